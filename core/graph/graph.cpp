@@ -1,0 +1,175 @@
+#include "graph/graph.h"
+
+#include "exec/eager.h"
+#include "plugin/context.h"
+#include "util/status.h"
+
+#include <cstring>
+
+namespace ctn {
+
+ctn_attrs attrs_i(std::initializer_list<int64_t> ints) {
+  ctn_attrs a{};
+  for (int64_t v : ints) a.i[a.ni++] = v;
+  return a;
+}
+
+ctn_attrs attrs_f(std::initializer_list<double> floats) {
+  ctn_attrs a{};
+  for (double v : floats) a.f[a.nf++] = v;
+  return a;
+}
+
+void Graph::check(ctn_node n, const char *what) const {
+  if (n >= nodes_.size())
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: node %u does not exist in this graph (it has %zu nodes)", what, n,
+         nodes_.size());
+}
+
+ctn_node Graph::add_input(const char *name, int32_t dtype, const Shape &shape) {
+  if (eager_) fail(CTN_ERR_STATE, "ctn_input: an eager graph has no placeholders; use ctn_constant or ctn_variable");
+  if (!dtype_valid(dtype)) fail(CTN_ERR_DTYPE, "ctn_input: unknown dtype %d", dtype);
+  Node n;
+  n.kind = NodeKind::Input;
+  n.info = {dtype, shape};
+  n.name = name ? name : "input" + std::to_string(nodes_.size());
+  nodes_.push_back(std::move(n));
+  return static_cast<ctn_node>(nodes_.size() - 1);
+}
+
+ctn_node Graph::add_constant(const Tensor &value) {
+  Node n;
+  n.kind = NodeKind::Constant;
+  n.info = {value.dtype, value.shape};
+  n.value = std::make_shared<Tensor>(value.contiguous());
+  nodes_.push_back(std::move(n));
+  return static_cast<ctn_node>(nodes_.size() - 1);
+}
+
+ctn_node Graph::add_scalar(int32_t dtype, double v) {
+  if (!dtype_valid(dtype)) fail(CTN_ERR_DTYPE, "ctn_scalar: unknown dtype %d", dtype);
+  Tensor t = Tensor::empty(dtype, Shape{});
+  switch (dtype) {
+    case CTN_F32: *reinterpret_cast<float *>(t.data()) = static_cast<float>(v); break;
+    case CTN_F64: *reinterpret_cast<double *>(t.data()) = v; break;
+    case CTN_I32: *reinterpret_cast<int32_t *>(t.data()) = static_cast<int32_t>(v); break;
+    case CTN_I64: *reinterpret_cast<int64_t *>(t.data()) = static_cast<int64_t>(v); break;
+    case CTN_U8: *reinterpret_cast<uint8_t *>(t.data()) = static_cast<uint8_t>(v); break;
+    case CTN_BOOL: *reinterpret_cast<uint8_t *>(t.data()) = v != 0; break;
+  }
+  Node n;
+  n.kind = NodeKind::Constant;
+  n.info = {dtype, Shape{}};
+  n.value = std::make_shared<Tensor>(std::move(t));
+  nodes_.push_back(std::move(n));
+  return static_cast<ctn_node>(nodes_.size() - 1);
+}
+
+ctn_node Graph::add_variable(const char *name, const Tensor &init) {
+  Node n;
+  n.kind = NodeKind::Variable;
+  n.info = {init.dtype, init.shape};
+  n.name = name ? name : "var" + std::to_string(nodes_.size());
+  n.value = std::make_shared<Tensor>(init.contiguous());
+  nodes_.push_back(std::move(n));
+  return static_cast<ctn_node>(nodes_.size() - 1);
+}
+
+ctn_node Graph::add_assign(ctn_node var, ctn_node value) {
+  check(var, "ctn_assign");
+  check(value, "ctn_assign");
+  if (nodes_[var].kind != NodeKind::Variable)
+    fail(CTN_ERR_INVALID_ARGUMENT, "ctn_assign: node %u is not a variable", var);
+  const ValueInfo &a = nodes_[var].info, &b = nodes_[value].info;
+  if (a.dtype != b.dtype) fail(CTN_ERR_DTYPE, "ctn_assign: variable is %s, value is %s", dtype_name(a.dtype), dtype_name(b.dtype));
+  if (a.shape != b.shape)
+    fail(CTN_ERR_SHAPE, "ctn_assign: variable is %s, value is %s", shape_str(a.shape).c_str(), shape_str(b.shape).c_str());
+  Node n;
+  n.kind = NodeKind::Assign;
+  n.inputs = {var, value};
+  n.info = b;
+  if (eager_) {
+    // Eager: the variable takes the value now (reads already done saw the old one).
+    nodes_[var].value = std::make_shared<Tensor>(nodes_[value].value->contiguous());
+    n.value = nodes_[var].value;
+  }
+  nodes_.push_back(std::move(n));
+  return static_cast<ctn_node>(nodes_.size() - 1);
+}
+
+ctn_node Graph::add_op(const char *op, uint32_t n, const ctn_node *inputs, const ctn_attrs *attrs) {
+  const OpDef *def = ctx_->find_op(op);
+  if (!def) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_op: unknown op \"%s\"", op ? op : "(null)");
+  static const ctn_attrs zero{};
+  return add_op(*def, n, inputs, attrs ? *attrs : zero);
+}
+
+ctn_node Graph::add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, const ctn_attrs &attrs_in) {
+  if (op.n_inputs >= 0 && n != static_cast<uint32_t>(op.n_inputs))
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: takes %d inputs, got %u", op.name.c_str(), op.n_inputs, n);
+  if (op.n_inputs < 0 && n == 0) fail(CTN_ERR_INVALID_ARGUMENT, "%s: takes at least one input", op.name.c_str());
+  if (n && !inputs) fail(CTN_ERR_INVALID_ARGUMENT, "%s: inputs is NULL", op.name.c_str());
+  ValueInfo small[4];
+  std::vector<ValueInfo> big;
+  ValueInfo *in = small;
+  if (n > 4) {
+    big.resize(n);
+    in = big.data();
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    check(inputs[i], op.name.c_str());
+    in[i] = nodes_[inputs[i]].info;
+  }
+  Node node;
+  node.kind = NodeKind::Op;
+  node.op = &op;
+  node.attrs = attrs_in;
+  node.info = op.infer(op, in, n, node.attrs);
+  node.inputs.assign(inputs, inputs + n);
+  if (eager_) eager_execute(*this, node);
+  nodes_.push_back(std::move(node));
+  return static_cast<ctn_node>(nodes_.size() - 1);
+}
+
+ctn_node sum_to(Graph &g, ctn_node x, Shape target) {
+  const Shape s = g.info(x).shape;
+  if (s == target) return x;
+  uint32_t lead = s.ndim - target.ndim;
+  uint64_t mask = 0;
+  for (uint32_t k = 0; k < s.ndim; ++k) {
+    if (k < lead) mask |= 1ull << k;
+    else if (target[k - lead] == 1 && s[k] != 1) mask |= 1ull << k;
+  }
+  ctn_node r = x;
+  if (mask) {
+    ctn_attrs a = attrs_i({static_cast<int64_t>(mask), 1});
+    r = g.op1("sum", x, &a);
+  }
+  if (g.info(r).shape != target) {
+    ctn_attrs a{};
+    for (uint32_t k = 0; k < target.ndim; ++k) a.i[a.ni++] = target[k];
+    r = g.op1("reshape", r, &a);
+  }
+  return r;
+}
+
+std::string Graph::to_dot() const {
+  std::string s = "digraph chutney {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node &n = nodes_[i];
+    std::string label, shape = "box", color = "white";
+    switch (n.kind) {
+      case NodeKind::Input: label = "input " + n.name; shape = "ellipse"; color = "lightblue"; break;
+      case NodeKind::Constant: label = "const"; shape = "ellipse"; color = "lightgrey"; break;
+      case NodeKind::Variable: label = "var " + n.name; shape = "ellipse"; color = "palegreen"; break;
+      case NodeKind::Assign: label = "assign"; color = "orange"; break;
+      case NodeKind::Op: label = n.op->name; color = n.op->name.find("_grad") != std::string::npos ? "mistyrose" : "white"; break;
+    }
+    s += format("  n%zu [label=\"%s\\n%s%s\", shape=%s, style=filled, fillcolor=%s];\n", i, label.c_str(),
+                dtype_name(n.info.dtype), shape_str(n.info.shape).c_str(), shape.c_str(), color.c_str());
+    for (ctn_node in : n.inputs) s += format("  n%u -> n%zu;\n", in, i);
+  }
+  return s + "}\n";
+}
+
+}  // namespace ctn

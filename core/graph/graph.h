@@ -1,0 +1,84 @@
+// The computation graph: nodes appended in creation order (so every node's inputs precede it),
+// each with its dtype and shape inferred when it is added.
+#pragma once
+
+#include "graph/op.h"
+#include "tensor/tensor.h"
+
+#include <memory>
+#include <vector>
+
+struct ctn_context;
+
+namespace ctn {
+
+struct Context;
+
+enum class NodeKind : uint8_t { Input, Constant, Variable, Op, Assign };
+
+struct Node {
+  NodeKind kind = NodeKind::Op;
+  const OpDef *op = nullptr;  // Op nodes
+  std::vector<ctn_node> inputs;
+  ctn_attrs attrs{};
+  ValueInfo info;
+  std::string name;
+  // Constant data, a variable's initial value, or an eager graph's computed value.
+  std::shared_ptr<Tensor> value;
+};
+
+class Graph {
+ public:
+  Graph(Context *ctx, bool eager) : ctx_(ctx), eager_(eager) {}
+
+  Context *context() const { return ctx_; }
+  bool eager() const { return eager_; }
+  size_t size() const { return nodes_.size(); }
+  const Node &node(ctn_node n) const { return nodes_[n]; }
+  Node &node(ctn_node n) { return nodes_[n]; }
+  const std::vector<Node> &nodes() const { return nodes_; }
+  void check(ctn_node n, const char *what) const;  // throws for an invalid id
+
+  ctn_node add_input(const char *name, int32_t dtype, const Shape &shape);
+  ctn_node add_constant(const Tensor &value);  // copies
+  ctn_node add_scalar(int32_t dtype, double v);
+  ctn_node add_variable(const char *name, const Tensor &init);
+  ctn_node add_assign(ctn_node var, ctn_node value);
+  ctn_node add_op(const char *op, uint32_t n, const ctn_node *inputs, const ctn_attrs *attrs);
+  ctn_node add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, const ctn_attrs &attrs);
+
+  // Convenience for rules and passes.
+  ctn_node op1(const char *op, ctn_node a, const ctn_attrs *attrs = nullptr) { return add_op(op, 1, &a, attrs); }
+  ctn_node op2(const char *op, ctn_node a, ctn_node b, const ctn_attrs *attrs = nullptr) {
+    ctn_node in[2] = {a, b};
+    return add_op(op, 2, in, attrs);
+  }
+  const ValueInfo &info(ctn_node n) const { return nodes_[n].info; }
+
+  std::string to_dot() const;
+  // A lazy copy of the nodes (compile works on a private copy; node ids are preserved).
+  void copy_nodes_from(const Graph &o) { nodes_ = o.nodes_; }
+
+  // Scratch owned by the graph for C API string results.
+  std::string text;
+
+ private:
+  Context *ctx_;
+  bool eager_;
+  std::vector<Node> nodes_;
+};
+
+// Reduces `g` (of some broadcast shape) to `target` by summing over broadcast axes.
+ctn_node sum_to(Graph &g, ctn_node x, Shape target);
+
+// Appends the backward graph; see ctn_grad.
+void build_grad(Graph &g, ctn_node loss, uint32_t n, const ctn_node *wrt, ctn_node *out);
+
+ctn_attrs attrs_i(std::initializer_list<int64_t> ints);
+ctn_attrs attrs_f(std::initializer_list<double> floats);
+
+}  // namespace ctn
+
+struct ctn_graph : ctn::Graph {
+  using ctn::Graph::Graph;
+};

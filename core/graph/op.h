@@ -1,0 +1,54 @@
+// Op definitions: one entry per op name with its shape/dtype inference and gradient rule.
+// Built-in ops live in ops_builtin.cpp; op libraries add entries wrapping ctn_op_def.
+#pragma once
+
+#include <chutney/oplib.h>
+
+#include "tensor/shape.h"
+
+#include <string>
+
+namespace ctn {
+
+struct ValueInfo {
+  int32_t dtype = CTN_F32;
+  Shape shape;
+};
+
+struct OpDef;
+class Graph;
+struct OpLib;
+
+// Infers the output; may normalise attrs in place (negative axes, -1 in shapes, slice bounds).
+// Throws ctn::Error naming the op and the offending shapes/dtypes.
+using InferFn = ValueInfo (*)(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &attrs);
+
+// Adds to `g` the gradient of node `node` given the gradient `dy` of its output; writes one entry
+// per input into dx (CTN_NODE_NONE: no gradient). `need[i]` tells whether input i needs one.
+using GradFn = void (*)(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx);
+
+enum OpFlags : uint32_t {
+  OP_ELEMENTWISE = 1u << 0,   // output element i depends only on input elements i (after bcast)
+  OP_VIEW_RESHAPE = 1u << 1,  // output can alias input 0's storage (no kernel needed)
+  OP_NO_FOLD = 1u << 2,       // never constant-folded
+};
+
+struct OpDef {
+  std::string name;
+  int n_inputs = 1;  // -1: variadic (>= 1)
+  InferFn infer = nullptr;
+  GradFn grad = nullptr;
+  uint32_t flags = 0;
+  // Op libraries:
+  const ctn_op_def *ext = nullptr;
+  OpLib *lib = nullptr;
+};
+
+// Built-in op table (static storage). Returns nullptr for an unknown name.
+const OpDef *find_builtin_op(const char *name);
+// Every built-in op, for listings and the conformance matrix.
+const OpDef *const *builtin_ops(size_t *count);
+
+std::string values_str(const ValueInfo *in, uint32_t n);  // "a: f32[2, 3], b: f32[3]"
+
+}  // namespace ctn

@@ -1,0 +1,354 @@
+// Built-in op schemas: shape/dtype inference (with attribute normalisation) and the table that
+// ties each op name to its inference and gradient rule.
+#include <chutney/ops.h>
+
+#include "autodiff/rules.h"
+#include "graph/op.h"
+#include "tensor/tensor.h"
+#include "util/status.h"
+
+#include <cstring>
+
+namespace ctn {
+
+std::string values_str(const ValueInfo *in, uint32_t n) {
+  std::string s;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i) s += ", ";
+    s += dtype_name(in[i].dtype);
+    s += shape_str(in[i].shape);
+  }
+  return s;
+}
+
+namespace {
+
+const char *N(const OpDef &op) { return op.name.c_str(); }
+
+void need_float(const OpDef &op, const ValueInfo &v, const char *which) {
+  if (!dtype_is_float(v.dtype))
+    fail(CTN_ERR_DTYPE, "%s: %s has dtype %s; this op needs f32 or f64", N(op), which, dtype_name(v.dtype));
+}
+
+void same_dtype(const OpDef &op, const ValueInfo *in, uint32_t a, uint32_t b) {
+  if (in[a].dtype != in[b].dtype)
+    fail(CTN_ERR_DTYPE, "%s: operand dtypes differ: %s", N(op), values_str(in, 2).c_str());
+}
+
+ValueInfo infer_unary_float(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &) {
+  need_float(op, in[0], "the input");
+  return in[0];
+}
+
+ValueInfo infer_leaky(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  a.nf = 1;
+  return infer_unary_float(op, in, n, a);
+}
+
+ValueInfo infer_clamp(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  if (a.f[0] > a.f[1]) fail(CTN_ERR_INVALID_ARGUMENT, "%s: lo (%g) is greater than hi (%g)", N(op), a.f[0], a.f[1]);
+  a.nf = 2;
+  return infer_unary_float(op, in, n, a);
+}
+
+ValueInfo infer_cast(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &a) {
+  if (!dtype_valid(static_cast<int32_t>(a.i[0])))
+    fail(CTN_ERR_DTYPE, "%s: unknown target dtype %lld", N(op), static_cast<long long>(a.i[0]));
+  a.ni = 1;
+  return ValueInfo{static_cast<int32_t>(a.i[0]), in[0].shape};
+}
+
+ValueInfo infer_identity(const OpDef &, const ValueInfo *in, uint32_t, ctn_attrs &) { return in[0]; }
+
+ValueInfo bcast(const OpDef &op, const ValueInfo *in, uint32_t n) {
+  Shape s = in[0].shape;
+  for (uint32_t i = 1; i < n; ++i)
+    if (!broadcast_shapes(s, in[i].shape, &s))
+      fail(CTN_ERR_SHAPE, "%s: shapes do not broadcast: %s", N(op), values_str(in, n).c_str());
+  return ValueInfo{in[0].dtype, s};
+}
+
+ValueInfo infer_binary_float(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &) {
+  same_dtype(op, in, 0, 1);
+  need_float(op, in[0], "operand a");
+  return bcast(op, in, n);
+}
+
+ValueInfo infer_compare(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &) {
+  same_dtype(op, in, 0, 1);
+  ValueInfo r = bcast(op, in, n);
+  r.dtype = CTN_BOOL;
+  return r;
+}
+
+ValueInfo infer_where(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &) {
+  if (in[0].dtype != CTN_BOOL)
+    fail(CTN_ERR_DTYPE, "%s: the condition must be bool, got %s", N(op), dtype_name(in[0].dtype));
+  if (in[1].dtype != in[2].dtype)
+    fail(CTN_ERR_DTYPE, "%s: a and b dtypes differ: %s", N(op), values_str(in, 3).c_str());
+  ValueInfo r = bcast(op, in, n);
+  r.dtype = in[1].dtype;
+  return r;
+}
+
+// (x or y, dy) -> dx, same shape.
+ValueInfo infer_elem_grad(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &) {
+  same_dtype(op, in, 0, 1);
+  need_float(op, in[0], "the input");
+  if (in[0].shape != in[1].shape)
+    fail(CTN_ERR_SHAPE, "%s: shapes differ: %s", N(op), values_str(in, 2).c_str());
+  return in[0];
+}
+
+ValueInfo infer_matmul_common(const OpDef &op, const ValueInfo *in) {
+  same_dtype(op, in, 0, 1);
+  need_float(op, in[0], "operand a");
+  const Shape &a = in[0].shape, &b = in[1].shape;
+  if (a.ndim < 2 || b.ndim < 2)
+    fail(CTN_ERR_SHAPE, "%s: operands must be at least 2-d: %s", N(op), values_str(in, 2).c_str());
+  return ValueInfo{in[0].dtype, {}};
+}
+
+ValueInfo infer_matmul(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &at) {
+  infer_matmul_common(op, in);
+  const Shape &a = in[0].shape, &b = in[1].shape;
+  bool ta = at.i[0] != 0, tb = at.i[1] != 0;
+  at.i[0] = ta;
+  at.i[1] = tb;
+  at.ni = op.n_inputs == 3 ? 3 : 2;
+  int64_t m = ta ? a[a.ndim - 1] : a[a.ndim - 2];
+  int64_t ka = ta ? a[a.ndim - 2] : a[a.ndim - 1];
+  int64_t kb = tb ? b[b.ndim - 1] : b[b.ndim - 2];
+  int64_t nn = tb ? b[b.ndim - 2] : b[b.ndim - 1];
+  if (ka != kb)
+    fail(CTN_ERR_SHAPE, "%s: inner dimensions differ (%lld vs %lld): a %s%s, b %s%s", N(op), static_cast<long long>(ka),
+         static_cast<long long>(kb), shape_str(a).c_str(), ta ? " transposed" : "", shape_str(b).c_str(),
+         tb ? " transposed" : "");
+  Shape ba, bb, batch;
+  ba.ndim = a.ndim - 2;
+  for (uint32_t i = 0; i < ba.ndim; ++i) ba[i] = a[i];
+  bb.ndim = b.ndim - 2;
+  for (uint32_t i = 0; i < bb.ndim; ++i) bb[i] = b[i];
+  if (!broadcast_shapes(ba, bb, &batch))
+    fail(CTN_ERR_SHAPE, "%s: batch dimensions do not broadcast: a %s, b %s", N(op), shape_str(a).c_str(),
+         shape_str(b).c_str());
+  ValueInfo r{in[0].dtype, batch};
+  r.shape.ndim = batch.ndim + 2;
+  r.shape[batch.ndim] = m;
+  r.shape[batch.ndim + 1] = nn;
+  return r;
+}
+
+ValueInfo infer_matmul_bias_act(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &at) {
+  ValueInfo r = infer_matmul(op, in, n, at);
+  if (in[2].dtype != in[0].dtype || in[2].shape.ndim != 1 || in[2].shape[0] != r.shape[r.shape.ndim - 1])
+    fail(CTN_ERR_SHAPE, "%s: bias must be [N] with N = %lld: %s", N(op),
+         static_cast<long long>(r.shape[r.shape.ndim - 1]), values_str(in, 3).c_str());
+  if (at.i[2] < CTN_ACT_NONE || at.i[2] > CTN_ACT_GELU)
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: unknown activation %lld", N(op), static_cast<long long>(at.i[2]));
+  return r;
+}
+
+ValueInfo infer_reduce(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &at) {
+  need_float(op, in[0], "the input");
+  const Shape &x = in[0].shape;
+  uint64_t mask = static_cast<uint64_t>(at.i[0]);
+  uint64_t all = x.ndim ? ((1ull << x.ndim) - 1) : 0;
+  if (mask & ~all)
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: axis mask 0x%llx names axes beyond a %u-d input %s", N(op),
+         static_cast<unsigned long long>(mask), x.ndim, shape_str(x).c_str());
+  if (mask == 0) mask = all;
+  bool keep = at.i[1] != 0;
+  at.i[0] = static_cast<int64_t>(mask);
+  at.i[1] = keep;
+  at.ni = 2;
+  ValueInfo r{in[0].dtype, {}};
+  for (uint32_t k = 0; k < x.ndim; ++k) {
+    bool red = (mask >> k) & 1;
+    if (red && x[k] == 0 && op.name == CTN_OP_MAX)
+      fail(CTN_ERR_SHAPE, "%s: cannot take the max over an empty axis %u of %s", N(op), k, shape_str(x).c_str());
+    if (!red) r.shape[r.shape.ndim++] = x[k];
+    else if (keep) r.shape[r.shape.ndim++] = 1;
+  }
+  return r;
+}
+
+ValueInfo infer_reshape(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &at) {
+  Shape s = resolve_reshape(N(op), in[0].shape, at.ni, at.i);
+  for (uint32_t k = 0; k < s.ndim; ++k) at.i[k] = s[k];
+  return ValueInfo{in[0].dtype, s};
+}
+
+ValueInfo infer_permute(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &at) {
+  const Shape &x = in[0].shape;
+  bool seen[CTN_MAX_DIMS] = {};
+  ValueInfo r{in[0].dtype, x};
+  for (uint32_t k = 0; k < x.ndim; ++k) {
+    int64_t p = at.i[k];
+    if (p < 0) p += x.ndim;
+    if (p < 0 || p >= static_cast<int64_t>(x.ndim) || seen[p])
+      fail(CTN_ERR_INVALID_ARGUMENT, "%s: the permutation is not a permutation of the %u axes of %s", N(op), x.ndim,
+           shape_str(x).c_str());
+    seen[p] = true;
+    at.i[k] = p;
+    r.shape[k] = x[static_cast<uint32_t>(p)];
+  }
+  at.ni = x.ndim;
+  return r;
+}
+
+ValueInfo infer_slice(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &at) {
+  const Shape &x = in[0].shape;
+  int32_t ax = normalize_axis(N(op), at.i[0], x.ndim);
+  if (at.i[3] <= 0) fail(CTN_ERR_INVALID_ARGUMENT, "%s: step must be > 0, got %lld", N(op), static_cast<long long>(at.i[3]));
+  int64_t len = normalize_slice(x[ax], &at.i[1], &at.i[2], at.i[3]);
+  at.i[0] = ax;
+  at.ni = 4;
+  ValueInfo r{in[0].dtype, x};
+  r.shape[ax] = len;
+  return r;
+}
+
+ValueInfo infer_slice_grad(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &at) {
+  const Shape &dy = in[0].shape;
+  int32_t ax = normalize_axis(N(op), at.i[0], dy.ndim);
+  int64_t size = at.i[4];
+  if (size < 0 || at.i[3] <= 0) fail(CTN_ERR_INVALID_ARGUMENT, "%s: bad source size or step", N(op));
+  int64_t len = normalize_slice(size, &at.i[1], &at.i[2], at.i[3]);
+  if (len != dy[ax])
+    fail(CTN_ERR_SHAPE, "%s: the slice has %lld elements along axis %d but dy %s has %lld", N(op),
+         static_cast<long long>(len), ax, shape_str(dy).c_str(), static_cast<long long>(dy[ax]));
+  at.i[0] = ax;
+  at.ni = 5;
+  ValueInfo r{in[0].dtype, dy};
+  r.shape[ax] = size;
+  return r;
+}
+
+ValueInfo infer_concat(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &at) {
+  const Shape &x = in[0].shape;
+  if (x.ndim == 0) fail(CTN_ERR_SHAPE, "%s: cannot concatenate 0-d values", N(op));
+  int32_t ax = normalize_axis(N(op), at.i[0], x.ndim);
+  ValueInfo r = in[0];
+  for (uint32_t k = 1; k < n; ++k) {
+    if (in[k].dtype != in[0].dtype) fail(CTN_ERR_DTYPE, "%s: dtypes differ: %s", N(op), values_str(in, n).c_str());
+    bool ok = in[k].shape.ndim == x.ndim;
+    for (uint32_t d = 0; ok && d < x.ndim; ++d)
+      if (d != static_cast<uint32_t>(ax) && in[k].shape[d] != x[d]) ok = false;
+    if (!ok)
+      fail(CTN_ERR_SHAPE, "%s: shapes differ outside axis %d: %s", N(op), ax, values_str(in, n).c_str());
+    r.shape[ax] += in[k].shape[ax];
+  }
+  at.i[0] = ax;
+  at.ni = 1;
+  return r;
+}
+
+ValueInfo infer_broadcast_to(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &at) {
+  Shape t = Shape::from(at.ni, at.i);
+  Shape r;
+  if (!broadcast_shapes(in[0].shape, t, &r) || r != t)
+    fail(CTN_ERR_SHAPE, "%s: %s cannot be broadcast to %s", N(op), shape_str(in[0].shape).c_str(), shape_str(t).c_str());
+  return ValueInfo{in[0].dtype, t};
+}
+
+ValueInfo infer_softmax(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &at) {
+  for (uint32_t k = 0; k < n; ++k) need_float(op, in[k], k ? "dy" : "the input");
+  if (n == 2) infer_elem_grad(op, in, n, at);
+  if (in[0].shape.ndim == 0) fail(CTN_ERR_SHAPE, "%s: the input must be at least 1-d", N(op));
+  at.i[0] = normalize_axis(N(op), at.i[0], in[0].shape.ndim);
+  at.ni = 1;
+  return in[0];
+}
+
+void check_ce(const OpDef &op, const ValueInfo *in) {
+  need_float(op, in[0], "logits");
+  if (in[0].shape.ndim != 2)
+    fail(CTN_ERR_SHAPE, "%s: logits must be [N, C], got %s", N(op), shape_str(in[0].shape).c_str());
+  if (in[1].dtype != CTN_I32 && in[1].dtype != CTN_I64)
+    fail(CTN_ERR_DTYPE, "%s: labels must be i32 or i64, got %s", N(op), dtype_name(in[1].dtype));
+  if (in[1].shape.ndim != 1 || in[1].shape[0] != in[0].shape[0])
+    fail(CTN_ERR_SHAPE, "%s: labels must be [N] with N = %lld: %s", N(op), static_cast<long long>(in[0].shape[0]),
+         values_str(in, 2).c_str());
+}
+
+ValueInfo infer_cross_entropy(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &) {
+  check_ce(op, in);
+  return ValueInfo{in[0].dtype, {}};
+}
+
+ValueInfo infer_cross_entropy_grad(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &) {
+  check_ce(op, in);
+  if (in[2].dtype != in[0].dtype || in[2].shape.numel() != 1)
+    fail(CTN_ERR_SHAPE, "%s: dy must be a one-element %s value: %s", N(op), dtype_name(in[0].dtype),
+         values_str(in, 3).c_str());
+  return in[0];
+}
+
+using namespace rules;
+#define U(nm, g) OpDef{nm, 1, infer_unary_float, g, OP_ELEMENTWISE, nullptr, nullptr}
+#define B(nm, g) OpDef{nm, 2, infer_binary_float, g, OP_ELEMENTWISE, nullptr, nullptr}
+#define C(nm) OpDef{nm, 2, infer_compare, rules::zero, OP_ELEMENTWISE, nullptr, nullptr}
+#define G(nm) OpDef{nm, 2, infer_elem_grad, nullptr, OP_ELEMENTWISE, nullptr, nullptr}
+
+const OpDef kOps[] = {
+    U(CTN_OP_NEG, neg), U(CTN_OP_EXP, exp), U(CTN_OP_LOG, log), U(CTN_OP_SQRT, sqrt), U(CTN_OP_ABS, abs),
+    U(CTN_OP_SIGN, zero), U(CTN_OP_TANH, tanh), U(CTN_OP_SIGMOID, sigmoid), U(CTN_OP_RELU, relu),
+    U(CTN_OP_GELU, gelu),
+    OpDef{CTN_OP_LEAKY_RELU, 1, infer_leaky, leaky_relu, OP_ELEMENTWISE, nullptr, nullptr},
+    OpDef{CTN_OP_CLAMP, 1, infer_clamp, clamp, OP_ELEMENTWISE, nullptr, nullptr},
+    OpDef{CTN_OP_CAST, 1, infer_cast, cast, OP_ELEMENTWISE, nullptr, nullptr},
+    OpDef{CTN_OP_COPY, 1, infer_identity, copy, OP_ELEMENTWISE, nullptr, nullptr},
+    B(CTN_OP_ADD, add), B(CTN_OP_SUB, sub), B(CTN_OP_MUL, mul), B(CTN_OP_DIV, div), B(CTN_OP_POW, pow),
+    B(CTN_OP_MAXIMUM, maximum), B(CTN_OP_MINIMUM, minimum),
+    C(CTN_OP_EQ), C(CTN_OP_NE), C(CTN_OP_LT), C(CTN_OP_LE), C(CTN_OP_GT), C(CTN_OP_GE),
+    OpDef{CTN_OP_WHERE, 3, infer_where, where, OP_ELEMENTWISE, nullptr, nullptr},
+    G(CTN_OP_RELU_GRAD), G(CTN_OP_GELU_GRAD), G(CTN_OP_TANH_GRAD), G(CTN_OP_SIGMOID_GRAD),
+    OpDef{CTN_OP_LEAKY_RELU_GRAD, 2, [](const OpDef &o, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+            a.nf = 1;
+            return infer_elem_grad(o, in, n, a);
+          }, nullptr, OP_ELEMENTWISE, nullptr, nullptr},
+    OpDef{CTN_OP_CLAMP_GRAD, 2, [](const OpDef &o, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+            a.nf = 2;
+            return infer_elem_grad(o, in, n, a);
+          }, nullptr, OP_ELEMENTWISE, nullptr, nullptr},
+    OpDef{CTN_OP_MATMUL, 2, infer_matmul, matmul, 0, nullptr, nullptr},
+    OpDef{CTN_OP_MATMUL_BIAS_ACT, 3, infer_matmul_bias_act, nullptr, 0, nullptr, nullptr},
+    OpDef{CTN_OP_SUM, 1, infer_reduce, sum, 0, nullptr, nullptr},
+    OpDef{CTN_OP_MEAN, 1, infer_reduce, mean, 0, nullptr, nullptr},
+    OpDef{CTN_OP_MAX, 1, infer_reduce, max, 0, nullptr, nullptr},
+    OpDef{CTN_OP_RESHAPE, 1, infer_reshape, reshape, OP_VIEW_RESHAPE, nullptr, nullptr},
+    OpDef{CTN_OP_PERMUTE, 1, infer_permute, permute, 0, nullptr, nullptr},
+    OpDef{CTN_OP_SLICE, 1, infer_slice, slice, 0, nullptr, nullptr},
+    OpDef{CTN_OP_SLICE_GRAD, 1, infer_slice_grad, slice_grad, 0, nullptr, nullptr},
+    OpDef{CTN_OP_CONCAT, -1, infer_concat, concat, 0, nullptr, nullptr},
+    OpDef{CTN_OP_BROADCAST_TO, 1, infer_broadcast_to, broadcast_to, 0, nullptr, nullptr},
+    OpDef{CTN_OP_SOFTMAX, 1, infer_softmax, softmax, 0, nullptr, nullptr},
+    OpDef{CTN_OP_LOG_SOFTMAX, 1, infer_softmax, log_softmax, 0, nullptr, nullptr},
+    OpDef{CTN_OP_SOFTMAX_GRAD, 2, infer_softmax, nullptr, 0, nullptr, nullptr},
+    OpDef{CTN_OP_LOG_SOFTMAX_GRAD, 2, infer_softmax, nullptr, 0, nullptr, nullptr},
+    OpDef{CTN_OP_CROSS_ENTROPY, 2, infer_cross_entropy, cross_entropy, 0, nullptr, nullptr},
+    OpDef{CTN_OP_CROSS_ENTROPY_GRAD, 3, infer_cross_entropy_grad, nullptr, 0, nullptr, nullptr},
+};
+
+}  // namespace
+
+const OpDef *find_builtin_op(const char *name) {
+  if (!name) return nullptr;
+  for (const OpDef &op : kOps)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+const OpDef *const *builtin_ops(size_t *count) {
+  static const OpDef *ptrs[sizeof kOps / sizeof kOps[0]];
+  static bool init = [] {
+    for (size_t i = 0; i < sizeof kOps / sizeof kOps[0]; ++i) ptrs[i] = &kOps[i];
+    return true;
+  }();
+  (void)init;
+  *count = sizeof kOps / sizeof kOps[0];
+  return ptrs;
+}
+
+}  // namespace ctn

@@ -1,0 +1,239 @@
+#include "passes/passes.h"
+
+#include <chutney/ops.h>
+
+#include "exec/eager.h"
+#include "exec/select.h"
+#include "plugin/context.h"
+#include "util/status.h"
+
+#include <cstring>
+
+namespace ctn {
+
+ctn_node Rewriter::resolve(ctn_node n) {
+  while (n < repl.size() && repl[n] != n) n = repl[n];
+  return n;
+}
+
+void Rewriter::grow() {
+  while (repl.size() < g.size()) repl.push_back(static_cast<ctn_node>(repl.size()));
+}
+
+void Rewriter::set(ctn_node from, ctn_node to) {
+  grow();
+  repl[from] = to;
+}
+
+void Rewriter::resolve_inputs(ctn_node v) {
+  for (ctn_node &in : g.node(v).inputs) in = resolve(in);
+}
+
+void Rewriter::resolve_all(std::vector<ctn_node> &roots) {
+  for (size_t v = 0; v < g.size(); ++v) resolve_inputs(static_cast<ctn_node>(v));
+  for (ctn_node &r : roots) r = resolve(r);
+}
+
+namespace {
+
+bool is_op(const Graph &g, ctn_node n, const char *name) {
+  const Node &nd = g.node(n);
+  return nd.kind == NodeKind::Op && nd.op->name == name;
+}
+
+// A Constant whose every element equals v.
+bool const_all(const Graph &g, ctn_node n, double v) {
+  const Node &nd = g.node(n);
+  if (nd.kind != NodeKind::Constant || !nd.value) return false;
+  const Tensor &t = *nd.value;
+  const int64_t cnt = t.numel();
+  for (int64_t i = 0; i < cnt; ++i) {
+    double x;
+    switch (t.dtype) {
+      case CTN_F32: x = reinterpret_cast<const float *>(t.data())[i]; break;
+      case CTN_F64: x = reinterpret_cast<const double *>(t.data())[i]; break;
+      default: return false;
+    }
+    if (x != v) return false;
+  }
+  return cnt > 0;
+}
+
+// Constant, or an op computed from constants only (will fold).
+bool constlike(const Graph &g, ctn_node n, int depth = 0) {
+  const Node &nd = g.node(n);
+  if (nd.kind == NodeKind::Constant) return true;
+  if (nd.kind != NodeKind::Op || depth > 16 || (nd.op->flags & OP_NO_FOLD)) return false;
+  for (ctn_node in : nd.inputs)
+    if (!constlike(g, in, depth + 1)) return false;
+  return true;
+}
+
+// Returns the replacement of v, or v when nothing applies.
+ctn_node simplify_node(Rewriter &rw, ctn_node v) {
+  Graph &g = rw.g;
+  const Node nd = g.node(v);  // copy: we may append nodes
+  const std::string &name = nd.op->name;
+  const ValueInfo out = nd.info;
+  auto same = [&](ctn_node x) { return g.info(x).dtype == out.dtype && g.info(x).shape == out.shape; };
+  if (nd.inputs.size() == 2) {
+    ctn_node a = nd.inputs[0], b = nd.inputs[1];
+    if (name == CTN_OP_MUL) {
+      if (const_all(g, b, 1.0) && same(a)) return a;
+      if (const_all(g, a, 1.0) && same(b)) return b;
+    } else if (name == CTN_OP_ADD) {
+      if (const_all(g, b, 0.0) && same(a)) return a;
+      if (const_all(g, a, 0.0) && same(b)) return b;
+    } else if (name == CTN_OP_SUB) {
+      if (const_all(g, b, 0.0) && same(a)) return a;
+    } else if (name == CTN_OP_DIV) {
+      if (const_all(g, b, 1.0) && same(a)) return a;
+    }
+    // (x op c1) op c2  ->  x op (c1 op c2) for op in {mul, add}: the constants fold into one.
+    if (name == CTN_OP_MUL || name == CTN_OP_ADD) {
+      ctn_node c = constlike(g, b) ? b : constlike(g, a) ? a : CTN_NODE_NONE;
+      ctn_node m = c == b ? a : b;
+      if (c != CTN_NODE_NONE && !constlike(g, m) && is_op(g, m, name.c_str())) {
+        const Node inner = g.node(m);
+        ctn_node c1 = constlike(g, inner.inputs[1]) ? inner.inputs[1] : constlike(g, inner.inputs[0]) ? inner.inputs[0] : CTN_NODE_NONE;
+        if (c1 != CTN_NODE_NONE) {
+          ctn_node x = c1 == inner.inputs[1] ? inner.inputs[0] : inner.inputs[1];
+          if (!constlike(g, x)) {
+            ctn_node cc = g.op2(name.c_str(), c1, c);
+            ctn_node r = g.op2(name.c_str(), x, cc);
+            if (same(r)) return r;
+          }
+        }
+      }
+    }
+  }
+  if (name == CTN_OP_NEG && is_op(g, nd.inputs[0], CTN_OP_NEG)) {
+    ctn_node x = g.node(nd.inputs[0]).inputs[0];
+    if (same(x)) return x;
+  }
+  return v;
+}
+
+}  // namespace
+
+void simplify_and_fold(Rewriter &rw, bool simplify, bool fold, Backend *fold_backend, PassStats &st) {
+  Graph &g = rw.g;
+  for (size_t vi = 0; vi < g.size(); ++vi) {
+    ctn_node v = static_cast<ctn_node>(vi);
+    rw.grow();
+    rw.resolve_inputs(v);
+    const Node &nd = g.node(v);
+    if (nd.kind != NodeKind::Op) continue;
+    if (fold && fold_backend && !(nd.op->flags & OP_NO_FOLD) && nd.info.shape.numel() <= (1 << 22)) {
+      bool all = !nd.inputs.empty();
+      for (ctn_node in : nd.inputs) all = all && g.node(in).kind == NodeKind::Constant;
+      if (all) {
+        std::vector<const Tensor *> ins;
+        for (ctn_node in : nd.inputs) ins.push_back(g.node(in).value.get());
+        try {
+          Tensor t = eager_compute(*g.context(), *nd.op, nd.attrs, ins.data(), static_cast<uint32_t>(ins.size()),
+                                   nd.info, fold_backend);
+          ctn_node c = g.add_constant(t);
+          rw.set(v, c);
+          ++st.folded;
+          continue;
+        } catch (const Error &) {
+          // Not foldable here (e.g. no host kernel); it simply runs in the plan.
+        }
+      }
+    }
+    if (simplify) {
+      ctn_node r = simplify_node(rw, v);
+      if (r != v) {
+        rw.set(v, r);
+        ++st.folded;
+      }
+    }
+  }
+}
+
+std::vector<ctn_node> schedule(const Graph &g, const std::vector<ctn_node> &roots) {
+  std::vector<char> state(g.size(), 0);  // 0 new, 1 on stack, 2 done
+  std::vector<ctn_node> order;
+  std::vector<std::pair<ctn_node, size_t>> stack;
+  for (ctn_node r : roots) {
+    if (state[r]) continue;
+    stack.push_back({r, 0});
+    state[r] = 1;
+    while (!stack.empty()) {
+      auto &[v, i] = stack.back();
+      const Node &nd = g.node(v);
+      if (i < nd.inputs.size()) {
+        ctn_node in = nd.inputs[i++];
+        if (!state[in]) {
+          state[in] = 1;
+          stack.push_back({in, 0});
+        }
+        continue;
+      }
+      state[v] = 2;
+      order.push_back(v);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+void fuse_matmul_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend, PassStats &st) {
+  if (!backend) return;
+  Graph &g = rw.g;
+  const OpDef *fused_op = g.context()->find_op(CTN_OP_MATMUL_BIAS_ACT);
+  std::vector<ctn_node> order = schedule(g, roots);
+  std::vector<uint32_t> consumers(g.size(), 0);
+  for (ctn_node v : order)
+    for (ctn_node in : g.node(v).inputs) ++consumers[in];
+  for (ctn_node r : roots) ++consumers[r];
+
+  // matmul -> add(bias) [-> act]; the matmul and add must have no other consumer.
+  auto match_add = [&](ctn_node add, ctn_node *mm, ctn_node *bias) {
+    if (!is_op(g, add, CTN_OP_ADD)) return false;
+    for (int side = 0; side < 2; ++side) {
+      ctn_node m = g.node(add).inputs[static_cast<size_t>(side)];
+      ctn_node b = g.node(add).inputs[static_cast<size_t>(1 - side)];
+      if (!is_op(g, m, CTN_OP_MATMUL) || consumers[m] != 1) continue;
+      const ValueInfo &mi = g.info(m), &bi = g.info(b);
+      if (bi.dtype != mi.dtype || bi.shape.ndim != 1 || bi.shape[0] != mi.shape[mi.shape.ndim - 1]) continue;
+      if (g.info(add).shape != mi.shape) continue;
+      *mm = m;
+      *bias = b;
+      return true;
+    }
+    return false;
+  };
+  std::vector<char> done(g.size(), 0);
+  auto try_fuse = [&](ctn_node target, ctn_node add, int act) {
+    ctn_node mm, bias;
+    if (!match_add(add, &mm, &bias)) return false;
+    const Node m = g.node(mm);
+    ctn_attrs a = attrs_i({m.attrs.i[0], m.attrs.i[1], act});
+    ctn_tensor_desc in[3] = {make_desc(g.info(m.inputs[0])), make_desc(g.info(m.inputs[1])), make_desc(g.info(bias))};
+    ctn_tensor_desc od = make_desc(g.info(target));
+    ctn_kernel k;
+    std::string why;
+    if (!select_kernel(*backend, *fused_op, 3, in, od, a, &k, &why)) return false;
+    release_kernel(k);
+    ctn_node ins[3] = {m.inputs[0], m.inputs[1], bias};
+    ctn_node f = g.add_op(*fused_op, 3, ins, a);
+    rw.set(target, f);
+    done.resize(g.size(), 0);
+    done[add] = done[mm] = 1;
+    st.fused += act == CTN_ACT_NONE ? 1 : 2;
+    return true;
+  };
+  for (ctn_node v : order) {
+    int act = is_op(g, v, CTN_OP_RELU) ? CTN_ACT_RELU : is_op(g, v, CTN_OP_GELU) ? CTN_ACT_GELU : -1;
+    if (act < 0) continue;
+    ctn_node add = g.node(v).inputs[0];
+    if (consumers[add] == 1) try_fuse(v, add, act);
+  }
+  for (ctn_node v : order)
+    if (!done[v] && is_op(g, v, CTN_OP_ADD)) try_fuse(v, v, CTN_ACT_NONE);
+  rw.resolve_all(roots);
+}
+
+}  // namespace ctn

@@ -1,0 +1,204 @@
+#include "plugin/context.h"
+
+#include "graph/graph.h"
+#include "util/status.h"
+
+#include <dlfcn.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace ctn {
+
+void release_kernel(ctn_kernel &k) {
+  if (k.release && k.state) {
+    try {
+      k.release(k.state);
+    } catch (...) {
+    }
+  }
+  k = ctn_kernel{};
+}
+
+// Backend wrappers: turn plugin statuses into ctn::Error with the plugin's message.
+void *Backend::alloc(uint64_t bytes) {
+  void *h = nullptr;
+  take_plugin_error();
+  CTN_CHECK_PLUGIN(desc.buffer_alloc(state, bytes ? bytes : 64, &h),
+                   format("backend %s: allocating %llu bytes", name.c_str(), static_cast<unsigned long long>(bytes)));
+  return h;
+}
+void Backend::free(void *handle) {
+  if (handle) desc.buffer_free(state, handle);
+}
+void Backend::upload(void *handle, uint64_t offset, const void *src, uint64_t bytes) {
+  if (!bytes) return;
+  CTN_CHECK_PLUGIN(desc.upload(state, handle, offset, src, bytes), "backend " + name + ": upload");
+}
+void Backend::download(void *handle, uint64_t offset, void *dst, uint64_t bytes) {
+  if (!bytes) return;
+  CTN_CHECK_PLUGIN(desc.download(state, handle, offset, dst, bytes), "backend " + name + ": download");
+}
+void Backend::sync() {
+  if (desc.synchronize) CTN_CHECK_PLUGIN(desc.synchronize(state), "backend " + name + ": synchronize");
+}
+bool Backend::get_kernel(const ctn_op_signature &sig, ctn_kernel *out, std::string *why) {
+  take_plugin_error();
+  ctn_status s;
+  try {
+    s = desc.get_kernel(state, &sig, out);
+  } catch (const std::exception &e) {
+    fail(CTN_ERR_PLUGIN, "backend %s: get_kernel(%s) threw: %s", name.c_str(), sig.op, e.what());
+  } catch (...) {
+    fail(CTN_ERR_PLUGIN, "backend %s: get_kernel(%s) threw", name.c_str(), sig.op);
+  }
+  if (s == CTN_OK) return true;
+  std::string m = take_plugin_error();
+  if (s == CTN_ERR_UNSUPPORTED) {
+    if (why) *why = m.empty() ? "unsupported" : m;
+    return false;
+  }
+  throw Error(s, format("backend %s: %s: %s", name.c_str(), sig.op, m.empty() ? status_name(s) : m.c_str()));
+}
+
+Context::Context() {
+  size_t n = 0;
+  const OpDef *const *b = builtin_ops(&n);
+  for (size_t i = 0; i < n; ++i) ops[b[i]->name] = b[i];
+}
+
+Context::~Context() {
+  for (auto &e : eager_cache) release_kernel(e.second.kernel);
+  eager_cache.clear();
+  for (auto &b : backends) {
+    if (b->available && b->state) {
+      try {
+        b->desc.shutdown(b->state);
+      } catch (...) {
+      }
+    }
+    // Unload only after shutdown has joined the backend's threads.
+    if (b->dl) dlclose(b->dl);
+  }
+  for (auto &l : oplibs) {
+    if (l->desc.shutdown) {
+      try {
+        l->desc.shutdown();
+      } catch (...) {
+      }
+    }
+    if (l->dl) dlclose(l->dl);
+  }
+}
+
+const OpDef *Context::find_op(const char *name) const {
+  if (!name) return nullptr;
+  auto it = ops.find(std::string_view(name));
+  return it == ops.end() ? nullptr : it->second;
+}
+
+Backend *Context::find_backend(std::string_view name) const {
+  for (auto &b : backends)
+    if (b->name == name) return b.get();
+  return nullptr;
+}
+
+std::vector<Backend *> Context::parse_preference(const char *list) const {
+  std::vector<Backend *> out;
+  std::string missing;
+  std::string cur;
+  for (const char *p = list;; ++p) {
+    if (*p == ',' || *p == '\0') {
+      while (!cur.empty() && cur.back() == ' ') cur.pop_back();
+      if (!cur.empty()) {
+        Backend *b = find_backend(cur);
+        if (b && b->available) out.push_back(b);
+        else missing += (missing.empty() ? "" : "; ") + cur + (b ? ": " + b->description : ": no such backend is loaded");
+      }
+      cur.clear();
+      if (!*p) break;
+    } else if (*p != ' ' || !cur.empty()) {
+      cur += *p;
+    }
+  }
+  if (out.empty())
+    fail(CTN_ERR_UNAVAILABLE, "none of the requested backends \"%s\" is available (%s)", list, missing.c_str());
+  return out;
+}
+
+namespace {
+
+ctn_status host_set_error(ctn_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  set_plugin_error(fmt ? vformat(fmt, ap) : std::string());
+  va_end(ap);
+  return code;
+}
+
+int log_threshold() {
+  static int t = [] {
+    const char *e = std::getenv("CHUTNEY_LOG");
+    if (!e) return CTN_LOG_WARN;
+    if (!std::strcmp(e, "debug")) return CTN_LOG_DEBUG;
+    if (!std::strcmp(e, "info")) return CTN_LOG_INFO;
+    if (!std::strcmp(e, "error")) return CTN_LOG_ERROR;
+    return CTN_LOG_WARN;
+  }();
+  return t;
+}
+
+void host_log(ctn_log_level level, const char *plugin, const char *message) {
+  if (level < log_threshold()) return;
+  static const char *names[] = {"debug", "info", "warn", "error"};
+  std::fprintf(stderr, "chutney[%s] %s: %s\n", plugin ? plugin : "?", names[level & 3], message ? message : "");
+}
+
+// Graph building for gradient rules; the wall here keeps exceptions inside the core.
+template <class F>
+ctn_status host_wall(F &&f) {
+  try {
+    f();
+    return CTN_OK;
+  } catch (const Error &e) {
+    set_plugin_error(e.message());
+    return e.code();
+  } catch (const std::exception &e) {
+    set_plugin_error(e.what());
+    return CTN_ERR_INTERNAL;
+  }
+}
+
+ctn_status host_graph_op(ctn_graph *g, const char *op, uint32_t n, const ctn_node *inputs, const ctn_attrs *attrs,
+                         ctn_node *out) {
+  if (!g || !out) return host_set_error(CTN_ERR_INVALID_ARGUMENT, "graph_op: null graph or out");
+  return host_wall([&] { *out = g->add_op(op, n, inputs, attrs); });
+}
+ctn_status host_graph_scalar(ctn_graph *g, ctn_dtype dtype, double v, ctn_node *out) {
+  if (!g || !out) return host_set_error(CTN_ERR_INVALID_ARGUMENT, "graph_scalar: null graph or out");
+  return host_wall([&] { *out = g->add_scalar(dtype, v); });
+}
+ctn_status host_graph_node_info(ctn_graph *g, ctn_node n, ctn_dtype *dt, uint32_t *ndim, int64_t *shape) {
+  if (!g) return host_set_error(CTN_ERR_INVALID_ARGUMENT, "graph_node_info: null graph");
+  return host_wall([&] {
+    g->check(n, "graph_node_info");
+    const ValueInfo &v = g->info(n);
+    if (dt) *dt = static_cast<ctn_dtype>(v.dtype);
+    if (ndim) *ndim = v.shape.ndim;
+    if (shape)
+      for (uint32_t k = 0; k < v.shape.ndim; ++k) shape[k] = v.shape[k];
+  });
+}
+
+const ctn_host_api kHost = {
+    sizeof(ctn_host_api), CTN_ABI_MAJOR, CTN_ABI_MINOR, host_set_error, host_log,
+    host_graph_op,        host_graph_scalar, host_graph_node_info,
+};
+
+}  // namespace
+
+const ctn_host_api *host_api() { return &kHost; }
+
+}  // namespace ctn

@@ -1,0 +1,87 @@
+// The runtime context: loaded plugins, the op registry (built-in + op libraries), backend
+// preference, and the eager kernel cache.
+#pragma once
+
+#include <chutney/backend.h>
+#include <chutney/chutney.h>
+#include <chutney/oplib.h>
+
+#include "graph/op.h"
+#include "tensor/tensor.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace ctn {
+
+struct Backend {
+  std::string name, path, description;
+  ctn_backend_desc desc{};  // zero-filled beyond the plugin's struct_size
+  uint16_t abi_major = 0, abi_minor = 0;
+  void *dl = nullptr;
+  void *state = nullptr;
+  bool available = false;
+
+  bool host_memory() const { return desc.flags & CTN_BACKEND_HOST_MEMORY; }
+  void *alloc(uint64_t bytes);
+  void free(void *handle);
+  void upload(void *handle, uint64_t offset, const void *src, uint64_t bytes);
+  void download(void *handle, uint64_t offset, void *dst, uint64_t bytes);
+  void sync();
+  // false (with *why) when the backend does not support the node; throws on other errors.
+  bool get_kernel(const ctn_op_signature &sig, ctn_kernel *out, std::string *why);
+};
+
+struct OpLib {
+  std::string name, path;
+  ctn_oplib_desc desc{};
+  void *dl = nullptr;
+  std::vector<std::unique_ptr<OpDef>> ops;
+};
+
+// Releases a kernel's state (if any).
+void release_kernel(ctn_kernel &k);
+
+struct EagerKey;
+struct EagerEntry {
+  ctn_kernel kernel{};
+  Backend *backend = nullptr;
+};
+
+struct Context {
+  std::vector<std::unique_ptr<Backend>> backends;
+  std::vector<std::unique_ptr<OpLib>> oplibs;
+  std::unordered_map<std::string_view, const OpDef *> ops;
+  std::vector<Backend *> preference;
+  std::vector<std::string> report_lines;
+  std::string report;
+  int32_t num_threads = 1;
+  std::mutex mu;
+
+  // Eager kernel cache, keyed by a byte signature of (op, backend, dtypes, shapes, attrs).
+  std::unordered_map<std::string, EagerEntry> eager_cache;
+  std::mutex eager_mu;
+
+  Context();
+  ~Context();
+
+  const OpDef *find_op(const char *name) const;
+  Backend *find_backend(std::string_view name) const;
+  // Parses "a,b" into backends, skipping unavailable ones; throws when none is available.
+  std::vector<Backend *> parse_preference(const char *list) const;
+
+  // Plugin loading (plugin/loader.cpp).
+  void autoload(const ctn_context_options &opts);
+  void load_plugin(const std::string &path, bool explicit_request);
+  void add_report(const std::string &path, const char *verdict, const std::string &why);
+};
+
+const ctn_host_api *host_api();
+
+}  // namespace ctn
+
+struct ctn_context : ctn::Context {};

@@ -1,0 +1,278 @@
+// Plugin discovery and ABI negotiation. Every candidate gets a verdict line in the report
+// (`chutney plugins --explain`); a rejected or unavailable plugin never stops the others.
+#include <chutney/backend.h>
+#include <chutney/oplib.h>
+
+#include "autodiff/rules.h"
+#include "graph/graph.h"
+#include "plugin/context.h"
+#include "util/status.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+namespace ctn {
+
+namespace {
+
+std::vector<std::string> split(const char *s, char sep) {
+  std::vector<std::string> out;
+  if (!s) return out;
+  std::string cur;
+  for (const char *p = s;; ++p) {
+    if (*p == sep || *p == '\0') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+      if (!*p) break;
+    } else {
+      cur += *p;
+    }
+  }
+  return out;
+}
+
+bool is_dir(const std::string &p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Plugin files in a directory: ctn-*.so, sorted for a stable order.
+std::vector<std::string> scan_dir(const std::string &dir) {
+  std::vector<std::string> out;
+  DIR *d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent *e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() > 7 && n.compare(0, 4, "ctn-") == 0 && n.compare(n.size() - 3, 3, ".so") == 0)
+      out.push_back(dir + "/" + n);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string real(const std::string &p) {
+  char buf[PATH_MAX];
+  return realpath(p.c_str(), buf) ? std::string(buf) : p;
+}
+
+const char *required_backend_slot_missing(const ctn_backend_desc &d) {
+  if (!d.init) return "init";
+  if (!d.shutdown) return "shutdown";
+  if (!d.describe) return "describe";
+  if (!d.buffer_alloc) return "buffer_alloc";
+  if (!d.buffer_free) return "buffer_free";
+  if (!d.upload) return "upload";
+  if (!d.download) return "download";
+  if (!d.get_kernel) return "get_kernel";
+  return nullptr;
+}
+
+}  // namespace
+
+void Context::add_report(const std::string &path, const char *verdict, const std::string &why) {
+  report_lines.push_back(format("%-11s %s: %s", verdict, path.c_str(), why.c_str()));
+  report.clear();
+  for (const auto &l : report_lines) report += l + "\n";
+}
+
+void Context::autoload(const ctn_context_options &opts) {
+  std::vector<std::string> dirs_or_files;
+  for (auto &p : split(opts.plugin_path, ':')) dirs_or_files.push_back(p);
+  for (auto &p : split(std::getenv("CHUTNEY_PLUGIN_PATH"), ':')) dirs_or_files.push_back(p);
+  if (!(opts.flags & CTN_CONTEXT_NO_AUTOLOAD)) {
+    dirs_or_files.push_back(CTN_PLUGIN_INSTALL_DIR);
+    for (const char *sub : {"/backends", "/plugins"}) {
+      std::string root = std::string(CTN_BUILD_ROOT) + sub;
+      DIR *d = opendir(root.c_str());
+      if (!d) continue;
+      std::vector<std::string> subs;
+      while (dirent *e = readdir(d))
+        if (e->d_name[0] != '.' && is_dir(root + "/" + e->d_name)) subs.push_back(root + "/" + e->d_name);
+      closedir(d);
+      std::sort(subs.begin(), subs.end());
+      for (auto &s : subs) dirs_or_files.push_back(s);
+    }
+  }
+  std::vector<std::string> seen;
+  for (const auto &entry : dirs_or_files) {
+    std::vector<std::string> files = is_dir(entry) ? scan_dir(entry) : std::vector<std::string>{entry};
+    for (const auto &f : files) {
+      std::string r = real(f);
+      if (std::find(seen.begin(), seen.end(), r) != seen.end()) continue;
+      seen.push_back(r);
+      try {
+        load_plugin(f, false);
+      } catch (const Error &) {
+        // Recorded in the report; autoload keeps going.
+      }
+    }
+  }
+}
+
+void Context::load_plugin(const std::string &path, bool explicit_request) {
+  (void)explicit_request;
+  auto reject = [&](ctn_status code, const std::string &why) {
+    add_report(path, code == CTN_ERR_UNAVAILABLE ? "unavailable" : "rejected", why);
+    throw Error(code, "plugin " + path + ": " + why);
+  };
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) reject(CTN_ERR_PLUGIN, "file not found");
+  void *dl = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!dl) {
+    const char *e = dlerror();
+    reject(CTN_ERR_PLUGIN, std::string("dlopen failed: ") + (e ? e : "unknown error"));
+  }
+  auto close_and_reject = [&](ctn_status code, const std::string &why) {
+    dlclose(dl);
+    reject(code, why);
+  };
+  auto query = reinterpret_cast<ctn_plugin_query_fn>(dlsym(dl, CTN_PLUGIN_ENTRY_SYMBOL));
+  if (!query) close_and_reject(CTN_ERR_PLUGIN, "no entry symbol " CTN_PLUGIN_ENTRY_SYMBOL " (not a chutney plugin)");
+  const ctn_plugin_header *h = nullptr;
+  try {
+    h = query(CTN_ABI_VERSION, host_api());
+  } catch (const std::exception &e) {
+    close_and_reject(CTN_ERR_PLUGIN, std::string(CTN_PLUGIN_ENTRY_SYMBOL " threw: ") + e.what());
+  } catch (...) {
+    close_and_reject(CTN_ERR_PLUGIN, CTN_PLUGIN_ENTRY_SYMBOL " threw an unknown exception");
+  }
+  if (!h) close_and_reject(CTN_ERR_PLUGIN, CTN_PLUGIN_ENTRY_SYMBOL " returned NULL (the plugin declined this host)");
+  if (h->struct_size < sizeof(ctn_plugin_header))
+    close_and_reject(CTN_ERR_PLUGIN, format("descriptor is truncated: struct_size %u is smaller than the %zu-byte header",
+                                            h->struct_size, sizeof(ctn_plugin_header)));
+  std::string name = h->name ? h->name : "";
+  if (h->abi_major != CTN_ABI_MAJOR)
+    close_and_reject(CTN_ERR_PLUGIN, format("ABI major mismatch: plugin \"%s\" was built for ABI %u.%u, this host implements "
+                                            "ABI %u.%u", name.c_str(), h->abi_major, h->abi_minor, CTN_ABI_MAJOR, CTN_ABI_MINOR));
+  if (name.empty()) close_and_reject(CTN_ERR_PLUGIN, "the descriptor has no name");
+  std::string vers = format("ABI %u.%u", h->abi_major, h->abi_minor);
+
+  if (h->kind == CTN_PLUGIN_BACKEND) {
+    if (find_backend(name)) {
+      Backend *o = find_backend(name);
+      close_and_reject(CTN_ERR_PLUGIN, "a backend named \"" + name + "\" is already loaded from " + o->path);
+    }
+    auto b = std::make_unique<Backend>();
+    std::memcpy(&b->desc, h, std::min<size_t>(h->struct_size, sizeof(ctn_backend_desc)));
+    b->desc.header.struct_size = static_cast<uint32_t>(sizeof(ctn_backend_desc));
+    if (const char *slot = required_backend_slot_missing(b->desc))
+      close_and_reject(CTN_ERR_PLUGIN, format("backend \"%s\" (%s, descriptor of %u bytes) lacks the required slot %s",
+                                              name.c_str(), vers.c_str(), h->struct_size, slot));
+    b->name = name;
+    b->path = path;
+    b->dl = dl;
+    b->abi_major = h->abi_major;
+    b->abi_minor = h->abi_minor;
+    ctn_backend_config cfg{sizeof(ctn_backend_config), num_threads};
+    ctn_status s = CTN_ERR_INTERNAL;
+    std::string why;
+    try {
+      take_plugin_error();
+      s = b->desc.init(host_api(), &cfg, &b->state);
+      if (s != CTN_OK) why = take_plugin_error();
+    } catch (const std::exception &e) {
+      why = std::string("init threw: ") + e.what();
+    } catch (...) {
+      why = "init threw an unknown exception";
+    }
+    if (s != CTN_OK) {
+      if (why.empty()) why = status_name(s);
+      b->description = why;
+      // Keep unavailable backends listed (with their reason) but unloaded.
+      b->dl = nullptr;
+      backends.push_back(std::move(b));
+      dlclose(dl);
+      reject(s == CTN_ERR_UNAVAILABLE ? CTN_ERR_UNAVAILABLE : CTN_ERR_PLUGIN,
+             format("backend \"%s\" init failed: %s", name.c_str(), why.c_str()));
+    }
+    b->available = true;
+    const char *d = nullptr;
+    try {
+      d = b->desc.describe(b->state);
+    } catch (...) {
+    }
+    b->description = d ? d : name;
+    add_report(path, "loaded", format("backend \"%s\" (%s): %s", name.c_str(), vers.c_str(), b->description.c_str()));
+    backends.push_back(std::move(b));
+    if (preference.empty()) preference.push_back(backends.back().get());
+    return;
+  }
+  if (h->kind == CTN_PLUGIN_OPLIB) {
+    auto lib = std::make_unique<OpLib>();
+    std::memcpy(&lib->desc, h, std::min<size_t>(h->struct_size, sizeof(ctn_oplib_desc)));
+    lib->name = name;
+    lib->path = path;
+    if (lib->desc.n_ops && !lib->desc.ops) close_and_reject(CTN_ERR_PLUGIN, "op library declares ops but ops is NULL");
+    for (uint32_t i = 0; i < lib->desc.n_ops; ++i) {
+      const ctn_op_def &od = lib->desc.ops[i];
+      if (!od.name || !od.infer)
+        close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op %u has no name or no infer function", name.c_str(), i));
+      if (const OpDef *prev = find_op(od.name)) {
+        std::string where = prev->lib ? "op library \"" + prev->lib->name + "\" (" + prev->lib->path + ")" : "the built-in ops";
+        close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\" is already defined by %s", name.c_str(),
+                                                od.name, where.c_str()));
+      }
+      for (uint32_t j = 0; j < i; ++j)
+        if (std::strcmp(lib->desc.ops[j].name, od.name) == 0)
+          close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\" declares op \"%s\" twice", name.c_str(), od.name));
+    }
+    if (lib->desc.init) {
+      ctn_status s = CTN_ERR_INTERNAL;
+      std::string why;
+      try {
+        take_plugin_error();
+        s = lib->desc.init(host_api());
+        if (s != CTN_OK) why = take_plugin_error();
+      } catch (...) {
+        why = "init threw";
+      }
+      if (s != CTN_OK) close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\" init failed: %s", name.c_str(), why.c_str()));
+    }
+    lib->dl = dl;
+    OpLib *lp = lib.get();
+    std::string names;
+    for (uint32_t i = 0; i < lp->desc.n_ops; ++i) {
+      const ctn_op_def &od = lp->desc.ops[i];
+      auto def = std::make_unique<OpDef>();
+      def->name = od.name;
+      def->n_inputs = static_cast<int>(od.n_inputs);
+      def->ext = &od;
+      def->lib = lp;
+      def->infer = [](const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &attrs) -> ValueInfo {
+        std::vector<ctn_tensor_desc> d(n);
+        for (uint32_t k = 0; k < n; ++k) {
+          d[k] = {};
+          d[k].dtype = in[k].dtype;
+          d[k].ndim = in[k].shape.ndim;
+          for (uint32_t j = 0; j < in[k].shape.ndim; ++j) d[k].shape[j] = in[k].shape[j];
+        }
+        ctn_tensor_desc out{};
+        take_plugin_error();
+        ctn_status s = op.ext->infer(host_api(), n, d.data(), &attrs, &out);
+        CTN_CHECK_PLUGIN(s, op.name);
+        if (!dtype_valid(out.dtype) || out.ndim > CTN_MAX_DIMS)
+          fail(CTN_ERR_PLUGIN, "%s: the infer function of op library \"%s\" returned an invalid dtype or ndim",
+               op.name.c_str(), op.lib->name.c_str());
+        return ValueInfo{out.dtype, Shape::from(out.ndim, out.shape)};
+      };
+      def->grad = od.grad ? &rules::external : nullptr;
+      names += (names.empty() ? "" : ", ") + def->name;
+      ops[def->name] = def.get();
+      lp->ops.push_back(std::move(def));
+    }
+    add_report(path, "loaded", format("op library \"%s\" (%s): %s", name.c_str(), vers.c_str(), names.c_str()));
+    oplibs.push_back(std::move(lib));
+    return;
+  }
+  close_and_reject(CTN_ERR_PLUGIN, format("unknown plugin kind %u (expected %d backend or %d op library)", h->kind,
+                                          CTN_PLUGIN_BACKEND, CTN_PLUGIN_OPLIB));
+}
+
+}  // namespace ctn

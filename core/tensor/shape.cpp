@@ -1,0 +1,85 @@
+#include "tensor/shape.h"
+
+#include "util/status.h"
+
+namespace ctn {
+
+Shape Shape::from(uint32_t ndim, const int64_t *dims) {
+  if (ndim > CTN_MAX_DIMS) fail(CTN_ERR_SHAPE, "%u dims requested, at most %d are supported", ndim, CTN_MAX_DIMS);
+  if (ndim > 0 && !dims) fail(CTN_ERR_INVALID_ARGUMENT, "shape is NULL but ndim is %u", ndim);
+  Shape s;
+  s.ndim = ndim;
+  for (uint32_t i = 0; i < ndim; ++i) {
+    if (dims[i] < 0) fail(CTN_ERR_SHAPE, "dimension %u is negative (%lld)", i, static_cast<long long>(dims[i]));
+    s.d[i] = dims[i];
+  }
+  return s;
+}
+
+std::string shape_str(const Shape &s) {
+  std::string out = "[";
+  for (uint32_t i = 0; i < s.ndim; ++i) {
+    if (i) out += ", ";
+    out += std::to_string(s.d[i]);
+  }
+  return out + "]";
+}
+
+size_t dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case CTN_F32: return 4;
+    case CTN_F64: return 8;
+    case CTN_I32: return 4;
+    case CTN_I64: return 8;
+    case CTN_U8: return 1;
+    case CTN_BOOL: return 1;
+    default: return 0;
+  }
+}
+
+const char *dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case CTN_F32: return "f32";
+    case CTN_F64: return "f64";
+    case CTN_I32: return "i32";
+    case CTN_I64: return "i64";
+    case CTN_U8: return "u8";
+    case CTN_BOOL: return "bool";
+    default: return "?";
+  }
+}
+
+bool dtype_valid(int32_t dtype) { return dtype >= 0 && dtype < CTN_DTYPE_COUNT_V1; }
+bool dtype_is_float(int32_t dtype) { return dtype == CTN_F32 || dtype == CTN_F64; }
+
+void contiguous_strides(const Shape &s, int64_t *strides) {
+  int64_t st = 1;
+  for (int i = static_cast<int>(s.ndim) - 1; i >= 0; --i) {
+    strides[i] = st;
+    st *= s.d[i];
+  }
+}
+
+bool broadcast_shapes(const Shape &a, const Shape &b, Shape *out) {
+  Shape r;
+  r.ndim = a.ndim > b.ndim ? a.ndim : b.ndim;
+  for (uint32_t i = 0; i < r.ndim; ++i) {
+    int64_t da = i < r.ndim - a.ndim ? 1 : a.d[i - (r.ndim - a.ndim)];
+    int64_t db = i < r.ndim - b.ndim ? 1 : b.d[i - (r.ndim - b.ndim)];
+    if (da == db || db == 1) r.d[i] = da;
+    else if (da == 1) r.d[i] = db;
+    else return false;
+  }
+  *out = r;
+  return true;
+}
+
+int32_t normalize_axis(const char *op, int64_t axis, uint32_t ndim) {
+  int64_t n = static_cast<int64_t>(ndim);
+  if (axis < -n || axis >= n)
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: axis %lld is out of range for a %u-d operand", op,
+         static_cast<long long>(axis), ndim);
+  return static_cast<int32_t>(axis < 0 ? axis + n : axis);
+}
+
+}  // namespace ctn

@@ -1,0 +1,50 @@
+// Host tensors: a reference-counted storage plus shape, strides (elements) and offset. Views
+// (slice, permute, reshape where strides allow) share the storage.
+#pragma once
+
+#include "tensor/shape.h"
+
+#include <memory>
+
+namespace ctn {
+
+struct Storage {
+  void *data = nullptr;
+  size_t bytes = 0;
+  explicit Storage(size_t nbytes);  // zero-filled, 64-byte aligned; throws on OOM
+  ~Storage();
+  Storage(const Storage &) = delete;
+  Storage &operator=(const Storage &) = delete;
+};
+
+struct Tensor {
+  std::shared_ptr<Storage> storage;
+  int32_t dtype = CTN_F32;
+  Shape shape;
+  int64_t strides[CTN_MAX_DIMS] = {};
+  int64_t offset = 0;  // elements
+
+  static Tensor empty(int32_t dtype, const Shape &shape);  // contiguous, zeroed
+  int64_t numel() const { return shape.numel(); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  bool is_contiguous() const;
+  char *data() const { return static_cast<char *>(storage->data) + offset * dtype_size(dtype); }
+
+  // Copies elements in row-major order to/from a packed buffer.
+  void read(void *dst) const;
+  void write(const void *src);
+  Tensor contiguous() const;  // a packed copy (always a new storage)
+
+  Tensor slice(int32_t axis, int64_t start, int64_t stop, int64_t step) const;
+  Tensor permute(const int32_t *perm) const;
+  // View when possible; else a packed copy. *copied tells which.
+  Tensor reshape(const Shape &target, bool *copied) const;
+};
+
+// Resolves one -1 in a reshape target against numel; throws naming `op`.
+Shape resolve_reshape(const char *op, const Shape &from, uint32_t ndim, const int64_t *dims);
+
+// Normalises slice bounds numpy-style; returns the resulting length.
+int64_t normalize_slice(int64_t size, int64_t *start, int64_t *stop, int64_t step);
+
+}  // namespace ctn
