@@ -102,6 +102,11 @@ void Context::autoload(const ctn_context_options &opts) {
   }
   std::vector<std::string> seen;
   for (const auto &entry : dirs_or_files) {
+    struct stat st;
+    if (stat(entry.c_str(), &st) != 0) {
+      add_report(entry, "skipped", "no such file or directory");
+      continue;
+    }
     std::vector<std::string> files = is_dir(entry) ? scan_dir(entry) : std::vector<std::string>{entry};
     for (const auto &f : files) {
       std::string r = real(f);

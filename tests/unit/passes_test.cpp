@@ -1,0 +1,129 @@
+// Graph passes: algebraic simplification (x*2*2 -> x*4, identities), constant folding, dead-code
+// elimination and matmul+bias+activation fusion; each result is checked against the same plan
+// compiled with the pass disabled.
+#include "test_helpers.h"
+
+#include <cmath>
+
+namespace {
+struct G {
+  Ctx c;
+  ctn_graph *g = nullptr;
+  G() { EXPECT_EQ(ctn_graph_create(c.ctx, 0, &g), CTN_OK); }
+  ~G() { ctn_graph_release(g); }
+  ctn_node in(std::vector<int64_t> s) {
+    ctn_node n;
+    EXPECT_EQ(ctn_input(g, "x", CTN_F32, static_cast<uint32_t>(s.size()), s.data(), &n), CTN_OK);
+    return n;
+  }
+  ctn_node k(double v) {
+    ctn_node n;
+    EXPECT_EQ(ctn_scalar(g, CTN_F32, v, &n), CTN_OK);
+    return n;
+  }
+};
+uint32_t steps_of(ctn_graph *g, ctn_node out, const char *op, uint32_t disable = 0, const char **desc = nullptr) {
+  ctn_compile_options o{sizeof o, disable, nullptr};
+  ctn_plan *p = nullptr;
+  EXPECT_EQ(ctn_plan_compile(g, 1, &out, &o, &p), CTN_OK) << ctn_last_error();
+  uint32_t n = 0;
+  ctn_plan_backend_steps(p, "cpu", op, &n);
+  static std::string text;
+  const char *d;
+  ctn_plan_describe(p, &d);
+  text = d;
+  if (desc) *desc = text.c_str();
+  ctn_plan_release(p);
+  return n;
+}
+}  // namespace
+
+TEST(Passes, ConstantsReassociateAndFold) {
+  G t;
+  ctn_node x = t.in({3}), a, b, c;
+  CTN_ASSERT_OK(ctn_mul(t.g, x, t.k(2), &a));
+  CTN_ASSERT_OK(ctn_mul(t.g, a, t.k(2), &b));
+  CTN_ASSERT_OK(ctn_mul(t.g, b, t.k(2), &c));  // x*2*2*2
+  const char *desc;
+  EXPECT_EQ(steps_of(t.g, c, "mul", 0, &desc), 1u) << desc;  // x*8
+  EXPECT_EQ(steps_of(t.g, c, "mul", CTN_PASS_SIMPLIFY | CTN_PASS_CONSTANT_FOLDING), 3u);
+  ctn_tensor *xv = make_f32({3}, {1, -2, 0.5f});
+  ctn_plan_stats st{};
+  auto r = run_once(t.g, {c}, {x}, {xv}, nullptr, &st);
+  EXPECT_EQ(r[0], (std::vector<float>{8, -16, 4}));
+  EXPECT_GE(st.n_folded, 2u);
+  ctn_tensor_release(xv);
+}
+
+TEST(Passes, IdentitiesDisappear) {
+  G t;
+  ctn_node x = t.in({2}), a, b, c, d;
+  CTN_ASSERT_OK(ctn_mul(t.g, x, t.k(1), &a));
+  CTN_ASSERT_OK(ctn_add(t.g, a, t.k(0), &b));
+  CTN_ASSERT_OK(ctn_sub(t.g, b, t.k(0), &c));
+  CTN_ASSERT_OK(ctn_exp(t.g, c, &d));
+  ctn_compile_options o{sizeof o, 0, nullptr};
+  ctn_plan *p;
+  CTN_ASSERT_OK(ctn_plan_compile(t.g, 1, &d, &o, &p));
+  ctn_plan_stats st{};
+  st.struct_size = sizeof st;
+  ctn_plan_stats_get(p, &st);
+  EXPECT_EQ(st.n_steps, 1u);  // only exp remains
+  ctn_plan_release(p);
+  // A broadcasting x*1 changes the shape and must stay.
+  ctn_node y = t.in({1}), ones, e;
+  ctn_tensor *o3 = make_f32({3}, {1, 1, 1});
+  CTN_ASSERT_OK(ctn_constant(t.g, o3, &ones));
+  CTN_ASSERT_OK(ctn_mul(t.g, y, ones, &e));
+  EXPECT_EQ(steps_of(t.g, e, "mul"), 1u);
+  ctn_tensor_release(o3);
+}
+
+TEST(Passes, ConstantSubgraphIsFoldedAtCompileTime) {
+  G t;
+  ctn_node a = t.k(3), b, c, x = t.in({2}), y;
+  CTN_ASSERT_OK(ctn_exp(t.g, a, &b));
+  CTN_ASSERT_OK(ctn_sqrt(t.g, b, &c));
+  CTN_ASSERT_OK(ctn_add(t.g, x, c, &y));
+  EXPECT_EQ(steps_of(t.g, y, nullptr), 1u);  // only the add runs
+  EXPECT_EQ(steps_of(t.g, y, nullptr, CTN_PASS_CONSTANT_FOLDING), 3u);
+  ctn_tensor *xv = make_f32({2}, {0, 1});
+  auto r = run_once(t.g, {y}, {x}, {xv});
+  EXPECT_NEAR(r[0][0], std::sqrt(std::exp(3.0)), 1e-4);
+  EXPECT_NEAR(r[0][1], 1 + std::sqrt(std::exp(3.0)), 1e-4);
+  ctn_tensor_release(xv);
+}
+
+TEST(Passes, DeadCodeIsEliminated) {
+  G t;
+  ctn_node x = t.in({4}), live, dead1, dead2;
+  CTN_ASSERT_OK(ctn_tanh(t.g, x, &live));
+  CTN_ASSERT_OK(ctn_exp(t.g, x, &dead1));
+  CTN_ASSERT_OK(ctn_log(t.g, dead1, &dead2));
+  EXPECT_EQ(steps_of(t.g, live, nullptr), 1u);
+  EXPECT_EQ(steps_of(t.g, live, "exp"), 0u);
+}
+
+TEST(Passes, MatmulBiasReluFuses) {
+  G t;
+  ctn_node x = t.in({5, 3}), w, b, m, s, r;
+  ctn_tensor *wv = make_f32({3, 4}, {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f, 0.7f, -0.8f, 0.9f, 1.0f, -1.1f, 1.2f});
+  ctn_tensor *bv = make_f32({4}, {0.5f, -0.5f, 0.25f, -0.25f});
+  CTN_ASSERT_OK(ctn_constant(t.g, wv, &w));
+  CTN_ASSERT_OK(ctn_constant(t.g, bv, &b));
+  CTN_ASSERT_OK(ctn_matmul(t.g, x, w, 0, 0, &m));
+  CTN_ASSERT_OK(ctn_add(t.g, m, b, &s));
+  CTN_ASSERT_OK(ctn_relu(t.g, s, &r));
+  EXPECT_EQ(steps_of(t.g, r, "matmul_bias_act"), 1u);
+  EXPECT_EQ(steps_of(t.g, r, nullptr), 1u);
+  EXPECT_EQ(steps_of(t.g, r, "matmul_bias_act", CTN_PASS_FUSION), 0u);
+  std::vector<float> xd(15);
+  for (size_t i = 0; i < xd.size(); ++i) xd[i] = std::sin(static_cast<float>(i));
+  ctn_tensor *xv = make_f32({5, 3}, xd);
+  ctn_compile_options nofuse{sizeof nofuse, CTN_PASS_FUSION, nullptr};
+  auto fused = run_once(t.g, {r}, {x}, {xv});
+  auto plain = run_once(t.g, {r}, {x}, {xv}, &nofuse);
+  ASSERT_EQ(fused[0].size(), plain[0].size());
+  for (size_t i = 0; i < fused[0].size(); ++i) EXPECT_NEAR(fused[0][i], plain[0][i], 1e-6);
+  for (auto *p : {wv, bv, xv}) ctn_tensor_release(p);
+}

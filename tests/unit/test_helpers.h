@@ -1,0 +1,63 @@
+// Small helpers shared by the core unit tests (C API only).
+#pragma once
+
+#include <chutney/chutney.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#define CTN_ASSERT_OK(expr) ASSERT_EQ((expr), CTN_OK) << #expr << ": " << ctn_last_error()
+#define CTN_EXPECT_OK(expr) EXPECT_EQ((expr), CTN_OK) << #expr << ": " << ctn_last_error()
+
+struct Ctx {
+  ctn_context *ctx = nullptr;
+  Ctx() {
+    if (ctn_context_create(nullptr, &ctx) != CTN_OK) ADD_FAILURE() << ctn_last_error();
+  }
+  ~Ctx() { ctn_context_release(ctx); }
+};
+
+inline ctn_tensor *make_f32(std::vector<int64_t> shape, std::vector<float> data) {
+  ctn_tensor *t = nullptr;
+  if (ctn_tensor_create(CTN_F32, static_cast<uint32_t>(shape.size()), shape.data(), data.empty() ? nullptr : data.data(),
+                        &t) != CTN_OK)
+    ADD_FAILURE() << ctn_last_error();
+  return t;
+}
+
+inline std::vector<float> read_f32(const ctn_tensor *t) {
+  int64_t n = 0;
+  ctn_tensor_numel(t, &n);
+  std::vector<float> v(static_cast<size_t>(n));
+  if (ctn_tensor_read(t, v.data(), v.size() * 4) != CTN_OK) ADD_FAILURE() << ctn_last_error();
+  return v;
+}
+
+// Compiles and runs `outputs` of a lazy graph once with the given feeds; returns the outputs.
+inline std::vector<std::vector<float>> run_once(ctn_graph *g, std::vector<ctn_node> outputs,
+                                                std::vector<ctn_node> feed_nodes = {},
+                                                std::vector<const ctn_tensor *> feeds = {},
+                                                const ctn_compile_options *opts = nullptr, ctn_plan_stats *stats = nullptr) {
+  std::vector<std::vector<float>> res;
+  ctn_plan *p = nullptr;
+  if (ctn_plan_compile(g, static_cast<uint32_t>(outputs.size()), outputs.data(), opts, &p) != CTN_OK) {
+    ADD_FAILURE() << "compile: " << ctn_last_error();
+    return res;
+  }
+  std::vector<ctn_tensor *> outs(outputs.size());
+  for (uint32_t i = 0; i < outputs.size(); ++i) ctn_plan_output_create(p, i, &outs[i]);
+  if (ctn_plan_run(p, static_cast<uint32_t>(feeds.size()), feed_nodes.data(), feeds.data(),
+                   static_cast<uint32_t>(outs.size()), outs.data()) != CTN_OK)
+    ADD_FAILURE() << "run: " << ctn_last_error();
+  for (auto *t : outs) {
+    res.push_back(read_f32(t));
+    ctn_tensor_release(t);
+  }
+  if (stats) {
+    stats->struct_size = sizeof *stats;
+    ctn_plan_stats_get(p, stats);
+  }
+  ctn_plan_release(p);
+  return res;
+}
