@@ -22,7 +22,6 @@ extern "C" {
 
 typedef struct ctn_context ctn_context;
 typedef struct ctn_tensor ctn_tensor;
-typedef struct ctn_graph ctn_graph;
 typedef struct ctn_plan ctn_plan;
 
 /* =============================================================================================

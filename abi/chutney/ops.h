@@ -70,7 +70,8 @@
 #define CTN_OP_MATMUL_BIAS_ACT "matmul_bias_act"
 
 /* ---- reductions: (x) -> reduced; i[0] = bitmask of reduced axes (bit k = axis k),
- * i[1] = keepdims (0/1). An empty mask is invalid here (the core expands "all axes"). ---------- */
+ * i[1] = keepdims (0/1). The core expands "all axes" into the full mask, so the mask is empty
+ * only for a 0-d input, where the reduction is the identity. ------------------------------------ */
 #define CTN_OP_SUM "sum"
 #define CTN_OP_MEAN "mean"
 #define CTN_OP_MAX "max"

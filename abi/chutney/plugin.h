@@ -22,7 +22,6 @@
 extern "C" {
 #endif
 
-typedef struct ctn_graph ctn_graph;
 
 #define CTN_PLUGIN_ENTRY_SYMBOL "ctn_plugin_query"
 

@@ -1,7 +1,8 @@
 /* chutney: types shared by the user API, backend plugins and op libraries. C99.
  *
- * Everything here is part of ABI v1: existing fields never move (see the static asserts at the
- * end of this file); new enum values and new attribute meanings may be added in a minor version.
+ * Everything here is part of ABI v1: existing fields never move (tests/abi/c11_headers.c pins
+ * every offset with static asserts); new enum values and attribute meanings may be added in a
+ * minor version.
  */
 #ifndef CHUTNEY_TYPES_H
 #define CHUTNEY_TYPES_H
@@ -71,6 +72,9 @@ typedef enum ctn_dtype {
 
 /* Maximum number of dimensions of a tensor. */
 #define CTN_MAX_DIMS 8
+
+/* A graph (opaque; see chutney.h). Declared here once: C99 forbids repeating a typedef. */
+typedef struct ctn_graph ctn_graph;
 
 /* A node of a graph, valid only together with the graph that created it. */
 typedef uint32_t ctn_node;

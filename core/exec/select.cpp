@@ -19,9 +19,18 @@ bool select_kernel(Backend &b, const OpDef &op, uint32_t n, const ctn_tensor_des
                    const ctn_attrs &attrs, ctn_kernel *k, std::string *why) {
   *k = ctn_kernel{};
   if (op.ext) {
-    for (uint32_t i = 0; i < op.ext->n_kernels; ++i) {
+    // An exact backend match first; else a "cpu" kernel on any host-memory backend (backend.h).
+    const ctn_oplib_kernel *pick = nullptr;
+    for (uint32_t i = 0; i < op.ext->n_kernels && !pick; ++i) {
       const ctn_oplib_kernel &ok = op.ext->kernels[i];
-      if (!ok.backend || b.name != ok.backend || !ok.get_kernel) continue;
+      if (ok.backend && ok.get_kernel && b.name == ok.backend) pick = &ok;
+    }
+    for (uint32_t i = 0; i < op.ext->n_kernels && !pick && b.host_memory(); ++i) {
+      const ctn_oplib_kernel &ok = op.ext->kernels[i];
+      if (ok.backend && ok.get_kernel && std::strcmp(ok.backend, "cpu") == 0) pick = &ok;
+    }
+    if (pick) {
+      const ctn_oplib_kernel &ok = *pick;
       take_plugin_error();
       ctn_status s;
       try {
@@ -37,7 +46,8 @@ bool select_kernel(Backend &b, const OpDef &op, uint32_t n, const ctn_tensor_des
       }
       throw Error(s, op.name + ": " + (m.empty() ? status_name(s) : m));
     }
-    *why = "op library \"" + op.lib->name + "\" has no kernel for backend " + b.name;
+    *why = "op library \"" + op.lib->name + "\" has no kernel for backend " + b.name +
+           (b.host_memory() ? "" : " (and \"cpu\" kernels need a host-memory backend)");
     return false;
   }
   ctn_op_signature sig{};

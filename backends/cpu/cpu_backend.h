@@ -1,0 +1,104 @@
+// Internal declarations shared by the CPU backend's source files. Nothing here crosses the ABI.
+#ifndef CTN_CPU_BACKEND_H
+#define CTN_CPU_BACKEND_H
+
+#include <chutney/backend.h>
+#include <chutney/ops.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gemm.h"
+#include "thread_pool.h"
+
+namespace ctn_cpu {
+
+enum class GemmMode { kAuto, kOpenBLAS, kOwn };
+
+// Packing memory for the own GEMM, one per pool participant, allocated when the pool is built
+// so that kernel calls never allocate.
+struct GemmScratch {
+  void *a = nullptr;
+  void *b = nullptr;
+  void *c = nullptr;  // one MR x NR edge tile
+};
+
+struct Backend {
+  const ctn_host_api *host = nullptr;
+  std::unique_ptr<ThreadPool> pool;
+  std::vector<GemmScratch> scratch;
+  GemmMode gemm_mode = GemmMode::kAuto;
+  const GemmIsa *gemm_isa = nullptr;
+  std::string description;
+  int num_threads = 1;
+};
+
+// True when OpenBLAS runs the GEMM calls now.
+bool gemm_uses_openblas(const Backend &be);
+const char *gemm_active_name(const Backend &be);
+
+// Elements below which a kernel stays on the calling thread: waking the pool costs a few us,
+// which is more than a cheap pass over this many elements.
+constexpr int64_t kParallelThreshold = 32768;
+constexpr int64_t kParallelThresholdHeavy = 4096;  // exp/tanh/erf per element
+
+// Common head of every kernel state; `release` deletes through the virtual destructor.
+struct KernelBase {
+  Backend *be = nullptr;
+  const ctn_host_api *host = nullptr;
+  virtual ~KernelBase() = default;
+};
+
+void kernel_release(void *state);
+
+inline int64_t desc_numel(const ctn_tensor_desc &d) {
+  int64_t n = 1;
+  for (uint32_t i = 0; i < d.ndim; ++i) n *= d.shape[i];
+  return n;
+}
+
+inline bool same_shape(const ctn_tensor_desc &a, const ctn_tensor_desc &b) {
+  if (a.ndim != b.ndim) return false;
+  for (uint32_t i = 0; i < a.ndim; ++i)
+    if (a.shape[i] != b.shape[i]) return false;
+  return true;
+}
+
+template <class T>
+inline T *desc_ptr(const ctn_tensor_desc &d) {
+  return reinterpret_cast<T *>(static_cast<char *>(d.data) + d.offset);
+}
+
+size_t dtype_size(int32_t dtype);
+const char *dtype_name(int32_t dtype);
+std::string shape_str(const ctn_tensor_desc &d);
+bool is_float(int32_t dtype);
+
+// Fills `kernel` with a heap state; takes ownership of `state` (deleted on failure paths by the
+// caller's unique_ptr).
+void kernel_set(ctn_kernel *kernel, ctn_kernel_fn fn, KernelBase *state, uint32_t flags = 0,
+                uint64_t workspace = 0);
+
+// get_kernel makers, one per op family; each returns CTN_ERR_UNSUPPORTED (not handled) only
+// after recording a reason, and validates the signature.
+ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                                   bool *handled);
+ctn_status make_reduce_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                              bool *handled);
+ctn_status make_shape_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                             bool *handled);
+ctn_status make_matmul_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                              bool *handled);
+
+// Broadcast of `in` (numpy rules, right-aligned) to `out`'s shape: element strides of `in`
+// indexed by out's axes (0 on broadcast axes). False when the shapes do not broadcast.
+bool broadcast_strides(const ctn_tensor_desc &in, const ctn_tensor_desc &out,
+                       int64_t *strides);
+
+}  // namespace ctn_cpu
+
+#endif

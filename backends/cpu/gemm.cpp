@@ -1,0 +1,283 @@
+#include "gemm.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "cpu_backend.h"
+
+namespace ctn_cpu {
+
+namespace {
+
+// MR x (NV * W) tile of C from packed panels: pa holds k columns of MR values, pb k rows of
+// NV * W values. Kept always_inline so each target-attributed wrapper below compiles it for its
+// own instruction set.
+template <class T, int W, int MR, int NV>
+inline __attribute__((always_inline)) void micro_kernel_body(int64_t k, const T *__restrict pa,
+                                                             const T *__restrict pb,
+                                                             T *__restrict c, int64_t ldc,
+                                                             int accumulate) {
+  typedef T V __attribute__((vector_size(W * sizeof(T))));
+  V acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) acc[i][j] = V{};
+  for (int64_t p = 0; p < k; ++p) {
+    V bv[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) std::memcpy(&bv[j], pb + j * W, sizeof(V));
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const T av = pa[i];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) acc[i][j] += bv[j] * av;
+    }
+    pa += MR;
+    pb += NV * W;
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      T *cp = c + i * ldc + j * W;
+      if (accumulate) {
+        V old;
+        std::memcpy(&old, cp, sizeof(V));
+        old += acc[i][j];
+        std::memcpy(cp, &old, sizeof(V));
+      } else {
+        std::memcpy(cp, &acc[i][j], sizeof(V));
+      }
+    }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void uk_f32_avx512(int64_t k, const float *pa,
+                                                      const float *pb, float *c, int64_t ldc,
+                                                      int acc) {
+  micro_kernel_body<float, 16, 6, 2>(k, pa, pb, c, ldc, acc);
+}
+__attribute__((target("avx512f"))) void uk_f64_avx512(int64_t k, const double *pa,
+                                                      const double *pb, double *c, int64_t ldc,
+                                                      int acc) {
+  micro_kernel_body<double, 8, 6, 2>(k, pa, pb, c, ldc, acc);
+}
+__attribute__((target("avx2,fma"))) void uk_f32_avx2(int64_t k, const float *pa, const float *pb,
+                                                     float *c, int64_t ldc, int acc) {
+  micro_kernel_body<float, 8, 6, 2>(k, pa, pb, c, ldc, acc);
+}
+__attribute__((target("avx2,fma"))) void uk_f64_avx2(int64_t k, const double *pa,
+                                                     const double *pb, double *c, int64_t ldc,
+                                                     int acc) {
+  micro_kernel_body<double, 4, 6, 2>(k, pa, pb, c, ldc, acc);
+}
+#endif
+
+// 128-bit vectors: SSE2 on x86-64, NEON on aarch64 (32 registers there: a taller tile).
+#if defined(__aarch64__)
+constexpr int kGenericMR = 8;
+#else
+constexpr int kGenericMR = 6;
+#endif
+void uk_f32_generic(int64_t k, const float *pa, const float *pb, float *c, int64_t ldc, int acc) {
+  micro_kernel_body<float, 4, kGenericMR, 2>(k, pa, pb, c, ldc, acc);
+}
+void uk_f64_generic(int64_t k, const double *pa, const double *pb, double *c, int64_t ldc,
+                    int acc) {
+  micro_kernel_body<double, 2, kGenericMR, 2>(k, pa, pb, c, ldc, acc);
+}
+
+// Blocking: a KC x NR panel of B stays in L1, an MC x KC block of A in L2, KC x NC of B in L3.
+#if defined(__x86_64__)
+const GemmIsa kIsaAvx512 = {"avx512", uk_f32_avx512, 6, 32, 144, 256, 3072,
+                            uk_f64_avx512, 6, 16, 96, 256, 1536};
+const GemmIsa kIsaAvx2 = {"avx2", uk_f32_avx2, 6, 16, 144, 256, 3072,
+                          uk_f64_avx2, 6, 8, 96, 256, 1536};
+#endif
+const GemmIsa kIsaGeneric = {"generic", uk_f32_generic, kGenericMR, 8, kGenericMR * 24, 256,
+                             3072, uk_f64_generic, kGenericMR, 4, kGenericMR * 12, 256, 1536};
+
+constexpr size_t kScratchA = 200 * 1024;
+constexpr size_t kScratchB = 256 * 3072 * sizeof(float);
+constexpr size_t kScratchC = 8 * 32 * sizeof(double);
+
+template <class T>
+struct Blocking {
+  void (*uk)(int64_t, const T *, const T *, T *, int64_t, int);
+  int mr, nr, mc, kc, nc;
+};
+
+Blocking<float> blocking_of(const GemmIsa &isa, float) {
+  return {isa.f32, isa.mr32, isa.nr32, isa.mc32, isa.kc32, isa.nc32};
+}
+Blocking<double> blocking_of(const GemmIsa &isa, double) {
+  return {isa.f64, isa.mr64, isa.nr64, isa.mc64, isa.kc64, isa.nc64};
+}
+
+// Packs the mc x kc block of A at (0, 0) into MR-row panels, zero-padding the last one.
+template <class T>
+void pack_a(const T *a, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, int mr, T *dst) {
+  for (int64_t ir = 0; ir < mc; ir += mr) {
+    int64_t rows = std::min<int64_t>(mr, mc - ir);
+    if (rows == mr && csa == 1) {
+      for (int i = 0; i < mr; ++i) {
+        const T *src = a + (ir + i) * rsa;
+        for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = src[p];
+      }
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        const T *src = a + ir * rsa + p * csa;
+        for (int64_t i = 0; i < rows; ++i) dst[p * mr + i] = src[i * rsa];
+        for (int64_t i = rows; i < mr; ++i) dst[p * mr + i] = T(0);
+      }
+    }
+    dst += mr * kc;
+  }
+}
+
+// Packs the kc x nc block of B into NR-column panels, zero-padding the last one.
+template <class T>
+void pack_b(const T *b, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, int nr, T *dst) {
+  for (int64_t jr = 0; jr < nc; jr += nr) {
+    int64_t cols = std::min<int64_t>(nr, nc - jr);
+    for (int64_t p = 0; p < kc; ++p) {
+      const T *src = b + p * rsb + jr * csb;
+      T *d = dst + p * nr;
+      if (csb == 1) {
+        std::memcpy(d, src, static_cast<size_t>(cols) * sizeof(T));
+      } else {
+        for (int64_t j = 0; j < cols; ++j) d[j] = src[j * csb];
+      }
+      for (int64_t j = cols; j < nr; ++j) d[j] = T(0);
+    }
+    dst += nr * kc;
+  }
+}
+
+template <class T>
+void gemm_serial(const Blocking<T> &bl, const GemmScratch &s, int64_t m, int64_t n, int64_t k,
+                 const T *a, int64_t rsa, int64_t csa, const T *b, int64_t rsb, int64_t csb,
+                 T *c, int64_t ldc) {
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    return;
+  }
+  T *pa = static_cast<T *>(s.a);
+  T *pb = static_cast<T *>(s.b);
+  T *tile = static_cast<T *>(s.c);
+  for (int64_t jc = 0; jc < n; jc += bl.nc) {
+    int64_t nc = std::min<int64_t>(bl.nc, n - jc);
+    for (int64_t pc = 0; pc < k; pc += bl.kc) {
+      int64_t kc = std::min<int64_t>(bl.kc, k - pc);
+      int accumulate = pc > 0;
+      pack_b(b + pc * rsb + jc * csb, rsb, csb, kc, nc, bl.nr, pb);
+      for (int64_t ic = 0; ic < m; ic += bl.mc) {
+        int64_t mc = std::min<int64_t>(bl.mc, m - ic);
+        pack_a(a + ic * rsa + pc * csa, rsa, csa, mc, kc, bl.mr, pa);
+        for (int64_t jr = 0; jr < nc; jr += bl.nr) {
+          int64_t cols = std::min<int64_t>(bl.nr, nc - jr);
+          const T *pbp = pb + jr * kc;
+          for (int64_t ir = 0; ir < mc; ir += bl.mr) {
+            int64_t rows = std::min<int64_t>(bl.mr, mc - ir);
+            T *cp = c + (ic + ir) * ldc + jc + jr;
+            const T *pap = pa + ir * kc;
+            if (rows == bl.mr && cols == bl.nr) {
+              bl.uk(kc, pap, pbp, cp, ldc, accumulate);
+            } else {
+              bl.uk(kc, pap, pbp, tile, bl.nr, 0);
+              for (int64_t i = 0; i < rows; ++i)
+                for (int64_t j = 0; j < cols; ++j) {
+                  T v = tile[i * bl.nr + j];
+                  cp[i * ldc + j] = accumulate ? cp[i * ldc + j] + v : v;
+                }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+struct GemmJob {
+  Blocking<T> bl;
+  const GemmScratch *scratch;
+  bool split_n;
+  int64_t unit;
+  int64_t m, n, k;
+  const T *a;
+  int64_t rsa, csa;
+  const T *b;
+  int64_t rsb, csb;
+  T *c;
+  int64_t ldc;
+};
+
+template <class T>
+void gemm_part(void *ctx, int64_t begin, int64_t end, int part) {
+  const auto &j = *static_cast<const GemmJob<T> *>(ctx);
+  if (j.split_n) {
+    int64_t j0 = begin * j.unit, j1 = std::min(end * j.unit, j.n);
+    gemm_serial(j.bl, j.scratch[part], j.m, j1 - j0, j.k, j.a, j.rsa, j.csa, j.b + j0 * j.csb,
+                j.rsb, j.csb, j.c + j0, j.ldc);
+  } else {
+    int64_t i0 = begin * j.unit, i1 = std::min(end * j.unit, j.m);
+    gemm_serial(j.bl, j.scratch[part], i1 - i0, j.n, j.k, j.a + i0 * j.rsa, j.rsa, j.csa, j.b,
+                j.rsb, j.csb, j.c + i0 * j.ldc, j.ldc);
+  }
+}
+
+template <class T>
+void own_gemm(Backend &be, int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa,
+              int64_t csa, const T *b, int64_t rsb, int64_t csb, T *c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  GemmJob<T> job{blocking_of(*be.gemm_isa, T{}), be.scratch.data(), n >= m, 0, m, n, k, a, rsa,
+                 csa, b, rsb, csb, c, ldc};
+  int threads = be.pool ? be.pool->size() : 1;
+  // Below ~1 MFLOP a fork costs more than it saves.
+  if (threads <= 1 || m * n * k < 64 * 64 * 64) {
+    gemm_serial(job.bl, be.scratch[0], m, n, k, a, rsa, csa, b, rsb, csb, c, ldc);
+    return;
+  }
+  // Split the larger of M and N; units are whole register tiles so no part gets a sliver.
+  int64_t tile = job.split_n ? job.bl.nr : job.bl.mr;
+  job.unit = job.split_n ? tile : tile * 4;
+  int64_t extent = job.split_n ? n : m;
+  int64_t units = (extent + job.unit - 1) / job.unit;
+  be.pool->parallel_for(units, 1, gemm_part<T>, &job);
+}
+
+}  // namespace
+
+const GemmIsa *gemm_isa_select(const char *name) {
+  bool any = name == nullptr || name[0] == '\0' || std::strcmp(name, "auto") == 0;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  bool has512 = __builtin_cpu_supports("avx512f");
+  bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (any) return has512 ? &kIsaAvx512 : has2 ? &kIsaAvx2 : &kIsaGeneric;
+  if (std::strcmp(name, "avx512") == 0) return has512 ? &kIsaAvx512 : nullptr;
+  if (std::strcmp(name, "avx2") == 0) return has2 ? &kIsaAvx2 : nullptr;
+#else
+  if (any) return &kIsaGeneric;
+#endif
+  if (std::strcmp(name, "generic") == 0) return &kIsaGeneric;
+  return nullptr;
+}
+
+size_t gemm_scratch_a_bytes() { return kScratchA; }
+size_t gemm_scratch_b_bytes() { return kScratchB; }
+size_t gemm_scratch_c_bytes() { return kScratchC; }
+
+void own_gemm_f32(Backend &be, int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa,
+                  int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c, int64_t ldc) {
+  own_gemm<float>(be, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc);
+}
+void own_gemm_f64(Backend &be, int64_t m, int64_t n, int64_t k, const double *a, int64_t rsa,
+                  int64_t csa, const double *b, int64_t rsb, int64_t csb, double *c,
+                  int64_t ldc) {
+  own_gemm<double>(be, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc);
+}
+
+}  // namespace ctn_cpu

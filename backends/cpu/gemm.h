@@ -1,0 +1,48 @@
+// The backend's own GEMM: cache-blocked with packed panels and a register-blocked micro-kernel
+// written with GCC vector extensions, so the same source builds for x86-64 (an AVX-512 / AVX2 /
+// baseline variant chosen once at init) and for aarch64 NEON.
+#ifndef CTN_CPU_GEMM_H
+#define CTN_CPU_GEMM_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ctn_cpu {
+
+struct Backend;
+
+using MicroKernelF32 = void (*)(int64_t k, const float *pa, const float *pb, float *c,
+                                int64_t ldc, int accumulate);
+using MicroKernelF64 = void (*)(int64_t k, const double *pa, const double *pb, double *c,
+                                int64_t ldc, int accumulate);
+
+// One instruction-set variant of the micro-kernels and its blocking.
+struct GemmIsa {
+  const char *name;  // "avx512", "avx2", "generic"
+  MicroKernelF32 f32;
+  int mr32, nr32, mc32, kc32, nc32;
+  MicroKernelF64 f64;
+  int mr64, nr64, mc64, kc64, nc64;
+};
+
+// The best variant this CPU runs; `name` may force a lower one ("avx2", "generic"). NULL when
+// the named variant does not exist or the CPU lacks it.
+const GemmIsa *gemm_isa_select(const char *name);
+
+// Bytes of packing scratch one thread needs (any variant, either dtype).
+size_t gemm_scratch_a_bytes();
+size_t gemm_scratch_b_bytes();
+size_t gemm_scratch_c_bytes();
+
+// C[M, N] (row-major, leading dimension ldc) = A * B where A(i, p) = A[i * rsa + p * csa] and
+// B(p, j) = B[p * rsb + j * csb]; transposes are expressed through the strides. Runs on the
+// backend's pool when the problem is big enough.
+void own_gemm_f32(Backend &be, int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa,
+                  int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c, int64_t ldc);
+void own_gemm_f64(Backend &be, int64_t m, int64_t n, int64_t k, const double *a, int64_t rsa,
+                  int64_t csa, const double *b, int64_t rsb, int64_t csb, double *c,
+                  int64_t ldc);
+
+}  // namespace ctn_cpu
+
+#endif

@@ -1,0 +1,551 @@
+// Elementwise kernels: unary, binary with broadcasting, comparisons, where, cast, copy and the
+// elementwise backward helpers. Each kernel is a template instance chosen at get_kernel time;
+// broadcast strides are precomputed then, so a call is a pointer fetch and a loop.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "cpu_backend.h"
+
+namespace ctn_cpu {
+namespace {
+
+struct Params {
+  double f0 = 0, f1 = 0;
+};
+
+constexpr int kMaxIn = 3;
+
+struct EwState : KernelBase {
+  Params p;
+  int64_t n = 0;           // output elements
+  int64_t threshold = 0;   // parallel above this many elements
+  int nin = 0;
+  int mode[kMaxIn] = {};   // 0: same shape as the output, 1: one element, 2: strided
+  bool general = false;    // some input needs the strided walk
+  int nd = 0;              // coalesced dims of the strided walk
+  int64_t shape[CTN_MAX_DIMS] = {};
+  int64_t str[kMaxIn][CTN_MAX_DIMS] = {};
+};
+
+// ---- functors -------------------------------------------------------------------------------
+template <class T> struct Neg { Params p; T operator()(T x) const { return -x; } };
+template <class T> struct Exp { Params p; T operator()(T x) const { return std::exp(x); } };
+template <class T> struct Log { Params p; T operator()(T x) const { return std::log(x); } };
+template <class T> struct Sqrt { Params p; T operator()(T x) const { return std::sqrt(x); } };
+template <class T> struct Abs {
+  Params p;
+  T operator()(T x) const { return x < T(0) ? T(-x) : x; }
+};
+template <class T> struct Sign {
+  Params p;
+  T operator()(T x) const { return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0); }
+};
+template <class T> struct Tanh { Params p; T operator()(T x) const { return std::tanh(x); } };
+template <class T> struct Sigmoid {
+  Params p;
+  T operator()(T x) const {
+    if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+    T e = std::exp(x);
+    return e / (T(1) + e);
+  }
+};
+template <class T> struct Relu {
+  Params p;
+  T operator()(T x) const { return x > T(0) ? x : T(0); }
+};
+template <class T> struct Gelu {
+  Params p;
+  T operator()(T x) const {
+    return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  }
+};
+template <class T> struct LeakyRelu {
+  Params p;
+  T operator()(T x) const { return x > T(0) ? x : x * T(p.f0); }
+};
+template <class T> struct Clamp {
+  Params p;
+  T operator()(T x) const {
+    T lo = T(p.f0), hi = T(p.f1);
+    return x < lo ? lo : x > hi ? hi : x;
+  }
+};
+
+template <class T> struct Add { Params p; T operator()(T a, T b) const { return a + b; } };
+template <class T> struct Sub { Params p; T operator()(T a, T b) const { return a - b; } };
+template <class T> struct Mul { Params p; T operator()(T a, T b) const { return a * b; } };
+template <class T> struct Div { Params p; T operator()(T a, T b) const { return a / b; } };
+template <class T> struct Pow { Params p; T operator()(T a, T b) const { return std::pow(a, b); } };
+template <class T> struct Maximum {
+  Params p;
+  T operator()(T a, T b) const { return (a > b || a != a) ? a : b; }  // NaN propagates
+};
+template <class T> struct Minimum {
+  Params p;
+  T operator()(T a, T b) const { return (a < b || a != a) ? a : b; }
+};
+
+template <class T> struct Eq { Params p; uint8_t operator()(T a, T b) const { return a == b; } };
+template <class T> struct Ne { Params p; uint8_t operator()(T a, T b) const { return a != b; } };
+template <class T> struct Lt { Params p; uint8_t operator()(T a, T b) const { return a < b; } };
+template <class T> struct Le { Params p; uint8_t operator()(T a, T b) const { return a <= b; } };
+template <class T> struct Gt { Params p; uint8_t operator()(T a, T b) const { return a > b; } };
+template <class T> struct Ge { Params p; uint8_t operator()(T a, T b) const { return a >= b; } };
+
+template <class T> struct Where {
+  Params p;
+  T operator()(uint8_t c, T a, T b) const { return c ? a : b; }
+};
+
+template <class T> struct ReluGrad {
+  Params p;
+  T operator()(T x, T dy) const { return x > T(0) ? dy : T(0); }
+};
+template <class T> struct LeakyReluGrad {
+  Params p;
+  T operator()(T x, T dy) const { return x > T(0) ? dy : dy * T(p.f0); }
+};
+template <class T> struct GeluGrad {
+  Params p;
+  T operator()(T x, T dy) const {
+    T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+    T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);
+    return dy * (cdf + x * pdf);
+  }
+};
+template <class T> struct ClampGrad {
+  Params p;
+  T operator()(T x, T dy) const { return (x >= T(p.f0) && x <= T(p.f1)) ? dy : T(0); }
+};
+template <class T> struct TanhGrad {
+  Params p;
+  T operator()(T y, T dy) const { return dy * (T(1) - y * y); }
+};
+template <class T> struct SigmoidGrad {
+  Params p;
+  T operator()(T y, T dy) const { return dy * y * (T(1) - y); }
+};
+
+// Float -> integer conversion is undefined out of range in C++: saturate, NaN -> 0.
+template <class TO, class TI> struct Cast {
+  Params p;
+  TO operator()(TI x) const {
+    if constexpr (std::is_same_v<TO, bool>) {
+      return x != TI(0);
+    } else if constexpr (std::is_floating_point_v<TI> && std::is_integral_v<TO>) {
+      if (x != x) return TO(0);
+      if (x <= TI(std::numeric_limits<TO>::min())) return std::numeric_limits<TO>::min();
+      if (x >= TI(std::numeric_limits<TO>::max())) return std::numeric_limits<TO>::max();
+      return static_cast<TO>(x);
+    } else {
+      return static_cast<TO>(x);
+    }
+  }
+};
+
+// ---- the loops ------------------------------------------------------------------------------
+template <class Op, class TO, class TA, class TB, class TC, int NIN>
+struct EwCall {
+  const EwState *st;
+  Op op;
+  TO *o;
+  const TA *a;
+  const TB *b;
+  const TC *c;
+
+  void flat(int64_t i0, int64_t i1) const {
+    TO *__restrict out = o;
+    if constexpr (NIN == 1) {
+      for (int64_t i = i0; i < i1; ++i) out[i] = op(a[i]);
+    } else if constexpr (NIN == 2) {
+      if (st->mode[0] == 0 && st->mode[1] == 0) {
+        for (int64_t i = i0; i < i1; ++i) out[i] = op(a[i], b[i]);
+      } else if (st->mode[0] == 0) {
+        const TB bv = b[0];
+        for (int64_t i = i0; i < i1; ++i) out[i] = op(a[i], bv);
+      } else {
+        const TA av = a[0];
+        for (int64_t i = i0; i < i1; ++i) out[i] = op(av, b[i]);
+      }
+    } else {
+      int64_t sa = st->mode[0] == 0, sb = st->mode[1] == 0, sc = st->mode[2] == 0;
+      for (int64_t i = i0; i < i1; ++i) out[i] = op(a[i * sa], b[i * sb], c[i * sc]);
+    }
+  }
+
+  void strided(int64_t i0, int64_t i1) const {
+    const int nd = st->nd;
+    int64_t idx[CTN_MAX_DIMS];
+    int64_t rem = i0;
+    for (int k = nd - 1; k >= 0; --k) {
+      idx[k] = rem % st->shape[k];
+      rem /= st->shape[k];
+    }
+    const int64_t inner = st->shape[nd - 1];
+    const int64_t s0 = st->str[0][nd - 1], s1 = st->str[1][nd - 1], s2 = st->str[2][nd - 1];
+    int64_t pos = i0;
+    while (pos < i1) {
+      int64_t off[kMaxIn] = {0, 0, 0};
+      for (int k = 0; k < nd; ++k)
+        for (int j = 0; j < NIN; ++j) off[j] += idx[k] * st->str[j][k];
+      int64_t len = inner - idx[nd - 1];
+      if (len > i1 - pos) len = i1 - pos;
+      TO *out = o + pos;
+      const TA *pa = a + off[0];
+      if constexpr (NIN == 1) {
+        for (int64_t t = 0; t < len; ++t) out[t] = op(pa[t * s0]);
+      } else if constexpr (NIN == 2) {
+        const TB *pb = b + off[1];
+        if (s0 == 1 && s1 == 1) {
+          for (int64_t t = 0; t < len; ++t) out[t] = op(pa[t], pb[t]);
+        } else if (s0 == 1 && s1 == 0) {
+          const TB bv = pb[0];
+          for (int64_t t = 0; t < len; ++t) out[t] = op(pa[t], bv);
+        } else if (s0 == 0 && s1 == 1) {
+          const TA av = pa[0];
+          for (int64_t t = 0; t < len; ++t) out[t] = op(av, pb[t]);
+        } else {
+          for (int64_t t = 0; t < len; ++t) out[t] = op(pa[t * s0], pb[t * s1]);
+        }
+      } else {
+        const TB *pb = b + off[1];
+        const TC *pc = c + off[2];
+        for (int64_t t = 0; t < len; ++t) out[t] = op(pa[t * s0], pb[t * s1], pc[t * s2]);
+      }
+      pos += len;
+      idx[nd - 1] += len;
+      for (int k = nd - 1; k > 0 && idx[k] >= st->shape[k]; --k) {
+        idx[k] = 0;
+        ++idx[k - 1];
+      }
+    }
+  }
+
+  void range(int64_t i0, int64_t i1) const {
+    if (st->general) strided(i0, i1);
+    else flat(i0, i1);
+  }
+  static void part(void *ctx, int64_t i0, int64_t i1, int) {
+    static_cast<const EwCall *>(ctx)->range(i0, i1);
+  }
+};
+
+template <class Op, class TO, class TA, class TB = TA, class TC = TA, int NIN = 1>
+ctn_status ew_kernel(void *state, const ctn_kernel_args *args) {
+  const auto *st = static_cast<const EwState *>(state);
+  EwCall<Op, TO, TA, TB, TC, NIN> call{st, Op{st->p}, desc_ptr<TO>(args->outputs[0]),
+                                       desc_ptr<const TA>(args->inputs[0]), nullptr, nullptr};
+  if constexpr (NIN >= 2) call.b = desc_ptr<const TB>(args->inputs[1]);
+  if constexpr (NIN >= 3) call.c = desc_ptr<const TC>(args->inputs[2]);
+  if (st->n < st->threshold || st->be->pool->size() == 1) {
+    call.range(0, st->n);
+  } else {
+    st->be->pool->parallel_for(st->n, st->threshold / 2, decltype(call)::part, &call);
+  }
+  return CTN_OK;
+}
+
+ctn_status copy_kernel(void *state, const ctn_kernel_args *args) {
+  const auto *st = static_cast<const EwState *>(state);
+  void *dst = desc_ptr<char>(args->outputs[0]);
+  const void *src = desc_ptr<const char>(args->inputs[0]);
+  if (dst != src) std::memmove(dst, src, static_cast<size_t>(st->n));  // n is bytes here
+  return CTN_OK;
+}
+
+// ---- kernel choice --------------------------------------------------------------------------
+enum Kind { kUnary, kUnaryInt, kBinary, kBinaryInt, kCompare, kGrad, kWhere, kCast, kCopy };
+
+struct OpEntry {
+  const char *name;
+  Kind kind;
+  bool heavy;  // transcendental: worth threads at smaller sizes
+  ctn_kernel_fn f32, f64, i32, i64;
+};
+
+#define CTN_UNARY(name, F, heavy)                                              \
+  {name, kUnary, heavy, ew_kernel<F<float>, float, float>,                     \
+   ew_kernel<F<double>, double, double>, nullptr, nullptr}
+#define CTN_UNARY_INT(name, F)                                                 \
+  {name, kUnaryInt, false, ew_kernel<F<float>, float, float>,                  \
+   ew_kernel<F<double>, double, double>, ew_kernel<F<int32_t>, int32_t, int32_t>, \
+   ew_kernel<F<int64_t>, int64_t, int64_t>}
+#define CTN_BIN(name, kind, F, heavy)                                          \
+  {name, kind, heavy, ew_kernel<F<float>, float, float, float, float, 2>,      \
+   ew_kernel<F<double>, double, double, double, double, 2>, nullptr, nullptr}
+#define CTN_BIN_INT(name, F)                                                   \
+  {name, kBinaryInt, false, ew_kernel<F<float>, float, float, float, float, 2>, \
+   ew_kernel<F<double>, double, double, double, double, 2>,                    \
+   ew_kernel<F<int32_t>, int32_t, int32_t, int32_t, int32_t, 2>,               \
+   ew_kernel<F<int64_t>, int64_t, int64_t, int64_t, int64_t, 2>}
+
+const OpEntry kOps[] = {
+    CTN_UNARY_INT(CTN_OP_NEG, Neg),
+    CTN_UNARY(CTN_OP_EXP, Exp, true),
+    CTN_UNARY(CTN_OP_LOG, Log, true),
+    CTN_UNARY(CTN_OP_SQRT, Sqrt, false),
+    CTN_UNARY_INT(CTN_OP_ABS, Abs),
+    CTN_UNARY_INT(CTN_OP_SIGN, Sign),
+    CTN_UNARY(CTN_OP_TANH, Tanh, true),
+    CTN_UNARY(CTN_OP_SIGMOID, Sigmoid, true),
+    CTN_UNARY_INT(CTN_OP_RELU, Relu),
+    CTN_UNARY(CTN_OP_GELU, Gelu, true),
+    CTN_UNARY(CTN_OP_LEAKY_RELU, LeakyRelu, false),
+    CTN_UNARY(CTN_OP_CLAMP, Clamp, false),
+    CTN_BIN_INT(CTN_OP_ADD, Add),
+    CTN_BIN_INT(CTN_OP_SUB, Sub),
+    CTN_BIN_INT(CTN_OP_MUL, Mul),
+    CTN_BIN(CTN_OP_DIV, kBinary, Div, false),
+    CTN_BIN(CTN_OP_POW, kBinary, Pow, true),
+    CTN_BIN_INT(CTN_OP_MAXIMUM, Maximum),
+    CTN_BIN_INT(CTN_OP_MINIMUM, Minimum),
+    CTN_BIN(CTN_OP_RELU_GRAD, kGrad, ReluGrad, false),
+    CTN_BIN(CTN_OP_LEAKY_RELU_GRAD, kGrad, LeakyReluGrad, false),
+    CTN_BIN(CTN_OP_GELU_GRAD, kGrad, GeluGrad, true),
+    CTN_BIN(CTN_OP_CLAMP_GRAD, kGrad, ClampGrad, false),
+    CTN_BIN(CTN_OP_TANH_GRAD, kGrad, TanhGrad, false),
+    CTN_BIN(CTN_OP_SIGMOID_GRAD, kGrad, SigmoidGrad, false),
+    {CTN_OP_EQ, kCompare, false, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_NE, kCompare, false, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_LT, kCompare, false, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_LE, kCompare, false, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_GT, kCompare, false, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_GE, kCompare, false, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_WHERE, kWhere, false, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_CAST, kCast, false, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_COPY, kCopy, false, nullptr, nullptr, nullptr, nullptr},
+};
+
+// Same kernel for every element type of one size class; comparisons read each dtype exactly.
+template <template <class> class F>
+ctn_kernel_fn compare_fn(int32_t dtype) {
+  switch (dtype) {
+    case CTN_F32: return ew_kernel<F<float>, uint8_t, float, float, float, 2>;
+    case CTN_F64: return ew_kernel<F<double>, uint8_t, double, double, double, 2>;
+    case CTN_I32: return ew_kernel<F<int32_t>, uint8_t, int32_t, int32_t, int32_t, 2>;
+    case CTN_I64: return ew_kernel<F<int64_t>, uint8_t, int64_t, int64_t, int64_t, 2>;
+    default: return ew_kernel<F<uint8_t>, uint8_t, uint8_t, uint8_t, uint8_t, 2>;
+  }
+}
+
+ctn_kernel_fn compare_fn(const char *op, int32_t dtype) {
+  if (!std::strcmp(op, CTN_OP_EQ)) return compare_fn<Eq>(dtype);
+  if (!std::strcmp(op, CTN_OP_NE)) return compare_fn<Ne>(dtype);
+  if (!std::strcmp(op, CTN_OP_LT)) return compare_fn<Lt>(dtype);
+  if (!std::strcmp(op, CTN_OP_LE)) return compare_fn<Le>(dtype);
+  if (!std::strcmp(op, CTN_OP_GT)) return compare_fn<Gt>(dtype);
+  return compare_fn<Ge>(dtype);
+}
+
+ctn_kernel_fn where_fn(int32_t dtype) {
+  switch (dtype_size(dtype)) {  // a select only moves bits
+    case 1: return ew_kernel<Where<uint8_t>, uint8_t, uint8_t, uint8_t, uint8_t, 3>;
+    case 4: return ew_kernel<Where<uint32_t>, uint32_t, uint8_t, uint32_t, uint32_t, 3>;
+    default: return ew_kernel<Where<uint64_t>, uint64_t, uint8_t, uint64_t, uint64_t, 3>;
+  }
+}
+
+template <class TO>
+ctn_kernel_fn cast_from(int32_t from) {
+  switch (from) {
+    case CTN_F32: return ew_kernel<Cast<TO, float>, TO, float>;
+    case CTN_F64: return ew_kernel<Cast<TO, double>, TO, double>;
+    case CTN_I32: return ew_kernel<Cast<TO, int32_t>, TO, int32_t>;
+    case CTN_I64: return ew_kernel<Cast<TO, int64_t>, TO, int64_t>;
+    case CTN_U8: return ew_kernel<Cast<TO, uint8_t>, TO, uint8_t>;
+    default: return ew_kernel<Cast<TO, bool>, TO, bool>;
+  }
+}
+
+ctn_kernel_fn cast_fn(int32_t from, int32_t to) {
+  switch (to) {
+    case CTN_F32: return cast_from<float>(from);
+    case CTN_F64: return cast_from<double>(from);
+    case CTN_I32: return cast_from<int32_t>(from);
+    case CTN_I64: return cast_from<int64_t>(from);
+    case CTN_U8: return cast_from<uint8_t>(from);
+    default: return cast_from<bool>(from);
+  }
+}
+
+// True when `out` is exactly the broadcast of the inputs (not only compatible with them).
+bool is_broadcast_of(const ctn_op_signature *sig, uint32_t first) {
+  const ctn_tensor_desc &out = *sig->output;
+  uint32_t nd = 0;
+  for (uint32_t i = first; i < sig->n_inputs; ++i) nd = std::max(nd, sig->inputs[i].ndim);
+  if (out.ndim != nd) return false;
+  for (uint32_t k = 0; k < nd; ++k) {
+    int64_t want = 1;
+    for (uint32_t i = first; i < sig->n_inputs; ++i) {
+      const ctn_tensor_desc &in = sig->inputs[i];
+      int64_t ax = static_cast<int64_t>(k) - (nd - in.ndim);
+      if (ax < 0) continue;
+      int64_t d = in.shape[ax];
+      if (d != 1) {
+        if (want != 1 && want != d) return false;
+        want = d;
+      } else if (want == 1) {
+        want = 1;
+      }
+    }
+    // A zero-size dim broadcasts against 1 only; the loop above handles it like any size.
+    if (out.shape[k] != want) return false;
+  }
+  return true;
+}
+
+ctn_status setup_state(EwState &st, const ctn_op_signature *sig) {
+  const ctn_tensor_desc &out = *sig->output;
+  st.nin = static_cast<int>(sig->n_inputs);
+  st.n = desc_numel(out);
+  int64_t full[kMaxIn][CTN_MAX_DIMS] = {};
+  for (int j = 0; j < st.nin; ++j) {
+    const ctn_tensor_desc &in = sig->inputs[j];
+    if (!broadcast_strides(in, out, full[j]))
+      return st.host->set_error(CTN_ERR_SHAPE, "cpu %s: input %d %s does not broadcast to %s",
+                                sig->op, j, shape_str(in).c_str(), shape_str(out).c_str());
+    int64_t numel = desc_numel(in);
+    st.mode[j] = same_shape(in, out) || numel == st.n ? 0 : numel == 1 ? 1 : 2;
+    if (st.mode[j] == 2) st.general = true;
+  }
+  // Three inputs with a scalar among them go through the flat loop with stride 0.
+  if (st.general) {
+    // Coalesce: drop size-1 dims, merge neighbours whose strides chain for every input.
+    int nd = 0;
+    for (uint32_t k = 0; k < out.ndim; ++k) {
+      if (out.shape[k] == 1) continue;
+      bool merge = nd > 0;
+      for (int j = 0; merge && j < st.nin; ++j)
+        merge = st.str[j][nd - 1] == full[j][k] * out.shape[k];
+      if (merge) {
+        st.shape[nd - 1] *= out.shape[k];
+        for (int j = 0; j < st.nin; ++j) st.str[j][nd - 1] = full[j][k];
+      } else {
+        st.shape[nd] = out.shape[k];
+        for (int j = 0; j < st.nin; ++j) st.str[j][nd] = full[j][k];
+        ++nd;
+      }
+    }
+    if (nd == 0) {
+      st.shape[0] = 1;
+      nd = 1;
+    }
+    st.nd = nd;
+  }
+  return CTN_OK;
+}
+
+}  // namespace
+
+ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                                   bool *handled) {
+  const OpEntry *e = nullptr;
+  for (const OpEntry &cand : kOps)
+    if (std::strcmp(cand.name, sig->op) == 0) e = &cand;
+  if (!e) return CTN_OK;
+  *handled = true;
+  const ctn_host_api *host = be->host;
+  const char *op = sig->op;
+  const ctn_tensor_desc &o = *sig->output;
+  uint32_t want_in = e->kind == kWhere ? 3
+                     : (e->kind == kUnary || e->kind == kUnaryInt || e->kind == kCast ||
+                        e->kind == kCopy)
+                         ? 1
+                         : 2;
+  if (sig->n_inputs != want_in)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects %u inputs, got %u", op,
+                           want_in, sig->n_inputs);
+  const ctn_tensor_desc &a = sig->inputs[0];
+  auto st = std::make_unique<EwState>();
+  st->be = be;
+  st->host = host;
+  st->p.f0 = sig->attrs->f[0];
+  st->p.f1 = sig->attrs->f[1];
+  st->threshold = e->heavy ? kParallelThresholdHeavy : kParallelThreshold;
+  ctn_kernel_fn fn = nullptr;
+  int32_t dt = a.dtype;
+
+  auto need_same_shape = [&]() -> ctn_status {
+    for (uint32_t i = 0; i < sig->n_inputs; ++i)
+      if (!same_shape(sig->inputs[i], o))
+        return host->set_error(CTN_ERR_SHAPE, "cpu %s: input %u %s must have the output shape %s",
+                               op, i, shape_str(sig->inputs[i]).c_str(), shape_str(o).c_str());
+    return CTN_OK;
+  };
+  auto pick = [&]() -> ctn_kernel_fn {
+    switch (dt) {
+      case CTN_F32: return e->f32;
+      case CTN_F64: return e->f64;
+      case CTN_I32: return e->i32;
+      case CTN_I64: return e->i64;
+      default: return nullptr;
+    }
+  };
+
+  switch (e->kind) {
+    case kCopy:
+    case kCast: {
+      if (ctn_status s = need_same_shape(); s) return s;
+      int32_t to = e->kind == kCast ? static_cast<int32_t>(sig->attrs->i[0]) : dt;
+      if (o.dtype != to)
+        return host->set_error(CTN_ERR_DTYPE, "cpu %s: output dtype %s, expected %s", op,
+                               dtype_name(o.dtype), dtype_name(to));
+      if (o.dtype == dt) {
+        st->n = desc_numel(o) * static_cast<int64_t>(dtype_size(dt));
+        kernel_set(out, copy_kernel, st.release(), CTN_KERNEL_INPLACE_OK);
+        return CTN_OK;
+      }
+      fn = cast_fn(dt, to);
+      break;
+    }
+    case kUnary:
+    case kUnaryInt:
+    case kGrad:
+      if (ctn_status s = need_same_shape(); s) return s;
+      [[fallthrough]];
+    case kBinary:
+    case kBinaryInt:
+    case kCompare: {
+      if (sig->n_inputs == 2 && sig->inputs[1].dtype != dt)
+        return host->set_error(CTN_ERR_DTYPE, "cpu %s: input dtypes differ (%s vs %s)", op,
+                               dtype_name(dt), dtype_name(sig->inputs[1].dtype));
+      int32_t want_out = e->kind == kCompare ? CTN_BOOL : dt;
+      if (o.dtype != want_out)
+        return host->set_error(CTN_ERR_DTYPE, "cpu %s: output dtype %s, expected %s", op,
+                               dtype_name(o.dtype), dtype_name(want_out));
+      fn = e->kind == kCompare ? compare_fn(op, dt) : pick();
+      if (!fn)
+        return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (%s)", op,
+                               dtype_name(dt),
+                               e->kind == kUnaryInt || e->kind == kBinaryInt
+                                   ? "f32, f64, i32, i64 only"
+                                   : "f32 and f64 only");
+      break;
+    }
+    case kWhere: {
+      if (a.dtype != CTN_BOOL)
+        return host->set_error(CTN_ERR_DTYPE, "cpu where: condition must be bool, got %s",
+                               dtype_name(a.dtype));
+      dt = sig->inputs[1].dtype;
+      if (sig->inputs[2].dtype != dt || o.dtype != dt)
+        return host->set_error(CTN_ERR_DTYPE, "cpu where: a, b and output dtypes differ (%s, %s, %s)",
+                               dtype_name(dt), dtype_name(sig->inputs[2].dtype),
+                               dtype_name(o.dtype));
+      fn = where_fn(dt);
+      break;
+    }
+  }
+  if (!is_broadcast_of(sig, 0))
+    return host->set_error(CTN_ERR_SHAPE, "cpu %s: output shape %s is not the broadcast of the inputs",
+                           op, shape_str(o).c_str());
+  if (ctn_status s = setup_state(*st, sig); s) return s;
+  uint32_t flags = 0;
+  if (e->kind != kWhere && e->kind != kCast && e->kind != kCompare && same_shape(a, o) &&
+      a.dtype == o.dtype)
+    flags = CTN_KERNEL_INPLACE_OK;
+  kernel_set(out, fn, st.release(), flags);
+  return CTN_OK;
+}
+
+}  // namespace ctn_cpu

@@ -1,0 +1,399 @@
+// The CPU backend's descriptor and its backend-level slots. Op kernels live in k_*.cpp.
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+#include "cpu_backend.h"
+
+#ifdef CTN_CPU_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace ctn_cpu {
+
+#ifdef CTN_CPU_HAVE_OPENBLAS
+constexpr bool kHaveOpenBLAS = true;
+#else
+constexpr bool kHaveOpenBLAS = false;
+#endif
+
+bool gemm_uses_openblas(const Backend &be) {
+  return kHaveOpenBLAS && be.gemm_mode != GemmMode::kOwn;
+}
+
+const char *gemm_active_name(const Backend &be) {
+  return gemm_uses_openblas(be) ? "openblas" : "own";
+}
+
+size_t dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case CTN_F32: case CTN_I32: return 4;
+    case CTN_F64: case CTN_I64: return 8;
+    case CTN_U8: case CTN_BOOL: return 1;
+    default: return 0;
+  }
+}
+
+const char *dtype_name(int32_t dtype) {
+  static const char *const names[] = {"f32", "f64", "i32", "i64", "u8", "bool"};
+  return dtype >= 0 && dtype < CTN_DTYPE_COUNT_V1 ? names[dtype] : "?";
+}
+
+bool is_float(int32_t dtype) { return dtype == CTN_F32 || dtype == CTN_F64; }
+
+std::string shape_str(const ctn_tensor_desc &d) {
+  std::string s = "[";
+  for (uint32_t i = 0; i < d.ndim; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(d.shape[i]);
+  }
+  return s + "]";
+}
+
+bool broadcast_strides(const ctn_tensor_desc &in, const ctn_tensor_desc &out,
+                       int64_t *strides) {
+  if (in.ndim > out.ndim) return false;
+  uint32_t lead = out.ndim - in.ndim;
+  int64_t s = 1;
+  for (int k = static_cast<int>(out.ndim) - 1; k >= 0; --k) {
+    if (k < static_cast<int>(lead)) {
+      strides[k] = 0;
+      continue;
+    }
+    int64_t dim = in.shape[k - lead];
+    if (dim == out.shape[k]) {
+      strides[k] = dim == 1 ? 0 : s;
+    } else if (dim == 1) {
+      strides[k] = 0;
+    } else {
+      return false;
+    }
+    s *= dim;
+  }
+  return true;
+}
+
+void kernel_release(void *state) { delete static_cast<KernelBase *>(state); }
+
+void kernel_set(ctn_kernel *kernel, ctn_kernel_fn fn, KernelBase *state, uint32_t flags,
+                uint64_t workspace) {
+  kernel->fn = fn;
+  kernel->state = state;
+  kernel->release = kernel_release;
+  kernel->workspace_size = workspace;
+  kernel->flags = flags;
+  kernel->reserved = 0;
+}
+
+namespace {
+
+void *aligned_bytes(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  return std::aligned_alloc(64, rounded ? rounded : 64);
+}
+
+void free_scratch(Backend &be) {
+  for (auto &s : be.scratch) {
+    std::free(s.a);
+    std::free(s.b);
+    std::free(s.c);
+  }
+  be.scratch.clear();
+}
+
+// Builds the pool and one GEMM scratch per participant; OpenBLAS gets the same thread count
+// (it runs only while our pool is idle, so the two never compete).
+ctn_status set_threads(Backend &be, int n) {
+  be.pool.reset();
+  free_scratch(be);
+  be.scratch.resize(static_cast<size_t>(n));
+  for (auto &s : be.scratch) {
+    s.a = aligned_bytes(gemm_scratch_a_bytes());
+    s.b = aligned_bytes(gemm_scratch_b_bytes());
+    s.c = aligned_bytes(gemm_scratch_c_bytes());
+    if (!s.a || !s.b || !s.c) {
+      free_scratch(be);
+      return be.host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu: no memory for GEMM scratch");
+    }
+  }
+  be.pool = std::make_unique<ThreadPool>(n);
+  be.num_threads = n;
+#ifdef CTN_CPU_HAVE_OPENBLAS
+  openblas_set_num_threads(n);
+#endif
+  return CTN_OK;
+}
+
+const char *arch_name() {
+#if defined(__x86_64__)
+  return "x86_64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#elif defined(__arm__)
+  return "arm";
+#else
+  return "unknown-arch";
+#endif
+}
+
+std::string cpu_model() {
+  std::FILE *f = std::fopen("/proc/cpuinfo", "r");
+  if (!f) return "";
+  char line[512];
+  std::string model;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, "model name", 10) == 0) {
+      const char *colon = std::strchr(line, ':');
+      if (colon) {
+        model = colon + 1;
+        while (!model.empty() && (model.front() == ' ' || model.front() == '\t'))
+          model.erase(model.begin());
+        while (!model.empty() && (model.back() == '\n' || model.back() == ' ')) model.pop_back();
+      }
+      break;
+    }
+  }
+  std::fclose(f);
+  return model;
+}
+
+void update_description(Backend &be) {
+  std::string d = arch_name();
+  std::string model = cpu_model();
+  if (!model.empty()) d += " (" + model + ")";
+  d += ", " + std::to_string(be.num_threads) + (be.num_threads == 1 ? " thread" : " threads");
+  d += ", GEMM ";
+  d += gemm_active_name(be);
+#ifdef CTN_CPU_HAVE_OPENBLAS
+  if (gemm_uses_openblas(be)) {
+    std::string cfg = openblas_get_config();
+    while (!cfg.empty() && cfg.back() == ' ') cfg.pop_back();
+    d += " (" + cfg + ")";
+  } else {
+    d += " (" + std::string(be.gemm_isa->name) + ")";
+  }
+#else
+  d += " (" + std::string(be.gemm_isa->name) + ", OpenBLAS not built in)";
+#endif
+  be.description = d;
+}
+
+bool parse_gemm_mode(const char *v, GemmMode *out) {
+  if (std::strcmp(v, "auto") == 0) *out = GemmMode::kAuto;
+  else if (std::strcmp(v, "openblas") == 0) *out = GemmMode::kOpenBLAS;
+  else if (std::strcmp(v, "own") == 0) *out = GemmMode::kOwn;
+  else return false;
+  return true;
+}
+
+ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
+                    void **out_state) {
+  if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
+  try {
+    if (!config || !out_state)
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu init: NULL config or out_state");
+    if (config->struct_size < sizeof(uint32_t) + sizeof(int32_t) || config->num_threads < 1)
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                             "cpu init: num_threads must be >= 1 (got %d)",
+                             static_cast<int>(config->num_threads));
+    auto be = std::make_unique<Backend>();
+    be->host = host;
+    be->gemm_isa = gemm_isa_select(nullptr);
+    if (const char *env = std::getenv("CHUTNEY_CPU_GEMM"); env && *env) {
+      if (!parse_gemm_mode(env, &be->gemm_mode) && host->log)
+        host->log(CTN_LOG_WARN, "cpu",
+                  "CHUTNEY_CPU_GEMM must be openblas, own or auto; using auto");
+      if (be->gemm_mode == GemmMode::kOpenBLAS && !kHaveOpenBLAS && host->log)
+        host->log(CTN_LOG_WARN, "cpu",
+                  "CHUTNEY_CPU_GEMM=openblas but OpenBLAS is not built in; using own GEMM");
+    }
+    if (ctn_status st = set_threads(*be, config->num_threads); st != CTN_OK) return st;
+    update_description(*be);
+    *out_state = be.release();
+    return CTN_OK;
+  } catch (const std::bad_alloc &) {
+    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu init: out of memory");
+  } catch (const std::exception &e) {
+    return host->set_error(CTN_ERR_INTERNAL, "cpu init: %s", e.what());
+  }
+}
+
+void cpu_shutdown(void *state) {
+  auto *be = static_cast<Backend *>(state);
+  if (!be) return;
+  try {
+    be->pool.reset();  // joins the workers
+  } catch (...) {
+  }
+  free_scratch(*be);
+  delete be;
+}
+
+const char *cpu_describe(void *state) {
+  return static_cast<Backend *>(state)->description.c_str();
+}
+
+ctn_status cpu_buffer_alloc(void *state, uint64_t bytes, void **out_handle) {
+  auto *be = static_cast<Backend *>(state);
+  if (!out_handle) return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu: NULL out_handle");
+  if (bytes > (UINT64_C(1) << 48))
+    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu: cannot allocate %" PRIu64 " bytes",
+                               bytes);
+  void *p = aligned_bytes(static_cast<size_t>(bytes));
+  if (!p)
+    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu: cannot allocate %" PRIu64 " bytes",
+                               bytes);
+  *out_handle = p;
+  return CTN_OK;
+}
+
+void cpu_buffer_free(void *, void *handle) { std::free(handle); }
+
+ctn_status cpu_upload(void *state, void *handle, uint64_t offset, const void *src,
+                      uint64_t bytes) {
+  if (!handle || (!src && bytes))
+    return static_cast<Backend *>(state)->host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                                                          "cpu upload: NULL pointer");
+  if (bytes) std::memcpy(static_cast<char *>(handle) + offset, src, bytes);
+  return CTN_OK;
+}
+
+ctn_status cpu_download(void *state, void *handle, uint64_t offset, void *dst,
+                        uint64_t bytes) {
+  if (!handle || (!dst && bytes))
+    return static_cast<Backend *>(state)->host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                                                          "cpu download: NULL pointer");
+  if (bytes) std::memcpy(dst, static_cast<const char *>(handle) + offset, bytes);
+  return CTN_OK;
+}
+
+ctn_status cpu_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
+  auto *be = static_cast<Backend *>(state);
+  const ctn_host_api *host = be->host;
+  try {
+    if (!sig || !out || !sig->op || !sig->output || !sig->attrs ||
+        (sig->n_inputs && !sig->inputs))
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu get_kernel: incomplete signature");
+    for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
+      const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
+      if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
+        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                               "cpu %s: operand %u has ndim %u / dtype %d out of range", sig->op,
+                               i, d.ndim, static_cast<int>(d.dtype));
+      for (uint32_t k = 0; k < d.ndim; ++k)
+        if (d.shape[k] < 0)
+          return host->set_error(CTN_ERR_SHAPE, "cpu %s: operand %u has a negative dim",
+                                 sig->op, i);
+    }
+    bool handled = false;
+    using Maker = ctn_status (*)(Backend *, const ctn_op_signature *, ctn_kernel *, bool *);
+    for (Maker m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,
+                    make_matmul_kernel}) {
+      ctn_status st = m(be, sig, out, &handled);
+      if (handled) return st;
+    }
+    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu backend: unknown op '%s'", sig->op);
+  } catch (const std::bad_alloc &) {
+    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu get_kernel(%s): out of memory",
+                           sig && sig->op ? sig->op : "?");
+  } catch (const std::exception &e) {
+    return host->set_error(CTN_ERR_INTERNAL, "cpu get_kernel: %s", e.what());
+  }
+}
+
+ctn_status cpu_set_option(void *state, const char *key, const char *value) {
+  auto *be = static_cast<Backend *>(state);
+  const ctn_host_api *host = be->host;
+  try {
+    if (!key || !value)
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu set_option: NULL key or value");
+    if (std::strcmp(key, "num_threads") == 0) {
+      char *end = nullptr;
+      errno = 0;
+      long n = std::strtol(value, &end, 10);
+      if (errno || end == value || *end != '\0' || n < 1 || n > 1024)
+        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                               "cpu: num_threads must be an integer in [1, 1024], got '%s'",
+                               value);
+      if (n != be->num_threads) {
+        if (ctn_status st = set_threads(*be, static_cast<int>(n)); st != CTN_OK) {
+          set_threads(*be, 1);
+          update_description(*be);
+          return st;
+        }
+      }
+    } else if (std::strcmp(key, "gemm") == 0) {
+      GemmMode mode;
+      if (!parse_gemm_mode(value, &mode))
+        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                               "cpu: gemm must be 'openblas', 'own' or 'auto', got '%s'", value);
+      if (mode == GemmMode::kOpenBLAS && !kHaveOpenBLAS)
+        return host->set_error(CTN_ERR_UNAVAILABLE,
+                               "cpu: gemm 'openblas' requested but this build has no OpenBLAS");
+      be->gemm_mode = mode;
+    } else if (std::strcmp(key, "gemm_isa") == 0) {
+      const GemmIsa *isa = gemm_isa_select(value);
+      if (!isa)
+        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                               "cpu: gemm_isa '%s' is unknown or not supported by this CPU "
+                               "(auto, avx512, avx2, generic)",
+                               value);
+      be->gemm_isa = isa;
+    } else {
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                             "cpu: unknown option '%s' (num_threads, gemm, gemm_isa)", key);
+    }
+    update_description(*be);
+    return CTN_OK;
+  } catch (const std::bad_alloc &) {
+    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu set_option: out of memory");
+  } catch (const std::exception &e) {
+    return host->set_error(CTN_ERR_INTERNAL, "cpu set_option: %s", e.what());
+  }
+}
+
+const char *proc_gemm_name(void *state) {
+  return gemm_active_name(*static_cast<Backend *>(state));
+}
+const char *proc_gemm_isa(void *state) { return static_cast<Backend *>(state)->gemm_isa->name; }
+int proc_num_threads(void *state) { return static_cast<Backend *>(state)->num_threads; }
+
+void *cpu_get_proc_address(void *, const char *name) {
+  if (!name) return nullptr;
+  if (std::strcmp(name, "ctn_cpu_gemm_name") == 0)
+    return reinterpret_cast<void *>(&proc_gemm_name);
+  if (std::strcmp(name, "ctn_cpu_gemm_isa") == 0)
+    return reinterpret_cast<void *>(&proc_gemm_isa);
+  if (std::strcmp(name, "ctn_cpu_num_threads") == 0)
+    return reinterpret_cast<void *>(&proc_num_threads);
+  return nullptr;
+}
+
+// Constant-initialised: no code runs when the plugin is loaded.
+constexpr ctn_backend_desc kDesc = {
+    {sizeof(ctn_backend_desc), CTN_ABI_MAJOR, CTN_ABI_MINOR, CTN_PLUGIN_BACKEND, 0, "cpu"},
+    CTN_BACKEND_HOST_MEMORY,
+    0,
+    cpu_init,
+    cpu_shutdown,
+    cpu_describe,
+    cpu_buffer_alloc,
+    cpu_buffer_free,
+    cpu_upload,
+    cpu_download,
+    cpu_get_kernel,
+    nullptr,
+    cpu_set_option,
+    cpu_get_proc_address,
+};
+
+}  // namespace
+}  // namespace ctn_cpu
+
+CTN_PLUGIN_EXPORT const ctn_plugin_header *ctn_plugin_query(uint32_t host_abi_version,
+                                                            const ctn_host_api *) {
+  if (CTN_ABI_VERSION_MAJOR(host_abi_version) != CTN_ABI_MAJOR) return nullptr;
+  return &ctn_cpu::kDesc.header;
+}

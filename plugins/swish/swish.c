@@ -1,0 +1,269 @@
+/* ctn-swish: an example chutney op library, in plain C99.
+ *
+ * Declares two ops that are then used exactly like built-in ones (ctn_op(g, "swish", ...)):
+ *   swish      (x)     -> x * sigmoid(x)                         f32 / f64, any shape
+ *   swish_grad (x, dy) -> dy * (s + x * s * (1 - s)), s = sigmoid(x)
+ * swish's gradient rule emits a swish_grad node, so ctn_grad differentiates through it and the
+ * backward pass runs on the same kernels as any other node.
+ *
+ * This file is the template for third-party op libraries (see README.md): it includes only the
+ * public headers, never links libchutney, exports nothing but ctn_plugin_query (version script),
+ * and does no work at load time.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <chutney/oplib.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Helpers
+ * ------------------------------------------------------------------------------------------- */
+
+static const char *dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case CTN_F32: return "f32";
+    case CTN_F64: return "f64";
+    case CTN_I32: return "i32";
+    case CTN_I64: return "i64";
+    case CTN_U8: return "u8";
+    case CTN_BOOL: return "bool";
+    default: return "?";
+  }
+}
+
+static int is_float(int32_t dtype) { return dtype == CTN_F32 || dtype == CTN_F64; }
+
+/* Writes "[2, 3]" into buf (the core's convention for shapes in messages). */
+static const char *shape_str(const ctn_tensor_desc *t, char *buf, size_t size) {
+  size_t pos;
+  uint32_t k;
+  pos = (size_t)snprintf(buf, size, "[");
+  for (k = 0; k < t->ndim && k < CTN_MAX_DIMS && pos < size; ++k)
+    pos += (size_t)snprintf(buf + pos, size - pos, "%s%lld", k > 0 ? ", " : "",
+                            (long long)t->shape[k]);
+  if (pos < size) snprintf(buf + pos, size - pos, "]");
+  return buf;
+}
+
+static int same_shape(const ctn_tensor_desc *a, const ctn_tensor_desc *b) {
+  uint32_t k;
+  if (a->ndim != b->ndim) return 0;
+  for (k = 0; k < a->ndim; ++k)
+    if (a->shape[k] != b->shape[k]) return 0;
+  return 1;
+}
+
+static int64_t numel(const ctn_tensor_desc *t) {
+  int64_t n = 1;
+  uint32_t k;
+  for (k = 0; k < t->ndim; ++k) n *= t->shape[k];
+  return n;
+}
+
+/* Kernels receive host pointers (this library only offers "cpu" kernels); the first element
+ * sits `offset` bytes past `data`. */
+static void *element0(const ctn_tensor_desc *t) { return (char *)t->data + t->offset; }
+
+static void copy_layout(const ctn_tensor_desc *src, ctn_tensor_desc *out) {
+  uint32_t k;
+  out->dtype = src->dtype;
+  out->ndim = src->ndim;
+  for (k = 0; k < src->ndim; ++k) out->shape[k] = src->shape[k];
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Math. Sigmoid is computed from exp(-|x|) so that neither branch overflows.
+ * ------------------------------------------------------------------------------------------- */
+
+static double sigmoid_f64(double x) {
+  double e = exp(-fabs(x));
+  return x >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+}
+
+static float sigmoid_f32(float x) {
+  float e = expf(-fabsf(x));
+  return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * swish (x) -> x * sigmoid(x)
+ * ------------------------------------------------------------------------------------------- */
+
+static ctn_status swish_infer(const ctn_host_api *host, uint32_t n_inputs,
+                              const ctn_tensor_desc *inputs, const ctn_attrs *attrs,
+                              ctn_tensor_desc *out) {
+  (void)attrs;
+  if (n_inputs != 1)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "swish: expected 1 input, got %u",
+                           (unsigned)n_inputs);
+  if (!is_float(inputs[0].dtype))
+    return host->set_error(CTN_ERR_DTYPE, "swish: input x must be f32 or f64, got %s",
+                           dtype_name(inputs[0].dtype));
+  copy_layout(&inputs[0], out);
+  return CTN_OK;
+}
+
+static ctn_status swish_f32(void *state, const ctn_kernel_args *args) {
+  const float *x = (const float *)element0(&args->inputs[0]);
+  float *y = (float *)element0(&args->outputs[0]);
+  int64_t i, n = numel(&args->outputs[0]);
+  (void)state;
+  /* Reads x[i] before writing y[i]: safe when the planner aliases y onto x. */
+  for (i = 0; i < n; ++i) y[i] = x[i] * sigmoid_f32(x[i]);
+  return CTN_OK;
+}
+
+static ctn_status swish_f64(void *state, const ctn_kernel_args *args) {
+  const double *x = (const double *)element0(&args->inputs[0]);
+  double *y = (double *)element0(&args->outputs[0]);
+  int64_t i, n = numel(&args->outputs[0]);
+  (void)state;
+  for (i = 0; i < n; ++i) y[i] = x[i] * sigmoid_f64(x[i]);
+  return CTN_OK;
+}
+
+static ctn_status swish_cpu_kernel(const ctn_host_api *host, uint32_t n_inputs,
+                                   const ctn_tensor_desc *inputs, const ctn_tensor_desc *output,
+                                   const ctn_attrs *attrs, ctn_kernel *out) {
+  (void)attrs;
+  if (n_inputs != 1 || inputs[0].dtype != output->dtype)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "swish: inconsistent kernel signature");
+  switch (output->dtype) {
+    case CTN_F32: out->fn = swish_f32; break;
+    case CTN_F64: out->fn = swish_f64; break;
+    default:
+      return host->set_error(CTN_ERR_UNSUPPORTED, "swish: no cpu kernel for %s",
+                             dtype_name(output->dtype));
+  }
+  out->state = NULL;
+  out->release = NULL;
+  out->workspace_size = 0;
+  out->flags = CTN_KERNEL_INPLACE_OK;
+  out->reserved = 0;
+  return CTN_OK;
+}
+
+/* d swish / dx = s + x s (1 - s): one swish_grad node computes dy times that. */
+static ctn_status swish_grad_rule(const ctn_host_api *host, ctn_graph *g, uint32_t n_inputs,
+                                  const ctn_node *inputs, ctn_node output, ctn_node grad_out,
+                                  const ctn_attrs *attrs, ctn_node *grad_inputs) {
+  ctn_node args[2];
+  (void)output;
+  (void)attrs;
+  if (n_inputs != 1)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "swish: expected 1 input, got %u",
+                           (unsigned)n_inputs);
+  args[0] = inputs[0];
+  args[1] = grad_out;
+  return host->graph_op(g, "swish_grad", 2, args, NULL, &grad_inputs[0]);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * swish_grad (x, dy) -> dy * (s + x s (1 - s))
+ * ------------------------------------------------------------------------------------------- */
+
+static ctn_status swish_grad_infer(const ctn_host_api *host, uint32_t n_inputs,
+                                   const ctn_tensor_desc *inputs, const ctn_attrs *attrs,
+                                   ctn_tensor_desc *out) {
+  char sa[200], sb[200];
+  (void)attrs;
+  if (n_inputs != 2)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                           "swish_grad: expected 2 inputs (x, dy), got %u", (unsigned)n_inputs);
+  if (!is_float(inputs[0].dtype))
+    return host->set_error(CTN_ERR_DTYPE, "swish_grad: input x must be f32 or f64, got %s",
+                           dtype_name(inputs[0].dtype));
+  if (inputs[1].dtype != inputs[0].dtype)
+    return host->set_error(CTN_ERR_DTYPE, "swish_grad: dy must have the dtype of x (%s), got %s",
+                           dtype_name(inputs[0].dtype), dtype_name(inputs[1].dtype));
+  /* No broadcasting: the gradient always has the shape of the forward input. */
+  if (!same_shape(&inputs[0], &inputs[1]))
+    return host->set_error(CTN_ERR_SHAPE, "swish_grad: x %s and dy %s must have the same shape",
+                           shape_str(&inputs[0], sa, sizeof sa),
+                           shape_str(&inputs[1], sb, sizeof sb));
+  copy_layout(&inputs[0], out);
+  return CTN_OK;
+}
+
+static ctn_status swish_grad_f32(void *state, const ctn_kernel_args *args) {
+  const float *x = (const float *)element0(&args->inputs[0]);
+  const float *dy = (const float *)element0(&args->inputs[1]);
+  float *dx = (float *)element0(&args->outputs[0]);
+  int64_t i, n = numel(&args->outputs[0]);
+  (void)state;
+  for (i = 0; i < n; ++i) {
+    float s = sigmoid_f32(x[i]);
+    dx[i] = dy[i] * (s + x[i] * s * (1.0f - s));
+  }
+  return CTN_OK;
+}
+
+static ctn_status swish_grad_f64(void *state, const ctn_kernel_args *args) {
+  const double *x = (const double *)element0(&args->inputs[0]);
+  const double *dy = (const double *)element0(&args->inputs[1]);
+  double *dx = (double *)element0(&args->outputs[0]);
+  int64_t i, n = numel(&args->outputs[0]);
+  (void)state;
+  for (i = 0; i < n; ++i) {
+    double s = sigmoid_f64(x[i]);
+    dx[i] = dy[i] * (s + x[i] * s * (1.0 - s));
+  }
+  return CTN_OK;
+}
+
+static ctn_status swish_grad_cpu_kernel(const ctn_host_api *host, uint32_t n_inputs,
+                                        const ctn_tensor_desc *inputs,
+                                        const ctn_tensor_desc *output, const ctn_attrs *attrs,
+                                        ctn_kernel *out) {
+  (void)attrs;
+  if (n_inputs != 2 || inputs[0].dtype != output->dtype || inputs[1].dtype != output->dtype)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "swish_grad: inconsistent kernel signature");
+  switch (output->dtype) {
+    case CTN_F32: out->fn = swish_grad_f32; break;
+    case CTN_F64: out->fn = swish_grad_f64; break;
+    default:
+      return host->set_error(CTN_ERR_UNSUPPORTED, "swish_grad: no cpu kernel for %s",
+                             dtype_name(output->dtype));
+  }
+  out->state = NULL;
+  out->release = NULL;
+  out->workspace_size = 0;
+  /* Element i of x and dy is read before element i of dx is written. */
+  out->flags = CTN_KERNEL_INPLACE_OK;
+  out->reserved = 0;
+  return CTN_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The descriptor: static, constant, built at compile time (nothing runs at dlopen).
+ * ------------------------------------------------------------------------------------------- */
+
+static const ctn_oplib_kernel swish_kernels[] = {{"cpu", swish_cpu_kernel}};
+static const ctn_oplib_kernel swish_grad_kernels[] = {{"cpu", swish_grad_cpu_kernel}};
+
+static const ctn_op_def swish_ops[] = {
+    {sizeof(ctn_op_def), 1, "swish", "x * sigmoid(x); f32/f64; no attributes", swish_infer,
+     swish_grad_rule, 1, swish_kernels},
+    {sizeof(ctn_op_def), 2, "swish_grad",
+     "(x, dy) -> dy * (s + x s (1 - s)), s = sigmoid(x); same shapes; no attributes",
+     swish_grad_infer, NULL, 1, swish_grad_kernels},
+};
+
+static const ctn_oplib_desc swish_desc = {
+    {sizeof(ctn_oplib_desc), CTN_ABI_MAJOR, CTN_ABI_MINOR, CTN_PLUGIN_OPLIB, 0, "swish-ops"},
+    NULL, /* init: nothing to set up */
+    NULL, /* shutdown */
+    (uint32_t)(sizeof swish_ops / sizeof swish_ops[0]),
+    swish_ops,
+};
+
+/* Returns the descriptor whatever the host's version: the host compares majors itself and
+ * reports a mismatch with both numbers, which is more useful than a bare NULL. */
+CTN_PLUGIN_EXPORT const ctn_plugin_header *ctn_plugin_query(uint32_t host_abi_version,
+                                                            const ctn_host_api *host) {
+  (void)host_abi_version;
+  (void)host;
+  return &swish_desc.header;
+}

@@ -1,0 +1,388 @@
+// The plugin loader against deliberately broken plugins (tests/abi/plugins/). Each rejection
+// must carry the right status and a message that names the file and the reason, must show up
+// in the plugin report, and must leave the context fully usable for the good CPU plugin.
+#include <gtest/gtest.h>
+
+#include <chutney/chutney.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+using namespace ctn_test;
+
+namespace {
+
+std::string Version(unsigned major, unsigned minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+// Loads the real CPU backend into `ctx` and proves it still computes correctly. Skips (with a
+// reason) only when this build has no CPU plugin at all.
+void ExpectCpuStillWorks(ctn_context *ctx) {
+  if (!FileExists(CTN_TEST_CPU_PLUGIN)) {
+    GTEST_SKIP() << "no CPU plugin in this build: " << CTN_TEST_CPU_PLUGIN;
+  }
+  ctn_status st = ctn_context_load_plugin(ctx, CTN_TEST_CPU_PLUGIN);
+  ASSERT_EQ(st, CTN_OK) << Describe(st);
+  ExpectSmallGraphRunsOn(ctx, "cpu");
+}
+
+// Finds a backend of `ctx` by name; returns false when absent.
+bool FindBackend(ctn_context *ctx, const std::string &name, ctn_backend_info *out) {
+  uint32_t n = 0;
+  if (ctn_context_backend_count(ctx, &n) != CTN_OK) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    ctn_backend_info info{};
+    info.struct_size = sizeof info;
+    if (ctn_context_backend_info(ctx, i, &info) != CTN_OK) return false;
+    if (info.name && name == info.name) {
+      *out = info;
+      return true;
+    }
+  }
+  return false;
+}
+
+struct BrokenCase {
+  const char *label;
+  std::string path;
+  ctn_status code;
+  std::vector<std::string> words;  // must all appear in ctn_last_error()
+  const char *verdict;             // word expected on the plugin report line
+};
+
+void PrintTo(const BrokenCase &c, std::ostream *os) { *os << c.label; }
+
+class BrokenPlugin : public ::testing::TestWithParam<BrokenCase> {};
+
+TEST_P(BrokenPlugin, RejectedWithReasonAndContextKeepsWorking) {
+  const BrokenCase &c = GetParam();
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+
+  ctn_status st = ctn_context_load_plugin(ctx.get(), c.path.c_str());
+  const std::string msg = ctn_last_error();
+  EXPECT_EQ(st, c.code) << Describe(st);
+  EXPECT_NE(msg.find(BaseName(c.path)), std::string::npos)
+      << "the message should name the file: " << msg;
+  for (const std::string &w : c.words)
+    EXPECT_NE(msg.find(w), std::string::npos) << "missing '" << w << "' in: " << msg;
+
+  const std::string line = ReportLine(ctx.get(), BaseName(c.path));
+  EXPECT_NE(line.find(c.verdict), std::string::npos)
+      << "report line for " << BaseName(c.path) << " should say " << c.verdict << ": '" << line
+      << "'";
+
+  ExpectCpuStillWorks(ctx.get());
+}
+
+std::vector<BrokenCase> BrokenCases() {
+  return {
+      {"no_entry", CTN_TEST_PLUGIN_NO_ENTRY, CTN_ERR_PLUGIN, {"ctn_plugin_query"}, "rejected"},
+      {"wrong_major",
+       CTN_TEST_PLUGIN_WRONG_MAJOR,
+       CTN_ERR_PLUGIN,
+       {Version(CTN_ABI_MAJOR + 1, CTN_ABI_MINOR), Version(CTN_ABI_MAJOR, CTN_ABI_MINOR)},
+       "rejected"},
+      {"null_query", CTN_TEST_PLUGIN_NULL_QUERY, CTN_ERR_PLUGIN, {"NULL"}, "rejected"},
+      {"bad_kind", CTN_TEST_PLUGIN_BAD_KIND, CTN_ERR_PLUGIN, {"kind", "99"}, "rejected"},
+      {"truncated", CTN_TEST_PLUGIN_TRUNCATED, CTN_ERR_PLUGIN, {"struct_size", "8"}, "rejected"},
+      {"dup_builtin", CTN_TEST_PLUGIN_DUP_BUILTIN, CTN_ERR_PLUGIN, {"\"add\""}, "rejected"},
+      {"init_fails",
+       CTN_TEST_PLUGIN_INIT_FAILS,
+       CTN_ERR_UNAVAILABLE,
+       {"no such device (test)"},
+       "unavailable"},
+      {"missing_file",
+       std::string(CTN_TEST_PLUGIN_DIR) + "/ctn-test-does-not-exist.so",
+       CTN_ERR_PLUGIN,
+       {},
+       "rejected"},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(abi, BrokenPlugin, ::testing::ValuesIn(BrokenCases()),
+                         [](const auto &info) { return std::string(info.param.label); });
+
+TEST(abi, VersionsAgree) {
+  EXPECT_EQ(ctn_abi_version(), static_cast<uint32_t>(CTN_ABI_VERSION));
+  EXPECT_EQ(std::string(ctn_version_string()),
+            Version(CTN_VERSION_MAJOR, CTN_VERSION_MINOR) + "." +
+                std::to_string(CTN_VERSION_PATCH));
+}
+
+TEST(abi, LoadPluginRejectsNullArguments) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  EXPECT_EQ(ctn_context_load_plugin(nullptr, CTN_TEST_PLUGIN_OLDER_MINOR),
+            CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_STRNE(ctn_last_error(), "");
+  EXPECT_EQ(ctn_context_load_plugin(ctx.get(), nullptr), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_STRNE(ctn_last_error(), "");
+}
+
+TEST(abi, FileThatIsNotASharedObjectIsRejected) {
+  const std::string path = ::testing::TempDir() + "ctn-test-garbage.so";
+  FILE *f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("this is not an ELF file\n", f);
+  std::fclose(f);
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ctn_status st = ctn_context_load_plugin(ctx.get(), path.c_str());
+  EXPECT_EQ(st, CTN_ERR_PLUGIN) << Describe(st);
+  EXPECT_NE(std::string(ctn_last_error()).find("ctn-test-garbage.so"), std::string::npos)
+      << ctn_last_error();
+  std::remove(path.c_str());
+  ExpectCpuStillWorks(ctx.get());
+}
+
+// A descriptor cut right after get_kernel: the host must treat synchronize, set_option and
+// get_proc_address as NULL. The bytes after the short descriptor are poisoned pointers, so a
+// host that read them would crash here.
+TEST(abi, OlderMinorLoadsAndRunsWithMissingSlotsAsNull) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ctn_status st = ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_OLDER_MINOR);
+  ASSERT_EQ(st, CTN_OK) << Describe(st);
+
+  ctn_backend_info info{};
+  ASSERT_TRUE(FindBackend(ctx.get(), "oldcpu", &info));
+  EXPECT_EQ(info.available, 1u);
+  EXPECT_EQ(info.abi_major, static_cast<uint32_t>(CTN_ABI_MAJOR));
+  EXPECT_EQ(info.abi_minor, static_cast<uint32_t>(CTN_ABI_MINOR));
+  ASSERT_NE(info.path, nullptr);
+  EXPECT_EQ(BaseName(info.path), BaseName(CTN_TEST_PLUGIN_OLDER_MINOR));
+  ASSERT_NE(info.description, nullptr);
+  EXPECT_NE(std::string(info.description).find("oldcpu"), std::string::npos);
+
+  // set_option is absent: "the backend takes no options", not a call through garbage.
+  st = ctn_context_set_option(ctx.get(), "oldcpu", "num_threads", "2");
+  EXPECT_EQ(st, CTN_ERR_INVALID_ARGUMENT) << Describe(st);
+
+  ExpectSmallGraphRunsOn(ctx.get(), "oldcpu");
+  // And twice, so the absent synchronize is exercised between runs as well.
+  ExpectSmallGraphRunsOn(ctx.get(), "oldcpu");
+  EXPECT_NE(ReportLine(ctx.get(), BaseName(CTN_TEST_PLUGIN_OLDER_MINOR)).find("loaded"),
+            std::string::npos);
+}
+
+// A plugin from a future minor with extra trailing slots: read only up to what the host knows.
+TEST(abi, NewerMinorLoadsAndRuns) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ctn_status st = ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_NEWER_MINOR);
+  ASSERT_EQ(st, CTN_OK) << Describe(st);
+
+  ctn_backend_info info{};
+  ASSERT_TRUE(FindBackend(ctx.get(), "newcpu", &info));
+  EXPECT_EQ(info.available, 1u);
+  EXPECT_EQ(info.abi_major, static_cast<uint32_t>(CTN_ABI_MAJOR));
+  EXPECT_EQ(info.abi_minor, static_cast<uint32_t>(CTN_ABI_MINOR + 1));
+
+  ExpectSmallGraphRunsOn(ctx.get(), "newcpu", /*with_relu=*/false);
+  ExpectCpuStillWorks(ctx.get());
+}
+
+TEST(abi, OldAndNewMinorsCoexistInOneContext) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_OLDER_MINOR), CTN_OK)
+      << ctn_last_error();
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_NEWER_MINOR), CTN_OK)
+      << ctn_last_error();
+  ExpectSmallGraphRunsOn(ctx.get(), "newcpu", /*with_relu=*/false);
+  ExpectSmallGraphRunsOn(ctx.get(), "oldcpu");
+}
+
+TEST(abi, UnavailableBackendIsListedWithItsReason) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ctn_status st = ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_INIT_FAILS);
+  ASSERT_EQ(st, CTN_ERR_UNAVAILABLE) << Describe(st);
+
+  ctn_backend_info info{};
+  ASSERT_TRUE(FindBackend(ctx.get(), "nodevice", &info)) << "an unavailable backend is still known";
+  EXPECT_EQ(info.available, 0u);
+  ASSERT_NE(info.description, nullptr);
+  EXPECT_NE(std::string(info.description).find("no such device (test)"), std::string::npos)
+      << info.description;
+
+  st = ctn_context_set_backends(ctx.get(), "nodevice");
+  EXPECT_EQ(st, CTN_ERR_UNAVAILABLE) << Describe(st);
+  EXPECT_NE(std::string(ctn_last_error()).find("nodevice"), std::string::npos)
+      << ctn_last_error();
+  ExpectCpuStillWorks(ctx.get());
+}
+
+TEST(abi, KernelExceptionBecomesStatus) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_KERNEL_THROWS), CTN_OK)
+      << ctn_last_error();
+
+  Graph g = NewGraph(ctx.get());
+  ASSERT_TRUE(g);
+  const int64_t shape[1] = {4};
+  ctn_node a, b, y;
+  ASSERT_EQ(ctn_input(g.get(), "a", CTN_F32, 1, shape, &a), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_input(g.get(), "b", CTN_F32, 1, shape, &b), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_add(g.get(), a, b, &y), CTN_OK) << ctn_last_error();
+  ctn_compile_options opts{};
+  opts.struct_size = sizeof opts;
+  opts.backends = "throwcpu";
+  ctn_plan *raw = nullptr;
+  ctn_status st = ctn_plan_compile(g.get(), 1, &y, &opts, &raw);
+  ASSERT_EQ(st, CTN_OK) << Describe(st);
+  Plan plan(raw);
+  uint32_t steps = 0;
+  ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "throwcpu", "add", &steps), CTN_OK);
+  EXPECT_EQ(steps, 1u);
+
+  Tensor at = MakeF32({4}, {1, 2, 3, 4}), bt = MakeF32({4}, {1, 1, 1, 1});
+  ctn_tensor *out_raw = nullptr;
+  ASSERT_EQ(ctn_plan_output_create(plan.get(), 0, &out_raw), CTN_OK) << ctn_last_error();
+  Tensor out(out_raw);
+  const ctn_node feeds[2] = {a, b};
+  const ctn_tensor *values[2] = {at.get(), bt.get()};
+  ctn_tensor *outs[1] = {out.get()};
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the plan stays usable after a failure
+    st = ctn_plan_run(plan.get(), 2, feeds, values, 1, outs);
+    // A misbehaving plugin (CTN_ERR_PLUGIN) or an unexpected exception (CTN_ERR_INTERNAL):
+    // either reading is fair, as long as the text says where it came from.
+    EXPECT_TRUE(st == CTN_ERR_PLUGIN || st == CTN_ERR_INTERNAL) << Describe(st);
+    const std::string msg = ctn_last_error();
+    EXPECT_NE(msg.find("boom from kernel"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("throwcpu"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("add"), std::string::npos) << msg;
+  }
+  ExpectCpuStillWorks(ctx.get());
+}
+
+TEST(abi, KernelExceptionInEagerModeBecomesStatus) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_KERNEL_THROWS), CTN_OK)
+      << ctn_last_error();
+  ASSERT_EQ(ctn_context_set_backends(ctx.get(), "throwcpu"), CTN_OK) << ctn_last_error();
+  Graph g = NewGraph(ctx.get(), CTN_GRAPH_EAGER);
+  ASSERT_TRUE(g);
+  Tensor at = MakeF32({2}, {1, 2});
+  ctn_node a, y = CTN_NODE_NONE;
+  ASSERT_EQ(ctn_constant(g.get(), at.get(), &a), CTN_OK) << ctn_last_error();
+  ctn_status st = ctn_add(g.get(), a, a, &y);
+  EXPECT_NE(st, CTN_OK);
+  EXPECT_NE(std::string(ctn_last_error()).find("boom from kernel"), std::string::npos)
+      << ctn_last_error();
+  EXPECT_EQ(y, CTN_NODE_NONE) << "out-param must be untouched on error";
+}
+
+// Op-name collisions are decided by load order: the second library is rejected, naming the op,
+// and the first keeps its definition.
+TEST(abi, DuplicateCustomOpIsRejectedAndOriginalSurvives) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_SWISH_PLUGIN), CTN_OK) << ctn_last_error();
+  ctn_status st = ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_DUP_OP);
+  const std::string msg = ctn_last_error();
+  EXPECT_EQ(st, CTN_ERR_PLUGIN) << Describe(st);
+  EXPECT_NE(msg.find("swish"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(BaseName(CTN_TEST_PLUGIN_DUP_OP)), std::string::npos) << msg;
+  EXPECT_NE(ReportLine(ctx.get(), BaseName(CTN_TEST_PLUGIN_DUP_OP)).find("rejected"),
+            std::string::npos);
+
+  // The duplicate's infer accepts i32; swish's rejects it: the original is still in charge.
+  Graph g = NewGraph(ctx.get());
+  ASSERT_TRUE(g);
+  const int64_t shape[1] = {3};
+  ctn_node xi, xf, y = CTN_NODE_NONE;
+  ASSERT_EQ(ctn_input(g.get(), "xi", CTN_I32, 1, shape, &xi), CTN_OK);
+  ASSERT_EQ(ctn_input(g.get(), "xf", CTN_F32, 1, shape, &xf), CTN_OK);
+  EXPECT_EQ(ctn_op(g.get(), "swish", 1, &xi, nullptr, &y), CTN_ERR_DTYPE) << ctn_last_error();
+  EXPECT_EQ(ctn_op(g.get(), "swish", 1, &xf, nullptr, &y), CTN_OK) << ctn_last_error();
+}
+
+TEST(abi, DuplicateInTheOtherOrderRejectsTheSecond) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_DUP_OP), CTN_OK)
+      << "alone, dup-ops declares a fresh name: " << ctn_last_error();
+  ctn_status st = ctn_context_load_plugin(ctx.get(), CTN_TEST_SWISH_PLUGIN);
+  EXPECT_EQ(st, CTN_ERR_PLUGIN) << Describe(st);
+  EXPECT_NE(std::string(ctn_last_error()).find("swish"), std::string::npos) << ctn_last_error();
+}
+
+// Every candidate found through options.plugin_path is reported with its verdict, and the bad
+// ones do not make context creation fail.
+TEST(abi, PluginReportListsEveryCandidate) {
+  ctn_context_options opts{};
+  opts.struct_size = sizeof opts;
+  opts.flags = CTN_CONTEXT_NO_AUTOLOAD;
+  opts.plugin_path = CTN_TEST_PLUGIN_DIR;
+  ctn_context *raw = nullptr;
+  ctn_status st = ctn_context_create(&opts, &raw);
+  ASSERT_EQ(st, CTN_OK) << Describe(st);
+  Context ctx(raw);
+
+  const char *text = nullptr;
+  ASSERT_EQ(ctn_context_plugin_report(ctx.get(), &text), CTN_OK);
+  ASSERT_NE(text, nullptr);
+  SCOPED_TRACE(std::string("report:\n") + text);
+
+  const struct {
+    const char *path;
+    const char *verdict;
+  } expected[] = {
+      {CTN_TEST_PLUGIN_OLDER_MINOR, "loaded"},   {CTN_TEST_PLUGIN_NEWER_MINOR, "loaded"},
+      {CTN_TEST_PLUGIN_KERNEL_THROWS, "loaded"}, {CTN_TEST_PLUGIN_DUP_OP, "loaded"},
+      {CTN_TEST_PLUGIN_INIT_FAILS, "unavailable"}, {CTN_TEST_PLUGIN_NO_ENTRY, "rejected"},
+      {CTN_TEST_PLUGIN_WRONG_MAJOR, "rejected"}, {CTN_TEST_PLUGIN_NULL_QUERY, "rejected"},
+      {CTN_TEST_PLUGIN_BAD_KIND, "rejected"},    {CTN_TEST_PLUGIN_TRUNCATED, "rejected"},
+      {CTN_TEST_PLUGIN_DUP_BUILTIN, "rejected"},
+  };
+  for (const auto &e : expected) {
+    const std::string line = ReportLine(ctx.get(), BaseName(e.path));
+    EXPECT_NE(line, "") << BaseName(e.path) << " missing from the report";
+    EXPECT_NE(line.find(e.verdict), std::string::npos)
+        << BaseName(e.path) << " should be " << e.verdict << ": '" << line << "'";
+  }
+  ctn_backend_info info{};
+  EXPECT_TRUE(FindBackend(ctx.get(), "oldcpu", &info));
+  EXPECT_TRUE(FindBackend(ctx.get(), "newcpu", &info));
+  EXPECT_FALSE(FindBackend(ctx.get(), "cpu", &info)) << "NO_AUTOLOAD must not find the build tree";
+  ExpectSmallGraphRunsOn(ctx.get(), "oldcpu");
+}
+
+// The default search finds the build tree's own plugins: the CPU backend and the swish library.
+TEST(abi, DefaultSearchFindsBuildTreePlugins) {
+  if (!FileExists(CTN_TEST_CPU_PLUGIN)) GTEST_SKIP() << "no CPU plugin in this build";
+  Context ctx = DefaultContext();
+  ASSERT_TRUE(ctx);
+  EXPECT_NE(ReportLine(ctx.get(), "ctn-cpu.so").find("loaded"), std::string::npos);
+  EXPECT_NE(ReportLine(ctx.get(), BaseName(CTN_TEST_SWISH_PLUGIN)).find("loaded"),
+            std::string::npos);
+  ctn_backend_info info{};
+  ASSERT_TRUE(FindBackend(ctx.get(), "cpu", &info));
+  EXPECT_EQ(info.available, 1u);
+}
+
+TEST(abi, EnvironmentPluginPathIsSearched) {
+  const char *old = std::getenv("CHUTNEY_PLUGIN_PATH");
+  const std::string saved = old ? old : "";
+  ASSERT_EQ(setenv("CHUTNEY_PLUGIN_PATH", CTN_TEST_PLUGIN_OLDER_MINOR, 1), 0);
+  Context ctx = DefaultContext();
+  if (old)
+    setenv("CHUTNEY_PLUGIN_PATH", saved.c_str(), 1);
+  else
+    unsetenv("CHUTNEY_PLUGIN_PATH");
+  ASSERT_TRUE(ctx);
+  ctn_backend_info info{};
+  EXPECT_TRUE(FindBackend(ctx.get(), "oldcpu", &info))
+      << "CHUTNEY_PLUGIN_PATH naming a file should load it";
+}
+
+}  // namespace

@@ -1,0 +1,223 @@
+/* Every public header, compiled as C11 with -Wall -Wextra -pedantic -Werror, and the ABI v1
+ * layout pinned: a change that moves a field of a frozen struct fails this build.
+ *
+ * Offsets are written in terms of P (pointer size) so the pins hold on the 64-bit and 32-bit
+ * (armhf) targets alike; the LP64 block below spells the numbers out for the common case. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <chutney/backend.h>
+#include <chutney/chutney.h>
+#include <chutney/oplib.h>
+#include <chutney/ops.h>
+#include <chutney/plugin.h>
+#include <chutney/types.h>
+#include <chutney/version.h>
+
+#define P sizeof(void *)
+#define ALIGN_UP(x, a) (((x) + (a)-1) / (a) * (a))
+#define PIN(type, field, off) \
+  _Static_assert(offsetof(type, field) == (off), #type "." #field " moved")
+#define PIN_SIZE(type, size) _Static_assert(sizeof(type) == (size), "sizeof(" #type ") changed")
+
+/* ---- version.h ----------------------------------------------------------------------------- */
+_Static_assert(CTN_ABI_MAJOR == 1, "this file pins ABI v1");
+_Static_assert(CTN_ABI_VERSION == ((CTN_ABI_MAJOR << 16) | CTN_ABI_MINOR), "CTN_ABI_VERSION");
+_Static_assert(CTN_ABI_VERSION_MAJOR(CTN_ABI_VERSION) == CTN_ABI_MAJOR, "major of version");
+_Static_assert(CTN_ABI_VERSION_MINOR(CTN_ABI_VERSION) == CTN_ABI_MINOR, "minor of version");
+
+/* ---- types.h: enum values are ABI too ------------------------------------------------------ */
+_Static_assert(CTN_OK == 0 && CTN_ERR_INVALID_ARGUMENT == 1 && CTN_ERR_SHAPE == 2 &&
+                   CTN_ERR_DTYPE == 3 && CTN_ERR_OUT_OF_MEMORY == 4 && CTN_ERR_UNAVAILABLE == 5 &&
+                   CTN_ERR_UNSUPPORTED == 6 && CTN_ERR_PLUGIN == 7 && CTN_ERR_IO == 8 &&
+                   CTN_ERR_CORRUPT == 9 && CTN_ERR_STATE == 10 && CTN_ERR_INTERNAL == 11,
+               "status codes");
+_Static_assert(CTN_F32 == 0 && CTN_F64 == 1 && CTN_I32 == 2 && CTN_I64 == 3 && CTN_U8 == 4 &&
+                   CTN_BOOL == 5 && CTN_DTYPE_COUNT_V1 == 6,
+               "dtype codes");
+_Static_assert(CTN_MAX_DIMS == 8 && CTN_ATTR_INTS == 16 && CTN_ATTR_FLOATS == 4, "limits");
+_Static_assert(CTN_NODE_NONE == 0xffffffffu && sizeof(ctn_node) == 4, "ctn_node");
+_Static_assert(sizeof(ctn_status) == 4, "ctn_status");
+_Static_assert(CTN_PLUGIN_BACKEND == 1 && CTN_PLUGIN_OPLIB == 2, "plugin kinds");
+_Static_assert(CTN_KERNEL_INPLACE_OK == 1u && CTN_BACKEND_HOST_MEMORY == 1u, "flags");
+_Static_assert(CTN_CONTEXT_NO_AUTOLOAD == 1u && CTN_GRAPH_EAGER == 1u, "flags");
+_Static_assert(CTN_PASS_DCE == 1u && CTN_PASS_CONSTANT_FOLDING == 2u && CTN_PASS_SIMPLIFY == 4u &&
+                   CTN_PASS_FUSION == 8u && CTN_PASS_MEMORY_REUSE == 16u,
+               "pass bits");
+
+PIN(ctn_attrs, i, 0);
+PIN(ctn_attrs, f, 8 * CTN_ATTR_INTS);
+PIN(ctn_attrs, ni, 8 * CTN_ATTR_INTS + 8 * CTN_ATTR_FLOATS);
+PIN(ctn_attrs, nf, 8 * CTN_ATTR_INTS + 8 * CTN_ATTR_FLOATS + 4);
+PIN_SIZE(ctn_attrs, 8 * CTN_ATTR_INTS + 8 * CTN_ATTR_FLOATS + 8);
+
+#define TD_OFFSET ALIGN_UP(P, _Alignof(uint64_t))
+PIN(ctn_tensor_desc, data, 0);
+PIN(ctn_tensor_desc, offset, TD_OFFSET);
+PIN(ctn_tensor_desc, dtype, TD_OFFSET + 8);
+PIN(ctn_tensor_desc, ndim, TD_OFFSET + 12);
+PIN(ctn_tensor_desc, shape, TD_OFFSET + 16);
+PIN(ctn_tensor_desc, strides, TD_OFFSET + 16 + 8 * CTN_MAX_DIMS);
+PIN_SIZE(ctn_tensor_desc, TD_OFFSET + 16 + 16 * CTN_MAX_DIMS);
+
+PIN(ctn_kernel_args, n_inputs, 0);
+PIN(ctn_kernel_args, n_outputs, 4);
+PIN(ctn_kernel_args, inputs, 8);
+PIN(ctn_kernel_args, outputs, 8 + P);
+PIN(ctn_kernel_args, attrs, 8 + 2 * P);
+PIN(ctn_kernel_args, workspace, 8 + 3 * P);
+PIN(ctn_kernel_args, workspace_size, ALIGN_UP(8 + 4 * P, _Alignof(uint64_t)));
+
+#define K_WS ALIGN_UP(3 * P, _Alignof(uint64_t))
+PIN(ctn_kernel, fn, 0);
+PIN(ctn_kernel, state, P);
+PIN(ctn_kernel, release, 2 * P);
+PIN(ctn_kernel, workspace_size, K_WS);
+PIN(ctn_kernel, flags, K_WS + 8);
+PIN(ctn_kernel, reserved, K_WS + 12);
+
+/* ---- plugin.h: the frozen prefix and the host table --------------------------------------- */
+PIN(ctn_plugin_header, struct_size, 0);
+PIN(ctn_plugin_header, abi_major, 4);
+PIN(ctn_plugin_header, abi_minor, 6);
+PIN(ctn_plugin_header, kind, 8);
+PIN(ctn_plugin_header, reserved, 12);
+PIN(ctn_plugin_header, name, 16);
+#define H ALIGN_UP(16 + P, P)
+PIN_SIZE(ctn_plugin_header, H);
+
+PIN(ctn_host_api, struct_size, 0);
+PIN(ctn_host_api, abi_major, 4);
+PIN(ctn_host_api, abi_minor, 6);
+PIN(ctn_host_api, set_error, 8);        /* since 1.0 */
+PIN(ctn_host_api, log, 8 + P);          /* since 1.0 */
+PIN(ctn_host_api, graph_op, 8 + 2 * P); /* since 1.0 */
+PIN(ctn_host_api, graph_scalar, 8 + 3 * P);
+PIN(ctn_host_api, graph_node_info, 8 + 4 * P);
+PIN_SIZE(ctn_host_api, ALIGN_UP(8 + 5 * P, P)); /* grows only by appending */
+
+/* ---- backend.h ----------------------------------------------------------------------------- */
+PIN(ctn_backend_config, struct_size, 0);
+PIN(ctn_backend_config, num_threads, 4);
+
+PIN(ctn_op_signature, struct_size, 0);
+PIN(ctn_op_signature, n_inputs, 4);
+PIN(ctn_op_signature, op, 8);
+PIN(ctn_op_signature, inputs, 8 + P);
+PIN(ctn_op_signature, output, 8 + 2 * P);
+PIN(ctn_op_signature, attrs, 8 + 3 * P);
+
+PIN(ctn_backend_desc, header, 0);
+PIN(ctn_backend_desc, flags, H); /* since 1.0 */
+PIN(ctn_backend_desc, reserved, H + 4);
+PIN(ctn_backend_desc, init, H + 8);
+PIN(ctn_backend_desc, shutdown, H + 8 + P);
+PIN(ctn_backend_desc, describe, H + 8 + 2 * P);
+PIN(ctn_backend_desc, buffer_alloc, H + 8 + 3 * P);
+PIN(ctn_backend_desc, buffer_free, H + 8 + 4 * P);
+PIN(ctn_backend_desc, upload, H + 8 + 5 * P);
+PIN(ctn_backend_desc, download, H + 8 + 6 * P);
+PIN(ctn_backend_desc, get_kernel, H + 8 + 7 * P);
+PIN(ctn_backend_desc, synchronize, H + 8 + 8 * P);
+PIN(ctn_backend_desc, set_option, H + 8 + 9 * P);
+PIN(ctn_backend_desc, get_proc_address, H + 8 + 10 * P);
+PIN_SIZE(ctn_backend_desc, H + 8 + 11 * P); /* grows only by appending */
+
+/* ---- oplib.h ------------------------------------------------------------------------------- */
+PIN(ctn_oplib_kernel, backend, 0);
+PIN(ctn_oplib_kernel, get_kernel, P);
+
+PIN(ctn_op_def, struct_size, 0);
+PIN(ctn_op_def, n_inputs, 4);
+PIN(ctn_op_def, name, 8);
+PIN(ctn_op_def, doc, 8 + P);
+PIN(ctn_op_def, infer, 8 + 2 * P);
+PIN(ctn_op_def, grad, 8 + 3 * P);
+PIN(ctn_op_def, n_kernels, 8 + 4 * P);
+PIN(ctn_op_def, kernels, ALIGN_UP(8 + 4 * P + 4, P));
+
+PIN(ctn_oplib_desc, header, 0);
+PIN(ctn_oplib_desc, init, H); /* since 1.0 */
+PIN(ctn_oplib_desc, shutdown, H + P);
+PIN(ctn_oplib_desc, n_ops, H + 2 * P);
+PIN(ctn_oplib_desc, ops, ALIGN_UP(H + 2 * P + 4, P));
+PIN_SIZE(ctn_oplib_desc, ALIGN_UP(H + 2 * P + 4, P) + P);
+
+/* ---- chutney.h: option and info structs that callers fill ---------------------------------- */
+PIN(ctn_context_options, struct_size, 0);
+PIN(ctn_context_options, flags, 4);
+PIN(ctn_context_options, plugin_path, 8);
+PIN(ctn_context_options, backends, 8 + P);
+PIN(ctn_context_options, num_threads, 8 + 2 * P);
+PIN(ctn_context_options, reserved, 12 + 2 * P);
+
+PIN(ctn_backend_info, struct_size, 0);
+PIN(ctn_backend_info, available, 4);
+PIN(ctn_backend_info, name, 8);
+PIN(ctn_backend_info, description, 8 + P);
+PIN(ctn_backend_info, path, 8 + 2 * P);
+PIN(ctn_backend_info, abi_major, 8 + 3 * P);
+PIN(ctn_backend_info, abi_minor, 12 + 3 * P);
+
+PIN(ctn_compile_options, struct_size, 0);
+PIN(ctn_compile_options, disable, 4);
+PIN(ctn_compile_options, backends, 8);
+
+PIN(ctn_plan_stats, struct_size, 0);
+PIN(ctn_plan_stats, n_nodes, 4);
+PIN(ctn_plan_stats, n_steps, 8);
+PIN(ctn_plan_stats, n_fused, 12);
+PIN(ctn_plan_stats, n_folded, 16);
+PIN(ctn_plan_stats, n_inplace, 20);
+PIN(ctn_plan_stats, planned_peak_bytes, 24);
+PIN(ctn_plan_stats, naive_bytes, 32);
+PIN(ctn_plan_stats, persistent_bytes, 40);
+PIN_SIZE(ctn_plan_stats, 48);
+
+/* ---- The same layout with the numbers written out, for the common LP64 targets -------------- */
+#if UINTPTR_MAX == 0xffffffffffffffffu
+PIN_SIZE(ctn_plugin_header, 24);
+PIN(ctn_backend_desc, init, 32);
+PIN(ctn_backend_desc, get_kernel, 88);
+PIN(ctn_backend_desc, get_proc_address, 112);
+PIN_SIZE(ctn_backend_desc, 120);
+PIN(ctn_oplib_desc, ops, 48);
+PIN_SIZE(ctn_oplib_desc, 56);
+PIN_SIZE(ctn_host_api, 48);
+PIN_SIZE(ctn_tensor_desc, 152);
+PIN_SIZE(ctn_attrs, 168);
+PIN(ctn_op_def, kernels, 48);
+#endif
+
+/* CTN_STRUCT_HAS must see a slot only when it is entirely within struct_size. */
+static int struct_has_works(void) {
+  ctn_backend_desc d;
+  memset(&d, 0, sizeof d);
+  d.header.struct_size = (uint32_t)offsetof(ctn_backend_desc, synchronize);
+  if (!CTN_STRUCT_HAS(ctn_backend_desc, &d.header, get_kernel)) return 0;
+  if (CTN_STRUCT_HAS(ctn_backend_desc, &d.header, synchronize)) return 0;
+  d.header.struct_size = (uint32_t)sizeof d;
+  return CTN_STRUCT_HAS(ctn_backend_desc, &d.header, get_proc_address);
+}
+
+int main(void) {
+  int failures = 0;
+  uint32_t v = ctn_abi_version();
+  if (v != CTN_ABI_VERSION) {
+    fprintf(stderr, "ctn_abi_version() = 0x%x, header says 0x%x\n", (unsigned)v,
+            (unsigned)CTN_ABI_VERSION);
+    ++failures;
+  }
+  if (!struct_has_works()) {
+    fprintf(stderr, "CTN_STRUCT_HAS gives wrong answers\n");
+    ++failures;
+  }
+  if (strcmp(CTN_OP_MATMUL, "matmul") != 0 || strcmp(CTN_PLUGIN_ENTRY_SYMBOL, "ctn_plugin_query")) {
+    fprintf(stderr, "op/entry names changed\n");
+    ++failures;
+  }
+  if (failures == 0) printf("ABI %u.%u headers OK as C11\n", CTN_ABI_MAJOR, CTN_ABI_MINOR);
+  return failures == 0 ? 0 : 1;
+}

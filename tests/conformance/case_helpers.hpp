@@ -1,0 +1,67 @@
+// Small builders shared by the forward and gradient case tables.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "conformance.hpp"
+
+namespace conf {
+
+using UnaryFn = ctn_status (*)(ctn_graph *, ctn_node, ctn_node *);
+using BinaryFn = ctn_status (*)(ctn_graph *, ctn_node, ctn_node, ctn_node *);
+
+inline Build un(UnaryFn f) {
+  return [f](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) { return f(g, n[0], o); };
+}
+
+inline Build bin(BinaryFn f) {
+  return [f](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) { return f(g, n[0], n[1], o); };
+}
+
+inline ctn_attrs attrs(std::initializer_list<int64_t> ints, std::initializer_list<double> floats = {}) {
+  ctn_attrs a{};
+  for (int64_t v : ints) a.i[a.ni++] = v;
+  for (double v : floats) a.f[a.nf++] = v;
+  return a;
+}
+
+// ctn_op by name: the path for ops without a typed helper (and for op libraries).
+inline Build named(std::string op, ctn_attrs a = ctn_attrs{}) {
+  return [op, a](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
+    bool has = a.ni != 0 || a.nf != 0;
+    return ctn_op(g, op.c_str(), static_cast<uint32_t>(n.size()), n.data(), has ? &a : nullptr,
+                  o);
+  };
+}
+
+inline InSpec in(Shape shape, Gen gen, int dtype = -1) {
+  return InSpec{std::move(shape), std::move(gen), dtype};
+}
+
+inline Variant variant(std::string label, std::vector<InSpec> ins, Build build, Ref ref = nullptr) {
+  Variant v;
+  v.label = std::move(label);
+  v.ins = std::move(ins);
+  v.build = std::move(build);
+  v.ref = std::move(ref);
+  return v;
+}
+
+inline Ref ref1(double (*f)(double)) {
+  return [f](const std::vector<Arr> &x, ctn_dtype) { return ref_map1(x[0], f); };
+}
+
+inline Ref ref2(double (*f)(double, double)) {
+  return [f](const std::vector<Arr> &x, ctn_dtype) { return ref_map2(x[0], x[1], f); };
+}
+
+// FNV-1a: a seed that is the same on every platform and standard library.
+inline uint64_t seed_of(const std::string &s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace conf

@@ -1,0 +1,328 @@
+// The conformance tests, instantiated for every backend the context reports (available or not:
+// an unavailable one is skipped with its reason).
+#include <cmath>
+#include <memory>
+
+#include "case_helpers.hpp"
+
+namespace conf {
+namespace {
+
+using Param = std::tuple<std::string, size_t>;
+
+std::string param_label(const std::string &backend, const std::string &row) {
+  return param_name(backend) + "_" + param_name(row);
+}
+
+// ---- setup ----------------------------------------------------------------------------------------
+
+TEST(ConformanceSetup, ContextAndPlugins) {
+  ASSERT_NE(context(), nullptr) << setup_error();
+  EXPECT_TRUE(setup_error().empty()) << setup_error();
+  const char *vendor = std::getenv("CTN_CONFORMANCE_PLUGIN");
+  bool has_cpu = false, has_vendor = vendor == nullptr;
+  for (const auto &b : backend_entries()) {
+    if (b.name == "cpu") {
+      has_cpu = true;
+      EXPECT_TRUE(b.available) << "the cpu backend must always be available: " << b.description;
+    }
+    // Compare file names: the core may record the path as given or resolved.
+    if (vendor != nullptr) {
+      std::string v = vendor, p = b.path;
+      std::string vb = v.substr(v.find_last_of('/') + 1), pb = p.substr(p.find_last_of('/') + 1);
+      if (!pb.empty() && vb == pb) has_vendor = true;
+    }
+  }
+  EXPECT_TRUE(has_cpu) << "no cpu backend was loaded";
+  EXPECT_TRUE(has_vendor) << "no backend came from " << vendor;
+}
+
+// ---- forward ---------------------------------------------------------------------------------------
+
+class Forward : public BackendTest, public ::testing::WithParamInterface<Param> {};
+
+TEST_P(Forward, MatchesReference) {
+  const auto &[backend, index] = GetParam();
+  const OpCase &c = forward_cases().at(index);
+  begin(backend, c.row);
+  if (IsSkipped() || HasFatalFailure()) return;
+  for (size_t vi = 0; vi < c.variants.size(); ++vi) {
+    const Variant &v = c.variants[vi];
+    for (ctn_dtype fdt : {CTN_F32, CTN_F64}) {
+      if (v.only_f64 && fdt == CTN_F32) continue;
+      uint64_t seed = seed_of(c.row + "/" + v.label + "/" + ctn_dtype_name(fdt));
+      for (bool all_passes : {false, true}) {
+        std::string u = run_forward_variant(backend, c, v, fdt, seed, all_passes);
+        if (!u.empty()) {
+          note_unsupported(u);
+          break;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, Forward,
+                         ::testing::Combine(::testing::ValuesIn(backend_names()),
+                                            ::testing::Range<size_t>(0, forward_cases().size())),
+                         [](const ::testing::TestParamInfo<Param> &info) {
+                           return param_label(std::get<0>(info.param),
+                                              forward_cases()[std::get<1>(info.param)].row);
+                         });
+
+// ---- gradients: finite differences ------------------------------------------------------------------
+
+class Gradient : public BackendTest, public ::testing::WithParamInterface<Param> {};
+
+TEST_P(Gradient, MatchesFiniteDifferences) {
+  const auto &[backend, index] = GetParam();
+  const OpCase &c = grad_cases().at(index);
+  begin(backend, c.row);
+  if (IsSkipped() || HasFatalFailure()) return;
+  for (const Variant &v : c.variants) {
+    std::string u = run_grad_variant(backend, c, v, seed_of(c.row + "/" + v.label));
+    if (!u.empty()) note_unsupported(u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, Gradient,
+                         ::testing::Combine(::testing::ValuesIn(backend_names()),
+                                            ::testing::Range<size_t>(0, grad_cases().size())),
+                         [](const ::testing::TestParamInfo<Param> &info) {
+                           return param_label(std::get<0>(info.param),
+                                              grad_cases()[std::get<1>(info.param)].row);
+                         });
+
+// ---- gradients: documented subgradients and accumulation, exact values ------------------------------
+
+struct GraphDel {
+  void operator()(ctn_graph *g) const { ctn_graph_release(g); }
+};
+struct PlanDel {
+  void operator()(ctn_plan *p) const { ctn_plan_release(p); }
+};
+struct TensorDel {
+  void operator()(ctn_tensor *t) const { ctn_tensor_release(t); }
+};
+using GraphPtr = std::unique_ptr<ctn_graph, GraphDel>;
+using PlanPtr = std::unique_ptr<ctn_plan, PlanDel>;
+using TensorPtr = std::unique_ptr<ctn_tensor, TensorDel>;
+
+struct Exact {
+  std::string row;
+  std::string op;
+  Shape shape;
+  std::vector<double> x;
+  Build build;
+  std::vector<double> expected;  // d sum(op(x)) / dx
+};
+
+const std::vector<Exact> &exact_cases() {
+  static const std::vector<Exact> cases = {
+      {"subgrad:relu'(0)=0", "relu", {5}, {-1, 0, 0, 2, 0.5}, un(ctn_relu), {0, 0, 0, 1, 1}},
+      {"subgrad:abs'(0)=0", "abs", {4}, {-1, 0, 2, 0}, un(ctn_abs), {-1, 0, 1, 0}},
+      {"subgrad:clamp'(lo)=clamp'(hi)=1",
+       "clamp",
+       {5},
+       {-1, -0.5, 0, 0.5, 1},
+       [](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
+         return ctn_clamp(g, n[0], -0.5, 0.5, o);
+       },
+       {0, 1, 1, 1, 0}},
+      {"subgrad:leaky_relu'(0)=slope",
+       "leaky_relu",
+       {3},
+       {-1, 0, 2},
+       [](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
+         return ctn_leaky_relu(g, n[0], 0.25, o);
+       },
+       {0.25, 0.25, 1}},
+      {"subgrad:max ties share equally",
+       "max",
+       {6},
+       {1, 3, 3, 2, -1, 3},
+       [](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
+         return ctn_max(g, n[0], 0, nullptr, 0, o);
+       },
+       {0, 1.0 / 3, 1.0 / 3, 0, 0, 1.0 / 3}},
+      {"subgrad:max ties per row",
+       "max",
+       {2, 3},
+       {1, 5, 5, 2, 2, 0},
+       [](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
+         const int32_t ax = -1;
+         return ctn_max(g, n[0], 1, &ax, 0, o);
+       },
+       {0, 0.5, 0.5, 0.5, 0.5, 0}},
+      {"grad:accumulate(x*x+x)=2x+1",
+       "mul",
+       {4},
+       {-1.5, 0, 0.25, 2},
+       [](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
+         ctn_node sq = CTN_NODE_NONE;
+         ctn_status s = ctn_mul(g, n[0], n[0], &sq);
+         return s != CTN_OK ? s : ctn_add(g, sq, n[0], o);
+       },
+       {-2, 1, 1.5, 5}},
+  };
+  return cases;
+}
+
+class Subgradient : public BackendTest, public ::testing::WithParamInterface<Param> {
+ protected:
+  // d sum(op(x)) / dx through a plan (eager = false) or an eager graph.
+  void run(const Exact &e, bool eager) {
+    const std::string what = e.row + (eager ? " [eager]" : " [plan]") + " on " + backend_;
+    if (eager) CTN_ASSERT_OK(ctn_context_set_backends(context(), backend_.c_str()));
+    ctn_graph *graw = nullptr;
+    CTN_ASSERT_OK(ctn_graph_create(context(), eager ? CTN_GRAPH_EAGER : 0, &graw));
+    GraphPtr g(graw);
+    TensorPtr xt(make_tensor(CTN_F64, e.shape, e.x));
+    ASSERT_NE(xt, nullptr);
+    ctn_node x = CTN_NODE_NONE, y = CTN_NODE_NONE, loss = CTN_NODE_NONE, dx = CTN_NODE_NONE;
+    if (eager)
+      CTN_ASSERT_OK(ctn_variable(g.get(), "x", xt.get(), &x));
+    else
+      CTN_ASSERT_OK(ctn_input(g.get(), "x", CTN_F64, static_cast<uint32_t>(e.shape.size()),
+                              e.shape.data(), &x));
+    ctn_status s = e.build(g.get(), {x}, CTN_F64, &y);
+    if (s == CTN_ERR_UNSUPPORTED && backend_ != "cpu") return note_unsupported(ctn_last_error());
+    ASSERT_EQ(s, CTN_OK) << what << ": " << status_text(s);
+    uint32_t nd = 0;
+    ctn_dtype dt = CTN_F64;
+    CTN_ASSERT_OK(ctn_node_info(g.get(), y, &dt, &nd, nullptr));
+    if (nd == 0)
+      loss = y;
+    else
+      CTN_ASSERT_OK(ctn_sum(g.get(), y, 0, nullptr, 0, &loss));
+    s = ctn_grad(g.get(), loss, 1, &x, &dx);
+    if (s == CTN_ERR_UNSUPPORTED && backend_ != "cpu") return note_unsupported(ctn_last_error());
+    ASSERT_EQ(s, CTN_OK) << what << ": ctn_grad: " << status_text(s);
+    Arr got;
+    if (eager) {
+      ctn_tensor *t = nullptr;
+      CTN_ASSERT_OK(ctn_graph_value(g.get(), dx, &t));
+      TensorPtr tp(t);
+      got = read_tensor(t);
+    } else {
+      ctn_compile_options o = compile_options(backend_, false);
+      ctn_plan *p = nullptr;
+      // The loss is fetched too: with dx alone the forward op may be dead code (abs' needs
+      // only x), and the test must see the op run on the backend.
+      const ctn_node outs_nodes[] = {dx, loss};
+      s = ctn_plan_compile(g.get(), 2, outs_nodes, &o, &p);
+      if (s == CTN_ERR_UNSUPPORTED && backend_ != "cpu") return note_unsupported(ctn_last_error());
+      ASSERT_EQ(s, CTN_OK) << what << ": compile: " << status_text(s);
+      PlanPtr plan(p);
+      uint32_t n = 0;
+      CTN_ASSERT_OK(ctn_plan_backend_steps(p, backend_.c_str(), e.op.c_str(), &n));
+      ASSERT_GE(n, 1u) << what << ": op " << e.op << " did not run on " << backend_;
+      ctn_tensor *t = nullptr, *tl = nullptr;
+      CTN_ASSERT_OK(ctn_plan_output_create(p, 0, &t));
+      TensorPtr out(t);
+      CTN_ASSERT_OK(ctn_plan_output_create(p, 1, &tl));
+      TensorPtr out_loss(tl);
+      const ctn_tensor *feeds[] = {xt.get()};
+      ctn_tensor *const outs[] = {t, tl};
+      CTN_ASSERT_OK(ctn_plan_run(p, 1, &x, feeds, 2, outs));
+      got = read_tensor(t);
+    }
+    ASSERT_EQ(got.v.size(), e.expected.size()) << what;
+    for (size_t i = 0; i < e.expected.size(); ++i)
+      EXPECT_NEAR(got.v[i], e.expected[i], 1e-12) << what << ": element " << i << " (x = "
+                                                  << e.x[i] << ")";
+  }
+};
+
+TEST_P(Subgradient, DocumentedValues) {
+  const auto &[backend, index] = GetParam();
+  const Exact &e = exact_cases().at(index);
+  begin(backend, e.row);
+  if (IsSkipped() || HasFatalFailure()) return;
+  ASSERT_NO_FATAL_FAILURE(run(e, false));
+  run(e, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, Subgradient,
+                         ::testing::Combine(::testing::ValuesIn(backend_names()),
+                                            ::testing::Range<size_t>(0, exact_cases().size())),
+                         [](const ::testing::TestParamInfo<Param> &info) {
+                           return param_label(std::get<0>(info.param),
+                                              exact_cases()[std::get<1>(info.param)].row);
+                         });
+
+// ---- passes: matmul + bias + activation with every pass on ------------------------------------------
+
+class Fusion : public BackendTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(Fusion, MatmulBiasActivation) {
+  const std::string backend = GetParam();
+  begin(backend, "fusion:relu(matmul+bias)");
+  if (IsSkipped() || HasFatalFailure()) return;
+  Rng rng(seed_of("fusion"));
+  Arr a = make_arr({3, 4}), b = make_arr({4, 5}), bias = make_arr({5});
+  for (Arr *arr : {&a, &b, &bias})
+    for (double &v : arr->v) v = uni(-1, 1)(rng);
+  const Arr a0 = a, b0 = b, bias0 = bias;
+  bool fused_any = false;
+  for (ctn_dtype dt : {CTN_F32, CTN_F64}) {
+    a = a0, b = b0, bias = bias0;
+    for (Arr *arr : {&a, &b, &bias})  // the reference sees exactly the stored inputs
+      for (double &v : arr->v) v = round_to(v, dt);
+    Arr r = ref_map1(ref_map2(ref_matmul(a, b, false, false), bias,
+                              [](double x, double y) { return x + y; }),
+                     [](double v) { return v > 0 ? v : 0.0; });
+    ctn_graph *graw = nullptr;
+    CTN_ASSERT_OK(ctn_graph_create(context(), 0, &graw));
+    GraphPtr g(graw);
+    Nodes in(3);
+    const Arr *arrs[] = {&a, &b, &bias};
+    for (size_t i = 0; i < 3; ++i)
+      CTN_ASSERT_OK(ctn_input(g.get(), nullptr, dt, static_cast<uint32_t>(arrs[i]->shape.size()),
+                              arrs[i]->shape.data(), &in[i]));
+    ctn_node mm = CTN_NODE_NONE, add = CTN_NODE_NONE, y = CTN_NODE_NONE;
+    CTN_ASSERT_OK(ctn_matmul(g.get(), in[0], in[1], 0, 0, &mm));
+    CTN_ASSERT_OK(ctn_add(g.get(), mm, in[2], &add));
+    CTN_ASSERT_OK(ctn_relu(g.get(), add, &y));
+    ctn_compile_options o = compile_options(backend, true);
+    ctn_plan *p = nullptr;
+    ctn_status s = ctn_plan_compile(g.get(), 1, &y, &o, &p);
+    if (s == CTN_ERR_UNSUPPORTED && backend != "cpu") {
+      note_unsupported(ctn_last_error());
+      continue;
+    }
+    ASSERT_EQ(s, CTN_OK) << status_text(s);
+    PlanPtr plan(p);
+    ctn_plan_stats st{};
+    st.struct_size = sizeof st;
+    CTN_ASSERT_OK(ctn_plan_stats_get(p, &st));
+    uint32_t on_backend = 0, fused = 0;
+    CTN_ASSERT_OK(ctn_plan_backend_steps(p, backend.c_str(), nullptr, &on_backend));
+    CTN_ASSERT_OK(ctn_plan_backend_steps(p, backend.c_str(), "matmul_bias_act", &fused));
+    EXPECT_GE(on_backend, 1u);
+    EXPECT_EQ(on_backend, st.n_steps) << "every step must run on " << backend;
+    fused_any = fused_any || fused > 0;
+    std::vector<TensorPtr> feeds;
+    std::vector<const ctn_tensor *> fp;
+    for (const Arr *arr : arrs) {
+      feeds.emplace_back(make_tensor(dt, arr->shape, arr->v));
+      fp.push_back(feeds.back().get());
+    }
+    ctn_tensor *t = nullptr;
+    CTN_ASSERT_OK(ctn_plan_output_create(p, 0, &t));
+    TensorPtr out(t);
+    ctn_tensor *const outs[] = {t};
+    CTN_ASSERT_OK(ctn_plan_run(p, 3, in.data(), fp.data(), 1, outs));
+    Arr got = read_tensor(t);
+    EXPECT_LE(nmse(got, r), dt == CTN_F32 ? 1e-7 : 1e-20) << ctn_dtype_name(dt);
+  }
+  pass_note_ = fused_any ? " (fused)" : " (not fused)";
+}
+
+INSTANTIATE_TEST_SUITE_P(Passes, Fusion, ::testing::ValuesIn(backend_names()),
+                         [](const ::testing::TestParamInfo<std::string> &info) {
+                           return param_name(info.param);
+                         });
+
+}  // namespace
+}  // namespace conf

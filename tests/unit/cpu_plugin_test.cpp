@@ -1,0 +1,612 @@
+// Direct test of the CPU backend plugin (ctn-cpu.so) through its ABI table only: no libchutney.
+//
+// Meson (tests/unit/meson.build) needs, as in tests/unit/cpu_plugin.meson.txt:
+//   if is_variable('ctn_cpu_plugin')
+//     test('cpu_plugin', executable('cpu_plugin_test', 'cpu_plugin_test.cpp',
+//          dependencies: [gtest_dep, dl_dep, abi_dep],
+//          cpp_args: ['-DCTN_CPU_PLUGIN_PATH="' + ctn_cpu_plugin.full_path() + '"']),
+//          env: test_env, timeout: 120)
+//   endif
+// The plugin path may be overridden at run time with $CTN_CPU_PLUGIN.
+#include <chutney/backend.h>
+#include <chutney/ops.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#ifndef CTN_CPU_PLUGIN_PATH
+#define CTN_CPU_PLUGIN_PATH "ctn-cpu.so"
+#endif
+
+namespace {
+
+thread_local std::string g_error;
+
+ctn_status host_set_error(ctn_status code, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  g_error = buf;
+  return code;
+}
+void host_log(ctn_log_level, const char *, const char *) {}
+
+ctn_host_api make_host() {
+  ctn_host_api h{};
+  h.struct_size = sizeof h;
+  h.abi_major = CTN_ABI_MAJOR;
+  h.abi_minor = CTN_ABI_MINOR;
+  h.set_error = host_set_error;
+  h.log = host_log;
+  return h;
+}
+const ctn_host_api g_host = make_host();
+
+ctn_tensor_desc desc(int32_t dtype, std::vector<int64_t> shape, const void *data) {
+  ctn_tensor_desc d{};
+  d.data = const_cast<void *>(data);
+  d.dtype = dtype;
+  d.ndim = static_cast<uint32_t>(shape.size());
+  int64_t s = 1;
+  for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
+    d.shape[k] = shape[k];
+    d.strides[k] = s;
+    s *= shape[k];
+  }
+  return d;
+}
+
+ctn_attrs attrs_i(std::vector<int64_t> i, std::vector<double> f = {}) {
+  ctn_attrs a{};
+  for (size_t k = 0; k < i.size(); ++k) a.i[k] = i[k];
+  for (size_t k = 0; k < f.size(); ++k) a.f[k] = f[k];
+  a.ni = static_cast<uint32_t>(i.size());
+  a.nf = static_cast<uint32_t>(f.size());
+  return a;
+}
+
+template <class T> constexpr int32_t dt_of();
+template <> constexpr int32_t dt_of<float>() { return CTN_F32; }
+template <> constexpr int32_t dt_of<double>() { return CTN_F64; }
+
+std::vector<double> randn(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> nd;
+  std::vector<double> v(n);
+  for (auto &x : v) x = nd(rng);
+  return v;
+}
+
+template <class T>
+std::vector<T> conv(const std::vector<double> &v) {
+  return std::vector<T>(v.begin(), v.end());
+}
+
+class CpuPlugin : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const char *path = std::getenv("CTN_CPU_PLUGIN");
+    if (!path || !*path) path = CTN_CPU_PLUGIN_PATH;
+    so_ = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(so_, nullptr) << dlerror();
+    query_ = reinterpret_cast<ctn_plugin_query_fn>(dlsym(so_, CTN_PLUGIN_ENTRY_SYMBOL));
+    ASSERT_NE(query_, nullptr);
+  }
+  static void TearDownTestSuite() {
+    if (so_) dlclose(so_);
+    so_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(query_, nullptr);
+    d_ = reinterpret_cast<const ctn_backend_desc *>(query_(CTN_ABI_VERSION, &g_host));
+    ASSERT_NE(d_, nullptr);
+    ctn_backend_config cfg{sizeof cfg, 2};
+    ASSERT_EQ(d_->init(&g_host, &cfg, &be_), CTN_OK) << g_error;
+    gemm_name_ = reinterpret_cast<const char *(*)(void *)>(
+        d_->get_proc_address(be_, "ctn_cpu_gemm_name"));
+    ASSERT_NE(gemm_name_, nullptr);
+  }
+  void TearDown() override {
+    if (d_ && be_) d_->shutdown(be_);
+  }
+
+  ctn_status run(const char *op, std::vector<ctn_tensor_desc> in, ctn_tensor_desc out,
+                 const ctn_attrs &at, uint32_t *flags = nullptr) {
+    // get_kernel sees layouts only; the kernel call sees the data.
+    std::vector<ctn_tensor_desc> sig_in = in;
+    for (auto &d : sig_in) d.data = nullptr;
+    ctn_tensor_desc sig_out = out;
+    sig_out.data = nullptr;
+    ctn_op_signature sig{sizeof sig, static_cast<uint32_t>(in.size()), op, sig_in.data(),
+                         &sig_out, &at};
+    ctn_kernel k{};
+    g_error.clear();
+    ctn_status st = d_->get_kernel(be_, &sig, &k);
+    if (st != CTN_OK) return st;
+    if (flags) *flags = k.flags;
+    std::vector<char> ws(k.workspace_size);
+    ctn_kernel_args args{static_cast<uint32_t>(in.size()), 1, in.data(), &out, &at,
+                         ws.empty() ? nullptr : ws.data(), ws.size()};
+    st = k.fn(k.state, &args);
+    if (k.release) k.release(k.state);
+    return st;
+  }
+
+  bool has_openblas() {
+    bool ok = d_->set_option(be_, "gemm", "openblas") == CTN_OK;
+    d_->set_option(be_, "gemm", "auto");
+    return ok;
+  }
+
+  static void *so_;
+  static ctn_plugin_query_fn query_;
+  const ctn_backend_desc *d_ = nullptr;
+  void *be_ = nullptr;
+  const char *(*gemm_name_)(void *) = nullptr;
+};
+void *CpuPlugin::so_ = nullptr;
+ctn_plugin_query_fn CpuPlugin::query_ = nullptr;
+
+TEST_F(CpuPlugin, DescriptorAndVersion) {
+  EXPECT_STREQ(d_->header.name, "cpu");
+  EXPECT_EQ(d_->header.kind, static_cast<uint32_t>(CTN_PLUGIN_BACKEND));
+  EXPECT_EQ(d_->header.abi_major, CTN_ABI_MAJOR);
+  EXPECT_GE(d_->header.struct_size, sizeof(ctn_backend_desc));
+  EXPECT_TRUE(d_->flags & CTN_BACKEND_HOST_MEMORY);
+  EXPECT_EQ(query_((CTN_ABI_MAJOR + 1) << 16, &g_host), nullptr);
+  std::string text = d_->describe(be_);
+  EXPECT_NE(text.find("2 threads"), std::string::npos) << text;
+  void *buf = nullptr;
+  ASSERT_EQ(d_->buffer_alloc(be_, 1000, &buf), CTN_OK);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(buf) % 64, 0u);
+  const char msg[] = "chutney";
+  char back[8] = {};
+  EXPECT_EQ(d_->upload(be_, buf, 100, msg, sizeof msg), CTN_OK);
+  EXPECT_EQ(d_->download(be_, buf, 100, back, sizeof msg), CTN_OK);
+  EXPECT_STREQ(back, msg);
+  d_->buffer_free(be_, buf);
+  EXPECT_EQ(d_->get_proc_address(be_, "no_such_proc"), nullptr);
+}
+
+// Naive reference in double: out[b] = op(A[b]) @ op(B[b]) with numpy batch broadcasting.
+std::vector<double> ref_matmul(const std::vector<double> &a, std::vector<int64_t> as,
+                               const std::vector<double> &b, std::vector<int64_t> bs, bool ta,
+                               bool tb, std::vector<int64_t> *out_shape) {
+  int64_t ar = as[as.size() - 2], ac = as.back(), br = bs[bs.size() - 2], bc = bs.back();
+  int64_t M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
+  std::vector<int64_t> ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  size_t nd = std::max(ab.size(), bb.size());
+  while (ab.size() < nd) ab.insert(ab.begin(), 1);
+  while (bb.size() < nd) bb.insert(bb.begin(), 1);
+  std::vector<int64_t> ob(nd);
+  int64_t batches = 1;
+  for (size_t k = 0; k < nd; ++k) batches *= (ob[k] = std::max(ab[k], bb[k]));
+  std::vector<double> c(static_cast<size_t>(batches * M * N));
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t rem = bi, ia = 0, ib = 0, sa = 1, sb = 1;
+    for (int k = static_cast<int>(nd) - 1; k >= 0; --k) {
+      int64_t idx = rem % ob[k];
+      rem /= ob[k];
+      ia += (ab[k] == 1 ? 0 : idx) * sa;
+      ib += (bb[k] == 1 ? 0 : idx) * sb;
+      sa *= ab[k];
+      sb *= bb[k];
+    }
+    const double *A = a.data() + ia * M * K, *B = b.data() + ib * K * N;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < K; ++p)
+          s += (ta ? A[p * M + i] : A[i * K + p]) * (tb ? B[j * K + p] : B[p * N + j]);
+        c[static_cast<size_t>((bi * M + i) * N + j)] = s;
+      }
+  }
+  *out_shape = ob;
+  out_shape->push_back(M);
+  out_shape->push_back(N);
+  return c;
+}
+
+struct MmCase {
+  std::vector<int64_t> as, bs;
+  bool ta, tb;
+};
+
+template <class T>
+void check_matmul(const MmCase &c, const std::string &label,
+                  const std::function<ctn_status(const char *, std::vector<ctn_tensor_desc>,
+                                                 ctn_tensor_desc, const ctn_attrs &)> &run) {
+  size_t na = 1, nb = 1;
+  for (auto v : c.as) na *= static_cast<size_t>(v);
+  for (auto v : c.bs) nb *= static_cast<size_t>(v);
+  auto a = randn(na, 1), b = randn(nb, 2);
+  std::vector<int64_t> os;
+  auto want = ref_matmul(a, c.as, b, c.bs, c.ta, c.tb, &os);
+  auto ta = conv<T>(a), tb = conv<T>(b);
+  std::vector<T> out(want.size(), T(-777));
+  ctn_attrs at = attrs_i({c.ta, c.tb});
+  ASSERT_EQ(run(CTN_OP_MATMUL, {desc(dt_of<T>(), c.as, ta.data()), desc(dt_of<T>(), c.bs, tb.data())},
+                desc(dt_of<T>(), os, out.data()), at),
+            CTN_OK)
+      << g_error;
+  const double tol = sizeof(T) == 4 ? 1e-4 : 1e-11;
+  int64_t K = c.ta ? c.as[c.as.size() - 2] : c.as.back();
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(out[i], want[i], tol * std::sqrt(static_cast<double>(K) + 1) * 4) << label << " at " << i;
+}
+
+TEST_F(CpuPlugin, GemmOwnAndOpenBLASMatchNaive) {
+  std::vector<MmCase> cases = {
+      {{1, 1}, {1, 1}, false, false},       {{17, 65}, {65, 33}, false, false},
+      {{65, 17}, {65, 33}, true, false},    {{17, 65}, {33, 65}, false, true},
+      {{65, 17}, {33, 65}, true, true},     {{100, 300}, {300, 257}, false, false},
+      {{300, 50}, {50, 20}, false, false},  {{2, 3, 7, 9}, {3, 9, 5}, false, false},
+      {{4, 1, 6, 5}, {3, 6, 8}, true, false}, {{5, 13, 21}, {21, 11}, false, false},
+      {{2, 0}, {0, 3}, false, false},
+  };
+  std::vector<std::string> gemms = {"own"};
+  if (has_openblas()) gemms.push_back("openblas");
+  std::vector<std::string> isas;
+  for (const char *isa : {"avx512", "avx2", "generic"})
+    if (d_->set_option(be_, "gemm_isa", isa) == CTN_OK) isas.push_back(isa);
+  ASSERT_FALSE(isas.empty());
+  auto runner = [this](const char *op, std::vector<ctn_tensor_desc> in, ctn_tensor_desc out,
+                       const ctn_attrs &at) { return run(op, in, out, at); };
+  for (const auto &g : gemms)
+    for (const auto &isa : (g == "own" ? isas : std::vector<std::string>{"auto"}))
+      for (const char *threads : {"1", "2"}) {
+        ASSERT_EQ(d_->set_option(be_, "gemm", g.c_str()), CTN_OK) << g_error;
+        ASSERT_EQ(d_->set_option(be_, "gemm_isa", isa.c_str()), CTN_OK) << g_error;
+        ASSERT_EQ(d_->set_option(be_, "num_threads", threads), CTN_OK) << g_error;
+        EXPECT_STREQ(gemm_name_(be_), g.c_str());
+        for (size_t i = 0; i < cases.size(); ++i) {
+          std::string label = g + "/" + isa + "/t" + threads + "/case" + std::to_string(i);
+          check_matmul<float>(cases[i], label + "/f32", runner);
+          check_matmul<double>(cases[i], label + "/f64", runner);
+        }
+      }
+}
+
+TEST_F(CpuPlugin, MatmulBiasActivation) {
+  auto a = randn(7 * 9, 3), b = randn(9 * 5, 4), bias = randn(5, 5);
+  std::vector<int64_t> os;
+  auto mm = ref_matmul(a, {7, 9}, b, {9, 5}, false, false, &os);
+  for (int act : {CTN_ACT_NONE, CTN_ACT_RELU, CTN_ACT_GELU}) {
+    std::vector<double> out(35);
+    ASSERT_EQ(run(CTN_OP_MATMUL_BIAS_ACT,
+                  {desc(CTN_F64, {7, 9}, a.data()), desc(CTN_F64, {9, 5}, b.data()),
+                   desc(CTN_F64, {5}, bias.data())},
+                  desc(CTN_F64, {7, 5}, out.data()), attrs_i({0, 0, act})),
+              CTN_OK)
+        << g_error;
+    for (int i = 0; i < 35; ++i) {
+      double v = mm[i] + bias[i % 5];
+      double w = act == CTN_ACT_RELU ? std::max(v, 0.0)
+                 : act == CTN_ACT_GELU ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))
+                                       : v;
+      ASSERT_NEAR(out[i], w, 1e-12) << "act " << act;
+    }
+  }
+  std::vector<double> out(35);
+  EXPECT_EQ(run(CTN_OP_MATMUL_BIAS_ACT,
+                {desc(CTN_F64, {7, 9}, a.data()), desc(CTN_F64, {9, 5}, b.data()),
+                 desc(CTN_F64, {4}, bias.data())},
+                desc(CTN_F64, {7, 5}, out.data()), attrs_i({0, 0, 1})),
+            CTN_ERR_SHAPE);
+  EXPECT_NE(g_error.find("bias"), std::string::npos) << g_error;
+}
+
+TEST_F(CpuPlugin, BroadcastBinaryAndInplaceFlag) {
+  auto a = conv<float>(randn(3 * 1 * 5, 6)), b = conv<float>(randn(4 * 1, 7));
+  std::vector<float> out(60);
+  uint32_t flags = 99;
+  ASSERT_EQ(run(CTN_OP_SUB, {desc(CTN_F32, {3, 1, 5}, a.data()), desc(CTN_F32, {4, 1}, b.data())},
+                desc(CTN_F32, {3, 4, 5}, out.data()), attrs_i({}), &flags),
+            CTN_OK)
+      << g_error;
+  EXPECT_EQ(flags & CTN_KERNEL_INPLACE_OK, 0u);  // a is broadcast: cannot alias the output
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int k = 0; k < 5; ++k)
+        ASSERT_FLOAT_EQ(out[(i * 4 + j) * 5 + k], a[i * 5 + k] - b[j]);
+  std::vector<float> x = conv<float>(randn(60, 8)), y(60);
+  ASSERT_EQ(run(CTN_OP_MUL, {desc(CTN_F32, {3, 4, 5}, x.data()), desc(CTN_F32, {}, b.data())},
+                desc(CTN_F32, {3, 4, 5}, y.data()), attrs_i({}), &flags),
+            CTN_OK);
+  EXPECT_TRUE(flags & CTN_KERNEL_INPLACE_OK);
+  for (int i = 0; i < 60; ++i) ASSERT_FLOAT_EQ(y[i], x[i] * b[0]);
+  // Shapes that do not broadcast are rejected with a message.
+  EXPECT_EQ(run(CTN_OP_ADD, {desc(CTN_F32, {3}, x.data()), desc(CTN_F32, {4}, x.data())},
+                desc(CTN_F32, {4}, y.data()), attrs_i({})),
+            CTN_ERR_SHAPE);
+  EXPECT_FALSE(g_error.empty());
+}
+
+TEST_F(CpuPlugin, LargeElementwiseUsesPoolAndMatchesSerial) {
+  const int64_t n = 3 * 50001;
+  auto a = conv<double>(randn(n, 9)), b = conv<double>(randn(n / 3, 10));
+  std::vector<double> out(n);
+  ASSERT_EQ(run(CTN_OP_ADD, {desc(CTN_F64, {3, n / 3}, a.data()), desc(CTN_F64, {n / 3}, b.data())},
+                desc(CTN_F64, {3, n / 3}, out.data()), attrs_i({})),
+            CTN_OK);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], a[i] + b[i % (n / 3)]);
+  std::vector<double> g(n);
+  ASSERT_EQ(run(CTN_OP_GELU, {desc(CTN_F64, {n}, a.data())}, desc(CTN_F64, {n}, g.data()),
+                attrs_i({})),
+            CTN_OK);
+  for (int64_t i = 0; i < n; i += 997)
+    ASSERT_NEAR(g[i], 0.5 * a[i] * (1 + std::erf(a[i] / std::sqrt(2.0))), 1e-15);
+}
+
+TEST_F(CpuPlugin, WhereCompareCast) {
+  std::vector<float> a = {1, -2, 3, std::nanf(""), 5e9f, -5e9f}, b = {0.5f};
+  std::vector<uint8_t> lt(6);
+  ASSERT_EQ(run(CTN_OP_LT, {desc(CTN_F32, {6}, a.data()), desc(CTN_F32, {1}, b.data())},
+                desc(CTN_BOOL, {6}, lt.data()), attrs_i({})),
+            CTN_OK);
+  EXPECT_EQ(lt, (std::vector<uint8_t>{0, 1, 0, 0, 0, 1}));
+  std::vector<float> w(6), zero = {0};
+  ASSERT_EQ(run(CTN_OP_WHERE,
+                {desc(CTN_BOOL, {6}, lt.data()), desc(CTN_F32, {6}, a.data()),
+                 desc(CTN_F32, {}, zero.data())},
+                desc(CTN_F32, {6}, w.data()), attrs_i({})),
+            CTN_OK)
+      << g_error;
+  EXPECT_EQ(w, (std::vector<float>{0, -2, 0, 0, 0, -5e9f}));
+  std::vector<int32_t> ci(6);
+  ASSERT_EQ(run(CTN_OP_CAST, {desc(CTN_F32, {6}, a.data())}, desc(CTN_I32, {6}, ci.data()),
+                attrs_i({CTN_I32})),
+            CTN_OK);
+  EXPECT_EQ(ci, (std::vector<int32_t>{1, -2, 3, 0, INT32_MAX, INT32_MIN}));
+  std::vector<uint8_t> cb(6);
+  ASSERT_EQ(run(CTN_OP_CAST, {desc(CTN_I32, {6}, ci.data())}, desc(CTN_BOOL, {6}, cb.data()),
+                attrs_i({CTN_BOOL})),
+            CTN_OK);
+  EXPECT_EQ(cb, (std::vector<uint8_t>{1, 1, 1, 0, 1, 1}));
+}
+
+TEST_F(CpuPlugin, Reductions) {
+  auto x = randn(3 * 4 * 5, 11);
+  std::vector<double> out(4), keep(4);
+  ASSERT_EQ(run(CTN_OP_SUM, {desc(CTN_F64, {3, 4, 5}, x.data())}, desc(CTN_F64, {4}, out.data()),
+                attrs_i({0b101, 0})),
+            CTN_OK)
+      << g_error;
+  ASSERT_EQ(run(CTN_OP_MEAN, {desc(CTN_F64, {3, 4, 5}, x.data())},
+                desc(CTN_F64, {1, 4, 1}, keep.data()), attrs_i({0b101, 1})),
+            CTN_OK)
+      << g_error;
+  for (int j = 0; j < 4; ++j) {
+    double s = 0;
+    for (int i = 0; i < 3; ++i)
+      for (int k = 0; k < 5; ++k) s += x[(i * 4 + j) * 5 + k];
+    EXPECT_NEAR(out[j], s, 1e-12);
+    EXPECT_NEAR(keep[j], s / 15, 1e-12);
+  }
+  std::vector<double> mx(20);
+  ASSERT_EQ(run(CTN_OP_MAX, {desc(CTN_F64, {3, 4, 5}, x.data())}, desc(CTN_F64, {4, 5}, mx.data()),
+                attrs_i({0b1, 0})),
+            CTN_OK);
+  for (int j = 0; j < 20; ++j)
+    EXPECT_EQ(mx[j], std::max({x[j], x[20 + j], x[40 + j]}));
+  // f32 accuracy over a long row: naive float accumulation would drift by ~1e-3 relative.
+  const int64_t n = 1 << 22;
+  std::vector<float> ones(n, 0.1f);
+  std::vector<float> s(1);
+  ASSERT_EQ(run(CTN_OP_SUM, {desc(CTN_F32, {n}, ones.data())}, desc(CTN_F32, {}, s.data()),
+                attrs_i({1, 0})),
+            CTN_OK);
+  EXPECT_NEAR(s[0], 0.1f * static_cast<double>(n), 1e-6 * n * 0.1);
+  // Wrong output shape is rejected.
+  EXPECT_EQ(run(CTN_OP_SUM, {desc(CTN_F64, {3, 4, 5}, x.data())}, desc(CTN_F64, {3}, out.data()),
+                attrs_i({0b101, 0})),
+            CTN_ERR_SHAPE);
+}
+
+TEST_F(CpuPlugin, SoftmaxFamily) {
+  auto x = randn(2 * 3 * 4, 12);
+  for (int axis : {1, 2}) {
+    std::vector<double> y(24), ly(24);
+    ASSERT_EQ(run(CTN_OP_SOFTMAX, {desc(CTN_F64, {2, 3, 4}, x.data())},
+                  desc(CTN_F64, {2, 3, 4}, y.data()), attrs_i({axis})),
+              CTN_OK);
+    ASSERT_EQ(run(CTN_OP_LOG_SOFTMAX, {desc(CTN_F64, {2, 3, 4}, x.data())},
+                  desc(CTN_F64, {2, 3, 4}, ly.data()), attrs_i({axis})),
+              CTN_OK);
+    int len = axis == 1 ? 3 : 4, stride = axis == 1 ? 4 : 1;
+    for (int o = 0; o < 2; ++o)
+      for (int in = 0; in < (axis == 1 ? 4 : 3); ++in) {
+        int base = axis == 1 ? o * 12 + in : o * 12 + in * 4;
+        double sum = 0;
+        for (int j = 0; j < len; ++j) sum += std::exp(x[base + j * stride]);
+        for (int j = 0; j < len; ++j) {
+          EXPECT_NEAR(y[base + j * stride], std::exp(x[base + j * stride]) / sum, 1e-14);
+          EXPECT_NEAR(ly[base + j * stride], x[base + j * stride] - std::log(sum), 1e-14);
+        }
+      }
+  }
+  // Large logits must not overflow.
+  std::vector<float> big = {1000, 1001, 1002}, yb(3);
+  ASSERT_EQ(run(CTN_OP_SOFTMAX, {desc(CTN_F32, {1, 3}, big.data())}, desc(CTN_F32, {1, 3}, yb.data()),
+                attrs_i({1})),
+            CTN_OK);
+  EXPECT_NEAR(yb[2], 1 / (1 + std::exp(-1.0) + std::exp(-2.0)), 1e-6);
+}
+
+TEST_F(CpuPlugin, CrossEntropyAndBadLabel) {
+  auto x = randn(4 * 3, 13);
+  std::vector<int64_t> lab64 = {0, 2, 1, 2};
+  std::vector<int32_t> lab32(lab64.begin(), lab64.end());
+  double want = 0;
+  for (int n = 0; n < 4; ++n) {
+    double m = std::max({x[n * 3], x[n * 3 + 1], x[n * 3 + 2]}), s = 0;
+    for (int c = 0; c < 3; ++c) s += std::exp(x[n * 3 + c] - m);
+    want += m + std::log(s) - x[n * 3 + lab64[n]];
+  }
+  want /= 4;
+  double loss = 0;
+  ASSERT_EQ(run(CTN_OP_CROSS_ENTROPY, {desc(CTN_F64, {4, 3}, x.data()), desc(CTN_I64, {4}, lab64.data())},
+                desc(CTN_F64, {}, &loss), attrs_i({})),
+            CTN_OK)
+      << g_error;
+  EXPECT_NEAR(loss, want, 1e-14);
+  loss = 0;
+  ASSERT_EQ(run(CTN_OP_CROSS_ENTROPY, {desc(CTN_F64, {4, 3}, x.data()), desc(CTN_I32, {4}, lab32.data())},
+                desc(CTN_F64, {}, &loss), attrs_i({})),
+            CTN_OK);
+  EXPECT_NEAR(loss, want, 1e-14);
+  std::vector<double> g(12);
+  double dy = 2.0;
+  ASSERT_EQ(run(CTN_OP_CROSS_ENTROPY_GRAD,
+                {desc(CTN_F64, {4, 3}, x.data()), desc(CTN_I32, {4}, lab32.data()),
+                 desc(CTN_F64, {}, &dy)},
+                desc(CTN_F64, {4, 3}, g.data()), attrs_i({})),
+            CTN_OK)
+      << g_error;
+  for (int n = 0; n < 4; ++n) {
+    double s = 0;
+    for (int c = 0; c < 3; ++c) s += std::exp(x[n * 3 + c]);
+    for (int c = 0; c < 3; ++c)
+      EXPECT_NEAR(g[n * 3 + c], (std::exp(x[n * 3 + c]) / s - (c == lab64[n])) * dy / 4, 1e-14);
+  }
+  lab32[2] = 3;
+  EXPECT_EQ(run(CTN_OP_CROSS_ENTROPY, {desc(CTN_F64, {4, 3}, x.data()), desc(CTN_I32, {4}, lab32.data())},
+                desc(CTN_F64, {}, &loss), attrs_i({})),
+            CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(g_error.find("label 3"), std::string::npos) << g_error;
+  lab32[2] = -1;
+  EXPECT_EQ(run(CTN_OP_CROSS_ENTROPY_GRAD,
+                {desc(CTN_F64, {4, 3}, x.data()), desc(CTN_I32, {4}, lab32.data()),
+                 desc(CTN_F64, {}, &dy)},
+                desc(CTN_F64, {4, 3}, g.data()), attrs_i({})),
+            CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(g_error.find("label -1"), std::string::npos) << g_error;
+}
+
+TEST_F(CpuPlugin, ShapeOps) {
+  std::vector<int32_t> x(24);
+  for (int i = 0; i < 24; ++i) x[i] = i;
+  std::vector<int32_t> p(24);
+  ASSERT_EQ(run(CTN_OP_PERMUTE, {desc(CTN_I32, {2, 3, 4}, x.data())},
+                desc(CTN_I32, {4, 2, 3}, p.data()), attrs_i({2, 0, 1})),
+            CTN_OK)
+      << g_error;
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 2; ++b)
+      for (int c = 0; c < 3; ++c) ASSERT_EQ(p[(a * 2 + b) * 3 + c], x[(b * 3 + c) * 4 + a]);
+  std::vector<int32_t> s(2 * 3 * 2);
+  ASSERT_EQ(run(CTN_OP_SLICE, {desc(CTN_I32, {2, 3, 4}, x.data())},
+                desc(CTN_I32, {2, 3, 2}, s.data()), attrs_i({2, 1, 4, 2})),
+            CTN_OK)
+      << g_error;
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(s[i * 2], x[i * 4 + 1]);
+    EXPECT_EQ(s[i * 2 + 1], x[i * 4 + 3]);
+  }
+  std::vector<int32_t> back(24, -1);
+  ASSERT_EQ(run(CTN_OP_SLICE_GRAD, {desc(CTN_I32, {2, 3, 2}, s.data())},
+                desc(CTN_I32, {2, 3, 4}, back.data()), attrs_i({2, 1, 4, 2, 4})),
+            CTN_OK)
+      << g_error;
+  for (int i = 0; i < 24; ++i) EXPECT_EQ(back[i], (i % 4 == 1 || i % 4 == 3) ? x[i] : 0);
+  std::vector<int32_t> cat(24 + 12);
+  ASSERT_EQ(run(CTN_OP_CONCAT, {desc(CTN_I32, {2, 3, 4}, x.data()), desc(CTN_I32, {2, 3, 2}, s.data())},
+                desc(CTN_I32, {2, 3, 6}, cat.data()), attrs_i({2})),
+            CTN_OK)
+      << g_error;
+  for (int r = 0; r < 6; ++r)
+    for (int c = 0; c < 6; ++c)
+      ASSERT_EQ(cat[r * 6 + c], c < 4 ? x[r * 4 + c] : s[r * 2 + c - 4]);
+  std::vector<int32_t> bc(2 * 4 * 3);
+  std::vector<int32_t> col = {7, 8, 9};
+  ASSERT_EQ(run(CTN_OP_BROADCAST_TO, {desc(CTN_I32, {3}, col.data())},
+                desc(CTN_I32, {2, 4, 3}, bc.data()), attrs_i({2, 4, 3})),
+            CTN_OK)
+      << g_error;
+  for (int i = 0; i < 24; ++i) ASSERT_EQ(bc[i], col[i % 3]);
+}
+
+TEST_F(CpuPlugin, UnsupportedAndBadSignatures) {
+  std::vector<int32_t> xi(4);
+  EXPECT_EQ(run(CTN_OP_EXP, {desc(CTN_I32, {4}, xi.data())}, desc(CTN_I32, {4}, xi.data()),
+                attrs_i({})),
+            CTN_ERR_UNSUPPORTED);
+  EXPECT_NE(g_error.find("i32"), std::string::npos) << g_error;
+  EXPECT_EQ(run("no_such_op", {desc(CTN_F32, {4}, xi.data())}, desc(CTN_F32, {4}, xi.data()),
+                attrs_i({})),
+            CTN_ERR_UNSUPPORTED);
+  EXPECT_NE(g_error.find("no_such_op"), std::string::npos) << g_error;
+  std::vector<float> f(64);
+  EXPECT_EQ(run(CTN_OP_MATMUL, {desc(CTN_F32, {2, 3}, f.data()), desc(CTN_F32, {4, 2}, f.data())},
+                desc(CTN_F32, {2, 2}, f.data()), attrs_i({0, 0})),
+            CTN_ERR_SHAPE);
+  EXPECT_NE(g_error.find("inner dims"), std::string::npos) << g_error;
+  EXPECT_EQ(run(CTN_OP_ADD, {desc(CTN_F32, {4}, f.data()), desc(CTN_F64, {4}, f.data())},
+                desc(CTN_F32, {4}, f.data()), attrs_i({})),
+            CTN_ERR_DTYPE);
+  EXPECT_EQ(run(CTN_OP_NEG, {desc(CTN_F32, {4}, f.data())}, desc(CTN_F32, {4}, f.data()), attrs_i({})),
+            CTN_OK);
+}
+
+TEST_F(CpuPlugin, SetOptionErrorsAndGemmName) {
+  EXPECT_EQ(d_->set_option(be_, "bogus", "1"), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(g_error.find("bogus"), std::string::npos);
+  for (const char *bad : {"0", "-3", "abc", "2x", ""}) {
+    g_error.clear();
+    EXPECT_EQ(d_->set_option(be_, "num_threads", bad), CTN_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_FALSE(g_error.empty());
+  }
+  EXPECT_EQ(d_->set_option(be_, "gemm", "fast"), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(g_error.find("fast"), std::string::npos);
+  EXPECT_EQ(d_->set_option(be_, "gemm_isa", "sse9"), CTN_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(d_->set_option(be_, "gemm", "own"), CTN_OK);
+  EXPECT_STREQ(gemm_name_(be_), "own");
+  EXPECT_NE(std::string(d_->describe(be_)).find("GEMM own"), std::string::npos);
+  if (d_->set_option(be_, "gemm", "openblas") == CTN_OK) {
+    EXPECT_STREQ(gemm_name_(be_), "openblas");
+    ASSERT_EQ(d_->set_option(be_, "gemm", "auto"), CTN_OK);
+    EXPECT_STREQ(gemm_name_(be_), "openblas");
+  } else {
+    ASSERT_EQ(d_->set_option(be_, "gemm", "auto"), CTN_OK);
+    EXPECT_STREQ(gemm_name_(be_), "own");
+  }
+  ASSERT_EQ(d_->set_option(be_, "num_threads", "3"), CTN_OK);
+  EXPECT_NE(std::string(d_->describe(be_)).find("3 threads"), std::string::npos);
+}
+
+TEST_F(CpuPlugin, TinyKernelDispatchIsCheap) {
+  std::vector<float> a(16, 1.f), b(16, 2.f), c(16);
+  ctn_tensor_desc in[2] = {desc(CTN_F32, {16}, a.data()), desc(CTN_F32, {16}, b.data())};
+  ctn_tensor_desc out = desc(CTN_F32, {16}, c.data());
+  ctn_attrs at{};
+  ctn_op_signature sig{sizeof sig, 2, CTN_OP_ADD, in, &out, &at};
+  ctn_kernel k{};
+  ASSERT_EQ(d_->get_kernel(be_, &sig, &k), CTN_OK);
+  ctn_kernel_args args{2, 1, in, &out, &at, nullptr, 0};
+  double best = 1e9;
+  for (int round = 0; round < 5; ++round) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 2000; ++i) k.fn(k.state, &args);
+    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    best = std::min(best, us / 2000);
+  }
+  k.release(k.state);
+  EXPECT_EQ(c[3], 3.f);
+  std::printf("tiny add kernel: %.3f us per call\n", best);
+  EXPECT_LT(best, 1.0);  // target 0.1 us; generous bound for loaded CI machines
+}
+
+}  // namespace
