@@ -277,6 +277,11 @@ CTN_API ctn_status ctn_grad(ctn_graph *g, ctn_node loss, uint32_t n_wrt, const c
 /* Eager graphs: a copy of the value of node `n`. since 1.0 */
 CTN_API ctn_status ctn_graph_value(ctn_graph *g, ctn_node n, ctn_tensor **out);
 
+/* Eager graphs: the name of the backend that computed node `n`, or "" for leaves (inputs,
+ * constants, variables) and for lazy graphs. Lets tests assert where an eager op ran. The string
+ * is owned by the context. since 1.0 */
+CTN_API ctn_status ctn_graph_node_backend(ctn_graph *g, ctn_node n, const char **out_name);
+
 /* Writes the graph as Graphviz DOT into a buffer owned by the graph, valid until
  * the next call on it. since 1.0 */
 CTN_API ctn_status ctn_graph_to_dot(ctn_graph *g, const char **out_text);

@@ -645,6 +645,16 @@ CTN_API ctn_status ctn_graph_value(ctn_graph *g, ctn_node n, ctn_tensor **out) {
   });
 }
 
+CTN_API ctn_status ctn_graph_node_backend(ctn_graph *g, ctn_node n, const char **out_name) {
+  return wall([&] {
+    NEED(g);
+    NEED(out_name);
+    g->check(n, "ctn_graph_node_backend");
+    const Backend *b = g->node(n).ran_on;
+    *out_name = b ? b->name.c_str() : "";
+  });
+}
+
 CTN_API ctn_status ctn_graph_to_dot(ctn_graph *g, const char **out_text) {
   return wall([&] {
     NEED(g);

@@ -123,13 +123,14 @@ void run_on(const EagerEntry &e, const OpDef &op, const ctn_attrs &attrs, const 
 }  // namespace
 
 Tensor eager_compute(Context &ctx, const OpDef &op, const ctn_attrs &attrs, const Tensor *const *in, uint32_t n,
-                     const ValueInfo &out, Backend *only) {
+                     const ValueInfo &out, Backend *only, const Backend **ran_on) {
   Tensor result = Tensor::empty(out.dtype, out.shape);
   std::string reasons;
   auto attempt = [&](Backend *b) {
     std::string why;
     if (const EagerEntry *e = lookup(ctx, op, b, in, n, attrs, out, &why)) {
       run_on(*e, op, attrs, in, n, result);
+      if (ran_on) *ran_on = b;
       return true;
     }
     reasons += (reasons.empty() ? "" : "; ") + b->name + ": " + why;
@@ -160,7 +161,8 @@ void eager_execute(Graph &g, Node &node) {
     if (!src.value) fail(CTN_ERR_STATE, "%s: input %u has no value (eager graphs compute every node)", node.op->name.c_str(), i);
     in[i] = src.value.get();
   }
-  node.value = std::make_shared<Tensor>(eager_compute(*g.context(), *node.op, node.attrs, in, n, node.info));
+  node.value = std::make_shared<Tensor>(
+      eager_compute(*g.context(), *node.op, node.attrs, in, n, node.info, nullptr, &node.ran_on));
 }
 
 }  // namespace ctn

@@ -13,6 +13,7 @@ struct ctn_context;
 namespace ctn {
 
 struct Context;
+struct Backend;
 
 enum class NodeKind : uint8_t { Input, Constant, Variable, Op, Assign };
 
@@ -25,6 +26,7 @@ struct Node {
   std::string name;
   // Constant data, a variable's initial value, or an eager graph's computed value.
   std::shared_ptr<Tensor> value;
+  const Backend *ran_on = nullptr;  // eager graphs: the backend that computed `value`
 };
 
 class Graph {

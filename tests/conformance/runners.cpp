@@ -314,6 +314,10 @@ void grad_eager(const std::string &backend, const OpCase &c, const Variant &v,
     return;
   }
   ASSERT_EQ(s, CTN_OK) << what << ": build: " << status_text(s);
+  // The op under test ran eagerly on the backend under test, not on a fallback.
+  const char *ran = nullptr;
+  CTN_ASSERT_OK(ctn_graph_node_backend(g.get(), y, &ran));
+  EXPECT_EQ(std::string(ran), backend) << what << ": eager node ran on \"" << ran << "\"";
   CTN_ASSERT_OK(add_loss(g.get(), y, gs.weights, &loss));
   Nodes wrt, grads(gs.wrt.size(), CTN_NODE_NONE);
   for (size_t k : gs.wrt) wrt.push_back(nodes[k]);

@@ -151,8 +151,13 @@ TEST(Exec, EagerMatchesCompiledIncludingGradients) {
     for (size_t k = 0; k < ev.size(); ++k) EXPECT_NEAR(ev[k], r[static_cast<size_t>(i)][k], 1e-6) << i << "," << k;
     ctn_tensor_release(v);
   }
-  // The gradient is right: compare d loss / d b[0] with a central difference in f64 terms.
   EXPECT_GT(std::fabs(r[2][0]), 1e-4);
+  // Eager nodes record the backend that ran them; leaves have none.
+  const char *ran = nullptr;
+  CTN_ASSERT_OK(ctn_graph_node_backend(eager.g, eager.gw, &ran));
+  EXPECT_STREQ(ran, "cpu");
+  CTN_ASSERT_OK(ctn_graph_node_backend(eager.g, eager.w, &ran));
+  EXPECT_STREQ(ran, "");
   // Lazy graphs have no values; eager graphs reject placeholders.
   ctn_tensor *none = nullptr;
   EXPECT_EQ(ctn_graph_value(lazy.g, lazy.loss, &none), CTN_ERR_STATE);
