@@ -43,6 +43,12 @@ typedef struct ctn_op_signature {
   const ctn_attrs *attrs;         /* never NULL */
 } ctn_op_signature;
 
+/* One kernel call of a plan segment (see plan_prepare). since 1.1 */
+typedef struct ctn_plan_call {
+  const ctn_kernel *kernel;
+  const ctn_kernel_args *args;
+} ctn_plan_call;
+
 typedef struct ctn_backend_desc {
   ctn_plugin_header header; /* frozen prefix; header.kind == CTN_PLUGIN_BACKEND */
 
@@ -88,6 +94,20 @@ typedef struct ctn_backend_desc {
   /* Backend-specific extras looked up by name (e.g. "cpu_thread_pool"). (optional) NULL: none.
    * Returns NULL for an unknown name. */
   void *(*get_proc_address)(void *state, const char *name);
+
+  /* --- since 1.1 --- */
+
+  /* Plan segments. (optional, all three or none) At compile time the host hands the backend each
+   * run of consecutive steps of a plan that execute on it. The backend may record them once (a
+   * command buffer, a CUDA graph) and replay the recording in plan_run, instead of the host
+   * calling every kernel in turn. The calls, their kernels and args (and every descriptor they
+   * point to) stay valid and unchanged until plan_release; data in the buffers changes between
+   * runs. plan_run may return before the work completes (the host calls synchronize before
+   * reading results). NULL: the host calls the kernels one by one. */
+  ctn_status (*plan_prepare)(void *state, uint32_t n_calls, const ctn_plan_call *calls,
+                             void **out_segment);
+  ctn_status (*plan_run)(void *state, void *segment);
+  void (*plan_release)(void *state, void *segment);
 } ctn_backend_desc;
 
 #ifdef __cplusplus

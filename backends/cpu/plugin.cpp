@@ -387,6 +387,11 @@ constexpr ctn_backend_desc kDesc = {
     nullptr,
     cpu_set_option,
     cpu_get_proc_address,
+    // 1.1 plan segments: kernels run synchronously on the calling thread, so recording the
+    // plan would gain nothing over the host calling each kernel.
+    nullptr,
+    nullptr,
+    nullptr,
 };
 
 }  // namespace

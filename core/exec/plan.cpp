@@ -294,6 +294,30 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
   }
   staging_.resize(staging);
   fed_.assign(feeds_.size(), 0);
+
+  // Segments: consecutive kernel steps on a backend that records plans go to it as one unit.
+  calls_.reserve(steps_.size());
+  for (size_t si = 0; si < steps_.size();) {
+    Segment seg;
+    seg.first = si;
+    seg.b = steps_[si].b;
+    const bool records = !steps_[si].transfer && seg.b->desc.plan_prepare && seg.b->desc.plan_run &&
+                         seg.b->desc.plan_release;
+    size_t end = si + 1;
+    if (records)
+      while (end < steps_.size() && !steps_[end].transfer && steps_[end].b == seg.b) ++end;
+    seg.count = end - si;
+    if (records) {
+      size_t c0 = calls_.size();
+      for (size_t k = si; k < end; ++k) calls_.push_back(ctn_plan_call{&steps_[k].kernel, &steps_[k].args});
+      take_plugin_error();
+      CTN_CHECK_PLUGIN(seg.b->desc.plan_prepare(seg.b->state, static_cast<uint32_t>(seg.count), calls_.data() + c0,
+                                                &seg.handle),
+                       "backend " + seg.b->name + ": plan_prepare");
+    }
+    segments_.push_back(seg);
+    si = end;
+  }
   for (ctn_kernel &k : kern) release_kernel(k);
 
   // --- report ---
@@ -318,6 +342,13 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
 }
 
 Plan::~Plan() {
+  for (Segment &seg : segments_)
+    if (seg.handle) {
+      try {
+        seg.b->desc.plan_release(seg.b->state, seg.handle);
+      } catch (...) {
+      }
+    }
   for (Step &st : steps_) release_kernel(st.kernel);
   for (auto &[b, h] : buffers_) b->free(h);
 }
@@ -350,15 +381,33 @@ void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *c
   }
   for (size_t k = 0; k < feeds_.size(); ++k)
     if (!fed_[k]) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: input \"%s\" (node %u) was not fed", feeds_[k].name.c_str(), feeds_[k].node);
-  for (const Step &st : steps_) {
-    if (st.transfer) {
-      const Value &s = values_[static_cast<size_t>(st.src)], &d = values_[static_cast<size_t>(st.dst)];
-      s.dev->sync();
-      s.dev->download(s.handle, s.offset, staging_.data(), s.bytes);
-      d.dev->upload(d.handle, d.offset, staging_.data(), d.bytes);
+  for (const Segment &seg : segments_) {
+    if (seg.handle) {
+      take_plugin_error();
+      ctn_status s;
+      try {
+        s = seg.b->desc.plan_run(seg.b->state, seg.handle);
+      } catch (...) {
+        fail(CTN_ERR_PLUGIN, "backend %s: plan_run threw", seg.b->name.c_str());
+      }
+      if (s != CTN_OK) {
+        std::string m = take_plugin_error();
+        fail(s, "backend %s: running steps %zu..%zu: %s", seg.b->name.c_str(), seg.first, seg.first + seg.count - 1,
+             m.empty() ? status_name(s) : m.c_str());
+      }
       continue;
     }
-    call_kernel(st.kernel, st.args, st.op.c_str(), *st.b);
+    for (size_t k = seg.first; k < seg.first + seg.count; ++k) {
+      const Step &st = steps_[k];
+      if (st.transfer) {
+        const Value &s = values_[static_cast<size_t>(st.src)], &d = values_[static_cast<size_t>(st.dst)];
+        s.dev->sync();
+        s.dev->download(s.handle, s.offset, staging_.data(), s.bytes);
+        d.dev->upload(d.handle, d.offset, staging_.data(), d.bytes);
+        continue;
+      }
+      call_kernel(st.kernel, st.args, st.op.c_str(), *st.b);
+    }
   }
   for (Backend *b : devices_) b->sync();
   for (uint32_t i = 0; i < n_out; ++i) {

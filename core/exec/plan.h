@@ -48,6 +48,12 @@ class Plan {
     int src = -1, dst = -1;  // transfer: value ids
     std::string op;
   };
+  // A run of consecutive steps on one backend that records plans (backend.h, since 1.1).
+  struct Segment {
+    size_t first = 0, count = 0;
+    Backend *b = nullptr;
+    void *handle = nullptr;
+  };
   struct Feed {
     ctn_node node;
     int value;
@@ -57,6 +63,8 @@ class Plan {
   Context *ctx_;
   std::vector<Value> values_;
   std::vector<Step> steps_;
+  std::vector<Segment> segments_;  // covers every step; handle null: steps run one by one
+  std::vector<ctn_plan_call> calls_;
   std::vector<ctn_tensor_desc> in_descs_;
   std::vector<Feed> feeds_;
   std::vector<char> fed_;

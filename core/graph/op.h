@@ -44,7 +44,17 @@ struct OpDef {
   OpLib *lib = nullptr;
 };
 
-// Built-in op table (static storage). Returns nullptr for an unknown name.
+// A table of built-in ops in static storage. Each area defines its own (graph/ops_builtin.cpp,
+// graph/ops_nn.cpp, graph/ops_optim.cpp); builtin_ops() is their union.
+struct OpTable {
+  const OpDef *ops;
+  size_t n;
+};
+OpTable core_op_table();
+OpTable nn_op_table();     // conv, pooling, norms, dropout, embedding...
+OpTable optim_op_table();  // optimizer update steps
+
+// Built-in op lookup by name (static storage). Returns nullptr for an unknown name.
 const OpDef *find_builtin_op(const char *name);
 // Every built-in op, for listings and the conformance matrix.
 const OpDef *const *builtin_ops(size_t *count);

@@ -8,6 +8,7 @@
 #include "util/status.h"
 
 #include <cstring>
+#include <vector>
 
 namespace ctn {
 
@@ -333,22 +334,32 @@ const OpDef kOps[] = {
 
 }  // namespace
 
+OpTable core_op_table() { return {kOps, sizeof kOps / sizeof kOps[0]}; }
+
+namespace {
+// Every built-in op table: the core's own plus those of other areas (nn, optimizers), each in
+// its own file so that adding an op never touches another area's table.
+const std::vector<const OpDef *> &all_builtin() {
+  static const std::vector<const OpDef *> all = [] {
+    std::vector<const OpDef *> v;
+    for (OpTable t : {core_op_table(), nn_op_table(), optim_op_table()})
+      for (size_t i = 0; i < t.n; ++i) v.push_back(&t.ops[i]);
+    return v;
+  }();
+  return all;
+}
+}  // namespace
+
 const OpDef *find_builtin_op(const char *name) {
   if (!name) return nullptr;
-  for (const OpDef &op : kOps)
-    if (op.name == name) return &op;
+  for (const OpDef *op : all_builtin())
+    if (op->name == name) return op;
   return nullptr;
 }
 
 const OpDef *const *builtin_ops(size_t *count) {
-  static const OpDef *ptrs[sizeof kOps / sizeof kOps[0]];
-  static bool init = [] {
-    for (size_t i = 0; i < sizeof kOps / sizeof kOps[0]; ++i) ptrs[i] = &kOps[i];
-    return true;
-  }();
-  (void)init;
-  *count = sizeof kOps / sizeof kOps[0];
-  return ptrs;
+  *count = all_builtin().size();
+  return all_builtin().data();
 }
 
 }  // namespace ctn

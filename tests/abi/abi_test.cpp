@@ -3,7 +3,9 @@
 // in the plugin report, and must leave the context fully usable for the good CPU plugin.
 #include <gtest/gtest.h>
 
+#include <chutney/backend.h>
 #include <chutney/chutney.h>
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -386,3 +388,48 @@ TEST(abi, EnvironmentPluginPathIsSearched) {
 }
 
 }  // namespace
+
+// ABI 1.1 plan segments: a backend that records its steps gets them once at compile time and
+// replays them per run; its kernels refuse to run outside a replay, so passing proves the host
+// used the segment path rather than calling each kernel.
+TEST(abi, PlanSegmentsAreRecordedOnceAndReplayedPerRun) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ctn_status st = ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_RECORDING);
+  ASSERT_EQ(st, CTN_OK) << Describe(st);
+  // Reach the plugin's counters through its own descriptor (same loaded image).
+  void *dl = dlopen(CTN_TEST_PLUGIN_RECORDING, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(dl, nullptr);
+  auto query = reinterpret_cast<ctn_plugin_query_fn>(dlsym(dl, CTN_PLUGIN_ENTRY_SYMBOL));
+  ASSERT_NE(query, nullptr);
+  auto *desc = reinterpret_cast<const ctn_backend_desc *>(query(CTN_ABI_VERSION, nullptr));
+  auto prepared = reinterpret_cast<long (*)(void)>(desc->get_proc_address(nullptr, "reccpu_prepared"));
+  auto runs = reinterpret_cast<long (*)(void)>(desc->get_proc_address(nullptr, "reccpu_runs"));
+  ASSERT_TRUE(prepared && runs);
+  const long p0 = prepared(), r0 = runs();
+
+  Graph g = NewGraph(ctx.get());
+  int64_t shape[1] = {4};
+  ctn_node x, y, s1, s2;
+  ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
+  ASSERT_EQ(ctn_input(g.get(), "y", CTN_F32, 1, shape, &y), CTN_OK);
+  ASSERT_EQ(ctn_add(g.get(), x, y, &s1), CTN_OK);
+  ASSERT_EQ(ctn_add(g.get(), s1, x, &s2), CTN_OK);
+  ctn_compile_options o{};
+  o.struct_size = sizeof o;
+  o.backends = "reccpu";
+  ctn_plan *p = nullptr;
+  ASSERT_EQ(ctn_plan_compile(g.get(), 1, &s2, &o, &p), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(prepared() - p0, 1);  // both steps in one segment
+  Tensor xt = MakeF32({4}, {1, 2, 3, 4}), yt = MakeF32({4}, {10, 20, 30, 40});
+  ctn_tensor *out = nullptr;
+  ASSERT_EQ(ctn_plan_output_create(p, 0, &out), CTN_OK);
+  ctn_node fn[2] = {x, y};
+  const ctn_tensor *fv[2] = {xt.get(), yt.get()};
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(ctn_plan_run(p, 2, fn, fv, 1, &out), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(runs() - r0, 3);
+  EXPECT_EQ(ReadF32(out), (std::vector<float>{12, 24, 36, 48}));
+  ctn_tensor_release(out);
+  ctn_plan_release(p);
+  dlclose(dl);
+}

@@ -123,7 +123,12 @@ PIN(ctn_backend_desc, get_kernel, H + 8 + 7 * P);
 PIN(ctn_backend_desc, synchronize, H + 8 + 8 * P);
 PIN(ctn_backend_desc, set_option, H + 8 + 9 * P);
 PIN(ctn_backend_desc, get_proc_address, H + 8 + 10 * P);
-PIN_SIZE(ctn_backend_desc, H + 8 + 11 * P); /* grows only by appending */
+PIN(ctn_backend_desc, plan_prepare, H + 8 + 11 * P); /* since 1.1 */
+PIN(ctn_backend_desc, plan_run, H + 8 + 12 * P);
+PIN(ctn_backend_desc, plan_release, H + 8 + 13 * P);
+PIN_SIZE(ctn_backend_desc, H + 8 + 14 * P); /* grows only by appending */
+PIN(ctn_plan_call, kernel, 0);
+PIN(ctn_plan_call, args, P);
 
 /* ---- oplib.h ------------------------------------------------------------------------------- */
 PIN(ctn_oplib_kernel, backend, 0);
@@ -182,7 +187,7 @@ PIN_SIZE(ctn_plugin_header, 24);
 PIN(ctn_backend_desc, init, 32);
 PIN(ctn_backend_desc, get_kernel, 88);
 PIN(ctn_backend_desc, get_proc_address, 112);
-PIN_SIZE(ctn_backend_desc, 120);
+PIN_SIZE(ctn_backend_desc, 144);
 PIN(ctn_oplib_desc, ops, 48);
 PIN_SIZE(ctn_oplib_desc, 56);
 PIN_SIZE(ctn_host_api, 48);

@@ -15,7 +15,8 @@ int c99_plugin_side_ok(void);
 int c99_plugin_side_ok(void) {
   ctn_backend_desc d = {{sizeof(ctn_backend_desc), CTN_ABI_MAJOR, CTN_ABI_MINOR,
                          CTN_PLUGIN_BACKEND, 0, "c99"},
-                        0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+                        0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                        NULL, NULL, NULL};
   return CTN_STRUCT_HAS(ctn_backend_desc, &d.header, get_proc_address) &&
          d.header.kind == CTN_PLUGIN_BACKEND;
 }
