@@ -319,6 +319,9 @@ typedef struct ctn_plan_stats {
   uint64_t planned_peak_bytes; /* arena size for intermediate values, all devices */
   uint64_t naive_bytes;      /* sum of every intermediate value's size (no reuse) */
   uint64_t persistent_bytes; /* variables and constants */
+  /* --- since 1.1 --- */
+  uint32_t n_assign_elided;  /* ctn_assign copies removed: the value was computed in place */
+  uint32_t reserved;
 } ctn_plan_stats;
 
 CTN_API ctn_status ctn_plan_stats_get(ctn_plan *p, ctn_plan_stats *out);
@@ -348,6 +351,62 @@ CTN_API ctn_status ctn_plan_output_create(ctn_plan *p, uint32_t index, ctn_tenso
 CTN_API ctn_status ctn_plan_variable_read(ctn_plan *p, ctn_node var, ctn_tensor **out);
 /* Overwrites variable `var` (dtype and shape must match). since 1.0 */
 CTN_API ctn_status ctn_plan_variable_write(ctn_plan *p, ctn_node var, const ctn_tensor *value);
+
+/* =============================================================================================
+ * Neural-network ops (since 1.1)
+ *
+ * Typed helpers for the ops of ops.h's neural-network section; each equals ctn_op with the op
+ * name and attribute slots documented there. Layout NCHW, f32 or f64. Like every graph call, a
+ * bad shape, dtype or attribute fails at once with CTN_ERR_SHAPE / CTN_ERR_DTYPE /
+ * CTN_ERR_INVALID_ARGUMENT and a message naming the op and the operands; *out is then untouched.
+ * The nodes returned belong to `g` (nothing to release). Thread-safety as for any graph call.
+ * =========================================================================================== */
+
+/* 2-d convolution (cross-correlation, no bias) of x [N,C,H,W] with w [O,C/groups,KH,KW] ->
+ * [N,O,Ho,Wo], Ho = (H + 2 pad_h - dil_h (KH-1) - 1) / stride_h + 1. stride, dil, groups >= 1,
+ * pad >= 0; groups divides C and O. since 1.1 */
+CTN_API ctn_status ctn_conv2d(ctn_graph *g, ctn_node x, ctn_node w, int32_t stride_h,
+                              int32_t stride_w, int32_t pad_h, int32_t pad_w, int32_t dil_h,
+                              int32_t dil_w, int32_t groups, ctn_node *out);
+/* Transposed convolution (the adjoint of ctn_conv2d w.r.t. its input) of x [N,C,H,W] with
+ * w [C,O/groups,KH,KW] -> [N,O,Ho,Wo], Ho = (H-1) stride_h - 2 pad_h + dil_h (KH-1) +
+ * out_pad_h + 1; 0 <= out_pad < stride. since 1.1 */
+CTN_API ctn_status ctn_conv_transpose2d(ctn_graph *g, ctn_node x, ctn_node w, int32_t stride_h,
+                                        int32_t stride_w, int32_t pad_h, int32_t pad_w,
+                                        int32_t dil_h, int32_t dil_w, int32_t groups,
+                                        int32_t out_pad_h, int32_t out_pad_w, ctn_node *out);
+/* Max pooling of x [N,C,H,W] with a kh x kw window, stride sh, sw (0: the window size) and
+ * padding ph, pw (at most half the window; padding never wins). The gradient goes to the first
+ * maximum of each window. since 1.1 */
+CTN_API ctn_status ctn_max_pool2d(ctn_graph *g, ctn_node x, int32_t kh, int32_t kw, int32_t sh,
+                                  int32_t sw, int32_t ph, int32_t pw, ctn_node *out);
+/* Average pooling, as ctn_max_pool2d; count_include_pad 1 divides by kh * kw, 0 by the number
+ * of input elements under the window. since 1.1 */
+CTN_API ctn_status ctn_avg_pool2d(ctn_graph *g, ctn_node x, int32_t kh, int32_t kw, int32_t sh,
+                                  int32_t sw, int32_t ph, int32_t pw, int32_t count_include_pad,
+                                  ctn_node *out);
+/* Batch normalisation, training mode: x [N,C,...] normalised with the mean and biased variance
+ * over every axis except 1, then scaled by gamma [C] and shifted by beta [C]; eps >= 0. Running
+ * statistics are not updated: compute them with ctn_mean and ctn_assign them. since 1.1 */
+CTN_API ctn_status ctn_batch_norm(ctn_graph *g, ctn_node x, ctn_node gamma, ctn_node beta,
+                                  double eps, ctn_node *out);
+/* Batch normalisation with given statistics mean [C] and var [C] (inference mode). since 1.1 */
+CTN_API ctn_status ctn_batch_norm_inference(ctn_graph *g, ctn_node x, ctn_node gamma,
+                                            ctn_node beta, ctn_node mean, ctn_node var,
+                                            double eps, ctn_node *out);
+/* Layer normalisation over axes first_axis..ndim-1 (negative counts from the end); gamma and
+ * beta have the shape of those axes. since 1.1 */
+CTN_API ctn_status ctn_layer_norm(ctn_graph *g, ctn_node x, ctn_node gamma, ctn_node beta,
+                                  int32_t first_axis, double eps, ctn_node *out);
+/* Dropout: zeroes each element with probability p in [0, 1) and scales the rest by 1/(1-p).
+ * The mask is a counter-based hash of (seed, the value of `step` (a one-element i64 node, fed or
+ * a variable the training loop increments), element index), identical on every backend (see
+ * ops.h), so runs are reproducible across backends and resumes. since 1.1 */
+CTN_API ctn_status ctn_dropout(ctn_graph *g, ctn_node x, ctn_node step, double p, int64_t seed,
+                               ctn_node *out);
+/* Rows of table [V,D] picked by ids [...] (i32 or i64) -> [..., D]. An id outside [0, V) makes
+ * the run fail with CTN_ERR_INVALID_ARGUMENT. since 1.1 */
+CTN_API ctn_status ctn_embedding(ctn_graph *g, ctn_node table, ctn_node ids, ctn_node *out);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -93,6 +93,18 @@ ctn_status make_shape_kernel(Backend *be, const ctn_op_signature *sig, ctn_kerne
                              bool *handled);
 ctn_status make_matmul_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
                               bool *handled);
+ctn_status make_optim_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                             bool *handled);  // k_optim.cpp
+
+// Neural-network ops: k_conv.cpp, k_pool.cpp, k_norm.cpp, k_nn_misc.cpp (dropout, embedding).
+ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                            bool *handled);
+ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                            bool *handled);
+ctn_status make_norm_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                            bool *handled);
+ctn_status make_nn_misc_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                               bool *handled);
 
 // Broadcast of `in` (numpy rules, right-aligned) to `out`'s shape: element strides of `in`
 // indexed by out's axes (0 on broadcast axes). False when the shapes do not broadcast.

@@ -158,9 +158,10 @@ void pack_b(const T *b, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, int nr
 template <class T>
 void gemm_serial(const Blocking<T> &bl, const GemmScratch &s, int64_t m, int64_t n, int64_t k,
                  const T *a, int64_t rsa, int64_t csa, const T *b, int64_t rsb, int64_t csb,
-                 T *c, int64_t ldc) {
+                 T *c, int64_t ldc, bool acc_c = false) {
   if (k == 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    if (!acc_c)
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
     return;
   }
   T *pa = static_cast<T *>(s.a);
@@ -170,7 +171,7 @@ void gemm_serial(const Blocking<T> &bl, const GemmScratch &s, int64_t m, int64_t
     int64_t nc = std::min<int64_t>(bl.nc, n - jc);
     for (int64_t pc = 0; pc < k; pc += bl.kc) {
       int64_t kc = std::min<int64_t>(bl.kc, k - pc);
-      int accumulate = pc > 0;
+      int accumulate = pc > 0 || acc_c;
       pack_b(b + pc * rsb + jc * csb, rsb, csb, kc, nc, bl.nr, pb);
       for (int64_t ic = 0; ic < m; ic += bl.mc) {
         int64_t mc = std::min<int64_t>(bl.mc, m - ic);
@@ -269,6 +270,21 @@ const GemmIsa *gemm_isa_select(const char *name) {
 size_t gemm_scratch_a_bytes() { return kScratchA; }
 size_t gemm_scratch_b_bytes() { return kScratchB; }
 size_t gemm_scratch_c_bytes() { return kScratchC; }
+
+void gemm_serial_f32(Backend &be, int part, int64_t m, int64_t n, int64_t k, const float *a,
+                     int64_t rsa, int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c,
+                     int64_t ldc, bool accumulate) {
+  if (m <= 0 || n <= 0) return;
+  gemm_serial(blocking_of(*be.gemm_isa, float{}), be.scratch[static_cast<size_t>(part)], m, n, k,
+              a, rsa, csa, b, rsb, csb, c, ldc, accumulate);
+}
+void gemm_serial_f64(Backend &be, int part, int64_t m, int64_t n, int64_t k, const double *a,
+                     int64_t rsa, int64_t csa, const double *b, int64_t rsb, int64_t csb,
+                     double *c, int64_t ldc, bool accumulate) {
+  if (m <= 0 || n <= 0) return;
+  gemm_serial(blocking_of(*be.gemm_isa, double{}), be.scratch[static_cast<size_t>(part)], m, n,
+              k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate);
+}
 
 void own_gemm_f32(Backend &be, int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa,
                   int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c, int64_t ldc) {

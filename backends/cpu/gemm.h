@@ -43,6 +43,16 @@ void own_gemm_f64(Backend &be, int64_t m, int64_t n, int64_t k, const double *a,
                   int64_t csa, const double *b, int64_t rsb, int64_t csb, double *c,
                   int64_t ldc);
 
+// The own GEMM on the calling thread only, with pool participant `part`'s packing scratch: for
+// kernels that split the work themselves (convolutions over the images of a batch).
+// accumulate: C += A * B instead of C = A * B.
+void gemm_serial_f32(Backend &be, int part, int64_t m, int64_t n, int64_t k, const float *a,
+                     int64_t rsa, int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c,
+                     int64_t ldc, bool accumulate);
+void gemm_serial_f64(Backend &be, int part, int64_t m, int64_t n, int64_t k, const double *a,
+                     int64_t rsa, int64_t csa, const double *b, int64_t rsb, int64_t csb,
+                     double *c, int64_t ldc, bool accumulate);
+
 }  // namespace ctn_cpu
 
 #endif

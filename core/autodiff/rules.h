@@ -45,4 +45,19 @@ CTN_GRAD_RULE(cross_entropy);
 CTN_GRAD_RULE(zero);  // ops whose gradient is zero everywhere it exists (sign, comparisons)
 CTN_GRAD_RULE(external);  // op libraries: calls ctn_op_def.grad through the host API
 
+// Neural-network ops (autodiff/rules_nn.cpp).
+CTN_GRAD_RULE(conv2d);
+CTN_GRAD_RULE(conv2d_grad_input);
+CTN_GRAD_RULE(conv2d_grad_weight);
+CTN_GRAD_RULE(conv_transpose2d);
+CTN_GRAD_RULE(max_pool2d);
+CTN_GRAD_RULE(avg_pool2d);
+CTN_GRAD_RULE(avg_pool2d_grad);
+CTN_GRAD_RULE(batch_norm);
+CTN_GRAD_RULE(batch_norm_inference);
+CTN_GRAD_RULE(layer_norm);
+CTN_GRAD_RULE(dropout);
+CTN_GRAD_RULE(embedding);
+CTN_GRAD_RULE(embedding_grad);
+
 }  // namespace ctn::rules

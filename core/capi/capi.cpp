@@ -3,6 +3,7 @@
 #include <chutney/chutney.h>
 #include <chutney/ops.h>
 
+#include "capi/wall.h"
 #include "exec/plan.h"
 #include "graph/graph.h"
 #include "plugin/context.h"
@@ -20,26 +21,6 @@ struct ctn_tensor : ctn::Tensor {
 using namespace ctn;
 
 namespace {
-
-template <class F>
-ctn_status wall(F &&f) noexcept {
-  try {
-    f();
-    return CTN_OK;
-  } catch (const Error &e) {
-    set_last_error(e.code(), e.message());
-    return e.code();
-  } catch (const std::bad_alloc &) {
-    set_last_error(CTN_ERR_OUT_OF_MEMORY, "out of memory");
-    return CTN_ERR_OUT_OF_MEMORY;
-  } catch (const std::exception &e) {
-    set_last_error(CTN_ERR_INTERNAL, std::string("internal error: ") + e.what());
-    return CTN_ERR_INTERNAL;
-  } catch (...) {
-    set_last_error(CTN_ERR_INTERNAL, "internal error: unknown exception");
-    return CTN_ERR_INTERNAL;
-  }
-}
 
 template <class T>
 T *need(T *p, const char *fn, const char *what) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <unordered_map>
 
 namespace ctn {
 
@@ -50,6 +51,29 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
   rw.resolve_all(roots);
   if (!(disable & CTN_PASS_FUSION)) fuse_matmul_bias_act(rw, roots, prefs[0], ps);
   std::vector<ctn_node> order = (disable & CTN_PASS_DCE) ? std::vector<ctn_node>() : schedule(g, roots);
+  if (!(disable & CTN_PASS_DCE)) {
+    // Every reader of an assigned variable is scheduled before the assignments' value
+    // computations (forward and backward before the optimizer step), so those can write
+    // straight into the variables' storage (see "assign elision" below).
+    std::vector<char> assigned(g.size(), 0), assign_value(g.size(), 0);
+    for (ctn_node v : order)
+      if (g.node(v).kind == NodeKind::Assign) {
+        assigned[g.node(v).inputs[0]] = 1;
+        assign_value[g.node(v).inputs[1]] = 1;
+      }
+    std::vector<ctn_node> early(roots.begin(), roots.begin() + static_cast<std::ptrdiff_t>(n_user_outputs));
+    for (ctn_node v : order) {
+      const Node &nd = g.node(v);
+      if (nd.kind != NodeKind::Op || assign_value[v]) continue;
+      for (ctn_node in : nd.inputs)
+        if (assigned[in]) {
+          early.push_back(v);
+          break;
+        }
+    }
+    early.insert(early.end(), roots.begin() + static_cast<std::ptrdiff_t>(n_user_outputs), roots.end());
+    order = schedule(g, early);
+  }
   if (disable & CTN_PASS_DCE) {
     std::vector<ctn_node> all;
     for (size_t v = 0; v < g.size(); ++v) {
@@ -101,6 +125,44 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
   }
   for (ctn_node v : order)
     if (!dev[v]) dev[v] = prefs[0];
+
+  // --- assign elision: an assignment's value is computed directly into the variable ---
+  // Legal when the value is an op with no other consumer, on the variable's device, that reads
+  // the variable only as input 0 through an in-place-capable kernel (or not at all), and every
+  // other reader of the variable runs before it.
+  std::vector<char> elided(g.size(), 0);
+  std::unordered_map<ctn_node, ctn_node> write_into;  // value node -> variable node
+  if (!(disable & CTN_PASS_MEMORY_REUSE)) {
+    std::vector<uint32_t> consumers(g.size(), 0), pos(g.size(), 0), assigns_of(g.size(), 0);
+    for (size_t i = 0; i < order.size(); ++i) {
+      pos[order[i]] = static_cast<uint32_t>(i);
+      for (ctn_node in : g.node(order[i]).inputs) ++consumers[in];
+      if (g.node(order[i]).kind == NodeKind::Assign) ++assigns_of[g.node(order[i]).inputs[0]];
+    }
+    for (size_t i = 0; i < n_user_outputs; ++i) ++consumers[roots[i]];
+    for (ctn_node a : order) {
+      const Node &an = g.node(a);
+      if (an.kind != NodeKind::Assign) continue;
+      const ctn_node var = an.inputs[0], x = an.inputs[1];
+      const Node &xn = g.node(x);
+      if (xn.kind != NodeKind::Op || (xn.op->flags & OP_VIEW_RESHAPE) || consumers[x] != 1 || assigns_of[var] != 1 ||
+          dev[x] != dev[var] || write_into.count(x))
+        continue;
+      bool ok = true;
+      for (size_t k = 0; k < xn.inputs.size(); ++k)
+        if (xn.inputs[k] == var && (k != 0 || !(kern[x].flags & CTN_KERNEL_INPLACE_OK))) ok = false;
+      for (ctn_node r : order) {
+        if (!ok) break;
+        if (r == x || r == a) continue;
+        const Node &rn = g.node(r);
+        for (ctn_node in : rn.inputs)
+          if (in == var && (pos[r] > pos[x] || (rn.kind == NodeKind::Op && (rn.op->flags & OP_VIEW_RESHAPE)))) ok = false;
+      }
+      if (!ok) continue;
+      elided[a] = 1;
+      write_into[x] = var;
+    }
+  }
 
   // --- values, transfers and the step list (planner view) ---
   std::map<std::pair<ctn_node, Backend *>, int> value_of;
@@ -163,17 +225,28 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
         }
         PlanStep ps_;
         for (ctn_node i : nd.inputs) ps_.inputs.push_back(value_on(i, dev[v]));
-        ps_.output = new_value(nd.info, dev[v], false, -1);
-        ps_.inplace_ok = !(disable & CTN_PASS_MEMORY_REUSE) && inplace_candidate(nd, kern[v], g);
+        auto target = write_into.find(v);
+        if (target != write_into.end()) {
+          // Elided assignment: the output is the variable's own storage.
+          ps_.output = new_value(nd.info, dev[v], false, value_of.at({target->second, dev[target->second]}));
+        } else {
+          ps_.output = new_value(nd.info, dev[v], false, -1);
+          ps_.inplace_ok = !(disable & CTN_PASS_MEMORY_REUSE) && inplace_candidate(nd, kern[v], g);
+        }
         value_of[{v, dev[v]}] = ps_.output;
         psteps.push_back(ps_);
         pend.push_back(Pending{v, -1});
         break;
       }
       case NodeKind::Assign: {
-        // A copy kernel on the variable's device writes the new value into its storage.
         int var = value_of.at({nd.inputs[0], dev[nd.inputs[0]]});
         Backend *b = dev[nd.inputs[0]];
+        if (elided[v]) {  // the value was computed in place: nothing left to copy
+          value_of[{v, b}] = new_value(nd.info, b, false, var);
+          ++stats_.n_assign_elided;
+          break;
+        }
+        // A copy kernel on the variable's device writes the new value into its storage.
         ctn_tensor_desc d = make_desc(nd.info);
         std::string why;
         if (!select_kernel(*b, *ctx_->find_op(CTN_OP_COPY), 1, &d, d, ctn_attrs{}, &kern[v], &why))

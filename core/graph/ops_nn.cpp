@@ -1,9 +1,431 @@
-// Neural-network op schemas (convolution, pooling, normalisation, dropout, embedding...).
-// Gradient rules live in autodiff/rules_nn.cpp. Empty until those ops land.
+// Neural-network op schemas (convolution, pooling, normalisation, dropout, embedding): shape and
+// dtype inference with attribute normalisation. Gradient rules live in autodiff/rules_nn.cpp.
+// Every check happens here so that backends receive only well-formed, normalised attributes.
+#include <chutney/ops.h>
+
+#include "autodiff/rules.h"
 #include "graph/op.h"
+#include "tensor/tensor.h"
+#include "util/status.h"
 
 namespace ctn {
 
-OpTable nn_op_table() { return {nullptr, 0}; }
+namespace {
+
+const char *N(const OpDef &op) { return op.name.c_str(); }
+long long L(int64_t v) { return static_cast<long long>(v); }
+
+void need_float(const OpDef &op, const ValueInfo &v, const char *which) {
+  if (!dtype_is_float(v.dtype))
+    fail(CTN_ERR_DTYPE, "%s: %s has dtype %s; this op needs f32 or f64", N(op), which, dtype_name(v.dtype));
+}
+
+// Every listed operand has the dtype of operand 0, which is floating.
+void same_float(const OpDef &op, const ValueInfo *in, uint32_t n, std::initializer_list<uint32_t> which) {
+  need_float(op, in[0], "the input");
+  for (uint32_t k : which)
+    if (in[k].dtype != in[0].dtype)
+      fail(CTN_ERR_DTYPE, "%s: operand dtypes differ: %s", N(op), values_str(in, n).c_str());
+}
+
+void need_rank(const OpDef &op, const ValueInfo &v, uint32_t rank, const char *which, const char *layout) {
+  if (v.shape.ndim != rank)
+    fail(CTN_ERR_SHAPE, "%s: %s must be %u-d %s, got %s", N(op), which, rank, layout, shape_str(v.shape).c_str());
+}
+
+// ---- convolution ----------------------------------------------------------------------------
+
+struct Conv {
+  int64_t sh, sw, ph, pw, dh, dw, groups;
+};
+
+// Normalises and validates slots 0..6 (0 in a stride/dilation/groups slot means 1).
+Conv conv_attrs(const OpDef &op, ctn_attrs &a) {
+  for (int k : {0, 1, 4, 5, 6})
+    if (a.i[k] == 0) a.i[k] = 1;
+  Conv c{a.i[0], a.i[1], a.i[2], a.i[3], a.i[4], a.i[5], a.i[6]};
+  if (c.sh < 1 || c.sw < 1) fail(CTN_ERR_INVALID_ARGUMENT, "%s: stride must be >= 1, got (%lld, %lld)", N(op), L(c.sh), L(c.sw));
+  if (c.ph < 0 || c.pw < 0) fail(CTN_ERR_INVALID_ARGUMENT, "%s: padding must be >= 0, got (%lld, %lld)", N(op), L(c.ph), L(c.pw));
+  if (c.dh < 1 || c.dw < 1)
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: dilation must be >= 1, got (%lld, %lld)", N(op), L(c.dh), L(c.dw));
+  if (c.groups < 1) fail(CTN_ERR_INVALID_ARGUMENT, "%s: groups must be >= 1, got %lld", N(op), L(c.groups));
+  return c;
+}
+
+// Output size of a convolution along one axis; -1 when the (dilated) kernel does not fit.
+int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  int64_t span = d * (k - 1) + 1;
+  if (in + 2 * p < span) return -1;
+  return (in + 2 * p - span) / s + 1;
+}
+
+std::string conv_str(const Conv &c) {
+  return format("stride (%lld, %lld), padding (%lld, %lld), dilation (%lld, %lld)", L(c.sh), L(c.sw), L(c.ph), L(c.pw),
+                L(c.dh), L(c.dw));
+}
+
+// x [N,C,H,W] and w [O,C/g,KH,KW] of a forward convolution agree; returns [N,O,Ho,Wo].
+Shape conv_forward_shape(const OpDef &op, const Shape &x, const Shape &w, const Conv &c, const char *xname) {
+  if (x[1] % c.groups != 0 || w[0] % c.groups != 0)
+    fail(CTN_ERR_SHAPE, "%s: groups %lld must divide the input channels of %s %s and the output channels of weight %s",
+         N(op), L(c.groups), xname, shape_str(x).c_str(), shape_str(w).c_str());
+  if (w[1] * c.groups != x[1])
+    fail(CTN_ERR_SHAPE, "%s: input channels %lld do not match weight %s with groups %lld", N(op), L(x[1]),
+         shape_str(w).c_str(), L(c.groups));
+  if (w[2] < 1 || w[3] < 1) fail(CTN_ERR_SHAPE, "%s: weight %s has an empty kernel", N(op), shape_str(w).c_str());
+  int64_t ho = conv_out(x[2], w[2], c.sh, c.ph, c.dh), wo = conv_out(x[3], w[3], c.sw, c.pw, c.dw);
+  if (ho < 1 || wo < 1)
+    fail(CTN_ERR_SHAPE, "%s: kernel %lldx%lld does not fit %s %s with %s", N(op), L(w[2]), L(w[3]), xname,
+         shape_str(x).c_str(), conv_str(c).c_str());
+  Shape r;
+  r.ndim = 4;
+  r[0] = x[0], r[1] = w[0], r[2] = ho, r[3] = wo;
+  return r;
+}
+
+ValueInfo infer_conv2d(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  same_float(op, in, n, {1});
+  need_rank(op, in[0], 4, "the input", "[N, C, H, W]");
+  need_rank(op, in[1], 4, "the weight", "[O, C/groups, KH, KW]");
+  Conv c = conv_attrs(op, a);
+  a.ni = 7;
+  return ValueInfo{in[0].dtype, conv_forward_shape(op, in[0].shape, in[1].shape, c, "input")};
+}
+
+// (dy, w); i[7], i[8] = H, W -> dx [N, C, H, W].
+ValueInfo infer_conv2d_grad_input(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  same_float(op, in, n, {1});
+  need_rank(op, in[0], 4, "dy", "[N, O, Ho, Wo]");
+  need_rank(op, in[1], 4, "the weight", "[O, C/groups, KH, KW]");
+  Conv c = conv_attrs(op, a);
+  const Shape &dy = in[0].shape, &w = in[1].shape;
+  if (a.i[7] < 1 || a.i[8] < 1)
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: the input size i[7], i[8] must be >= 1, got (%lld, %lld)", N(op), L(a.i[7]),
+         L(a.i[8]));
+  if (dy[1] != w[0])
+    fail(CTN_ERR_SHAPE, "%s: dy channels %lld do not match weight %s", N(op), L(dy[1]), shape_str(w).c_str());
+  Shape x;
+  x.ndim = 4;
+  x[0] = dy[0], x[1] = w[1] * c.groups, x[2] = a.i[7], x[3] = a.i[8];
+  Shape y = conv_forward_shape(op, x, w, c, "dx");
+  if (y != dy)
+    fail(CTN_ERR_SHAPE, "%s: dy %s does not match the output %s of a convolution of %s with weight %s, %s", N(op),
+         shape_str(dy).c_str(), shape_str(y).c_str(), shape_str(x).c_str(), shape_str(w).c_str(), conv_str(c).c_str());
+  a.ni = 9;
+  return ValueInfo{in[0].dtype, x};
+}
+
+// (x, dy); i[7], i[8] = KH, KW -> dw [O, C/groups, KH, KW].
+ValueInfo infer_conv2d_grad_weight(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  same_float(op, in, n, {1});
+  need_rank(op, in[0], 4, "the input", "[N, C, H, W]");
+  need_rank(op, in[1], 4, "dy", "[N, O, Ho, Wo]");
+  Conv c = conv_attrs(op, a);
+  const Shape &x = in[0].shape, &dy = in[1].shape;
+  if (a.i[7] < 1 || a.i[8] < 1)
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: the kernel size i[7], i[8] must be >= 1, got (%lld, %lld)", N(op), L(a.i[7]),
+         L(a.i[8]));
+  if (x[0] != dy[0])
+    fail(CTN_ERR_SHAPE, "%s: batch sizes differ: %s", N(op), values_str(in, n).c_str());
+  if (x[1] % c.groups != 0 || dy[1] % c.groups != 0)
+    fail(CTN_ERR_SHAPE, "%s: groups %lld must divide the channels of input %s and dy %s", N(op), L(c.groups),
+         shape_str(x).c_str(), shape_str(dy).c_str());
+  Shape w;
+  w.ndim = 4;
+  w[0] = dy[1], w[1] = x[1] / c.groups, w[2] = a.i[7], w[3] = a.i[8];
+  Shape y = conv_forward_shape(op, x, w, c, "input");
+  if (y != dy)
+    fail(CTN_ERR_SHAPE, "%s: dy %s does not match the output %s of a convolution of %s with a %s weight, %s", N(op),
+         shape_str(dy).c_str(), shape_str(y).c_str(), shape_str(x).c_str(), shape_str(w).c_str(), conv_str(c).c_str());
+  a.ni = 9;
+  return ValueInfo{in[0].dtype, w};
+}
+
+// (x [N,C,H,W], w [C,O/g,KH,KW]); i[7], i[8] = output padding.
+ValueInfo infer_conv_transpose2d(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  same_float(op, in, n, {1});
+  need_rank(op, in[0], 4, "the input", "[N, C, H, W]");
+  need_rank(op, in[1], 4, "the weight", "[C, O/groups, KH, KW]");
+  Conv c = conv_attrs(op, a);
+  const Shape &x = in[0].shape, &w = in[1].shape;
+  int64_t oph = a.i[7], opw = a.i[8];
+  // Output padding below the stride keeps the op the exact adjoint of conv2d (the gradient
+  // convolutions then give back the input size).
+  if (oph < 0 || opw < 0 || oph >= c.sh || opw >= c.sw)
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: output padding (%lld, %lld) must be >= 0 and smaller than the stride (%s)",
+         N(op), L(oph), L(opw), conv_str(c).c_str());
+  if (w[0] != x[1])
+    fail(CTN_ERR_SHAPE, "%s: input channels %lld do not match weight %s (its dim 0)", N(op), L(x[1]),
+         shape_str(w).c_str());
+  if (x[1] % c.groups != 0)
+    fail(CTN_ERR_SHAPE, "%s: groups %lld must divide the input channels of %s", N(op), L(c.groups),
+         shape_str(x).c_str());
+  if (w[2] < 1 || w[3] < 1) fail(CTN_ERR_SHAPE, "%s: weight %s has an empty kernel", N(op), shape_str(w).c_str());
+  int64_t ho = (x[2] - 1) * c.sh - 2 * c.ph + c.dh * (w[2] - 1) + oph + 1;
+  int64_t wo = (x[3] - 1) * c.sw - 2 * c.pw + c.dw * (w[3] - 1) + opw + 1;
+  if (ho < 1 || wo < 1)
+    fail(CTN_ERR_SHAPE, "%s: the output of %s with weight %s and %s would be empty", N(op), shape_str(x).c_str(),
+         shape_str(w).c_str(), conv_str(c).c_str());
+  a.ni = 9;
+  Shape r;
+  r.ndim = 4;
+  r[0] = x[0], r[1] = w[1] * c.groups, r[2] = ho, r[3] = wo;
+  return ValueInfo{in[0].dtype, r};
+}
+
+// ---- pooling ----------------------------------------------------------------------------------
+
+// Normalises slots 0..5 and returns the pooled shape of x.
+Shape pool_shape(const OpDef &op, const Shape &x, ctn_attrs &a) {
+  int64_t kh = a.i[0], kw = a.i[1];
+  if (kh < 1 || kw < 1) fail(CTN_ERR_INVALID_ARGUMENT, "%s: kernel must be >= 1, got (%lld, %lld)", N(op), L(kh), L(kw));
+  if (a.i[2] == 0) a.i[2] = kh;
+  if (a.i[3] == 0) a.i[3] = kw;
+  int64_t sh = a.i[2], sw = a.i[3], ph = a.i[4], pw = a.i[5];
+  if (sh < 1 || sw < 1) fail(CTN_ERR_INVALID_ARGUMENT, "%s: stride must be >= 1, got (%lld, %lld)", N(op), L(sh), L(sw));
+  if (ph < 0 || pw < 0 || 2 * ph > kh || 2 * pw > kw)
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: padding (%lld, %lld) must be >= 0 and at most half the kernel (%lld, %lld)",
+         N(op), L(ph), L(pw), L(kh), L(kw));
+  if (x[2] + 2 * ph < kh || x[3] + 2 * pw < kw)
+    fail(CTN_ERR_SHAPE, "%s: kernel (%lld, %lld) does not fit input %s with padding (%lld, %lld)", N(op), L(kh), L(kw),
+         shape_str(x).c_str(), L(ph), L(pw));
+  Shape r = x;
+  r[2] = (x[2] + 2 * ph - kh) / sh + 1;
+  r[3] = (x[3] + 2 * pw - kw) / sw + 1;
+  return r;
+}
+
+ValueInfo infer_max_pool2d(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &a) {
+  need_float(op, in[0], "the input");
+  need_rank(op, in[0], 4, "the input", "[N, C, H, W]");
+  Shape r = pool_shape(op, in[0].shape, a);
+  a.ni = 6;
+  return ValueInfo{in[0].dtype, r};
+}
+
+// (x, y, dy) -> dx.
+ValueInfo infer_max_pool2d_grad(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  same_float(op, in, n, {1, 2});
+  need_rank(op, in[0], 4, "the input", "[N, C, H, W]");
+  Shape r = pool_shape(op, in[0].shape, a);
+  if (in[1].shape != r || in[2].shape != r)
+    fail(CTN_ERR_SHAPE, "%s: y and dy must be the pooled shape %s: %s", N(op), shape_str(r).c_str(),
+         values_str(in, n).c_str());
+  a.ni = 6;
+  return in[0];
+}
+
+ValueInfo infer_avg_pool2d(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &a) {
+  need_float(op, in[0], "the input");
+  need_rank(op, in[0], 4, "the input", "[N, C, H, W]");
+  Shape r = pool_shape(op, in[0].shape, a);
+  a.i[6] = a.i[6] != 0;
+  a.ni = 7;
+  return ValueInfo{in[0].dtype, r};
+}
+
+// (dy); i[7], i[8] = H, W -> dx.
+ValueInfo infer_avg_pool2d_grad(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &a) {
+  need_float(op, in[0], "dy");
+  need_rank(op, in[0], 4, "dy", "[N, C, Ho, Wo]");
+  if (a.i[7] < 1 || a.i[8] < 1)
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: the input size i[7], i[8] must be >= 1, got (%lld, %lld)", N(op), L(a.i[7]),
+         L(a.i[8]));
+  Shape x = in[0].shape;
+  x[2] = a.i[7], x[3] = a.i[8];
+  Shape r = pool_shape(op, x, a);
+  if (r != in[0].shape)
+    fail(CTN_ERR_SHAPE, "%s: dy %s does not match the pooled shape %s of input %s", N(op),
+         shape_str(in[0].shape).c_str(), shape_str(r).c_str(), shape_str(x).c_str());
+  a.i[6] = a.i[6] != 0;
+  a.ni = 9;
+  return ValueInfo{in[0].dtype, x};
+}
+
+// ---- normalisation ----------------------------------------------------------------------------
+
+void eps_attr(const OpDef &op, ctn_attrs &a) {
+  if (!(a.f[0] >= 0)) fail(CTN_ERR_INVALID_ARGUMENT, "%s: eps must be >= 0, got %g", N(op), a.f[0]);
+  a.nf = 1;
+}
+
+// x [N, C, ...] with N * spatial > 0 elements per channel.
+void bn_input(const OpDef &op, const ValueInfo &x) {
+  if (x.shape.ndim < 2)
+    fail(CTN_ERR_SHAPE, "%s: the input must be at least 2-d [N, C, ...], got %s", N(op), shape_str(x.shape).c_str());
+  if (x.shape[1] > 0 && x.shape.numel() == 0)
+    fail(CTN_ERR_SHAPE, "%s: the input %s has no element per channel to take statistics over", N(op),
+         shape_str(x.shape).c_str());
+}
+
+void per_channel(const OpDef &op, const ValueInfo *in, uint32_t n, uint32_t k, const char *which) {
+  const ValueInfo &v = in[k];
+  if (v.shape.ndim != 1 || v.shape[0] != in[0].shape[1])
+    fail(CTN_ERR_SHAPE, "%s: %s must be [C] with C = %lld: %s", N(op), which, L(in[0].shape[1]),
+         values_str(in, n).c_str());
+}
+
+ValueInfo infer_batch_norm(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  same_float(op, in, n, {1, 2});
+  bn_input(op, in[0]);
+  per_channel(op, in, n, 1, "gamma");
+  per_channel(op, in, n, 2, "beta");
+  eps_attr(op, a);
+  a.ni = 0;
+  return in[0];
+}
+
+ValueInfo infer_batch_norm_inference(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  same_float(op, in, n, {1, 2, 3, 4});
+  if (in[0].shape.ndim < 2)
+    fail(CTN_ERR_SHAPE, "%s: the input must be at least 2-d [N, C, ...], got %s", N(op), shape_str(in[0].shape).c_str());
+  per_channel(op, in, n, 1, "gamma");
+  per_channel(op, in, n, 2, "beta");
+  per_channel(op, in, n, 3, "running_mean");
+  per_channel(op, in, n, 4, "running_var");
+  eps_attr(op, a);
+  a.ni = 0;
+  return in[0];
+}
+
+// (x, gamma, dy) -> dx
+ValueInfo infer_batch_norm_grad_input(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  same_float(op, in, n, {1, 2});
+  bn_input(op, in[0]);
+  per_channel(op, in, n, 1, "gamma");
+  if (in[2].shape != in[0].shape) fail(CTN_ERR_SHAPE, "%s: dy must have the input's shape: %s", N(op), values_str(in, n).c_str());
+  eps_attr(op, a);
+  a.ni = 0;
+  return in[0];
+}
+
+// (x, dy) -> dgamma [C]
+ValueInfo infer_batch_norm_grad_gamma(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  same_float(op, in, n, {1});
+  bn_input(op, in[0]);
+  if (in[1].shape != in[0].shape) fail(CTN_ERR_SHAPE, "%s: dy must have the input's shape: %s", N(op), values_str(in, n).c_str());
+  eps_attr(op, a);
+  a.ni = 0;
+  Shape c;
+  c.ndim = 1;
+  c[0] = in[0].shape[1];
+  return ValueInfo{in[0].dtype, c};
+}
+
+// Normalises the first normalised axis; returns the shape of the normalised axes.
+Shape ln_axes(const OpDef &op, const ValueInfo &x, ctn_attrs &a) {
+  if (x.shape.ndim == 0) fail(CTN_ERR_SHAPE, "%s: the input must be at least 1-d", N(op));
+  int32_t ax = normalize_axis(N(op), a.i[0], x.shape.ndim);
+  a.i[0] = ax;
+  a.ni = 1;
+  Shape s;
+  for (uint32_t k = static_cast<uint32_t>(ax); k < x.shape.ndim; ++k) s[s.ndim++] = x.shape[k];
+  if (s.numel() == 0) fail(CTN_ERR_SHAPE, "%s: the normalised axes of %s are empty", N(op), shape_str(x.shape).c_str());
+  return s;
+}
+
+void ln_param(const OpDef &op, const ValueInfo *in, uint32_t n, uint32_t k, const Shape &want, const char *which) {
+  if (in[k].shape != want)
+    fail(CTN_ERR_SHAPE, "%s: %s must have the shape %s of the normalised axes: %s", N(op), which,
+         shape_str(want).c_str(), values_str(in, n).c_str());
+}
+
+ValueInfo infer_layer_norm(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  same_float(op, in, n, {1, 2});
+  Shape s = ln_axes(op, in[0], a);
+  ln_param(op, in, n, 1, s, "gamma");
+  ln_param(op, in, n, 2, s, "beta");
+  eps_attr(op, a);
+  return in[0];
+}
+
+ValueInfo infer_layer_norm_grad_input(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  same_float(op, in, n, {1, 2});
+  Shape s = ln_axes(op, in[0], a);
+  ln_param(op, in, n, 1, s, "gamma");
+  if (in[2].shape != in[0].shape) fail(CTN_ERR_SHAPE, "%s: dy must have the input's shape: %s", N(op), values_str(in, n).c_str());
+  eps_attr(op, a);
+  return in[0];
+}
+
+ValueInfo infer_layer_norm_grad_gamma(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  same_float(op, in, n, {1});
+  Shape s = ln_axes(op, in[0], a);
+  if (in[1].shape != in[0].shape) fail(CTN_ERR_SHAPE, "%s: dy must have the input's shape: %s", N(op), values_str(in, n).c_str());
+  eps_attr(op, a);
+  return ValueInfo{in[0].dtype, s};
+}
+
+// ---- dropout, embedding ----------------------------------------------------------------------
+
+ValueInfo infer_dropout(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  need_float(op, in[0], "the input");
+  if (in[1].dtype != CTN_I64 || in[1].shape.numel() != 1)
+    fail(CTN_ERR_DTYPE, "%s: step must be a one-element i64 value: %s", N(op), values_str(in, n).c_str());
+  if (!(a.f[0] >= 0 && a.f[0] < 1)) fail(CTN_ERR_INVALID_ARGUMENT, "%s: p must be in [0, 1), got %g", N(op), a.f[0]);
+  a.ni = 1;
+  a.nf = 1;
+  return in[0];
+}
+
+void need_ids(const OpDef &op, const ValueInfo *in, uint32_t n, uint32_t k) {
+  if (in[k].dtype != CTN_I32 && in[k].dtype != CTN_I64)
+    fail(CTN_ERR_DTYPE, "%s: ids must be i32 or i64: %s", N(op), values_str(in, n).c_str());
+  if (in[k].shape.ndim + 1 > CTN_MAX_DIMS)
+    fail(CTN_ERR_SHAPE, "%s: ids %s have too many dims for a [..., D] result", N(op), shape_str(in[k].shape).c_str());
+}
+
+ValueInfo infer_embedding(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  need_float(op, in[0], "the table");
+  need_rank(op, in[0], 2, "the table", "[V, D]");
+  need_ids(op, in, n, 1);
+  a.ni = 0;
+  ValueInfo r{in[0].dtype, in[1].shape};
+  r.shape[r.shape.ndim++] = in[0].shape[1];
+  return r;
+}
+
+// (ids, dy); i[0] = V -> [V, D]
+ValueInfo infer_embedding_grad(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  need_ids(op, in, n, 0);
+  need_float(op, in[1], "dy");
+  const Shape &ids = in[0].shape, &dy = in[1].shape;
+  bool ok = dy.ndim == ids.ndim + 1;
+  for (uint32_t k = 0; ok && k < ids.ndim; ++k) ok = dy[k] == ids[k];
+  if (!ok) fail(CTN_ERR_SHAPE, "%s: dy must be [..., D] over the ids' shape: %s", N(op), values_str(in, n).c_str());
+  if (a.i[0] < 1) fail(CTN_ERR_INVALID_ARGUMENT, "%s: the vocabulary size i[0] must be >= 1, got %lld", N(op), L(a.i[0]));
+  a.ni = 1;
+  Shape r;
+  r.ndim = 2;
+  r[0] = a.i[0], r[1] = dy[dy.ndim - 1];
+  return ValueInfo{in[1].dtype, r};
+}
+
+using namespace rules;
+
+const OpDef kNnOps[] = {
+    OpDef{CTN_OP_CONV2D, 2, infer_conv2d, conv2d, 0, nullptr, nullptr},
+    OpDef{CTN_OP_CONV2D_GRAD_INPUT, 2, infer_conv2d_grad_input, conv2d_grad_input, 0, nullptr, nullptr},
+    OpDef{CTN_OP_CONV2D_GRAD_WEIGHT, 2, infer_conv2d_grad_weight, conv2d_grad_weight, 0, nullptr, nullptr},
+    OpDef{CTN_OP_CONV_TRANSPOSE2D, 2, infer_conv_transpose2d, conv_transpose2d, 0, nullptr, nullptr},
+    OpDef{CTN_OP_MAX_POOL2D, 1, infer_max_pool2d, max_pool2d, 0, nullptr, nullptr},
+    OpDef{CTN_OP_MAX_POOL2D_GRAD, 3, infer_max_pool2d_grad, nullptr, 0, nullptr, nullptr},
+    OpDef{CTN_OP_AVG_POOL2D, 1, infer_avg_pool2d, avg_pool2d, 0, nullptr, nullptr},
+    OpDef{CTN_OP_AVG_POOL2D_GRAD, 1, infer_avg_pool2d_grad, avg_pool2d_grad, 0, nullptr, nullptr},
+    OpDef{CTN_OP_BATCH_NORM, 3, infer_batch_norm, batch_norm, 0, nullptr, nullptr},
+    OpDef{CTN_OP_BATCH_NORM_GRAD_INPUT, 3, infer_batch_norm_grad_input, nullptr, 0, nullptr, nullptr},
+    OpDef{CTN_OP_BATCH_NORM_GRAD_GAMMA, 2, infer_batch_norm_grad_gamma, nullptr, 0, nullptr, nullptr},
+    OpDef{CTN_OP_BATCH_NORM_INFERENCE, 5, infer_batch_norm_inference, batch_norm_inference, 0, nullptr, nullptr},
+    OpDef{CTN_OP_LAYER_NORM, 3, infer_layer_norm, layer_norm, 0, nullptr, nullptr},
+    OpDef{CTN_OP_LAYER_NORM_GRAD_INPUT, 3, infer_layer_norm_grad_input, nullptr, 0, nullptr, nullptr},
+    OpDef{CTN_OP_LAYER_NORM_GRAD_GAMMA, 2, infer_layer_norm_grad_gamma, nullptr, 0, nullptr, nullptr},
+    OpDef{CTN_OP_DROPOUT, 2, infer_dropout, dropout, OP_NO_FOLD, nullptr, nullptr},
+    OpDef{CTN_OP_EMBEDDING, 2, infer_embedding, embedding, 0, nullptr, nullptr},
+    OpDef{CTN_OP_EMBEDDING_GRAD, 2, infer_embedding_grad, embedding_grad, 0, nullptr, nullptr},
+};
+
+}  // namespace
+
+OpTable nn_op_table() { return {kNnOps, sizeof kNnOps / sizeof kNnOps[0]}; }
 
 }  // namespace ctn

@@ -61,6 +61,7 @@ void for_each_element(const Tensor &t, F &&f) {
 }  // namespace
 
 void Tensor::read(void *dst) const {
+  if (nbytes() == 0) return;  // dst may be NULL for an empty tensor
   if (is_contiguous()) {
     std::memcpy(dst, data(), nbytes());
     return;
@@ -74,6 +75,7 @@ void Tensor::read(void *dst) const {
 }
 
 void Tensor::write(const void *src) {
+  if (nbytes() == 0) return;
   if (is_contiguous()) {
     std::memcpy(data(), src, nbytes());
     return;

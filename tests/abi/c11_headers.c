@@ -9,7 +9,10 @@
 #include <string.h>
 
 #include <chutney/backend.h>
+#include <chutney/checkpoint.h>
 #include <chutney/chutney.h>
+#include <chutney/data.h>
+#include <chutney/nn.h>
 #include <chutney/oplib.h>
 #include <chutney/ops.h>
 #include <chutney/plugin.h>
@@ -179,7 +182,9 @@ PIN(ctn_plan_stats, n_inplace, 20);
 PIN(ctn_plan_stats, planned_peak_bytes, 24);
 PIN(ctn_plan_stats, naive_bytes, 32);
 PIN(ctn_plan_stats, persistent_bytes, 40);
-PIN_SIZE(ctn_plan_stats, 48);
+PIN(ctn_plan_stats, n_assign_elided, 48); /* since 1.1 */
+PIN(ctn_plan_stats, reserved, 52);
+PIN_SIZE(ctn_plan_stats, 56);
 
 /* ---- The same layout with the numbers written out, for the common LP64 targets -------------- */
 #if UINTPTR_MAX == 0xffffffffffffffffu

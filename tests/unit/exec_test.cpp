@@ -75,6 +75,14 @@ TEST(Exec, SteadyStateRunsDoNotAllocate) {
   m.sgd();
   ctn_plan *p;
   CTN_ASSERT_OK(ctn_plan_compile(m.g, 1, &m.loss, nullptr, &p));
+  // w - lr*g and b - lr*g are computed straight into the variables: no copy steps remain.
+  ctn_plan_stats st{};
+  st.struct_size = sizeof st;
+  CTN_ASSERT_OK(ctn_plan_stats_get(p, &st));
+  EXPECT_EQ(st.n_assign_elided, 2u);
+  uint32_t assign_steps = 9;
+  CTN_ASSERT_OK(ctn_plan_backend_steps(p, "cpu", "assign", &assign_steps));
+  EXPECT_EQ(assign_steps, 0u);
   ctn_tensor *xt = make_f32({4, 3}, kX), *out;
   CTN_ASSERT_OK(ctn_plan_output_create(p, 0, &out));
   const ctn_tensor *feeds[1] = {xt};
@@ -98,6 +106,34 @@ TEST(Exec, SteadyStateRunsDoNotAllocate) {
   ctn_tensor_release(out);
   ctn_tensor_release(xt);
   ctn_plan_release(p);
+}
+
+TEST(Exec, AssignElisionMatchesCopyingAssignments) {
+  // The same training run with memory reuse off (plain copies) must give identical weights.
+  std::vector<std::vector<float>> final_w;
+  for (uint32_t disable : {0u, static_cast<uint32_t>(CTN_PASS_MEMORY_REUSE)}) {
+    Model m;
+    int64_t xs[2] = {4, 3};
+    ctn_node x;
+    CTN_ASSERT_OK(ctn_input(m.g, "x", CTN_F32, 2, xs, &x));
+    m.build(x);
+    m.sgd();
+    ctn_compile_options o{sizeof o, disable, nullptr};
+    ctn_plan *p;
+    CTN_ASSERT_OK(ctn_plan_compile(m.g, 1, &m.loss, &o, &p));
+    ctn_tensor *xt = make_f32({4, 3}, kX), *out;
+    CTN_ASSERT_OK(ctn_plan_output_create(p, 0, &out));
+    const ctn_tensor *feeds[1] = {xt};
+    for (int i = 0; i < 20; ++i) CTN_ASSERT_OK(ctn_plan_run(p, 1, &x, feeds, 1, &out));
+    ctn_tensor *wv;
+    CTN_ASSERT_OK(ctn_plan_variable_read(p, m.w, &wv));
+    final_w.push_back(read_f32(wv));
+    ctn_tensor_release(wv);
+    ctn_tensor_release(out);
+    ctn_tensor_release(xt);
+    ctn_plan_release(p);
+  }
+  EXPECT_EQ(final_w[0], final_w[1]);
 }
 
 TEST(Exec, FeedsAreValidated) {

@@ -1,0 +1,333 @@
+// conv2d, conv2d_grad_input, conv2d_grad_weight and conv_transpose2d: im2col + the own GEMM.
+// The batch is split into one chunk per pool participant; each chunk runs serial GEMMs with its
+// participant's packing scratch and its own slice of the workspace, so images never share
+// memory and a call never allocates. Per-image GEMMs write NCHW directly (no transposes), and
+// 1x1 stride-1 unpadded convolutions skip im2col (the input already is the column matrix).
+#include <algorithm>
+
+#include "cpu_backend.h"
+
+namespace ctn_cpu {
+namespace {
+
+enum class ConvKind { kForward, kGradInput, kGradWeight };
+
+// A convolution of input [N,C,H,W] with weight [O,C/G,KH,KW] to output [N,O,Ho,Wo], whatever
+// the op: grad-input and conv_transpose2d run it backwards, grad-weight reduces over N.
+struct ConvGeom {
+  int64_t n, c, h, w, o, kh, kw, ho, wo, sh, sw, ph, pw, dh, dw, g;
+  int64_t cg, og, kg, p, hw;  // per group: channels in/out, GEMM depth C/G*KH*KW; Ho*Wo; H*W
+  bool pointwise;
+  void finish() {
+    cg = c / g;
+    og = o / g;
+    kg = cg * kh * kw;
+    p = ho * wo;
+    hw = h * w;
+    pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0;
+  }
+};
+
+struct ConvState : KernelBase {
+  ConvGeom g{};
+  ConvKind kind = ConvKind::kForward;
+  int64_t chunks_max = 1;     // workspace slots (pool size at get_kernel)
+  int64_t shared_elems = 0;   // transposed weight (grad-input)
+  int64_t slot_elems = 0;     // per slot: columns (+ weight accumulator for grad-weight)
+};
+
+// Valid output columns [lo, hi) for kernel column offset `off` (= k * d - pad): those whose
+// input column ow * s + off lies in [0, w).
+inline void valid_range(int64_t off, int64_t s, int64_t w, int64_t wo, int64_t *lo, int64_t *hi) {
+  int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
+  int64_t b = w - off <= 0 ? 0 : (w - off + s - 1) / s;
+  a = std::min(a, wo);
+  b = std::min(std::max(b, a), wo);
+  *lo = a;
+  *hi = b;
+}
+
+// col[(c*KH + i)*KW + j][oh*Wo + ow] = x[c][oh*sh - ph + i*dh][ow*sw - pw + j*dw], 0 outside.
+template <class T>
+void im2col(const ConvGeom &g, const T *x, T *col) {
+  for (int64_t c = 0; c < g.cg; ++c)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j) {
+        T *row = col + ((c * g.kh + i) * g.kw + j) * g.p;
+        const int64_t off = j * g.dw - g.pw;
+        int64_t lo, hi;
+        valid_range(off, g.sw, g.w, g.wo, &lo, &hi);
+        for (int64_t oh = 0; oh < g.ho; ++oh) {
+          T *r = row + oh * g.wo;
+          const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+          if (ih < 0 || ih >= g.h) {
+            std::fill(r, r + g.wo, T(0));
+            continue;
+          }
+          const T *xr = x + (c * g.h + ih) * g.w + off;
+          std::fill(r, r + lo, T(0));
+          if (g.sw == 1) {
+            std::copy(xr + lo, xr + hi, r + lo);
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) r[ow] = xr[ow * g.sw];
+          }
+          std::fill(r + hi, r + g.wo, T(0));
+        }
+      }
+}
+
+// The adjoint of im2col: x[...] += col[...] (x must be zeroed first).
+template <class T>
+void col2im_add(const ConvGeom &g, const T *col, T *x) {
+  for (int64_t c = 0; c < g.cg; ++c)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const T *row = col + ((c * g.kh + i) * g.kw + j) * g.p;
+        const int64_t off = j * g.dw - g.pw;
+        int64_t lo, hi;
+        valid_range(off, g.sw, g.w, g.wo, &lo, &hi);
+        for (int64_t oh = 0; oh < g.ho; ++oh) {
+          const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+          if (ih < 0 || ih >= g.h) continue;
+          const T *r = row + oh * g.wo;
+          T *xr = x + (c * g.h + ih) * g.w + off;
+          if (g.sw == 1) {
+            for (int64_t ow = lo; ow < hi; ++ow) xr[ow] += r[ow];
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) xr[ow * g.sw] += r[ow];
+          }
+        }
+      }
+}
+
+// Transposed columns: colt[oh*Wo + ow][(c*KH + i)*KW + j], so that the weight gradient's GEMM
+// reads both operands along contiguous rows.
+template <class T>
+void im2col_t(const ConvGeom &g, const T *x, T *colt) {
+  for (int64_t oh = 0; oh < g.ho; ++oh)
+    for (int64_t ow = 0; ow < g.wo; ++ow) {
+      T *r = colt + (oh * g.wo + ow) * g.kg;
+      const int64_t ih0 = oh * g.sh - g.ph, iw0 = ow * g.sw - g.pw;
+      for (int64_t c = 0; c < g.cg; ++c) {
+        const T *xc = x + c * g.hw;
+        for (int64_t i = 0; i < g.kh; ++i) {
+          const int64_t ih = ih0 + i * g.dh;
+          T *d = r + (c * g.kh + i) * g.kw;
+          if (ih < 0 || ih >= g.h) {
+            std::fill(d, d + g.kw, T(0));
+            continue;
+          }
+          const T *xr = xc + ih * g.w;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t iw = iw0 + j * g.dw;
+            d[j] = iw >= 0 && iw < g.w ? xr[iw] : T(0);
+          }
+        }
+      }
+    }
+}
+
+template <class T>
+void gemm(Backend &be, int part, int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa, int64_t csa,
+          const T *b, int64_t rsb, int64_t csb, T *c, int64_t ldc, bool acc) {
+  if constexpr (sizeof(T) == 4)
+    gemm_serial_f32(be, part, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, acc);
+  else
+    gemm_serial_f64(be, part, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, acc);
+}
+
+template <class T>
+struct ConvCall {
+  const ConvState *st;
+  const T *in0;  // forward: x; grad-input: dy; grad-weight: x
+  const T *in1;  // forward: w; grad-input: w (transposed copy in `wt`); grad-weight: dy
+  T *out;
+  T *ws;
+  const T *wt;
+  int64_t chunks;
+
+  void forward(int64_t n, T *col, int part) const {
+    const ConvGeom &g = st->g;
+    for (int64_t gi = 0; gi < g.g; ++gi) {
+      const T *xg = in0 + (n * g.c + gi * g.cg) * g.hw;
+      const T *b = xg;
+      if (!g.pointwise) {
+        im2col(g, xg, col);
+        b = col;
+      }
+      gemm(*st->be, part, g.og, g.p, g.kg, in1 + gi * g.og * g.kg, g.kg, int64_t{1}, b, g.p, int64_t{1},
+           out + (n * g.o + gi * g.og) * g.p, g.p, false);
+    }
+  }
+
+  // dx_n = col2im(W^T dy_n), per group.
+  void grad_input(int64_t n, T *col, int part) const {
+    const ConvGeom &g = st->g;
+    for (int64_t gi = 0; gi < g.g; ++gi) {
+      T *dxg = out + (n * g.c + gi * g.cg) * g.hw;
+      const T *a = wt + gi * g.kg * g.og;  // [Kg, Og]
+      const T *dyg = in0 + (n * g.o + gi * g.og) * g.p;
+      if (g.pointwise) {
+        gemm(*st->be, part, g.kg, g.p, g.og, a, g.og, int64_t{1}, dyg, g.p, int64_t{1}, dxg, g.p, false);
+      } else {
+        gemm(*st->be, part, g.kg, g.p, g.og, a, g.og, int64_t{1}, dyg, g.p, int64_t{1}, col, g.p, false);
+        std::fill(dxg, dxg + g.cg * g.hw, T(0));
+        col2im_add(g, col, dxg);
+      }
+    }
+  }
+
+  // acc[gi] (+)= dy_n[gi] [Og, P] * colT [P, Kg].
+  void grad_weight(int64_t n, T *colt, T *acc, bool first, int part) const {
+    const ConvGeom &g = st->g;
+    for (int64_t gi = 0; gi < g.g; ++gi) {
+      im2col_t(g, in0 + (n * g.c + gi * g.cg) * g.hw, colt);
+      gemm(*st->be, part, g.og, g.kg, g.p, in1 + (n * g.o + gi * g.og) * g.p, g.p, int64_t{1}, colt, g.kg,
+           int64_t{1}, acc + gi * g.og * g.kg, g.kg, !first);
+    }
+  }
+
+  static void part_fn(void *ctx, int64_t c0, int64_t c1, int part) {
+    const auto &call = *static_cast<const ConvCall *>(ctx);
+    const ConvState &st = *call.st;
+    const int64_t nimg = st.g.n;
+    for (int64_t chunk = c0; chunk < c1; ++chunk) {
+      T *slot = call.ws + st.shared_elems + chunk * st.slot_elems;
+      const int64_t n0 = nimg * chunk / call.chunks, n1 = nimg * (chunk + 1) / call.chunks;
+      for (int64_t n = n0; n < n1; ++n) {
+        switch (st.kind) {
+          case ConvKind::kForward: call.forward(n, slot, part); break;
+          case ConvKind::kGradInput: call.grad_input(n, slot, part); break;
+          case ConvKind::kGradWeight:
+            call.grad_weight(n, slot + st.g.o * st.g.kg, slot, n == n0, part);
+            break;
+        }
+      }
+    }
+  }
+};
+
+template <class T>
+ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
+  const auto *st = static_cast<const ConvState *>(state);
+  Backend &be = *st->be;
+  const ConvGeom &g = st->g;
+  ConvCall<T> call{st, desc_ptr<const T>(args->inputs[0]), desc_ptr<const T>(args->inputs[1]),
+                   desc_ptr<T>(args->outputs[0]), static_cast<T *>(args->workspace), nullptr, 1};
+  if (st->kind == ConvKind::kGradInput) {
+    // W [G][Og, Kg] -> W^T [G][Kg, Og] once, so each image's GEMM packs contiguous rows.
+    T *wt = call.ws;
+    for (int64_t gi = 0; gi < g.g; ++gi) {
+      const T *src = call.in1 + gi * g.og * g.kg;
+      T *dst = wt + gi * g.kg * g.og;
+      for (int64_t o = 0; o < g.og; ++o)
+        for (int64_t k = 0; k < g.kg; ++k) dst[k * g.og + o] = src[o * g.kg + k];
+    }
+    call.wt = wt;
+  }
+  // Enough images per chunk to make waking the pool worth it.
+  const int64_t flops = 2 * g.n * g.o * g.p * g.kg;
+  int64_t chunks = std::min<int64_t>({st->chunks_max, g.n, static_cast<int64_t>(be.pool->size())});
+  if (flops < (1 << 20)) chunks = 1;
+  call.chunks = std::max<int64_t>(chunks, 1);
+  if (call.chunks > 1)
+    be.pool->parallel_for(call.chunks, 1, ConvCall<T>::part_fn, &call);
+  else
+    ConvCall<T>::part_fn(&call, 0, 1, 0);
+  if (st->kind == ConvKind::kGradWeight) {
+    // Sum the per-chunk weight gradients.
+    const int64_t len = g.o * g.kg;
+    T *dw = call.out;
+    const T *s0 = call.ws + st->shared_elems;
+    std::copy(s0, s0 + len, dw);
+    for (int64_t c = 1; c < call.chunks; ++c) {
+      const T *s = s0 + c * st->slot_elems;
+      for (int64_t i = 0; i < len; ++i) dw[i] += s[i];
+    }
+    if (g.n == 0) std::fill(dw, dw + len, T(0));
+  }
+  return CTN_OK;
+}
+
+bool is4(const ctn_tensor_desc &d) { return d.ndim == 4; }
+
+}  // namespace
+
+ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+  const char *op = sig->op;
+  ConvKind kind;
+  bool transpose = false;
+  if (!std::strcmp(op, CTN_OP_CONV2D)) {
+    kind = ConvKind::kForward;
+  } else if (!std::strcmp(op, CTN_OP_CONV2D_GRAD_INPUT)) {
+    kind = ConvKind::kGradInput;
+  } else if (!std::strcmp(op, CTN_OP_CONV_TRANSPOSE2D)) {
+    kind = ConvKind::kGradInput;
+    transpose = true;
+  } else if (!std::strcmp(op, CTN_OP_CONV2D_GRAD_WEIGHT)) {
+    kind = ConvKind::kGradWeight;
+  } else {
+    return CTN_OK;
+  }
+  *handled = true;
+  const ctn_host_api *host = be->host;
+  if (sig->n_inputs != 2)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects 2 inputs, got %u", op, sig->n_inputs);
+  const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
+  if (!is_float(a.dtype))
+    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (f32, f64 only)", op,
+                           dtype_name(a.dtype));
+  if (b.dtype != a.dtype || y.dtype != a.dtype)
+    return host->set_error(CTN_ERR_DTYPE, "cpu %s: operand dtypes differ", op);
+  if (!is4(a) || !is4(b) || !is4(y))
+    return host->set_error(CTN_ERR_SHAPE, "cpu %s: operands must be 4-d: %s, %s -> %s", op, shape_str(a).c_str(),
+                           shape_str(b).c_str(), shape_str(y).c_str());
+  const int64_t *at = sig->attrs->i;
+  ConvGeom g{};
+  g.sh = at[0], g.sw = at[1], g.ph = at[2], g.pw = at[3], g.dh = at[4], g.dw = at[5], g.g = at[6];
+  if (g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0 || g.dh < 1 || g.dw < 1 || g.g < 1)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: bad convolution attributes", op);
+  // Conv input/weight/output of the underlying convolution.
+  const ctn_tensor_desc *cx, *cw, *cy;
+  switch (kind) {
+    case ConvKind::kForward: cx = &a, cw = &b, cy = &y; break;
+    case ConvKind::kGradInput: cx = &y, cw = &b, cy = &a; break;
+    default: cx = &a, cw = &y, cy = &b; break;
+  }
+  g.n = cx->shape[0], g.c = cx->shape[1], g.h = cx->shape[2], g.w = cx->shape[3];
+  g.o = cw->shape[0], g.kh = cw->shape[2], g.kw = cw->shape[3];
+  g.ho = cy->shape[2], g.wo = cy->shape[3];
+  const int64_t span_h = g.dh * (g.kh - 1) + 1, span_w = g.dw * (g.kw - 1) + 1;
+  bool ok = g.c % g.g == 0 && g.o % g.g == 0 && cw->shape[1] * g.g == g.c && cy->shape[0] == g.n &&
+            cy->shape[1] == g.o && g.kh >= 1 && g.kw >= 1 && g.h + 2 * g.ph >= span_h && g.w + 2 * g.pw >= span_w &&
+            g.ho == (g.h + 2 * g.ph - span_h) / g.sh + 1 && g.wo == (g.w + 2 * g.pw - span_w) / g.sw + 1;
+  if (!ok)
+    return host->set_error(CTN_ERR_SHAPE, "cpu %s: inconsistent shapes %s, %s -> %s for the attributes", op,
+                           shape_str(a).c_str(), shape_str(b).c_str(), shape_str(y).c_str());
+  (void)transpose;
+  g.finish();
+  auto st = std::make_unique<ConvState>();
+  st->be = be;
+  st->host = host;
+  st->g = g;
+  st->kind = kind;
+  st->chunks_max = std::max(1, be->num_threads);
+  switch (kind) {
+    case ConvKind::kForward: st->slot_elems = g.pointwise ? 0 : g.kg * g.p; break;
+    case ConvKind::kGradInput:
+      st->shared_elems = g.g * g.kg * g.og;
+      st->slot_elems = g.pointwise ? 0 : g.kg * g.p;
+      break;
+    case ConvKind::kGradWeight: st->slot_elems = g.o * g.kg + g.p * g.kg; break;
+  }
+  // Round slots to whole cache lines so that two participants never write the same line.
+  const int64_t line = 64 / static_cast<int64_t>(dtype_size(a.dtype));
+  st->slot_elems = (st->slot_elems + line - 1) / line * line;
+  st->shared_elems = (st->shared_elems + line - 1) / line * line;
+  const uint64_t ws = static_cast<uint64_t>(st->shared_elems + st->chunks_max * st->slot_elems) *
+                      dtype_size(a.dtype);
+  kernel_set(out, a.dtype == CTN_F32 ? conv_kernel<float> : conv_kernel<double>, st.release(), 0, ws);
+  return CTN_OK;
+}
+
+}  // namespace ctn_cpu

@@ -1,0 +1,299 @@
+// batch_norm (training and inference) and layer_norm with their *_grad ops. Statistics are
+// taken in double with two passes (mean, then the mean of squared deviations), so f32 results
+// do not suffer from cancellation. Batch norm splits channels over the pool, layer norm rows.
+#include <cmath>
+
+#include "cpu_backend.h"
+
+namespace ctn_cpu {
+namespace {
+
+enum class NormKind { kBn, kBnGradInput, kBnGradGamma, kBnInference, kLn, kLnGradInput, kLnGradGamma };
+
+struct NormState : KernelBase {
+  NormKind kind = NormKind::kBn;
+  double eps = 0;
+  // Batch norm: x viewed as [outer = N, ch = C, inner = spatial]. Layer norm: [rows, len].
+  int64_t outer = 0, ch = 0, inner = 0;
+  int64_t rows = 0, len = 0;
+};
+
+struct Stats {
+  double mean, rstd;
+};
+
+// ---- batch norm -------------------------------------------------------------------------------
+
+template <class T>
+struct BnCall {
+  const NormState *st;
+  const ctn_kernel_args *args;
+
+  const T *in(int k) const { return desc_ptr<const T>(args->inputs[k]); }
+
+  template <class F>
+  void each(int64_t c, F &&f) const {  // f(offset of a contiguous run of `inner` elements)
+    for (int64_t n = 0; n < st->outer; ++n) f((n * st->ch + c) * st->inner);
+  }
+
+  Stats stats(const T *x, int64_t c) const {
+    const double count = static_cast<double>(st->outer * st->inner);
+    double s = 0;
+    each(c, [&](int64_t o) {
+      for (int64_t i = 0; i < st->inner; ++i) s += x[o + i];
+    });
+    const double mean = s / count;
+    double v = 0;
+    each(c, [&](int64_t o) {
+      for (int64_t i = 0; i < st->inner; ++i) {
+        double d = x[o + i] - mean;
+        v += d * d;
+      }
+    });
+    return {mean, 1.0 / std::sqrt(v / count + st->eps)};
+  }
+
+  void channel(int64_t c) const {
+    const T *x = in(0);
+    T *out = desc_ptr<T>(args->outputs[0]);
+    const int64_t inner = st->inner;
+    switch (st->kind) {
+      case NormKind::kBn:
+      case NormKind::kBnInference: {
+        Stats s;
+        if (st->kind == NormKind::kBn) {
+          s = stats(x, c);
+        } else {
+          s.mean = in(3)[c];
+          s.rstd = 1.0 / std::sqrt(static_cast<double>(in(4)[c]) + st->eps);
+        }
+        const double gamma = in(1)[c], beta = in(2)[c];
+        const T scale = static_cast<T>(gamma * s.rstd), shift = static_cast<T>(beta - s.mean * gamma * s.rstd);
+        each(c, [&](int64_t o) {
+          for (int64_t i = 0; i < inner; ++i) out[o + i] = x[o + i] * scale + shift;
+        });
+        break;
+      }
+      case NormKind::kBnGradInput: {
+        // dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat))
+        const T *dy = in(2);
+        const Stats s = stats(x, c);
+        double sdy = 0, sdyx = 0;
+        each(c, [&](int64_t o) {
+          for (int64_t i = 0; i < inner; ++i) {
+            sdy += dy[o + i];
+            sdyx += dy[o + i] * (x[o + i] - s.mean);
+          }
+        });
+        const double count = static_cast<double>(st->outer * inner);
+        const double k = in(1)[c] * s.rstd;
+        const double mdy = sdy / count, mdyx = sdyx * s.rstd * s.rstd / count;
+        each(c, [&](int64_t o) {
+          for (int64_t i = 0; i < inner; ++i)
+            out[o + i] = static_cast<T>(k * (dy[o + i] - mdy - (x[o + i] - s.mean) * mdyx));
+        });
+        break;
+      }
+      case NormKind::kBnGradGamma: {
+        const T *dy = in(1);
+        const Stats s = stats(x, c);
+        double acc = 0;
+        each(c, [&](int64_t o) {
+          for (int64_t i = 0; i < inner; ++i) acc += dy[o + i] * (x[o + i] - s.mean);
+        });
+        out[c] = static_cast<T>(acc * s.rstd);
+        break;
+      }
+      default: break;
+    }
+  }
+  static void part(void *ctx, int64_t a, int64_t b, int) {
+    for (int64_t c = a; c < b; ++c) static_cast<const BnCall *>(ctx)->channel(c);
+  }
+};
+
+// ---- layer norm --------------------------------------------------------------------------------
+
+template <class T>
+Stats row_stats(const T *x, int64_t len, double eps) {
+  double s = 0;
+  for (int64_t i = 0; i < len; ++i) s += x[i];
+  const double mean = s / static_cast<double>(len);
+  double v = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    double d = x[i] - mean;
+    v += d * d;
+  }
+  return {mean, 1.0 / std::sqrt(v / static_cast<double>(len) + eps)};
+}
+
+template <class T>
+struct LnCall {
+  const NormState *st;
+  const ctn_kernel_args *args;
+  Stats *stats;  // workspace, grad-gamma only
+
+  const T *in(int k) const { return desc_ptr<const T>(args->inputs[k]); }
+
+  void row(int64_t r) const {
+    const int64_t len = st->len;
+    const T *x = in(0) + r * len;
+    const Stats s = row_stats(x, len, st->eps);
+    switch (st->kind) {
+      case NormKind::kLn: {
+        const T *gamma = in(1), *beta = in(2);
+        T *y = desc_ptr<T>(args->outputs[0]) + r * len;
+        const T mean = static_cast<T>(s.mean), rstd = static_cast<T>(s.rstd);
+        for (int64_t i = 0; i < len; ++i) y[i] = (x[i] - mean) * rstd * gamma[i] + beta[i];
+        break;
+      }
+      case NormKind::kLnGradInput: {
+        // g = dy * gamma; dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+        const T *gamma = in(1), *dy = in(2) + r * len;
+        T *dx = desc_ptr<T>(args->outputs[0]) + r * len;
+        double sg = 0, sgx = 0;
+        for (int64_t i = 0; i < len; ++i) {
+          double g = static_cast<double>(dy[i]) * gamma[i];
+          sg += g;
+          sgx += g * (x[i] - s.mean);
+        }
+        const double mg = sg / static_cast<double>(len), mgx = sgx * s.rstd * s.rstd / static_cast<double>(len);
+        for (int64_t i = 0; i < len; ++i)
+          dx[i] = static_cast<T>(s.rstd * (static_cast<double>(dy[i]) * gamma[i] - mg - (x[i] - s.mean) * mgx));
+        break;
+      }
+      case NormKind::kLnGradGamma: stats[r] = s; break;
+      default: break;
+    }
+  }
+  // grad-gamma, second phase: columns [a, b) summed over every row.
+  void columns(int64_t a, int64_t b) const {
+    const int64_t len = st->len;
+    const T *x = in(0), *dy = in(1);
+    T *dg = desc_ptr<T>(args->outputs[0]);
+    double acc[64];
+    for (int64_t j0 = a; j0 < b; j0 += 64) {
+      const int64_t j1 = std::min<int64_t>(j0 + 64, b);
+      for (int64_t j = j0; j < j1; ++j) acc[j - j0] = 0;
+      for (int64_t r = 0; r < st->rows; ++r) {
+        const T *xr = x + r * len, *dr = dy + r * len;
+        const double m = stats[r].mean, rs = stats[r].rstd;
+        for (int64_t j = j0; j < j1; ++j) acc[j - j0] += dr[j] * ((xr[j] - m) * rs);
+      }
+      for (int64_t j = j0; j < j1; ++j) dg[j] = static_cast<T>(acc[j - j0]);
+    }
+  }
+  static void rows_part(void *ctx, int64_t a, int64_t b, int) {
+    for (int64_t r = a; r < b; ++r) static_cast<const LnCall *>(ctx)->row(r);
+  }
+  static void cols_part(void *ctx, int64_t a, int64_t b, int) { static_cast<const LnCall *>(ctx)->columns(a, b); }
+};
+
+template <class T>
+ctn_status norm_kernel(void *state, const ctn_kernel_args *args) {
+  const auto *st = static_cast<const NormState *>(state);
+  ThreadPool &pool = *st->be->pool;
+  const bool par = desc_numel(args->inputs[0]) >= kParallelThreshold && pool.size() > 1;
+  switch (st->kind) {
+    case NormKind::kLn:
+    case NormKind::kLnGradInput:
+    case NormKind::kLnGradGamma: {
+      LnCall<T> call{st, args, static_cast<Stats *>(args->workspace)};
+      if (par)
+        pool.parallel_for(st->rows, 1, LnCall<T>::rows_part, &call);
+      else
+        LnCall<T>::rows_part(&call, 0, st->rows, 0);
+      if (st->kind == NormKind::kLnGradGamma) {
+        if (par)
+          pool.parallel_for(st->len, 64, LnCall<T>::cols_part, &call);
+        else
+          call.columns(0, st->len);
+      }
+      break;
+    }
+    default: {
+      BnCall<T> call{st, args};
+      if (par)
+        pool.parallel_for(st->ch, 1, BnCall<T>::part, &call);
+      else
+        BnCall<T>::part(&call, 0, st->ch, 0);
+    }
+  }
+  return CTN_OK;
+}
+
+}  // namespace
+
+ctn_status make_norm_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+  struct Entry {
+    const char *name;
+    NormKind kind;
+    uint32_t n_in;
+  };
+  static const Entry kEntries[] = {
+      {CTN_OP_BATCH_NORM, NormKind::kBn, 3},
+      {CTN_OP_BATCH_NORM_GRAD_INPUT, NormKind::kBnGradInput, 3},
+      {CTN_OP_BATCH_NORM_GRAD_GAMMA, NormKind::kBnGradGamma, 2},
+      {CTN_OP_BATCH_NORM_INFERENCE, NormKind::kBnInference, 5},
+      {CTN_OP_LAYER_NORM, NormKind::kLn, 3},
+      {CTN_OP_LAYER_NORM_GRAD_INPUT, NormKind::kLnGradInput, 3},
+      {CTN_OP_LAYER_NORM_GRAD_GAMMA, NormKind::kLnGradGamma, 2},
+  };
+  const Entry *e = nullptr;
+  for (const Entry &k : kEntries)
+    if (!std::strcmp(sig->op, k.name)) e = &k;
+  if (!e) return CTN_OK;
+  *handled = true;
+  const char *op = sig->op;
+  const ctn_host_api *host = be->host;
+  if (sig->n_inputs != e->n_in)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects %u inputs, got %u", op, e->n_in,
+                           sig->n_inputs);
+  const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
+  if (!is_float(x.dtype))
+    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (f32, f64 only)", op,
+                           dtype_name(x.dtype));
+  for (uint32_t i = 0; i <= e->n_in; ++i) {
+    const ctn_tensor_desc &d = i < e->n_in ? sig->inputs[i] : y;
+    if (d.dtype != x.dtype) return host->set_error(CTN_ERR_DTYPE, "cpu %s: operand dtypes differ", op);
+  }
+  auto st = std::make_unique<NormState>();
+  st->be = be;
+  st->host = host;
+  st->kind = e->kind;
+  st->eps = sig->attrs->f[0];
+  uint64_t ws = 0;
+  const bool ln = e->kind == NormKind::kLn || e->kind == NormKind::kLnGradInput || e->kind == NormKind::kLnGradGamma;
+  if (ln) {
+    const int64_t a = sig->attrs->i[0];
+    if (a < 0 || a >= static_cast<int64_t>(x.ndim))
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: first axis %lld out of range for %s", op,
+                             static_cast<long long>(a), shape_str(x).c_str());
+    st->rows = 1;
+    st->len = 1;
+    for (uint32_t k = 0; k < x.ndim; ++k) (static_cast<int64_t>(k) < a ? st->rows : st->len) *= x.shape[k];
+    const int64_t want_out = e->kind == NormKind::kLnGradGamma ? st->len : desc_numel(x);
+    if (desc_numel(y) != want_out || (e->kind != NormKind::kLnGradGamma && !same_shape(x, y)) ||
+        desc_numel(sig->inputs[1]) != (e->kind == NormKind::kLnGradGamma ? desc_numel(x) : st->len))
+      return host->set_error(CTN_ERR_SHAPE, "cpu %s: inconsistent shapes for %s", op, shape_str(x).c_str());
+    if (e->kind == NormKind::kLnGradGamma) ws = static_cast<uint64_t>(st->rows) * sizeof(Stats);
+  } else {
+    if (x.ndim < 2) return host->set_error(CTN_ERR_SHAPE, "cpu %s: the input must be at least 2-d", op);
+    st->outer = x.shape[0];
+    st->ch = x.shape[1];
+    st->inner = 1;
+    for (uint32_t k = 2; k < x.ndim; ++k) st->inner *= x.shape[k];
+    bool ok = e->kind == NormKind::kBnGradGamma ? (y.ndim == 1 && y.shape[0] == st->ch && same_shape(sig->inputs[1], x))
+                                                 : same_shape(x, y);
+    for (uint32_t i = 1; ok && i < e->n_in; ++i) {
+      const ctn_tensor_desc &d = sig->inputs[i];
+      bool full = (e->kind == NormKind::kBnGradInput && i == 2) || (e->kind == NormKind::kBnGradGamma && i == 1);
+      ok = full ? same_shape(d, x) : (d.ndim == 1 && d.shape[0] == st->ch);
+    }
+    if (!ok) return host->set_error(CTN_ERR_SHAPE, "cpu %s: inconsistent shapes for %s", op, shape_str(x).c_str());
+  }
+  kernel_set(out, x.dtype == CTN_F32 ? norm_kernel<float> : norm_kernel<double>, st.release(), 0, ws);
+  return CTN_OK;
+}
+
+}  // namespace ctn_cpu

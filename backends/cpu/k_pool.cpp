@@ -1,0 +1,201 @@
+// max_pool2d, max_pool2d_grad, avg_pool2d, avg_pool2d_grad. Each (image, channel) plane is
+// independent, so planes are split over the pool; within a plane the window bounds are clipped
+// once per output row and column instead of testing every tap.
+#include <algorithm>
+#include <limits>
+
+#include "cpu_backend.h"
+
+namespace ctn_cpu {
+namespace {
+
+enum class PoolKind { kMax, kMaxGrad, kAvg, kAvgGrad };
+
+struct PoolState : KernelBase {
+  PoolKind kind = PoolKind::kMax;
+  int64_t planes = 0, h = 0, w = 0, ho = 0, wo = 0;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0;
+  bool include_pad = false;
+};
+
+// Clipped window [lo, hi) of output index o along one axis.
+inline void window(int64_t o, int64_t s, int64_t p, int64_t k, int64_t n, int64_t *lo, int64_t *hi) {
+  int64_t a = o * s - p;
+  *lo = std::max<int64_t>(a, 0);
+  *hi = std::min<int64_t>(a + k, n);
+}
+
+template <class T>
+struct PoolCall {
+  const PoolState *st;
+  const T *x;   // max, max-grad: x; avg: x; avg-grad: dy
+  const T *dy;  // max-grad only
+  T *out;
+
+  void max_plane(const T *xp, T *yp) const {
+    const PoolState &s = *st;
+    for (int64_t oh = 0; oh < s.ho; ++oh) {
+      int64_t h0, h1;
+      window(oh, s.sh, s.ph, s.kh, s.h, &h0, &h1);
+      for (int64_t ow = 0; ow < s.wo; ++ow) {
+        int64_t w0, w1;
+        window(ow, s.sw, s.pw, s.kw, s.w, &w0, &w1);
+        T m = -std::numeric_limits<T>::infinity();
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) {
+            T v = xp[ih * s.w + iw];
+            if (v > m || v != v) m = v;  // NaN propagates
+          }
+        yp[oh * s.wo + ow] = m;
+      }
+    }
+  }
+
+  // The gradient of each window goes to its first maximum in row-major order.
+  void max_grad_plane(const T *xp, const T *dyp, T *dxp) const {
+    const PoolState &s = *st;
+    std::fill(dxp, dxp + s.h * s.w, T(0));
+    for (int64_t oh = 0; oh < s.ho; ++oh) {
+      int64_t h0, h1;
+      window(oh, s.sh, s.ph, s.kh, s.h, &h0, &h1);
+      for (int64_t ow = 0; ow < s.wo; ++ow) {
+        int64_t w0, w1;
+        window(ow, s.sw, s.pw, s.kw, s.w, &w0, &w1);
+        T m = -std::numeric_limits<T>::infinity();
+        int64_t arg = h0 * s.w + w0;
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) {
+            T v = xp[ih * s.w + iw];
+            if (v > m || (v != v && m == m)) {
+              m = v;
+              arg = ih * s.w + iw;
+            }
+          }
+        dxp[arg] += dyp[oh * s.wo + ow];
+      }
+    }
+  }
+
+  T divisor(int64_t h0, int64_t h1, int64_t w0, int64_t w1) const {
+    return st->include_pad ? T(st->kh * st->kw) : T((h1 - h0) * (w1 - w0));
+  }
+
+  void avg_plane(const T *xp, T *yp) const {
+    const PoolState &s = *st;
+    for (int64_t oh = 0; oh < s.ho; ++oh) {
+      int64_t h0, h1;
+      window(oh, s.sh, s.ph, s.kh, s.h, &h0, &h1);
+      for (int64_t ow = 0; ow < s.wo; ++ow) {
+        int64_t w0, w1;
+        window(ow, s.sw, s.pw, s.kw, s.w, &w0, &w1);
+        T acc = 0;
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) acc += xp[ih * s.w + iw];
+        yp[oh * s.wo + ow] = acc / divisor(h0, h1, w0, w1);
+      }
+    }
+  }
+
+  void avg_grad_plane(const T *dyp, T *dxp) const {
+    const PoolState &s = *st;
+    std::fill(dxp, dxp + s.h * s.w, T(0));
+    for (int64_t oh = 0; oh < s.ho; ++oh) {
+      int64_t h0, h1;
+      window(oh, s.sh, s.ph, s.kh, s.h, &h0, &h1);
+      for (int64_t ow = 0; ow < s.wo; ++ow) {
+        int64_t w0, w1;
+        window(ow, s.sw, s.pw, s.kw, s.w, &w0, &w1);
+        T g = dyp[oh * s.wo + ow] / divisor(h0, h1, w0, w1);
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) dxp[ih * s.w + iw] += g;
+      }
+    }
+  }
+
+  void planes(int64_t p0, int64_t p1) const {
+    const PoolState &s = *st;
+    const int64_t in_sz = s.h * s.w, out_sz = s.ho * s.wo;
+    for (int64_t p = p0; p < p1; ++p) {
+      switch (s.kind) {
+        case PoolKind::kMax: max_plane(x + p * in_sz, out + p * out_sz); break;
+        case PoolKind::kMaxGrad: max_grad_plane(x + p * in_sz, dy + p * out_sz, out + p * in_sz); break;
+        case PoolKind::kAvg: avg_plane(x + p * in_sz, out + p * out_sz); break;
+        case PoolKind::kAvgGrad: avg_grad_plane(x + p * out_sz, out + p * in_sz); break;
+      }
+    }
+  }
+  static void part(void *ctx, int64_t a, int64_t b, int) { static_cast<const PoolCall *>(ctx)->planes(a, b); }
+};
+
+template <class T>
+ctn_status pool_kernel(void *state, const ctn_kernel_args *args) {
+  const auto *st = static_cast<const PoolState *>(state);
+  PoolCall<T> call{st, desc_ptr<const T>(args->inputs[0]), nullptr, desc_ptr<T>(args->outputs[0])};
+  if (st->kind == PoolKind::kMaxGrad) call.dy = desc_ptr<const T>(args->inputs[2]);
+  const int64_t work = st->planes * (st->h * st->w + st->ho * st->wo * st->kh * st->kw);
+  if (work >= kParallelThreshold && st->be->pool->size() > 1)
+    st->be->pool->parallel_for(st->planes, 1, PoolCall<T>::part, &call);
+  else
+    call.planes(0, st->planes);
+  return CTN_OK;
+}
+
+}  // namespace
+
+ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+  const char *op = sig->op;
+  PoolKind kind;
+  uint32_t n_in = 1;
+  if (!std::strcmp(op, CTN_OP_MAX_POOL2D)) {
+    kind = PoolKind::kMax;
+  } else if (!std::strcmp(op, CTN_OP_MAX_POOL2D_GRAD)) {
+    kind = PoolKind::kMaxGrad;
+    n_in = 3;
+  } else if (!std::strcmp(op, CTN_OP_AVG_POOL2D)) {
+    kind = PoolKind::kAvg;
+  } else if (!std::strcmp(op, CTN_OP_AVG_POOL2D_GRAD)) {
+    kind = PoolKind::kAvgGrad;
+  } else {
+    return CTN_OK;
+  }
+  *handled = true;
+  const ctn_host_api *host = be->host;
+  if (sig->n_inputs != n_in)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects %u inputs, got %u", op, n_in, sig->n_inputs);
+  const ctn_tensor_desc &y = *sig->output;
+  if (!is_float(y.dtype))
+    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (f32, f64 only)", op,
+                           dtype_name(y.dtype));
+  for (uint32_t i = 0; i < n_in; ++i)
+    if (sig->inputs[i].dtype != y.dtype || sig->inputs[i].ndim != 4)
+      return host->set_error(CTN_ERR_SHAPE, "cpu %s: operand %u must be a 4-d %s value, got %s %s", op, i,
+                             dtype_name(y.dtype), dtype_name(sig->inputs[i].dtype),
+                             shape_str(sig->inputs[i]).c_str());
+  if (y.ndim != 4) return host->set_error(CTN_ERR_SHAPE, "cpu %s: the output must be 4-d", op);
+  const bool grad = kind == PoolKind::kMaxGrad || kind == PoolKind::kAvgGrad;
+  // Full-size and pooled descriptors.
+  const ctn_tensor_desc &big = kind == PoolKind::kAvgGrad ? y : sig->inputs[0];
+  const ctn_tensor_desc &small = kind == PoolKind::kAvgGrad ? sig->inputs[0] : grad ? sig->inputs[2] : y;
+  const int64_t *at = sig->attrs->i;
+  auto st = std::make_unique<PoolState>();
+  st->be = be;
+  st->host = host;
+  st->kind = kind;
+  st->kh = at[0], st->kw = at[1], st->sh = at[2], st->sw = at[3], st->ph = at[4], st->pw = at[5];
+  st->include_pad = (kind == PoolKind::kAvg || kind == PoolKind::kAvgGrad) && at[6] != 0;
+  st->planes = big.shape[0] * big.shape[1];
+  st->h = big.shape[2], st->w = big.shape[3];
+  st->ho = small.shape[2], st->wo = small.shape[3];
+  bool ok = st->kh >= 1 && st->kw >= 1 && st->sh >= 1 && st->sw >= 1 && st->ph >= 0 && st->pw >= 0 &&
+            2 * st->ph <= st->kh && 2 * st->pw <= st->kw && small.shape[0] == big.shape[0] &&
+            small.shape[1] == big.shape[1] && st->h + 2 * st->ph >= st->kh && st->w + 2 * st->pw >= st->kw &&
+            st->ho == (st->h + 2 * st->ph - st->kh) / st->sh + 1 && st->wo == (st->w + 2 * st->pw - st->kw) / st->sw + 1;
+  if (kind == PoolKind::kMaxGrad) ok = ok && same_shape(sig->inputs[1], small) && same_shape(y, big);
+  if (!ok)
+    return host->set_error(CTN_ERR_SHAPE, "cpu %s: shapes %s -> %s do not match the pooling attributes", op,
+                           shape_str(sig->inputs[0]).c_str(), shape_str(y).c_str());
+  kernel_set(out, y.dtype == CTN_F32 ? pool_kernel<float> : pool_kernel<double>, st.release());
+  return CTN_OK;
+}
+
+}  // namespace ctn_cpu

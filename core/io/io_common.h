@@ -1,0 +1,38 @@
+// Shared by the io/ translation units: argument checks and the propagation of failures of public
+// C API calls made from inside the core.
+#pragma once
+
+#include <chutney/chutney.h>
+
+#include "capi/wall.h"
+#include "util/status.h"
+
+#include <cstring>
+#include <new>
+#include <string>
+
+namespace ctn::io {
+
+using ::ctn::wall;  // capi/wall.h: the one try/catch wall of the C ABI
+
+// Turns a failed public-API status back into an Error, prefixing `context` and dropping the
+// "CTN_ERR_X: " prefix that set_last_error added (the wall adds it again).
+inline void check(ctn_status s, const std::string &context) {
+  if (s == CTN_OK) return;
+  std::string msg = ctn_last_error();
+  std::string prefix = std::string(status_name(s)) + ": ";
+  if (msg.compare(0, prefix.size(), prefix) == 0) msg.erase(0, prefix.size());
+  throw Error(s, context.empty() ? msg : context + ": " + msg);
+}
+
+template <class T>
+T *need(T *p, const char *fn, const char *what) {
+  if (p == nullptr) fail(CTN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
+  return p;
+}
+
+}  // namespace ctn::io
+
+// Needs `const char *ctn_io_fn = __func__;` in the exported function (inside the wall's lambda
+// __func__ would say "operator()").
+#define CTN_IO_NEED(p) ::ctn::io::need((p), ctn_io_fn, #p)

@@ -1,0 +1,210 @@
+// The neural-network op cases instantiated for every backend (forward against the references,
+// gradients against finite differences), plus behaviour that a table cannot express: error
+// messages at build time, kernel errors at run time, dropout's reproducibility.
+#include <cstring>
+#include <memory>
+
+#include "nn_cases.hpp"
+
+namespace conf {
+namespace {
+
+using Param = std::tuple<std::string, size_t>;
+
+std::string label(const std::string &backend, const std::string &row) {
+  return param_name(backend) + "_" + param_name(row);
+}
+
+class NnForward : public BackendTest, public ::testing::WithParamInterface<Param> {};
+
+TEST_P(NnForward, MatchesReference) {
+  const auto &[backend, index] = GetParam();
+  const OpCase &c = nn_forward_cases().at(index);
+  begin(backend, c.row);
+  if (IsSkipped() || HasFatalFailure()) return;
+  for (const Variant &v : c.variants) {
+    for (ctn_dtype fdt : {CTN_F32, CTN_F64}) {
+      uint64_t seed = seed_of(c.row + "/" + v.label + "/" + ctn_dtype_name(fdt));
+      for (bool all_passes : {false, true}) {
+        std::string u = run_forward_variant(backend, c, v, fdt, seed, all_passes);
+        if (!u.empty()) {
+          note_unsupported(u);
+          break;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Nn, NnForward,
+                         ::testing::Combine(::testing::ValuesIn(backend_names()),
+                                            ::testing::Range<size_t>(0, nn_forward_cases().size())),
+                         [](const ::testing::TestParamInfo<Param> &info) {
+                           return label(std::get<0>(info.param), nn_forward_cases()[std::get<1>(info.param)].row);
+                         });
+
+class NnGradient : public BackendTest, public ::testing::WithParamInterface<Param> {};
+
+TEST_P(NnGradient, MatchesFiniteDifferences) {
+  const auto &[backend, index] = GetParam();
+  const OpCase &c = nn_grad_cases().at(index);
+  begin(backend, c.row);
+  if (IsSkipped() || HasFatalFailure()) return;
+  for (const Variant &v : c.variants) {
+    std::string u = run_grad_variant(backend, c, v, seed_of(c.row + "/" + v.label));
+    if (!u.empty()) note_unsupported(u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Nn, NnGradient,
+                         ::testing::Combine(::testing::ValuesIn(backend_names()),
+                                            ::testing::Range<size_t>(0, nn_grad_cases().size())),
+                         [](const ::testing::TestParamInfo<Param> &info) {
+                           return label(std::get<0>(info.param), nn_grad_cases()[std::get<1>(info.param)].row);
+                         });
+
+// ---- behaviour --------------------------------------------------------------------------------------
+
+struct GraphDel {
+  void operator()(ctn_graph *g) const { ctn_graph_release(g); }
+};
+struct PlanDel {
+  void operator()(ctn_plan *p) const { ctn_plan_release(p); }
+};
+struct TensorDel {
+  void operator()(ctn_tensor *t) const { ctn_tensor_release(t); }
+};
+using GraphPtr = std::unique_ptr<ctn_graph, GraphDel>;
+using PlanPtr = std::unique_ptr<ctn_plan, PlanDel>;
+using TensorPtr = std::unique_ptr<ctn_tensor, TensorDel>;
+
+GraphPtr lazy_graph() {
+  ctn_graph *g = nullptr;
+  EXPECT_EQ(ctn_graph_create(context(), 0, &g), CTN_OK) << ctn_last_error();
+  return GraphPtr(g);
+}
+
+ctn_node input(ctn_graph *g, ctn_dtype dt, Shape s) {
+  ctn_node n = CTN_NODE_NONE;
+  EXPECT_EQ(ctn_input(g, nullptr, dt, static_cast<uint32_t>(s.size()), s.data(), &n), CTN_OK) << ctn_last_error();
+  return n;
+}
+
+TEST(NnBuild, ShapeErrorsNameTheOpAndShapes) {
+  ASSERT_NE(context(), nullptr) << setup_error();
+  GraphPtr g = lazy_graph();
+  ctn_node x = input(g.get(), CTN_F32, {1, 3, 8, 8});
+  ctn_node w = input(g.get(), CTN_F32, {8, 4, 3, 3});
+  ctn_node out = 12345;
+  EXPECT_EQ(ctn_conv2d(g.get(), x, w, 1, 1, 0, 0, 1, 1, 1, &out), CTN_ERR_SHAPE);
+  EXPECT_EQ(out, 12345u) << "out-params stay untouched on error";
+  EXPECT_NE(std::strstr(ctn_last_error(), "conv2d: input channels 3 do not match weight [8, 4, 3, 3] with groups 1"),
+            nullptr)
+      << ctn_last_error();
+  ctn_node w2 = input(g.get(), CTN_F32, {8, 3, 9, 9});
+  EXPECT_EQ(ctn_conv2d(g.get(), x, w2, 1, 1, 0, 0, 1, 1, 1, &out), CTN_ERR_SHAPE);
+  EXPECT_NE(std::strstr(ctn_last_error(), "does not fit"), nullptr) << ctn_last_error();
+  EXPECT_EQ(ctn_conv2d(g.get(), x, w, -1, 1, 0, 0, 1, 1, 1, &out), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ctn_max_pool2d(g.get(), x, 2, 2, 2, 2, 2, 0, &out), CTN_ERR_INVALID_ARGUMENT) << "pad > kernel / 2";
+  ctn_node xd = input(g.get(), CTN_F64, {1, 3, 8, 8});
+  ctn_node gam = input(g.get(), CTN_F32, {3});
+  EXPECT_EQ(ctn_batch_norm(g.get(), xd, gam, gam, 1e-5, &out), CTN_ERR_DTYPE);
+  ctn_node gam4 = input(g.get(), CTN_F32, {4});
+  EXPECT_EQ(ctn_batch_norm(g.get(), x, gam4, gam4, 1e-5, &out), CTN_ERR_SHAPE);
+  EXPECT_NE(std::strstr(ctn_last_error(), "batch_norm: gamma must be [C] with C = 3"), nullptr) << ctn_last_error();
+  ctn_node step32 = input(g.get(), CTN_I32, {});
+  EXPECT_EQ(ctn_dropout(g.get(), x, step32, 0.5, 1, &out), CTN_ERR_DTYPE);
+  ctn_node step = input(g.get(), CTN_I64, {});
+  EXPECT_EQ(ctn_dropout(g.get(), x, step, 1.0, 1, &out), CTN_ERR_INVALID_ARGUMENT);
+  ctn_node ids = input(g.get(), CTN_F32, {4});
+  ctn_node table = input(g.get(), CTN_F32, {5, 2});
+  EXPECT_EQ(ctn_embedding(g.get(), table, ids, &out), CTN_ERR_DTYPE);
+  EXPECT_EQ(ctn_conv2d(nullptr, x, w, 1, 1, 0, 0, 1, 1, 1, &out), CTN_ERR_INVALID_ARGUMENT);
+}
+
+// Runs a one-output plan on `backend` with the given feeds; returns the status of the run.
+ctn_status run_one(ctn_graph *g, ctn_node out, const std::string &backend, const std::vector<ctn_node> &nodes,
+                   const std::vector<ctn_tensor *> &feeds, Arr *result) {
+  ctn_compile_options o = compile_options(backend, true);
+  ctn_plan *p = nullptr;
+  ctn_status s = ctn_plan_compile(g, 1, &out, &o, &p);
+  if (s != CTN_OK) return s;
+  PlanPtr plan(p);
+  ctn_tensor *t = nullptr;
+  s = ctn_plan_output_create(p, 0, &t);
+  if (s != CTN_OK) return s;
+  TensorPtr tp(t);
+  std::vector<const ctn_tensor *> fv(feeds.begin(), feeds.end());
+  ctn_tensor *const outs[] = {t};
+  s = ctn_plan_run(p, static_cast<uint32_t>(nodes.size()), nodes.data(), fv.data(), 1, outs);
+  if (s == CTN_OK && result) *result = read_tensor(t);
+  return s;
+}
+
+class NnBehaviour : public BackendTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(NnBehaviour, EmbeddingIdOutOfRangeFailsTheRun) {
+  begin(GetParam(), "embedding");
+  if (IsSkipped() || HasFatalFailure()) return;
+  GraphPtr g = lazy_graph();
+  ctn_node table = input(g.get(), CTN_F32, {3, 2}), ids = input(g.get(), CTN_I64, {2});
+  ctn_node out = CTN_NODE_NONE;
+  CTN_ASSERT_OK(ctn_embedding(g.get(), table, ids, &out));
+  TensorPtr tv(make_tensor(CTN_F32, {3, 2}, {1, 2, 3, 4, 5, 6}));
+  for (double bad : {3.0, -1.0}) {
+    TensorPtr iv(make_tensor(CTN_I64, {2}, {0, bad}));
+    ctn_status s = run_one(g.get(), out, GetParam(), {table, ids}, {tv.get(), iv.get()}, nullptr);
+    if (s == CTN_ERR_UNSUPPORTED && GetParam() != "cpu") return;
+    EXPECT_EQ(s, CTN_ERR_INVALID_ARGUMENT) << status_text(s);
+  }
+  TensorPtr iv(make_tensor(CTN_I64, {2}, {2, 0}));
+  Arr r;
+  ASSERT_EQ(run_one(g.get(), out, GetParam(), {table, ids}, {tv.get(), iv.get()}, &r), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(r.v, (std::vector<double>{5, 6, 1, 2}));
+}
+
+// Same step: the same mask (also across dtypes); another step or seed: another mask; the kept
+// fraction is close to 1 - p.
+TEST_P(NnBehaviour, DropoutIsReproducible) {
+  begin(GetParam(), "dropout");
+  if (IsSkipped() || HasFatalFailure()) return;
+  const int64_t n = 20000;
+  auto run = [&](ctn_dtype dt, int64_t step_v, int64_t seed, Arr *r) {
+    GraphPtr g = lazy_graph();
+    ctn_node x = input(g.get(), dt, {n}), step = input(g.get(), CTN_I64, {});
+    ctn_node out = CTN_NODE_NONE;
+    ASSERT_EQ(ctn_dropout(g.get(), x, step, 0.25, seed, &out), CTN_OK) << ctn_last_error();
+    TensorPtr xv(make_tensor(dt, {n}, std::vector<double>(static_cast<size_t>(n), 1.0)));
+    TensorPtr sv(make_tensor(CTN_I64, {}, {static_cast<double>(step_v)}));
+    ctn_status s = run_one(g.get(), out, GetParam(), {x, step}, {xv.get(), sv.get()}, r);
+    ASSERT_EQ(s, CTN_OK) << status_text(s);
+  };
+  Arr a, b, c, d, e;
+  ASSERT_NO_FATAL_FAILURE(run(CTN_F32, 41, 9, &a));
+  ASSERT_NO_FATAL_FAILURE(run(CTN_F32, 41, 9, &b));
+  ASSERT_NO_FATAL_FAILURE(run(CTN_F64, 41, 9, &c));
+  ASSERT_NO_FATAL_FAILURE(run(CTN_F32, 42, 9, &d));
+  ASSERT_NO_FATAL_FAILURE(run(CTN_F32, 41, 10, &e));
+  EXPECT_EQ(a.v, b.v);
+  size_t kept = 0, same_d = 0, same_e = 0, mismatch_c = 0;
+  for (size_t k = 0; k < a.v.size(); ++k) {
+    kept += a.v[k] != 0;
+    same_d += (a.v[k] != 0) == (d.v[k] != 0);
+    same_e += (a.v[k] != 0) == (e.v[k] != 0);
+    mismatch_c += (a.v[k] != 0) != (c.v[k] != 0);
+    if (a.v[k] != 0) {
+      EXPECT_NEAR(a.v[k], 1 / 0.75, 1e-6);
+    }
+  }
+  EXPECT_EQ(mismatch_c, 0u) << "f32 and f64 must draw the same mask";
+  EXPECT_NEAR(static_cast<double>(kept) / n, 0.75, 0.02);
+  // Independent masks agree on about 0.75^2 + 0.25^2 = 62.5% of the elements.
+  EXPECT_LT(static_cast<double>(same_d) / n, 0.7);
+  EXPECT_LT(static_cast<double>(same_e) / n, 0.7);
+}
+
+INSTANTIATE_TEST_SUITE_P(Nn, NnBehaviour, ::testing::ValuesIn(backend_names()),
+                         [](const ::testing::TestParamInfo<std::string> &info) { return param_name(info.param); });
+
+}  // namespace
+}  // namespace conf

@@ -1,0 +1,112 @@
+// Helper of safetensors_interop.py: `write PATH` saves a checkpoint with every chutney dtype;
+// `check PATH` loads one written by the Python safetensors package and compares it with the
+// values the script promises. Exit status 0 on success, 1 with a message otherwise.
+#include <chutney/checkpoint.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+int failures = 0;
+
+void expect(bool ok, const std::string &what) {
+  if (!ok) {
+    std::fprintf(stderr, "MISMATCH: %s\n", what.c_str());
+    ++failures;
+  }
+}
+
+ctn_tensor *make(ctn_dtype dt, std::vector<int64_t> shape, const void *data) {
+  ctn_tensor *t = nullptr;
+  if (ctn_tensor_create(dt, static_cast<uint32_t>(shape.size()), shape.data(), data, &t) != CTN_OK) {
+    std::fprintf(stderr, "ctn_tensor_create: %s\n", ctn_last_error());
+    std::exit(1);
+  }
+  return t;
+}
+
+int write(const char *path) {
+  float f32[6];
+  for (int i = 0; i < 6; ++i) f32[i] = static_cast<float>(i) * 0.5f - 1.0f;
+  double f64[4] = {0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0};
+  int32_t i32[3] = {-1, 0, 2147483647};
+  int64_t i64[2] = {-(int64_t{1} << 62), 12345678901LL};
+  uint8_t u8[4] = {0, 1, 254, 255};
+  uint8_t bl[3] = {1, 0, 1};
+  float scalar = 3.25f;
+  ctn_tensor *ts[7] = {make(CTN_F32, {2, 3}, f32), make(CTN_F64, {4}, f64), make(CTN_I32, {3}, i32),
+                       make(CTN_I64, {2}, i64),    make(CTN_U8, {2, 2}, u8), make(CTN_BOOL, {3}, bl),
+                       make(CTN_F32, {}, &scalar)};
+  const char *names[7] = {"f32", "f64", "i32", "i64", "u8", "bool", "scalar"};
+  ctn_status s = ctn_checkpoint_save(path, 7, names, ts, "{\"framework\": \"chutney\", \"epoch\": \"2\"}");
+  for (auto *t : ts) ctn_tensor_release(t);
+  if (s != CTN_OK) {
+    std::fprintf(stderr, "ctn_checkpoint_save: %s\n", ctn_last_error());
+    return 1;
+  }
+  return 0;
+}
+
+template <class T>
+std::vector<T> get(ctn_checkpoint *ck, const char *name, ctn_dtype want_dt, std::vector<int64_t> want_shape) {
+  ctn_tensor *t = nullptr;
+  if (ctn_checkpoint_get(ck, name, &t) != CTN_OK) {
+    expect(false, std::string(name) + ": " + ctn_last_error());
+    return {};
+  }
+  ctn_dtype dt{};
+  uint32_t nd = 0;
+  int64_t shape[CTN_MAX_DIMS];
+  int64_t n = 0;
+  ctn_tensor_dtype(t, &dt);
+  ctn_tensor_shape(t, &nd, shape);
+  ctn_tensor_numel(t, &n);
+  expect(dt == want_dt, std::string(name) + ": dtype " + ctn_dtype_name(dt));
+  expect(std::vector<int64_t>(shape, shape + nd) == want_shape, std::string(name) + ": shape");
+  std::vector<T> v(static_cast<size_t>(n));
+  ctn_tensor_read(t, v.data(), v.size() * sizeof(T));
+  ctn_tensor_release(t);
+  return v;
+}
+
+int check(const char *path) {
+  ctn_checkpoint *ck = nullptr;
+  if (ctn_checkpoint_load(path, &ck) != CTN_OK) {
+    std::fprintf(stderr, "ctn_checkpoint_load: %s\n", ctn_last_error());
+    return 1;
+  }
+  uint32_t count = 0;
+  ctn_checkpoint_count(ck, &count);
+  expect(count == 6, "count " + std::to_string(count));
+  auto alpha = get<float>(ck, "alpha", CTN_F32, {3, 4});
+  for (size_t i = 0; i < alpha.size(); ++i) expect(alpha[i] == static_cast<float>(i) * 0.25f - 1.0f, "alpha[" + std::to_string(i) + "]");
+  auto beta = get<double>(ck, "beta", CTN_F64, {2, 2});
+  const double beta_want[4] = {1e-300, -2.0, M_PI, 0.0};
+  for (size_t i = 0; i < beta.size() && i < 4; ++i) expect(beta[i] == beta_want[i], "beta[" + std::to_string(i) + "]");
+  auto gamma = get<int64_t>(ck, "gamma", CTN_I64, {5});
+  for (size_t i = 0; i < gamma.size(); ++i) expect(gamma[i] == -3 * static_cast<int64_t>(i), "gamma");
+  auto delta = get<int32_t>(ck, "delta", CTN_I32, {2});
+  expect(delta == std::vector<int32_t>({7, -7}), "delta");
+  auto eps = get<uint8_t>(ck, "eps", CTN_U8, {3, 1});
+  expect(eps == std::vector<uint8_t>({3, 2, 1}), "eps");
+  auto flag = get<uint8_t>(ck, "flag", CTN_BOOL, {2});
+  expect(flag == std::vector<uint8_t>({1, 0}), "flag");
+  const char *src = nullptr;
+  ctn_checkpoint_metadata_get(ck, "source", &src);
+  expect(src != nullptr && std::strcmp(src, "numpy") == 0, "metadata source");
+  ctn_checkpoint_release(ck);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc == 3 && std::strcmp(argv[1], "write") == 0) return write(argv[2]);
+  if (argc == 3 && std::strcmp(argv[1], "check") == 0) return check(argv[2]);
+  std::fprintf(stderr, "usage: %s write|check PATH\n", argv[0]);
+  return 2;
+}
