@@ -1,0 +1,254 @@
+// Elementwise ops: unary, binary with broadcasting, the backward helpers, comparisons, where,
+// cast and copy. Broadcast index tables are computed at get_kernel time and uploaded once.
+#include <algorithm>
+
+#include "ocl_backend.h"
+
+namespace ctn_ocl {
+namespace {
+
+enum Kind { kUnary, kBinary, kCompare, kWhere, kCast, kCopy };
+
+struct Entry {
+  const char *name;
+  Kind kind;
+  int code;  // op code inside the kernel's switch
+};
+
+const Entry kOps[] = {
+    {CTN_OP_NEG, kUnary, 0},         {CTN_OP_EXP, kUnary, 1},
+    {CTN_OP_LOG, kUnary, 2},         {CTN_OP_SQRT, kUnary, 3},
+    {CTN_OP_ABS, kUnary, 4},         {CTN_OP_SIGN, kUnary, 5},
+    {CTN_OP_TANH, kUnary, 6},        {CTN_OP_SIGMOID, kUnary, 7},
+    {CTN_OP_RELU, kUnary, 8},        {CTN_OP_GELU, kUnary, 9},
+    {CTN_OP_LEAKY_RELU, kUnary, 10}, {CTN_OP_CLAMP, kUnary, 11},
+    {CTN_OP_ADD, kBinary, 0},        {CTN_OP_SUB, kBinary, 1},
+    {CTN_OP_MUL, kBinary, 2},        {CTN_OP_DIV, kBinary, 3},
+    {CTN_OP_POW, kBinary, 4},        {CTN_OP_MAXIMUM, kBinary, 5},
+    {CTN_OP_MINIMUM, kBinary, 6},    {CTN_OP_RELU_GRAD, kBinary, 7},
+    {CTN_OP_LEAKY_RELU_GRAD, kBinary, 8}, {CTN_OP_GELU_GRAD, kBinary, 9},
+    {CTN_OP_CLAMP_GRAD, kBinary, 10}, {CTN_OP_TANH_GRAD, kBinary, 11},
+    {CTN_OP_SIGMOID_GRAD, kBinary, 12},
+    {CTN_OP_EQ, kCompare, 0},        {CTN_OP_NE, kCompare, 1},
+    {CTN_OP_LT, kCompare, 2},        {CTN_OP_LE, kCompare, 3},
+    {CTN_OP_GT, kCompare, 4},        {CTN_OP_GE, kCompare, 5},
+    {CTN_OP_WHERE, kWhere, 0},       {CTN_OP_CAST, kCast, 0},
+    {CTN_OP_COPY, kCopy, 0},
+};
+
+bool is_float(int32_t dt) { return dt == CTN_F32 || dt == CTN_F64; }
+
+struct EwOp : Op {
+  Kind kind = kUnary;
+  int code = 0;
+  int32_t dt = CTN_F32;  // dtype of the first data operand
+  cl_long n = 0;
+  cl_int nd = 1;
+  cl_int mode[3] = {0, 0, 0};
+  double f0 = 0, f1 = 0;
+  cl_kernel k = nullptr;
+  // copy
+  size_t bytes = 0;
+  cl_mem src = nullptr, dst = nullptr;
+  size_t src_off = 0, dst_off = 0;
+
+  ctn_status bind(const ctn_kernel_args &a) override {
+    for (uint32_t i = 0; i < a.n_inputs; ++i)
+      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
+    if (ctn_status s = check_offset(be, name, a.outputs[0]); s) return s;
+    const ctn_tensor_desc &y = a.outputs[0];
+    if (kind == kCopy) {
+      src = mem_of(a.inputs[0]);
+      dst = mem_of(y);
+      src_off = a.inputs[0].offset;
+      dst_off = y.offset;
+      return CTN_OK;
+    }
+    cl_int e = CL_SUCCESS;
+    auto fl = [&](cl_uint idx) -> cl_int {
+      if (dt == CTN_F64) {
+        cl_double v0 = f0, v1 = f1;
+        cl_int r = set_arg(k, idx, v0);
+        return r == CL_SUCCESS ? set_arg(k, idx + 1, v1) : r;
+      }
+      cl_float v0 = static_cast<cl_float>(f0), v1 = static_cast<cl_float>(f1);
+      cl_int r = set_arg(k, idx, v0);
+      return r == CL_SUCCESS ? set_arg(k, idx + 1, v1) : r;
+    };
+    const ctn_tensor_desc *in = a.inputs;
+    switch (kind) {
+      case kUnary:
+        e = set_args(k, cl_int(code), n, mem_of(in[0]), cl_long(elem_off(in[0])), mem_of(y),
+                     cl_long(elem_off(y)));
+        if (e == CL_SUCCESS) e = fl(6);
+        break;
+      case kBinary:
+        e = set_args(k, cl_int(code), n, nd, meta, mode[0], mode[1], mem_of(in[0]),
+                     cl_long(elem_off(in[0])), mem_of(in[1]), cl_long(elem_off(in[1])), mem_of(y),
+                     cl_long(elem_off(y)));
+        if (e == CL_SUCCESS) e = fl(12);
+        break;
+      case kCompare:
+        e = set_args(k, cl_int(code), n, nd, meta, mode[0], mode[1], mem_of(in[0]),
+                     cl_long(elem_off(in[0])), mem_of(in[1]), cl_long(elem_off(in[1])), mem_of(y),
+                     cl_long(elem_off(y)));
+        break;
+      case kWhere:
+        e = set_args(k, n, nd, meta, mode[0], mode[1], mode[2], mem_of(in[0]),
+                     cl_long(elem_off(in[0])), mem_of(in[1]), cl_long(elem_off(in[1])),
+                     mem_of(in[2]), cl_long(elem_off(in[2])), mem_of(y), cl_long(elem_off(y)));
+        break;
+      case kCast:
+        e = set_args(k, n, mem_of(in[0]), cl_long(elem_off(in[0])), mem_of(y),
+                     cl_long(elem_off(y)));
+        break;
+      case kCopy: break;
+    }
+    if (e != CL_SUCCESS) return fail(e, "clSetKernelArg");
+    return CTN_OK;
+  }
+
+  ctn_status enqueue() override {
+    if (kind == kCopy) {
+      if (!bytes || (src == dst && src_off == dst_off)) return CTN_OK;
+      cl_int e = clEnqueueCopyBuffer(be->queue, src, dst, src_off, dst_off, bytes, 0, nullptr, nullptr);
+      return e == CL_SUCCESS ? CTN_OK : fail(e, "clEnqueueCopyBuffer");
+    }
+    return launch(k, n);
+  }
+};
+
+// True when `out` is exactly the broadcast of the inputs.
+bool is_broadcast_of(const ctn_op_signature *sig) {
+  const ctn_tensor_desc &out = *sig->output;
+  uint32_t nd = 0;
+  for (uint32_t i = 0; i < sig->n_inputs; ++i) nd = std::max(nd, sig->inputs[i].ndim);
+  if (out.ndim != nd) return false;
+  for (uint32_t k = 0; k < nd; ++k) {
+    int64_t want = 1;
+    for (uint32_t i = 0; i < sig->n_inputs; ++i) {
+      const ctn_tensor_desc &in = sig->inputs[i];
+      int64_t ax = static_cast<int64_t>(k) - (nd - in.ndim);
+      if (ax < 0) continue;
+      int64_t d = in.shape[ax];
+      if (d != 1) {
+        if (want != 1 && want != d) return false;
+        want = d;
+      }
+    }
+    if (out.shape[k] != want) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                            bool *handled) {
+  const Entry *ent = nullptr;
+  for (const Entry &c : kOps)
+    if (!std::strcmp(c.name, sig->op)) ent = &c;
+  if (!ent) return CTN_OK;
+  *handled = true;
+  const ctn_host_api *host = be->host;
+  const char *op = sig->op;
+  const ctn_tensor_desc &y = *sig->output;
+  uint32_t want_in = ent->kind == kWhere ? 3
+                     : (ent->kind == kUnary || ent->kind == kCast || ent->kind == kCopy) ? 1
+                                                                                          : 2;
+  if (sig->n_inputs != want_in)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects %u inputs, got %u", op,
+                           want_in, sig->n_inputs);
+  const ctn_tensor_desc &a = sig->inputs[0];
+  auto st = std::make_unique<EwOp>();
+  st->be = be;
+  st->name = ent->name;
+  st->kind = ent->kind;
+  st->code = ent->code;
+  st->dt = ent->kind == kWhere ? sig->inputs[1].dtype : a.dtype;
+  st->f0 = sig->attrs->f[0];
+  st->f1 = sig->attrs->f[1];
+  st->n = desc_numel(y);
+  if (!is_broadcast_of(sig))
+    return host->set_error(CTN_ERR_SHAPE, "opencl %s: output shape %s is not the broadcast of the inputs",
+                           op, shape_str(y).c_str());
+  if ((ent->kind == kUnary || ent->kind == kCast || ent->kind == kCopy ||
+       (ent->kind == kBinary && ent->code >= 7)) )
+    for (uint32_t i = 0; i < sig->n_inputs; ++i)
+      if (!same_shape(sig->inputs[i], y))
+        return host->set_error(CTN_ERR_SHAPE, "opencl %s: input %u %s must have the output shape %s",
+                               op, i, shape_str(sig->inputs[i]).c_str(), shape_str(y).c_str());
+  std::string kname;
+  uint32_t flags = 0;
+  switch (ent->kind) {
+    case kCopy:
+    case kCast: {
+      int32_t to = ent->kind == kCast ? static_cast<int32_t>(sig->attrs->i[0]) : a.dtype;
+      if (y.dtype != to)
+        return host->set_error(CTN_ERR_DTYPE, "opencl %s: output dtype %s, expected %s", op,
+                               dtype_name(y.dtype), dtype_name(to));
+      if (y.dtype == a.dtype) {
+        st->kind = kCopy;
+        st->bytes = static_cast<size_t>(st->n) * dtype_size(a.dtype);
+        op_set(out, st.release(), CTN_KERNEL_INPLACE_OK);
+        return CTN_OK;
+      }
+      kname = std::string("cast_") + kernel_suffix(a.dtype) + "_" + kernel_suffix(y.dtype);
+      break;
+    }
+    case kUnary:
+    case kBinary:
+    case kCompare: {
+      if (sig->n_inputs == 2 && sig->inputs[1].dtype != a.dtype)
+        return host->set_error(CTN_ERR_DTYPE, "opencl %s: input dtypes differ (%s vs %s)", op,
+                               dtype_name(a.dtype), dtype_name(sig->inputs[1].dtype));
+      int32_t want_out = ent->kind == kCompare ? CTN_BOOL : a.dtype;
+      if (y.dtype != want_out)
+        return host->set_error(CTN_ERR_DTYPE, "opencl %s: output dtype %s, expected %s", op,
+                               dtype_name(y.dtype), dtype_name(want_out));
+      if (ent->kind != kCompare && !is_float(a.dtype))
+        return host->set_error(CTN_ERR_UNSUPPORTED,
+                               "opencl %s: dtype %s is not supported (f32 and f64 only)", op,
+                               dtype_name(a.dtype));
+      const char *base = ent->kind == kUnary ? "unary_" : ent->kind == kBinary ? "binary_" : "compare_";
+      kname = std::string(base) + kernel_suffix(a.dtype == CTN_BOOL ? CTN_U8 : a.dtype);
+      if (ent->kind != kCompare && same_shape(a, y)) flags = CTN_KERNEL_INPLACE_OK;
+      break;
+    }
+    case kWhere: {
+      if (a.dtype != CTN_BOOL)
+        return host->set_error(CTN_ERR_DTYPE, "opencl where: condition must be bool, got %s",
+                               dtype_name(a.dtype));
+      int32_t dt = sig->inputs[1].dtype;
+      if (sig->inputs[2].dtype != dt || y.dtype != dt)
+        return host->set_error(CTN_ERR_DTYPE, "opencl where: a, b and output dtypes differ");
+      size_t es = dtype_size(dt);
+      kname = es == 1 ? "where_u8" : es == 4 ? "where_u32" : "where_u64";
+      break;
+    }
+  }
+  if (ent->kind == kBinary || ent->kind == kCompare || ent->kind == kWhere) {
+    // Index table: shape, then one stride row per input (element strides, 0 on broadcast axes).
+    uint32_t nd = std::max<uint32_t>(y.ndim, 1);
+    std::vector<int64_t> meta(static_cast<size_t>(nd) * (1 + sig->n_inputs), 0);
+    for (uint32_t k = 0; k < nd; ++k) meta[k] = y.ndim ? y.shape[k] : 1;
+    for (uint32_t i = 0; i < sig->n_inputs; ++i) {
+      const ctn_tensor_desc &in = sig->inputs[i];
+      int64_t str[CTN_MAX_DIMS] = {};
+      if (y.ndim && !broadcast_strides(in, y, str))
+        return host->set_error(CTN_ERR_SHAPE, "opencl %s: input %u %s does not broadcast to %s", op,
+                               i, shape_str(in).c_str(), shape_str(y).c_str());
+      for (uint32_t k = 0; k < y.ndim; ++k) meta[(i + 1) * nd + k] = str[k];
+      int64_t numel = desc_numel(in);
+      st->mode[i] = numel == st->n ? 0 : numel == 1 ? 1 : 2;
+    }
+    st->nd = static_cast<cl_int>(nd);
+    if (ctn_status s = st->set_meta(meta); s) return s;
+  }
+  st->k = st->make_kernel(kname.c_str());
+  if (!st->k) return CTN_ERR_INTERNAL;
+  op_set(out, st.release(), flags);
+  return CTN_OK;
+}
+
+}  // namespace ctn_ocl

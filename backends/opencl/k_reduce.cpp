@@ -1,0 +1,243 @@
+// Reductions (sum, mean, max), the softmax family and cross-entropy: one work-group per output
+// element or row, tree reduction in local memory (at most 256 items, <= 2 KiB for f64).
+#include <cmath>
+#include <limits>
+
+#include "ocl_backend.h"
+
+namespace ctn_ocl {
+namespace {
+
+bool is_float(int32_t dt) { return dt == CTN_F32 || dt == CTN_F64; }
+
+ctn_status need_float(Backend *be, const char *op, int32_t dt) {
+  if (is_float(dt)) return CTN_OK;
+  return be->host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: dtype %s is not supported (f32, f64 only)",
+                             op, dtype_name(dt));
+}
+
+cl_int set_scalar(cl_kernel k, cl_uint idx, int32_t dt, double v) {
+  if (dt == CTN_F64) return set_arg(k, idx, cl_double(v));
+  return set_arg(k, idx, cl_float(static_cast<float>(v)));
+}
+
+struct ReduceOp : Op {
+  cl_kernel k = nullptr;
+  int32_t dt = CTN_F32;
+  cl_int code = 0, nk = 0, nr = 0;
+  cl_long nout = 0, R = 0;
+  double scale = 1;
+  size_t local = 1;
+  ctn_status bind(const ctn_kernel_args &a) override {
+    const ctn_tensor_desc &x = a.inputs[0], &y = a.outputs[0];
+    if (ctn_status s = check_offset(be, name, x); s) return s;
+    if (ctn_status s = check_offset(be, name, y); s) return s;
+    cl_int e = set_args(k, code, nout, R, nk, nr, meta, mem_of(x), cl_long(elem_off(x)), mem_of(y),
+                        cl_long(elem_off(y)));
+    if (e == CL_SUCCESS) e = set_scalar(k, 10, dt, scale);
+    if (e == CL_SUCCESS) e = set_arg(k, 11, LocalMem{local * dtype_size(dt)});
+    return e == CL_SUCCESS ? CTN_OK : fail(e, "clSetKernelArg");
+  }
+  ctn_status enqueue() override { return launch_groups(k, nout, local); }
+};
+
+struct SoftmaxOp : Op {
+  cl_kernel k = nullptr;
+  int32_t dt = CTN_F32;
+  cl_int code = 0;
+  cl_long rows = 0, len = 0, inner = 1;
+  size_t local = 1;
+  ctn_status bind(const ctn_kernel_args &a) override {
+    const ctn_tensor_desc &x = a.inputs[0], &y = a.outputs[0];
+    const ctn_tensor_desc &dy = a.n_inputs > 1 ? a.inputs[1] : a.inputs[0];
+    for (const ctn_tensor_desc *d : {&x, &dy, &y})
+      if (ctn_status s = check_offset(be, name, *d); s) return s;
+    cl_int e = set_args(k, code, rows, len, inner, mem_of(x), cl_long(elem_off(x)), mem_of(dy),
+                        cl_long(elem_off(dy)), mem_of(y), cl_long(elem_off(y)),
+                        LocalMem{local * dtype_size(dt)});
+    return e == CL_SUCCESS ? CTN_OK : fail(e, "clSetKernelArg");
+  }
+  ctn_status enqueue() override { return launch_groups(k, rows, local); }
+};
+
+struct CeOp : Op {
+  cl_kernel k = nullptr;
+  bool grad = false;
+  int32_t dt = CTN_F32;
+  cl_long N = 0, C = 0;
+  size_t local = 1;
+  ctn_status bind(const ctn_kernel_args &a) override {
+    for (uint32_t i = 0; i < a.n_inputs; ++i)
+      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
+    const ctn_tensor_desc &x = a.inputs[0], &lab = a.inputs[1], &y = a.outputs[0];
+    if (ctn_status s = check_offset(be, name, y); s) return s;
+    cl_int e;
+    if (!grad) {
+      e = set_args(k, N, C, mem_of(x), cl_long(elem_off(x)), mem_of(lab), cl_long(elem_off(lab)),
+                   mem_of(y), cl_long(elem_off(y)), be->err, LocalMem{local * dtype_size(dt)});
+    } else {
+      const ctn_tensor_desc &dy = a.inputs[2];
+      e = set_args(k, N, C, mem_of(x), cl_long(elem_off(x)), mem_of(lab), cl_long(elem_off(lab)),
+                   mem_of(dy), cl_long(elem_off(dy)), mem_of(y), cl_long(elem_off(y)), be->err);
+    }
+    return e == CL_SUCCESS ? CTN_OK : fail(e, "clSetKernelArg");
+  }
+  ctn_status enqueue() override {
+    be->err_armed = true;
+    if (!grad) return launch_groups(k, 1, local);
+    return launch(k, N);
+  }
+};
+
+ctn_status make_reduce_op(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, int code) {
+  const ctn_host_api *host = be->host;
+  if (sig->n_inputs != 1)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects 1 input", sig->op);
+  const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
+  if (ctn_status s = need_float(be, sig->op, x.dtype); s) return s;
+  if (y.dtype != x.dtype)
+    return host->set_error(CTN_ERR_DTYPE, "opencl %s: output dtype differs from the input", sig->op);
+  uint64_t mask = static_cast<uint64_t>(sig->attrs->i[0]);
+  bool keep = sig->attrs->i[1] != 0;
+  if (x.ndim < 64 && (mask >> x.ndim) != 0)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: axes mask names axes beyond ndim %u",
+                           sig->op, x.ndim);
+  ctn_tensor_desc want{};
+  int64_t count = 1;
+  for (uint32_t k = 0; k < x.ndim; ++k) {
+    bool r = (mask >> k) & 1;
+    if (r) count *= x.shape[k];
+    if (!r || keep) want.shape[want.ndim++] = r ? 1 : x.shape[k];
+  }
+  if (!same_shape(want, y))
+    return host->set_error(CTN_ERR_SHAPE, "opencl %s: output shape %s, expected %s", sig->op,
+                           shape_str(y).c_str(), shape_str(want).c_str());
+  auto st = std::make_unique<ReduceOp>();
+  st->be = be;
+  st->name = sig->op;
+  st->dt = x.dtype;
+  st->code = code;
+  st->nout = desc_numel(y);
+  st->R = count;
+  st->scale = count ? 1.0 / static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN();
+  // Kept and reduced dims (input strides), each in row-major order; size-1 dims dropped.
+  std::vector<int64_t> ks, kst, rs, rst;
+  int64_t s = 1, istr[CTN_MAX_DIMS];
+  for (int k = static_cast<int>(x.ndim) - 1; k >= 0; --k) {
+    istr[k] = s;
+    s *= x.shape[k];
+  }
+  for (uint32_t k = 0; k < x.ndim; ++k) {
+    if (x.shape[k] == 1) continue;
+    if ((mask >> k) & 1) {
+      rs.push_back(x.shape[k]);
+      rst.push_back(istr[k]);
+    } else {
+      ks.push_back(x.shape[k]);
+      kst.push_back(istr[k]);
+    }
+  }
+  st->nk = static_cast<cl_int>(ks.size());
+  st->nr = static_cast<cl_int>(rs.size());
+  std::vector<int64_t> meta;
+  for (auto *v : {&ks, &kst, &rs, &rst}) meta.insert(meta.end(), v->begin(), v->end());
+  if (ctn_status e = st->set_meta(meta); e) return e;
+  st->k = st->make_kernel(x.dtype == CTN_F64 ? "reduce_f64" : "reduce_f32");
+  if (!st->k) return CTN_ERR_INTERNAL;
+  st->local = st->group_size(st->k, dtype_size(x.dtype));
+  // Short reductions waste most of a wide group: shrink it to the reduced extent.
+  while (st->local > 1 && static_cast<int64_t>(st->local / 2) >= count) st->local /= 2;
+  op_set(out, st.release());
+  return CTN_OK;
+}
+
+ctn_status make_softmax(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, int code) {
+  const ctn_host_api *host = be->host;
+  uint32_t want = code < 2 ? 1 : 2;
+  if (sig->n_inputs != want)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects %u inputs", sig->op, want);
+  const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
+  if (ctn_status s = need_float(be, sig->op, x.dtype); s) return s;
+  for (uint32_t i = 0; i < sig->n_inputs; ++i)
+    if (!same_shape(sig->inputs[i], y) || sig->inputs[i].dtype != y.dtype)
+      return host->set_error(CTN_ERR_SHAPE, "opencl %s: input %u must match the output", sig->op, i);
+  int64_t axis = sig->attrs->i[0];
+  if (axis < 0 || axis >= static_cast<int64_t>(x.ndim))
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: axis %lld out of range", sig->op,
+                           static_cast<long long>(axis));
+  auto st = std::make_unique<SoftmaxOp>();
+  st->be = be;
+  st->name = sig->op;
+  st->dt = x.dtype;
+  st->code = code;
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < axis; ++k) outer *= x.shape[k];
+  for (uint32_t k = static_cast<uint32_t>(axis) + 1; k < x.ndim; ++k) inner *= x.shape[k];
+  st->len = x.shape[axis];
+  st->inner = inner;
+  st->rows = outer * inner;
+  st->k = st->make_kernel(x.dtype == CTN_F64 ? "softmax_f64" : "softmax_f32");
+  if (!st->k) return CTN_ERR_INTERNAL;
+  st->local = st->group_size(st->k, dtype_size(x.dtype));
+  while (st->local > 1 && static_cast<int64_t>(st->local / 2) >= st->len) st->local /= 2;
+  op_set(out, st.release(), CTN_KERNEL_INPLACE_OK);
+  return CTN_OK;
+}
+
+ctn_status make_ce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool grad) {
+  const ctn_host_api *host = be->host;
+  uint32_t want = grad ? 3 : 2;
+  if (sig->n_inputs != want)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects %u inputs", sig->op, want);
+  const ctn_tensor_desc &x = sig->inputs[0], &lab = sig->inputs[1], &y = *sig->output;
+  if (ctn_status s = need_float(be, sig->op, x.dtype); s) return s;
+  if (x.ndim != 2 || lab.ndim != 1 || lab.shape[0] != x.shape[0])
+    return host->set_error(CTN_ERR_SHAPE, "opencl %s: logits %s must be [N, C] and labels %s [N]",
+                           sig->op, shape_str(x).c_str(), shape_str(lab).c_str());
+  if (lab.dtype != CTN_I32 && lab.dtype != CTN_I64)
+    return host->set_error(CTN_ERR_DTYPE, "opencl %s: labels must be i32 or i64", sig->op);
+  if (y.dtype != x.dtype)
+    return host->set_error(CTN_ERR_DTYPE, "opencl %s: output dtype differs from logits", sig->op);
+  if (grad) {
+    const ctn_tensor_desc &dy = sig->inputs[2];
+    if (dy.dtype != x.dtype || desc_numel(dy) != 1 || !same_shape(y, x))
+      return host->set_error(CTN_ERR_SHAPE, "opencl %s: dy must be 0-d and the output the logits' shape",
+                             sig->op);
+  } else if (desc_numel(y) != 1) {
+    return host->set_error(CTN_ERR_SHAPE, "opencl %s: output must be 0-d", sig->op);
+  }
+  auto st = std::make_unique<CeOp>();
+  st->be = be;
+  st->name = sig->op;
+  st->grad = grad;
+  st->dt = x.dtype;
+  st->N = x.shape[0];
+  st->C = x.shape[1];
+  std::string kname = std::string(grad ? "ce_grad_" : "ce_") + (lab.dtype == CTN_I32 ? "i32" : "i64") +
+                      (x.dtype == CTN_F64 ? "_f64" : "_f32");
+  st->k = st->make_kernel(kname.c_str());
+  if (!st->k) return CTN_ERR_INTERNAL;
+  st->local = st->group_size(st->k, dtype_size(x.dtype));
+  op_set(out, st.release());
+  return CTN_OK;
+}
+
+}  // namespace
+
+ctn_status make_reduce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+  const char *op = sig->op;
+  *handled = true;
+  if (!std::strcmp(op, CTN_OP_SUM)) return make_reduce_op(be, sig, out, 0);
+  if (!std::strcmp(op, CTN_OP_MEAN)) return make_reduce_op(be, sig, out, 1);
+  if (!std::strcmp(op, CTN_OP_MAX)) return make_reduce_op(be, sig, out, 2);
+  if (!std::strcmp(op, CTN_OP_SOFTMAX)) return make_softmax(be, sig, out, 0);
+  if (!std::strcmp(op, CTN_OP_LOG_SOFTMAX)) return make_softmax(be, sig, out, 1);
+  if (!std::strcmp(op, CTN_OP_SOFTMAX_GRAD)) return make_softmax(be, sig, out, 2);
+  if (!std::strcmp(op, CTN_OP_LOG_SOFTMAX_GRAD)) return make_softmax(be, sig, out, 3);
+  if (!std::strcmp(op, CTN_OP_CROSS_ENTROPY)) return make_ce(be, sig, out, false);
+  if (!std::strcmp(op, CTN_OP_CROSS_ENTROPY_GRAD)) return make_ce(be, sig, out, true);
+  *handled = false;
+  return CTN_OK;
+}
+
+}  // namespace ctn_ocl

@@ -1,0 +1,309 @@
+/* Floating-point kernels, instantiated once per float type by the plugin's source assembler:
+ *   T      the element type (float, double)
+ *   FN(n)  the kernel name with its type suffix (n##_f32, n##_f64)
+ * OpenCL C 1.2, no subgroups, no fp16; local memory: one ACC per work-item (<= 256 items).
+ * Every kernel walks its range with a grid-stride loop, so any global size the host picks is
+ * correct. Offsets are in elements. */
+
+/* ---- elementwise unary (op codes: see ocl_kernels.cpp kUnary) ---- */
+__kernel void FN(unary)(int op, long n, __global const T *x, long xo, __global T *y, long yo,
+                        T f0, T f1) {
+  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+    T v = x[xo + i], r;
+    switch (op) {
+      case 0: r = -v; break;
+      case 1: r = exp(v); break;
+      case 2: r = log(v); break;
+      case 3: r = sqrt(v); break;
+      case 4: r = v < (T)0 ? -v : v; break;
+      case 5: r = v > (T)0 ? (T)1 : v < (T)0 ? (T)-1 : (T)0; break;
+      case 6: r = tanh(v); break;
+      case 7: {
+        if (v >= (T)0) r = (T)1 / ((T)1 + exp(-v));
+        else { T e = exp(v); r = e / ((T)1 + e); }
+        break;
+      }
+      case 8: r = v > (T)0 ? v : (T)0; break;
+      case 9: r = (T)0.5 * v * ((T)1 + erf(v * (T)0.70710678118654752440)); break;
+      case 10: r = v > (T)0 ? v : v * f0; break;
+      default: r = v < f0 ? f0 : v > f1 ? f1 : v; break;
+    }
+    y[yo + i] = r;
+  }
+}
+
+#ifndef CTN_BCAST_OFF
+#define CTN_BCAST_OFF
+/* Element offset of flat index i of a shape[nd] walk with per-axis strides str[nd]. */
+inline long bcast_off(long i, int nd, __global const long *shape, __global const long *str) {
+  long off = 0;
+  for (int k = nd - 1; k >= 0; --k) {
+    long s = shape[k], q = i / s;
+    off += (i - q * s) * str[k];
+    i = q;
+  }
+  return off;
+}
+#endif
+
+/* ---- elementwise binary with broadcasting; also the elementwise backward helpers ----
+ * ma/mb: 0 same index as the output, 1 one element, 2 strided through meta
+ * (meta = shape[nd], stride_a[nd], stride_b[nd]). */
+__kernel void FN(binary)(int op, long n, int nd, __global const long *meta, int ma, int mb,
+                         __global const T *a, long ao, __global const T *b, long bo,
+                         __global T *y, long yo, T f0, T f1) {
+  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+    long ia = ma == 0 ? i : ma == 1 ? 0 : bcast_off(i, nd, meta, meta + nd);
+    long ib = mb == 0 ? i : mb == 1 ? 0 : bcast_off(i, nd, meta, meta + 2 * nd);
+    T u = a[ao + ia], v = b[bo + ib], r;
+    switch (op) {
+      case 0: r = u + v; break;
+      case 1: r = u - v; break;
+      case 2: r = u * v; break;
+      case 3: r = u / v; break;
+      case 4: r = pow(u, v); break;
+      case 5: r = (u > v || u != u) ? u : v; break;
+      case 6: r = (u < v || u != u) ? u : v; break;
+      case 7: r = u > (T)0 ? v : (T)0; break;                       /* relu_grad */
+      case 8: r = u > (T)0 ? v : v * f0; break;                     /* leaky_relu_grad */
+      case 9: {                                                     /* gelu_grad */
+        T cdf = (T)0.5 * ((T)1 + erf(u * (T)0.70710678118654752440));
+        T pdf = exp((T)-0.5 * u * u) * (T)0.39894228040143267794;
+        r = v * (cdf + u * pdf);
+        break;
+      }
+      case 10: r = (u >= f0 && u <= f1) ? v : (T)0; break;          /* clamp_grad */
+      case 11: r = v * ((T)1 - u * u); break;                       /* tanh_grad */
+      default: r = v * u * ((T)1 - u); break;                       /* sigmoid_grad */
+    }
+    y[yo + i] = r;
+  }
+}
+
+/* ---- comparisons: output bool (uchar) ---- */
+__kernel void FN(compare)(int op, long n, int nd, __global const long *meta, int ma, int mb,
+                          __global const T *a, long ao, __global const T *b, long bo,
+                          __global uchar *y, long yo) {
+  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+    long ia = ma == 0 ? i : ma == 1 ? 0 : bcast_off(i, nd, meta, meta + nd);
+    long ib = mb == 0 ? i : mb == 1 ? 0 : bcast_off(i, nd, meta, meta + 2 * nd);
+    T u = a[ao + ia], v = b[bo + ib];
+    int r;
+    switch (op) {
+      case 0: r = u == v; break;
+      case 1: r = u != v; break;
+      case 2: r = u < v; break;
+      case 3: r = u <= v; break;
+      case 4: r = u > v; break;
+      default: r = u >= v; break;
+    }
+    y[yo + i] = (uchar)r;
+  }
+}
+
+/* ---- reductions: one work-group per output element. meta = kshape[nk], kstr[nk],
+ * rshape[nr], rstr[nr] (input element strides of the kept / reduced coalesced dims).
+ * op: 0 sum, 1 mean (times scale), 2 max. R = number of reduced elements. ---- */
+__kernel void FN(reduce)(int op, long nout, long R, int nk, int nr, __global const long *meta,
+                         __global const T *x, long xo, __global T *y, long yo, T scale,
+                         __local T *scratch) {
+  const int lid = get_local_id(0), ls = get_local_size(0);
+  __global const long *kshape = meta, *kstr = meta + nk, *rshape = meta + 2 * nk,
+                      *rstr = meta + 2 * nk + nr;
+  for (long o = get_group_id(0); o < nout; o += get_num_groups(0)) {
+    long base = xo + bcast_off(o, nk, kshape, kstr);
+    T acc = op == 2 ? (T)(-INFINITY) : (T)0;
+    for (long r = lid; r < R; r += ls) {
+      T v = x[base + bcast_off(r, nr, rshape, rstr)];
+      if (op == 2) acc = (v > acc || v != v || acc != acc) ? (acc != acc ? acc : v) : acc;
+      else acc += v;
+    }
+    scratch[lid] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = ls / 2; s > 0; s >>= 1) {
+      if (lid < s) {
+        T u = scratch[lid], v = scratch[lid + s];
+        scratch[lid] = op == 2 ? ((v > u || v != v || u != u) ? (u != u ? u : v) : u) : u + v;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) y[yo + o] = op == 1 ? scratch[0] * scale : scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+/* Work-group tree reduction helpers (ls a power of two). */
+inline T FN(wg_sum)(T v, __local T *s) {
+  const int lid = get_local_id(0), ls = get_local_size(0);
+  s[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int k = ls / 2; k > 0; k >>= 1) {
+    if (lid < k) s[lid] += s[lid + k];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  T r = s[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+inline T FN(wg_max)(T v, __local T *s) {
+  const int lid = get_local_id(0), ls = get_local_size(0);
+  s[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int k = ls / 2; k > 0; k >>= 1) {
+    if (lid < k) s[lid] = fmax(s[lid], s[lid + k]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  T r = s[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+/* ---- softmax family: one work-group per row; a row is len elements `inner` apart.
+ * op: 0 softmax, 1 log_softmax, 2 softmax_grad (x = y), 3 log_softmax_grad (x = y). ---- */
+__kernel void FN(softmax)(int op, long rows, long len, long inner, __global const T *x, long xo,
+                          __global const T *dy, long dyo, __global T *y, long yo,
+                          __local T *scratch) {
+  const int lid = get_local_id(0), ls = get_local_size(0);
+  for (long r = get_group_id(0); r < rows; r += get_num_groups(0)) {
+    const long base = (r / inner) * len * inner + r % inner;
+    __global const T *xr = x + xo + base;
+    __global T *yr = y + yo + base;
+    if (op < 2) {
+      T m = (T)(-INFINITY);
+      for (long j = lid; j < len; j += ls) m = fmax(m, xr[j * inner]);
+      m = FN(wg_max)(m, scratch);
+      if (m == (T)(-INFINITY)) m = (T)0;
+      T s = (T)0;
+      for (long j = lid; j < len; j += ls) s += exp(xr[j * inner] - m);
+      s = FN(wg_sum)(s, scratch);
+      if (op == 0) {
+        T inv = (T)1 / s;
+        for (long j = lid; j < len; j += ls) yr[j * inner] = exp(xr[j * inner] - m) * inv;
+      } else {
+        T lse = m + log(s);
+        for (long j = lid; j < len; j += ls) yr[j * inner] = xr[j * inner] - lse;
+      }
+    } else {
+      __global const T *dr = dy + dyo + base;
+      T s = (T)0;
+      for (long j = lid; j < len; j += ls)
+        s += op == 2 ? dr[j * inner] * xr[j * inner] : dr[j * inner];
+      s = FN(wg_sum)(s, scratch);
+      for (long j = lid; j < len; j += ls) {
+        T yv = xr[j * inner], d = dr[j * inner];
+        yr[j * inner] = op == 2 ? yv * (d - s) : d - exp(yv) * s;
+      }
+    }
+  }
+}
+
+/* ---- cross-entropy (labels as long after the host widens i32 with a cast? no: LT below) ----
+ * One work-group: each item takes rows lid, lid+ls...; err records a bad label:
+ * err[0] = 1, err[1] = row, err[2] = label. */
+#define CTN_CE(LT, LS)                                                                          \
+  __kernel void FN(ce_##LS)(long N, long C, __global const T *x, long xo,                      \
+                            __global const LT *lab, long lo, __global T *y, long yo,           \
+                            __global long *err, __local T *scratch) {                          \
+    const int lid = get_local_id(0), ls = get_local_size(0);                                    \
+    T total = (T)0;                                                                             \
+    for (long r = lid; r < N; r += ls) {                                                        \
+      long l = (long)lab[lo + r];                                                               \
+      if (l < 0 || l >= C) { err[1] = r; err[2] = l; err[0] = 1; continue; }                    \
+      __global const T *xr = x + xo + r * C;                                                    \
+      T m = (T)(-INFINITY);                                                                     \
+      for (long j = 0; j < C; ++j) m = fmax(m, xr[j]);                                          \
+      T s = (T)0;                                                                               \
+      for (long j = 0; j < C; ++j) s += exp(xr[j] - m);                                         \
+      total += m + log(s) - xr[l];                                                              \
+    }                                                                                           \
+    total = FN(wg_sum)(total, scratch);                                                         \
+    if (lid == 0) y[yo] = N ? total / (T)N : (T)NAN;                                            \
+  }                                                                                             \
+  __kernel void FN(ce_grad_##LS)(long N, long C, __global const T *x, long xo,                 \
+                                 __global const LT *lab, long lo, __global const T *dy,        \
+                                 long dyo, __global T *y, long yo, __global long *err) {       \
+    for (long r = get_global_id(0); r < N; r += get_global_size(0)) {                          \
+      long l = (long)lab[lo + r];                                                               \
+      if (l < 0 || l >= C) { err[1] = r; err[2] = l; err[0] = 2; continue; }                    \
+      T sc = dy[dyo] / (T)N;                                                                    \
+      __global const T *xr = x + xo + r * C;                                                    \
+      __global T *yr = y + yo + r * C;                                                          \
+      T m = (T)(-INFINITY);                                                                     \
+      for (long j = 0; j < C; ++j) m = fmax(m, xr[j]);                                          \
+      T s = (T)0;                                                                               \
+      for (long j = 0; j < C; ++j) s += exp(xr[j] - m);                                         \
+      T inv = (T)1 / s;                                                                         \
+      for (long j = 0; j < C; ++j) yr[j] = exp(xr[j] - m) * inv * sc;                           \
+      yr[l] -= sc;                                                                              \
+    }                                                                                           \
+  }
+CTN_CE(int, i32)
+CTN_CE(long, i64)
+#undef CTN_CE
+
+/* ---- matmul_bias_act epilogue: y[r, j] = act(y[r, j] + bias[j]) ---- */
+__kernel void FN(bias_act)(long total, long ncol, int act, __global T *y, long yo,
+                           __global const T *bias, long bo) {
+  for (long i = get_global_id(0); i < total; i += get_global_size(0)) {
+    T v = y[yo + i] + bias[bo + i % ncol];
+    if (act == 1) v = v > (T)0 ? v : (T)0;
+    else if (act == 2) v = (T)0.5 * v * ((T)1 + erf(v * (T)0.70710678118654752440));
+    y[yo + i] = v;
+  }
+}
+
+/* ---- optimizer updates (elementwise; lr and step are 0-d device values) ----
+ * op 0 sgd_velocity(v, g, w), 1 sgd_apply(w, v', g, lr), 2 adam_moment1(m, g),
+ * 3 adam_moment2(v, g), 4 adam_apply(w, m', v', lr, step). */
+__kernel void FN(optim)(int op, long n, __global const T *a, long ao, __global const T *b,
+                        long bo, __global const T *c, long co, __global const T *lr, long lro,
+                        __global const long *step, long so, __global T *y, long yo, T f0, T f1,
+                        T f2, T f3, int flag) {
+  T lrv = op == 1 || op == 4 ? lr[lro] : (T)0;
+  T bc1 = (T)1, bc2 = (T)1;
+  if (op == 4) {
+    T st = (T)step[so];
+    bc1 = (T)1 - pow(f0, st);
+    bc2 = (T)1 - pow(f1, st);
+  }
+  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+    T r;
+    switch (op) {
+      case 0: r = f0 * a[ao + i] + (b[bo + i] + f1 * c[co + i]); break;
+      case 1: {
+        T w = a[ao + i], v = b[bo + i], g = c[co + i];
+        T d = flag ? (g + f1 * w) + f0 * v : v;
+        r = w - lrv * d;
+        break;
+      }
+      case 2: r = f0 * a[ao + i] + ((T)1 - f0) * b[bo + i]; break;
+      case 3: { T g = b[bo + i]; r = f0 * a[ao + i] + ((T)1 - f0) * g * g; break; }
+      default: {
+        T w = a[ao + i];
+        T mh = b[bo + i] / bc1, vh = c[co + i] / bc2;
+        r = w - lrv * (mh / (sqrt(vh) + f2) + (flag ? f3 * w : (T)0));
+        break;
+      }
+    }
+    y[yo + i] = r;
+  }
+}
+
+/* ---- dropout: the counter-based mask documented in ops.h (splitmix64 finaliser) ---- */
+#ifndef CTN_MIX64
+#define CTN_MIX64
+inline ulong ctn_mix64(ulong z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
+  return z ^ (z >> 31);
+}
+#endif
+__kernel void FN(dropout)(long n, __global const T *x, long xo, __global const long *step,
+                          long so, __global T *y, long yo, ulong seed, uint thr, T scale) {
+  const ulong golden = 0x9E3779B97F4A7C15UL;
+  const ulong key = ctn_mix64(seed + ctn_mix64((ulong)step[so] + golden));
+  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+    uint u = (uint)(ctn_mix64(key + ((ulong)i + 1) * golden) >> 40);
+    y[yo + i] = u >= thr ? x[xo + i] * scale : (T)0;
+  }
+}

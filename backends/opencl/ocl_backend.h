@@ -1,0 +1,162 @@
+// Internal declarations of the OpenCL backend. Nothing here crosses the ABI.
+#ifndef CTN_OCL_BACKEND_H
+#define CTN_OCL_BACKEND_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+#include <chutney/backend.h>
+#include <chutney/ops.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ctn_ocl {
+
+enum class Placement { kAlways, kAuto };
+
+// Op classes the "auto" placement policy measures separately.
+enum OpClass { kClassGemm, kClassElementwise, kClassReduce, kClassCount };
+const char *op_class_name(int c);
+
+// Result of the policy's measurement for one op class: the device is used for ops of at least
+// `min_elements` elements (output elements; for GEMM m*n*k); INT64_MAX: never.
+struct PolicyEntry {
+  int64_t min_elements = INT64_MAX;
+  std::string note;  // "device 1.2 ms vs cpu 0.3 ms at 1048576"
+};
+
+struct Backend {
+  const ctn_host_api *host = nullptr;
+  cl_platform_id platform = nullptr;
+  cl_device_id device = nullptr;
+  cl_context context = nullptr;
+  cl_command_queue queue = nullptr;
+  cl_program program = nullptr;
+  bool fp64 = false;
+  size_t max_wg = 1;         // CL_DEVICE_MAX_WORK_GROUP_SIZE
+  uint64_t local_mem = 0;    // CL_DEVICE_LOCAL_MEM_SIZE
+  uint32_t base_align = 0;   // CL_DEVICE_MEM_BASE_ADDR_ALIGN (bits)
+  cl_device_type type = 0;
+  std::string device_name, driver_version, platform_name;
+  std::string description;
+  std::string cache_dir;
+  std::string program_origin;  // "cache" or "compiled"
+  double program_ms = 0;       // time to get the program (load or build)
+  // Bad-label reports of cross-entropy kernels: [code, row, label, 0].
+  cl_mem err = nullptr;
+  bool err_armed = false;      // a kernel that may report has been enqueued since the last check
+  Placement placement = Placement::kAuto;
+  bool policy_ready = false;
+  PolicyEntry policy[kClassCount];
+  std::string policy_origin;   // "cache" or "measured"
+};
+
+// ---- helpers ------------------------------------------------------------------------------
+size_t dtype_size(int32_t dtype);
+const char *dtype_name(int32_t dtype);
+const char *cl_error_name(cl_int e);
+std::string shape_str(const ctn_tensor_desc &d);
+inline int64_t desc_numel(const ctn_tensor_desc &d) {
+  int64_t n = 1;
+  for (uint32_t i = 0; i < d.ndim; ++i) n *= d.shape[i];
+  return n;
+}
+inline bool same_shape(const ctn_tensor_desc &a, const ctn_tensor_desc &b) {
+  if (a.ndim != b.ndim) return false;
+  for (uint32_t i = 0; i < a.ndim; ++i)
+    if (a.shape[i] != b.shape[i]) return false;
+  return true;
+}
+bool broadcast_strides(const ctn_tensor_desc &in, const ctn_tensor_desc &out, int64_t *strides);
+
+// ---- program ------------------------------------------------------------------------------
+// The full OpenCL C source for this device (float template for f32 and, with fp64, f64).
+std::string program_source(bool fp64);
+// Builds the program or loads it from the on-disk cache; fills be.program, program_origin/ms.
+ctn_status program_load(Backend &be);
+// The cache directory: CHUTNEY_CACHE_DIR, else $XDG_CACHE_HOME/chutney, else ~/.cache/chutney.
+std::string cache_directory();
+uint64_t fnv1a(const void *data, size_t n, uint64_t h = 1469598103934665603ull);
+std::string device_key(const Backend &be);  // hex hash of device name + driver + platform
+
+// ---- ops ----------------------------------------------------------------------------------
+// Every kernel state is an Op: bind() sets the cl_kernel arguments for one call (buffers and
+// offsets), enqueue() submits the work. A direct kernel call does both; a recorded plan segment
+// binds each call once in plan_prepare and only enqueues in plan_run.
+struct Op {
+  Backend *be = nullptr;
+  const char *name = "";
+  virtual ~Op();
+  virtual ctn_status bind(const ctn_kernel_args &args) = 0;
+  virtual ctn_status enqueue() = 0;
+  // Helpers
+  cl_kernel make_kernel(const char *kname);  // nullptr + error recorded on failure
+  ctn_status set_meta(const std::vector<int64_t> &values);  // uploads meta_ once
+  ctn_status launch(cl_kernel k, int64_t items);             // grid-stride 1-D launch
+  ctn_status launch_groups(cl_kernel k, int64_t groups, size_t local);  // one group per unit
+  size_t group_size(cl_kernel k, size_t elem_bytes);         // power of two for local reductions
+  ctn_status fail(cl_int e, const char *what);
+  std::vector<cl_kernel> kernels;  // released with the op
+  cl_mem meta = nullptr;
+};
+
+ctn_status op_kernel_fn(void *state, const ctn_kernel_args *args);
+void op_release(void *state);
+void op_set(ctn_kernel *out, Op *op, uint32_t flags = 0);
+
+// get_kernel makers, one per op family: *handled = true when the op belongs to the family.
+ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                            bool *handled);
+ctn_status make_reduce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled);
+ctn_status make_shape(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled);
+ctn_status make_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled);
+ctn_status make_optim(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled);
+
+// ---- placement policy ---------------------------------------------------------------------
+// Op class of an op (kClassCount: not governed by the policy: always placed).
+int op_class_of(const ctn_op_signature *sig, int64_t *size);
+// Loads the cached measurements or measures now; never fails (on error the device is used for
+// nothing, which is the safe default).
+void policy_prepare(Backend &be);
+// Text of the last measurement (for the benchmark and docs).
+std::string policy_report(const Backend &be);
+
+// The element offset of a descriptor (byte offset / element size).
+inline long elem_off(const ctn_tensor_desc &d) {
+  size_t es = dtype_size(d.dtype);
+  return static_cast<long>(d.offset / (es ? es : 1));
+}
+inline cl_mem mem_of(const ctn_tensor_desc &d) { return static_cast<cl_mem>(d.data); }
+
+// Kernel argument setting: values by size, LocalMem as __local scratch of that many bytes.
+struct LocalMem {
+  size_t bytes;
+};
+inline cl_int set_arg(cl_kernel k, cl_uint i, const LocalMem &l) {
+  return clSetKernelArg(k, i, l.bytes, nullptr);
+}
+template <class V>
+inline cl_int set_arg(cl_kernel k, cl_uint i, const V &v) {
+  return clSetKernelArg(k, i, sizeof(V), &v);
+}
+template <class... A>
+cl_int set_args(cl_kernel k, const A &...a) {
+  cl_uint i = 0;
+  cl_int e = CL_SUCCESS;
+  ((e = e == CL_SUCCESS ? set_arg(k, i++, a) : e), ...);
+  return e;
+}
+// The suffix of the kernels for a dtype ("f32", "i64", "u8", "bool").
+inline const char *kernel_suffix(int32_t dtype) { return dtype_name(dtype); }
+// Element offset, with an error when the byte offset is not a multiple of the element size.
+ctn_status check_offset(Backend *be, const char *op, const ctn_tensor_desc &d);
+
+}  // namespace ctn_ocl
+
+#endif

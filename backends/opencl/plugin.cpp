@@ -1,0 +1,400 @@
+// The OpenCL backend's descriptor and its backend-level slots: device discovery, buffers,
+// copies, the error channel of device kernels, options and recorded plan segments. Op kernels
+// live in k_*.cpp, the program (source, build, disk cache) in program.cpp.
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+#include "ocl_backend.h"
+
+namespace ctn_ocl {
+namespace {
+
+std::string device_string(cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  std::string s(n, '\0');
+  if (clGetDeviceInfo(d, what, n, s.data(), nullptr) != CL_SUCCESS) return "";
+  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string platform_string(cl_platform_id p, cl_platform_info what) {
+  size_t n = 0;
+  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  std::string s(n, '\0');
+  if (clGetPlatformInfo(p, what, n, s.data(), nullptr) != CL_SUCCESS) return "";
+  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+void release_all(Backend &be) {
+  if (be.err) clReleaseMemObject(be.err);
+  if (be.program) clReleaseProgram(be.program);
+  if (be.queue) {
+    clFinish(be.queue);
+    clReleaseCommandQueue(be.queue);
+  }
+  if (be.context) clReleaseContext(be.context);
+  be.err = nullptr;
+  be.program = nullptr;
+  be.queue = nullptr;
+  be.context = nullptr;
+}
+
+// Picks a GPU/accelerator first, any device otherwise; every OpenCL 1.2 device qualifies.
+ctn_status pick_device(Backend &be, std::string *why) {
+  cl_uint np = 0;
+  cl_int e = clGetPlatformIDs(0, nullptr, &np);
+  if (e != CL_SUCCESS || np == 0) {
+    *why = "no OpenCL platform (the ICD loader found none: " +
+           std::string(e == CL_SUCCESS ? "0 platforms" : cl_error_name(e)) + ")";
+    return CTN_ERR_UNAVAILABLE;
+  }
+  std::vector<cl_platform_id> ps(np);
+  clGetPlatformIDs(np, ps.data(), nullptr);
+  for (cl_device_type want : {cl_device_type(CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR), cl_device_type(CL_DEVICE_TYPE_ALL)}) {
+    for (cl_platform_id p : ps) {
+      cl_uint nd = 0;
+      if (clGetDeviceIDs(p, want, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+      std::vector<cl_device_id> ds(nd);
+      clGetDeviceIDs(p, want, nd, ds.data(), nullptr);
+      for (cl_device_id d : ds) {
+        cl_bool avail = CL_FALSE, compiler = CL_FALSE;
+        clGetDeviceInfo(d, CL_DEVICE_AVAILABLE, sizeof avail, &avail, nullptr);
+        clGetDeviceInfo(d, CL_DEVICE_COMPILER_AVAILABLE, sizeof compiler, &compiler, nullptr);
+        if (!avail || !compiler) continue;
+        be.platform = p;
+        be.device = d;
+        return CTN_OK;
+      }
+    }
+  }
+  *why = "no usable OpenCL device (" + std::to_string(np) +
+         " platform(s), no available device with a compiler)";
+  return CTN_ERR_UNAVAILABLE;
+}
+
+void update_description(Backend &be) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%.1f ms", be.program_ms);
+  be.description = be.device_name + " (" + be.platform_name + ", driver " + be.driver_version +
+                   (be.fp64 ? ", fp64" : ", no fp64") + "), program from " +
+                   be.program_origin + " in " + buf + ", placement " +
+                   (be.placement == Placement::kAlways ? "always" : "auto");
+}
+
+ctn_status ocl_init(const ctn_host_api *host, const ctn_backend_config *config,
+                    void **out_state) {
+  if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
+  try {
+    if (!config || !out_state)
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl init: NULL config or out_state");
+    auto be = std::make_unique<Backend>();
+    be->host = host;
+    std::string why;
+    if (pick_device(*be, &why) != CTN_OK)
+      return host->set_error(CTN_ERR_UNAVAILABLE, "unavailable: %s", why.c_str());
+    be->device_name = device_string(be->device, CL_DEVICE_NAME);
+    be->driver_version = device_string(be->device, CL_DRIVER_VERSION);
+    be->platform_name = platform_string(be->platform, CL_PLATFORM_NAME);
+    std::string ext = device_string(be->device, CL_DEVICE_EXTENSIONS);
+    be->fp64 = ext.find("cl_khr_fp64") != std::string::npos;
+    if (const char *v = std::getenv("CHUTNEY_OPENCL_NO_FP64"); v && *v == '1') be->fp64 = false;
+    clGetDeviceInfo(be->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof be->max_wg, &be->max_wg,
+                    nullptr);
+    cl_ulong lm = 0;
+    clGetDeviceInfo(be->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lm, &lm, nullptr);
+    be->local_mem = lm;
+    clGetDeviceInfo(be->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof be->base_align,
+                    &be->base_align, nullptr);
+    clGetDeviceInfo(be->device, CL_DEVICE_TYPE, sizeof be->type, &be->type, nullptr);
+    cl_int e = CL_SUCCESS;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                     reinterpret_cast<cl_context_properties>(be->platform), 0};
+    be->context = clCreateContext(props, 1, &be->device, nullptr, nullptr, &e);
+    if (e != CL_SUCCESS)
+      return host->set_error(CTN_ERR_UNAVAILABLE, "unavailable: clCreateContext failed (%s)",
+                             cl_error_name(e));
+    be->queue = clCreateCommandQueue(be->context, be->device, 0, &e);
+    if (e != CL_SUCCESS) {
+      release_all(*be);
+      return host->set_error(CTN_ERR_UNAVAILABLE, "unavailable: clCreateCommandQueue failed (%s)",
+                             cl_error_name(e));
+    }
+    be->cache_dir = cache_directory();
+    if (ctn_status st = program_load(*be); st != CTN_OK) {
+      release_all(*be);
+      return st;
+    }
+    be->err = clCreateBuffer(be->context, CL_MEM_READ_WRITE, 4 * sizeof(cl_long), nullptr, &e);
+    if (e == CL_SUCCESS) {
+      cl_long zero[4] = {0, 0, 0, 0};
+      e = clEnqueueWriteBuffer(be->queue, be->err, CL_TRUE, 0, sizeof zero, zero, 0, nullptr,
+                               nullptr);
+    }
+    if (e != CL_SUCCESS) {
+      release_all(*be);
+      return host->set_error(CTN_ERR_UNAVAILABLE, "unavailable: cannot allocate on %s (%s)",
+                             be->device_name.c_str(), cl_error_name(e));
+    }
+    if (const char *v = std::getenv("CHUTNEY_OPENCL_PLACEMENT"); v && *v) {
+      if (!std::strcmp(v, "always")) be->placement = Placement::kAlways;
+      else if (!std::strcmp(v, "auto")) be->placement = Placement::kAuto;
+      else if (host->log) host->log(CTN_LOG_WARN, "opencl", "CHUTNEY_OPENCL_PLACEMENT must be always or auto");
+    }
+    update_description(*be);
+    *out_state = be.release();
+    return CTN_OK;
+  } catch (const std::bad_alloc &) {
+    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "opencl init: out of memory");
+  } catch (const std::exception &ex) {
+    return host->set_error(CTN_ERR_INTERNAL, "opencl init: %s", ex.what());
+  }
+}
+
+void ocl_shutdown(void *state) {
+  auto *be = static_cast<Backend *>(state);
+  if (!be) return;
+  release_all(*be);
+  delete be;
+}
+
+const char *ocl_describe(void *state) { return static_cast<Backend *>(state)->description.c_str(); }
+
+ctn_status ocl_buffer_alloc(void *state, uint64_t bytes, void **out_handle) {
+  auto *be = static_cast<Backend *>(state);
+  if (!out_handle) return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl: NULL out_handle");
+  // OpenCL rejects empty buffers; an empty value still needs a distinct handle.
+  size_t n = static_cast<size_t>(bytes < 64 ? 64 : (bytes + 63) / 64 * 64);
+  cl_int e = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(be->context, CL_MEM_READ_WRITE, n, nullptr, &e);
+  if (e != CL_SUCCESS || !m)
+    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "opencl: cannot allocate %" PRIu64 " bytes (%s)",
+                               bytes, cl_error_name(e));
+  *out_handle = m;
+  return CTN_OK;
+}
+
+void ocl_buffer_free(void *state, void *handle) {
+  auto *be = static_cast<Backend *>(state);
+  if (!handle) return;
+  // Kernels still queued may use the buffer: OpenCL keeps it alive until they finish.
+  (void)be;
+  clReleaseMemObject(static_cast<cl_mem>(handle));
+}
+
+ctn_status ocl_upload(void *state, void *handle, uint64_t offset, const void *src,
+                      uint64_t bytes) {
+  auto *be = static_cast<Backend *>(state);
+  if (!handle || (!src && bytes))
+    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl upload: NULL pointer");
+  if (!bytes) return CTN_OK;
+  cl_int e = clEnqueueWriteBuffer(be->queue, static_cast<cl_mem>(handle), CL_TRUE, offset, bytes,
+                                  src, 0, nullptr, nullptr);
+  if (e != CL_SUCCESS)
+    return be->host->set_error(CTN_ERR_INTERNAL, "opencl upload of %" PRIu64 " bytes: %s", bytes,
+                               cl_error_name(e));
+  return CTN_OK;
+}
+
+ctn_status check_errors(Backend &be);
+
+ctn_status ocl_download(void *state, void *handle, uint64_t offset, void *dst, uint64_t bytes) {
+  auto *be = static_cast<Backend *>(state);
+  if (!handle || (!dst && bytes))
+    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl download: NULL pointer");
+  if (!bytes) return CTN_OK;
+  cl_int e = clEnqueueReadBuffer(be->queue, static_cast<cl_mem>(handle), CL_TRUE, offset, bytes,
+                                 dst, 0, nullptr, nullptr);
+  if (e != CL_SUCCESS)
+    return be->host->set_error(CTN_ERR_INTERNAL, "opencl download of %" PRIu64 " bytes: %s",
+                               bytes, cl_error_name(e));
+  return check_errors(*be);
+}
+
+// Device kernels cannot return a status: those that validate data (labels) write a report into
+// be.err, read back here at the next synchronisation point.
+ctn_status check_errors(Backend &be) {
+  if (!be.err_armed) return CTN_OK;
+  be.err_armed = false;
+  cl_long rep[4] = {0, 0, 0, 0};
+  cl_int e = clEnqueueReadBuffer(be.queue, be.err, CL_TRUE, 0, sizeof rep, rep, 0, nullptr, nullptr);
+  if (e != CL_SUCCESS)
+    return be.host->set_error(CTN_ERR_INTERNAL, "opencl: reading the kernel error report: %s",
+                              cl_error_name(e));
+  if (rep[0] == 0) return CTN_OK;
+  cl_long zero[4] = {0, 0, 0, 0};
+  clEnqueueWriteBuffer(be.queue, be.err, CL_TRUE, 0, sizeof zero, zero, 0, nullptr, nullptr);
+  return be.host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: label %lld of row %lld is out of range",
+                            rep[0] == 1 ? CTN_OP_CROSS_ENTROPY : CTN_OP_CROSS_ENTROPY_GRAD,
+                            static_cast<long long>(rep[2]), static_cast<long long>(rep[1]));
+}
+
+ctn_status ocl_synchronize(void *state) {
+  auto *be = static_cast<Backend *>(state);
+  cl_int e = clFinish(be->queue);
+  if (e != CL_SUCCESS)
+    return be->host->set_error(CTN_ERR_INTERNAL, "opencl: clFinish: %s", cl_error_name(e));
+  return check_errors(*be);
+}
+
+ctn_status ocl_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
+  auto *be = static_cast<Backend *>(state);
+  const ctn_host_api *host = be->host;
+  try {
+    if (!sig || !out || !sig->op || !sig->output || !sig->attrs || (sig->n_inputs && !sig->inputs))
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl get_kernel: incomplete signature");
+    for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
+      const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
+      if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
+        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                               "opencl %s: operand %u has ndim %u / dtype %d out of range", sig->op,
+                               i, d.ndim, static_cast<int>(d.dtype));
+      if (d.dtype == CTN_F64 && !be->fp64)
+        return host->set_error(CTN_ERR_UNSUPPORTED,
+                               "opencl %s: f64 needs cl_khr_fp64, which %s does not offer", sig->op,
+                               be->device_name.c_str());
+    }
+    if (be->placement == Placement::kAuto) {
+      int64_t size = 0;
+      int cls = op_class_of(sig, &size);
+      if (cls < kClassCount) {
+        policy_prepare(*be);
+        if (size < be->policy[cls].min_elements)
+          return host->set_error(CTN_ERR_UNSUPPORTED,
+                                 "placement policy: cpu faster for %s (size %lld; %s)",
+                                 op_class_name(cls), static_cast<long long>(size),
+                                 be->policy[cls].note.c_str());
+      }
+    }
+    bool handled = false;
+    using Maker = ctn_status (*)(Backend *, const ctn_op_signature *, ctn_kernel *, bool *);
+    for (Maker m : {make_elementwise, make_reduce, make_shape, make_matmul, make_optim}) {
+      ctn_status st = m(be, sig, out, &handled);
+      if (handled) return st;
+    }
+    return host->set_error(CTN_ERR_UNSUPPORTED, "opencl backend: op '%s' is not implemented",
+                           sig->op);
+  } catch (const std::bad_alloc &) {
+    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "opencl get_kernel(%s): out of memory",
+                           sig && sig->op ? sig->op : "?");
+  } catch (const std::exception &ex) {
+    return host->set_error(CTN_ERR_INTERNAL, "opencl get_kernel: %s", ex.what());
+  }
+}
+
+ctn_status ocl_set_option(void *state, const char *key, const char *value) {
+  auto *be = static_cast<Backend *>(state);
+  const ctn_host_api *host = be->host;
+  if (!key || !value)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl set_option: NULL key or value");
+  try {
+    if (!std::strcmp(key, "placement")) {
+      if (!std::strcmp(value, "always")) be->placement = Placement::kAlways;
+      else if (!std::strcmp(value, "auto")) be->placement = Placement::kAuto;
+      else
+        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                               "opencl: placement must be 'always' or 'auto', got '%s'", value);
+      update_description(*be);
+      return CTN_OK;
+    }
+    if (!std::strcmp(key, "policy")) {
+      if (std::strcmp(value, "remeasure") != 0)
+        return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl: policy takes 'remeasure', got '%s'",
+                               value);
+      be->policy_ready = false;
+      setenv("CHUTNEY_OPENCL_REMEASURE", "1", 1);
+      policy_prepare(*be);
+      unsetenv("CHUTNEY_OPENCL_REMEASURE");
+      return CTN_OK;
+    }
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                           "opencl: unknown option '%s' (placement, policy)", key);
+  } catch (const std::exception &ex) {
+    return host->set_error(CTN_ERR_INTERNAL, "opencl set_option: %s", ex.what());
+  }
+}
+
+// ---- plan segments: bind every call once, replay = enqueues only ---------------------------
+struct Segment {
+  std::vector<Op *> ops;
+};
+
+ctn_status ocl_plan_prepare(void *state, uint32_t n, const ctn_plan_call *calls, void **out) {
+  auto *be = static_cast<Backend *>(state);
+  try {
+    auto seg = std::make_unique<Segment>();
+    for (uint32_t i = 0; i < n; ++i) {
+      const ctn_kernel *k = calls[i].kernel;
+      if (k->fn != op_kernel_fn)
+        return be->host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                                   "opencl plan_prepare: call %u is not an OpenCL kernel", i);
+      Op *op = static_cast<Op *>(k->state);
+      if (ctn_status st = op->bind(*calls[i].args); st != CTN_OK) return st;
+      seg->ops.push_back(op);
+    }
+    *out = seg.release();
+    return CTN_OK;
+  } catch (const std::bad_alloc &) {
+    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "opencl plan_prepare: out of memory");
+  }
+}
+
+ctn_status ocl_plan_run(void *, void *segment) {
+  for (Op *op : static_cast<Segment *>(segment)->ops)
+    if (ctn_status st = op->enqueue(); st != CTN_OK) return st;
+  return CTN_OK;
+}
+
+void ocl_plan_release(void *, void *segment) { delete static_cast<Segment *>(segment); }
+
+const char *proc_policy(void *state) {
+  static thread_local std::string s;
+  auto *be = static_cast<Backend *>(state);
+  policy_prepare(*be);
+  s = policy_report(*be);
+  return s.c_str();
+}
+cl_command_queue proc_queue(void *state) { return static_cast<Backend *>(state)->queue; }
+cl_context proc_context(void *state) { return static_cast<Backend *>(state)->context; }
+
+void *ocl_get_proc_address(void *, const char *name) {
+  if (!name) return nullptr;
+  if (!std::strcmp(name, "ctn_opencl_policy_report")) return reinterpret_cast<void *>(&proc_policy);
+  if (!std::strcmp(name, "ctn_opencl_queue")) return reinterpret_cast<void *>(&proc_queue);
+  if (!std::strcmp(name, "ctn_opencl_context")) return reinterpret_cast<void *>(&proc_context);
+  return nullptr;
+}
+
+// Constant-initialised: nothing runs when the plugin is loaded (libOpenCL is touched in init).
+constexpr ctn_backend_desc kDesc = {
+    {sizeof(ctn_backend_desc), CTN_ABI_MAJOR, CTN_ABI_MINOR, CTN_PLUGIN_BACKEND, 0, "opencl"},
+    0,
+    0,
+    ocl_init,
+    ocl_shutdown,
+    ocl_describe,
+    ocl_buffer_alloc,
+    ocl_buffer_free,
+    ocl_upload,
+    ocl_download,
+    ocl_get_kernel,
+    ocl_synchronize,
+    ocl_set_option,
+    ocl_get_proc_address,
+    ocl_plan_prepare,
+    ocl_plan_run,
+    ocl_plan_release,
+};
+
+}  // namespace
+}  // namespace ctn_ocl
+
+CTN_PLUGIN_EXPORT const ctn_plugin_header *ctn_plugin_query(uint32_t host_abi_version,
+                                                            const ctn_host_api *) {
+  if (CTN_ABI_VERSION_MAJOR(host_abi_version) != CTN_ABI_MAJOR) return nullptr;
+  return &ctn_ocl::kDesc.header;
+}

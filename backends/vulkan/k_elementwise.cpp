@@ -1,0 +1,314 @@
+// Elementwise kernels: unary, binary with broadcasting, backward helpers, comparisons, where,
+// cast, copy and the optimizer updates. Outputs (and inputs laid out like them) are processed in
+// windows that fit maxStorageBufferRange, one dispatch per window.
+#include <cmath>
+
+#include "vk_backend.h"
+
+namespace ctn_vk {
+namespace {
+
+enum Kind { kFloat, kCompare, kWhere, kCast, kCopy };
+
+struct EwEntry {
+  const char *name;
+  Kind kind;
+  int code;  // ew_ops.glsl
+  uint32_t nin;
+};
+
+// Codes mirror shaders/ew_ops.glsl.
+const EwEntry kOps[] = {
+    {CTN_OP_NEG, kFloat, 1, 1},          {CTN_OP_EXP, kFloat, 2, 1},
+    {CTN_OP_LOG, kFloat, 3, 1},          {CTN_OP_SQRT, kFloat, 4, 1},
+    {CTN_OP_ABS, kFloat, 5, 1},          {CTN_OP_SIGN, kFloat, 6, 1},
+    {CTN_OP_TANH, kFloat, 7, 1},         {CTN_OP_SIGMOID, kFloat, 8, 1},
+    {CTN_OP_RELU, kFloat, 9, 1},         {CTN_OP_GELU, kFloat, 10, 1},
+    {CTN_OP_LEAKY_RELU, kFloat, 11, 1},  {CTN_OP_CLAMP, kFloat, 12, 1},
+    {CTN_OP_ADD, kFloat, 20, 2},         {CTN_OP_SUB, kFloat, 21, 2},
+    {CTN_OP_MUL, kFloat, 22, 2},         {CTN_OP_DIV, kFloat, 23, 2},
+    {CTN_OP_POW, kFloat, 24, 2},         {CTN_OP_MAXIMUM, kFloat, 25, 2},
+    {CTN_OP_MINIMUM, kFloat, 26, 2},     {CTN_OP_RELU_GRAD, kFloat, 30, 2},
+    {CTN_OP_LEAKY_RELU_GRAD, kFloat, 31, 2}, {CTN_OP_GELU_GRAD, kFloat, 32, 2},
+    {CTN_OP_CLAMP_GRAD, kFloat, 33, 2},  {CTN_OP_TANH_GRAD, kFloat, 34, 2},
+    {CTN_OP_SIGMOID_GRAD, kFloat, 35, 2},
+    // Optimizer steps and dropout: the last input of codes >= 90 is an i64 step (binding 4).
+    {CTN_OP_ADAM_MOMENT1, kFloat, 40, 2}, {CTN_OP_ADAM_MOMENT2, kFloat, 41, 2},
+    {CTN_OP_SGD_VELOCITY, kFloat, 60, 3}, {CTN_OP_SGD_APPLY, kFloat, 70, 4},
+    {CTN_OP_ADAM_APPLY, kFloat, 90, 5},
+    {CTN_OP_DROPOUT, kFloat, 91, 2},
+    {CTN_OP_EQ, kCompare, 0, 2},         {CTN_OP_NE, kCompare, 1, 2},
+    {CTN_OP_LT, kCompare, 2, 2},         {CTN_OP_LE, kCompare, 3, 2},
+    {CTN_OP_GT, kCompare, 4, 2},         {CTN_OP_GE, kCompare, 5, 2},
+    {CTN_OP_WHERE, kWhere, 0, 3},        {CTN_OP_CAST, kCast, 0, 1},
+    {CTN_OP_COPY, kCopy, 0, 1},
+};
+
+constexpr size_t kParamWords = 68;
+
+void put_double(std::vector<uint32_t> &p, size_t at, double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  p[at] = static_cast<uint32_t>(bits);
+  p[at + 1] = static_cast<uint32_t>(bits >> 32);
+}
+
+void put_float(std::vector<uint32_t> &p, size_t at, double v) {
+  float f = static_cast<float>(v);
+  std::memcpy(&p[at], &f, 4);
+}
+
+// True when `out` is exactly the broadcast of inputs [first, n).
+bool is_broadcast_of(const ctn_op_signature *sig) {
+  const ctn_tensor_desc &out = *sig->output;
+  uint32_t nd = 0;
+  for (uint32_t i = 0; i < sig->n_inputs; ++i) nd = std::max(nd, sig->inputs[i].ndim);
+  if (out.ndim != nd) return false;
+  for (uint32_t k = 0; k < nd; ++k) {
+    int64_t want = 1;
+    for (uint32_t i = 0; i < sig->n_inputs; ++i) {
+      const ctn_tensor_desc &in = sig->inputs[i];
+      int64_t ax = static_cast<int64_t>(k) - (nd - in.ndim);
+      if (ax < 0) continue;
+      int64_t d = in.shape[ax];
+      if (d != 1) {
+        if (want != 1 && want != d) return false;
+        want = d;
+      }
+    }
+    if (out.shape[k] != want) return false;
+  }
+  return true;
+}
+
+// Broadcast params (p[0..51]) and the per-input mode: 0 layout of the output, 1 one element,
+// 2 strided. False when an input does not broadcast to the output.
+bool broadcast_params(const ctn_op_signature *sig, uint32_t n_in, std::vector<uint32_t> &p, int *mode) {
+  const ctn_tensor_desc &out = *sig->output;
+  const int64_t n = desc_numel(out);
+  int64_t full[5][CTN_MAX_DIMS] = {};
+  bool general = false;
+  for (uint32_t j = 0; j < n_in; ++j) {
+    const ctn_tensor_desc &in = sig->inputs[j];
+    if (!broadcast_strides(in, out, full[j])) return false;
+    int64_t numel = desc_numel(in);
+    mode[j] = same_shape(in, out) || numel == n ? 0 : numel == 1 ? 1 : 2;
+    general = general || mode[j] == 2;
+  }
+  if (!general) return true;
+  int nd = 0;
+  int64_t shape[CTN_MAX_DIMS] = {}, str[5][CTN_MAX_DIMS] = {};
+  for (uint32_t k = 0; k < out.ndim; ++k) {
+    if (out.shape[k] == 1) continue;
+    bool merge = nd > 0;
+    for (uint32_t j = 0; merge && j < n_in; ++j) merge = str[j][nd - 1] == full[j][k] * out.shape[k];
+    if (merge) {
+      shape[nd - 1] *= out.shape[k];
+      for (uint32_t j = 0; j < n_in; ++j) str[j][nd - 1] = full[j][k];
+    } else {
+      shape[nd] = out.shape[k];
+      for (uint32_t j = 0; j < n_in; ++j) str[j][nd] = full[j][k];
+      ++nd;
+    }
+  }
+  if (nd == 0) shape[nd++] = 1;
+  p[0] = static_cast<uint32_t>(nd);
+  for (int k = 0; k < nd; ++k) {
+    p[1 + k] = static_cast<uint32_t>(shape[k]);
+    for (uint32_t j = 0; j < n_in; ++j) p[9 + 8 * j + k] = static_cast<uint32_t>(str[j][k]);
+  }
+  return true;
+}
+
+// Elements per window: a multiple of 1024 whose bytes fit the storage range of every binding.
+uint64_t window_elems(const Backend &be, uint64_t max_esize) {
+  uint64_t w = (be.max_range - be.align) / max_esize / 1024 * 1024;
+  return std::max<uint64_t>(w, 1024);
+}
+
+}  // namespace
+
+ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+  const EwEntry *e = nullptr;
+  for (const EwEntry &cand : kOps)
+    if (std::strcmp(cand.name, sig->op) == 0) e = &cand;
+  if (!e) return CTN_OK;
+  *handled = true;
+  const ctn_host_api *host = be.host;
+  const char *op = sig->op;
+  const ctn_tensor_desc &o = *sig->output;
+  if (sig->n_inputs != e->nin)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: expects %u inputs, got %u", op, e->nin, sig->n_inputs);
+  const ctn_tensor_desc &a = sig->inputs[0];
+  const int64_t n = desc_numel(o);
+  ctn_status st = CTN_OK;
+
+  if (e->kind == kCopy || e->kind == kCast) {
+    if (!same_shape(a, o))
+      return host->set_error(CTN_ERR_SHAPE, "vulkan %s: input %s must have the output shape %s", op,
+                             shape_str(a).c_str(), shape_str(o).c_str());
+    int32_t to = e->kind == kCast ? static_cast<int32_t>(sig->attrs->i[0]) : a.dtype;
+    if (o.dtype != to)
+      return host->set_error(CTN_ERR_DTYPE, "vulkan %s: output dtype %s, expected %s", op, dtype_name(o.dtype),
+                             dtype_name(to));
+    Kernel *k = nullptr;
+    if ((st = kernel_new(be, op, {}, &k)) != CTN_OK) return st;
+    if (a.dtype == o.dtype) {
+      // A buffer copy: no shader, any size, any dtype.
+      Cmd c;
+      c.kind = Cmd::kCopy;
+      c.src = 0;
+      c.dst = kOut;
+      if (n > 0) c.regions.push_back(VkBufferCopy{0, 0, desc_bytes(o)});
+      k->cmds.push_back(std::move(c));
+      kernel_publish(k, out, CTN_KERNEL_INPLACE_OK);
+      return CTN_OK;
+    }
+    if (!be.has_f64 && (a.dtype == CTN_F64 || o.dtype == CTN_F64)) {
+      kernel_delete(k);
+      return decline(be, sig, "f64 needs shaderFloat64, which %s lacks", be.props.deviceName);
+    }
+    const Pipeline *pipe = nullptr;
+    if ((st = get_pipeline(be, be.has_f64 ? "cast.f64" : "cast", {static_cast<int32_t>(be.wg1d), 1, a.dtype, o.dtype}, 2,
+                           &pipe)) != CTN_OK) {
+      kernel_delete(k);
+      return st;
+    }
+    const uint64_t isz = dtype_size(a.dtype), osz = dtype_size(o.dtype);
+    const uint64_t win = window_elems(be, 8);
+    for (uint64_t c0 = 0; c0 < static_cast<uint64_t>(n); c0 += win) {
+      uint64_t cnt = std::min<uint64_t>(win, n - c0);
+      Cmd c;
+      c.pipe = pipe;
+      c.nb = 2;
+      c.b[0] = Bind{0, 4, c0 * isz, cnt * isz};
+      c.b[1] = Bind{kOut, 4, c0 * osz, cnt * osz};
+      c.count = static_cast<uint32_t>(cnt);
+      uint64_t items = osz == 1 ? (cnt + 3) / 4 : cnt;
+      if (!grid_1d(be, items, be.wg1d, &c.gx, &c.gy)) {
+        kernel_delete(k);
+        return decline(be, sig, "too many elements for one dispatch");
+      }
+      k->cmds.push_back(std::move(c));
+    }
+    kernel_publish(k, out);
+    return CTN_OK;
+  }
+
+  // Dtypes.
+  const char *shader = nullptr;
+  int32_t tdt = a.dtype;  // the T of the shader
+  if (e->kind == kWhere) {
+    if (a.dtype != CTN_BOOL)
+      return host->set_error(CTN_ERR_DTYPE, "vulkan where: condition must be bool, got %s", dtype_name(a.dtype));
+    tdt = sig->inputs[1].dtype;
+    if (sig->inputs[2].dtype != tdt || o.dtype != tdt)
+      return host->set_error(CTN_ERR_DTYPE, "vulkan where: a, b and output dtypes differ");
+    if (!float_ok(be, sig, tdt, &st)) return st;
+    shader = tdt == CTN_F32 ? "where.f32" : "where.f64";
+  } else if (e->kind == kCompare) {
+    if (sig->inputs[1].dtype != a.dtype)
+      return host->set_error(CTN_ERR_DTYPE, "vulkan %s: input dtypes differ (%s vs %s)", op, dtype_name(a.dtype),
+                             dtype_name(sig->inputs[1].dtype));
+    if (o.dtype != CTN_BOOL) return host->set_error(CTN_ERR_DTYPE, "vulkan %s: output must be bool", op);
+    if (a.dtype == CTN_I32) shader = "cmp.i32";
+    else if (a.dtype == CTN_F32) shader = "cmp.f32";
+    else if (a.dtype == CTN_F64 && be.has_f64) shader = "cmp.f64";
+    else if (a.dtype == CTN_F64) return decline(be, sig, "f64 needs shaderFloat64, which %s lacks", be.props.deviceName);
+    else return decline(be, sig, "comparisons of %s are not implemented (f32, f64, i32)", dtype_name(a.dtype));
+  } else {
+    // Float ops; the optimizer's step input (adam_apply's last) is i64.
+    for (uint32_t i = 0; i < sig->n_inputs; ++i) {
+      int32_t want = (e->code >= 90 && i + 1 == sig->n_inputs) ? CTN_I64 : a.dtype;
+      if (sig->inputs[i].dtype != want)
+        return host->set_error(CTN_ERR_DTYPE, "vulkan %s: input %u is %s, expected %s", op, i,
+                               dtype_name(sig->inputs[i].dtype), dtype_name(want));
+    }
+    if (o.dtype != a.dtype)
+      return host->set_error(CTN_ERR_DTYPE, "vulkan %s: output dtype %s, expected %s", op, dtype_name(o.dtype),
+                             dtype_name(a.dtype));
+    if (!float_ok(be, sig, a.dtype, &st)) return st;
+    shader = a.dtype == CTN_F32 ? "ew.f32" : "ew.f64";
+  }
+  if (!is_broadcast_of(sig))
+    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: output shape %s is not the broadcast of the inputs", op,
+                           shape_str(o).c_str());
+  std::vector<uint32_t> p(kParamWords, 0);
+  int mode[5] = {};
+  if (!broadcast_params(sig, sig->n_inputs, p, mode))
+    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: inputs do not broadcast to %s", op, shape_str(o).c_str());
+  p[52] = static_cast<uint32_t>(sig->attrs->i[0] != 0);
+  for (int i = 0; i < 4; ++i) {
+    put_float(p, 56 + i, sig->attrs->f[i]);
+    put_double(p, 60 + 2 * i, sig->attrs->f[i]);
+  }
+  if (e->code == 91) {  // dropout: seed, threshold and scale as the CPU backend computes them
+    const double pr = sig->attrs->f[0];
+    if (!(pr >= 0.0 && pr < 1.0)) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan dropout: p must be in [0, 1)");
+    const uint64_t seed = static_cast<uint64_t>(sig->attrs->i[0]);
+    p[49] = static_cast<uint32_t>(seed);
+    p[50] = static_cast<uint32_t>(seed >> 32);
+    p[51] = static_cast<uint32_t>(std::floor(pr * 16777216.0));
+    put_float(p, 57, 1.0 / (1.0 - pr));
+    put_double(p, 62, 1.0 / (1.0 - pr));
+  }
+  // Whole-bound inputs (broadcast or scalar) must fit one descriptor range.
+  for (uint32_t j = 0; j < sig->n_inputs; ++j)
+    if (mode[j] != 0 && desc_bytes(sig->inputs[j]) + be.align > be.max_range)
+      return decline(be, sig, "broadcast input %u of %llu bytes exceeds maxStorageBufferRange", j,
+                     static_cast<unsigned long long>(desc_bytes(sig->inputs[j])));
+  Kernel *k = nullptr;
+  if ((st = kernel_new(be, op, p, &k)) != CTN_OK) return st;
+  const bool cmp = e->kind == kCompare;
+  std::vector<int32_t> spec = {static_cast<int32_t>(be.wg1d), 1, e->code};
+  for (uint32_t j = 0; j < (cmp ? 2u : 4u); ++j) spec.push_back(j < sig->n_inputs ? mode[j] : 1);
+  const Pipeline *pipe = nullptr;
+  const uint32_t nb = cmp ? 4 : 7;
+  if ((st = get_pipeline(be, shader, spec, nb, &pipe)) != CTN_OK) {
+    kernel_delete(k);
+    return st;
+  }
+  const uint64_t tsz = dtype_size(tdt);
+  const uint64_t win = window_elems(be, 8);
+  for (uint64_t c0 = 0; c0 < static_cast<uint64_t>(std::max<int64_t>(n, 1)); c0 += win) {
+    uint64_t cnt = std::min<uint64_t>(win, static_cast<uint64_t>(n) - std::min<uint64_t>(c0, n));
+    if (n == 0) break;
+    Cmd c;
+    c.pipe = pipe;
+    c.nb = nb;
+    for (uint32_t j = 0; j < 5; ++j) c.b[j] = Bind{};
+    for (uint32_t j = 0; j < sig->n_inputs; ++j) {
+      const ctn_tensor_desc &in = sig->inputs[j];
+      uint64_t isz = dtype_size(in.dtype);
+      const bool step = e->code >= 90 && j + 1 == sig->n_inputs;
+      const uint32_t slot = step ? 4 : j;  // ew.comp reads the i64 step as words at binding 4
+      uint32_t unit = (in.dtype == CTN_BOOL || step) ? 4 : static_cast<uint32_t>(isz);
+      if (step && desc_numel(in) != 1) {
+        kernel_delete(k);
+        return host->set_error(CTN_ERR_SHAPE, "vulkan %s: step must have one element", op);
+      }
+      if (mode[j] == 0 && !step) c.b[slot] = Bind{static_cast<int8_t>(j), unit, c0 * isz, cnt * isz};
+      else c.b[slot] = Bind{static_cast<int8_t>(j), unit, 0, std::max<uint64_t>(desc_bytes(in), 4)};
+    }
+    if (cmp) {
+      c.b[2] = Bind{kOut, 4, c0, cnt};
+      c.b[3] = Bind{kParams, 4, 0, kParamWords * 4};
+    } else {
+      c.b[5] = Bind{kOut, static_cast<uint32_t>(tsz), c0 * tsz, cnt * tsz};
+      c.b[6] = Bind{kParams, 4, 0, kParamWords * 4};
+    }
+    c.base = static_cast<uint32_t>(c0);
+    c.count = static_cast<uint32_t>(cnt);
+    if (!grid_1d(be, cmp ? (cnt + 3) / 4 : cnt, be.wg1d, &c.gx, &c.gy)) {
+      kernel_delete(k);
+      return decline(be, sig, "too many elements for one dispatch");
+    }
+    k->cmds.push_back(std::move(c));
+  }
+  uint32_t flags = 0;
+  if (e->kind == kFloat && same_shape(a, o) && a.dtype == o.dtype) flags = CTN_KERNEL_INPLACE_OK;
+  kernel_publish(k, out, flags);
+  return CTN_OK;
+}
+
+}  // namespace ctn_vk

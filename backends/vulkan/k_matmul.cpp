@@ -1,0 +1,133 @@
+// matmul and matmul_bias_act: the tiled shader (shared-memory tiles of A and B), batched over
+// broadcast batch dims through the z grid dimension. Tile sizes follow the device's limits.
+#include <cstdlib>
+
+#include "vk_backend.h"
+
+namespace ctn_vk {
+
+ctn_status make_matmul_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+  const char *op = sig->op;
+  bool fused = !std::strcmp(op, CTN_OP_MATMUL_BIAS_ACT);
+  if (!fused && std::strcmp(op, CTN_OP_MATMUL) != 0) return CTN_OK;
+  *handled = true;
+  const ctn_host_api *host = be.host;
+  uint32_t n_in = fused ? 3 : 2;
+  if (sig->n_inputs != n_in)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: expects %u inputs, got %u", op, n_in, sig->n_inputs);
+  const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
+  ctn_status st = CTN_OK;
+  if (!float_ok(be, sig, a.dtype, &st)) return st;
+  for (uint32_t i = 1; i <= sig->n_inputs; ++i) {
+    const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : y;
+    if (d.dtype != a.dtype)
+      return host->set_error(CTN_ERR_DTYPE, "vulkan %s: operand %u is %s, expected %s", op, i, dtype_name(d.dtype),
+                             dtype_name(a.dtype));
+  }
+  if (a.ndim < 2 || b.ndim < 2)
+    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: operands must be at least 2-d", op);
+  const bool ta = sig->attrs->i[0] != 0, tb = sig->attrs->i[1] != 0;
+  const int64_t ar = a.shape[a.ndim - 2], ac = a.shape[a.ndim - 1];
+  const int64_t br = b.shape[b.ndim - 2], bc = b.shape[b.ndim - 1];
+  const int64_t m = ta ? ac : ar, k = ta ? ar : ac, kb = tb ? bc : br, n = tb ? br : bc;
+  if (kb != k) return host->set_error(CTN_ERR_SHAPE, "vulkan %s: inner dims differ", op);
+  ctn_tensor_desc ab{}, bb{}, yb{};
+  ab.ndim = a.ndim - 2;
+  bb.ndim = b.ndim - 2;
+  yb.ndim = y.ndim >= 2 ? y.ndim - 2 : 0;
+  for (uint32_t d = 0; d < ab.ndim; ++d) ab.shape[d] = a.shape[d];
+  for (uint32_t d = 0; d < bb.ndim; ++d) bb.shape[d] = b.shape[d];
+  for (uint32_t d = 0; d < yb.ndim; ++d) yb.shape[d] = y.shape[d];
+  ctn_tensor_desc want{};
+  want.ndim = std::max(ab.ndim, bb.ndim);
+  for (uint32_t d = 0; d < want.ndim; ++d) {
+    int64_t da = d + ab.ndim >= want.ndim ? ab.shape[d + ab.ndim - want.ndim] : 1;
+    int64_t db = d + bb.ndim >= want.ndim ? bb.shape[d + bb.ndim - want.ndim] : 1;
+    if (da != db && da != 1 && db != 1)
+      return host->set_error(CTN_ERR_SHAPE, "vulkan %s: batch dims do not broadcast", op);
+    want.shape[d] = da == 1 ? db : da;
+  }
+  want.shape[want.ndim++] = m;
+  want.shape[want.ndim++] = n;
+  if (!same_shape(want, y))
+    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: output shape %s, expected %s", op, shape_str(y).c_str(),
+                           shape_str(want).c_str());
+  int act = -1;
+  if (fused) {
+    const ctn_tensor_desc &bias = sig->inputs[2];
+    if (bias.ndim != 1 || bias.shape[0] != n)
+      return host->set_error(CTN_ERR_SHAPE, "vulkan %s: bias %s must be [%lld]", op, shape_str(bias).c_str(),
+                             static_cast<long long>(n));
+    act = static_cast<int>(sig->attrs->i[2]);
+    if (act != CTN_ACT_NONE && act != CTN_ACT_RELU && act != CTN_ACT_GELU)
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: unknown activation %d", op, act);
+  }
+  if (yb.ndim > 6) return decline(be, sig, "more than 6 batch dims");
+  for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
+    const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : y;
+    if (desc_bytes(d) + be.align > be.max_range)
+      return decline(be, sig, "operand %u (%llu bytes) exceeds maxStorageBufferRange (%llu)", i,
+                     static_cast<unsigned long long>(desc_bytes(d)), static_cast<unsigned long long>(be.max_range));
+  }
+  std::vector<uint32_t> p(32, 0);
+  p[0] = static_cast<uint32_t>(m);
+  p[1] = static_cast<uint32_t>(n);
+  p[2] = static_cast<uint32_t>(k);
+  p[3] = static_cast<uint32_t>(ta ? 1 : k);  // A(i, p) = a[i * rsa + p * csa]
+  p[4] = static_cast<uint32_t>(ta ? m : 1);
+  p[5] = static_cast<uint32_t>(tb ? 1 : n);
+  p[6] = static_cast<uint32_t>(tb ? k : 1);
+  int64_t sa[CTN_MAX_DIMS] = {}, sb[CTN_MAX_DIMS] = {};
+  broadcast_strides(ab, yb, sa);
+  broadcast_strides(bb, yb, sb);
+  p[7] = yb.ndim;
+  for (uint32_t d = 0; d < yb.ndim; ++d) {
+    p[8 + d] = static_cast<uint32_t>(yb.shape[d]);
+    p[14 + d] = static_cast<uint32_t>(sa[d] * m * k);
+    p[20 + d] = static_cast<uint32_t>(sb[d] * k * n);
+  }
+  const int64_t batches = desc_numel(yb);
+  // 64x64 tiles with 16x16 invocations (4x4 outputs each) when the device allows 256 invocations
+  // and the tiles fit the shared-memory budget; 32x32 with 8x8 otherwise.
+  const uint32_t esz = static_cast<uint32_t>(dtype_size(a.dtype));
+  int bm = 64, bn = 64, bk = 16, tx = 16, ty = 16;
+  if (be.max_invocations < 256 || be.max_wg_x < 16 || be.max_wg_y < 16 ||
+      2u * bk * (bm + bn) * esz > be.max_shared || std::getenv("CHUTNEY_VULKAN_SMALL_TILES")) {
+    bm = bn = 32;
+    tx = ty = 8;
+  }
+  Kernel *kern = nullptr;
+  if ((st = kernel_new(be, op, p, &kern)) != CTN_OK) return st;
+  const Pipeline *pipe = nullptr;
+  if ((st = get_pipeline(be, a.dtype == CTN_F32 ? "matmul.f32" : "matmul.f64", {tx, ty, bm, bn, bk, act}, 5, &pipe)) !=
+      CTN_OK) {
+    kernel_delete(kern);
+    return st;
+  }
+  uint64_t gx = (static_cast<uint64_t>(n) + bn - 1) / bn, gy = (static_cast<uint64_t>(m) + bm - 1) / bm;
+  if (gx > be.max_groups_x || gy > be.max_groups_y) {
+    kernel_delete(kern);
+    return decline(be, sig, "matrix too large for one dispatch grid");
+  }
+  if (m > 0 && n > 0) {
+    for (int64_t z0 = 0; z0 < batches; z0 += be.max_groups_z) {
+      Cmd c;
+      c.pipe = pipe;
+      c.nb = 5;
+      c.b[0] = Bind{0, esz, 0, std::max<uint64_t>(desc_bytes(a), esz)};
+      c.b[1] = Bind{1, esz, 0, std::max<uint64_t>(desc_bytes(b), esz)};
+      c.b[2] = fused ? Bind{2, esz, 0, std::max<uint64_t>(desc_bytes(sig->inputs[2]), esz)} : Bind{};
+      c.b[3] = Bind{kOut, esz, 0, std::max<uint64_t>(desc_bytes(y), esz)};
+      c.b[4] = Bind{kParams, 4, 0, p.size() * 4};
+      c.base = static_cast<uint32_t>(z0);
+      c.gx = static_cast<uint32_t>(gx);
+      c.gy = static_cast<uint32_t>(gy);
+      c.gz = static_cast<uint32_t>(std::min<int64_t>(batches - z0, be.max_groups_z));
+      kern->cmds.push_back(std::move(c));
+    }
+  }
+  kernel_publish(kern, out);
+  return CTN_OK;
+}
+
+}  // namespace ctn_vk

@@ -1,0 +1,228 @@
+// Reductions (sum, mean, max), the softmax family and cross-entropy: one workgroup per output
+// element / row, combining in shared memory.
+#include <cmath>
+#include <limits>
+
+#include "vk_backend.h"
+
+namespace ctn_vk {
+namespace {
+
+// Workgroup size for `n` elements per group: a power of two up to the 1-D size.
+uint32_t wg_for(const Backend &be, int64_t n) {
+  uint32_t wg = 1;
+  while (wg < be.wg1d && static_cast<int64_t>(wg) < n) wg *= 2;
+  return std::max<uint32_t>(wg, 32u > be.wg1d ? be.wg1d : 32u);
+}
+
+ctn_status fits(Backend &be, const ctn_op_signature *sig) {
+  for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
+    const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
+    if (desc_bytes(d) + be.align > be.max_range)
+      return decline(be, sig, "operand %u (%llu bytes) exceeds maxStorageBufferRange (%llu); only elementwise ops, "
+                     "copies and casts split large tensors", i, static_cast<unsigned long long>(desc_bytes(d)),
+                     static_cast<unsigned long long>(be.max_range));
+  }
+  return CTN_OK;
+}
+
+// Dispatches one workgroup per item in pieces of at most max_groups_x * max_groups_y.
+void add_rows(Backend &be, Kernel *k, const Pipeline *pipe, const Cmd &proto, uint64_t items) {
+  uint64_t per = static_cast<uint64_t>(be.max_groups_x) * be.max_groups_y;
+  for (uint64_t b0 = 0; b0 < std::max<uint64_t>(items, 1); b0 += per) {
+    if (items == 0) break;
+    Cmd c = proto;
+    c.pipe = pipe;
+    c.base = static_cast<uint32_t>(b0);
+    c.count = static_cast<uint32_t>(items);  // the shader compares base + group < count
+    uint64_t n = std::min<uint64_t>(per, items - b0);
+    c.gx = static_cast<uint32_t>(std::min<uint64_t>(n, be.max_groups_x));
+    c.gy = static_cast<uint32_t>((n + c.gx - 1) / c.gx);
+    k->cmds.push_back(std::move(c));
+  }
+}
+
+void put_scale(std::vector<uint32_t> &p, size_t f32_at, size_t f64_at, double v) {
+  float f = static_cast<float>(v);
+  std::memcpy(&p[f32_at], &f, 4);
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  p[f64_at] = static_cast<uint32_t>(bits);
+  p[f64_at + 1] = static_cast<uint32_t>(bits >> 32);
+}
+
+ctn_status make_reduce(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, int op) {
+  const ctn_host_api *host = be.host;
+  if (sig->n_inputs != 1) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: expects 1 input", sig->op);
+  const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
+  ctn_status st = CTN_OK;
+  if (!float_ok(be, sig, x.dtype, &st)) return st;
+  if (y.dtype != x.dtype) return host->set_error(CTN_ERR_DTYPE, "vulkan %s: output dtype differs", sig->op);
+  if ((st = fits(be, sig)) != CTN_OK) return st;
+  uint64_t mask = static_cast<uint64_t>(sig->attrs->i[0]);
+  bool keep = sig->attrs->i[1] != 0;
+  if (x.ndim < 64 && (mask >> x.ndim) != 0)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: axes mask names axes beyond ndim %u", sig->op, x.ndim);
+  ctn_tensor_desc want{};
+  int64_t count = 1;
+  for (uint32_t k = 0; k < x.ndim; ++k) {
+    bool r = (mask >> k) & 1;
+    if (r) count *= x.shape[k];
+    if (!r || keep) want.shape[want.ndim++] = r ? 1 : x.shape[k];
+  }
+  if (!same_shape(want, y))
+    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: output shape %s, expected %s", sig->op, shape_str(y).c_str(),
+                           shape_str(want).c_str());
+  std::vector<uint32_t> p(40, 0);
+  int64_t istr[CTN_MAX_DIMS], s = 1;
+  for (int k = static_cast<int>(x.ndim) - 1; k >= 0; --k) {
+    istr[k] = s;
+    s *= x.shape[k];
+  }
+  uint32_t nk = 0, nr = 0;
+  for (uint32_t k = 0; k < x.ndim; ++k) {
+    if ((mask >> k) & 1) {
+      p[18 + nr] = static_cast<uint32_t>(x.shape[k]);
+      p[26 + nr] = static_cast<uint32_t>(istr[k]);
+      ++nr;
+    } else {
+      p[1 + nk] = static_cast<uint32_t>(x.shape[k]);
+      p[9 + nk] = static_cast<uint32_t>(istr[k]);
+      ++nk;
+    }
+  }
+  p[0] = nk;
+  p[17] = nr;
+  p[34] = static_cast<uint32_t>(count);
+  double scale = op == 1 ? (count ? 1.0 / static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN()) : 1.0;
+  put_scale(p, 35, 36, scale);
+  Kernel *k = nullptr;
+  if ((st = kernel_new(be, sig->op, p, &k)) != CTN_OK) return st;
+  const Pipeline *pipe = nullptr;
+  uint32_t wg = wg_for(be, count);
+  if ((st = get_pipeline(be, x.dtype == CTN_F32 ? "reduce.f32" : "reduce.f64", {static_cast<int32_t>(wg), 1, op}, 3,
+                         &pipe)) != CTN_OK) {
+    kernel_delete(k);
+    return st;
+  }
+  const uint64_t esz = dtype_size(x.dtype);
+  Cmd proto;
+  proto.nb = 3;
+  proto.b[0] = Bind{0, static_cast<uint32_t>(esz), 0, std::max<uint64_t>(desc_bytes(x), esz)};
+  proto.b[1] = Bind{kOut, static_cast<uint32_t>(esz), 0, std::max<uint64_t>(desc_bytes(y), esz)};
+  proto.b[2] = Bind{kParams, 4, 0, p.size() * 4};
+  add_rows(be, k, pipe, proto, static_cast<uint64_t>(desc_numel(y)));
+  kernel_publish(k, out);
+  return CTN_OK;
+}
+
+ctn_status make_softmax(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, int op) {
+  const ctn_host_api *host = be.host;
+  uint32_t want = op <= 1 ? 1 : 2;
+  if (sig->n_inputs != want) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: expects %u inputs", sig->op, want);
+  const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
+  ctn_status st = CTN_OK;
+  if (!float_ok(be, sig, x.dtype, &st)) return st;
+  for (uint32_t i = 0; i < sig->n_inputs; ++i)
+    if (!same_shape(sig->inputs[i], y) || sig->inputs[i].dtype != x.dtype || y.dtype != x.dtype)
+      return host->set_error(CTN_ERR_SHAPE, "vulkan %s: input %u must match the output", sig->op, i);
+  if ((st = fits(be, sig)) != CTN_OK) return st;
+  int64_t axis = sig->attrs->i[0];
+  if (axis < 0 || axis >= static_cast<int64_t>(x.ndim))
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: axis %lld out of range", sig->op,
+                           static_cast<long long>(axis));
+  int64_t outer = 1, inner = 1, len = x.shape[axis];
+  for (int64_t k = 0; k < axis; ++k) outer *= x.shape[k];
+  for (uint32_t k = static_cast<uint32_t>(axis) + 1; k < x.ndim; ++k) inner *= x.shape[k];
+  std::vector<uint32_t> p = {static_cast<uint32_t>(len), static_cast<uint32_t>(inner)};
+  Kernel *k = nullptr;
+  if ((st = kernel_new(be, sig->op, p, &k)) != CTN_OK) return st;
+  const Pipeline *pipe = nullptr;
+  if ((st = get_pipeline(be, x.dtype == CTN_F32 ? "softmax.f32" : "softmax.f64",
+                         {static_cast<int32_t>(wg_for(be, len)), 1, op}, 4, &pipe)) != CTN_OK) {
+    kernel_delete(k);
+    return st;
+  }
+  const uint64_t esz = dtype_size(x.dtype), bytes = std::max<uint64_t>(desc_bytes(x), esz);
+  Cmd proto;
+  proto.nb = 4;
+  proto.b[0] = Bind{0, static_cast<uint32_t>(esz), 0, bytes};
+  proto.b[1] = op <= 1 ? Bind{0, static_cast<uint32_t>(esz), 0, bytes} : Bind{1, static_cast<uint32_t>(esz), 0, bytes};
+  proto.b[2] = Bind{kOut, static_cast<uint32_t>(esz), 0, bytes};
+  proto.b[3] = Bind{kParams, 4, 0, 64};
+  add_rows(be, k, pipe, proto, static_cast<uint64_t>(len == 0 ? 0 : outer * inner));
+  kernel_publish(k, out);
+  return CTN_OK;
+}
+
+ctn_status make_ce(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, bool grad) {
+  const ctn_host_api *host = be.host;
+  uint32_t want = grad ? 3 : 2;
+  if (sig->n_inputs != want) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: expects %u inputs", sig->op, want);
+  const ctn_tensor_desc &x = sig->inputs[0], &lab = sig->inputs[1], &y = *sig->output;
+  ctn_status st = CTN_OK;
+  if (!float_ok(be, sig, x.dtype, &st)) return st;
+  if (x.ndim != 2 || lab.ndim != 1 || lab.shape[0] != x.shape[0])
+    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: logits %s must be [N, C] and labels %s [N]", sig->op,
+                           shape_str(x).c_str(), shape_str(lab).c_str());
+  if (lab.dtype != CTN_I32 && lab.dtype != CTN_I64)
+    return host->set_error(CTN_ERR_DTYPE, "vulkan %s: labels must be i32 or i64", sig->op);
+  if (y.dtype != x.dtype) return host->set_error(CTN_ERR_DTYPE, "vulkan %s: output dtype differs", sig->op);
+  if (grad && (sig->inputs[2].dtype != x.dtype || desc_numel(sig->inputs[2]) != 1 || !same_shape(y, x)))
+    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: dy must be 0-d and the output the logits' shape", sig->op);
+  if (!grad && desc_numel(y) != 1) return host->set_error(CTN_ERR_SHAPE, "vulkan %s: output must be 0-d", sig->op);
+  if ((st = fits(be, sig)) != CTN_OK) return st;
+  const int64_t n = x.shape[0];
+  std::vector<uint32_t> p(16, 0);
+  p[0] = static_cast<uint32_t>(n);
+  p[1] = static_cast<uint32_t>(x.shape[1]);
+  p[2] = lab.dtype == CTN_I64;
+  Kernel *k = nullptr;
+  if ((st = kernel_new(be, sig->op, p, &k)) != CTN_OK) return st;
+  k->checks_error = true;
+  const Pipeline *pipe = nullptr;
+  uint32_t wg = grad ? be.wg1d : wg_for(be, n);
+  if ((st = get_pipeline(be, x.dtype == CTN_F32 ? "ce.f32" : "ce.f64", {static_cast<int32_t>(wg), 1, grad ? 1 : 0}, 5,
+                         &pipe)) != CTN_OK) {
+    kernel_delete(k);
+    return st;
+  }
+  const uint32_t esz = static_cast<uint32_t>(dtype_size(x.dtype));
+  Cmd c;
+  c.pipe = pipe;
+  c.nb = 5;
+  c.b[0] = Bind{0, esz, 0, std::max<uint64_t>(desc_bytes(x), esz)};
+  c.b[1] = Bind{1, 4, 0, std::max<uint64_t>(desc_bytes(lab), 4)};
+  c.b[2] = grad ? Bind{2, esz, 0, esz} : Bind{0, esz, 0, esz};
+  c.b[3] = Bind{kOut, esz, 0, std::max<uint64_t>(desc_bytes(y), esz)};
+  c.b[4] = Bind{kParams, 4, 0, 64};
+  if (grad) {
+    if (!grid_1d(be, static_cast<uint64_t>(n), wg, &c.gx, &c.gy)) {
+      kernel_delete(k);
+      return decline(be, sig, "too many rows");
+    }
+  }
+  if (!grad || n > 0) k->cmds.push_back(std::move(c));
+  kernel_publish(k, out);
+  return CTN_OK;
+}
+
+}  // namespace
+
+ctn_status make_reduce_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+  const char *op = sig->op;
+  *handled = true;
+  if (!std::strcmp(op, CTN_OP_SUM)) return make_reduce(be, sig, out, 0);
+  if (!std::strcmp(op, CTN_OP_MEAN)) return make_reduce(be, sig, out, 1);
+  if (!std::strcmp(op, CTN_OP_MAX)) return make_reduce(be, sig, out, 2);
+  if (!std::strcmp(op, CTN_OP_SOFTMAX)) return make_softmax(be, sig, out, 0);
+  if (!std::strcmp(op, CTN_OP_LOG_SOFTMAX)) return make_softmax(be, sig, out, 1);
+  if (!std::strcmp(op, CTN_OP_SOFTMAX_GRAD)) return make_softmax(be, sig, out, 2);
+  if (!std::strcmp(op, CTN_OP_LOG_SOFTMAX_GRAD)) return make_softmax(be, sig, out, 3);
+  if (!std::strcmp(op, CTN_OP_CROSS_ENTROPY)) return make_ce(be, sig, out, false);
+  if (!std::strcmp(op, CTN_OP_CROSS_ENTROPY_GRAD)) return make_ce(be, sig, out, true);
+  *handled = false;
+  return CTN_OK;
+}
+
+}  // namespace ctn_vk

@@ -1,0 +1,511 @@
+// The Vulkan backend's descriptor and its backend-level slots: instance and device selection,
+// buffers and transfers, options. Kernels are in k_*.cpp, command recording in record.cpp.
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <new>
+
+#include "vk_backend.h"
+
+namespace ctn_vk {
+
+void pipeline_cache_open(Backend &be);  // device.cpp
+
+namespace {
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                             VkDebugUtilsMessageTypeFlagsEXT,
+                                             const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                             void *user) {
+  auto *be = static_cast<Backend *>(user);
+  const char *msg = data && data->pMessage ? data->pMessage : "(no message)";
+  if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+    if (be->validation_errors.fetch_add(1) == 0) {
+      std::lock_guard<std::mutex> lk(be->validation_mu);
+      be->first_validation_error = msg;
+    }
+    if (be->host->log) be->host->log(CTN_LOG_ERROR, "vulkan", msg);
+  } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+    if (be->host->log) be->host->log(CTN_LOG_WARN, "vulkan", msg);
+  }
+  return VK_FALSE;
+}
+
+void destroy(Backend *be) {
+  if (!be) return;
+  if (be->dev) {
+    be->vk.vkDeviceWaitIdle(be->dev);
+    drain(*be);
+    pipeline_cache_save(*be);
+    pipelines_destroy(*be);
+    buffer_destroy(*be, be->dummy);
+    buffer_destroy(*be, be->staging);
+    if (be->pcache) be->vk.vkDestroyPipelineCache(be->dev, be->pcache, nullptr);
+    if (be->cmd_pool) be->vk.vkDestroyCommandPool(be->dev, be->cmd_pool, nullptr);
+    be->vk.vkDestroyDevice(be->dev, nullptr);
+  }
+  if (be->messenger && be->vk.vkDestroyDebugUtilsMessengerEXT)
+    be->vk.vkDestroyDebugUtilsMessengerEXT(be->instance, be->messenger, nullptr);
+  if (be->instance) be->vk.vkDestroyInstance(be->instance, nullptr);
+  vk_unload(be->vk);
+  delete be;
+}
+
+bool has_layer(Backend &be, const char *name) {
+  uint32_t n = 0;
+  be.vk.vkEnumerateInstanceLayerProperties(&n, nullptr);
+  std::vector<VkLayerProperties> v(n);
+  be.vk.vkEnumerateInstanceLayerProperties(&n, v.data());
+  for (auto &l : v)
+    if (std::strcmp(l.layerName, name) == 0) return true;
+  return false;
+}
+
+bool has_instance_ext(Backend &be, const char *name) {
+  uint32_t n = 0;
+  be.vk.vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> v(n);
+  be.vk.vkEnumerateInstanceExtensionProperties(nullptr, &n, v.data());
+  for (auto &e : v)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+const char *kind_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
+    default: return "other";
+  }
+}
+
+ctn_status unavailable(const ctn_host_api *host, Backend *be, const std::string &why) {
+  destroy(be);
+  return host->set_error(CTN_ERR_UNAVAILABLE, "unavailable: %s", why.c_str());
+}
+
+ctn_status vk_init(const ctn_host_api *host, const ctn_backend_config *, void **out_state) {
+  if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
+  Backend *be = nullptr;
+  try {
+    if (!out_state) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan init: NULL out_state");
+    be = new Backend;
+    be->host = host;
+    std::string why;
+    if (!vk_load_global(be->vk, &why)) return unavailable(host, be, why);
+
+    const char *val = std::getenv("CHUTNEY_VULKAN_VALIDATION");
+    bool want_validation = val && *val && std::strcmp(val, "0") != 0;
+    std::vector<const char *> layers, exts;
+    if (want_validation) {
+      if (!has_layer(*be, "VK_LAYER_KHRONOS_validation"))
+        return unavailable(host, be,
+                           "CHUTNEY_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is "
+                           "not installed (Debian: vulkan-validationlayers)");
+      layers.push_back("VK_LAYER_KHRONOS_validation");
+      if (has_instance_ext(*be, VK_EXT_DEBUG_UTILS_EXTENSION_NAME))
+        exts.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    }
+    VkApplicationInfo app{};
+    app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
+    app.pApplicationName = "chutney";
+    app.pEngineName = "chutney";
+    app.apiVersion = VK_API_VERSION_1_1;
+    VkInstanceCreateInfo ici{};
+    ici.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+    ici.pApplicationInfo = &app;
+    ici.enabledLayerCount = static_cast<uint32_t>(layers.size());
+    ici.ppEnabledLayerNames = layers.data();
+    ici.enabledExtensionCount = static_cast<uint32_t>(exts.size());
+    ici.ppEnabledExtensionNames = exts.data();
+    VkResult r = be->vk.vkCreateInstance(&ici, nullptr, &be->instance);
+    if (r != VK_SUCCESS)
+      return unavailable(host, be, std::string("vkCreateInstance failed (") + vk_result_name(r) +
+                                       "): no Vulkan driver (ICD) is installed or usable");
+    if (!vk_load_instance(be->vk, be->instance, &why)) return unavailable(host, be, why);
+    if (!exts.empty() && be->vk.vkCreateDebugUtilsMessengerEXT) {
+      VkDebugUtilsMessengerCreateInfoEXT mi{};
+      mi.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;
+      mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
+      mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+      mi.pfnUserCallback = on_validation;
+      mi.pUserData = be;
+      if (be->vk.vkCreateDebugUtilsMessengerEXT(be->instance, &mi, nullptr, &be->messenger) ==
+          VK_SUCCESS)
+        be->validation = true;
+    }
+    uint32_t ndev = 0;
+    r = be->vk.vkEnumeratePhysicalDevices(be->instance, &ndev, nullptr);
+    if (r != VK_SUCCESS || ndev == 0)
+      return unavailable(host, be, "no Vulkan device (vkEnumeratePhysicalDevices found none)");
+    std::vector<VkPhysicalDevice> devs(ndev);
+    be->vk.vkEnumeratePhysicalDevices(be->instance, &ndev, devs.data());
+    // CHUTNEY_VULKAN_DEVICE picks an index; else discrete > integrated > virtual > CPU.
+    int pick = -1, best = -1;
+    const char *want = std::getenv("CHUTNEY_VULKAN_DEVICE");
+    for (uint32_t i = 0; i < ndev; ++i) {
+      VkPhysicalDeviceProperties p{};
+      be->vk.vkGetPhysicalDeviceProperties(devs[i], &p);
+      if (p.apiVersion < VK_API_VERSION_1_1) continue;
+      uint32_t nq = 0;
+      be->vk.vkGetPhysicalDeviceQueueFamilyProperties(devs[i], &nq, nullptr);
+      std::vector<VkQueueFamilyProperties> q(nq);
+      be->vk.vkGetPhysicalDeviceQueueFamilyProperties(devs[i], &nq, q.data());
+      bool compute = false;
+      for (auto &f : q) compute = compute || (f.queueFlags & VK_QUEUE_COMPUTE_BIT);
+      if (!compute) continue;
+      int score = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU     ? 4
+                  : p.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? 3
+                  : p.deviceType == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU    ? 2
+                                                                           : 1;
+      if (want && *want) score = std::atoi(want) == static_cast<int>(i) ? 100 : 0;
+      if (score > best) best = score, pick = static_cast<int>(i);
+    }
+    if (pick < 0 || best == 0)
+      return unavailable(host, be,
+                         want && *want ? "CHUTNEY_VULKAN_DEVICE names no usable device"
+                                       : "no Vulkan 1.1 device with a compute queue");
+    be->phys = devs[static_cast<size_t>(pick)];
+    be->vk.vkGetPhysicalDeviceProperties(be->phys, &be->props);
+    be->vk.vkGetPhysicalDeviceMemoryProperties(be->phys, &be->memprops);
+    VkPhysicalDeviceFeatures feats{};
+    be->vk.vkGetPhysicalDeviceFeatures(be->phys, &feats);
+    be->has_f64 = feats.shaderFloat64 == VK_TRUE && !std::getenv("CHUTNEY_VULKAN_NO_F64");
+    const VkPhysicalDeviceLimits &lim = be->props.limits;
+    be->max_invocations = lim.maxComputeWorkGroupInvocations;
+    be->max_wg_x = lim.maxComputeWorkGroupSize[0];
+    be->max_wg_y = lim.maxComputeWorkGroupSize[1];
+    be->max_groups_x = std::min<uint32_t>(lim.maxComputeWorkGroupCount[0], 65535);
+    be->max_groups_y = std::min<uint32_t>(lim.maxComputeWorkGroupCount[1], 65535);
+    be->max_groups_z = std::min<uint32_t>(lim.maxComputeWorkGroupCount[2], 65535);
+    // Raspberry Pi-class budget: never more than 16 KiB of shared memory, whatever is offered.
+    be->max_shared = std::min<uint32_t>(lim.maxComputeSharedMemorySize, 16384);
+    be->max_range = lim.maxStorageBufferRange;
+    if (const char *mr = std::getenv("CHUTNEY_VULKAN_MAX_RANGE"); mr && *mr)  // tests: smaller windows
+      be->max_range = std::min<uint64_t>(be->max_range, std::strtoull(mr, nullptr, 10));
+    be->align = std::max<uint64_t>(lim.minStorageBufferOffsetAlignment, 4);
+    uint32_t wg = 1;
+    while (wg * 2 <= 256 && wg * 2 <= be->max_invocations && wg * 2 <= be->max_wg_x) wg *= 2;
+    be->wg1d = wg;
+
+    uint32_t nq = 0;
+    be->vk.vkGetPhysicalDeviceQueueFamilyProperties(be->phys, &nq, nullptr);
+    std::vector<VkQueueFamilyProperties> qf(nq);
+    be->vk.vkGetPhysicalDeviceQueueFamilyProperties(be->phys, &nq, qf.data());
+    // A compute-only family first (async compute on desktop GPUs), else any with compute.
+    int fam = -1;
+    for (uint32_t i = 0; i < nq && fam < 0; ++i)
+      if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+        fam = static_cast<int>(i);
+    for (uint32_t i = 0; i < nq && fam < 0; ++i)
+      if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) fam = static_cast<int>(i);
+    be->qfamily = static_cast<uint32_t>(fam);
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qi{};
+    qi.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+    qi.queueFamilyIndex = be->qfamily;
+    qi.queueCount = 1;
+    qi.pQueuePriorities = &prio;
+    VkPhysicalDeviceFeatures enable{};
+    enable.shaderFloat64 = be->has_f64 ? VK_TRUE : VK_FALSE;
+    VkDeviceCreateInfo di{};
+    di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+    di.queueCreateInfoCount = 1;
+    di.pQueueCreateInfos = &qi;
+    di.pEnabledFeatures = &enable;
+    r = be->vk.vkCreateDevice(be->phys, &di, nullptr, &be->dev);
+    if (r != VK_SUCCESS)
+      return unavailable(host, be, std::string("vkCreateDevice failed: ") + vk_result_name(r));
+    if (!vk_load_device(be->vk, be->dev, &why)) return unavailable(host, be, why);
+    be->vk.vkGetDeviceQueue(be->dev, be->qfamily, 0, &be->queue);
+    VkCommandPoolCreateInfo pi{};
+    pi.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
+    pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pi.queueFamilyIndex = be->qfamily;
+    r = be->vk.vkCreateCommandPool(be->dev, &pi, nullptr, &be->cmd_pool);
+    if (r != VK_SUCCESS) {
+      ctn_status st = vk_fail(*be, r, "vkCreateCommandPool");
+      destroy(be);
+      return st;
+    }
+    if (const char *st = std::getenv("CHUTNEY_VULKAN_STAGING"); st && std::strcmp(st, "1") == 0)
+      be->force_staging = true;
+    if (ctn_status st = buffer_create(*be, 256, true, &be->dummy); st != CTN_OK) {
+      destroy(be);
+      return st;
+    }
+    std::memset(be->dummy->map, 0, 256);
+    pipeline_cache_open(*be);
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "%s (%s, Vulkan %u.%u.%u), f64 %s, max storage range %" PRIu64
+                  " MiB, shared %u KiB, pipeline cache %s%s",
+                  be->props.deviceName, kind_name(be->props.deviceType),
+                  VK_API_VERSION_MAJOR(be->props.apiVersion),
+                  VK_API_VERSION_MINOR(be->props.apiVersion),
+                  VK_API_VERSION_PATCH(be->props.apiVersion), be->has_f64 ? "yes" : "no",
+                  be->max_range >> 20, be->max_shared >> 10, be->cache_note.c_str(),
+                  be->validation ? ", validation on" : "");
+    be->description = buf;
+    *out_state = be;
+    return CTN_OK;
+  } catch (const std::bad_alloc &) {
+    destroy(be);
+    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "vulkan init: out of memory");
+  } catch (const std::exception &e) {
+    destroy(be);
+    return host->set_error(CTN_ERR_INTERNAL, "vulkan init: %s", e.what());
+  }
+}
+
+void vk_shutdown(void *state) {
+  try {
+    destroy(static_cast<Backend *>(state));
+  } catch (...) {
+  }
+}
+
+const char *vk_describe(void *state) { return static_cast<Backend *>(state)->description.c_str(); }
+
+ctn_status vk_buffer_alloc(void *state, uint64_t bytes, void **out_handle) {
+  auto *be = static_cast<Backend *>(state);
+  try {
+    if (!out_handle) return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan: NULL out_handle");
+    Buffer *b = nullptr;
+    if (ctn_status st = buffer_create(*be, bytes, false, &b); st != CTN_OK) return st;
+    *out_handle = b;
+    return CTN_OK;
+  } catch (const std::bad_alloc &) {
+    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
+  }
+}
+
+void vk_buffer_free(void *state, void *handle) {
+  auto *be = static_cast<Backend *>(state);
+  if (!handle) return;
+  try {
+    // Submitted work may still read it.
+    if (!be->inflight.empty() || !be->pending_segments.empty()) drain(*be);
+    buffer_destroy(*be, static_cast<Buffer *>(handle));
+  } catch (...) {
+  }
+}
+
+// Copies through the staging buffer, in pieces of at most its size.
+ctn_status staged_copy(Backend &be, Buffer *dev, uint64_t offset, const void *src, void *dst,
+                       uint64_t bytes) {
+  const uint64_t chunk = std::min<uint64_t>(bytes, 64u << 20);
+  if (!be.staging || be.staging->size < chunk) {
+    buffer_destroy(be, be.staging);
+    be.staging = nullptr;
+    if (ctn_status st = buffer_create(be, chunk, true, &be.staging); st != CTN_OK) return st;
+  }
+  for (uint64_t done = 0; done < bytes;) {
+    uint64_t n = std::min(chunk, bytes - done);
+    if (src) std::memcpy(be.staging->map, static_cast<const char *>(src) + done, n);
+    VkCommandBuffer cb;
+    if (ctn_status st = begin_cb(be, &cb); st != CTN_OK) return st;
+    cmd_barrier(be, cb, true);
+    VkBufferCopy region{};
+    region.size = n;
+    if (src) {
+      region.dstOffset = offset + done;
+      be.vk.vkCmdCopyBuffer(cb, be.staging->buf, dev->buf, 1, &region);
+    } else {
+      region.srcOffset = offset + done;
+      be.vk.vkCmdCopyBuffer(cb, dev->buf, be.staging->buf, 1, &region);
+    }
+    cmd_barrier(be, cb, true);
+    be.vk.vkEndCommandBuffer(cb);
+    if (ctn_status st = submit_transient(be, cb, VK_NULL_HANDLE); st != CTN_OK) return st;
+    if (ctn_status st = drain(be); st != CTN_OK) return st;
+    if (dst) std::memcpy(static_cast<char *>(dst) + done, be.staging->map, n);
+    done += n;
+  }
+  return CTN_OK;
+}
+
+ctn_status vk_upload(void *state, void *handle, uint64_t offset, const void *src, uint64_t bytes) {
+  auto *be = static_cast<Backend *>(state);
+  try {
+    auto *b = static_cast<Buffer *>(handle);
+    if (!b || (!src && bytes) || offset + bytes > b->size)
+      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan upload: bad buffer or range");
+    if (ctn_status st = drain(*be); st != CTN_OK) return st;
+    if (!bytes) return CTN_OK;
+    if (b->map) {
+      std::memcpy(b->map + offset, src, bytes);
+      return CTN_OK;
+    }
+    return staged_copy(*be, b, offset, src, nullptr, bytes);
+  } catch (const std::bad_alloc &) {
+    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "vulkan upload: out of memory");
+  }
+}
+
+ctn_status vk_download(void *state, void *handle, uint64_t offset, void *dst, uint64_t bytes) {
+  auto *be = static_cast<Backend *>(state);
+  try {
+    auto *b = static_cast<Buffer *>(handle);
+    if (!b || (!dst && bytes) || offset + bytes > b->size)
+      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan download: bad buffer or range");
+    if (ctn_status st = drain(*be); st != CTN_OK) return st;
+    if (!bytes) return CTN_OK;
+    if (b->map) {
+      std::memcpy(dst, b->map + offset, bytes);
+      return CTN_OK;
+    }
+    return staged_copy(*be, b, offset, nullptr, dst, bytes);
+  } catch (const std::bad_alloc &) {
+    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "vulkan download: out of memory");
+  }
+}
+
+ctn_status vk_synchronize(void *state) {
+  auto *be = static_cast<Backend *>(state);
+  try {
+    return drain(*be);
+  } catch (const std::exception &e) {
+    return be->host->set_error(CTN_ERR_INTERNAL, "vulkan synchronize: %s", e.what());
+  }
+}
+
+ctn_status vk_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
+  auto *be = static_cast<Backend *>(state);
+  const ctn_host_api *host = be->host;
+  try {
+    if (!sig || !out || !sig->op || !sig->output || !sig->attrs || (sig->n_inputs && !sig->inputs))
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan get_kernel: incomplete signature");
+    if (sig->n_inputs > 8) return decline(*be, sig, "more than 8 inputs");
+    for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
+      const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
+      if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
+        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                               "vulkan %s: operand %u has ndim %u / dtype %d out of range", sig->op,
+                               i, d.ndim, static_cast<int>(d.dtype));
+      for (uint32_t k = 0; k < d.ndim; ++k)
+        if (d.shape[k] < 0)
+          return host->set_error(CTN_ERR_SHAPE, "vulkan %s: operand %u has a negative dim", sig->op, i);
+      // 32-bit indexing in the shaders.
+      if (desc_numel(d) >= (int64_t(1) << 31))
+        return decline(*be, sig, "operand %u has 2^31 elements or more", i);
+    }
+    bool handled = false;
+    using Maker = ctn_status (*)(Backend &, const ctn_op_signature *, ctn_kernel *, bool *);
+    for (Maker m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel, make_matmul_kernel}) {
+      ctn_status st = m(*be, sig, out, &handled);
+      if (handled) return st;
+    }
+    static const char *const kPending[] = {
+        CTN_OP_CONV2D, CTN_OP_CONV2D_GRAD_INPUT, CTN_OP_CONV2D_GRAD_WEIGHT, CTN_OP_CONV_TRANSPOSE2D,
+        CTN_OP_MAX_POOL2D, CTN_OP_MAX_POOL2D_GRAD, CTN_OP_AVG_POOL2D, CTN_OP_AVG_POOL2D_GRAD,
+        CTN_OP_BATCH_NORM, CTN_OP_BATCH_NORM_GRAD_INPUT, CTN_OP_BATCH_NORM_GRAD_GAMMA,
+        CTN_OP_BATCH_NORM_INFERENCE, CTN_OP_LAYER_NORM, CTN_OP_LAYER_NORM_GRAD_INPUT,
+        CTN_OP_LAYER_NORM_GRAD_GAMMA, CTN_OP_EMBEDDING, CTN_OP_EMBEDDING_GRAD};
+    for (const char *p : kPending)
+      if (std::strcmp(p, sig->op) == 0)
+        return decline(*be, sig, "no Vulkan kernel yet for this neural-network op (see docs/VULKAN.md); "
+                       "place it on the CPU backend");
+    return decline(*be, sig, "op not implemented by this backend");
+  } catch (const std::bad_alloc &) {
+    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "vulkan get_kernel(%s): out of memory",
+                           sig && sig->op ? sig->op : "?");
+  } catch (const std::exception &e) {
+    return host->set_error(CTN_ERR_INTERNAL, "vulkan get_kernel: %s", e.what());
+  }
+}
+
+ctn_status vk_set_option(void *state, const char *key, const char *value) {
+  auto *be = static_cast<Backend *>(state);
+  const ctn_host_api *host = be->host;
+  if (!key || !value) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan set_option: NULL key or value");
+  if (std::strcmp(key, "placement") == 0) {
+    // "auto" may decline ops the CPU does better; this backend takes every op it implements.
+    if (std::strcmp(value, "always") == 0) be->placement_auto = false;
+    else if (std::strcmp(value, "auto") == 0) be->placement_auto = true;
+    else return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan: placement must be 'always' or 'auto', got '%s'", value);
+    return CTN_OK;
+  }
+  if (std::strcmp(key, "record") == 0) {
+    // "on": plan segments become one command buffer; "off": one submission per node (benchmarks).
+    if (std::strcmp(value, "on") == 0) be->record = true;
+    else if (std::strcmp(value, "off") == 0) be->record = false;
+    else return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan: record must be 'on' or 'off', got '%s'", value);
+    return CTN_OK;
+  }
+  if (std::strcmp(key, "validation_check") == 0) {
+    // Tests assert "zero validation errors" through the public API with this key.
+    if (!be->validation)
+      return host->set_error(CTN_ERR_STATE, "vulkan: validation is off (set CHUTNEY_VULKAN_VALIDATION=1)");
+    uint64_t n = be->validation_errors.load();
+    if (n == 0) return CTN_OK;
+    std::lock_guard<std::mutex> lk(be->validation_mu);
+    return host->set_error(CTN_ERR_INTERNAL, "vulkan: %" PRIu64 " validation error(s); the first: %s", n,
+                           be->first_validation_error.c_str());
+  }
+  return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                         "vulkan: unknown option '%s' (placement, record, validation_check)", key);
+}
+
+uint64_t proc_validation_errors(void *state) { return static_cast<Backend *>(state)->validation_errors.load(); }
+int proc_validation_enabled(void *state) { return static_cast<Backend *>(state)->validation ? 1 : 0; }
+uint64_t proc_submits(void *state) { return static_cast<Backend *>(state)->n_submits; }
+uint64_t proc_pipelines_created(void *state) { return static_cast<Backend *>(state)->n_pipelines_created; }
+const char *proc_cache_note(void *state) { return static_cast<Backend *>(state)->cache_note.c_str(); }
+const char *proc_cache_path(void *state) { return static_cast<Backend *>(state)->cache_path.c_str(); }
+
+void *vk_get_proc_address(void *, const char *name) {
+  if (!name) return nullptr;
+  struct Entry {
+    const char *name;
+    void *fn;
+  };
+  const Entry entries[] = {
+      {"ctn_vulkan_validation_errors", reinterpret_cast<void *>(&proc_validation_errors)},
+      {"ctn_vulkan_validation_enabled", reinterpret_cast<void *>(&proc_validation_enabled)},
+      {"ctn_vulkan_submits", reinterpret_cast<void *>(&proc_submits)},
+      {"ctn_vulkan_pipelines_created", reinterpret_cast<void *>(&proc_pipelines_created)},
+      {"ctn_vulkan_cache_note", reinterpret_cast<void *>(&proc_cache_note)},
+      {"ctn_vulkan_cache_path", reinterpret_cast<void *>(&proc_cache_path)},
+  };
+  for (const Entry &e : entries)
+    if (std::strcmp(e.name, name) == 0) return e.fn;
+  return nullptr;
+}
+
+// Constant-initialised: no code runs when the plugin is loaded.
+constexpr ctn_backend_desc kDesc = {
+    {sizeof(ctn_backend_desc), CTN_ABI_MAJOR, CTN_ABI_MINOR, CTN_PLUGIN_BACKEND, 0, "vulkan"},
+    0,
+    0,
+    vk_init,
+    vk_shutdown,
+    vk_describe,
+    vk_buffer_alloc,
+    vk_buffer_free,
+    vk_upload,
+    vk_download,
+    vk_get_kernel,
+    vk_synchronize,
+    vk_set_option,
+    vk_get_proc_address,
+    plan_prepare,
+    plan_run,
+    plan_release,
+};
+
+}  // namespace
+}  // namespace ctn_vk
+
+CTN_PLUGIN_EXPORT const ctn_plugin_header *ctn_plugin_query(uint32_t host_abi_version,
+                                                            const ctn_host_api *) {
+  if (CTN_ABI_VERSION_MAJOR(host_abi_version) != CTN_ABI_MAJOR) return nullptr;
+  return &ctn_vk::kDesc.header;
+}

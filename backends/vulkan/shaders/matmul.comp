@@ -1,0 +1,85 @@
+#version 450
+// Batched matmul C[b] = act(A[b] @ B[b] + bias) with shared-memory tiles: a BM x BN block of C
+// per workgroup of TX x TY invocations, each computing (BM/TY) x (BN/TX) outputs; K is walked in
+// steps of BK through tiles of A and B staged in shared memory (2 * BK * (BM + BN) elements,
+// 16 KiB for doubles at 64/64/16). Transposes and broadcast batch dims are strides.
+// Params: p[0..2] = M, N, K; p[3..6] = row/col strides of A(i,p) and B(p,j); p[7] = batch dims
+// nb; p[8..13] = batch shape; p[14..19] = A batch strides; p[20..25] = B batch strides.
+#include "common.glsl"
+#include "math.glsl"
+
+layout(constant_id = 2) const int BM = 64;
+layout(constant_id = 3) const int BN = 64;
+layout(constant_id = 4) const int BK = 16;
+layout(constant_id = 5) const int ACT = -1;  // -1: plain matmul; else bias + CTN_ACT_*
+
+layout(std430, binding = 0) readonly buffer B0 { T a[]; };
+layout(std430, binding = 1) readonly buffer B1 { T b[]; };
+layout(std430, binding = 2) readonly buffer B2 { T bias[]; };
+layout(std430, binding = 3) writeonly buffer B3 { T c[]; };
+layout(std430, binding = 4) readonly buffer B4 { uint p[]; };
+
+shared T As[BK * BM];  // As[k * BM + m]
+shared T Bs[BK * BN];  // Bs[k * BN + n]
+
+const uint TX = gl_WorkGroupSize.x, TY = gl_WorkGroupSize.y;
+const uint RM = uint(BM) / TY, RN = uint(BN) / TX;
+
+void main() {
+  uint M = p[0], N = p[1], K = p[2];
+  uint rsa = p[3], csa = p[4], rsb = p[5], csb = p[6];
+  uint batch = pc.base + gl_WorkGroupID.z;
+  uint aoff = pc.off[0], boff = pc.off[1];
+  uint rem = batch;
+  for (int k = int(p[7]) - 1; k >= 0; --k) {
+    uint s = p[8 + k];
+    uint q = rem / s;
+    uint i = rem - q * s;
+    aoff += i * p[14 + k];
+    boff += i * p[20 + k];
+    rem = q;
+  }
+  uint coff = pc.off[3] + batch * M * N;
+  uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
+  uint tid = ty * TX + tx, nthreads = TX * TY;
+  uint row0 = gl_WorkGroupID.y * uint(BM), col0 = gl_WorkGroupID.x * uint(BN);
+  T acc[RM * RN];
+  [[unroll]] for (uint i = 0u; i < RM * RN; ++i) acc[i] = T(0);
+  for (uint k0 = 0u; k0 < K; k0 += uint(BK)) {
+    for (uint i = tid; i < uint(BM * BK); i += nthreads) {
+      uint m = i / uint(BK), k = i % uint(BK);
+      uint gm = row0 + m, gk = k0 + k;
+      As[k * uint(BM) + m] = (gm < M && gk < K) ? a[aoff + gm * rsa + gk * csa] : T(0);
+    }
+    for (uint i = tid; i < uint(BK * BN); i += nthreads) {
+      uint k = i / uint(BN), n = i % uint(BN);
+      uint gk = k0 + k, gn = col0 + n;
+      Bs[k * uint(BN) + n] = (gk < K && gn < N) ? b[boff + gk * rsb + gn * csb] : T(0);
+    }
+    barrier();
+    [[unroll]] for (uint k = 0u; k < uint(BK); ++k) {
+      T av[RM];
+      [[unroll]] for (uint r = 0u; r < RM; ++r) av[r] = As[k * uint(BM) + ty + r * TY];
+      [[unroll]] for (uint q = 0u; q < RN; ++q) {
+        T bv = Bs[k * uint(BN) + tx + q * TX];
+        [[unroll]] for (uint r = 0u; r < RM; ++r) acc[r * RN + q] += av[r] * bv;
+      }
+    }
+    barrier();
+  }
+  [[unroll]] for (uint r = 0u; r < RM; ++r) {
+    uint gm = row0 + ty + r * TY;
+    if (gm >= M) continue;
+    [[unroll]] for (uint q = 0u; q < RN; ++q) {
+      uint gn = col0 + tx + q * TX;
+      if (gn >= N) continue;
+      T v = acc[r * RN + q];
+      if (ACT >= 0) {
+        v += bias[pc.off[2] + gn];
+        if (ACT == 1) v = v > T(0) ? v : T(0);
+        else if (ACT == 2) v = m_gelu(v);
+      }
+      c[coff + gm * N + gn] = v;
+    }
+  }
+}

@@ -1,0 +1,209 @@
+// Internal declarations of the Vulkan backend. Nothing here crosses the ABI.
+#ifndef CTN_VK_BACKEND_H
+#define CTN_VK_BACKEND_H
+
+#include <chutney/backend.h>
+#include <chutney/ops.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "loader.h"
+
+namespace ctn_vk {
+
+// A device buffer: what buffer_alloc hands out as the handle kernels receive in desc.data.
+struct Buffer {
+  VkBuffer buf = VK_NULL_HANDLE;
+  VkDeviceMemory mem = VK_NULL_HANDLE;
+  uint64_t size = 0;
+  char *map = nullptr;  // persistently mapped when the memory is host-visible
+};
+
+struct Pipeline {
+  VkPipeline pipe = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  uint32_t nbind = 0;
+};
+
+// Operands a dispatch binds: inputs 0..7, the output, the kernel's parameter block, the
+// workspace, or a dummy buffer for bindings an op does not use.
+enum Operand : int8_t { kOut = 8, kParams = 9, kWork = 10, kNone = 11 };
+
+struct Bind {
+  int8_t opnd = kNone;
+  uint32_t unit = 4;    // bytes per shader element: the push-constant offset is in these units
+  uint64_t rel = 0;     // bytes from the operand's first byte
+  uint64_t range = 4;   // bytes the dispatch may touch from there
+};
+
+constexpr int kMaxBind = 8;
+
+struct Cmd {
+  enum Kind { kDispatch, kFill, kCopy } kind = kDispatch;
+  // dispatch
+  const Pipeline *pipe = nullptr;
+  uint32_t nb = 0;
+  Bind b[kMaxBind];
+  uint32_t base = 0, count = 0, e2 = 0, e3 = 0;
+  uint32_t gx = 1, gy = 1, gz = 1;
+  // fill (value over [rel, rel + size) of dst) and copy (regions relative to src and dst)
+  int8_t src = kNone, dst = kNone;
+  uint64_t rel = 0, size = 0;
+  uint32_t value = 0;
+  std::vector<VkBufferCopy> regions;
+};
+
+struct Backend;
+
+// The state of one ctn_kernel: the commands of the op, specialised for its shapes.
+struct Kernel {
+  Backend *be = nullptr;
+  std::string op;
+  std::vector<Cmd> cmds;
+  Buffer *params = nullptr;
+  bool checks_error = false;  // params word 8 is an error flag written by the shader
+  uint32_t n_dispatch() const {
+    uint32_t n = 0;
+    for (const Cmd &c : cmds) n += c.kind == Cmd::kDispatch;
+    return n;
+  }
+};
+
+// Submitted work not yet known to be complete; its transient objects go when it is.
+struct Inflight {
+  VkFence fence = VK_NULL_HANDLE;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+};
+
+// A recorded plan segment (plan_prepare).
+struct Segment {
+  bool recorded = true;  // false: per-node submission (option record=off)
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  bool pending = false;
+  std::vector<ctn_plan_call> calls;
+};
+
+struct Backend {
+  const ctn_host_api *host = nullptr;
+  Vk vk;
+  VkInstance instance = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  VkPhysicalDevice phys = VK_NULL_HANDLE;
+  VkDevice dev = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t qfamily = 0;
+  VkPhysicalDeviceProperties props{};
+  VkPhysicalDeviceMemoryProperties memprops{};
+  bool has_f64 = false;
+  // Limits the kernels respect.
+  uint32_t max_invocations = 128, max_wg_x = 128, max_wg_y = 128, max_groups_x = 65535,
+           max_groups_y = 65535, max_groups_z = 65535, max_shared = 16384;
+  uint64_t max_range = 1u << 27, align = 256;
+  uint32_t wg1d = 128;  // workgroup size of 1-D kernels
+  uint32_t mem_device = 0, mem_host = 0;
+  bool device_mappable = false;
+  VkCommandPool cmd_pool = VK_NULL_HANDLE;
+  VkPipelineCache pcache = VK_NULL_HANDLE;
+  std::string cache_path;
+  std::string cache_note;  // what happened to the cache file at start (for describe/tests)
+  uint64_t cache_loaded_bytes = 0;
+  std::map<std::string, VkShaderModule> modules;
+  std::map<std::string, Pipeline *> pipelines;
+  VkDescriptorSetLayout dsl[kMaxBind + 1] = {};
+  VkPipelineLayout playout[kMaxBind + 1] = {};
+  Buffer *dummy = nullptr;
+  Buffer *staging = nullptr;
+  std::deque<Inflight> inflight;
+  std::set<Segment *> pending_segments;
+  std::set<Kernel *> checked_kernels;
+  // Validation (CHUTNEY_VULKAN_VALIDATION=1).
+  bool validation = false;
+  std::atomic<uint64_t> validation_errors{0};
+  std::mutex validation_mu;
+  std::string first_validation_error;
+  // Options.
+  bool placement_auto = false;
+  bool record = true;
+  bool force_staging = false;
+  // Counters for tests and benchmarks.
+  uint64_t n_submits = 0, n_pipelines_created = 0;
+  std::string description;
+};
+
+// ---- device.cpp ---------------------------------------------------------------------------------
+ctn_status buffer_create(Backend &be, uint64_t bytes, bool host_visible, Buffer **out);
+void buffer_destroy(Backend &be, Buffer *b);
+// Waits for every submission; reports kernel errors (bad labels) and validation errors.
+ctn_status drain(Backend &be);
+// Submits `cb`; fence and transient objects are tracked in be.inflight.
+ctn_status submit_transient(Backend &be, VkCommandBuffer cb, VkDescriptorPool pool);
+ctn_status vk_fail(Backend &be, VkResult r, const char *what);
+void pipeline_cache_save(Backend &be);
+
+// ---- pipelines.cpp ------------------------------------------------------------------------------
+// The pipeline of shader `name` (see meson.build) with specialisation constants spec[0..] at
+// constant ids 0.. (0 and 1 are the workgroup size); created once, through the pipeline cache.
+ctn_status get_pipeline(Backend &be, const char *name, const std::vector<int32_t> &spec,
+                        uint32_t nbind, const Pipeline **out);
+bool have_shader(const char *name);
+void pipelines_destroy(Backend &be);
+
+// ---- record.cpp ---------------------------------------------------------------------------------
+void cmd_barrier(Backend &be, VkCommandBuffer cb, bool from_host_or_all);
+ctn_status record_kernel(Backend &be, VkCommandBuffer cb, VkDescriptorPool pool,
+                         const Kernel &k, const ctn_kernel_args &args);
+ctn_status create_descriptor_pool(Backend &be, uint32_t n_sets, VkDescriptorPool *out);
+ctn_status begin_cb(Backend &be, VkCommandBuffer *out);
+ctn_kernel_fn kernel_entry();
+void kernel_release(void *state);
+ctn_status plan_prepare(void *state, uint32_t n, const ctn_plan_call *calls, void **out);
+ctn_status plan_run(void *state, void *segment);
+void plan_release(void *state, void *segment);
+
+// ---- kernels ------------------------------------------------------------------------------------
+size_t dtype_size(int32_t dtype);
+const char *dtype_name(int32_t dtype);
+std::string shape_str(const ctn_tensor_desc &d);
+int64_t desc_numel(const ctn_tensor_desc &d);
+bool same_shape(const ctn_tensor_desc &a, const ctn_tensor_desc &b);
+bool broadcast_strides(const ctn_tensor_desc &in, const ctn_tensor_desc &out, int64_t *strides);
+uint64_t desc_bytes(const ctn_tensor_desc &d);
+
+// A new kernel with a parameter block holding `params` (host-visible, written once).
+ctn_status kernel_new(Backend &be, const char *op, const std::vector<uint32_t> &params,
+                      Kernel **out);
+void kernel_delete(Kernel *k);
+// Sets `out` to run `k` (takes ownership).
+void kernel_publish(Kernel *k, ctn_kernel *out, uint32_t flags = 0, uint64_t workspace = 0);
+// Grid for `items` invocations of `wg` each (x capped at the device's group count, y beyond).
+bool grid_1d(const Backend &be, uint64_t items, uint32_t wg, uint32_t *gx, uint32_t *gy);
+// Declines a node: CTN_ERR_UNSUPPORTED with "vulkan <op>: <why>".
+ctn_status decline(Backend &be, const ctn_op_signature *sig, const char *fmt, ...);
+// f64 needs shaderFloat64: the standard reason when it is absent.
+bool float_ok(Backend &be, const ctn_op_signature *sig, int32_t dtype, ctn_status *st);
+
+ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out,
+                                   bool *handled);
+ctn_status make_reduce_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out,
+                              bool *handled);
+ctn_status make_shape_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out,
+                             bool *handled);
+ctn_status make_matmul_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out,
+                              bool *handled);
+
+}  // namespace ctn_vk
+
+#endif

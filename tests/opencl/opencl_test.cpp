@@ -1,0 +1,293 @@
+// OpenCL backend tests (run on PoCL in CI): unavailable handling, the on-disk program cache,
+// mixed OpenCL + CPU placement, and MLP training end to end on the device. Everything goes
+// through the public C API; which backend ran what is asserted with ctn_plan_backend_steps.
+#include <chutney/chutney.h>
+#include <chutney/ops.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <dirent.h>
+#include <unistd.h>
+
+namespace {
+
+#define OK(expr)                                                                        \
+  do {                                                                                  \
+    ctn_status s_ = (expr);                                                             \
+    ASSERT_EQ(s_, CTN_OK) << #expr << ": " << ctn_status_name(s_) << " " << ctn_last_error(); \
+  } while (0)
+
+struct Backends {
+  bool opencl = false;
+  std::string opencl_desc;
+};
+
+Backends find(ctn_context *ctx) {
+  Backends r;
+  uint32_t n = 0;
+  ctn_context_backend_count(ctx, &n);
+  for (uint32_t i = 0; i < n; ++i) {
+    ctn_backend_info info{};
+    info.struct_size = sizeof info;
+    if (ctn_context_backend_info(ctx, i, &info) != CTN_OK) continue;
+    if (std::string(info.name) == "opencl") {
+      r.opencl = info.available != 0;
+      r.opencl_desc = info.description ? info.description : "";
+    }
+  }
+  return r;
+}
+
+ctn_context *make_context() {
+  ctn_context *ctx = nullptr;
+  if (ctn_context_create(nullptr, &ctx) != CTN_OK) return nullptr;
+  return ctx;
+}
+
+// Skips the test (with the reason) when the machine has no usable OpenCL device.
+#define REQUIRE_OPENCL(ctx)                                                               \
+  do {                                                                                    \
+    Backends b_ = find(ctx);                                                              \
+    if (!b_.opencl) GTEST_SKIP() << "opencl unavailable: " << b_.opencl_desc;             \
+  } while (0)
+
+// ---- unavailable -----------------------------------------------------------------------------
+// Run by meson with OCL_ICD_VENDORS pointing to an empty directory: the ICD loader finds no
+// platform, the backend reports why, and the CPU backend keeps working.
+TEST(Unavailable, ReasonAndCpuStillWorks) {
+  const char *vendors = std::getenv("OCL_ICD_VENDORS");
+  if (!vendors || !*vendors) GTEST_SKIP() << "needs OCL_ICD_VENDORS=<empty dir> (meson test opencl-unavailable)";
+  ctn_context *ctx = make_context();
+  ASSERT_NE(ctx, nullptr) << ctn_last_error();
+  uint32_t n = 0;
+  OK(ctn_context_backend_count(ctx, &n));
+  bool seen = false;
+  for (uint32_t i = 0; i < n; ++i) {
+    ctn_backend_info info{};
+    info.struct_size = sizeof info;
+    OK(ctn_context_backend_info(ctx, i, &info));
+    if (std::string(info.name) != "opencl") continue;
+    seen = true;
+    EXPECT_EQ(info.available, 0u);
+    std::string d = info.description;
+    EXPECT_NE(d.find("unavailable"), std::string::npos) << d;
+    EXPECT_NE(d.find("platform"), std::string::npos) << d;
+  }
+  EXPECT_TRUE(seen) << "the opencl plugin was not found at all";
+  // Asking for it fails with a status, and the CPU still computes.
+  EXPECT_EQ(ctn_context_set_backends(ctx, "opencl"), CTN_ERR_UNAVAILABLE);
+  OK(ctn_context_set_backends(ctx, "opencl,cpu"));
+  ctn_graph *g = nullptr;
+  OK(ctn_graph_create(ctx, 0, &g));
+  int64_t shape[1] = {3};
+  ctn_node a, b, c;
+  OK(ctn_input(g, "a", CTN_F32, 1, shape, &a));
+  OK(ctn_add(g, a, a, &b));
+  OK(ctn_mul(g, b, a, &c));
+  ctn_plan *p = nullptr;
+  OK(ctn_plan_compile(g, 1, &c, nullptr, &p));
+  uint32_t on_cpu = 0;
+  OK(ctn_plan_backend_steps(p, "cpu", nullptr, &on_cpu));
+  EXPECT_EQ(on_cpu, 2u);
+  float av[3] = {1, 2, 3};
+  ctn_tensor *at = nullptr, *ct = nullptr;
+  OK(ctn_tensor_create(CTN_F32, 1, shape, av, &at));
+  OK(ctn_plan_output_create(p, 0, &ct));
+  const ctn_tensor *feeds[] = {at};
+  OK(ctn_plan_run(p, 1, &a, feeds, 1, &ct));
+  float out[3];
+  OK(ctn_tensor_read(ct, out, sizeof out));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(out[i], 2 * av[i] * av[i]);
+  ctn_tensor_release(at);
+  ctn_tensor_release(ct);
+  ctn_plan_release(p);
+  ctn_graph_release(g);
+  ctn_context_release(ctx);
+}
+
+// ---- program cache -----------------------------------------------------------------------------
+std::string origin_of(const std::string &desc, double *ms) {
+  size_t p = desc.find("program from ");
+  if (p == std::string::npos) return "";
+  std::string rest = desc.substr(p + 13);
+  std::string origin = rest.substr(0, rest.find(' '));
+  size_t in = rest.find(" in ");
+  *ms = in == std::string::npos ? -1 : std::atof(rest.c_str() + in + 4);
+  return origin;
+}
+
+std::vector<std::string> list_dir(const std::string &dir) {
+  std::vector<std::string> r;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d))
+      if (e->d_name[0] != '.') r.push_back(e->d_name);
+    closedir(d);
+  }
+  return r;
+}
+
+TEST(ProgramCache, SecondInitLoadsBinaryAndCorruptEntryIsRebuilt) {
+  char tmpl[] = "/tmp/ctn-ocl-cache-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const char *old = std::getenv("CHUTNEY_CACHE_DIR");
+  std::string saved = old ? old : "";
+  setenv("CHUTNEY_CACHE_DIR", dir.c_str(), 1);
+  auto init_once = [&](double *ms) -> std::string {
+    ctn_context *ctx = make_context();
+    if (!ctx) return "no context";
+    Backends b = find(ctx);
+    ctn_context_release(ctx);
+    if (!b.opencl) return "unavailable: " + b.opencl_desc;
+    return origin_of(b.opencl_desc, ms);
+  };
+  double cold = 0, warm = 0, rebuilt = 0;
+  std::string o1 = init_once(&cold);
+  if (o1.rfind("unavailable", 0) == 0) GTEST_SKIP() << o1;
+  EXPECT_EQ(o1, "compiled");
+  std::string bin;
+  for (const auto &f : list_dir(dir))
+    if (f.rfind("opencl-", 0) == 0 && f.size() > 4 && f.substr(f.size() - 4) == ".bin") bin = f;
+  ASSERT_FALSE(bin.empty()) << "no program binary written to " << dir;
+  std::string o2 = init_once(&warm);
+  EXPECT_EQ(o2, "cache");
+  std::printf("[opencl] program: compiled %.1f ms, from cache %.1f ms\n", cold, warm);
+  EXPECT_LT(warm, cold) << "loading the cached binary should beat compiling";
+  {  // Corrupt the entry: it must be ignored and rebuilt, not crash or fail init.
+    std::fstream f(dir + "/" + bin, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    const char junk[16] = {'g', 'a', 'r', 'b', 'a', 'g', 'e', '!', 1, 2, 3, 4, 5, 6, 7, 8};
+    f.write(junk, sizeof junk);
+  }
+  EXPECT_EQ(init_once(&rebuilt), "compiled");
+  EXPECT_EQ(init_once(&warm), "cache");
+  if (saved.empty()) unsetenv("CHUTNEY_CACHE_DIR");
+  else setenv("CHUTNEY_CACHE_DIR", saved.c_str(), 1);
+  for (const auto &f : list_dir(dir)) std::remove((dir + "/" + f).c_str());
+  rmdir(dir.c_str());
+}
+
+// ---- mixed placement -----------------------------------------------------------------------------
+// matmul (opencl) -> max_pool2d (not implemented by the OpenCL backend: runs on the cpu) -> mul
+// (opencl). Integer-valued data keeps every result exact on both devices.
+struct MixedResult {
+  std::vector<float> y;
+  uint32_t ocl_steps = 0, cpu_steps = 0, transfers = 0, cpu_pool = 0, ocl_matmul = 0;
+};
+
+void run_mixed(ctn_context *ctx, const char *backends, MixedResult *r) {
+  ctn_graph *g = nullptr;
+  OK(ctn_graph_create(ctx, 0, &g));
+  int64_t xs[4] = {2, 1, 4, 6}, ws[2] = {6, 4};
+  ctn_node x, w, m, pooled, y;
+  OK(ctn_input(g, "x", CTN_F32, 4, xs, &x));
+  OK(ctn_input(g, "w", CTN_F32, 2, ws, &w));
+  OK(ctn_matmul(g, x, w, 0, 0, &m));  // [2, 1, 4, 4]
+  ctn_attrs pa{};
+  pa.i[0] = pa.i[1] = 2;  // kernel
+  pa.i[2] = pa.i[3] = 2;  // stride
+  pa.ni = 6;
+  OK(ctn_op(g, "max_pool2d", 1, &m, &pa, &pooled));  // [2, 1, 2, 2]
+  OK(ctn_mul(g, pooled, pooled, &y));
+  ctn_compile_options o{};
+  o.struct_size = sizeof o;
+  o.backends = backends;
+  ctn_plan *p = nullptr;
+  OK(ctn_plan_compile(g, 1, &y, &o, &p));
+  OK(ctn_plan_backend_steps(p, "opencl", nullptr, &r->ocl_steps));
+  OK(ctn_plan_backend_steps(p, "cpu", nullptr, &r->cpu_steps));
+  OK(ctn_plan_backend_steps(p, "opencl", "transfer", &r->transfers));
+  uint32_t t2 = 0;
+  OK(ctn_plan_backend_steps(p, "cpu", "transfer", &t2));
+  r->transfers += t2;
+  OK(ctn_plan_backend_steps(p, "cpu", "max_pool2d", &r->cpu_pool));
+  OK(ctn_plan_backend_steps(p, "opencl", "matmul", &r->ocl_matmul));
+  std::vector<float> xv(48), wv(24);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
+  ctn_tensor *xt = nullptr, *wt = nullptr, *yt = nullptr;
+  OK(ctn_tensor_create(CTN_F32, 4, xs, xv.data(), &xt));
+  OK(ctn_tensor_create(CTN_F32, 2, ws, wv.data(), &wt));
+  OK(ctn_plan_output_create(p, 0, &yt));
+  ctn_node feeds_n[] = {x, w};
+  const ctn_tensor *feeds[] = {xt, wt};
+  OK(ctn_plan_run(p, 2, feeds_n, feeds, 1, &yt));
+  r->y.resize(8);
+  OK(ctn_tensor_read(yt, r->y.data(), r->y.size() * sizeof(float)));
+  ctn_tensor_release(xt);
+  ctn_tensor_release(wt);
+  ctn_tensor_release(yt);
+  ctn_plan_release(p);
+  ctn_graph_release(g);
+}
+
+TEST(MixedPlacement, SameResultsAsAllCpu) {
+  ctn_context *ctx = make_context();
+  ASSERT_NE(ctx, nullptr);
+  REQUIRE_OPENCL(ctx);
+  OK(ctn_context_set_option(ctx, "opencl", "placement", "always"));
+  MixedResult mixed, cpu;
+  ASSERT_NO_FATAL_FAILURE(run_mixed(ctx, "opencl,cpu", &mixed));
+  ASSERT_NO_FATAL_FAILURE(run_mixed(ctx, "cpu", &cpu));
+  EXPECT_GE(mixed.ocl_matmul, 1u);
+  EXPECT_EQ(mixed.cpu_pool, 1u) << "max_pool2d should have fallen to the cpu";
+  EXPECT_GE(mixed.ocl_steps, 2u);
+  EXPECT_GE(mixed.transfers, 2u) << "values cross devices both ways";
+  EXPECT_EQ(cpu.ocl_steps, 0u);
+  ASSERT_EQ(mixed.y.size(), cpu.y.size());
+  for (size_t i = 0; i < cpu.y.size(); ++i) EXPECT_EQ(mixed.y[i], cpu.y[i]) << "element " << i;
+  ctn_context_release(ctx);
+}
+
+// ---- placement policy ----------------------------------------------------------------------------
+// "auto" (the default) declines ops where the measured device is slower than the CPU; on PoCL
+// (the CPU itself behind OpenCL) the CPU backend should win: the plan keeps the matmul on cpu.
+TEST(PlacementPolicy, AutoFallsBackToCpuWhenDeviceIsSlower) {
+  ctn_context *ctx = make_context();
+  ASSERT_NE(ctx, nullptr);
+  REQUIRE_OPENCL(ctx);
+  OK(ctn_context_set_option(ctx, "opencl", "placement", "auto"));
+  ctn_graph *g = nullptr;
+  OK(ctn_graph_create(ctx, 0, &g));
+  int64_t s[2] = {16, 16};
+  ctn_node a, b, c;
+  OK(ctn_input(g, "a", CTN_F32, 2, s, &a));
+  OK(ctn_input(g, "b", CTN_F32, 2, s, &b));
+  OK(ctn_matmul(g, a, b, 0, 0, &c));
+  ctn_compile_options o{};
+  o.struct_size = sizeof o;
+  o.backends = "opencl,cpu";
+  ctn_plan *p = nullptr;
+  OK(ctn_plan_compile(g, 1, &c, &o, &p));
+  uint32_t on_cpu = 0, on_ocl = 0;
+  OK(ctn_plan_backend_steps(p, "cpu", "matmul", &on_cpu));
+  OK(ctn_plan_backend_steps(p, "opencl", "matmul", &on_ocl));
+  // A 16^3 GEMM is far below any crossover a device could have after launch costs.
+  EXPECT_EQ(on_cpu, 1u);
+  EXPECT_EQ(on_ocl, 0u);
+  // The reason is the policy's, and "always" takes the op back.
+  o.backends = "opencl";
+  ctn_plan *p2 = nullptr;
+  EXPECT_EQ(ctn_plan_compile(g, 1, &c, &o, &p2), CTN_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(ctn_last_error()).find("placement policy: cpu faster for gemm"),
+            std::string::npos)
+      << ctn_last_error();
+  OK(ctn_context_set_option(ctx, "opencl", "placement", "always"));
+  OK(ctn_plan_compile(g, 1, &c, &o, &p2));
+  OK(ctn_plan_backend_steps(p2, "opencl", "matmul", &on_ocl));
+  EXPECT_EQ(on_ocl, 1u);
+  ctn_plan_release(p2);
+  ctn_plan_release(p);
+  ctn_graph_release(g);
+  ctn_context_release(ctx);
+}
+
+}  // namespace
