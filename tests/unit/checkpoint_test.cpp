@@ -320,7 +320,7 @@ TEST(Checkpoint, CorruptFilesGivePreciseErrors) {
 TEST(Checkpoint, UnsupportedDtypeLoadsButCannotBeFetched) {
   std::string path = make_tmpdir() + "/f16.safetensors";
   spit(path, raw(R"({"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"f":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                 Bytes{0, 60, 0, 64, 0, 0, -128, 63}));
+                 Bytes{0, 60, 0, 64, 0, 0, static_cast<char>(0x80), 63}));
   ctn_checkpoint *ck = nullptr;
   CTN_ASSERT_OK(ctn_checkpoint_load(path.c_str(), &ck));
   ctn_tensor *t = nullptr;

@@ -101,6 +101,7 @@ const CommandSpec &version_command();
 const CommandSpec &plugins_command();
 const CommandSpec &train_command();
 const CommandSpec &graph_command();
+const CommandSpec &eval_command();
 
 // Formatting helpers.
 std::string human_bytes(uint64_t bytes);

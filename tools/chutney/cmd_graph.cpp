@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cli.h"
-#include "mlp.h"
+#include "models.h"
 
 namespace ctn_cli {
 namespace {
@@ -57,28 +57,28 @@ bool render_svg(const std::string &dot, const std::string &dotfile, const std::s
 
 int run_graph(const ParsedArgs &args) {
   std::string model = args.str("model", "mlp");
-  if (model != "mlp") throw UsageError("unknown model '" + model + "' (available: mlp)");
+  const CnnWidths w = parse_widths(args.str("cnn-widths", "32,64,128"), "--cnn-widths");
+  const ModelSpec spec = model_spec(model, w);
   if (!args.has("out")) throw UsageError("--out FILE is required");
   std::string out = args.str("out", "");
-  MlpConfig cfg;
-  cfg.hidden = args.integer("hidden", 256, 1, 1 << 16);
-  cfg.batch = args.integer("batch-size", 128, 1, 60000);
+  const int64_t batch = args.integer("batch-size", spec.default_batch, 1, 60000);
+  OptimConfig optim;
+  optim.name = args.str("optimizer", "adam");
 
   ContextPtr ctx = open_context("", 0);
-  MlpTrainGraph tg = mlp_train_graph(ctx.get(), cfg, mlp_init(cfg));
+  BuiltModel tm = build_model(ctx.get(), model, batch, 1, true, optim, w);
   const char *text = nullptr;
-  check(ctn_graph_to_dot(tg.graph.get(), &text), "ctn_graph_to_dot");
+  check(ctn_graph_to_dot(tm.graph.get(), &text), "ctn_graph_to_dot");
   uint32_t nodes = 0;
-  check(ctn_graph_node_count(tg.graph.get(), &nodes), "ctn_graph_node_count");
+  check(ctn_graph_node_count(tm.graph.get(), &nodes), "ctn_graph_node_count");
 
   std::FILE *f = std::fopen(out.c_str(), "w");
   if (f == nullptr) throw Failure("cannot write " + out + ": " + std::strerror(errno));
   bool ok = std::fputs(text, f) >= 0;
   ok = std::fclose(f) == 0 && ok;
   if (!ok) throw Failure("error while writing " + out);
-  std::printf("wrote %s (training graph of mlp %lld-%lld-%lld: %u nodes)\n", out.c_str(),
-              static_cast<long long>(cfg.inputs), static_cast<long long>(cfg.hidden),
-              static_cast<long long>(cfg.classes), nodes);
+  std::printf("wrote %s (training graph of %s, batch %lld, %s: %u nodes)\n", out.c_str(),
+              spec.description.c_str(), static_cast<long long>(batch), optim.name.c_str(), nodes);
 
   if (args.flag("no-svg")) return kExitOk;
   std::string svg = out;
@@ -104,10 +104,11 @@ const CommandSpec &graph_command() {
       "write a model's training graph (forward + backward) as Graphviz DOT",
       "When Graphviz's `dot` is on PATH, FILE.dot is also rendered to FILE.svg.\n",
       {
-          {"model", "NAME", "model (only: mlp; default mlp)"},
+          {"model", "NAME", "mlp or cnn (default mlp)"},
           {"out", "FILE", "the DOT file to write (required)"},
-          {"hidden", "N", "hidden units of the MLP (default 256)"},
-          {"batch-size", "B", "batch size of the graph's inputs (default 128)"},
+          {"cnn-widths", "C1,C2,FC", "cnn widths (default 32,64,128)"},
+          {"batch-size", "B", "batch size of the graph's inputs (default: mlp 128, cnn 64)"},
+          {"optimizer", "NAME", "optimizer whose updates the graph holds (default adam)"},
           {"no-svg", nullptr, "do not render SVG even when `dot` is available"},
       },
       run_graph};

@@ -13,7 +13,8 @@ namespace ctn_cli {
 namespace {
 
 std::vector<const CommandSpec *> commands() {
-  return {&version_command(), &plugins_command(), &train_command(), &graph_command()};
+  return {&version_command(), &plugins_command(), &train_command(), &eval_command(),
+          &graph_command()};
 }
 
 const CommandSpec *find_command(const std::string &name) {

@@ -1,0 +1,97 @@
+// The CLI's built-in models (mlp, cnn) built with the layer library (chutney/nn.h), and the
+// pieces every command shares: a training graph (forward, loss, gradients, optimizer updates)
+// and an inference twin whose variables carry the same names, so checkpoints and
+// ctn_model_copy_state move state between them by name.
+#pragma once
+
+#include <chutney/data.h>
+#include <chutney/nn.h>
+
+#include <string>
+
+#include "cli.h"
+
+namespace ctn_cli {
+
+struct ModelDeleter {
+  void operator()(ctn_model *p) const { ctn_model_release(p); }
+};
+using ModelPtr = std::unique_ptr<ctn_model, ModelDeleter>;
+
+// What the model needs to know about the optimizer when its graph is built.
+struct OptimConfig {
+  std::string name = "adam";  // sgd | adam | adamw
+  double lr = 1e-3;
+  double momentum = 0.9;      // sgd
+  double weight_decay = 0.0;
+  double clip_norm = 0.0;
+};
+
+// Widths of the CNN: conv5x5(1->c1) relu pool2, conv5x5(c1->c2) relu pool2, fc(c2*49->fc) relu,
+// fc(fc->10). Stored in checkpoints' metadata ("cnn_widths": "32,64,128").
+struct CnnWidths {
+  int64_t c1 = 32, c2 = 64, fc = 128;
+};
+
+// Parses "C1,C2,FC" (throws UsageError naming `option`).
+CnnWidths parse_widths(const std::string &text, const std::string &option);
+std::string widths_text(const CnnWidths &w);
+
+struct ModelSpec {
+  std::string name;         // "mlp" | "cnn"
+  int64_t default_batch;    // 128 | 64
+  std::string description;  // "mlp 784-512-256-10"
+};
+
+// Throws UsageError for an unknown name.
+ModelSpec model_spec(const std::string &name, const CnnWidths &w = CnnWidths{});
+
+// A built graph. `graph` must outlive `model`: members are destroyed in reverse order.
+struct BuiltModel {
+  GraphPtr graph;
+  ModelPtr model;
+  ctn_node x = CTN_NODE_NONE;       // images: [B, 784] (mlp) or [B, 1, 28, 28] (cnn)
+  ctn_node labels = CTN_NODE_NONE;  // i32 [B]
+  ctn_node logits = CTN_NODE_NONE;  // [B, 10]
+  ctn_node loss = CTN_NODE_NONE;    // training only: mean cross entropy
+  bool flat = false;                // the input is [B, 784]
+};
+
+// training: forward + loss + ctn_nn_minimize(optim); otherwise forward only (inference mode:
+// batch norm uses running statistics, dropout is the identity).
+BuiltModel build_model(ctn_context *ctx, const std::string &name, int64_t batch, uint64_t seed,
+                       bool training, const OptimConfig &optim, const CnnWidths &w = CnnWidths{});
+
+// ---- data -------------------------------------------------------------------------------------
+struct DatasetDeleter {
+  void operator()(ctn_dataset *p) const { ctn_dataset_release(p); }
+};
+struct LoaderDeleter {
+  void operator()(ctn_loader *p) const { ctn_loader_release(p); }
+};
+using DatasetPtr = std::unique_ptr<ctn_dataset, DatasetDeleter>;
+using LoaderPtr = std::unique_ptr<ctn_loader, LoaderDeleter>;
+
+// Fashion-MNIST training-set statistics of pixels scaled to [0, 1].
+inline constexpr double kPixelMean = 0.2860;
+inline constexpr double kPixelStd = 0.3530;
+
+// Opens split "train" or "test" of Fashion-MNIST in `dir`; a Failure names the files and the
+// Debian package when they are missing or corrupt.
+DatasetPtr open_fashion_mnist(const std::string &dir, const char *split);
+
+// A loader over `ds` with the CLI's normalisation; `flat` gives [B, 784] images.
+LoaderPtr make_loader(ctn_dataset *ds, int64_t batch, bool flat, bool shuffle, uint64_t seed,
+                      int32_t crop_padding, bool hflip, int32_t workers);
+
+// Accuracy of inference plan `plan` (compiled from `eval`, logits as output 0) over every sample
+// of `loader` (epoch 0, no shuffling); padded rows of the last batch are ignored.
+double evaluate(ctn_plan *plan, const BuiltModel &eval, ctn_loader *loader);
+
+// "cpu 12 steps" for every backend that runs part of `plan`.
+std::string placement(ctn_context *ctx, ctn_plan *plan);
+
+// ctn_plan_compile with one output.
+PlanPtr compile(ctn_graph *g, ctn_node output, const char *what);
+
+}  // namespace ctn_cli
