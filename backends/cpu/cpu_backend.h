@@ -14,8 +14,18 @@
 
 #include "gemm.h"
 #include "thread_pool.h"
+#include "../common/desc_util.h"
 
 namespace ctn_cpu {
+
+// Shared descriptor helpers (backends/common/desc_util.h).
+using ctn_backend_util::dtype_name;
+using ctn_backend_util::dtype_size;
+using ctn_backend_util::is_float;
+using ctn_backend_util::shape_str;
+using ctn_backend_util::desc_numel;
+using ctn_backend_util::same_shape;
+using ctn_backend_util::broadcast_strides;
 
 enum class GemmMode { kAuto, kOpenBLAS, kOwn };
 
@@ -55,28 +65,13 @@ struct KernelBase {
 
 void kernel_release(void *state);
 
-inline int64_t desc_numel(const ctn_tensor_desc &d) {
-  int64_t n = 1;
-  for (uint32_t i = 0; i < d.ndim; ++i) n *= d.shape[i];
-  return n;
-}
 
-inline bool same_shape(const ctn_tensor_desc &a, const ctn_tensor_desc &b) {
-  if (a.ndim != b.ndim) return false;
-  for (uint32_t i = 0; i < a.ndim; ++i)
-    if (a.shape[i] != b.shape[i]) return false;
-  return true;
-}
 
 template <class T>
 inline T *desc_ptr(const ctn_tensor_desc &d) {
   return reinterpret_cast<T *>(static_cast<char *>(d.data) + d.offset);
 }
 
-size_t dtype_size(int32_t dtype);
-const char *dtype_name(int32_t dtype);
-std::string shape_str(const ctn_tensor_desc &d);
-bool is_float(int32_t dtype);
 
 // Fills `kernel` with a heap state; takes ownership of `state` (deleted on failure paths by the
 // caller's unique_ptr).
@@ -108,8 +103,6 @@ ctn_status make_nn_misc_kernel(Backend *be, const ctn_op_signature *sig, ctn_ker
 
 // Broadcast of `in` (numpy rules, right-aligned) to `out`'s shape: element strides of `in`
 // indexed by out's axes (0 on broadcast axes). False when the shapes do not broadcast.
-bool broadcast_strides(const ctn_tensor_desc &in, const ctn_tensor_desc &out,
-                       int64_t *strides);
 
 }  // namespace ctn_cpu
 

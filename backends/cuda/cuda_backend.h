@@ -18,8 +18,18 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include "../common/desc_util.h"
 
 namespace ctn_cuda {
+
+// Shared descriptor helpers (backends/common/desc_util.h).
+using ctn_backend_util::dtype_name;
+using ctn_backend_util::dtype_size;
+using ctn_backend_util::is_float;
+using ctn_backend_util::shape_str;
+using ctn_backend_util::desc_numel;
+using ctn_backend_util::same_shape;
+using ctn_backend_util::broadcast_strides;
 
 // ---- dlopen-ed libraries --------------------------------------------------------------------
 // Each table entry has the exact type of the header's declaration (decltype), so a signature
@@ -134,18 +144,7 @@ ctn_status cuda_fail(Backend *be, cudaError_t e, const char *what);
 ctn_status cublas_fail(Backend *be, cublasStatus_t s, const char *what);
 ctn_status cudnn_fail(Backend *be, cudnnStatus_t s, const char *what);
 
-inline int64_t desc_numel(const ctn_tensor_desc &d) {
-  int64_t n = 1;
-  for (uint32_t i = 0; i < d.ndim; ++i) n *= d.shape[i];
-  return n;
-}
 
-inline bool same_shape(const ctn_tensor_desc &a, const ctn_tensor_desc &b) {
-  if (a.ndim != b.ndim) return false;
-  for (uint32_t i = 0; i < a.ndim; ++i)
-    if (a.shape[i] != b.shape[i]) return false;
-  return true;
-}
 
 // Device address of a descriptor's first element (kernels get a cudaMalloc pointer + offset).
 template <class T = void>
@@ -153,14 +152,9 @@ inline T *dptr(const ctn_tensor_desc &d) {
   return reinterpret_cast<T *>(static_cast<char *>(d.data) + d.offset);
 }
 
-size_t dtype_size(int32_t dtype);
-const char *dtype_name(int32_t dtype);
-std::string shape_str(const ctn_tensor_desc &d);
-inline bool is_float(int32_t dtype) { return dtype == CTN_F32 || dtype == CTN_F64; }
 
 // Right-aligned numpy broadcast of `in` to `out`: element strides indexed by out's axes (0 on
 // broadcast axes). False when they do not broadcast.
-bool broadcast_strides(const ctn_tensor_desc &in, const ctn_tensor_desc &out, int64_t *strides);
 
 // get_kernel makers, one per op family: they set *handled when the op is theirs and then
 // return OK with *out filled or an error with a reason (CTN_ERR_UNSUPPORTED lets the op fall to

@@ -12,46 +12,9 @@
 
 namespace ctn_cuda {
 
-size_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case CTN_F32: case CTN_I32: return 4;
-    case CTN_F64: case CTN_I64: return 8;
-    case CTN_U8: case CTN_BOOL: return 1;
-    default: return 0;
-  }
-}
 
-const char *dtype_name(int32_t dtype) {
-  static const char *const names[] = {"f32", "f64", "i32", "i64", "u8", "bool"};
-  return dtype >= 0 && dtype < CTN_DTYPE_COUNT_V1 ? names[dtype] : "?";
-}
 
-std::string shape_str(const ctn_tensor_desc &d) {
-  std::string s = "[";
-  for (uint32_t i = 0; i < d.ndim; ++i) {
-    if (i) s += ", ";
-    s += std::to_string(d.shape[i]);
-  }
-  return s + "]";
-}
 
-bool broadcast_strides(const ctn_tensor_desc &in, const ctn_tensor_desc &out, int64_t *strides) {
-  if (in.ndim > out.ndim) return false;
-  const int lead = static_cast<int>(out.ndim - in.ndim);
-  int64_t s = 1;
-  for (int k = static_cast<int>(out.ndim) - 1; k >= 0; --k) {
-    if (k < lead) {
-      strides[k] = 0;
-      continue;
-    }
-    int64_t dim = in.shape[k - lead];
-    if (dim == out.shape[k]) strides[k] = dim == 1 ? 0 : s;
-    else if (dim == 1) strides[k] = 0;
-    else return false;
-    s *= dim;
-  }
-  return true;
-}
 
 void kernel_release(void *state) { delete static_cast<KernelBase *>(state); }
 

@@ -15,8 +15,17 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include "../common/desc_util.h"
 
 namespace ctn_ocl {
+
+// Shared descriptor helpers (backends/common/desc_util.h).
+using ctn_backend_util::dtype_name;
+using ctn_backend_util::dtype_size;
+using ctn_backend_util::shape_str;
+using ctn_backend_util::desc_numel;
+using ctn_backend_util::same_shape;
+using ctn_backend_util::broadcast_strides;
 
 enum class Placement { kAlways, kAuto };
 
@@ -58,22 +67,7 @@ struct Backend {
 };
 
 // ---- helpers ------------------------------------------------------------------------------
-size_t dtype_size(int32_t dtype);
-const char *dtype_name(int32_t dtype);
 const char *cl_error_name(cl_int e);
-std::string shape_str(const ctn_tensor_desc &d);
-inline int64_t desc_numel(const ctn_tensor_desc &d) {
-  int64_t n = 1;
-  for (uint32_t i = 0; i < d.ndim; ++i) n *= d.shape[i];
-  return n;
-}
-inline bool same_shape(const ctn_tensor_desc &a, const ctn_tensor_desc &b) {
-  if (a.ndim != b.ndim) return false;
-  for (uint32_t i = 0; i < a.ndim; ++i)
-    if (a.shape[i] != b.shape[i]) return false;
-  return true;
-}
-bool broadcast_strides(const ctn_tensor_desc &in, const ctn_tensor_desc &out, int64_t *strides);
 
 // ---- program ------------------------------------------------------------------------------
 // The full OpenCL C source for this device (float template for f32 and, with fp64, f64).

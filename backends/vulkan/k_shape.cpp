@@ -179,7 +179,7 @@ ctn_status make_shape_kernel(Backend &be, const ctn_op_signature *sig, ctn_kerne
       return CTN_OK;
     }
     case kPermute: {
-      int64_t str[CTN_MAX_DIMS];
+      int64_t str[CTN_MAX_DIMS] = {};
       uint32_t seen = 0;
       if (at.ni != x.ndim) return bad_shape(x);
       for (uint32_t k = 0; k < x.ndim; ++k) {
@@ -214,7 +214,7 @@ ctn_status make_shape_kernel(Backend &be, const ctn_op_signature *sig, ctn_kerne
     }
     case kBroadcast: {
       if (at.ni != y.ndim) return bad_shape(y);
-      int64_t str[CTN_MAX_DIMS];
+      int64_t str[CTN_MAX_DIMS] = {};
       if (!broadcast_strides(x, y, str))
         return host->set_error(CTN_ERR_SHAPE, "vulkan broadcast_to: %s does not broadcast to %s", shape_str(x).c_str(),
                                shape_str(y).c_str());

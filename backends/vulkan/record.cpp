@@ -12,60 +12,15 @@ namespace ctn_vk {
 
 // ---- small helpers shared by the kernel makers ---------------------------------------------------
 
-size_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case CTN_F32: case CTN_I32: return 4;
-    case CTN_F64: case CTN_I64: return 8;
-    case CTN_U8: case CTN_BOOL: return 1;
-    default: return 0;
-  }
-}
 
-const char *dtype_name(int32_t dtype) {
-  static const char *const names[] = {"f32", "f64", "i32", "i64", "u8", "bool"};
-  return dtype >= 0 && dtype < CTN_DTYPE_COUNT_V1 ? names[dtype] : "?";
-}
 
-std::string shape_str(const ctn_tensor_desc &d) {
-  std::string s = "[";
-  for (uint32_t i = 0; i < d.ndim; ++i) s += (i ? ", " : "") + std::to_string(d.shape[i]);
-  return s + "]";
-}
 
-int64_t desc_numel(const ctn_tensor_desc &d) {
-  int64_t n = 1;
-  for (uint32_t i = 0; i < d.ndim; ++i) n *= d.shape[i];
-  return n;
-}
 
 uint64_t desc_bytes(const ctn_tensor_desc &d) {
   return static_cast<uint64_t>(desc_numel(d)) * dtype_size(d.dtype);
 }
 
-bool same_shape(const ctn_tensor_desc &a, const ctn_tensor_desc &b) {
-  if (a.ndim != b.ndim) return false;
-  for (uint32_t i = 0; i < a.ndim; ++i)
-    if (a.shape[i] != b.shape[i]) return false;
-  return true;
-}
 
-bool broadcast_strides(const ctn_tensor_desc &in, const ctn_tensor_desc &out, int64_t *strides) {
-  if (in.ndim > out.ndim) return false;
-  uint32_t lead = out.ndim - in.ndim;
-  int64_t s = 1;
-  for (int k = static_cast<int>(out.ndim) - 1; k >= 0; --k) {
-    if (k < static_cast<int>(lead)) {
-      strides[k] = 0;
-      continue;
-    }
-    int64_t dim = in.shape[k - lead];
-    if (dim == out.shape[k]) strides[k] = dim == 1 ? 0 : s;
-    else if (dim == 1) strides[k] = 0;
-    else return false;
-    s *= dim;
-  }
-  return true;
-}
 
 ctn_status decline(Backend &be, const ctn_op_signature *sig, const char *fmt, ...) {
   char buf[512];

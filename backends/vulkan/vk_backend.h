@@ -18,8 +18,17 @@
 #include <vector>
 
 #include "loader.h"
+#include "../common/desc_util.h"
 
 namespace ctn_vk {
+
+// Shared descriptor helpers (backends/common/desc_util.h).
+using ctn_backend_util::dtype_name;
+using ctn_backend_util::dtype_size;
+using ctn_backend_util::shape_str;
+using ctn_backend_util::desc_numel;
+using ctn_backend_util::same_shape;
+using ctn_backend_util::broadcast_strides;
 
 // A device buffer: what buffer_alloc hands out as the handle kernels receive in desc.data.
 struct Buffer {
@@ -174,12 +183,6 @@ ctn_status plan_run(void *state, void *segment);
 void plan_release(void *state, void *segment);
 
 // ---- kernels ------------------------------------------------------------------------------------
-size_t dtype_size(int32_t dtype);
-const char *dtype_name(int32_t dtype);
-std::string shape_str(const ctn_tensor_desc &d);
-int64_t desc_numel(const ctn_tensor_desc &d);
-bool same_shape(const ctn_tensor_desc &a, const ctn_tensor_desc &b);
-bool broadcast_strides(const ctn_tensor_desc &in, const ctn_tensor_desc &out, int64_t *strides);
 uint64_t desc_bytes(const ctn_tensor_desc &d);
 
 // A new kernel with a parameter block holding `params` (host-visible, written once).
