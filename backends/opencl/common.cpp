@@ -117,6 +117,18 @@ ctn_status Op::launch_groups(cl_kernel k, int64_t units, size_t local) {
   return CTN_OK;
 }
 
+ctn_status Op::launch_rows(cl_kernel k, int64_t units, size_t local) {
+  if (units <= 0) return CTN_OK;
+  // One work-group per unit, no grid-stride loop: a barrier inside a loop miscompiles on PoCL
+  // (rare lanes read a stale reduction). Two grid dimensions cover more than 65535 units.
+  size_t gx = static_cast<size_t>(std::min<int64_t>(units, 65535));
+  size_t gy = static_cast<size_t>((units + static_cast<int64_t>(gx) - 1) / static_cast<int64_t>(gx));
+  size_t global[2] = {gx * local, gy}, loc[2] = {local, 1};
+  cl_int e = clEnqueueNDRangeKernel(be->queue, k, 2, nullptr, global, loc, 0, nullptr, nullptr);
+  if (e != CL_SUCCESS) return fail(e, "clEnqueueNDRangeKernel");
+  return CTN_OK;
+}
+
 ctn_status op_kernel_fn(void *state, const ctn_kernel_args *args) {
   Op *op = static_cast<Op *>(state);
   try {

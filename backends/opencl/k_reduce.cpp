@@ -38,7 +38,7 @@ struct ReduceOp : Op {
     if (e == CL_SUCCESS) e = set_arg(k, 11, LocalMem{local * dtype_size(dt)});
     return e == CL_SUCCESS ? CTN_OK : fail(e, "clSetKernelArg");
   }
-  ctn_status enqueue() override { return launch_groups(k, nout, local); }
+  ctn_status enqueue() override { return launch_rows(k, nout, local); }
 };
 
 struct SoftmaxOp : Op {
@@ -57,7 +57,7 @@ struct SoftmaxOp : Op {
                         LocalMem{local * dtype_size(dt)});
     return e == CL_SUCCESS ? CTN_OK : fail(e, "clSetKernelArg");
   }
-  ctn_status enqueue() override { return launch_groups(k, rows, local); }
+  ctn_status enqueue() override { return launch_rows(k, rows, local); }
 };
 
 struct CeOp : Op {

@@ -94,6 +94,7 @@ struct Op {
   ctn_status set_meta(const std::vector<int64_t> &values);  // uploads meta_ once
   ctn_status launch(cl_kernel k, int64_t items);             // grid-stride 1-D launch
   ctn_status launch_groups(cl_kernel k, int64_t groups, size_t local);  // one group per unit
+  ctn_status launch_rows(cl_kernel k, int64_t units, size_t local);
   size_t group_size(cl_kernel k, size_t elem_bytes);         // power of two for local reductions
   ctn_status fail(cl_int e, const char *what);
   std::vector<cl_kernel> kernels;  // released with the op

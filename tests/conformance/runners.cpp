@@ -99,7 +99,7 @@ void compare(const Arr &y, ctn_dtype ydt, const Arr &r, ctn_dtype rdt, const Var
     double e = nmse(y, r);
     double tol = rdt == CTN_F32 ? v.tol32 : v.tol64;
     std::ostringstream first;
-    for (size_t i = 0; i < r.v.size() && i < 6; ++i)
+    for (size_t i = 0; i < r.v.size() && i < 12; ++i)
       first << " [" << i << "] got " << y.v[i] << " want " << r.v[i];
     EXPECT_LE(e, tol) << what << ": normalised MSE " << e << " > " << tol << first.str();
     return;
