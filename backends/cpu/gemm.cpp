@@ -5,6 +5,10 @@
 
 #include "cpu_backend.h"
 
+#ifdef CTN_CPU_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
 namespace ctn_cpu {
 
 namespace {
@@ -271,10 +275,49 @@ size_t gemm_scratch_a_bytes() { return kScratchA; }
 size_t gemm_scratch_b_bytes() { return kScratchB; }
 size_t gemm_scratch_c_bytes() { return kScratchC; }
 
+#ifdef CTN_CPU_HAVE_OPENBLAS
+namespace {
+// One operand's CBLAS form: row-major with a unit column stride (NoTrans) or a unit row stride
+// (Trans). False when neither stride is 1 (the own GEMM takes any strides).
+bool blas_form(int64_t rs, int64_t cs, int64_t rows, int64_t cols, CBLAS_TRANSPOSE *t, blasint *ld) {
+  if (cs == 1 && (rs >= cols || rows <= 1)) {
+    *t = CblasNoTrans;
+    *ld = static_cast<blasint>(std::max<int64_t>({rs, cols, 1}));
+    return true;
+  }
+  if (rs == 1 && (cs >= rows || cols <= 1)) {
+    *t = CblasTrans;
+    *ld = static_cast<blasint>(std::max<int64_t>({cs, rows, 1}));
+    return true;
+  }
+  return false;
+}
+
+// The calling thread's GEMM through OpenBLAS (set to one thread: our pool does the splitting).
+template <class T>
+bool blas_serial(int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa, int64_t csa, const T *b,
+                 int64_t rsb, int64_t csb, T *c, int64_t ldc, bool accumulate) {
+  CBLAS_TRANSPOSE ta, tb;
+  blasint lda, ldb;
+  if (k <= 0 || !blas_form(rsa, csa, m, k, &ta, &lda) || !blas_form(rsb, csb, k, n, &tb, &ldb)) return false;
+  const blasint bm = static_cast<blasint>(m), bn = static_cast<blasint>(n), bk = static_cast<blasint>(k),
+                bldc = static_cast<blasint>(ldc);
+  if constexpr (sizeof(T) == 4)
+    cblas_sgemm(CblasRowMajor, ta, tb, bm, bn, bk, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, bldc);
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, bm, bn, bk, 1.0, a, lda, b, ldb, accumulate ? 1.0 : 0.0, c, bldc);
+  return true;
+}
+}  // namespace
+#endif
+
 void gemm_serial_f32(Backend &be, int part, int64_t m, int64_t n, int64_t k, const float *a,
                      int64_t rsa, int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c,
                      int64_t ldc, bool accumulate) {
   if (m <= 0 || n <= 0) return;
+#ifdef CTN_CPU_HAVE_OPENBLAS
+  if (gemm_uses_openblas(be) && blas_serial(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate)) return;
+#endif
   gemm_serial(blocking_of(*be.gemm_isa, float{}), be.scratch[static_cast<size_t>(part)], m, n, k,
               a, rsa, csa, b, rsb, csb, c, ldc, accumulate);
 }
@@ -282,6 +325,9 @@ void gemm_serial_f64(Backend &be, int part, int64_t m, int64_t n, int64_t k, con
                      int64_t rsa, int64_t csa, const double *b, int64_t rsb, int64_t csb,
                      double *c, int64_t ldc, bool accumulate) {
   if (m <= 0 || n <= 0) return;
+#ifdef CTN_CPU_HAVE_OPENBLAS
+  if (gemm_uses_openblas(be) && blas_serial(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate)) return;
+#endif
   gemm_serial(blocking_of(*be.gemm_isa, double{}), be.scratch[static_cast<size_t>(part)], m, n,
               k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate);
 }

@@ -1,5 +1,6 @@
 // matmul and matmul_bias_act: batched, broadcast batch dims, transposes. GEMM through OpenBLAS
 // (called from the host thread while our pool is idle) or the own GEMM in gemm.cpp.
+#include <algorithm>
 #include <cmath>
 
 #include "cpu_backend.h"
@@ -52,6 +53,42 @@ struct EpilogueCall {
   }
 };
 
+#ifdef CTN_CPU_HAVE_OPENBLAS
+// Rows [i0, i1) x columns [j0, j1) of C through one single-threaded OpenBLAS call.
+template <class T>
+struct BlasJob {
+  const MatmulState *st;
+  const T *a, *b;
+  T *c;
+  bool split_m;
+  int64_t unit, units;
+  void run(int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
+    const auto ta = st->ta ? CblasTrans : CblasNoTrans, tb = st->tb ? CblasTrans : CblasNoTrans;
+    const blasint m = static_cast<blasint>(i1 - i0), n = static_cast<blasint>(j1 - j0),
+                  k = static_cast<blasint>(st->k);
+    const blasint lda = std::max<blasint>(1, static_cast<blasint>(st->ta ? st->m : st->k));
+    const blasint ldb = std::max<blasint>(1, static_cast<blasint>(st->tb ? st->k : st->n));
+    const T *ap = a + (st->ta ? i0 : i0 * st->k);
+    const T *bp = b + (st->tb ? j0 * st->k : j0);
+    T *cp = c + i0 * st->n + j0;
+    if (m <= 0 || n <= 0) return;
+    if constexpr (sizeof(T) == 4)
+      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, ap, lda, bp, ldb, 0.0f, cp, static_cast<blasint>(st->n));
+    else
+      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, ap, lda, bp, ldb, 0.0, cp, static_cast<blasint>(st->n));
+  }
+  static void part(void *ctx, int64_t u0, int64_t u1, int) {
+    const auto &j = *static_cast<const BlasJob *>(ctx);
+    const int64_t extent = j.split_m ? j.st->m : j.st->n;
+    const int64_t lo = u0 * j.unit, hi = std::min(extent, u1 * j.unit);
+    if (j.split_m)
+      j.run(lo, hi, 0, j.st->n);
+    else
+      j.run(0, j.st->m, lo, hi);
+  }
+};
+#endif
+
 template <class T>
 void gemm_one(Backend &be, const MatmulState &st, const T *a, const T *b, T *c) {
   if (st.k == 0) {
@@ -60,15 +97,19 @@ void gemm_one(Backend &be, const MatmulState &st, const T *a, const T *b, T *c) 
   }
 #ifdef CTN_CPU_HAVE_OPENBLAS
   if (gemm_uses_openblas(be)) {
-    const auto ta = st.ta ? CblasTrans : CblasNoTrans, tb = st.tb ? CblasTrans : CblasNoTrans;
-    const blasint m = static_cast<blasint>(st.m), n = static_cast<blasint>(st.n),
-                  k = static_cast<blasint>(st.k);
-    const blasint lda = std::max<blasint>(1, st.ta ? m : k);
-    const blasint ldb = std::max<blasint>(1, st.tb ? k : n);
-    if constexpr (sizeof(T) == 4)
-      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
-    else
-      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, n);
+    // OpenBLAS runs single-threaded (set_threads): its own workers spin-wait after each call
+    // and would steal the cores from our pool's next kernel. The pool splits the larger output
+    // dimension instead, each participant calling OpenBLAS on its block.
+    BlasJob<T> job{&st, a, b, c, st.m >= st.n, 0, 0};
+    const int parts = be.pool ? be.pool->size() : 1;
+    if (parts > 1 && st.m * st.n * st.k >= 64 * 64 * 64) {
+      const int64_t extent = job.split_m ? st.m : st.n, align = job.split_m ? 8 : 16;
+      job.unit = std::max<int64_t>(align, (extent / parts + align - 1) / align * align);
+      job.units = (extent + job.unit - 1) / job.unit;
+      be.pool->parallel_for(job.units, 1, BlasJob<T>::part, &job);
+    } else {
+      job.run(0, st.m, 0, st.n);
+    }
     return;
   }
 #endif

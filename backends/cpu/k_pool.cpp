@@ -112,9 +112,61 @@ struct PoolCall {
     }
   }
 
+  // 2x2 windows, stride 2, no padding (the common CNN pool): windows never overlap, so each
+  // input element is written exactly once and no window bounds are needed. Same results as the
+  // general loops, NaN and tie rules included.
+  static T max4(T a, T b, T c, T d) {
+    T m = a;
+    m = (b > m || b != b) ? b : m;
+    m = (c > m || c != c) ? c : m;
+    return (d > m || d != d) ? d : m;
+  }
+  void max_plane_2x2(const T *xp, T *yp) const {
+    const PoolState &s = *st;
+    for (int64_t oh = 0; oh < s.ho; ++oh) {
+      const T *r0 = xp + 2 * oh * s.w, *r1 = r0 + s.w;
+      T *yr = yp + oh * s.wo;
+      for (int64_t ow = 0; ow < s.wo; ++ow) yr[ow] = max4(r0[2 * ow], r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]);
+    }
+  }
+  void max_grad_plane_2x2(const T *xp, const T *dyp, T *dxp) const {
+    const PoolState &s = *st;
+    for (int64_t oh = 0; oh < s.ho; ++oh) {
+      const T *r0 = xp + 2 * oh * s.w, *r1 = r0 + s.w;
+      T *d0 = dxp + 2 * oh * s.w, *d1 = d0 + s.w;
+      const T *g = dyp + oh * s.wo;
+      for (int64_t ow = 0; ow < s.wo; ++ow) {
+        const T v[4] = {r0[2 * ow], r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]};
+        T m = -std::numeric_limits<T>::infinity();
+        int arg = 0;
+        for (int i = 0; i < 4; ++i)
+          if (v[i] > m || (v[i] != v[i] && m == m)) {
+            m = v[i];
+            arg = i;
+          }
+        d0[2 * ow] = arg == 0 ? g[ow] : T(0);
+        d0[2 * ow + 1] = arg == 1 ? g[ow] : T(0);
+        d1[2 * ow] = arg == 2 ? g[ow] : T(0);
+        d1[2 * ow + 1] = arg == 3 ? g[ow] : T(0);
+      }
+      for (int64_t iw = 2 * s.wo; iw < s.w; ++iw) d0[iw] = d1[iw] = T(0);  // odd width
+    }
+    for (int64_t ih = 2 * s.ho; ih < s.h; ++ih) std::fill(dxp + ih * s.w, dxp + (ih + 1) * s.w, T(0));
+  }
+
   void planes(int64_t p0, int64_t p1) const {
     const PoolState &s = *st;
     const int64_t in_sz = s.h * s.w, out_sz = s.ho * s.wo;
+    const bool k2 = s.kh == 2 && s.kw == 2 && s.sh == 2 && s.sw == 2 && s.ph == 0 && s.pw == 0;
+    if (k2 && (s.kind == PoolKind::kMax || s.kind == PoolKind::kMaxGrad)) {
+      for (int64_t p = p0; p < p1; ++p) {
+        if (s.kind == PoolKind::kMax)
+          max_plane_2x2(x + p * in_sz, out + p * out_sz);
+        else
+          max_grad_plane_2x2(x + p * in_sz, dy + p * out_sz, out + p * in_sz);
+      }
+      return;
+    }
     for (int64_t p = p0; p < p1; ++p) {
       switch (s.kind) {
         case PoolKind::kMax: max_plane(x + p * in_sz, out + p * out_sz); break;

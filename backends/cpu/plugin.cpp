@@ -60,8 +60,10 @@ void free_scratch(Backend &be) {
   be.scratch.clear();
 }
 
-// Builds the pool and one GEMM scratch per participant; OpenBLAS gets the same thread count
-// (it runs only while our pool is idle, so the two never compete).
+// Builds the pool and one GEMM scratch per participant. OpenBLAS is set to one thread: its
+// workers spin (sched_yield) for a long while after every call and stole the cores from the
+// pool's next kernel; the pool splits BLAS calls itself (k_matmul.cpp) and convolutions call
+// it per image from each participant.
 ctn_status set_threads(Backend &be, int n) {
   be.pool.reset();
   free_scratch(be);
@@ -78,7 +80,7 @@ ctn_status set_threads(Backend &be, int n) {
   be.pool = std::make_unique<ThreadPool>(n);
   be.num_threads = n;
 #ifdef CTN_CPU_HAVE_OPENBLAS
-  openblas_set_num_threads(n);
+  openblas_set_num_threads(1);
 #endif
   return CTN_OK;
 }

@@ -10,6 +10,9 @@
 #include "util/status.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -403,6 +406,10 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
   stats_.planned_peak_bytes = mp.peak_bytes;
   stats_.naive_bytes = mp.naive_bytes;
   stats_.persistent_bytes = persistent;
+  if (const char *pe = std::getenv("CHUTNEY_PROFILE"); pe && *pe && std::strcmp(pe, "0") != 0) {
+    profile_ = true;
+    profile_ns_.assign(steps_.size(), 0.0);
+  }
   describe_ = format("plan: %zu steps, planned peak %llu bytes (naive %llu), persistent %llu bytes\n", steps_.size(),
                      static_cast<unsigned long long>(mp.peak_bytes), static_cast<unsigned long long>(mp.naive_bytes),
                      static_cast<unsigned long long>(persistent));
@@ -414,7 +421,43 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
   }
 }
 
+void Plan::profile_report() const {
+  if (!profile_runs_) return;
+  double total = 0;
+  for (double v : profile_ns_) total += v;
+  struct Row {
+    std::string key;
+    double ns = 0;
+    uint32_t steps = 0;
+  };
+  std::vector<Row> rows;
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const Step &st = steps_[k];
+    std::string key = (st.transfer ? std::string("transfer") : st.op) + " @" + (st.b ? st.b->name : "-");
+    if (std::getenv("CHUTNEY_PROFILE") && std::strcmp(std::getenv("CHUTNEY_PROFILE"), "steps") == 0) {
+      key += " [";
+      for (uint32_t d = 0; d < st.out.ndim; ++d) key += (d ? "," : "") + std::to_string(st.out.shape[d]);
+      key += "]";
+    }
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row &r) { return r.key == key; });
+    if (it == rows.end()) it = rows.insert(rows.end(), Row{key});
+    it->ns += profile_ns_[k];
+    ++it->steps;
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.ns > b.ns; });
+  std::fprintf(stderr, "chutney profile: %zu steps, %llu runs, %.3f ms per run\n", steps_.size(),
+               static_cast<unsigned long long>(profile_runs_), total / 1e6 / static_cast<double>(profile_runs_));
+  std::fprintf(stderr, "  %-48s %6s %12s %7s\n", "op @backend", "steps", "ms/run", "share");
+  for (const Row &r : rows)
+    std::fprintf(stderr, "  %-48s %6u %12.4f %6.1f%%\n", r.key.c_str(), r.steps,
+                 r.ns / 1e6 / static_cast<double>(profile_runs_), total > 0 ? 100.0 * r.ns / total : 0.0);
+}
+
 Plan::~Plan() {
+  try {
+    profile_report();
+  } catch (...) {
+  }
   for (Segment &seg : segments_)
     if (seg.handle) {
       try {
@@ -454,6 +497,7 @@ void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *c
   }
   for (size_t k = 0; k < feeds_.size(); ++k)
     if (!fed_[k]) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: input \"%s\" (node %u) was not fed", feeds_[k].name.c_str(), feeds_[k].node);
+  if (profile_) ++profile_runs_;
   for (const Segment &seg : segments_) {
     if (seg.handle) {
       take_plugin_error();
@@ -472,6 +516,17 @@ void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *c
     }
     for (size_t k = seg.first; k < seg.first + seg.count; ++k) {
       const Step &st = steps_[k];
+      const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      struct Stamp {  // adds the step's time on every exit from this iteration
+        Plan *p;
+        size_t k;
+        std::chrono::steady_clock::time_point t0;
+        ~Stamp() {
+          if (!p->profile_) return;
+          for (Backend *b : p->devices_) b->sync();
+          p->profile_ns_[k] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+        }
+      } stamp{this, k, t0};
       if (st.transfer) {
         const Value &s = values_[static_cast<size_t>(st.src)], &d = values_[static_cast<size_t>(st.dst)];
         s.dev->sync();

@@ -77,6 +77,12 @@ class Plan {
   std::vector<void *> workspace_;
   ctn_plan_stats stats_{};
   std::string describe_;
+  // CHUTNEY_PROFILE=1: wall time per step (host clock around each call, backends synced), a
+  // table on stderr when the plan is destroyed. Off: one branch per run.
+  bool profile_ = false;
+  uint64_t profile_runs_ = 0;
+  std::vector<double> profile_ns_;
+  void profile_report() const;
 };
 
 }  // namespace ctn

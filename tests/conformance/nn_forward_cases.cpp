@@ -99,6 +99,7 @@ void add_pool(std::vector<OpCase> &cs) {
     PoolP p;
   };
   const P ps[] = {{{2, 3, 6, 6}, PoolP{}},
+                  {{1, 2, 5, 7}, PoolP{}},  // 2x2/2 fast path with an odd height and width
                   {{1, 2, 7, 5}, PoolP{3, 3, 2, 2, 1, 1, false}},
                   {{2, 1, 5, 6}, PoolP{2, 3, 1, 2, 1, 1, true}},
                   {{1, 2, 4, 4}, PoolP{4, 4, 4, 4, 0, 0, false}},
