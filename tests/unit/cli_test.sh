@@ -54,6 +54,7 @@ done
 run unknown-command 2 frobnicate && contains unknown-command err "unknown command 'frobnicate'"
 run unknown-option 2 train --no-such-option && contains unknown-option err "unknown option '--no-such-option'"
 run bad-number 2 train --epochs many && contains bad-number err "--epochs"
+run bad-widths 2 train --model cnn --cnn-widths 16,32,64,xx && contains bad-widths err "C1,C2,FC[,bn]"
 run no-command 2
 
 # --- version --------------------------------------------------------------------------------
@@ -163,9 +164,10 @@ if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
     fi
   fi
 
-  # A short CNN run (narrow, for speed): the convolution path trains end to end and beats
-  # chance clearly; eval rebuilds the same widths from the checkpoint's metadata.
-  if run train-cnn 0 train --model cnn --cnn-widths 16,32,64 --epochs 1 --limit 1024 \
+  # A short CNN run (narrow, for speed, with batch norm): the convolution path trains end to end
+  # and beats chance clearly; eval rebuilds the same widths and batch norm from the checkpoint's
+  # metadata and, with the saved running statistics, reproduces the accuracy exactly.
+  if run train-cnn 0 train --model cnn --cnn-widths 16,32,64,bn --epochs 1 --limit 1024 \
       --data-dir "$DATA_DIR" --quiet --eval-batch-size 1000 --checkpoint-dir "$TMP/ckcnn"; then
     acc=$(final_acc train-cnn)
     if [ -n "$acc" ] && awk -v a="$acc" 'BEGIN { exit !(a > 0.4 && a <= 1.0) }'; then
@@ -174,7 +176,7 @@ if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
       fail "train: cnn final test accuracy '$acc' is not > 0.4"
     fi
     contains train-cnn out "loader wait"
-    contains train-cnn out "conv5x5(16->32)"
+    contains train-cnn out "conv5x5(16->32) batchnorm"
     if run eval-cnn 0 eval --checkpoint "$TMP/ckcnn/cnn-epoch001.safetensors" --data-dir "$DATA_DIR"; then
       a_eval=$(sed -n 's/^test accuracy: \([0-9.]*\)$/\1/p' "$TMP/eval-cnn.out")
       if [ -n "$a_eval" ] && [ "$a_eval" = "$acc" ]; then

@@ -13,9 +13,14 @@ CnnWidths parse_widths(const std::string &text, const std::string &option) {
   CnnWidths w;
   long long a = 0, b = 0, c = 0;
   char tail = 0;
-  if (std::sscanf(text.c_str(), "%lld,%lld,%lld%c", &a, &b, &c, &tail) != 3 || a < 1 ||
+  std::string t = text;
+  if (t.size() > 3 && t.compare(t.size() - 3, 3, ",bn") == 0) {
+    w.bn = true;
+    t.resize(t.size() - 3);
+  }
+  if (std::sscanf(t.c_str(), "%lld,%lld,%lld%c", &a, &b, &c, &tail) != 3 || a < 1 ||
       b < 1 || c < 1 || a > 4096 || b > 4096 || c > 65536) {
-    throw UsageError(option + " expects C1,C2,FC (positive integers, e.g. 32,64,128), got '" +
+    throw UsageError(option + " expects C1,C2,FC[,bn] (positive integers, e.g. 32,64,128 or 16,32,128,bn), got '" +
                      text + "'");
   }
   w.c1 = a;
@@ -25,7 +30,7 @@ CnnWidths parse_widths(const std::string &text, const std::string &option) {
 }
 
 std::string widths_text(const CnnWidths &w) {
-  return std::to_string(w.c1) + "," + std::to_string(w.c2) + "," + std::to_string(w.fc);
+  return std::to_string(w.c1) + "," + std::to_string(w.c2) + "," + std::to_string(w.fc) + (w.bn ? ",bn" : "");
 }
 
 ModelSpec model_spec(const std::string &name, const CnnWidths &w) {
@@ -33,10 +38,10 @@ ModelSpec model_spec(const std::string &name, const CnnWidths &w) {
   if (name == "cnn") {
     const std::string c1 = std::to_string(w.c1), c2 = std::to_string(w.c2),
                       fc = std::to_string(w.fc);
+    const std::string bn = w.bn ? " batchnorm" : "";
     return {"cnn", 64,
-            "cnn conv5x5(1->" + c1 + ") relu maxpool2, conv5x5(" + c1 + "->" + c2 +
-                ") relu maxpool2, fc " + std::to_string(w.c2 * 49) + "-" + fc + " relu, fc " +
-                fc + "-10"};
+            "cnn conv5x5(1->" + c1 + ")" + bn + " relu maxpool2, conv5x5(" + c1 + "->" + c2 + ")" + bn +
+                " relu maxpool2, fc " + std::to_string(w.c2 * 49) + "-" + fc + " relu, fc " + fc + "-10"};
   }
   throw UsageError("unknown model '" + name + "' (available: mlp, cnn)");
 }
@@ -66,11 +71,16 @@ BuiltModel build_model(ctn_context *ctx, const std::string &name, int64_t batch,
     check(ctn_input(g, "x", CTN_F32, 4, shape, &b.x), "ctn_input (x)");
     const auto c1 = static_cast<int32_t>(w.c1), c2 = static_cast<int32_t>(w.c2),
                fc = static_cast<int32_t>(w.fc);
-    const ctn_layer layers[] = {
-        CTN_NN_CONV2D(c1, 5, 1, 2), CTN_NN_RELU(), CTN_NN_MAX_POOL2D(2),  // 28 -> 14
-        CTN_NN_CONV2D(c2, 5, 1, 2), CTN_NN_RELU(), CTN_NN_MAX_POOL2D(2),  // 14 -> 7
-        CTN_NN_FLATTEN(),           CTN_NN_LINEAR(fc), CTN_NN_RELU(),    CTN_NN_LINEAR(10)};
-    check(ctn_nn_sequential(m, b.x, static_cast<uint32_t>(std::size(layers)), layers, &b.logits),
+    std::vector<ctn_layer> layers;
+    for (int32_t ch : {c1, c2}) {
+      layers.push_back(CTN_NN_CONV2D(ch, 5, 1, 2));  // 28 -> 28, then 14 -> 14
+      if (w.bn) layers.push_back(CTN_NN_BATCH_NORM());
+      layers.push_back(CTN_NN_RELU());
+      layers.push_back(CTN_NN_MAX_POOL2D(2));  // halves
+    }
+    const ctn_layer head[] = {CTN_NN_FLATTEN(), CTN_NN_LINEAR(fc), CTN_NN_RELU(), CTN_NN_LINEAR(10)};
+    layers.insert(layers.end(), std::begin(head), std::end(head));
+    check(ctn_nn_sequential(m, b.x, static_cast<uint32_t>(layers.size()), layers.data(), &b.logits),
           "ctn_nn_sequential (cnn)");
   }
   if (!training) return b;

@@ -27,13 +27,15 @@ struct OptimConfig {
   double clip_norm = 0.0;
 };
 
-// Widths of the CNN: conv5x5(1->c1) relu pool2, conv5x5(c1->c2) relu pool2, fc(c2*49->fc) relu,
-// fc(fc->10). Stored in checkpoints' metadata ("cnn_widths": "32,64,128").
+// Widths of the CNN: conv5x5(1->c1) [batch norm] relu pool2, conv5x5(c1->c2) [batch norm] relu
+// pool2, fc(c2*49->fc) relu, fc(fc->10). Stored in checkpoints' metadata ("cnn_widths":
+// "32,64,128" or "32,64,128,bn").
 struct CnnWidths {
   int64_t c1 = 32, c2 = 64, fc = 128;
+  bool bn = false;  // batch norm after each convolution
 };
 
-// Parses "C1,C2,FC" (throws UsageError naming `option`).
+// Parses "C1,C2,FC" or "C1,C2,FC,bn" (throws UsageError naming `option`).
 CnnWidths parse_widths(const std::string &text, const std::string &option);
 std::string widths_text(const CnnWidths &w);
 
