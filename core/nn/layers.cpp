@@ -103,7 +103,9 @@ ctn_node batch_norm(ctn_model &m, ctn_node x, int64_t channels, double momentum,
   const uint32_t na = static_cast<uint32_t>(axes.size());
   ctn_node mean, mean_k, d, d2, var, t1, t2, new_rm, new_rv, assigned;
   check(ctn_mean(m.g, x, na, axes.data(), 0, &mean), who + "ctn_mean");
-  check(ctn_mean(m.g, x, na, axes.data(), 1, &mean_k), who + "ctn_mean");
+  std::vector<int64_t> kshape(s.size(), 1);  // [1, C, 1, ...]: a view of the mean, no second pass
+  kshape[1] = channels;
+  check(ctn_reshape(m.g, mean, static_cast<uint32_t>(kshape.size()), kshape.data(), &mean_k), who + "ctn_reshape");
   check(ctn_sub(m.g, x, mean_k, &d), who + "ctn_sub");
   check(ctn_mul(m.g, d, d, &d2), who + "ctn_mul");
   check(ctn_mean(m.g, d2, na, axes.data(), 0, &var), who + "ctn_mean");
