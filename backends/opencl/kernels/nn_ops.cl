@@ -408,3 +408,24 @@ CTN_EMB(long, i64)
 #undef CTN_EMB
 
 #undef ACC
+
+/* ---- small GEMM: C[b] = op(A[b]) op(B[b]), one work-item per output element, k in order.
+ * Used instead of CLBlast below a size threshold (k_matmul.cpp): CLBlast compiles its kernels
+ * once per process (~0.1-0.2 s on PoCL) while this one comes with our cached program.
+ * boff = per batch [a offset, b offset] (elements, relative to ao / bo); C batches contiguous. */
+__kernel void FN(gemm_small)(long total, long M, long N, long K, int ta, int tb,
+                             __global const long *boff, __global const T *a, long ao,
+                             __global const T *b, long bo, __global T *c, long co) {
+  const long MN = M * N;
+  for (long i = get_global_id(0); i < total; i += get_global_size(0)) {
+    const long bi = i / MN, r = i - bi * MN;
+    const long row = r / N, col = r - row * N;
+    __global const T *ap = a + ao + boff[2 * bi];
+    __global const T *bp = b + bo + boff[2 * bi + 1];
+    const long as = ta ? M : 1, ar = ta ? row : row * K;  /* A(row, k) = ap[ar + k * as] */
+    const long bs = tb ? 1 : N, bc = tb ? col * K : col;  /* B(k, col) = bp[bc + k * bs] */
+    T acc = (T)0;
+    for (long k = 0; k < K; ++k) acc += ap[ar + k * as] * bp[bc + k * bs];
+    c[co + i] = acc;
+  }
+}
