@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "ocl_backend.h"
 
@@ -18,6 +19,7 @@ struct MatmulOp : Op {
   size_t c_step = 0;
   int act = -1;
   cl_kernel epi = nullptr;
+  cl_kernel small = nullptr;  // gemm_small instead of CLBlast (meta = per-batch offsets)
   // bound per call
   cl_mem A = nullptr, B = nullptr, C = nullptr;
   size_t ao = 0, bo = 0, co = 0;
@@ -44,6 +46,12 @@ struct MatmulOp : Op {
       bb[i] = bo + b_off[i];
       bc[i] = co + i * c_step;
     }
+    if (small) {
+      cl_long total = static_cast<cl_long>(m * n * nb);
+      cl_int e = set_args(small, total, cl_long(m), cl_long(n), cl_long(k), cl_int(ta), cl_int(tb),
+                          meta, A, cl_long(ao), B, cl_long(bo), C, cl_long(co));
+      if (e != CL_SUCCESS) return fail(e, "clSetKernelArg");
+    }
     if (act >= 0) {
       const ctn_tensor_desc &bias = a.inputs[2];
       cl_long total = static_cast<cl_long>(m * n * nb), ncol = static_cast<cl_long>(n);
@@ -62,6 +70,8 @@ struct MatmulOp : Op {
       cl_int e = clEnqueueFillBuffer(be->queue, C, &zero, 1, co * dtype_size(dt),
                                      m * n * nb * dtype_size(dt), 0, nullptr, nullptr);
       if (e != CL_SUCCESS) return fail(e, "clEnqueueFillBuffer");
+    } else if (small) {
+      if (ctn_status st = launch(small, static_cast<int64_t>(m * n * nb)); st != CTN_OK) return st;
     } else {
       const CLBlastTranspose tA = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
       const CLBlastTranspose tB = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
@@ -91,6 +101,13 @@ struct MatmulOp : Op {
     return CTN_OK;
   }
 };
+
+// GEMMs of at most this many multiply-adds (m*n*k*batches) run gemm_small; default 2^21
+// (128^3), CHUTNEY_OPENCL_SMALL_GEMM=<n> overrides it (0: always CLBlast).
+int64_t small_gemm_max() {
+  const char *e = std::getenv("CHUTNEY_OPENCL_SMALL_GEMM");
+  return e && *e ? std::max<int64_t>(0, std::atoll(e)) : int64_t{1} << 21;
+}
 
 }  // namespace
 
@@ -186,6 +203,20 @@ ctn_status make_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel *out
     st->a_off.assign(1, 0);
     st->b_off.assign(1, st->b_off[0]);
     st->c_step = st->m * st->n;
+  }
+  // Small GEMMs use our own kernel: CLBlast builds its kernels once per process (~0.1-0.2 s on
+  // PoCL, most of a warm start), ours come with the cached program. CLBlast takes the rest.
+  const double work = static_cast<double>(st->m) * static_cast<double>(st->n) *
+                      static_cast<double>(st->k) * static_cast<double>(st->a_off.size());
+  if (st->k > 0 && work <= static_cast<double>(small_gemm_max())) {
+    std::vector<int64_t> offs;
+    for (size_t i = 0; i < st->a_off.size(); ++i) {
+      offs.push_back(static_cast<int64_t>(st->a_off[i]));
+      offs.push_back(static_cast<int64_t>(st->b_off[i]));
+    }
+    if (ctn_status e = st->set_meta(offs); e) return e;
+    st->small = st->make_kernel(a.dtype == CTN_F64 ? "gemm_small_f64" : "gemm_small_f32");
+    if (!st->small) return CTN_ERR_INTERNAL;
   }
   st->alph32.assign(st->a_off.size(), 1.0f);
   st->beta32.assign(st->a_off.size(), 0.0f);

@@ -57,7 +57,8 @@ struct Backend {
   std::string cache_dir;
   std::string program_origin;  // "cache" or "compiled"
   double program_ms = 0;       // time to get the program (load or build)
-  // Bad-label reports of cross-entropy kernels: [code, row, label, 0].
+  // Bad-label / bad-id reports of device kernels: [code, row, value, limit]; code 1
+  // cross_entropy, 2 cross_entropy_grad, 3 embedding, 4 embedding_grad.
   cl_mem err = nullptr;
   bool err_armed = false;      // a kernel that may report has been enqueued since the last check
   Placement placement = Placement::kAuto;
@@ -112,6 +113,7 @@ ctn_status make_reduce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out
 ctn_status make_shape(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled);
 ctn_status make_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled);
 ctn_status make_optim(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled);
+ctn_status make_nn(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled);
 
 // ---- placement policy ---------------------------------------------------------------------
 // Op class of an op (kClassCount: not governed by the policy: always placed).

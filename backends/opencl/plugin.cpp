@@ -228,6 +228,12 @@ ctn_status check_errors(Backend &be) {
   if (rep[0] == 0) return CTN_OK;
   cl_long zero[4] = {0, 0, 0, 0};
   clEnqueueWriteBuffer(be.queue, be.err, CL_TRUE, 0, sizeof zero, zero, 0, nullptr, nullptr);
+  if (rep[0] == 3 || rep[0] == 4)
+    return be.host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                              "opencl %s: id %lld at position %lld is outside [0, %lld)",
+                              rep[0] == 3 ? CTN_OP_EMBEDDING : CTN_OP_EMBEDDING_GRAD,
+                              static_cast<long long>(rep[2]), static_cast<long long>(rep[1]),
+                              static_cast<long long>(rep[3]));
   return be.host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: label %lld of row %lld is out of range",
                             rep[0] == 1 ? CTN_OP_CROSS_ENTROPY : CTN_OP_CROSS_ENTROPY_GRAD,
                             static_cast<long long>(rep[2]), static_cast<long long>(rep[1]));
@@ -272,7 +278,7 @@ ctn_status ocl_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
     }
     bool handled = false;
     using Maker = ctn_status (*)(Backend *, const ctn_op_signature *, ctn_kernel *, bool *);
-    for (Maker m : {make_elementwise, make_reduce, make_shape, make_matmul, make_optim}) {
+    for (Maker m : {make_elementwise, make_reduce, make_shape, make_matmul, make_optim, make_nn}) {
       ctn_status st = m(be, sig, out, &handled);
       if (handled) return st;
     }

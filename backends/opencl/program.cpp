@@ -108,14 +108,16 @@ std::string device_key(const Backend &be) {
 
 std::string program_source(bool fp64) {
   std::string s;
-  s.reserve(sizeof kClFloatOps * 2 + sizeof kClAnyOps + 512);
+  s.reserve((sizeof kClFloatOps + sizeof kClNnOps) * 2 + sizeof kClAnyOps + 512);
   if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define CTN_HAVE_FP64 1\n";
   s += "#define T float\n#define FN(n) n##_f32\n";
   s += kClFloatOps;
+  s += kClNnOps;
   s += "#undef T\n#undef FN\n";
   if (fp64) {
     s += "#define T double\n#define FN(n) n##_f64\n";
     s += kClFloatOps;
+    s += kClNnOps;
     s += "#undef T\n#undef FN\n";
   }
   s += kClAnyOps;

@@ -1,0 +1,391 @@
+// Neural-network ops (kernels/nn_ops.cl): conv2d, conv2d_grad_input, conv2d_grad_weight,
+// conv_transpose2d, max/avg pooling and their gradients, batch norm (training, inference,
+// gradients), layer norm (and gradients), embedding and embedding_grad. Shapes and attributes
+// are checked exactly like the CPU backend (backends/cpu); every accumulating kernel is a gather
+// (one work-item per output element), so results are deterministic.
+#include <algorithm>
+
+#include "ocl_backend.h"
+
+namespace ctn_ocl {
+namespace {
+
+bool is_float(int32_t dt) { return dt == CTN_F32 || dt == CTN_F64; }
+
+std::string kname(const char *base, int32_t dt) {
+  return std::string(base) + (dt == CTN_F64 ? "_f64" : "_f32");
+}
+
+// Conv and pooling: (total, meta, in0, in0 offset, in1, in1 offset, out, out offset).
+struct GatherOp : Op {
+  cl_kernel k = nullptr;
+  cl_long total = 0;
+  int in0 = 0, in1 = 1;  // argument slots of the two inputs (in1 == in0: unused)
+  ctn_status bind(const ctn_kernel_args &a) override {
+    const ctn_tensor_desc &x = a.inputs[in0], &z = a.inputs[in1], &y = a.outputs[0];
+    for (const ctn_tensor_desc *d : {&x, &z, &y})
+      if (ctn_status s = check_offset(be, name, *d); s) return s;
+    cl_int e = set_args(k, total, meta, mem_of(x), cl_long(elem_off(x)), mem_of(z),
+                        cl_long(elem_off(z)), mem_of(y), cl_long(elem_off(y)));
+    return e == CL_SUCCESS ? CTN_OK : fail(e, "clSetKernelArg");
+  }
+  ctn_status enqueue() override { return launch(k, total); }
+};
+
+// ---- convolution ------------------------------------------------------------------------------
+enum class ConvKind { kForward, kGradInput, kGradWeight };
+
+ctn_status make_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, ConvKind kind) {
+  const char *op = sig->op;
+  const ctn_host_api *host = be->host;
+  if (sig->n_inputs != 2)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects 2 inputs, got %u", op,
+                           sig->n_inputs);
+  const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
+  if (!is_float(a.dtype))
+    return host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: dtype %s is not supported (f32, f64 only)",
+                           op, dtype_name(a.dtype));
+  if (b.dtype != a.dtype || y.dtype != a.dtype)
+    return host->set_error(CTN_ERR_DTYPE, "opencl %s: operand dtypes differ", op);
+  if (a.ndim != 4 || b.ndim != 4 || y.ndim != 4)
+    return host->set_error(CTN_ERR_SHAPE, "opencl %s: operands must be 4-d: %s, %s -> %s", op,
+                           shape_str(a).c_str(), shape_str(b).c_str(), shape_str(y).c_str());
+  const int64_t *at = sig->attrs->i;
+  const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5], groups = at[6];
+  if (sh < 1 || sw < 1 || ph < 0 || pw < 0 || dh < 1 || dw < 1 || groups < 1)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: bad convolution attributes", op);
+  // Input, weight and output of the underlying convolution.
+  const ctn_tensor_desc *cx, *cw, *cy;
+  switch (kind) {
+    case ConvKind::kForward: cx = &a, cw = &b, cy = &y; break;
+    case ConvKind::kGradInput: cx = &y, cw = &b, cy = &a; break;
+    default: cx = &a, cw = &y, cy = &b; break;
+  }
+  const int64_t n = cx->shape[0], c = cx->shape[1], h = cx->shape[2], w = cx->shape[3];
+  const int64_t o = cw->shape[0], kh = cw->shape[2], kw = cw->shape[3];
+  const int64_t ho = cy->shape[2], wo = cy->shape[3];
+  const int64_t span_h = dh * (kh - 1) + 1, span_w = dw * (kw - 1) + 1;
+  const bool ok = c % groups == 0 && o % groups == 0 && cw->shape[1] * groups == c &&
+                  cy->shape[0] == n && cy->shape[1] == o && kh >= 1 && kw >= 1 &&
+                  h + 2 * ph >= span_h && w + 2 * pw >= span_w &&
+                  ho == (h + 2 * ph - span_h) / sh + 1 && wo == (w + 2 * pw - span_w) / sw + 1;
+  if (!ok)
+    return host->set_error(CTN_ERR_SHAPE, "opencl %s: inconsistent shapes %s, %s -> %s for the attributes",
+                           op, shape_str(a).c_str(), shape_str(b).c_str(), shape_str(y).c_str());
+  auto st = std::make_unique<GatherOp>();
+  st->be = be;
+  st->name = op;
+  st->total = desc_numel(y);
+  if (ctn_status s = st->set_meta({n, c, h, w, o, kh, kw, ho, wo, sh, sw, ph, pw, dh, dw, groups,
+                                   c / groups, o / groups});
+      s)
+    return s;
+  const char *base = kind == ConvKind::kForward     ? "conv2d"
+                     : kind == ConvKind::kGradInput ? "conv2d_grad_input"
+                                                    : "conv2d_grad_weight";
+  st->k = st->make_kernel(kname(base, a.dtype).c_str());
+  if (!st->k) return CTN_ERR_INTERNAL;
+  op_set(out, st.release());
+  return CTN_OK;
+}
+
+// ---- pooling ----------------------------------------------------------------------------------
+enum class PoolKind { kMax, kMaxGrad, kAvg, kAvgGrad };
+
+ctn_status make_pool(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, PoolKind kind) {
+  const char *op = sig->op;
+  const ctn_host_api *host = be->host;
+  const uint32_t n_in = kind == PoolKind::kMaxGrad ? 3 : 1;
+  if (sig->n_inputs != n_in)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects %u inputs, got %u", op, n_in,
+                           sig->n_inputs);
+  const ctn_tensor_desc &y = *sig->output;
+  if (!is_float(y.dtype))
+    return host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: dtype %s is not supported (f32, f64 only)",
+                           op, dtype_name(y.dtype));
+  for (uint32_t i = 0; i < n_in; ++i)
+    if (sig->inputs[i].dtype != y.dtype || sig->inputs[i].ndim != 4)
+      return host->set_error(CTN_ERR_SHAPE, "opencl %s: operand %u must be a 4-d %s value, got %s %s",
+                             op, i, dtype_name(y.dtype), dtype_name(sig->inputs[i].dtype),
+                             shape_str(sig->inputs[i]).c_str());
+  if (y.ndim != 4) return host->set_error(CTN_ERR_SHAPE, "opencl %s: the output must be 4-d", op);
+  const bool grad = kind == PoolKind::kMaxGrad || kind == PoolKind::kAvgGrad;
+  const ctn_tensor_desc &big = kind == PoolKind::kAvgGrad ? y : sig->inputs[0];
+  const ctn_tensor_desc &small =
+      kind == PoolKind::kAvgGrad ? sig->inputs[0] : grad ? sig->inputs[2] : y;
+  const int64_t *at = sig->attrs->i;
+  const int64_t kh = at[0], kw = at[1], sh = at[2], sw = at[3], ph = at[4], pw = at[5];
+  const int64_t inc = (kind == PoolKind::kAvg || kind == PoolKind::kAvgGrad) && at[6] != 0;
+  const int64_t planes = big.shape[0] * big.shape[1], h = big.shape[2], w = big.shape[3];
+  const int64_t ho = small.shape[2], wo = small.shape[3];
+  bool ok = kh >= 1 && kw >= 1 && sh >= 1 && sw >= 1 && ph >= 0 && pw >= 0 && 2 * ph <= kh &&
+            2 * pw <= kw && small.shape[0] == big.shape[0] && small.shape[1] == big.shape[1] &&
+            h + 2 * ph >= kh && w + 2 * pw >= kw && ho == (h + 2 * ph - kh) / sh + 1 &&
+            wo == (w + 2 * pw - kw) / sw + 1;
+  if (kind == PoolKind::kMaxGrad) ok = ok && same_shape(sig->inputs[1], small) && same_shape(y, big);
+  if (!ok)
+    return host->set_error(CTN_ERR_SHAPE, "opencl %s: shapes %s -> %s do not match the pooling attributes",
+                           op, shape_str(sig->inputs[0]).c_str(), shape_str(y).c_str());
+  auto st = std::make_unique<GatherOp>();
+  st->be = be;
+  st->name = op;
+  st->total = desc_numel(y);
+  if (kind == PoolKind::kMaxGrad) st->in1 = 2;  // (x, y, dy): x and dy
+  else st->in1 = 0;
+  if (ctn_status s = st->set_meta({planes, h, w, ho, wo, kh, kw, sh, sw, ph, pw, inc}); s) return s;
+  const char *base = kind == PoolKind::kMax      ? "max_pool2d"
+                     : kind == PoolKind::kMaxGrad ? "max_pool2d_grad"
+                     : kind == PoolKind::kAvg     ? "avg_pool2d"
+                                                  : "avg_pool2d_grad";
+  st->k = st->make_kernel(kname(base, y.dtype).c_str());
+  if (!st->k) return CTN_ERR_INTERNAL;
+  op_set(out, st.release());
+  return CTN_OK;
+}
+
+// ---- normalisation ----------------------------------------------------------------------------
+// Statistics accumulate in double where the device has fp64 (ACC in nn_ops.cl), else in T.
+size_t acc_size(const Backend &be, int32_t dt) { return be.fp64 || dt == CTN_F64 ? 8 : 4; }
+cl_int set_acc(const Backend &be, cl_kernel k, cl_uint i, int32_t dt, double v) {
+  if (acc_size(be, dt) == 8) return set_arg(k, i, cl_double(v));
+  return set_arg(k, i, cl_float(static_cast<float>(v)));
+}
+
+enum NormCode { kBn = 0, kBnGradInput = 1, kBnGradGamma = 2, kBnInference = 3 };
+
+struct BatchNormOp : Op {
+  cl_kernel k = nullptr;
+  int32_t dt = CTN_F32;
+  cl_int code = 0;
+  cl_long outer = 0, ch = 0, inner = 0;
+  double eps = 0;
+  size_t local = 1;
+  ctn_status bind(const ctn_kernel_args &a) override {
+    for (uint32_t i = 0; i < a.n_inputs; ++i)
+      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
+    if (ctn_status s = check_offset(be, name, a.outputs[0]); s) return s;
+    const ctn_tensor_desc &x = a.inputs[0], &y = a.outputs[0];
+    // Slots a (gamma), b (beta), d (dy), rm, rv; unused ones repeat x (never read).
+    const ctn_tensor_desc *ga = &x, *be_ = &x, *d = &x, *rm = &x, *rv = &x;
+    switch (code) {
+      case kBn: ga = &a.inputs[1], be_ = &a.inputs[2]; break;
+      case kBnGradInput: ga = &a.inputs[1], d = &a.inputs[2]; break;
+      case kBnGradGamma: d = &a.inputs[1]; break;
+      default: ga = &a.inputs[1], be_ = &a.inputs[2], rm = &a.inputs[3], rv = &a.inputs[4]; break;
+    }
+    cl_int e = set_args(k, code, outer, ch, inner, mem_of(x), cl_long(elem_off(x)), mem_of(*ga),
+                        cl_long(elem_off(*ga)), mem_of(*be_), cl_long(elem_off(*be_)), mem_of(*d),
+                        cl_long(elem_off(*d)), mem_of(*rm), cl_long(elem_off(*rm)), mem_of(*rv),
+                        cl_long(elem_off(*rv)), mem_of(y), cl_long(elem_off(y)));
+    if (e == CL_SUCCESS) e = set_acc(*be, k, 18, dt, eps);
+    if (e == CL_SUCCESS) e = set_arg(k, 19, LocalMem{local * acc_size(*be, dt)});
+    return e == CL_SUCCESS ? CTN_OK : fail(e, "clSetKernelArg");
+  }
+  ctn_status enqueue() override { return launch_rows(k, ch, local); }
+};
+
+struct LayerNormOp : Op {
+  cl_kernel k = nullptr, cols = nullptr;
+  int32_t dt = CTN_F32;
+  cl_int code = 0;  // 0 forward, 1 grad input, 2 grad gamma (row statistics, then columns)
+  cl_long rows = 0, len = 0;
+  double eps = 0;
+  size_t local = 1;
+  cl_mem stats = nullptr;  // grad gamma: [rows][mean, rstd] in ACC
+  ~LayerNormOp() override {
+    if (stats) clReleaseMemObject(stats);
+  }
+  ctn_status bind(const ctn_kernel_args &a) override {
+    for (uint32_t i = 0; i < a.n_inputs; ++i)
+      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
+    if (ctn_status s = check_offset(be, name, a.outputs[0]); s) return s;
+    const ctn_tensor_desc &x = a.inputs[0], &y = a.outputs[0];
+    const ctn_tensor_desc *ga = &x, *bt = &x, *d = &x;
+    if (code == 0) ga = &a.inputs[1], bt = &a.inputs[2];
+    else if (code == 1) ga = &a.inputs[1], d = &a.inputs[2];
+    else d = &a.inputs[1];
+    cl_mem st = stats ? stats : meta;
+    cl_int e = set_args(k, code, rows, len, mem_of(x), cl_long(elem_off(x)), mem_of(*ga),
+                        cl_long(elem_off(*ga)), mem_of(*bt), cl_long(elem_off(*bt)), mem_of(*d),
+                        cl_long(elem_off(*d)), mem_of(y), cl_long(elem_off(y)), st);
+    if (e == CL_SUCCESS) e = set_acc(*be, k, 14, dt, eps);
+    if (e == CL_SUCCESS) e = set_arg(k, 15, LocalMem{local * acc_size(*be, dt)});
+    if (e == CL_SUCCESS && cols)
+      e = set_args(cols, rows, len, mem_of(x), cl_long(elem_off(x)), mem_of(*d),
+                   cl_long(elem_off(*d)), stats, mem_of(y), cl_long(elem_off(y)));
+    return e == CL_SUCCESS ? CTN_OK : fail(e, "clSetKernelArg");
+  }
+  ctn_status enqueue() override {
+    if (ctn_status s = launch_rows(k, rows, local); s) return s;
+    if (cols) return launch(cols, len);
+    return CTN_OK;
+  }
+};
+
+ctn_status make_norm(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool ln, int code,
+                     uint32_t n_in) {
+  const char *op = sig->op;
+  const ctn_host_api *host = be->host;
+  if (sig->n_inputs != n_in)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects %u inputs, got %u", op, n_in,
+                           sig->n_inputs);
+  const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
+  if (!is_float(x.dtype))
+    return host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: dtype %s is not supported (f32, f64 only)",
+                           op, dtype_name(x.dtype));
+  for (uint32_t i = 0; i <= n_in; ++i) {
+    const ctn_tensor_desc &d = i < n_in ? sig->inputs[i] : y;
+    if (d.dtype != x.dtype) return host->set_error(CTN_ERR_DTYPE, "opencl %s: operand dtypes differ", op);
+  }
+  const double eps = sig->attrs->f[0];
+  if (ln) {
+    const int64_t a = sig->attrs->i[0];
+    if (a < 0 || a >= static_cast<int64_t>(x.ndim))
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: first axis %lld out of range for %s",
+                             op, static_cast<long long>(a), shape_str(x).c_str());
+    int64_t rows = 1, len = 1;
+    for (uint32_t k = 0; k < x.ndim; ++k) (static_cast<int64_t>(k) < a ? rows : len) *= x.shape[k];
+    const bool gg = code == 2;
+    if (desc_numel(y) != (gg ? len : desc_numel(x)) || (!gg && !same_shape(x, y)) ||
+        desc_numel(sig->inputs[1]) != (gg ? desc_numel(x) : len) ||
+        (code == 0 && desc_numel(sig->inputs[2]) != len) ||
+        (code == 1 && !same_shape(sig->inputs[2], x)))
+      return host->set_error(CTN_ERR_SHAPE, "opencl %s: inconsistent shapes for %s", op,
+                             shape_str(x).c_str());
+    auto st = std::make_unique<LayerNormOp>();
+    st->be = be;
+    st->name = op;
+    st->dt = x.dtype;
+    st->code = code;
+    st->rows = rows;
+    st->len = len;
+    st->eps = eps;
+    if (ctn_status s = st->set_meta({0}); s) return s;
+    st->k = st->make_kernel(kname("layer_norm", x.dtype).c_str());
+    if (!st->k) return CTN_ERR_INTERNAL;
+    if (gg) {
+      st->cols = st->make_kernel(kname("layer_norm_gamma_cols", x.dtype).c_str());
+      if (!st->cols) return CTN_ERR_INTERNAL;
+      cl_int e = CL_SUCCESS;
+      size_t bytes = static_cast<size_t>(std::max<int64_t>(rows, 1)) * 2 * acc_size(*be, x.dtype);
+      st->stats = clCreateBuffer(be->context, CL_MEM_READ_WRITE, bytes, nullptr, &e);
+      if (e != CL_SUCCESS) return st->fail(e, "statistics buffer");
+    }
+    st->local = st->group_size(st->k, acc_size(*be, x.dtype));
+    while (st->local > 1 && static_cast<int64_t>(st->local / 2) >= len) st->local /= 2;
+    op_set(out, st.release());
+    return CTN_OK;
+  }
+  if (x.ndim < 2) return host->set_error(CTN_ERR_SHAPE, "opencl %s: the input must be at least 2-d", op);
+  const int64_t outer = x.shape[0], ch = x.shape[1];
+  int64_t inner = 1;
+  for (uint32_t k = 2; k < x.ndim; ++k) inner *= x.shape[k];
+  bool ok = code == kBnGradGamma ? (y.ndim == 1 && y.shape[0] == ch && same_shape(sig->inputs[1], x))
+                                 : same_shape(x, y);
+  for (uint32_t i = 1; ok && i < n_in; ++i) {
+    const ctn_tensor_desc &d = sig->inputs[i];
+    const bool full = (code == kBnGradInput && i == 2) || (code == kBnGradGamma && i == 1);
+    ok = full ? same_shape(d, x) : (d.ndim == 1 && d.shape[0] == ch);
+  }
+  if (!ok)
+    return host->set_error(CTN_ERR_SHAPE, "opencl %s: inconsistent shapes for %s", op, shape_str(x).c_str());
+  auto st = std::make_unique<BatchNormOp>();
+  st->be = be;
+  st->name = op;
+  st->dt = x.dtype;
+  st->code = code;
+  st->outer = outer;
+  st->ch = ch;
+  st->inner = inner;
+  st->eps = eps;
+  st->k = st->make_kernel(kname("batch_norm", x.dtype).c_str());
+  if (!st->k) return CTN_ERR_INTERNAL;
+  st->local = st->group_size(st->k, acc_size(*be, x.dtype));
+  while (st->local > 1 && static_cast<int64_t>(st->local / 2) >= outer * inner) st->local /= 2;
+  op_set(out, st.release());
+  return CTN_OK;
+}
+
+// ---- embedding --------------------------------------------------------------------------------
+struct EmbOp : Op {
+  cl_kernel k = nullptr;
+  bool grad = false;
+  cl_long nids = 0, V = 0, D = 0;
+  ctn_status bind(const ctn_kernel_args &a) override {
+    for (uint32_t i = 0; i < a.n_inputs; ++i)
+      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
+    const ctn_tensor_desc &y = a.outputs[0];
+    if (ctn_status s = check_offset(be, name, y); s) return s;
+    const ctn_tensor_desc &p = a.inputs[0], &q = a.inputs[1];
+    cl_int e = set_args(k, nids, V, D, mem_of(p), cl_long(elem_off(p)), mem_of(q),
+                        cl_long(elem_off(q)), mem_of(y), cl_long(elem_off(y)), be->err);
+    return e == CL_SUCCESS ? CTN_OK : fail(e, "clSetKernelArg");
+  }
+  ctn_status enqueue() override {
+    be->err_armed = true;
+    return launch(k, std::max<cl_long>(grad ? V * D : nids * D, grad ? nids : 0));
+  }
+};
+
+ctn_status make_embedding(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool grad) {
+  const char *op = sig->op;
+  const ctn_host_api *host = be->host;
+  if (sig->n_inputs != 2) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects 2 inputs", op);
+  const ctn_tensor_desc &ids = sig->inputs[grad ? 0 : 1], &vals = sig->inputs[grad ? 1 : 0],
+                        &y = *sig->output;
+  if (!is_float(vals.dtype))
+    return host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: dtype %s is not supported (f32, f64 only)",
+                           op, dtype_name(vals.dtype));
+  if (ids.dtype != CTN_I32 && ids.dtype != CTN_I64)
+    return host->set_error(CTN_ERR_DTYPE, "opencl %s: ids must be i32 or i64", op);
+  const ctn_tensor_desc &table = grad ? y : vals;
+  if (y.dtype != vals.dtype || table.ndim != 2)
+    return host->set_error(CTN_ERR_SHAPE, "opencl %s: the table must be a 2-d %s value", op,
+                           dtype_name(vals.dtype));
+  auto st = std::make_unique<EmbOp>();
+  st->be = be;
+  st->name = op;
+  st->grad = grad;
+  st->V = table.shape[0];
+  st->D = table.shape[1];
+  st->nids = desc_numel(ids);
+  const ctn_tensor_desc &rows = grad ? vals : y;
+  if (desc_numel(rows) != st->nids * st->D || rows.ndim != ids.ndim + 1 ||
+      rows.shape[rows.ndim - 1] != st->D)
+    return host->set_error(CTN_ERR_SHAPE, "opencl %s: ids %s do not match %s", op,
+                           shape_str(ids).c_str(), shape_str(rows).c_str());
+  std::string kn = std::string(grad ? "embedding_grad_" : "embedding_") +
+                   (ids.dtype == CTN_I32 ? "i32" : "i64") + (vals.dtype == CTN_F64 ? "_f64" : "_f32");
+  st->k = st->make_kernel(kn.c_str());
+  if (!st->k) return CTN_ERR_INTERNAL;
+  op_set(out, st.release());
+  return CTN_OK;
+}
+
+}  // namespace
+
+ctn_status make_nn(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+  const char *op = sig->op;
+  *handled = true;
+  if (!std::strcmp(op, CTN_OP_CONV2D)) return make_conv(be, sig, out, ConvKind::kForward);
+  if (!std::strcmp(op, CTN_OP_CONV2D_GRAD_INPUT) || !std::strcmp(op, CTN_OP_CONV_TRANSPOSE2D))
+    return make_conv(be, sig, out, ConvKind::kGradInput);
+  if (!std::strcmp(op, CTN_OP_CONV2D_GRAD_WEIGHT)) return make_conv(be, sig, out, ConvKind::kGradWeight);
+  if (!std::strcmp(op, CTN_OP_MAX_POOL2D)) return make_pool(be, sig, out, PoolKind::kMax);
+  if (!std::strcmp(op, CTN_OP_MAX_POOL2D_GRAD)) return make_pool(be, sig, out, PoolKind::kMaxGrad);
+  if (!std::strcmp(op, CTN_OP_AVG_POOL2D)) return make_pool(be, sig, out, PoolKind::kAvg);
+  if (!std::strcmp(op, CTN_OP_AVG_POOL2D_GRAD)) return make_pool(be, sig, out, PoolKind::kAvgGrad);
+  if (!std::strcmp(op, CTN_OP_BATCH_NORM)) return make_norm(be, sig, out, false, kBn, 3);
+  if (!std::strcmp(op, CTN_OP_BATCH_NORM_GRAD_INPUT)) return make_norm(be, sig, out, false, kBnGradInput, 3);
+  if (!std::strcmp(op, CTN_OP_BATCH_NORM_GRAD_GAMMA)) return make_norm(be, sig, out, false, kBnGradGamma, 2);
+  if (!std::strcmp(op, CTN_OP_BATCH_NORM_INFERENCE)) return make_norm(be, sig, out, false, kBnInference, 5);
+  if (!std::strcmp(op, CTN_OP_LAYER_NORM)) return make_norm(be, sig, out, true, 0, 3);
+  if (!std::strcmp(op, CTN_OP_LAYER_NORM_GRAD_INPUT)) return make_norm(be, sig, out, true, 1, 3);
+  if (!std::strcmp(op, CTN_OP_LAYER_NORM_GRAD_GAMMA)) return make_norm(be, sig, out, true, 2, 2);
+  if (!std::strcmp(op, CTN_OP_EMBEDDING)) return make_embedding(be, sig, out, false);
+  if (!std::strcmp(op, CTN_OP_EMBEDDING_GRAD)) return make_embedding(be, sig, out, true);
+  *handled = false;
+  return CTN_OK;
+}
+
+}  // namespace ctn_ocl
