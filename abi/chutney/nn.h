@@ -217,7 +217,8 @@ CTN_API ctn_status ctn_nn_flatten(ctn_model *m, ctn_node x, ctn_node *out);
 
 typedef enum ctn_layer_kind {
   CTN_LAYER_LINEAR = 1,     /* units = out features (in: x's last dim); flags CTN_LAYER_NO_BIAS */
-  CTN_LAYER_CONV2D = 2,     /* units = out channels, kernel, stride (0: 1), pad */
+  CTN_LAYER_CONV2D = 2,     /* units = out channels, kernel, stride (0: 1), pad; flags CTN_LAYER_NO_BIAS
+                               (since 1.1: e.g. before a batch norm, whose shift makes a bias moot) */
   CTN_LAYER_BATCH_NORM = 3, /* p = momentum (0: 0.1), eps (0: 1e-5); channels from x */
   CTN_LAYER_DROPOUT = 4,    /* p */
   CTN_LAYER_RELU = 5,
@@ -257,6 +258,8 @@ typedef struct ctn_layer {
   CTN_NN_LAYER_(CTN_LAYER_LINEAR, out, 0, 0, 0, CTN_LAYER_NO_BIAS, 0.0, 0.0)
 #define CTN_NN_CONV2D(out, k, stride, pad) \
   CTN_NN_LAYER_(CTN_LAYER_CONV2D, out, k, stride, pad, 0, 0.0, 0.0)
+#define CTN_NN_CONV2D_NO_BIAS(out, k, stride, pad) \
+  CTN_NN_LAYER_(CTN_LAYER_CONV2D, out, k, stride, pad, CTN_LAYER_NO_BIAS, 0.0, 0.0)
 #define CTN_NN_BATCH_NORM() CTN_NN_LAYER_(CTN_LAYER_BATCH_NORM, 0, 0, 0, 0, 0, 0.0, 0.0)
 #define CTN_NN_LAYER_NORM() CTN_NN_LAYER_(CTN_LAYER_LAYER_NORM, 0, 0, 0, 0, 0, 0.0, 0.0)
 #define CTN_NN_DROPOUT(p) CTN_NN_LAYER_(CTN_LAYER_DROPOUT, 0, 0, 0, 0, 0, p, 0.0)

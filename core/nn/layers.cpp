@@ -49,7 +49,8 @@ ctn_node linear(ctn_model &m, ctn_node x, int64_t in, int64_t outf, bool bias) {
   return y;
 }
 
-ctn_node conv2d(ctn_model &m, ctn_node x, int64_t in, int64_t outc, int32_t k, int32_t stride, int32_t pad) {
+ctn_node conv2d(ctn_model &m, ctn_node x, int64_t in, int64_t outc, int32_t k, int32_t stride, int32_t pad,
+                bool bias = true) {
   std::string name = layer_name(m, "conv");
   Who who("ctn_nn_conv2d", name);
   need_model_dtype(m, x, who.text);
@@ -62,9 +63,10 @@ ctn_node conv2d(ctn_model &m, ctn_node x, int64_t in, int64_t outc, int32_t k, i
   int64_t kk = static_cast<int64_t>(k) * k;
   ctn_node w = variable(m, name + ".weight", CTN_VAR_PARAMETER, {outc, in, k, k}, m.weight_init, in * kk, outc * kk,
                         m.weight_gain);
-  ctn_node b = variable(m, name + ".bias", CTN_VAR_PARAMETER, {outc}, CTN_INIT_ZEROS, 0, 0, 0);
   ctn_node y, b3;
   check(ctn_conv2d(m.g, x, w, stride, stride, pad, pad, 1, 1, 1, &y), who + "ctn_conv2d");
+  if (!bias) return y;
+  ctn_node b = variable(m, name + ".bias", CTN_VAR_PARAMETER, {outc}, CTN_INIT_ZEROS, 0, 0, 0);
   const int64_t bshape[3] = {outc, 1, 1};
   check(ctn_reshape(m.g, b, 3, bshape, &b3), who + "ctn_reshape");
   check(ctn_add(m.g, y, b3, &y), who + "ctn_add");
@@ -239,7 +241,9 @@ CTN_API ctn_status ctn_nn_sequential(ctn_model *m, ctn_node x, uint32_t n, const
         int64_t chan = s.size() >= 2 ? s[1] : 0;
         switch (L.kind) {
           case CTN_LAYER_LINEAR: y = linear(*m, y, last, L.units, !(L.flags & CTN_LAYER_NO_BIAS)); break;
-          case CTN_LAYER_CONV2D: y = conv2d(*m, y, chan, L.units, L.kernel, L.stride ? L.stride : 1, L.pad); break;
+          case CTN_LAYER_CONV2D:
+            y = conv2d(*m, y, chan, L.units, L.kernel, L.stride ? L.stride : 1, L.pad, !(L.flags & CTN_LAYER_NO_BIAS));
+            break;
           case CTN_LAYER_BATCH_NORM: y = batch_norm(*m, y, chan, L.p, L.eps); break;
           case CTN_LAYER_LAYER_NORM: y = layer_norm(*m, y, last, L.eps); break;
           case CTN_LAYER_DROPOUT: y = dropout(*m, y, L.p); break;

@@ -552,7 +552,7 @@ const CommandSpec &train_command() {
       "losses are those of an uninterrupted run with the same seed.\n",
       {
           {"model", "NAME", "model to train: mlp (784-512-256-10) or cnn (default mlp)"},
-          {"cnn-widths", "C1,C2,FC[,bn]", "cnn: conv channels and hidden units, ,bn adds batch norm after each conv (default 32,64,128)"},
+          {"cnn-widths", "C1,C2,FC[,bn][,valid]", "cnn: conv channels and hidden units; ,bn: batch norm after each conv; ,valid: unpadded convs (default 32,64,128)"},
           {"epochs", "N", "total passes over the training set (default 2)"},
           {"batch-size", "B", "images per training step (default: mlp 128, cnn 64)"},
           {"optimizer", "NAME", "sgd, adam or adamw (default: mlp sgd, cnn adam)"},

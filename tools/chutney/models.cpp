@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
 #include <vector>
 
@@ -14,13 +15,20 @@ CnnWidths parse_widths(const std::string &text, const std::string &option) {
   long long a = 0, b = 0, c = 0;
   char tail = 0;
   std::string t = text;
-  if (t.size() > 3 && t.compare(t.size() - 3, 3, ",bn") == 0) {
-    w.bn = true;
-    t.resize(t.size() - 3);
+  for (bool more = true; more;) {
+    more = false;
+    for (const char *flag : {",bn", ",valid"}) {
+      const size_t n = std::strlen(flag);
+      if (t.size() > n && t.compare(t.size() - n, n, flag) == 0) {
+        (flag[1] == 'b' ? w.bn : w.valid) = true;
+        t.resize(t.size() - n);
+        more = true;
+      }
+    }
   }
   if (std::sscanf(t.c_str(), "%lld,%lld,%lld%c", &a, &b, &c, &tail) != 3 || a < 1 ||
       b < 1 || c < 1 || a > 4096 || b > 4096 || c > 65536) {
-    throw UsageError(option + " expects C1,C2,FC[,bn] (positive integers, e.g. 32,64,128 or 16,32,128,bn), got '" +
+    throw UsageError(option + " expects C1,C2,FC[,bn][,valid] (positive integers, e.g. 32,64,128 or 32,64,128,bn,valid), got '" +
                      text + "'");
   }
   w.c1 = a;
@@ -30,7 +38,8 @@ CnnWidths parse_widths(const std::string &text, const std::string &option) {
 }
 
 std::string widths_text(const CnnWidths &w) {
-  return std::to_string(w.c1) + "," + std::to_string(w.c2) + "," + std::to_string(w.fc) + (w.bn ? ",bn" : "");
+  return std::to_string(w.c1) + "," + std::to_string(w.c2) + "," + std::to_string(w.fc) + (w.bn ? ",bn" : "") +
+         (w.valid ? ",valid" : "");
 }
 
 ModelSpec model_spec(const std::string &name, const CnnWidths &w) {
@@ -38,10 +47,11 @@ ModelSpec model_spec(const std::string &name, const CnnWidths &w) {
   if (name == "cnn") {
     const std::string c1 = std::to_string(w.c1), c2 = std::to_string(w.c2),
                       fc = std::to_string(w.fc);
-    const std::string bn = w.bn ? " batchnorm" : "";
+    const std::string bn = w.bn ? " batchnorm" : "", pad = w.valid ? " valid" : "";
     return {"cnn", 64,
-            "cnn conv5x5(1->" + c1 + ")" + bn + " relu maxpool2, conv5x5(" + c1 + "->" + c2 + ")" + bn +
-                " relu maxpool2, fc " + std::to_string(w.c2 * 49) + "-" + fc + " relu, fc " + fc + "-10"};
+            "cnn conv5x5" + pad + "(1->" + c1 + ")" + bn + " relu maxpool2, conv5x5" + pad + "(" + c1 + "->" + c2 +
+                ")" + bn + " relu maxpool2, fc " + std::to_string(w.c2 * w.side() * w.side()) + "-" + fc +
+                " relu, fc " + fc + "-10"};
   }
   throw UsageError("unknown model '" + name + "' (available: mlp, cnn)");
 }
@@ -73,7 +83,10 @@ BuiltModel build_model(ctn_context *ctx, const std::string &name, int64_t batch,
                fc = static_cast<int32_t>(w.fc);
     std::vector<ctn_layer> layers;
     for (int32_t ch : {c1, c2}) {
-      layers.push_back(CTN_NN_CONV2D(ch, 5, 1, 2));  // 28 -> 28, then 14 -> 14
+      const int32_t pad = w.valid ? 0 : 2;  // same: 28, 14; valid: 24, 8
+      // A batch norm's shift makes a conv bias redundant: leave it out (one pass less each way).
+      const ctn_layer conv = CTN_NN_CONV2D(ch, 5, 1, pad), conv_nb = CTN_NN_CONV2D_NO_BIAS(ch, 5, 1, pad);
+      layers.push_back(w.bn ? conv_nb : conv);
       if (w.bn) layers.push_back(CTN_NN_BATCH_NORM());
       layers.push_back(CTN_NN_RELU());
       layers.push_back(CTN_NN_MAX_POOL2D(2));  // halves

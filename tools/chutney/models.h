@@ -27,15 +27,18 @@ struct OptimConfig {
   double clip_norm = 0.0;
 };
 
-// Widths of the CNN: conv5x5(1->c1) [batch norm] relu pool2, conv5x5(c1->c2) [batch norm] relu
-// pool2, fc(c2*49->fc) relu, fc(fc->10). Stored in checkpoints' metadata ("cnn_widths":
-// "32,64,128" or "32,64,128,bn").
+// Shape of the CNN: conv5x5(1->c1) [batch norm] relu pool2, conv5x5(c1->c2) [batch norm] relu
+// pool2, fc(c2*S->fc) relu, fc(fc->10), S = 7*7 with "same" padding (28-14-7) or 4*4 with
+// "valid" convolutions (28-24-12-8-4: a third of the work). Stored in checkpoints' metadata
+// ("cnn_widths": "32,64,128", "32,64,128,bn,valid"...).
 struct CnnWidths {
   int64_t c1 = 32, c2 = 64, fc = 128;
-  bool bn = false;  // batch norm after each convolution
+  bool bn = false;     // batch norm after each convolution
+  bool valid = false;  // no padding
+  int64_t side() const { return valid ? 4 : 7; }  // feature-map side before the fc layers
 };
 
-// Parses "C1,C2,FC" or "C1,C2,FC,bn" (throws UsageError naming `option`).
+// Parses "C1,C2,FC" followed by any of ",bn" and ",valid" (throws UsageError naming `option`).
 CnnWidths parse_widths(const std::string &text, const std::string &option);
 std::string widths_text(const CnnWidths &w);
 
