@@ -199,7 +199,7 @@ def main():
                     help="epochs per job; the last one is timed (2 excludes warm-up on both sides)")
     ap.add_argument("--repeats", type=int, default=1, help="jobs per side and thread count")
     ap.add_argument("--threads", default="1,2", help="thread counts to try on both sides")
-    ap.add_argument("--cnn-widths", default="32,64,128", help="C1,C2,FC, honoured by both sides")
+    ap.add_argument("--cnn-widths", default="32,64,128", help="C1,C2,FC[,bn][,valid], honoured by both sides")
     ap.add_argument("--data-dir", default="", help="Fashion-MNIST directory (default: each side's)")
     ap.add_argument("--python", default="/usr/bin/python3", help="interpreter that has torch")
     ap.add_argument("--json", help="write the full result here")

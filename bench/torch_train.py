@@ -72,12 +72,17 @@ def mlp_spec():
     return [("linear", 512), ("relu",), ("linear", 256), ("relu",), ("linear", 10)]
 
 
-def cnn_spec(c1, c2, fc):
-    return [
-        ("conv", c1, 5, 1, 2), ("relu",), ("maxpool", 2),  # 28 -> 14
-        ("conv", c2, 5, 1, 2), ("relu",), ("maxpool", 2),  # 14 -> 7
-        ("flatten",), ("linear", fc), ("relu",), ("linear", 10),
-    ]
+def cnn_spec(c1, c2, fc, bn=False, valid=False):
+    """Mirrors tools/chutney/models.cpp: ",bn" puts a batch norm after each conv (the conv then
+    has no bias), ",valid" drops the padding (28-24-12-8-4 instead of 28-14-7)."""
+    pad = 0 if valid else 2
+    spec = []
+    for ch in (c1, c2):
+        spec.append(("conv", ch, 5, 1, pad, not bn))
+        if bn:
+            spec.append(("bn2d",))
+        spec += [("relu",), ("maxpool", 2)]
+    return spec + [("flatten",), ("linear", fc), ("relu",), ("linear", 10)]
 
 
 def build_layers(torch, spec, in_shape):
@@ -91,8 +96,9 @@ def build_layers(torch, spec, in_shape):
             layers.append(nn.Linear(shape[-1], item[1]))
             shape = [item[1]]
         elif kind == "conv":
-            out, k, stride, pad = item[1:]
-            layers.append(nn.Conv2d(shape[0], out, k, stride=stride, padding=pad))
+            out, k, stride, pad = item[1:5]
+            bias = item[5] if len(item) > 5 else True
+            layers.append(nn.Conv2d(shape[0], out, k, stride=stride, padding=pad, bias=bias))
             shape = [out, (shape[1] + 2 * pad - k) // stride + 1, (shape[2] + 2 * pad - k) // stride + 1]
         elif kind == "maxpool":
             layers.append(nn.MaxPool2d(item[1]))
@@ -118,7 +124,8 @@ def build_model(torch, name, widths):
     if name == "mlp":
         return build_layers(torch, mlp_spec(), [784]), True
     if name == "cnn":
-        return build_layers(torch, cnn_spec(*widths), [1, 28, 28]), False
+        return build_layers(torch, cnn_spec(*widths[:3], bn="bn" in widths[3:], valid="valid" in widths[3:]),
+                            [1, 28, 28]), False
     raise SystemExit(f"unknown model {name!r}")
 
 
@@ -152,10 +159,12 @@ def main():
     torch.manual_seed(a.seed)
 
     try:
-        widths = [int(v) for v in a.cnn_widths.split(",")]
-        assert len(widths) == 3 and min(widths) > 0
+        parts = a.cnn_widths.split(",")
+        flags = [p for p in parts[3:]]
+        widths = [int(v) for v in parts[:3]] + flags
+        assert len(parts) >= 3 and min(widths[:3]) > 0 and all(f in ("bn", "valid") for f in flags)
     except (ValueError, AssertionError):
-        raise SystemExit(f"--cnn-widths expects C1,C2,FC, got {a.cnn_widths!r}")
+        raise SystemExit(f"--cnn-widths expects C1,C2,FC[,bn][,valid], got {a.cnn_widths!r}")
     batch = a.batch_size or (128 if a.model == "mlp" else 64)
 
     train_x, train_y = load_split(torch, a.data_dir, "train")
