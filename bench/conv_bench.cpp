@@ -1,7 +1,7 @@
 // conv_bench: the three convolution kernels of a training step (conv2d, conv2d_grad_input,
 // conv2d_grad_weight) for the built-in CNN's layer shapes, each compiled into its own plan and
 // run on the preferred backend. Prints JSON: per op the median wall time and process CPU time
-// per call and GFLOP/s. bench/compare_conv.py runs it next to PyTorch's equivalents.
+// per call and GFLOP/s (process CPU time stays meaningful on a loaded machine at --threads 1).
 #include <chutney/chutney.h>
 
 #include <algorithm>
@@ -91,10 +91,10 @@ Result time_op(ctn_context *ctx, const char *op, const int64_t *s0, const int64_
 
 void usage() {
   std::printf(
-      "usage: conv_bench [--backend NAME] [--threads N] [--batch N] [--reps N] [--json FILE]\n"
+      "usage: conv_bench [--backend NAME] [--threads N] [--batch N] [--pad P] [--reps N] [--json FILE]\n"
       "Times conv2d, conv2d_grad_input and conv2d_grad_weight for the built-in CNN's layers\n"
       "(conv1: 1->32 on 28x28, conv2: 32->64 on 14x14, 5x5, padding 2; batch 64 by default)\n"
-      "on the preferred backend (default cpu). Per op: median wall and process-CPU ms per call\n"
+      "(--pad 0: the valid CNN, conv2 on 12x12) on the preferred backend (default cpu). Per op: median wall and process-CPU ms per call\n"
       "and GFLOP/s (2*N*O*Ho*Wo*C*KH*KW per call). Prints JSON, or writes it to FILE.\n");
 }
 
@@ -103,7 +103,7 @@ void usage() {
 int main(int argc, char **argv) {
   std::string backend = "cpu", json;
   int threads = 0, reps = 20;
-  int64_t batch = 64;
+  int64_t batch = 64, pad = 2;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char * {
@@ -122,6 +122,8 @@ int main(int argc, char **argv) {
       threads = std::atoi(next());
     } else if (a == "--batch") {
       batch = std::atoll(next());
+    } else if (a == "--pad") {
+      pad = std::atoll(next());
     } else if (a == "--reps") {
       reps = std::max(1, std::atoi(next()));
     } else if (a == "--json") {
@@ -138,9 +140,11 @@ int main(int argc, char **argv) {
   setenv("CHUTNEY_BACKEND", backend.c_str(), 1);
   ctn_context *ctx;
   CK(ctn_context_create(nullptr, &ctx));
-  const Layer layers[] = {{"conv1", batch, 1, 28, 28, 32, 5, 2}, {"conv2", batch, 32, 14, 14, 64, 5, 2}};
+  // pad 2 keeps 28 -> 28 and 14 -> 14 ("same"); pad 0 is the valid CNN: 28 -> 24, 12 -> 8.
+  const int64_t side2 = pad >= 2 ? 14 : (28 + 2 * pad - 4) / 2;
+  const Layer layers[] = {{"conv1", batch, 1, 28, 28, 32, 5, pad}, {"conv2", batch, 32, side2, side2, 64, 5, pad}};
   std::string out = "{\"bench\": \"conv\", \"backend\": \"" + backend + "\", \"threads\": " +
-                    std::to_string(threads) + ", \"batch\": " + std::to_string(batch) + ", \"ops\": [";
+                    std::to_string(threads) + ", \"batch\": " + std::to_string(batch) + ", \"pad\": " + std::to_string(pad) + ", \"ops\": [";
   bool first = true;
   for (const Layer &l : layers) {
     const int64_t ho = l.h + 2 * l.pad - l.k + 1, wo = l.w + 2 * l.pad - l.k + 1;
