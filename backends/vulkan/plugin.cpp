@@ -175,6 +175,17 @@ ctn_status vk_init(const ctn_host_api *host, const ctn_backend_config *, void **
     be->phys = devs[static_cast<size_t>(pick)];
     be->vk.vkGetPhysicalDeviceProperties(be->phys, &be->props);
     be->vk.vkGetPhysicalDeviceMemoryProperties(be->phys, &be->memprops);
+    if (be->vk.vkGetPhysicalDeviceProperties2) {
+      VkPhysicalDeviceSubgroupProperties sg{};
+      sg.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+      VkPhysicalDeviceProperties2 p2{};
+      p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+      p2.pNext = &sg;
+      be->vk.vkGetPhysicalDeviceProperties2(be->phys, &p2);
+      be->subgroup_size = sg.subgroupSize;
+      be->subgroup_ballot = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                            (sg.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
+    }
     VkPhysicalDeviceFeatures feats{};
     be->vk.vkGetPhysicalDeviceFeatures(be->phys, &feats);
     be->has_f64 = feats.shaderFloat64 == VK_TRUE && !std::getenv("CHUTNEY_VULKAN_NO_F64");

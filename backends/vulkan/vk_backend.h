@@ -121,6 +121,9 @@ struct Backend {
   VkPhysicalDeviceProperties props{};
   VkPhysicalDeviceMemoryProperties memprops{};
   bool has_f64 = false;
+  // Subgroups (Vulkan 1.1): size and whether compute shaders have the ballot operations.
+  uint32_t subgroup_size = 0;
+  bool subgroup_ballot = false;
   // Limits the kernels respect.
   uint32_t max_invocations = 128, max_wg_x = 128, max_wg_y = 128, max_groups_x = 65535,
            max_groups_y = 65535, max_groups_z = 65535, max_shared = 16384;

@@ -465,6 +465,8 @@ ctn_tensor *make_tensor(const In &in) {
   if (in.dt == CTN_F32) {
     std::vector<float> d(in.v.begin(), in.v.end());
     ctn_tensor_create(in.dt, static_cast<uint32_t>(in.shape.size()), in.shape.data(), d.data(), &t);
+  } else if (in.dt == CTN_F64) {
+    ctn_tensor_create(in.dt, static_cast<uint32_t>(in.shape.size()), in.shape.data(), in.v.data(), &t);
   } else if (in.dt == CTN_I32) {
     std::vector<int32_t> d(n);
     for (size_t i = 0; i < n; ++i) d[i] = static_cast<int32_t>(in.v[i]);
@@ -477,12 +479,12 @@ ctn_tensor *make_tensor(const In &in) {
   return t;
 }
 
-// One op compiled for `backend` and run `runs` times with new values in `again` (if any) after
-// the first run. Returns the f32 output of the last successful run; *status the last status.
+// One op compiled for `backend` from inputs `ins` (their shapes), run once per feed set in
+// `runs`: the status, error and output (f32, or f64 for an f64 first input) of each run.
 struct OpRun {
   std::vector<ctn_status> status;
   std::vector<std::string> errors;
-  std::vector<std::vector<float>> outs;
+  std::vector<std::vector<double>> outs;
   uint32_t on_backend = 0;
 };
 
@@ -515,12 +517,18 @@ void run_op(ctn_context *ctx, const char *backend, const char *op, const std::ve
     }
     ctn_tensor *outs[1] = {ty.t};
     ctn_status s = ctn_plan_run(p.p, static_cast<uint32_t>(nodes.size()), nodes.data(), fv.data(), 1, outs);
-    std::vector<float> out;
+    std::vector<double> out;
     if (s == CTN_OK) {
       int64_t n = 0;
       ctn_tensor_numel(ty.t, &n);
       out.resize(static_cast<size_t>(n));
-      s = ctn_tensor_read(ty.t, out.data(), out.size() * 4);
+      if (ins[0].dt == CTN_F64) {
+        s = ctn_tensor_read(ty.t, out.data(), out.size() * 8);
+      } else {
+        std::vector<float> f(out.size());
+        s = ctn_tensor_read(ty.t, f.data(), f.size() * 4);
+        out.assign(f.begin(), f.end());
+      }
     }
     r->status.push_back(s);
     r->errors.push_back(s == CTN_OK ? "" : ctn_last_error());
@@ -555,8 +563,8 @@ TEST(NnOps, EmbeddingIdsOutOfRangeAreReportedByTheKernel) {
                   std::string::npos)
             << r.errors[1];
         EXPECT_EQ(r.status[2], CTN_OK) << "the error flag is cleared once reported: " << r.errors[2];
-        const std::vector<float> want = grad ? std::vector<float>{3, 4, 7, 8, 1 + 5 + 9, 2 + 6 + 10}
-                                             : std::vector<float>{5, 6, 1, 2, 5, 6, 3, 4, 5, 6};
+        const std::vector<double> want = grad ? std::vector<double>{3, 4, 7, 8, 1 + 5 + 9, 2 + 6 + 10}
+                                              : std::vector<double>{5, 6, 1, 2, 5, 6, 3, 4, 5, 6};
         EXPECT_EQ(r.outs[0], want);
         EXPECT_EQ(r.outs[2], want);
       }
@@ -631,11 +639,78 @@ TEST(NnOps, AccumulatingGradientsAreDeterministic) {
     ASSERT_EQ(vk.outs[0].size(), cpu.outs[0].size());
     double worst = 0;
     for (size_t i = 0; i < cpu.outs[0].size(); ++i)
-      worst = std::max(worst, std::fabs(static_cast<double>(vk.outs[0][i]) - cpu.outs[0][i]));
+      worst = std::max(worst, std::fabs(vk.outs[0][i] - cpu.outs[0][i]));
     if (k.exact_vs_cpu)
       EXPECT_EQ(worst, 0.0);
     else
       EXPECT_LT(worst, 1e-4);
+  }
+  expect_clean(c.ctx);
+}
+
+// Matmul shapes spanning several blocks with ragged edges, transposes, broadcast batches, the
+// fused bias + activation, f32 and f64: the kernel lavapipe selects (the subgroup one on CPU
+// devices) and the tiled one (CHUTNEY_VULKAN_TILED_MATMUL=1) against the CPU backend.
+TEST(Matmul, BothKernelsMatchCpu) {
+  Ctx c;
+  REQUIRE_VULKAN(c);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> u(-1, 1);
+  struct Mm {
+    std::vector<int64_t> a, b;
+    int ta, tb, act;  // act -1: plain matmul
+  };
+  const Mm mms[] = {{{70, 45}, {45, 37}, 0, 0, -1},      {{45, 70}, {45, 37}, 1, 0, -1},
+                    {{70, 45}, {37, 45}, 0, 1, -1},      {{45, 70}, {37, 45}, 1, 1, -1},
+                    {{3, 33, 20}, {20, 50}, 0, 0, -1},   {{2, 1, 17, 9}, {3, 9, 65}, 0, 0, -1},
+                    {{129, 64}, {64, 1}, 0, 0, -1},      {{1, 300}, {300, 129}, 0, 0, -1},
+                    {{40, 24}, {24, 33}, 0, 0, CTN_ACT_RELU}, {{40, 24}, {33, 24}, 0, 1, CTN_ACT_GELU}};
+  for (ctn_dtype dt : {CTN_F32, CTN_F64}) {
+    for (const Mm &m : mms) {
+      SCOPED_TRACE(std::string(dt == CTN_F32 ? "f32 " : "f64 ") + std::to_string(m.a[m.a.size() - 2]) + "x" +
+                   std::to_string(m.a.back()) + " ta " + std::to_string(m.ta) + " tb " + std::to_string(m.tb) +
+                   " act " + std::to_string(m.act));
+      auto fill = [&](const std::vector<int64_t> &shape) {
+        In in{dt, shape, {}};
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        for (int64_t i = 0; i < n; ++i) in.v.push_back(u(rng));
+        return in;
+      };
+      std::vector<In> ins = {fill(m.a), fill(m.b)};
+      ctn_attrs at{};
+      at.i[0] = m.ta;
+      at.i[1] = m.tb;
+      at.ni = 2;
+      const char *op = CTN_OP_MATMUL;
+      if (m.act >= 0) {
+        op = CTN_OP_MATMUL_BIAS_ACT;
+        at.i[2] = m.act;
+        at.ni = 3;
+        ins.push_back(fill({m.tb ? m.b[m.b.size() - 2] : m.b.back()}));
+      }
+      OpRun cpu, vk, tiled;
+      ASSERT_NO_FATAL_FAILURE(run_op(c.ctx, "cpu", op, ins, &at, {ins}, &cpu));
+      ASSERT_NO_FATAL_FAILURE(run_op(c.ctx, "vulkan", op, ins, &at, {ins}, &vk));
+      setenv("CHUTNEY_VULKAN_TILED_MATMUL", "1", 1);
+      run_op(c.ctx, "vulkan", op, ins, &at, {ins}, &tiled);
+      unsetenv("CHUTNEY_VULKAN_TILED_MATMUL");
+      EXPECT_EQ(vk.on_backend, 1u);
+      EXPECT_EQ(tiled.on_backend, 1u);
+      ASSERT_EQ(cpu.status[0], CTN_OK) << cpu.errors[0];
+      ASSERT_EQ(vk.status[0], CTN_OK) << vk.errors[0];
+      ASSERT_EQ(tiled.status[0], CTN_OK) << tiled.errors[0];
+      ASSERT_EQ(vk.outs[0].size(), cpu.outs[0].size());
+      ASSERT_EQ(tiled.outs[0].size(), cpu.outs[0].size());
+      const double tol = dt == CTN_F32 ? 1e-4 : 1e-12;
+      double worst = 0, worst_tiled = 0;
+      for (size_t i = 0; i < cpu.outs[0].size(); ++i) {
+        worst = std::max(worst, std::fabs(vk.outs[0][i] - cpu.outs[0][i]));
+        worst_tiled = std::max(worst_tiled, std::fabs(tiled.outs[0][i] - cpu.outs[0][i]));
+      }
+      EXPECT_LT(worst, tol);
+      EXPECT_LT(worst_tiled, tol);
+    }
   }
   expect_clean(c.ctx);
 }
