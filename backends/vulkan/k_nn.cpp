@@ -3,6 +3,8 @@
 // gradient. Every accumulating gradient is a gather (one invocation or workgroup per output
 // element, fixed summation order): deterministic, no float atomics. Validation mirrors the CPU
 // backend (backends/cpu/k_conv.cpp, k_pool.cpp, k_norm.cpp, k_nn_misc.cpp).
+#include <cstdlib>
+
 #include "vk_backend.h"
 
 namespace ctn_vk {
@@ -123,6 +125,39 @@ ctn_status make_conv(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, 
   if ((st = kernel_new(be, op, p, &k)) != CTN_OK) return st;
   std::string name;
   const uint64_t items = static_cast<uint64_t>(desc_numel(y));
+  // CPU drivers (lavapipe): the implicit-GEMM subgroup kernel (conv_sg.comp), unless an operand
+  // is empty, the grid does not fit, or CHUTNEY_VULKAN_DIRECT_CONV=1.
+  const uint32_t sgs = be.subgroup_size;
+  const char *force_direct = std::getenv("CHUTNEY_VULKAN_DIRECT_CONV");
+  if (be.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && be.subgroup_ballot && (sgs == 4 || sgs == 8 || sgs == 16) &&
+      sgs <= be.max_wg_x && !(force_direct && *force_direct && std::strcmp(force_direct, "0") != 0) &&
+      desc_numel(a) > 0 && desc_numel(b) > 0 && items > 0) {
+    const int64_t rows = kind == 1 ? c / g : o / g;
+    const int64_t cols = kind == 0 ? n * ho * wo : kind == 1 ? n * h * w : (c / g) * kh * kw;
+    const uint64_t gx = (static_cast<uint64_t>(cols) + 4 * sgs - 1) / (4 * sgs);
+    const uint64_t gy = (static_cast<uint64_t>(rows) + 2 * sgs - 1) / (2 * sgs);
+    if (gx <= be.max_groups_x && gy <= be.max_groups_y && static_cast<uint64_t>(g) <= be.max_groups_z) {
+      const Pipeline *pipe = nullptr;
+      name = "conv_sg" + std::to_string(sgs) + (a.dtype == CTN_F64 ? ".f64" : ".f32");
+      if ((st = get_pipeline(be, name.c_str(), {static_cast<int32_t>(sgs), 1, kind}, 4, &pipe)) != CTN_OK) {
+        kernel_delete(k);
+        return st;
+      }
+      Cmd cmd;
+      cmd.pipe = pipe;
+      cmd.nb = 4;
+      cmd.b[0] = whole(0, a);
+      cmd.b[1] = whole(1, b);
+      cmd.b[2] = whole(kOut, y);
+      cmd.b[3] = params_bind(p);
+      cmd.gx = static_cast<uint32_t>(gx);
+      cmd.gy = static_cast<uint32_t>(gy);
+      cmd.gz = static_cast<uint32_t>(g);
+      k->cmds.push_back(std::move(cmd));
+      kernel_publish(k, out);
+      return CTN_OK;
+    }
+  }
   const uint32_t wg = kind == 2 ? wg_for(be, n * ho * wo) : be.wg1d;
   const Pipeline *pipe = nullptr;
   if ((st = get_pipeline(be, variant("conv", a.dtype, &name), {static_cast<int32_t>(wg), 1, kind}, 4, &pipe)) !=
