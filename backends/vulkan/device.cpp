@@ -155,6 +155,10 @@ ctn_status drain(Backend &be) {
     auto *flag = reinterpret_cast<uint32_t *>(k->params->map) + 8;
     if (uint32_t row = *flag) {
       *flag = 0;
+      if (k->error_kind == Kernel::kErrId)
+        return be.host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                                  "vulkan %s: the id at position %u is outside [0, %llu)", k->op.c_str(),
+                                  ~row, static_cast<unsigned long long>(k->error_limit));
       return be.host->set_error(CTN_ERR_INVALID_ARGUMENT,
                                 "vulkan %s: the label of row %u is outside [0, C)", k->op.c_str(),
                                 row - 1);

@@ -1,6 +1,7 @@
 // matmul and matmul_bias_act: the tiled shader (shared-memory tiles of A and B), batched over
 // broadcast batch dims through the z grid dimension. Tile sizes follow the device's limits.
 #include <cstdlib>
+#include <string>
 
 #include "vk_backend.h"
 
@@ -96,11 +97,26 @@ ctn_status make_matmul_kernel(Backend &be, const ctn_op_signature *sig, ctn_kern
     bm = bn = 32;
     tx = ty = 8;
   }
+  // CPU drivers (lavapipe): the subgroup kernel, a 2S x 4S block per workgroup of one subgroup
+  // (see matmul_sg.comp); CHUTNEY_VULKAN_TILED_MATMUL=1 forces the tiled one.
+  const uint32_t sgs = be.subgroup_size;
+  const char *force_tiled = std::getenv("CHUTNEY_VULKAN_TILED_MATMUL");
+  const bool use_sg = be.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && be.subgroup_ballot &&
+                      (sgs == 4 || sgs == 8 || sgs == 16) && sgs <= be.max_wg_x && !(force_tiled && *force_tiled && std::strcmp(force_tiled, "0") != 0);
+  std::string sg_name;
+  if (use_sg) {
+    sg_name = "matmul_sg" + std::to_string(sgs) + (a.dtype == CTN_F32 ? ".f32" : ".f64");
+    bm = static_cast<int>(2 * sgs);
+    bn = static_cast<int>(4 * sgs);
+    tx = static_cast<int>(sgs);
+    ty = 1;
+    bk = 0;
+  }
   Kernel *kern = nullptr;
   if ((st = kernel_new(be, op, p, &kern)) != CTN_OK) return st;
   const Pipeline *pipe = nullptr;
-  if ((st = get_pipeline(be, a.dtype == CTN_F32 ? "matmul.f32" : "matmul.f64", {tx, ty, bm, bn, bk, act}, 5, &pipe)) !=
-      CTN_OK) {
+  if ((st = get_pipeline(be, use_sg ? sg_name.c_str() : a.dtype == CTN_F32 ? "matmul.f32" : "matmul.f64",
+                         {tx, ty, bm, bn, bk, act}, 5, &pipe)) != CTN_OK) {
     kernel_delete(kern);
     return st;
   }

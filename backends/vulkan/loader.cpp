@@ -45,6 +45,8 @@ bool vk_load_instance(Vk &vk, VkInstance instance, std::string *why) {
       vk.vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
   vk.vkDestroyDebugUtilsMessengerEXT = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
       vk.vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
+  vk.vkGetPhysicalDeviceProperties2 = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties2>(
+      vk.vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceProperties2"));
   return true;
 }
 

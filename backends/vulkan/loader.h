@@ -82,6 +82,7 @@ struct Vk {
   CTN_VK_DEVICE_FNS(CTN_VK_DECLARE)
   // VK_EXT_debug_utils (validation runs only).
   PFN_vkCreateDebugUtilsMessengerEXT vkCreateDebugUtilsMessengerEXT = nullptr;
+  PFN_vkGetPhysicalDeviceProperties2 vkGetPhysicalDeviceProperties2 = nullptr;  // Vulkan 1.1, optional
   PFN_vkDestroyDebugUtilsMessengerEXT vkDestroyDebugUtilsMessengerEXT = nullptr;
 };
 

@@ -175,6 +175,17 @@ ctn_status vk_init(const ctn_host_api *host, const ctn_backend_config *, void **
     be->phys = devs[static_cast<size_t>(pick)];
     be->vk.vkGetPhysicalDeviceProperties(be->phys, &be->props);
     be->vk.vkGetPhysicalDeviceMemoryProperties(be->phys, &be->memprops);
+    if (be->vk.vkGetPhysicalDeviceProperties2) {
+      VkPhysicalDeviceSubgroupProperties sg{};
+      sg.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+      VkPhysicalDeviceProperties2 p2{};
+      p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+      p2.pNext = &sg;
+      be->vk.vkGetPhysicalDeviceProperties2(be->phys, &p2);
+      be->subgroup_size = sg.subgroupSize;
+      be->subgroup_ballot = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                            (sg.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
+    }
     VkPhysicalDeviceFeatures feats{};
     be->vk.vkGetPhysicalDeviceFeatures(be->phys, &feats);
     be->has_f64 = feats.shaderFloat64 == VK_TRUE && !std::getenv("CHUTNEY_VULKAN_NO_F64");
@@ -399,20 +410,11 @@ ctn_status vk_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *o
     }
     bool handled = false;
     using Maker = ctn_status (*)(Backend &, const ctn_op_signature *, ctn_kernel *, bool *);
-    for (Maker m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel, make_matmul_kernel}) {
+    for (Maker m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel, make_matmul_kernel,
+                     make_nn_kernel}) {
       ctn_status st = m(*be, sig, out, &handled);
       if (handled) return st;
     }
-    static const char *const kPending[] = {
-        CTN_OP_CONV2D, CTN_OP_CONV2D_GRAD_INPUT, CTN_OP_CONV2D_GRAD_WEIGHT, CTN_OP_CONV_TRANSPOSE2D,
-        CTN_OP_MAX_POOL2D, CTN_OP_MAX_POOL2D_GRAD, CTN_OP_AVG_POOL2D, CTN_OP_AVG_POOL2D_GRAD,
-        CTN_OP_BATCH_NORM, CTN_OP_BATCH_NORM_GRAD_INPUT, CTN_OP_BATCH_NORM_GRAD_GAMMA,
-        CTN_OP_BATCH_NORM_INFERENCE, CTN_OP_LAYER_NORM, CTN_OP_LAYER_NORM_GRAD_INPUT,
-        CTN_OP_LAYER_NORM_GRAD_GAMMA, CTN_OP_EMBEDDING, CTN_OP_EMBEDDING_GRAD};
-    for (const char *p : kPending)
-      if (std::strcmp(p, sig->op) == 0)
-        return decline(*be, sig, "no Vulkan kernel yet for this neural-network op (see docs/VULKAN.md); "
-                       "place it on the CPU backend");
     return decline(*be, sig, "op not implemented by this backend");
   } catch (const std::bad_alloc &) {
     return host->set_error(CTN_ERR_OUT_OF_MEMORY, "vulkan get_kernel(%s): out of memory",

@@ -81,6 +81,10 @@ struct Kernel {
   std::vector<Cmd> cmds;
   Buffer *params = nullptr;
   bool checks_error = false;  // params word 8 is an error flag written by the shader
+  // What the flag means: kErrLabel: row + 1 of a cross-entropy label outside [0, C);
+  // kErrId: ~position of the first embedding id outside [0, error_limit).
+  enum ErrorKind { kErrLabel, kErrId } error_kind = kErrLabel;
+  uint64_t error_limit = 0;
   uint32_t n_dispatch() const {
     uint32_t n = 0;
     for (const Cmd &c : cmds) n += c.kind == Cmd::kDispatch;
@@ -117,6 +121,9 @@ struct Backend {
   VkPhysicalDeviceProperties props{};
   VkPhysicalDeviceMemoryProperties memprops{};
   bool has_f64 = false;
+  // Subgroups (Vulkan 1.1): size and whether compute shaders have the ballot operations.
+  uint32_t subgroup_size = 0;
+  bool subgroup_ballot = false;
   // Limits the kernels respect.
   uint32_t max_invocations = 128, max_wg_x = 128, max_wg_y = 128, max_groups_x = 65535,
            max_groups_y = 65535, max_groups_z = 65535, max_shared = 16384;
@@ -206,6 +213,7 @@ ctn_status make_shape_kernel(Backend &be, const ctn_op_signature *sig, ctn_kerne
                              bool *handled);
 ctn_status make_matmul_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out,
                               bool *handled);
+ctn_status make_nn_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled);
 
 }  // namespace ctn_vk
 

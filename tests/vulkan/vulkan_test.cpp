@@ -1,11 +1,13 @@
 // Vulkan backend tests through the public API: unavailable handling, tensors over
-// maxStorageBufferRange, storage windows, the on-disk pipeline cache, and MLP training end to end
-// against the CPU backend. With CHUTNEY_VULKAN_VALIDATION=1 (set by meson) every test also asserts
+// maxStorageBufferRange, storage windows, the on-disk pipeline cache, MLP training end to end
+// against the CPU backend, and a small CNN (conv, batch norm, pooling) trained entirely on Vulkan. With CHUTNEY_VULKAN_VALIDATION=1 (set by meson) every test also asserts
 // that the validation layers reported no error.
 #include <chutney/chutney.h>
+#include <chutney/nn.h>
 #include <chutney/ops.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -446,6 +448,405 @@ TEST(Training, MlpOnVulkanMatchesCpu) {
   EXPECT_NEAR(vk.accuracy, cpu.accuracy, 0.02);
   std::printf("cpu: loss %.4f -> %.4f, accuracy %.3f; vulkan: loss %.4f -> %.4f, accuracy %.3f\n", cpu.first_loss,
               cpu.last_loss, cpu.accuracy, vk.first_loss, vk.last_loss, vk.accuracy);
+  expect_clean(c.ctx);
+}
+
+// ---- neural-network ops: kernel-side errors and deterministic accumulation -------------------------
+
+struct In {
+  ctn_dtype dt;
+  std::vector<int64_t> shape;
+  std::vector<double> v;
+};
+
+ctn_tensor *make_tensor(const In &in) {
+  size_t n = in.v.size();
+  ctn_tensor *t = nullptr;
+  if (in.dt == CTN_F32) {
+    std::vector<float> d(in.v.begin(), in.v.end());
+    ctn_tensor_create(in.dt, static_cast<uint32_t>(in.shape.size()), in.shape.data(), d.data(), &t);
+  } else if (in.dt == CTN_F64) {
+    ctn_tensor_create(in.dt, static_cast<uint32_t>(in.shape.size()), in.shape.data(), in.v.data(), &t);
+  } else if (in.dt == CTN_I32) {
+    std::vector<int32_t> d(n);
+    for (size_t i = 0; i < n; ++i) d[i] = static_cast<int32_t>(in.v[i]);
+    ctn_tensor_create(in.dt, static_cast<uint32_t>(in.shape.size()), in.shape.data(), d.data(), &t);
+  } else {
+    std::vector<int64_t> d(n);
+    for (size_t i = 0; i < n; ++i) d[i] = static_cast<int64_t>(in.v[i]);
+    ctn_tensor_create(in.dt, static_cast<uint32_t>(in.shape.size()), in.shape.data(), d.data(), &t);
+  }
+  return t;
+}
+
+// One op compiled for `backend` from inputs `ins` (their shapes), run once per feed set in
+// `runs`: the status, error and output (f32, or f64 for an f64 first input) of each run.
+struct OpRun {
+  std::vector<ctn_status> status;
+  std::vector<std::string> errors;
+  std::vector<std::vector<double>> outs;
+  uint32_t on_backend = 0;
+};
+
+void run_op(ctn_context *ctx, const char *backend, const char *op, const std::vector<In> &ins, const ctn_attrs *at,
+            const std::vector<std::vector<In>> &runs, OpRun *r) {
+  Graph g;
+  ASSERT_CTN(ctn_graph_create(ctx, 0, &g.g));
+  std::vector<ctn_node> nodes(ins.size());
+  for (size_t i = 0; i < ins.size(); ++i) {
+    std::string name = "in" + std::to_string(i);
+    ASSERT_CTN(ctn_input(g.g, name.c_str(), ins[i].dt, static_cast<uint32_t>(ins[i].shape.size()), ins[i].shape.data(),
+                         &nodes[i]));
+  }
+  ctn_node y;
+  ASSERT_CTN(ctn_op(g.g, op, static_cast<uint32_t>(ins.size()), nodes.data(), at, &y));
+  ctn_compile_options o{};
+  o.struct_size = sizeof o;
+  o.backends = backend;
+  Plan p;
+  ASSERT_CTN(ctn_plan_compile(g.g, 1, &y, &o, &p.p));
+  ctn_plan_backend_steps(p.p, backend, op, &r->on_backend);
+  Tensor ty;
+  ASSERT_CTN(ctn_plan_output_create(p.p, 0, &ty.t));
+  for (const std::vector<In> &feed : runs) {
+    std::vector<Tensor> ts(feed.size());
+    std::vector<const ctn_tensor *> fv;
+    for (size_t i = 0; i < feed.size(); ++i) {
+      ts[i].t = make_tensor(feed[i]);
+      fv.push_back(ts[i].t);
+    }
+    ctn_tensor *outs[1] = {ty.t};
+    ctn_status s = ctn_plan_run(p.p, static_cast<uint32_t>(nodes.size()), nodes.data(), fv.data(), 1, outs);
+    std::vector<double> out;
+    if (s == CTN_OK) {
+      int64_t n = 0;
+      ctn_tensor_numel(ty.t, &n);
+      out.resize(static_cast<size_t>(n));
+      if (ins[0].dt == CTN_F64) {
+        s = ctn_tensor_read(ty.t, out.data(), out.size() * 8);
+      } else {
+        std::vector<float> f(out.size());
+        s = ctn_tensor_read(ty.t, f.data(), f.size() * 4);
+        out.assign(f.begin(), f.end());
+      }
+    }
+    r->status.push_back(s);
+    r->errors.push_back(s == CTN_OK ? "" : ctn_last_error());
+    r->outs.push_back(out);
+  }
+}
+
+TEST(NnOps, EmbeddingIdsOutOfRangeAreReportedByTheKernel) {
+  Ctx c;
+  REQUIRE_VULKAN(c);
+  for (const char *record : {"on", "off"}) {
+    ASSERT_CTN(ctn_context_set_option(c.ctx, "vulkan", "record", record));
+    for (ctn_dtype idt : {CTN_I32, CTN_I64}) {
+      for (bool grad : {false, true}) {
+        SCOPED_TRACE(std::string(grad ? "embedding_grad" : "embedding") + (idt == CTN_I32 ? " i32" : " i64") +
+                     " record=" + record);
+        const In table{CTN_F32, {3, 2}, {1, 2, 3, 4, 5, 6}}, dy{CTN_F32, {5, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}};
+        const In good{idt, {5}, {2, 0, 2, 1, 2}}, bad{idt, {5}, {0, 1, 3, -1, 7}};
+        ctn_attrs at{};
+        at.i[0] = 3;
+        at.ni = 1;
+        OpRun r;
+        const char *op = grad ? CTN_OP_EMBEDDING_GRAD : CTN_OP_EMBEDDING;
+        auto feed = [&](const In &ids) { return grad ? std::vector<In>{ids, dy} : std::vector<In>{table, ids}; };
+        ASSERT_NO_FATAL_FAILURE(run_op(c.ctx, "vulkan", op, feed(good), grad ? &at : nullptr,
+                                       {feed(good), feed(bad), feed(good)}, &r));
+        EXPECT_EQ(r.on_backend, 1u);
+        ASSERT_EQ(r.status.size(), 3u);
+        EXPECT_EQ(r.status[0], CTN_OK) << r.errors[0];
+        EXPECT_EQ(r.status[1], CTN_ERR_INVALID_ARGUMENT) << r.errors[1];
+        EXPECT_NE(r.errors[1].find("vulkan " + std::string(op) + ": the id at position 2 is outside [0, 3)"),
+                  std::string::npos)
+            << r.errors[1];
+        EXPECT_EQ(r.status[2], CTN_OK) << "the error flag is cleared once reported: " << r.errors[2];
+        const std::vector<double> want = grad ? std::vector<double>{3, 4, 7, 8, 1 + 5 + 9, 2 + 6 + 10}
+                                              : std::vector<double>{5, 6, 1, 2, 5, 6, 3, 4, 5, 6};
+        EXPECT_EQ(r.outs[0], want);
+        EXPECT_EQ(r.outs[2], want);
+      }
+    }
+  }
+  expect_clean(c.ctx);
+}
+
+// Gradients that accumulate (repeated ids, overlapping pooling windows, the convolution weight)
+// are gathers in a fixed order: repeated runs are bitwise identical, and where the CPU backend
+// adds in the same order (embedding_grad, max_pool2d_grad) the results are equal.
+TEST(NnOps, AccumulatingGradientsAreDeterministic) {
+  Ctx c;
+  REQUIRE_VULKAN(c);
+  std::mt19937 rng(5);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  auto randn = [&](size_t n) {
+    std::vector<double> v(n);
+    for (double &x : v) x = nd(rng);
+    return v;
+  };
+  struct Case {
+    const char *op;
+    std::vector<In> ins;
+    ctn_attrs at;
+    bool exact_vs_cpu;
+  };
+  std::vector<Case> cases;
+  {
+    std::uniform_int_distribution<int> id(0, 4);
+    In ids{CTN_I64, {2000}, {}};
+    for (int i = 0; i < 2000; ++i) ids.v.push_back(id(rng));
+    ctn_attrs at{};
+    at.i[0] = 5;
+    at.ni = 1;
+    cases.push_back({CTN_OP_EMBEDDING_GRAD, {ids, {CTN_F32, {2000, 7}, randn(14000)}}, at, true});
+  }
+  {
+    // 3x3 windows, stride 1, padding 1: every element is in up to 9 windows; ties from rounding.
+    In x{CTN_F32, {2, 3, 9, 9}, randn(486)};
+    for (double &v : x.v) v = std::round(v * 2) / 2;
+    ctn_attrs at{};
+    const int64_t a[6] = {3, 3, 1, 1, 1, 1};
+    for (int k = 0; k < 6; ++k) at.i[k] = a[k];
+    at.ni = 6;
+    cases.push_back({CTN_OP_MAX_POOL2D_GRAD, {x, {CTN_F32, {2, 3, 9, 9}, randn(486)}, {CTN_F32, {2, 3, 9, 9}, randn(486)}},
+                     at, true});
+  }
+  {
+    ctn_attrs at{};
+    const int64_t a[9] = {2, 1, 1, 2, 1, 2, 1, 3, 3};  // stride, pad, dilation, groups, KH, KW
+    for (int k = 0; k < 9; ++k) at.i[k] = a[k];
+    at.ni = 9;
+    // x [4, 3, 11, 10], dy [4, 5, Ho, Wo]: Ho = (11 + 2 - 3) / 2 + 1 = 6, Wo = (10 + 4 - 5) / 1 + 1 = 10.
+    cases.push_back({CTN_OP_CONV2D_GRAD_WEIGHT, {{CTN_F32, {4, 3, 11, 10}, randn(1320)}, {CTN_F32, {4, 5, 6, 10}, randn(1200)}},
+                     at, false});
+  }
+  for (const Case &k : cases) {
+    SCOPED_TRACE(k.op);
+    OpRun vk, vk2, cpu;
+    ASSERT_NO_FATAL_FAILURE(run_op(c.ctx, "vulkan", k.op, k.ins, &k.at, {k.ins, k.ins}, &vk));
+    ASSERT_CTN(ctn_context_set_option(c.ctx, "vulkan", "record", "off"));
+    ASSERT_NO_FATAL_FAILURE(run_op(c.ctx, "vulkan", k.op, k.ins, &k.at, {k.ins}, &vk2));
+    ASSERT_CTN(ctn_context_set_option(c.ctx, "vulkan", "record", "on"));
+    ASSERT_NO_FATAL_FAILURE(run_op(c.ctx, "cpu", k.op, k.ins, &k.at, {k.ins}, &cpu));
+    EXPECT_EQ(vk.on_backend, 1u);
+    ASSERT_EQ(vk.status, (std::vector<ctn_status>{CTN_OK, CTN_OK})) << vk.errors[0];
+    ASSERT_EQ(vk2.status[0], CTN_OK) << vk2.errors[0];
+    ASSERT_EQ(cpu.status[0], CTN_OK) << cpu.errors[0];
+    EXPECT_EQ(vk.outs[0], vk.outs[1]) << "two runs differ";
+    EXPECT_EQ(vk.outs[0], vk2.outs[0]) << "recorded and per-node runs differ";
+    ASSERT_EQ(vk.outs[0].size(), cpu.outs[0].size());
+    double worst = 0;
+    for (size_t i = 0; i < cpu.outs[0].size(); ++i)
+      worst = std::max(worst, std::fabs(vk.outs[0][i] - cpu.outs[0][i]));
+    if (k.exact_vs_cpu)
+      EXPECT_EQ(worst, 0.0);
+    else
+      EXPECT_LT(worst, 1e-4);
+  }
+  expect_clean(c.ctx);
+}
+
+// Matmul shapes spanning several blocks with ragged edges, transposes, broadcast batches, the
+// fused bias + activation, f32 and f64: the kernel lavapipe selects (the subgroup one on CPU
+// devices) and the tiled one (CHUTNEY_VULKAN_TILED_MATMUL=1) against the CPU backend.
+TEST(Matmul, BothKernelsMatchCpu) {
+  Ctx c;
+  REQUIRE_VULKAN(c);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> u(-1, 1);
+  struct Mm {
+    std::vector<int64_t> a, b;
+    int ta, tb, act;  // act -1: plain matmul
+  };
+  const Mm mms[] = {{{70, 45}, {45, 37}, 0, 0, -1},      {{45, 70}, {45, 37}, 1, 0, -1},
+                    {{70, 45}, {37, 45}, 0, 1, -1},      {{45, 70}, {37, 45}, 1, 1, -1},
+                    {{3, 33, 20}, {20, 50}, 0, 0, -1},   {{2, 1, 17, 9}, {3, 9, 65}, 0, 0, -1},
+                    {{129, 64}, {64, 1}, 0, 0, -1},      {{1, 300}, {300, 129}, 0, 0, -1},
+                    {{40, 24}, {24, 33}, 0, 0, CTN_ACT_RELU}, {{40, 24}, {33, 24}, 0, 1, CTN_ACT_GELU}};
+  for (ctn_dtype dt : {CTN_F32, CTN_F64}) {
+    for (const Mm &m : mms) {
+      SCOPED_TRACE(std::string(dt == CTN_F32 ? "f32 " : "f64 ") + std::to_string(m.a[m.a.size() - 2]) + "x" +
+                   std::to_string(m.a.back()) + " ta " + std::to_string(m.ta) + " tb " + std::to_string(m.tb) +
+                   " act " + std::to_string(m.act));
+      auto fill = [&](const std::vector<int64_t> &shape) {
+        In in{dt, shape, {}};
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        for (int64_t i = 0; i < n; ++i) in.v.push_back(u(rng));
+        return in;
+      };
+      std::vector<In> ins = {fill(m.a), fill(m.b)};
+      ctn_attrs at{};
+      at.i[0] = m.ta;
+      at.i[1] = m.tb;
+      at.ni = 2;
+      const char *op = CTN_OP_MATMUL;
+      if (m.act >= 0) {
+        op = CTN_OP_MATMUL_BIAS_ACT;
+        at.i[2] = m.act;
+        at.ni = 3;
+        ins.push_back(fill({m.tb ? m.b[m.b.size() - 2] : m.b.back()}));
+      }
+      OpRun cpu, vk, tiled;
+      ASSERT_NO_FATAL_FAILURE(run_op(c.ctx, "cpu", op, ins, &at, {ins}, &cpu));
+      ASSERT_NO_FATAL_FAILURE(run_op(c.ctx, "vulkan", op, ins, &at, {ins}, &vk));
+      setenv("CHUTNEY_VULKAN_TILED_MATMUL", "1", 1);
+      run_op(c.ctx, "vulkan", op, ins, &at, {ins}, &tiled);
+      unsetenv("CHUTNEY_VULKAN_TILED_MATMUL");
+      EXPECT_EQ(vk.on_backend, 1u);
+      EXPECT_EQ(tiled.on_backend, 1u);
+      ASSERT_EQ(cpu.status[0], CTN_OK) << cpu.errors[0];
+      ASSERT_EQ(vk.status[0], CTN_OK) << vk.errors[0];
+      ASSERT_EQ(tiled.status[0], CTN_OK) << tiled.errors[0];
+      ASSERT_EQ(vk.outs[0].size(), cpu.outs[0].size());
+      ASSERT_EQ(tiled.outs[0].size(), cpu.outs[0].size());
+      const double tol = dt == CTN_F32 ? 1e-4 : 1e-12;
+      double worst = 0, worst_tiled = 0;
+      for (size_t i = 0; i < cpu.outs[0].size(); ++i) {
+        worst = std::max(worst, std::fabs(vk.outs[0][i] - cpu.outs[0][i]));
+        worst_tiled = std::max(worst_tiled, std::fabs(tiled.outs[0][i] - cpu.outs[0][i]));
+      }
+      EXPECT_LT(worst, tol);
+      EXPECT_LT(worst_tiled, tol);
+    }
+  }
+  expect_clean(c.ctx);
+}
+
+// ---- CNN training on Vulkan -----------------------------------------------------------------------
+
+// Images [n, 1, 12, 12] of noise plus a bright 4x4 square in one of four quadrants (the label).
+struct Images {
+  int64_t n = 256;
+  std::vector<float> x;
+  std::vector<int32_t> y;
+};
+
+Images make_images() {
+  Images im;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 0.3f);
+  std::uniform_int_distribution<int> cls(0, 3), off(0, 2);
+  im.x.resize(static_cast<size_t>(im.n * 144));
+  for (float &v : im.x) v = nd(rng);
+  for (int64_t i = 0; i < im.n; ++i) {
+    int c = cls(rng);
+    im.y.push_back(c);
+    int r0 = (c / 2) * 6 + off(rng), c0 = (c % 2) * 6 + off(rng);
+    for (int r = r0; r < r0 + 4; ++r)
+      for (int q = c0; q < c0 + 4; ++q) im.x[static_cast<size_t>(i * 144 + r * 12 + q)] += 1.0f;
+  }
+  return im;
+}
+
+struct CnnResult {
+  std::vector<double> losses;
+  uint32_t conv = 0, conv_gw = 0, conv_gi = 0, bn = 0, pool = 0, pool_grad = 0, steps = 0, on_backend = 0;
+};
+
+// conv3x3(1->4) batch_norm relu maxpool2, conv3x3(4->8) relu avgpool2, fc 72-4; Adam; batch 32.
+void train_cnn(ctn_context *ctx, const char *backend, const Images &im, int n_steps, CnnResult *res) {
+  const int64_t batch = 32;
+  Graph g;
+  ASSERT_CTN(ctn_graph_create(ctx, 0, &g.g));
+  ctn_model *m = nullptr;
+  ASSERT_CTN(ctn_model_create(g.g, CTN_F32, 5, &m));
+  std::unique_ptr<ctn_model, void (*)(ctn_model *)> mp(m, ctn_model_release);
+  ctn_node x, labels, logits, loss;
+  const int64_t xs[4] = {batch, 1, 12, 12}, ls[1] = {batch};
+  ASSERT_CTN(ctn_input(g.g, "x", CTN_F32, 4, xs, &x));
+  ASSERT_CTN(ctn_input(g.g, "labels", CTN_I32, 1, ls, &labels));
+  const ctn_layer layers[] = {CTN_NN_CONV2D(4, 3, 1, 1), CTN_NN_BATCH_NORM(), CTN_NN_RELU(), CTN_NN_MAX_POOL2D(2),
+                              CTN_NN_CONV2D(8, 3, 1, 1), CTN_NN_RELU(),       CTN_NN_AVG_POOL2D(2),
+                              CTN_NN_FLATTEN(),          CTN_NN_LINEAR(4)};
+  ASSERT_CTN(ctn_nn_sequential(m, x, static_cast<uint32_t>(sizeof layers / sizeof layers[0]), layers, &logits));
+  ASSERT_CTN(ctn_cross_entropy(g.g, logits, labels, &loss));
+  ctn_optimizer opt{};
+  opt.struct_size = sizeof opt;
+  opt.kind = CTN_OPTIM_ADAM;
+  opt.lr = 0.01;
+  ASSERT_CTN(ctn_nn_minimize(m, loss, &opt, nullptr));
+  ctn_compile_options o{};
+  o.struct_size = sizeof o;
+  o.backends = backend;
+  Plan p;
+  ASSERT_CTN(ctn_plan_compile(g.g, 1, &loss, &o, &p.p));
+  ctn_plan_stats st{};
+  st.struct_size = sizeof st;
+  ASSERT_CTN(ctn_plan_stats_get(p.p, &st));
+  res->steps = st.n_steps;
+  ctn_plan_backend_steps(p.p, backend, nullptr, &res->on_backend);
+  ctn_plan_backend_steps(p.p, backend, CTN_OP_CONV2D, &res->conv);
+  ctn_plan_backend_steps(p.p, backend, CTN_OP_CONV2D_GRAD_WEIGHT, &res->conv_gw);
+  ctn_plan_backend_steps(p.p, backend, CTN_OP_CONV2D_GRAD_INPUT, &res->conv_gi);
+  ctn_plan_backend_steps(p.p, backend, CTN_OP_BATCH_NORM, &res->bn);
+  uint32_t a = 0, b = 0;
+  ctn_plan_backend_steps(p.p, backend, CTN_OP_MAX_POOL2D, &a);
+  ctn_plan_backend_steps(p.p, backend, CTN_OP_AVG_POOL2D, &b);
+  res->pool = a + b;
+  ctn_plan_backend_steps(p.p, backend, CTN_OP_MAX_POOL2D_GRAD, &a);
+  ctn_plan_backend_steps(p.p, backend, CTN_OP_AVG_POOL2D_GRAD, &b);
+  res->pool_grad = a + b;
+  Tensor tx, tl, tloss;
+  ASSERT_CTN(ctn_tensor_create(CTN_F32, 4, xs, nullptr, &tx.t));
+  ASSERT_CTN(ctn_tensor_create(CTN_I32, 1, ls, nullptr, &tl.t));
+  ASSERT_CTN(ctn_plan_output_create(p.p, 0, &tloss.t));
+  const ctn_node feeds_n[2] = {x, labels};
+  const ctn_tensor *feeds[2] = {tx.t, tl.t};
+  ctn_tensor *outv[1] = {tloss.t};
+  const int64_t nb = im.n / batch;
+  for (int s = 0; s < n_steps; ++s) {
+    const int64_t bi = s % nb;
+    ASSERT_CTN(ctn_tensor_write(tx.t, im.x.data() + bi * batch * 144, static_cast<size_t>(batch * 144) * 4));
+    ASSERT_CTN(ctn_tensor_write(tl.t, im.y.data() + bi * batch, static_cast<size_t>(batch) * 4));
+    ASSERT_CTN(ctn_model_set_step(m, s + 1));
+    ASSERT_CTN(ctn_model_run(m, p.p, 2, feeds_n, feeds, 1, outv));
+    float l = 0;
+    ASSERT_CTN(ctn_tensor_read(tloss.t, &l, 4));
+    res->losses.push_back(l);
+  }
+}
+
+double mean_of(const std::vector<double> &v, size_t a, size_t b) {
+  double s = 0;
+  for (size_t i = a; i < b; ++i) s += v[i];
+  return s / static_cast<double>(b - a);
+}
+
+TEST(Training, CnnRunsEntirelyOnVulkan) {
+  Ctx c;
+  REQUIRE_VULKAN(c);
+  Images im = make_images();
+  const int n_steps = 40;
+  CnnResult cpu, vk;
+  ASSERT_NO_FATAL_FAILURE(train_cnn(c.ctx, "cpu", im, n_steps, &cpu));
+  ASSERT_NO_FATAL_FAILURE(train_cnn(c.ctx, "vulkan", im, n_steps, &vk));
+  // Per-node submission (record=off) runs the same kernels: the same losses, bit for bit.
+  CnnResult vk_nodes;
+  ASSERT_CTN(ctn_context_set_option(c.ctx, "vulkan", "record", "off"));
+  ASSERT_NO_FATAL_FAILURE(train_cnn(c.ctx, "vulkan", im, 10, &vk_nodes));
+  ASSERT_CTN(ctn_context_set_option(c.ctx, "vulkan", "record", "on"));
+  for (int s = 0; s < 10; ++s)
+    EXPECT_EQ(vk_nodes.losses[static_cast<size_t>(s)], vk.losses[static_cast<size_t>(s)]) << "step " << s;
+  // Vulkan ran the convolutions, their gradients, batch norm and the pools: every plan step.
+  EXPECT_EQ(vk.conv, 2u);
+  EXPECT_EQ(vk.conv_gw, 2u);
+  EXPECT_GE(vk.conv_gi, 1u);
+  EXPECT_EQ(vk.bn, 1u);
+  EXPECT_EQ(vk.pool, 2u);
+  EXPECT_EQ(vk.pool_grad, 2u);
+  EXPECT_EQ(vk.on_backend, vk.steps) << "every step of the CNN training plan must run on vulkan";
+  const double first = mean_of(vk.losses, 0, 8), last = mean_of(vk.losses, n_steps - 8, n_steps);
+  EXPECT_LT(last, 0.5 * first) << "the CNN loss did not decrease on vulkan";
+  // Same model, data and initialisation: the CPU run follows nearly the same curve.
+  for (int s = 0; s < n_steps; ++s)
+    EXPECT_NEAR(vk.losses[static_cast<size_t>(s)], cpu.losses[static_cast<size_t>(s)],
+                0.02 + 0.05 * cpu.losses[static_cast<size_t>(s)])
+        << "step " << s;
+  std::printf("cnn loss (first 8 / last 8 steps): cpu %.4f -> %.4f, vulkan %.4f -> %.4f\n", mean_of(cpu.losses, 0, 8),
+              mean_of(cpu.losses, n_steps - 8, n_steps), first, last);
   expect_clean(c.ctx);
 }
 

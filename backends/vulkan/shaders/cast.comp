@@ -57,6 +57,13 @@ uvec2 float_to_int(F x, F lo, F hi) {
   if (x <= lo) x = lo;
   if (x >= hi) x = hi;
   F t = trunc(x);
+  // Within the int range convert directly: in float, t - h * 2^32 for a small negative t rounds
+  // to 2^32 (this broke f32 -> i32/i64 of negative values on devices without shaderFloat64).
+  // Beyond it a float is a multiple of 256, so the split below is exact.
+  if (abs(t) < F(2147483648.0)) {
+    int i = int(t);
+    return uvec2(uint(i), i < 0 ? 0xffffffffu : 0u);
+  }
   F h = floor(t / F(4294967296.0));
   F l = t - h * F(4294967296.0);
   return uvec2(uint(l), uint(int(h)));
