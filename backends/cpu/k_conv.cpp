@@ -148,12 +148,14 @@ struct ConvCall {
     return std::clamp<int64_t>((128 << 10) / std::max<int64_t>(per, 1), 1, g.cg);
   }
 
-  void forward(int64_t n, T *col, int part) const {
+  // Calls f(gi, c0, cn, cols) for every group and channel block of image n's input, cols being
+  // the block's column matrix [cn*KH*KW, P] (the input itself for pointwise convolutions).
+  template <class F>
+  void column_blocks(int64_t n, T *col, F &&f) const {
     const ConvGeom &g = st->g;
-    const int64_t khw = g.kh * g.kw, cb = g.pointwise ? g.cg : block_channels();
+    const int64_t cb = g.pointwise ? g.cg : block_channels();
     for (int64_t gi = 0; gi < g.g; ++gi) {
       const T *xg = in0 + (n * g.c + gi * g.cg) * g.hw;
-      T *yg = out + (n * g.o + gi * g.og) * g.p;
       for (int64_t c0 = 0; c0 < g.cg; c0 += cb) {
         const int64_t cn = std::min(cb, g.cg - c0);
         const T *b = xg + c0 * g.hw;
@@ -161,10 +163,19 @@ struct ConvCall {
           im2col(g, b, col, cn);
           b = col;
         }
-        gemm(*st->be, part, g.og, g.p, cn * khw, in1 + gi * g.og * g.kg + c0 * khw, g.kg, int64_t{1}, b, g.p,
-             int64_t{1}, yg, g.p, c0 > 0);
+        f(gi, c0, cn, b);
       }
     }
+  }
+
+  // y_n[gi] = sum over channel blocks of W[gi][:, block] * cols.
+  void forward(int64_t n, T *col, int part) const {
+    const ConvGeom &g = st->g;
+    const int64_t khw = g.kh * g.kw;
+    column_blocks(n, col, [&](int64_t gi, int64_t c0, int64_t cn, const T *b) {
+      gemm(*st->be, part, g.og, g.p, cn * khw, in1 + gi * g.og * g.kg + c0 * khw, g.kg, int64_t{1}, b, g.p,
+           int64_t{1}, out + (n * g.o + gi * g.og) * g.p, g.p, c0 > 0);
+    });
   }
 
   // dx_n = col2im(W^T dy_n), per group and channel block.
@@ -189,26 +200,15 @@ struct ConvCall {
     }
   }
 
-  // acc[gi] (+)= dy_n[gi] [Og, P] * col^T [P, Kg], per channel block: the columns come from
-  // the same im2col as the forward pass and the GEMM reads them transposed through its
-  // strides, so no transposed im2col is built.
+  // acc[gi][:, block] (+)= dy_n[gi] [Og, P] * cols^T [P, cn*KH*KW]: the GEMM reads the
+  // forward pass's column layout transposed through its strides (no transposed im2col).
   void grad_weight(int64_t n, T *col, T *acc, bool first, int part) const {
     const ConvGeom &g = st->g;
-    const int64_t khw = g.kh * g.kw, cb = g.pointwise ? g.cg : block_channels();
-    for (int64_t gi = 0; gi < g.g; ++gi) {
-      const T *xg = in0 + (n * g.c + gi * g.cg) * g.hw;
-      const T *dyg = in1 + (n * g.o + gi * g.og) * g.p;
-      for (int64_t c0 = 0; c0 < g.cg; c0 += cb) {
-        const int64_t cn = std::min(cb, g.cg - c0);
-        const T *b = xg + c0 * g.hw;
-        if (!g.pointwise) {
-          im2col(g, b, col, cn);
-          b = col;
-        }
-        gemm(*st->be, part, g.og, cn * khw, g.p, dyg, g.p, int64_t{1}, b, int64_t{1}, g.p,
-             acc + gi * g.og * g.kg + c0 * khw, g.kg, !first);
-      }
-    }
+    const int64_t khw = g.kh * g.kw;
+    column_blocks(n, col, [&](int64_t gi, int64_t c0, int64_t cn, const T *b) {
+      gemm(*st->be, part, g.og, cn * khw, g.p, in1 + (n * g.o + gi * g.og) * g.p, g.p, int64_t{1}, b, int64_t{1},
+           g.p, acc + gi * g.og * g.kg + c0 * khw, g.kg, !first);
+    });
   }
 
   static void part_fn(void *ctx, int64_t c0, int64_t c1, int part) {
