@@ -19,7 +19,7 @@ its JSON (planned_peak_bytes, naive_bytes) and its "training plan memory:" stdou
 PyTorch's thread pools are pinned for every child: OMP_NUM_THREADS, MKL_NUM_THREADS and
 OPENBLAS_NUM_THREADS = T in the child's environment before torch is imported, then
 torch.set_num_threads(T) and torch.set_num_interop_threads(1). The same env vars are set for the
-chutney child (its CPU backend also pins OpenBLAS to --threads itself). Each side's best
+chutney child (its CPU backend keeps OpenBLAS single-threaded and splits GEMMs over its own pool). Each side's best
 configuration (the T with the highest best-of-repeats images/s) is compared; same-T ratios are
 reported too.
 
