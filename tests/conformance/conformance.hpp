@@ -74,6 +74,14 @@ struct BackendEntry {
   std::string path;
 };
 
+// "available: <device>" or "unavailable: <reason>" (a plugin's reason may already start with
+// "unavailable", which is not repeated).
+inline std::string with_state(const BackendEntry &b) {
+  const char *state = b.available ? "available" : "unavailable";
+  if (b.description.rfind(state, 0) == 0) return b.description;
+  return std::string(state) + ": " + b.description;
+}
+
 // The process-wide context (created on first use; vendor mode honoured). NULL when creation
 // failed: setup_error() says why.
 ctn_context *context();

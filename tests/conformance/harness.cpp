@@ -186,8 +186,7 @@ void print_matrix(std::ostream &os, bool markdown) {
     os << '\n';
   }
   for (const auto &b : global().backends)
-    os << "backend " << b.name << ": " << (b.available ? "available: " : "unavailable: ")
-       << b.description << " (" << b.path << ")\n";
+    os << "backend " << b.name << ": " << with_state(b) << " (" << b.path << ")\n";
 }
 
 class MatrixEnvironment : public ::testing::Environment {
@@ -349,7 +348,7 @@ void BackendTest::begin(const std::string &backend, const std::string &row) {
     FAIL() << "no backend found: " << setup_error();
   }
   if (!b->available) {
-    skip_reason_ = "unavailable: " + b->description;
+    skip_reason_ = with_state(*b);
     GTEST_SKIP() << "backend " << backend << " " << skip_reason_;
   }
 }
