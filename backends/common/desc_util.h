@@ -70,4 +70,42 @@ inline bool broadcast_strides(const ctn_tensor_desc &in, const ctn_tensor_desc &
   return true;
 }
 
+// Row-major element strides of a contiguous `d`.
+inline void contiguous_strides(const ctn_tensor_desc &d, int64_t *str) {
+  int64_t s = 1;
+  for (int k = static_cast<int>(d.ndim) - 1; k >= 0; --k) {
+    str[k] = s;
+    s *= d.shape[k];
+  }
+}
+
+// A strided walk with size-1 dims dropped and neighbours whose strides chain merged (at least
+// one dim: a scalar walk is [1] with stride 0), so that copies loop over as few dims as possible.
+struct DimWalk {
+  int nd = 0;
+  int64_t shape[CTN_MAX_DIMS] = {};
+  int64_t str[CTN_MAX_DIMS] = {};
+};
+
+inline void coalesce(DimWalk &w, uint32_t ndim, const int64_t *shape, const int64_t *str) {
+  int nd = 0;
+  for (uint32_t k = 0; k < ndim; ++k) {
+    if (shape[k] == 1) continue;
+    if (nd > 0 && w.str[nd - 1] == str[k] * shape[k]) {
+      w.shape[nd - 1] *= shape[k];
+      w.str[nd - 1] = str[k];
+    } else {
+      w.shape[nd] = shape[k];
+      w.str[nd] = str[k];
+      ++nd;
+    }
+  }
+  if (nd == 0) {
+    w.shape[0] = 1;
+    w.str[0] = 0;
+    nd = 1;
+  }
+  w.nd = nd;
+}
+
 }  // namespace ctn_backend_util

@@ -26,6 +26,8 @@ using ctn_backend_util::shape_str;
 using ctn_backend_util::desc_numel;
 using ctn_backend_util::same_shape;
 using ctn_backend_util::broadcast_strides;
+using ctn_backend_util::contiguous_strides;
+using ctn_backend_util::coalesce;
 
 enum class GemmMode { kAuto, kOpenBLAS, kOwn };
 

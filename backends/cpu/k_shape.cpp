@@ -7,14 +7,11 @@ namespace {
 
 // out[i] = in[base + sum idx_k * str_k] over the output's row-major index (gather), or the
 // reverse (scatter, for slice_grad). Dims are coalesced at get_kernel time.
-struct WalkState : KernelBase {
+struct WalkState : KernelBase, ctn_backend_util::DimWalk {
   bool scatter = false;
   int64_t n = 0;        // elements walked
   int64_t zero_bytes = 0;  // scatter: bytes of the destination cleared first
   int64_t base = 0;
-  int nd = 0;
-  int64_t shape[CTN_MAX_DIMS] = {};
-  int64_t str[CTN_MAX_DIMS] = {};
 };
 
 template <class E>
@@ -77,36 +74,6 @@ ctn_kernel_fn walk_fn(int32_t dtype) {
     case 1: return walk_kernel<uint8_t>;
     case 4: return walk_kernel<uint32_t>;
     default: return walk_kernel<uint64_t>;
-  }
-}
-
-// Drops size-1 dims and merges neighbours whose strides chain.
-void coalesce(WalkState &st, uint32_t ndim, const int64_t *shape, const int64_t *str) {
-  int nd = 0;
-  for (uint32_t k = 0; k < ndim; ++k) {
-    if (shape[k] == 1) continue;
-    if (nd > 0 && st.str[nd - 1] == str[k] * shape[k]) {
-      st.shape[nd - 1] *= shape[k];
-      st.str[nd - 1] = str[k];
-    } else {
-      st.shape[nd] = shape[k];
-      st.str[nd] = str[k];
-      ++nd;
-    }
-  }
-  if (nd == 0) {
-    st.shape[0] = 1;
-    st.str[0] = 0;
-    nd = 1;
-  }
-  st.nd = nd;
-}
-
-void contiguous_strides(const ctn_tensor_desc &d, int64_t *str) {
-  int64_t s = 1;
-  for (int k = static_cast<int>(d.ndim) - 1; k >= 0; --k) {
-    str[k] = s;
-    s *= d.shape[k];
   }
 }
 

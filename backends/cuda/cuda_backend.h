@@ -30,6 +30,7 @@ using ctn_backend_util::shape_str;
 using ctn_backend_util::desc_numel;
 using ctn_backend_util::same_shape;
 using ctn_backend_util::broadcast_strides;
+using ctn_backend_util::contiguous_strides;
 
 // ---- dlopen-ed libraries --------------------------------------------------------------------
 // Each table entry has the exact type of the header's declaration (decltype), so a signature

@@ -43,14 +43,6 @@ ctn_status shape_kernel(void *state, const ctn_kernel_args *args) {
   return check_launch(st->be, st->op);
 }
 
-void contiguous_strides(const ctn_tensor_desc &d, int64_t *str) {
-  int64_t s = 1;
-  for (int k = static_cast<int>(d.ndim) - 1; k >= 0; --k) {
-    str[k] = s;
-    s *= d.shape[k];
-  }
-}
-
 // Drops size-1 dims and merges neighbours whose source and destination strides both chain.
 CopyGeom make_geom(uint32_t nd, const int64_t *shape, const int64_t *sstr, const int64_t *dstr) {
   CopyGeom g;

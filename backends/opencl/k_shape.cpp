@@ -85,28 +85,10 @@ struct ConcatOp : Op {
 
 void coalesce(std::vector<int64_t> *shape, std::vector<int64_t> *str, uint32_t ndim,
               const int64_t *sh, const int64_t *st) {
-  for (uint32_t k = 0; k < ndim; ++k) {
-    if (sh[k] == 1) continue;
-    if (!shape->empty() && str->back() == st[k] * sh[k]) {
-      shape->back() *= sh[k];
-      str->back() = st[k];
-    } else {
-      shape->push_back(sh[k]);
-      str->push_back(st[k]);
-    }
-  }
-  if (shape->empty()) {
-    shape->push_back(1);
-    str->push_back(0);
-  }
-}
-
-void contiguous_strides(const ctn_tensor_desc &d, int64_t *str) {
-  int64_t s = 1;
-  for (int k = static_cast<int>(d.ndim) - 1; k >= 0; --k) {
-    str[k] = s;
-    s *= d.shape[k];
-  }
+  ctn_backend_util::DimWalk w;
+  ctn_backend_util::coalesce(w, ndim, sh, st);
+  shape->assign(w.shape, w.shape + w.nd);
+  str->assign(w.str, w.str + w.nd);
 }
 
 }  // namespace

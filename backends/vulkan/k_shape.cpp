@@ -6,40 +6,7 @@
 namespace ctn_vk {
 namespace {
 
-struct Walk {
-  int nd = 0;
-  int64_t shape[CTN_MAX_DIMS] = {};
-  int64_t str[CTN_MAX_DIMS] = {};
-};
-
-void coalesce(Walk &w, uint32_t ndim, const int64_t *shape, const int64_t *str) {
-  int nd = 0;
-  for (uint32_t k = 0; k < ndim; ++k) {
-    if (shape[k] == 1) continue;
-    if (nd > 0 && w.str[nd - 1] == str[k] * shape[k]) {
-      w.shape[nd - 1] *= shape[k];
-      w.str[nd - 1] = str[k];
-    } else {
-      w.shape[nd] = shape[k];
-      w.str[nd] = str[k];
-      ++nd;
-    }
-  }
-  if (nd == 0) {
-    w.shape[0] = 1;
-    w.str[0] = 0;
-    nd = 1;
-  }
-  w.nd = nd;
-}
-
-void contiguous_strides(const ctn_tensor_desc &d, int64_t *str) {
-  int64_t s = 1;
-  for (int k = static_cast<int>(d.ndim) - 1; k >= 0; --k) {
-    str[k] = s;
-    s *= d.shape[k];
-  }
-}
+using Walk = ctn_backend_util::DimWalk;
 
 ctn_status gather_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, const Walk &w, int64_t base,
                          int64_t n, bool scatter) {

@@ -29,6 +29,8 @@ using ctn_backend_util::shape_str;
 using ctn_backend_util::desc_numel;
 using ctn_backend_util::same_shape;
 using ctn_backend_util::broadcast_strides;
+using ctn_backend_util::contiguous_strides;
+using ctn_backend_util::coalesce;
 
 // A device buffer: what buffer_alloc hands out as the handle kernels receive in desc.data.
 struct Buffer {
