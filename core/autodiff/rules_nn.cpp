@@ -62,7 +62,7 @@ CTN_GRAD_RULE(conv2d) {
 // dx = conv2d_grad_input(dy_in, w): linear in both operands.
 CTN_GRAD_RULE(conv2d_grad_input) {
   const ctn_attrs fa = g.node(node).attrs;
-  ctn_node dyi = in(g, node, 0), w = in(g, node, 1);
+  ctn_node dyi = in(g, node, 0), w = in(g, node, 1);  // conv_transpose2d: (x, w)
   if (need[0]) {
     ctn_attrs a = conv_only(fa);
     dx[0] = g.op2(CTN_OP_CONV2D, dy, w, &a);
@@ -89,20 +89,9 @@ CTN_GRAD_RULE(conv2d_grad_weight) {
   }
 }
 
-// conv_transpose2d(x, w) = conv2d_grad_input(x, w): its adjoint w.r.t. x is conv2d.
-CTN_GRAD_RULE(conv_transpose2d) {
-  const ctn_attrs fa = g.node(node).attrs;
-  ctn_node x = in(g, node, 0), w = in(g, node, 1);
-  if (need[0]) {
-    ctn_attrs a = conv_only(fa);
-    dx[0] = g.op2(CTN_OP_CONV2D, dy, w, &a);
-  }
-  if (need[1]) {
-    Shape ws = shape_of(g, w);
-    ctn_attrs a = with_sizes(fa, 7, ws[2], ws[3]);
-    dx[1] = g.op2(CTN_OP_CONV2D_GRAD_WEIGHT, dy, x, &a);
-  }
-}
+// conv_transpose2d(x, w) = conv2d_grad_input(x, w) (same attributes but the trailing sizes,
+// which neither gradient reads): the same rule.
+CTN_GRAD_RULE(conv_transpose2d) { conv2d_grad_input(g, node, dy, need, dx); }
 
 CTN_GRAD_RULE(max_pool2d) {
   if (!need[0]) return;
