@@ -408,6 +408,7 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
   stats_.persistent_bytes = persistent;
   if (const char *pe = std::getenv("CHUTNEY_PROFILE"); pe && *pe && std::strcmp(pe, "0") != 0) {
     profile_ = true;
+    profile_steps_ = std::strcmp(pe, "steps") == 0;
     profile_ns_.assign(steps_.size(), 0.0);
   }
   describe_ = format("plan: %zu steps, planned peak %llu bytes (naive %llu), persistent %llu bytes\n", steps_.size(),
@@ -434,7 +435,7 @@ void Plan::profile_report() const {
   for (size_t k = 0; k < steps_.size(); ++k) {
     const Step &st = steps_[k];
     std::string key = (st.transfer ? std::string("transfer") : st.op) + " @" + (st.b ? st.b->name : "-");
-    if (std::getenv("CHUTNEY_PROFILE") && std::strcmp(std::getenv("CHUTNEY_PROFILE"), "steps") == 0) {
+    if (profile_steps_) {
       key += " [";
       for (uint32_t d = 0; d < st.out.ndim; ++d) key += (d ? "," : "") + std::to_string(st.out.shape[d]);
       key += "]";

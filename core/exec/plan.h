@@ -80,6 +80,7 @@ class Plan {
   // CHUTNEY_PROFILE=1: wall time per step (host clock around each call, backends synced), a
   // table on stderr when the plan is destroyed. Off: one branch per run.
   bool profile_ = false;
+  bool profile_steps_ = false;  // CHUTNEY_PROFILE=steps: rows per op and output shape
   uint64_t profile_runs_ = 0;
   std::vector<double> profile_ns_;
   void profile_report() const;
