@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The one script behind the README's two commands, for a fresh Debian 12 machine:
 #
-#   bash tools/setup.sh train   install what is missing, build, train an MLP on Fashion-MNIST
-#   bash tools/setup.sh test    install what is missing, build, run every test suite, then the
-#                               aarch64 cross build and its tests under qemu
+#   bash tools/setup.sh train   install what is missing, build, train the main job's CNN on
+#                               Fashion-MNIST
+#   bash tools/setup.sh test    install what is missing, build, run every test stage of
+#                               tools/test.d (native suites, cross builds under qemu, ...)
 #
 # .ci/run is `bash tools/setup.sh test`, so CI and a developer run exactly the same thing.
 # Run `bash tools/setup.sh --help` for the environment variables.
@@ -14,11 +15,11 @@ usage() {
 usage: bash tools/setup.sh <command>
 
 commands:
-  train    install missing Debian packages, configure + build, then train a small MLP on
+  train    install missing Debian packages, configure + build, then train the main job's CNN on
            Fashion-MNIST with the chutney CLI and print its result
-  test     install missing Debian packages, configure + build, run all test suites
-           (meson test), then cross-build for aarch64 and run the unit and conformance
-           suites under qemu (tools/cross/test-aarch64.sh)
+  test     install missing Debian packages, configure + build, then run every test stage
+           of tools/test.d in order (native meson suites, cross builds under qemu, ...),
+           ending with one line "tests: N passed, N failed, N skipped"
   deps     only install missing Debian packages
   build    install missing packages, configure + build
   -h, --help
@@ -26,7 +27,10 @@ commands:
 
 environment:
   BUILD_DIR         build folder, relative to the repo root (default: build)
-  SKIP_CROSS=1      `test` skips the aarch64 cross build
+  SKIP_STAGES=a,b   `test` skips these stages of tools/test.d (names without the NN- prefix,
+                    e.g. SKIP_STAGES=aarch64)
+  SKIP_CROSS=1      `test` skips every cross stage (same as naming them in SKIP_STAGES)
+  STAGE_TIMEOUT=S   seconds one test stage may run before it is stopped (default 1800)
   SKIP_DEPS=1       do not check or install Debian packages
   NINJA_JOBS=N      ninja -j N (default: ninja's choice)
   MESON_ARGS="..."  extra arguments for `meson setup` (e.g. -Dcuda=disabled)
@@ -36,23 +40,15 @@ Needs root (or sudo) only when a package is missing. Works from any directory.
 EOF
 }
 
-# Every Debian package the project needs, in one place. Benchmarks install their own peer
-# libraries (e.g. PyTorch from PyPI) into a venv; those are not listed here.
-PACKAGES=(
-  meson ninja-build pkg-config g++                       # build
-  libgtest-dev googletest                                # tests (googletest: sources for cross)
-  libopenblas-dev                                        # CPU backend GEMM
-  zlib1g-dev                                             # reading .gz IDX files
-  dataset-fashion-mnist                                  # training data
-  qemu-user g++-aarch64-linux-gnu libc6-dev-arm64-cross  # aarch64 cross build + tests
-  zlib1g-dev:arm64                                       # libchutney's zlib for aarch64 (multiarch)
-  python3 python3-numpy                                  # benchmark / doc / interop scripts
-  graphviz                                               # rendering ctn_graph_to_dot output
-  ocl-icd-opencl-dev opencl-headers libclblast-dev       # OpenCL backend (CLBlast for GEMM)
-  pocl-opencl-icd clinfo                                 # OpenCL device for tests (PoCL, CPU)
-  libvulkan-dev glslc                                    # Vulkan backend (loader headers, GLSL)
-  mesa-vulkan-drivers vulkan-validationlayers            # Vulkan device for tests (lavapipe)
-)
+# Every Debian package the project needs: the union of tools/deps/*.txt (one package a line,
+# `#` comments), so that each area lists its own. Benchmarks install their own peer libraries
+# (e.g. PyTorch from PyPI) into a venv; those are not listed there.
+read_packages() {
+  local f
+  for f in "$repo_root"/tools/deps/*.txt; do
+    sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "$f"
+  done | awk '!seen[$0]++'
+}
 
 # The main job of `train`: the issue's CNN (two 5x5 convs with pooling, then fully connected),
 # with batch norm, Adam 2e-3 + cosine, 6 epochs: >= 92.5 % test accuracy (docs/BENCHMARKS.md).
@@ -61,6 +57,7 @@ TRAIN_ARGS=(train --model cnn --cnn-widths 32,64,128,bn --lr 0.002 --epochs 6 --
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo_root"
+mapfile -t PACKAGES < <(read_packages)
 BUILD_DIR=${BUILD_DIR:-build}
 
 stage_name=""
@@ -107,13 +104,15 @@ install_deps() {
       return 1
     fi
   fi
-  # Cross-build libraries come from Debian's arm64 archive (multiarch).
-  if [[ " ${missing[*]}" == *":arm64"* ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
-    "${sudo[@]}" dpkg --add-architecture arm64
-  fi
+  # Cross-build libraries come from Debian's archives of other architectures (multiarch).
+  local arch
+  for arch in $(printf '%s\n' "${missing[@]}" | sed -n 's/.*:\([a-z0-9]*\)$/\1/p' | sort -u); do
+    dpkg --print-foreign-architectures | grep -qx "$arch" || "${sudo[@]}" dpkg --add-architecture "$arch"
+  done
   # apt-get update only when something is missing keeps reruns fast and offline-friendly.
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    -o DPkg::Lock::Timeout=600 "${missing[@]}"
   stage_done
 }
 
@@ -147,20 +146,6 @@ configure_and_build() {
   stage_done
 }
 
-# Counts meson test results from a testlog.json (one JSON object per line).
-count_results() {
-  local log=$1/meson-logs/testlog.json
-  if [[ ! -f "$log" ]]; then
-    echo "0 0 0"
-    return
-  fi
-  local ok fail skip
-  ok=$(grep -cE '"result": "(OK|EXPECTEDFAIL)"' "$log" || true)
-  fail=$(grep -cE '"result": "(FAIL|UNEXPECTEDPASS|TIMEOUT|ERROR)"' "$log" || true)
-  skip=$(grep -cE '"result": "SKIP"' "$log" || true)
-  echo "$ok $fail $skip"
-}
-
 # The safetensors interop test needs the Python `safetensors` package (PyPI only; Debian has
 # none). Best effort: without it that one test reports SKIP, never a false pass.
 install_python_peers() {
@@ -170,42 +155,61 @@ install_python_peers() {
     echo "warning: could not install safetensors; the interop test will be skipped" >&2
 }
 
+# Runs every stage of tools/test.d (NN-name.sh, in order), even after one fails, so that one CI
+# run reports all of them; then prints the one closing tally CI reads.
 run_tests() {
-  local rc=0 cross_rc=0
   install_python_peers
-  banner "test: meson test -C $BUILD_DIR (all suites)"
-  rm -f "$BUILD_DIR/meson-logs/testlog.json"
-  # --no-rebuild: the build stage just ran (and failed loudly if it could not build).
-  meson test -C "$BUILD_DIR" --no-rebuild --print-errorlogs || rc=$?
-  if ((rc == 0)); then stage_done; else echo "native tests failed (exit $rc)" >&2; fi
-
-  local cross_dir=${CROSS_BUILD_DIR:-build-aarch64}
-  if [[ "${SKIP_CROSS:-0}" == 1 ]]; then
-    banner "cross: aarch64 (skipped: SKIP_CROSS=1)"
-  else
-    # Run the cross stage even when native tests failed: one CI run then reports both.
-    banner "cross: aarch64 build + unit/conformance tests under qemu"
-    rm -f "$cross_dir/meson-logs/testlog.json"
-    CROSS_BUILD_DIR=$cross_dir bash tools/cross/test-aarch64.sh || cross_rc=$?
-    if ((cross_rc == 0)); then stage_done; else echo "aarch64 stage failed (exit $cross_rc)" >&2; fi
-  fi
-
-  local n f s cn=0 cf=0 cs=0
-  read -r n f s < <(count_results "$BUILD_DIR")
-  if [[ "${SKIP_CROSS:-0}" != 1 ]]; then
-    read -r cn cf cs < <(count_results "$cross_dir")
-  fi
+  local results
+  results=$(mktemp -d)
+  local skip=",${SKIP_STAGES:-},"
+  local failed=() stage name rc t0
+  local -a summary=()
+  for stage in tools/test.d/[0-9][0-9]-*.sh; do
+    name=$(basename "$stage" .sh)
+    name=${name#[0-9][0-9]-}
+    if [[ "$skip" == *",$name,"* ]] || { [[ "${SKIP_CROSS:-0}" == 1 ]] && grep -q '^# Stage (cross)' "$stage"; }; then
+      banner "test stage $name (skipped)"
+      summary+=("$(printf '%-14s skipped' "$name")")
+      continue
+    fi
+    banner "test stage $name ($stage)"
+    : >"$results/$name"
+    rc=0
+    t0=$SECONDS
+    BUILD_DIR=$BUILD_DIR STAGE_RESULT=$results/$name \
+      timeout --foreground -k 30 "${STAGE_TIMEOUT:-1800}" bash "$stage" || rc=$?
+    local o=0 f=0 s=0
+    [[ -s "$results/$name" ]] && read -r o f s <"$results/$name"
+    if ((rc != 0)); then
+      ((rc == 124)) && echo "stage $name ran past STAGE_TIMEOUT=${STAGE_TIMEOUT:-1800}s" >&2
+      echo "stage $name failed (exit $rc)" >&2
+      failed+=("$name")
+      ((f == 0)) && f=1
+    else
+      ((o + f + s == 0)) && o=1
+      stage_done
+    fi
+    echo "$o $f $s" >"$results/$name"
+    summary+=("$(printf '%-14s ok=%d fail=%d skip=%d (%ds)' "$name" "$o" "$f" "$s" $((SECONDS - t0)))")
+  done
+  local n=0 nf=0 ns=0 o f s
+  for stage in "$results"/*; do
+    [[ -s "$stage" ]] || continue
+    read -r o f s <"$stage"
+    n=$((n + o)) nf=$((nf + f)) ns=$((ns + s))
+  done
+  rm -rf "$results"
   banner "summary"
   # Worded unlike the closing line below so that only one line looks like a test tally.
-  echo "native x86_64: ok=$n fail=$f skip=$s"
-  [[ "${SKIP_CROSS:-0}" == 1 ]] || echo "cross aarch64: ok=$cn fail=$cf skip=$cs"
-  if ((n + f + cn + cf == 0)); then
+  printf '  %s\n' "${summary[@]}"
+  if ((n + nf == 0)); then
     echo "warning: no test ran" >&2
   fi
-  # The plain closing line CI reads; counts are meson tests (one per test executable).
-  echo "tests: $((n + cn)) passed, $((f + cf)) failed, $((s + cs)) skipped"
-  if ((rc != 0 || cross_rc != 0)); then
-    stage_name="tests"
+  # The plain closing line CI reads; counts are tests as each stage counts them (meson: one per
+  # test executable).
+  echo "tests: $n passed, $nf failed, $ns skipped"
+  if ((${#failed[@]})); then
+    stage_name="tests (${failed[*]})"
     return 1
   fi
   printf '==== [setup.sh] all tests passed ====\n'
