@@ -103,6 +103,29 @@ void Context::add_report(const std::string &path, const char *verdict, const std
   for (const auto &l : report_lines) report += l + "\n";
 }
 
+const std::string &Context::full_report() {
+  full_report_text = report;
+  for (const auto &b : backends) {
+    if (!b->available || !b->desc.get_proc_address) continue;
+    auto explain = reinterpret_cast<const char *(*)(void *)>(b->desc.get_proc_address(b->state, "ctn_placement_explain"));
+    const char *text = explain ? explain(b->state) : nullptr;
+    if (!text || !*text) continue;
+    // "placement   <backend>: <first line>", further lines indented under it.
+    std::string line, prefix = format("%-11s %s: ", "placement", b->name.c_str());
+    for (const char *p = text;; ++p) {
+      if (*p == '\n' || *p == '\0') {
+        full_report_text += prefix + line + "\n";
+        prefix = std::string(12, ' ');
+        line.clear();
+        if (!*p) break;
+      } else {
+        line += *p;
+      }
+    }
+  }
+  return full_report_text;
+}
+
 void Context::autoload(const ctn_context_options &opts) {
   std::vector<std::string> dirs_or_files;
   for (auto &p : split(opts.plugin_path, ':')) dirs_or_files.push_back(p);

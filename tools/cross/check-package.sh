@@ -38,7 +38,7 @@ run() { HOME="$work/home" CHUTNEY_CACHE_DIR="$work/home/cache" CHUTNEY_PLUGIN_PA
   "$repo_root/tools/cross/qemu-run" "$target" "$@"; }
 
 # 1. Layout: every part present, built for the target, stripped.
-plugins="cpu swish $device_plugins"
+plugins="cpu swish${device_plugins:+ $device_plugins}"
 missing=""
 for f in bin/chutney lib/libchutney.so include/chutney/chutney.h lib/pkgconfig/chutney.pc \
          share/doc/chutney/BOARDS.md; do
