@@ -303,4 +303,14 @@ std::string PlacementPolicy::explain(const char *placement_env) const {
   return os.str();
 }
 
+const char *PlacementPolicy::explain_cstr(const char *placement_env) const noexcept {
+  static thread_local std::string text;
+  try {
+    text = explain(placement_env);
+  } catch (...) {
+    text.clear();
+  }
+  return text.c_str();
+}
+
 }  // namespace ctn_backend_util

@@ -50,6 +50,9 @@ class PlacementPolicy {
   // What was measured and decided, for `chutney plugins --explain`: one summary line, then one
   // line per class.
   std::string explain(const char *placement_env) const;
+  // explain() in a per-thread buffer, for a backend's "ctn_placement_explain" (valid until the
+  // next call on this thread; "" if it could not be built). Never throws.
+  const char *explain_cstr(const char *placement_env) const noexcept;
 
  private:
   bool load(const std::string &path);

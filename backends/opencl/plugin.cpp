@@ -359,13 +359,7 @@ const char *proc_policy(void *state) {
 // What the policy measured and decided (ctn_context_plugin_report, `chutney plugins --explain`);
 // never measures.
 const char *proc_placement_explain(void *state) {
-  static thread_local std::string s;
-  try {
-    s = static_cast<Backend *>(state)->policy.explain("CHUTNEY_OPENCL_PLACEMENT");
-  } catch (...) {
-    s.clear();
-  }
-  return s.c_str();
+  return static_cast<Backend *>(state)->policy.explain_cstr("CHUTNEY_OPENCL_PLACEMENT");
 }
 cl_command_queue proc_queue(void *state) { return static_cast<Backend *>(state)->queue; }
 cl_context proc_context(void *state) { return static_cast<Backend *>(state)->context; }

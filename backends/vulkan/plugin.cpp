@@ -499,13 +499,7 @@ const char *proc_policy_report(void *state) {
   return s.c_str();
 }
 const char *proc_placement_explain(void *state) {
-  static thread_local std::string s;
-  try {
-    s = static_cast<Backend *>(state)->policy.explain("CHUTNEY_VULKAN_PLACEMENT");
-  } catch (...) {
-    s.clear();
-  }
-  return s.c_str();
+  return static_cast<Backend *>(state)->policy.explain_cstr("CHUTNEY_VULKAN_PLACEMENT");
 }
 
 void *vk_get_proc_address(void *, const char *name) {
