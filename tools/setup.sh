@@ -34,7 +34,7 @@ environment:
   SKIP_DEPS=1       do not check or install Debian packages
   NINJA_JOBS=N      ninja -j N (default: ninja's choice)
   MESON_ARGS="..."  extra arguments for `meson setup` (e.g. -Dcuda=disabled)
-  CROSS_BUILD_DIR   the cross build folder (default: build-aarch64)
+  CROSS_BUILD_DIR   the cross build folder of a cross stage (default: build-<target>)
 
 Needs root (or sudo) only when a package is missing. Works from any directory.
 EOF

@@ -85,8 +85,10 @@ CTN_API void ctn_context_release(ctn_context *ctx);
 CTN_API ctn_status ctn_context_load_plugin(ctn_context *ctx, const char *path);
 
 /* A report of every plugin candidate seen so far, one per line: path, verdict (loaded /
- * rejected / unavailable) and the reason. The string is owned by the context and valid until
- * the next call that loads a plugin. since 1.0 */
+ * rejected / unavailable) and the reason; then, for each device backend with an automatic
+ * placement policy, lines "placement <backend>: ..." saying what it measured and decided (this
+ * call measures nothing). The string is owned by the context and valid until the next call
+ * that loads a plugin or calls this function. since 1.0 */
 CTN_API ctn_status ctn_context_plugin_report(ctn_context *ctx, const char **out_text);
 
 typedef struct ctn_backend_info {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "cpu_backend.h"
+#include "gemm_arm32.h"
 
 #ifdef CTN_CPU_HAVE_OPENBLAS
 #include <cblas.h>
@@ -264,6 +265,10 @@ const GemmIsa *gemm_isa_select(const char *name) {
   if (any) return has512 ? &kIsaAvx512 : has2 ? &kIsaAvx2 : &kIsaGeneric;
   if (std::strcmp(name, "avx512") == 0) return has512 ? &kIsaAvx512 : nullptr;
   if (std::strcmp(name, "avx2") == 0) return has2 ? &kIsaAvx2 : nullptr;
+#elif defined(__arm__)
+  const GemmIsa *neon = gemm_isa_arm32_neon(kIsaGeneric);  // NULL without NEON (AT_HWCAP)
+  if (any) return neon ? neon : &kIsaGeneric;
+  if (std::strcmp(name, "neon") == 0) return neon;
 #else
   if (any) return &kIsaGeneric;
 #endif

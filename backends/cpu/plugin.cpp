@@ -160,6 +160,13 @@ ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
     auto be = std::make_unique<Backend>();
     be->host = host;
     be->gemm_isa = gemm_isa_select(nullptr);
+    // CHUTNEY_CPU_ISA forces a kernel variant: "generic" is the scalar path on 32-bit ARM (tests
+    // run the conformance suite on it), "neon"/"avx2"/"avx512" a vector one the CPU must have.
+    if (const char *isa = std::getenv("CHUTNEY_CPU_ISA"); isa && *isa) {
+      if (const GemmIsa *v = gemm_isa_select(isa)) be->gemm_isa = v;
+      else if (host->log)
+        host->log(CTN_LOG_WARN, "cpu", "CHUTNEY_CPU_ISA names a variant this CPU lacks; using auto");
+    }
     if (const char *env = std::getenv("CHUTNEY_CPU_GEMM"); env && *env) {
       if (!parse_gemm_mode(env, &be->gemm_mode) && host->log)
         host->log(CTN_LOG_WARN, "cpu",
@@ -197,9 +204,12 @@ const char *cpu_describe(void *state) {
 ctn_status cpu_buffer_alloc(void *state, uint64_t bytes, void **out_handle) {
   auto *be = static_cast<Backend *>(state);
   if (!out_handle) return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu: NULL out_handle");
-  if (bytes > (UINT64_C(1) << 48))
-    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu: cannot allocate %" PRIu64 " bytes",
-                               bytes);
+  // PTRDIFF_MAX is the largest object a 32-bit build (armhf) can have: refuse, never truncate.
+  if (bytes > (UINT64_C(1) << 48) || bytes > static_cast<uint64_t>(PTRDIFF_MAX))
+    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY,
+                               "cpu: cannot allocate %" PRIu64 " bytes: more than one buffer can "
+                               "hold in this %d-bit build",
+                               bytes, static_cast<int>(8 * sizeof(void *)));
   void *p = aligned_bytes(static_cast<size_t>(bytes));
   if (!p)
     return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu: cannot allocate %" PRIu64 " bytes",
@@ -298,7 +308,7 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
       if (!isa)
         return host->set_error(CTN_ERR_INVALID_ARGUMENT,
                                "cpu: gemm_isa '%s' is unknown or not supported by this CPU "
-                               "(auto, avx512, avx2, generic)",
+                               "(auto, avx512, avx2, neon, generic)",
                                value);
       be->gemm_isa = isa;
     } else {

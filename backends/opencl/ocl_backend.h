@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 #include "../common/desc_util.h"
+#include "../common/placement_policy.h"
 
 namespace ctn_ocl {
 
@@ -27,19 +28,6 @@ using ctn_backend_util::desc_numel;
 using ctn_backend_util::same_shape;
 using ctn_backend_util::broadcast_strides;
 using ctn_backend_util::contiguous_strides;
-
-enum class Placement { kAlways, kAuto };
-
-// Op classes the "auto" placement policy measures separately.
-enum OpClass { kClassGemm, kClassElementwise, kClassReduce, kClassCount };
-const char *op_class_name(int c);
-
-// Result of the policy's measurement for one op class: the device is used for ops of at least
-// `min_elements` elements (output elements; for GEMM m*n*k); INT64_MAX: never.
-struct PolicyEntry {
-  int64_t min_elements = INT64_MAX;
-  std::string note;  // "device 1.2 ms vs cpu 0.3 ms at 1048576"
-};
 
 struct Backend {
   const ctn_host_api *host = nullptr;
@@ -62,10 +50,8 @@ struct Backend {
   // cross_entropy, 2 cross_entropy_grad, 3 embedding, 4 embedding_grad.
   cl_mem err = nullptr;
   bool err_armed = false;      // a kernel that may report has been enqueued since the last check
-  Placement placement = Placement::kAuto;
-  bool policy_ready = false;
-  PolicyEntry policy[kClassCount];
-  std::string policy_origin;   // "cache" or "measured"
+  // "auto" placement (backends/common/placement_policy.h); auto_mode false: "always".
+  ctn_backend_util::PlacementPolicy policy;
 };
 
 // ---- helpers ------------------------------------------------------------------------------
@@ -117,13 +103,8 @@ ctn_status make_optim(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
 ctn_status make_nn(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled);
 
 // ---- placement policy ---------------------------------------------------------------------
-// Op class of an op (kClassCount: not governed by the policy: always placed).
-int op_class_of(const ctn_op_signature *sig, int64_t *size);
-// Loads the cached measurements or measures now; never fails (on error the device is used for
-// nothing, which is the safe default).
-void policy_prepare(Backend &be);
-// Text of the last measurement (for the benchmark and docs).
-std::string policy_report(const Backend &be);
+// Loads the cached policy table or measures it now (remeasure: measures in any case).
+void policy_prepare(Backend &be, bool remeasure = false);
 
 // The element offset of a descriptor (byte offset / element size).
 inline long elem_off(const ctn_tensor_desc &d) {

@@ -83,7 +83,7 @@ void update_description(Backend &be) {
   be.description = be.device_name + " (" + be.platform_name + ", driver " + be.driver_version +
                    (be.fp64 ? ", fp64" : ", no fp64") + "), program from " +
                    be.program_origin + " in " + buf + ", placement " +
-                   (be.placement == Placement::kAlways ? "always" : "auto");
+                   (be.policy.auto_mode ? "auto" : "always");
 }
 
 ctn_status ocl_init(const ctn_host_api *host, const ctn_backend_config *config,
@@ -141,8 +141,8 @@ ctn_status ocl_init(const ctn_host_api *host, const ctn_backend_config *config,
                              be->device_name.c_str(), cl_error_name(e));
     }
     if (const char *v = std::getenv("CHUTNEY_OPENCL_PLACEMENT"); v && *v) {
-      if (!std::strcmp(v, "always")) be->placement = Placement::kAlways;
-      else if (!std::strcmp(v, "auto")) be->placement = Placement::kAuto;
+      if (!std::strcmp(v, "always")) be->policy.auto_mode = false;
+      else if (!std::strcmp(v, "auto")) be->policy.auto_mode = true;
       else if (host->log) host->log(CTN_LOG_WARN, "opencl", "CHUTNEY_OPENCL_PLACEMENT must be always or auto");
     }
     update_description(*be);
@@ -264,17 +264,10 @@ ctn_status ocl_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
                                "opencl %s: f64 needs cl_khr_fp64, which %s does not offer", sig->op,
                                be->device_name.c_str());
     }
-    if (be->placement == Placement::kAuto) {
-      int64_t size = 0;
-      int cls = op_class_of(sig, &size);
-      if (cls < kClassCount) {
-        policy_prepare(*be);
-        if (size < be->policy[cls].min_elements)
-          return host->set_error(CTN_ERR_UNSUPPORTED,
-                                 "placement policy: cpu faster for %s (size %lld; %s)",
-                                 op_class_name(cls), static_cast<long long>(size),
-                                 be->policy[cls].note.c_str());
-      }
+    if (be->policy.auto_mode) {
+      if (!be->policy.ready()) policy_prepare(*be);
+      if (std::string why = be->policy.decline_reason(sig); !why.empty())
+        return host->set_error(CTN_ERR_UNSUPPORTED, "%s", why.c_str());
     }
     bool handled = false;
     using Maker = ctn_status (*)(Backend *, const ctn_op_signature *, ctn_kernel *, bool *);
@@ -299,8 +292,8 @@ ctn_status ocl_set_option(void *state, const char *key, const char *value) {
     return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl set_option: NULL key or value");
   try {
     if (!std::strcmp(key, "placement")) {
-      if (!std::strcmp(value, "always")) be->placement = Placement::kAlways;
-      else if (!std::strcmp(value, "auto")) be->placement = Placement::kAuto;
+      if (!std::strcmp(value, "always")) be->policy.auto_mode = false;
+      else if (!std::strcmp(value, "auto")) be->policy.auto_mode = true;
       else
         return host->set_error(CTN_ERR_INVALID_ARGUMENT,
                                "opencl: placement must be 'always' or 'auto', got '%s'", value);
@@ -308,13 +301,12 @@ ctn_status ocl_set_option(void *state, const char *key, const char *value) {
       return CTN_OK;
     }
     if (!std::strcmp(key, "policy")) {
-      if (std::strcmp(value, "remeasure") != 0)
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl: policy takes 'remeasure', got '%s'",
-                               value);
-      be->policy_ready = false;
-      setenv("CHUTNEY_OPENCL_REMEASURE", "1", 1);
-      policy_prepare(*be);
-      unsetenv("CHUTNEY_OPENCL_REMEASURE");
+      // prepare: load or measure now (chutney plugins --explain); remeasure: measure again.
+      bool re = !std::strcmp(value, "remeasure");
+      if (!re && std::strcmp(value, "prepare") != 0)
+        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                               "opencl: policy takes 'prepare' or 'remeasure', got '%s'", value);
+      if (re || !be->policy.ready()) policy_prepare(*be, re);
       return CTN_OK;
     }
     return host->set_error(CTN_ERR_INVALID_ARGUMENT,
@@ -360,9 +352,14 @@ void ocl_plan_release(void *, void *segment) { delete static_cast<Segment *>(seg
 const char *proc_policy(void *state) {
   static thread_local std::string s;
   auto *be = static_cast<Backend *>(state);
-  policy_prepare(*be);
-  s = policy_report(*be);
+  if (!be->policy.ready()) policy_prepare(*be);
+  s = be->policy.report_json();
   return s.c_str();
+}
+// What the policy measured and decided (ctn_context_plugin_report, `chutney plugins --explain`);
+// never measures.
+const char *proc_placement_explain(void *state) {
+  return static_cast<Backend *>(state)->policy.explain_cstr("CHUTNEY_OPENCL_PLACEMENT");
 }
 cl_command_queue proc_queue(void *state) { return static_cast<Backend *>(state)->queue; }
 cl_context proc_context(void *state) { return static_cast<Backend *>(state)->context; }
@@ -370,6 +367,7 @@ cl_context proc_context(void *state) { return static_cast<Backend *>(state)->con
 void *ocl_get_proc_address(void *, const char *name) {
   if (!name) return nullptr;
   if (!std::strcmp(name, "ctn_opencl_policy_report")) return reinterpret_cast<void *>(&proc_policy);
+  if (!std::strcmp(name, "ctn_placement_explain")) return reinterpret_cast<void *>(&proc_placement_explain);
   if (!std::strcmp(name, "ctn_opencl_queue")) return reinterpret_cast<void *>(&proc_queue);
   if (!std::strcmp(name, "ctn_opencl_context")) return reinterpret_cast<void *>(&proc_context);
   return nullptr;

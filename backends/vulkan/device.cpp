@@ -175,14 +175,14 @@ ctn_status drain(Backend &be) {
 
 // ---- pipeline cache on disk ------------------------------------------------------------------------
 
-namespace {
-
 std::string cache_dir() {
   if (const char *d = std::getenv("CHUTNEY_CACHE_DIR"); d && *d) return d;
   if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/chutney";
   if (const char *h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/chutney";
   return "";
 }
+
+namespace {
 
 void mkdirs(const std::string &path) {
   for (size_t i = 1; i <= path.size(); ++i)

@@ -248,6 +248,11 @@ ctn_status vk_init(const ctn_host_api *host, const ctn_backend_config *, void **
     }
     if (const char *st = std::getenv("CHUTNEY_VULKAN_STAGING"); st && std::strcmp(st, "1") == 0)
       be->force_staging = true;
+    if (const char *v = std::getenv("CHUTNEY_VULKAN_PLACEMENT"); v && *v) {
+      if (!std::strcmp(v, "always")) be->policy.auto_mode = false;
+      else if (!std::strcmp(v, "auto")) be->policy.auto_mode = true;
+      else if (host->log) host->log(CTN_LOG_WARN, "vulkan", "CHUTNEY_VULKAN_PLACEMENT must be always or auto");
+    }
     if (ctn_status st = buffer_create(*be, 256, true, &be->dummy); st != CTN_OK) {
       destroy(be);
       return st;
@@ -408,6 +413,12 @@ ctn_status vk_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *o
       if (desc_numel(d) >= (int64_t(1) << 31))
         return decline(*be, sig, "operand %u has 2^31 elements or more", i);
     }
+    // "auto": never slower than the CPU (the table is measured at the first op offered).
+    if (be->policy.auto_mode) {
+      if (!be->policy.ready()) policy_prepare(*be);
+      if (std::string why = be->policy.decline_reason(sig); !why.empty())
+        return decline(*be, sig, "%s", why.c_str());
+    }
     bool handled = false;
     using Maker = ctn_status (*)(Backend &, const ctn_op_signature *, ctn_kernel *, bool *);
     for (Maker m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel, make_matmul_kernel,
@@ -429,10 +440,22 @@ ctn_status vk_set_option(void *state, const char *key, const char *value) {
   const ctn_host_api *host = be->host;
   if (!key || !value) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan set_option: NULL key or value");
   if (std::strcmp(key, "placement") == 0) {
-    // "auto" may decline ops the CPU does better; this backend takes every op it implements.
-    if (std::strcmp(value, "always") == 0) be->placement_auto = false;
-    else if (std::strcmp(value, "auto") == 0) be->placement_auto = true;
+    // "auto" declines the op classes the device measured slower at; "always" takes every op.
+    if (std::strcmp(value, "always") == 0) be->policy.auto_mode = false;
+    else if (std::strcmp(value, "auto") == 0) be->policy.auto_mode = true;
     else return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan: placement must be 'always' or 'auto', got '%s'", value);
+    return CTN_OK;
+  }
+  if (std::strcmp(key, "policy") == 0) {
+    // prepare: load or measure now (chutney plugins --explain); remeasure: measure again.
+    bool re = std::strcmp(value, "remeasure") == 0;
+    if (!re && std::strcmp(value, "prepare") != 0)
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan: policy takes 'prepare' or 'remeasure', got '%s'", value);
+    try {
+      if (re || !be->policy.ready()) policy_prepare(*be, re);
+    } catch (const std::exception &e) {
+      return host->set_error(CTN_ERR_INTERNAL, "vulkan: measuring the placement policy: %s", e.what());
+    }
     return CTN_OK;
   }
   if (std::strcmp(key, "record") == 0) {
@@ -453,7 +476,7 @@ ctn_status vk_set_option(void *state, const char *key, const char *value) {
                            be->first_validation_error.c_str());
   }
   return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                         "vulkan: unknown option '%s' (placement, record, validation_check)", key);
+                         "vulkan: unknown option '%s' (placement, policy, record, validation_check)", key);
 }
 
 uint64_t proc_validation_errors(void *state) { return static_cast<Backend *>(state)->validation_errors.load(); }
@@ -462,6 +485,22 @@ uint64_t proc_submits(void *state) { return static_cast<Backend *>(state)->n_sub
 uint64_t proc_pipelines_created(void *state) { return static_cast<Backend *>(state)->n_pipelines_created; }
 const char *proc_cache_note(void *state) { return static_cast<Backend *>(state)->cache_note.c_str(); }
 const char *proc_cache_path(void *state) { return static_cast<Backend *>(state)->cache_path.c_str(); }
+// The policy table as JSON (benchmarks), measuring it first if needed; and what it measured and
+// decided for ctn_context_plugin_report (`chutney plugins --explain`), which never measures.
+const char *proc_policy_report(void *state) {
+  static thread_local std::string s;
+  auto *be = static_cast<Backend *>(state);
+  try {
+    if (!be->policy.ready()) policy_prepare(*be);
+    s = be->policy.report_json();
+  } catch (...) {
+    s.clear();
+  }
+  return s.c_str();
+}
+const char *proc_placement_explain(void *state) {
+  return static_cast<Backend *>(state)->policy.explain_cstr("CHUTNEY_VULKAN_PLACEMENT");
+}
 
 void *vk_get_proc_address(void *, const char *name) {
   if (!name) return nullptr;
@@ -476,6 +515,8 @@ void *vk_get_proc_address(void *, const char *name) {
       {"ctn_vulkan_pipelines_created", reinterpret_cast<void *>(&proc_pipelines_created)},
       {"ctn_vulkan_cache_note", reinterpret_cast<void *>(&proc_cache_note)},
       {"ctn_vulkan_cache_path", reinterpret_cast<void *>(&proc_cache_path)},
+      {"ctn_vulkan_policy_report", reinterpret_cast<void *>(&proc_policy_report)},
+      {"ctn_placement_explain", reinterpret_cast<void *>(&proc_placement_explain)},
   };
   for (const Entry &e : entries)
     if (std::strcmp(e.name, name) == 0) return e.fn;

@@ -19,6 +19,7 @@
 
 #include "loader.h"
 #include "../common/desc_util.h"
+#include "../common/placement_policy.h"
 
 namespace ctn_vk {
 
@@ -153,7 +154,9 @@ struct Backend {
   std::mutex validation_mu;
   std::string first_validation_error;
   // Options.
-  bool placement_auto = false;
+  // "auto" placement (backends/common/placement_policy.h; default): ops of a class where the
+  // device measured slower than the host are declined. auto_mode false: "always".
+  ctn_backend_util::PlacementPolicy policy;
   bool record = true;
   bool force_staging = false;
   // Counters for tests and benchmarks.
@@ -170,6 +173,12 @@ ctn_status drain(Backend &be);
 ctn_status submit_transient(Backend &be, VkCommandBuffer cb, VkDescriptorPool pool);
 ctn_status vk_fail(Backend &be, VkResult r, const char *what);
 void pipeline_cache_save(Backend &be);
+// CHUTNEY_CACHE_DIR, else $XDG_CACHE_HOME/chutney, else ~/.cache/chutney ("" without HOME).
+std::string cache_dir();
+
+// ---- policy.cpp ---------------------------------------------------------------------------------
+// Loads the cached placement policy of this device + driver or measures it now.
+void policy_prepare(Backend &be, bool remeasure = false);
 
 // ---- pipelines.cpp ------------------------------------------------------------------------------
 // The pipeline of shader `name` (see meson.build) with specialisation constants spec[0..] at

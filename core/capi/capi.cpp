@@ -149,7 +149,8 @@ CTN_API ctn_status ctn_context_plugin_report(ctn_context *ctx, const char **out_
   return wall([&] {
     NEED(ctx);
     NEED(out_text);
-    *out_text = ctx->report.c_str();
+    std::lock_guard<std::mutex> lk(ctx->mu);
+    *out_text = ctx->full_report().c_str();
   });
 }
 

@@ -93,11 +93,22 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
   // --- placement ---
   std::vector<Backend *> dev(g.size(), nullptr);
   std::vector<ctn_kernel> kern(g.size());
+  // A leaf (input, constant, variable) lives where its first consumer runs. A view of a leaf is
+  // no consumer: the view, and the leaf with it, go where the view's first consumer runs (else a
+  // variable read only through a reshape would sit on the first preferred device, whatever ran).
+  auto place_leaf = [&](ctn_node i, Backend *b) {
+    while (!dev[i]) {
+      dev[i] = b;
+      const Node &n = g.node(i);
+      if (n.kind != NodeKind::Op || !(n.op->flags & OP_VIEW_RESHAPE)) break;
+      i = n.inputs[0];
+    }
+  };
   for (ctn_node v : order) {
     const Node &nd = g.node(v);
     if (nd.kind == NodeKind::Op) {
       if ((nd.op->flags & OP_VIEW_RESHAPE)) {
-        dev[v] = dev[nd.inputs[0]];
+        dev[v] = dev[nd.inputs[0]];  // none yet for a leaf: placed with it by its consumer
         continue;
       }
       std::vector<ctn_tensor_desc> in;
@@ -119,12 +130,13 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
              values_str(vi.data(), static_cast<uint32_t>(vi.size())).c_str(), reasons.c_str());
       }
     } else if (nd.kind == NodeKind::Assign) {
+      // A variable only ever assigned lives where its new value is computed.
+      if (!dev[nd.inputs[0]]) place_leaf(nd.inputs[0], dev[nd.inputs[1]] ? dev[nd.inputs[1]] : prefs[0]);
       dev[v] = dev[nd.inputs[0]];
     }
-    // Leaves live where their first consumer runs.
     for (ctn_node i : nd.inputs)
-      if (!dev[i]) dev[i] = dev[v] ? dev[v] : prefs[0];
-    if (!dev[v]) dev[v] = prefs[0];
+      if (!dev[i]) place_leaf(i, dev[v] ? dev[v] : prefs[0]);
+    // Leaves come first in the order: they wait for their first consumer (or the loop below).
   }
   for (ctn_node v : order)
     if (!dev[v]) dev[v] = prefs[0];
@@ -249,12 +261,18 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
           ++stats_.n_assign_elided;
           break;
         }
-        // A copy kernel on the variable's device writes the new value into its storage.
+        // A copy kernel on the variable's device writes the new value into its storage. A device
+        // that declines the copy (an "auto" placement policy may) gets the value by a transfer
+        // step straight into the variable's storage instead.
         ctn_tensor_desc d = make_desc(nd.info);
         std::string why;
-        if (!select_kernel(*b, *ctx_->find_op(CTN_OP_COPY), 1, &d, d, ctn_attrs{}, &kern[v], &why))
-          fail(CTN_ERR_UNSUPPORTED, "ctn_assign: backend %s cannot copy %s%s (%s)", b->name.c_str(),
-               dtype_name(nd.info.dtype), shape_str(nd.info.shape).c_str(), why.c_str());
+        if (!select_kernel(*b, *ctx_->find_op(CTN_OP_COPY), 1, &d, d, ctn_attrs{}, &kern[v], &why)) {
+          int src = value_of.at({nd.inputs[1], dev[nd.inputs[1]]});
+          value_of[{v, b}] = new_value(nd.info, b, false, var);
+          psteps.push_back(PlanStep{{src}, var, false});
+          pend.push_back(Pending{CTN_NODE_NONE, src});
+          break;
+        }
         PlanStep ps_;
         ps_.inputs.push_back(value_on(nd.inputs[1], b));
         ps_.output = var;

@@ -43,8 +43,21 @@ uint64_t key(uint64_t seed, uint64_t epoch, uint64_t index, uint64_t domain) {
   return splitmix(splitmix(splitmix(seed ^ domain) ^ epoch) ^ index);
 }
 
+// The high 64 bits of r * n. 32-bit targets have no __int128: the same value from 32-bit halves,
+// so the shuffle order is identical on every platform.
+uint64_t mul_high(uint64_t r, uint64_t n) {
+#if defined(__SIZEOF_INT128__)
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(r) * n) >> 64);
+#else
+  const uint64_t rl = r & 0xffffffffu, rh = r >> 32, nl = n & 0xffffffffu, nh = n >> 32;
+  const uint64_t ll = rl * nl, lh = rl * nh, hl = rh * nl, hh = rh * nh;
+  const uint64_t mid = (ll >> 32) + (lh & 0xffffffffu) + (hl & 0xffffffffu);
+  return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+#endif
+}
+
 // Uniform in [0, n) without modulo bias worth caring about (Lemire's multiply-shift).
-uint64_t below(uint64_t r, uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(r) * n) >> 64); }
+uint64_t below(uint64_t r, uint64_t n) { return mul_high(r, n); }
 
 constexpr uint64_t kDomainShuffle = 0x53485546464c45ull;  // "SHUFFLE"
 constexpr uint64_t kDomainAugment = 0x4155474d454e54ull;  // "AUGMENT"

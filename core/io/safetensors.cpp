@@ -7,6 +7,7 @@
 
 #include "io/io_common.h"
 #include "io/json.h"
+#include "tensor/tensor.h"
 
 #include <algorithm>
 #include <atomic>
@@ -350,7 +351,7 @@ std::unique_ptr<ctn_checkpoint> load(const char *path) {
   if (hl > size - 8)
     corrupt(path, "header length " + std::to_string(hl) + " is beyond the end of the file (" + std::to_string(size - 8) +
                       " bytes follow the length)");
-  c->file.resize(size);
+  c->file.resize(checked_buffer_bytes(size, (std::string("checkpoint ") + path).c_str()));
   size_t done = 0;
   while (done < size) {
     ssize_t r = ::pread(f.fd, c->file.data() + done, size - done, static_cast<off_t>(done));

@@ -78,6 +78,10 @@ struct Context {
   void autoload(const ctn_context_options &opts);
   void load_plugin(const std::string &path, bool explicit_request);
   void add_report(const std::string &path, const char *verdict, const std::string &why);
+  // The report plus, per available backend that exports "ctn_placement_explain", what its
+  // placement policy measured and decided (`chutney plugins --explain`). Caller holds `mu`.
+  const std::string &full_report();
+  std::string full_report_text;
 };
 
 const ctn_host_api *host_api();

@@ -74,6 +74,27 @@ const char *required_backend_slot_missing(const ctn_backend_desc &d) {
   return nullptr;
 }
 
+// The directory this libchutney was loaded from (resolved), or "".
+std::string library_dir() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void *>(&library_dir), &info) || !info.dli_fname) return "";
+  std::string lib = info.dli_fname;
+  size_t slash = lib.rfind('/');
+  return real(slash == std::string::npos ? std::string(".") : lib.substr(0, slash));
+}
+
+// <directory of libchutney>/chutney/plugins: an installed tree that was moved, or a board package
+// unpacked anywhere, finds its plugins there without configuration. "" when it does not exist.
+std::string plugins_beside_library() {
+  std::string dir = library_dir();
+  if (dir.empty() || !is_dir(dir + "/chutney/plugins")) return "";
+  return dir + "/chutney/plugins";
+}
+
+// Only the build tree's own libchutney searches the build tree: an installed or packaged copy
+// must not pick up plugins from a build folder that happens to exist on the machine.
+bool running_from_build_tree() { return library_dir() == real(std::string(CTN_BUILD_ROOT) + "/core"); }
+
 }  // namespace
 
 void Context::add_report(const std::string &path, const char *verdict, const std::string &why) {
@@ -82,13 +103,39 @@ void Context::add_report(const std::string &path, const char *verdict, const std
   for (const auto &l : report_lines) report += l + "\n";
 }
 
+const std::string &Context::full_report() {
+  full_report_text = report;
+  for (const auto &b : backends) {
+    if (!b->available || !b->desc.get_proc_address) continue;
+    auto explain = reinterpret_cast<const char *(*)(void *)>(b->desc.get_proc_address(b->state, "ctn_placement_explain"));
+    const char *text = explain ? explain(b->state) : nullptr;
+    if (!text || !*text) continue;
+    // "placement   <backend>: <first line>", further lines indented under it.
+    std::string line, prefix = format("%-11s %s: ", "placement", b->name.c_str());
+    for (const char *p = text;; ++p) {
+      if (*p == '\n' || *p == '\0') {
+        full_report_text += prefix + line + "\n";
+        prefix = std::string(12, ' ');
+        line.clear();
+        if (!*p) break;
+      } else {
+        line += *p;
+      }
+    }
+  }
+  return full_report_text;
+}
+
 void Context::autoload(const ctn_context_options &opts) {
   std::vector<std::string> dirs_or_files;
   for (auto &p : split(opts.plugin_path, ':')) dirs_or_files.push_back(p);
   for (auto &p : split(std::getenv("CHUTNEY_PLUGIN_PATH"), ':')) dirs_or_files.push_back(p);
   if (!(opts.flags & CTN_CONTEXT_NO_AUTOLOAD)) {
     dirs_or_files.push_back(CTN_PLUGIN_INSTALL_DIR);
+    if (std::string beside = plugins_beside_library(); !beside.empty() && real(beside) != real(CTN_PLUGIN_INSTALL_DIR))
+      dirs_or_files.push_back(beside);
     for (const char *sub : {"/backends", "/plugins"}) {
+      if (!running_from_build_tree()) break;
       std::string root = std::string(CTN_BUILD_ROOT) + sub;
       DIR *d = opendir(root.c_str());
       if (!d) continue;

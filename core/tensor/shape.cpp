@@ -13,6 +13,14 @@ Shape Shape::from(uint32_t ndim, const int64_t *dims) {
     if (dims[i] < 0) fail(CTN_ERR_SHAPE, "dimension %u is negative (%lld)", i, static_cast<long long>(dims[i]));
     s.d[i] = dims[i];
   }
+  // Element counts are int64 everywhere (numel, strides, offsets): a shape past that is an error
+  // here rather than a wrapped count later.
+  bool empty = false;
+  for (uint32_t i = 0; i < ndim; ++i) empty = empty || s.d[i] == 0;
+  int64_t n = 1;
+  for (uint32_t i = 0; i < ndim && !empty; ++i)
+    if (__builtin_mul_overflow(n, s.d[i], &n))
+      fail(CTN_ERR_SHAPE, "shape %s has more than 2^63 elements", shape_str(s).c_str());
   return s;
 }
 

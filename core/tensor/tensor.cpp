@@ -7,6 +7,29 @@
 
 namespace ctn {
 
+size_t checked_buffer_bytes(uint64_t bytes, const char *what) {
+  if (bytes > kMaxBufferBytes)
+    fail(CTN_ERR_OUT_OF_MEMORY,
+         "%s needs %llu bytes, more than one buffer can hold in this %d-bit build (at most %llu "
+         "bytes)",
+         what, static_cast<unsigned long long>(bytes), static_cast<int>(8 * sizeof(void *)),
+         static_cast<unsigned long long>(kMaxBufferBytes));
+  return static_cast<size_t>(bytes);
+}
+
+size_t checked_tensor_bytes(int32_t dtype, const Shape &shape) {
+  uint64_t bytes = dtype_size(dtype);
+  bool overflow = false;
+  for (uint32_t i = 0; i < shape.ndim; ++i) {
+    if (shape.d[i] == 0) return 0;
+    overflow = overflow || __builtin_mul_overflow(bytes, static_cast<uint64_t>(shape.d[i]), &bytes);
+  }
+  std::string what = format("a %s tensor of shape %s", dtype_name(dtype), shape_str(shape).c_str());
+  if (overflow)
+    fail(CTN_ERR_OUT_OF_MEMORY, "%s needs more than 2^64 bytes", what.c_str());
+  return checked_buffer_bytes(bytes, what.c_str());
+}
+
 Storage::Storage(size_t nbytes) : bytes(nbytes) {
   size_t rounded = (nbytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
@@ -23,7 +46,7 @@ Tensor Tensor::empty(int32_t dtype, const Shape &shape) {
   t.dtype = dtype;
   t.shape = shape;
   contiguous_strides(shape, t.strides);
-  t.storage = std::make_shared<Storage>(static_cast<size_t>(shape.numel()) * dtype_size(dtype));
+  t.storage = std::make_shared<Storage>(checked_tensor_bytes(dtype, shape));
   return t;
 }
 

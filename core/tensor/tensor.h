@@ -4,9 +4,21 @@
 
 #include "tensor/shape.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace ctn {
+
+// The largest single host buffer: PTRDIFF_MAX (2 GiB - 1 on 32-bit targets such as armhf, where
+// pointer differences and malloc stop there).
+constexpr uint64_t kMaxBufferBytes = static_cast<uint64_t>(PTRDIFF_MAX);
+
+// `bytes` when one buffer can hold it; else CTN_ERR_OUT_OF_MEMORY naming `what`, the size and this
+// build's limit (a 32-bit build refuses what a 64-bit one would allocate, instead of wrapping).
+size_t checked_buffer_bytes(uint64_t bytes, const char *what);
+// Bytes of a dense `dtype` tensor of `shape`, checked the same way (and against overflow).
+size_t checked_tensor_bytes(int32_t dtype, const Shape &shape);
 
 struct Storage {
   void *data = nullptr;

@@ -35,6 +35,14 @@ TEST(ConformanceSetup, ContextAndPlugins) {
   }
   EXPECT_TRUE(has_cpu) << "no cpu backend was loaded";
   EXPECT_TRUE(has_vendor) << "no backend came from " << vendor;
+  // Runs that force or expect a CPU kernel variant (the scalar path, NEON on 32-bit ARM) name it
+  // here, so a run that silently took another path fails instead of passing.
+  if (const char *want = std::getenv("CTN_CONFORMANCE_EXPECT_CPU"); want && *want) {
+    const BackendEntry *cpu = find_backend("cpu");
+    ASSERT_NE(cpu, nullptr);
+    EXPECT_NE(cpu->description.find(want), std::string::npos)
+        << "CTN_CONFORMANCE_EXPECT_CPU='" << want << "' but the cpu backend is: " << cpu->description;
+  }
 }
 
 // ---- forward ---------------------------------------------------------------------------------------

@@ -61,10 +61,19 @@ run no-command 2
 run version 0 version && contains version out "ABI"
 
 # --- plugins ----------------------------------------------------------------------------------
-if run plugins 0 plugins --explain; then
+if CHUTNEY_CACHE_DIR="$TMP/cache" run plugins 0 plugins --explain; then
   contains plugins out "ctn-cpu.so"
   contains plugins out "loaded"
   contains plugins out "cpu"
+  # Each available GPU backend explains its placement policy: measured (here, as the cache is
+  # empty) and decided per op class.
+  for dev in opencl vulkan; do
+    if grep -Eq "^  $dev +available" "$TMP/plugins.out"; then
+      contains plugins out "placement   $dev: auto, measured now in"
+      contains plugins out "  gemm: "
+      contains plugins out "  elementwise: "
+    fi
+  done
 fi
 
 # --- data errors name the package --------------------------------------------------------------

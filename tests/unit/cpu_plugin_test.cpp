@@ -24,6 +24,10 @@
 #include <random>
 #include <string>
 #include <vector>
+#if defined(__arm__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 #ifndef CTN_CPU_PLUGIN_PATH
 #define CTN_CPU_PLUGIN_PATH "ctn-cpu.so"
@@ -260,7 +264,7 @@ TEST_F(CpuPlugin, GemmOwnAndOpenBLASMatchNaive) {
   std::vector<std::string> gemms = {"own"};
   if (has_openblas()) gemms.push_back("openblas");
   std::vector<std::string> isas;
-  for (const char *isa : {"avx512", "avx2", "generic"})
+  for (const char *isa : {"avx512", "avx2", "neon", "generic"})
     if (d_->set_option(be_, "gemm_isa", isa) == CTN_OK) isas.push_back(isa);
   ASSERT_FALSE(isas.empty());
   auto runner = [this](const char *op, std::vector<ctn_tensor_desc> in, ctn_tensor_desc out,
@@ -279,6 +283,22 @@ TEST_F(CpuPlugin, GemmOwnAndOpenBLASMatchNaive) {
         }
       }
 }
+
+#if defined(__arm__)
+// 32-bit ARM: the NEON kernels exactly when the kernel reports NEON (qemu -cpu cortex-a7: yes;
+// cortex-r5f: no), and asking for NEON on a core without it is refused, never a SIGILL.
+TEST_F(CpuPlugin, Arm32DispatchFollowsHwcap) {
+  auto isa_name = reinterpret_cast<const char *(*)(void *)>(d_->get_proc_address(be_, "ctn_cpu_gemm_isa"));
+  ASSERT_NE(isa_name, nullptr);
+  const bool neon = (getauxval(AT_HWCAP) & HWCAP_NEON) != 0;
+  if (!std::getenv("CHUTNEY_CPU_ISA")) {
+    EXPECT_STREQ(isa_name(be_), neon ? "neon" : "generic");
+  }
+  EXPECT_EQ(d_->set_option(be_, "gemm_isa", "neon"), neon ? CTN_OK : CTN_ERR_INVALID_ARGUMENT) << g_error;
+  EXPECT_EQ(d_->set_option(be_, "gemm_isa", "generic"), CTN_OK) << g_error;
+  EXPECT_STREQ(isa_name(be_), "generic");
+}
+#endif
 
 TEST_F(CpuPlugin, MatmulBiasActivation) {
   auto a = randn(7 * 9, 3), b = randn(9 * 5, 4), bias = randn(5, 5);

@@ -65,6 +65,15 @@ int run_plugins(const ParsedArgs &args) {
     std::printf("no usable backend: run `chutney plugins --explain` to see why\n");
   }
   if (args.flag("explain")) {
+    // Device backends with an "auto" placement policy (opencl, vulkan) load it from their cache
+    // or measure it now, so that the report says what was measured and decided. Backends
+    // without a policy reject the key, which is fine.
+    for (uint32_t i = 0; i < count; ++i) {
+      ctn_backend_info info{};
+      info.struct_size = sizeof info;
+      if (ctn_context_backend_info(ctx.get(), i, &info) == CTN_OK && info.available && info.name)
+        (void)ctn_context_set_option(ctx.get(), info.name, "policy", "prepare");
+    }
     const char *report = nullptr;
     check(ctn_context_plugin_report(ctx.get(), &report), "ctn_context_plugin_report");
     std::printf("\nplugin search report:\n");
@@ -100,7 +109,9 @@ const CommandSpec &plugins_command() {
       "Plugins are searched in --path, CHUTNEY_PLUGIN_PATH, the install directory and the\n"
       "build tree (files named ctn-*.so).\n",
       {
-          {"explain", nullptr, "print every plugin candidate and why it was loaded or rejected"},
+          {"explain", nullptr,
+           "print every plugin candidate and why it was loaded or rejected, and what the GPU "
+           "backends' placement policy measured and decided"},
           {"path", "DIR", "search DIR first (':'-separated directories or files)"},
       },
       run_plugins};

@@ -1,9 +1,5 @@
 #!/usr/bin/env bash
-# Stage (cross): aarch64 build, unit and conformance suites under qemu.
+# Stage (cross): aarch64 build (core, cpu, swish, CLI, OpenCL and Vulkan plugins), unit and
+# conformance suites under qemu as a Cortex-A53, the board package and its checks.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-dir=${CROSS_BUILD_DIR:-build-aarch64}
-rm -f "$dir/meson-logs/testlog.json"
-rc=0
-CROSS_BUILD_DIR=$dir bash tools/cross/test-aarch64.sh || rc=$?
-record_meson "$dir"
-exit "$rc"
+run_cross_stage aarch64

@@ -22,3 +22,18 @@ record() {
   [[ -s "$STAGE_RESULT" ]] && read -r o f s <"$STAGE_RESULT"
   echo "$((o + $1)) $((f + $2)) $((s + $3))" >"$STAGE_RESULT"
 }
+
+# run_cross_stage TARGET: tools/cross/test-cross.sh TARGET, counting its meson tests and the
+# board package checks (lines "PASS ..." / "FAIL ..." of tools/cross/check-package.sh).
+run_cross_stage() {
+  local target=$1 dir=${CROSS_BUILD_DIR:-build-$1} log rc=0 pass fail
+  log=$(mktemp)
+  rm -f "$dir/meson-logs/testlog.json"
+  CROSS_BUILD_DIR=$dir bash tools/cross/test-cross.sh "$target" 2>&1 | tee "$log" || rc=$?
+  record_meson "$dir"
+  pass=$(grep -c "^PASS $target package:" "$log" || true)
+  fail=$(grep -c "^FAIL $target package:" "$log" || true)
+  record "$pass" "$fail" 0
+  rm -f "$log"
+  return "$rc"
+}
