@@ -104,6 +104,13 @@ CTN_API ctn_status ctn_onnx_model_op_type(const ctn_onnx_model *model, uint32_t 
 CTN_API ctn_status ctn_onnx_model_version(const ctn_onnx_model *model, int64_t *out_opset,
                                           int64_t *out_ir_version);
 
+/* Reads a serialized TensorProto file (the input_N.pb / output_N.pb files of ONNX's backend
+ * test cases) into a new tensor. *out_name (may be NULL) receives the tensor's name in a
+ * thread-local buffer valid until the next call on this thread. Errors: CTN_ERR_IO,
+ * CTN_ERR_CORRUPT (malformed protobuf, data that does not match the shape), CTN_ERR_UNSUPPORTED
+ * (a dtype chutney lacks, named). since 1.2 */
+CTN_API ctn_status ctn_onnx_tensor_load(const char *path, ctn_tensor **out, const char **out_name);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

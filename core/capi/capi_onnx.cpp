@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 struct ctn_onnx_model {
@@ -114,6 +116,23 @@ CTN_API ctn_status ctn_onnx_model_version(const ctn_onnx_model *model, int64_t *
     if (!model) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_onnx_model_version: model is NULL");
     if (out_opset) *out_opset = model->info.opset;
     if (out_ir_version) *out_ir_version = model->info.ir_version;
+  });
+}
+
+CTN_API ctn_status ctn_onnx_tensor_load(const char *path, ctn_tensor **out, const char **out_name) {
+  return wall([&] {
+    if (!path || !out) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_onnx_tensor_load: %s is NULL", path ? "out" : "path");
+    std::ifstream f(path, std::ios::binary);
+    if (!f) fail(CTN_ERR_IO, "ctn_onnx_tensor_load: cannot open %s", path);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    onnx::TensorP tp = onnx::parse_tensor(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), path);
+    std::string dir = path;
+    dir = dir.find('/') == std::string::npos ? "." : dir.substr(0, dir.rfind('/'));
+    Tensor t = onnx::tensor_from_proto(tp, dir, path);
+    thread_local std::string name;
+    name = std::string(tp.name);
+    *out = new ctn_tensor(std::move(t));
+    if (out_name) *out_name = name.c_str();
   });
 }
 
