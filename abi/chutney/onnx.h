@@ -11,7 +11,7 @@
  * ops. Shapes are static: a symbolic dimension of a graph input must be given through
  * ctn_onnx_options.inputs. Parts of the graph that depend only on constants are evaluated at
  * import time (shape computations, folded constants). docs/ONNX.md lists the supported ops,
- * opsets (7 to 25; 13 and newer are what the suite tests) and dtypes (float, double, int32,
+ * opsets (7 to 28; 13 and newer are what the suite tests) and dtypes (float, double, int32,
  * int64, uint8, bool).
  */
 #ifndef CHUTNEY_ONNX_H

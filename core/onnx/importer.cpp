@@ -150,7 +150,7 @@ int32_t NodeCtx::axis(int64_t a, uint32_t ndim) const {
 }
 
 const OpEntry *find_converter(std::string_view op_type) {
-  for (auto table : {math_ops(), tensor_ops(), nn_ops()})
+  for (auto table : {math_ops(), tensor_ops(), nn_ops(), resize_ops()})
     for (const OpEntry &e : table)
       if (op_type == e.op_type) return &e;
   return nullptr;
@@ -333,7 +333,9 @@ class Importer {
              inits.count(s.name) ? " (it is an initializer)" : "");
     }
     if (opts_.inspect_only) return info_;
-    if (info_.opset < kMinOpset || info_.opset > kMaxOpset)
+    // A model with no default-domain opset has no default-domain node to convert (a node of
+    // another domain is refused by name below).
+    if (info_.opset != 0 && (info_.opset < kMinOpset || info_.opset > kMaxOpset))
       fail(CTN_ERR_UNSUPPORTED, "%s: default-domain opset %lld is not supported (chutney imports opsets %lld to %lld)",
            path_.c_str(), static_cast<long long>(info_.opset), static_cast<long long>(kMinOpset),
            static_cast<long long>(kMaxOpset));

@@ -19,7 +19,7 @@ namespace ctn::onnx {
 // split, min/max...) are read in either form, so opsets 7..12 mostly work; 13 and newer are
 // what the backend suite checks.
 constexpr int64_t kMinOpset = 7;
-constexpr int64_t kMaxOpset = 25;
+constexpr int64_t kMaxOpset = 28;
 
 struct InputSpec {
   std::string name;
@@ -111,7 +111,8 @@ struct OpEntry {
 };
 std::span<const OpEntry> math_ops();    // ops_math.cpp: elementwise, reductions
 std::span<const OpEntry> tensor_ops();  // ops_tensor.cpp: shape and indexing ops
-std::span<const OpEntry> nn_ops();      // ops_nn.cpp: conv, pooling, norms, matmul, recurrent
+std::span<const OpEntry> nn_ops();      // ops_nn.cpp: conv, pooling, norms, matmul, losses, recurrent
+std::span<const OpEntry> resize_ops();  // ops_resize.cpp: Resize, Upsample
 const OpEntry *find_converter(std::string_view op_type);
 
 }  // namespace ctn::onnx

@@ -59,7 +59,10 @@ ctn_node reduce(Graph &g, const char *op, ctn_node x, uint64_t mask, bool keep) 
 }
 
 ctn_node reduce_min(Graph &g, ctn_node x, uint64_t mask, bool keep) {
-  return unary(g, CTN_OP_NEG, reduce(g, CTN_OP_MAX, unary(g, CTN_OP_NEG, x), mask, keep));
+  const int32_t dt = g.info(x).dtype;
+  const int32_t wt = dtype_is_float(dt) ? dt : CTN_F64;  // negating a bool or uint8 must not wrap
+  ctn_node m = reduce(g, CTN_OP_MAX, g.op1(CTN_OP_NEG, cast(g, x, wt)), mask, keep);
+  return cast(g, g.op1(CTN_OP_NEG, m), dt);
 }
 
 ctn_node reshape(Graph &g, ctn_node x, const Shape &s) {

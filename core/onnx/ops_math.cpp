@@ -247,34 +247,74 @@ ctn_node reduce_to(NodeCtx &c, const Reduction &r, const char *op, ctn_node x) {
   return r.noop ? x : reduce(c.g, op, x, r.mask, r.keep);
 }
 
-void reduce_sum(NodeCtx &c) { Reduction r = reduction(c); out1(c, reduce_to(c, r, CTN_OP_SUM, c.in(0))); }
-void reduce_mean(NodeCtx &c) { Reduction r = reduction(c); out1(c, reduce_to(c, r, CTN_OP_MEAN, c.in(0))); }
-void reduce_max(NodeCtx &c) { Reduction r = reduction(c); out1(c, reduce_to(c, r, CTN_OP_MAX, c.in(0))); }
+// A reduction over an empty axis is its identity (0 for sums, -inf for max...), which chutney's
+// reductions do not all define: such a node is a constant of the reduced shape.
+bool empty_reduction(NodeCtx &c, const Reduction &r, double identity) {
+  const Shape s = c.shape(0);
+  bool empty = false;
+  Shape out;
+  for (uint32_t k = 0; k < s.ndim; ++k) {
+    const bool red = (r.mask >> k) & 1;
+    empty = empty || (red && s[k] == 0);
+    if (!red) out[out.ndim++] = s[k];
+    else if (r.keep) out[out.ndim++] = 1;
+  }
+  if (!empty || r.noop) return false;
+  ctn_attrs a{};
+  for (uint32_t k = 0; k < out.ndim; ++k) a.i[a.ni++] = out[k];
+  const int32_t dt = c.dtype(0);
+  ctn_node v = dtype_is_float(dt) ? c.g.add_scalar(dt, identity) : cast(c.g, c.g.add_scalar(CTN_F64, identity), dt);
+  out1(c, c.g.op1(CTN_OP_BROADCAST_TO, v, &a));
+  return true;
+}
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+void reduce_sum(NodeCtx &c) {
+  Reduction r = reduction(c);
+  if (empty_reduction(c, r, 0)) return;
+  out1(c, reduce_to(c, r, CTN_OP_SUM, c.in(0)));
+}
+void reduce_mean(NodeCtx &c) {
+  Reduction r = reduction(c);
+  if (empty_reduction(c, r, std::numeric_limits<double>::quiet_NaN())) return;
+  out1(c, reduce_to(c, r, CTN_OP_MEAN, c.in(0)));
+}
+void reduce_max(NodeCtx &c) {
+  Reduction r = reduction(c);
+  if (empty_reduction(c, r, -kInf)) return;
+  out1(c, reduce_to(c, r, CTN_OP_MAX, c.in(0)));
+}
 void reduce_min_(NodeCtx &c) {
   Reduction r = reduction(c);
+  if (empty_reduction(c, r, kInf)) return;
   out1(c, r.noop ? c.in(0) : reduce_min(c.g, c.in(0), r.mask, r.keep));
 }
 void reduce_l1(NodeCtx &c) {
   Reduction r = reduction(c);
+  if (empty_reduction(c, r, 0)) return;
   out1(c, r.noop ? c.in(0) : reduce_to(c, r, CTN_OP_SUM, unary(c.g, CTN_OP_ABS, c.in(0))));
 }
 void reduce_sum_square(NodeCtx &c) {
   Reduction r = reduction(c);
+  if (empty_reduction(c, r, 0)) return;
   ctn_node x = c.in(0);
   out1(c, r.noop ? x : reduce_to(c, r, CTN_OP_SUM, binary(c.g, CTN_OP_MUL, x, x)));
 }
 void reduce_l2(NodeCtx &c) {
   Reduction r = reduction(c);
+  if (empty_reduction(c, r, 0)) return;
   ctn_node x = c.in(0);
   if (r.noop) return out1(c, x);
   out1(c, unary(c.g, CTN_OP_SQRT, reduce_to(c, r, CTN_OP_SUM, binary(c.g, CTN_OP_MUL, x, x))));
 }
 void reduce_log_sum(NodeCtx &c) {
   Reduction r = reduction(c);
+  if (empty_reduction(c, r, -kInf)) return;
   out1(c, r.noop ? c.in(0) : unary(c.g, CTN_OP_LOG, reduce_to(c, r, CTN_OP_SUM, c.in(0))));
 }
 void reduce_log_sum_exp(NodeCtx &c) {
   Reduction r = reduction(c);
+  if (empty_reduction(c, r, -kInf)) return;
   Graph &g = c.g;
   ctn_node x = c.in(0);
   if (r.noop) return out1(c, x);
@@ -288,6 +328,7 @@ void reduce_log_sum_exp(NodeCtx &c) {
 void reduce_prod(NodeCtx &c) {
   // prod = (-1)^(negatives) exp(sum log|x|), and 0 when any element is 0.
   Reduction r = reduction(c);
+  if (empty_reduction(c, r, 1)) return;
   Graph &g = c.g;
   if (r.noop) return out1(c, c.in(0));
   const int32_t dt = c.dtype(0);
@@ -385,7 +426,40 @@ void softmax_like(NodeCtx &c, const char *op) {
 void softmax(NodeCtx &c) { softmax_like(c, CTN_OP_SOFTMAX); }
 void log_softmax(NodeCtx &c) { softmax_like(c, CTN_OP_LOG_SOFTMAX); }
 
+void hardmax(NodeCtx &c) {
+  Graph &g = c.g;
+  ctn_node x = need_floating(c, 0);
+  const Shape s = c.shape(0);
+  if (s.ndim == 0) c.invalid("the input must be at least 1-d");
+  if (c.opset < 13) c.unsupported("opset %lld's 2-d coercion", static_cast<long long>(c.opset));
+  const int32_t ax = c.axis(c.attr_i("axis", -1), s.ndim);
+  const int64_t n = s[static_cast<uint32_t>(ax)];
+  std::vector<double> ramp;
+  for (int64_t k = 0; k < n; ++k) ramp.push_back(static_cast<double>(k));
+  Shape rs;
+  rs.ndim = s.ndim;
+  for (uint32_t k = 0; k < s.ndim; ++k) rs[k] = static_cast<int32_t>(k) == ax ? n : 1;
+  ctn_node idx = const_f(g, g.info(x).dtype, ramp, rs);
+  ctn_node hit = g.op2(CTN_OP_EQ, x, reduce(g, CTN_OP_MAX, x, 1ull << ax, true));
+  ctn_node first = reduce_min(g, where3(g, hit, idx, scalar_like(g, x, static_cast<double>(n))), 1ull << ax, true);
+  out1(c, cast(g, g.op2(CTN_OP_EQ, idx, first), g.info(x).dtype));
+}
+
+void shrink(NodeCtx &c) {
+  Graph &g = c.g;
+  const int32_t dt = c.dtype(0);
+  ctn_node x = cast(g, c.in(0), CTN_F64);
+  const double lambd = c.attr_f("lambd", 0.5), bias = c.attr_f("bias", 0.0);
+  ctn_node zero = g.add_scalar(CTN_F64, 0);
+  ctn_node lo = g.op2(CTN_OP_LT, x, g.add_scalar(CTN_F64, -lambd)), hi = g.op2(CTN_OP_GT, x, g.add_scalar(CTN_F64, lambd));
+  ctn_node y = where3(g, hi, g.op2(CTN_OP_SUB, x, g.add_scalar(CTN_F64, bias)), zero);
+  y = where3(g, lo, g.op2(CTN_OP_ADD, x, g.add_scalar(CTN_F64, bias)), y);
+  out1(c, cast(g, y, dt));
+}
+
 const OpEntry kMath[] = {
+    {"Hardmax", hardmax},
+    {"Shrink", shrink},
     {"Abs", unary_any<kAbs>},
     {"Neg", unary_any<kNeg>},
     {"Relu", unary_any<kRelu>},

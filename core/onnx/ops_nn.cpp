@@ -195,7 +195,9 @@ void pool(NodeCtx &c, bool is_max) {
   Graph &g = c.g;
   const uint32_t nsp = spatial_dims(c);
   const Shape xs = c.shape(0);
-  if (!dtype_is_float(c.dtype(0))) c.unsupported("dtype %s (float and double only)", dtype_name(c.dtype(0)));
+  const int32_t in_dt = c.dtype(0);
+  if (!dtype_is_float(in_dt) && !(is_max && (in_dt == CTN_U8 || in_dt == CTN_I32)))
+    c.unsupported("dtype %s (float and double; uint8 and int32 for MaxPool)", dtype_name(in_dt));
   std::vector<int64_t> ks = c.attr_ints("kernel_shape");
   if (ks.size() != nsp) c.invalid("kernel_shape must have %u entries", nsp);
   Window w = window(c, ks.data(), &xs.d[2], nsp, false);
@@ -204,7 +206,7 @@ void pool(NodeCtx &c, bool is_max) {
   if (is_max && c.attr_i("storage_order", 0) != 0) c.unsupported("storage_order 1");
   if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) c.unsupported("the Indices output");
   const bool include_pad = !is_max && c.attr_i("count_include_pad", 0) != 0;
-  ctn_node x = to4d(g, c.in(0));
+  ctn_node x = to4d(g, cast(g, c.in(0), dtype_is_float(in_dt) ? in_dt : CTN_F64));  // max of ints is exact in f64
   const Shape s4 = g.info(x).shape;
   const int64_t in[2] = {s4[2], s4[3]};
   int64_t extra[2];
@@ -246,7 +248,7 @@ void pool(NodeCtx &c, bool is_max) {
     ctn_node count = g.op1(CTN_OP_AVG_POOL2D, g.add_constant(m), &a);
     y = g.op2(CTN_OP_DIV, g.op1(CTN_OP_AVG_POOL2D, xp, &a), count);
   }
-  out1(c, from4d(g, y, w.one_d));
+  out1(c, cast(g, from4d(g, y, w.one_d), in_dt));
 }
 void max_pool(NodeCtx &c) { pool(c, true); }
 void avg_pool(NodeCtx &c) { pool(c, false); }
@@ -411,6 +413,104 @@ void dropout(NodeCtx &c) {
   }
 }
 
+
+// ---- losses ----------------------------------------------------------------------------------------
+// NegativeLogLikelihoodLoss on log-probabilities [N, C, d...] and targets [N, d...]: the class
+// entry is picked with a one-hot mask (targets are data, not constants), weighted, reduced.
+ctn_node nll(NodeCtx &c, ctn_node logp, ctn_node target, ctn_node weight) {
+  Graph &g = c.g;
+  const Shape s = g.info(logp).shape, ts = g.info(target).shape;
+  const int32_t dt = g.info(logp).dtype;
+  if (s.ndim < 2 || ts.ndim != s.ndim - 1) c.invalid("input must be [N, C, ...] and target [N, ...]");
+  const std::string red = c.attr_s("reduction", "mean");
+  if (red != "none" && red != "sum" && red != "mean") c.unsupported("reduction '%s'", red.c_str());
+  const int64_t C = s[1];
+  Shape us, rs;
+  us.ndim = rs.ndim = s.ndim;
+  for (uint32_t k = 0; k < s.ndim; ++k) {
+    us[k] = k == 0 ? ts[0] : k == 1 ? 1 : ts[k - 1];
+    rs[k] = k == 1 ? C : 1;
+  }
+  std::vector<double> ramp;
+  for (int64_t k = 0; k < C; ++k) ramp.push_back(static_cast<double>(k));
+  ctn_node t64 = cast(g, target, CTN_F64);
+  ctn_node onehot = cast(g, g.op2(CTN_OP_EQ, reshape(g, t64, us), const_f(g, CTN_F64, ramp, rs)), dt);
+  ctn_node picked = reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, logp, onehot), 2, false);
+  ctn_node w = onehot;
+  if (weight != CTN_NODE_NONE) w = g.op2(CTN_OP_MUL, onehot, reshape(g, weight, rs));
+  w = reduce(g, CTN_OP_SUM, w, 2, false);
+  if (c.has_attr("ignore_index")) {
+    ctn_node keep = g.op2(CTN_OP_NE, t64, g.add_scalar(CTN_F64, static_cast<double>(c.attr_i("ignore_index", 0))));
+    w = g.op2(CTN_OP_MUL, w, cast(g, keep, dt));
+  }
+  ctn_node loss = g.op1(CTN_OP_NEG, g.op2(CTN_OP_MUL, picked, w));
+  if (red == "none") return loss;
+  ctn_node total = reduce(g, CTN_OP_SUM, loss, 0, false);
+  if (red == "sum") return total;
+  return g.op2(CTN_OP_DIV, total, reduce(g, CTN_OP_SUM, w, 0, false));
+}
+
+void nll_loss(NodeCtx &c) { out1(c, nll(c, c.in(0), c.in(1), c.has(2) ? c.in(2) : CTN_NODE_NONE)); }
+
+void softmax_cross_entropy(NodeCtx &c) {
+  ctn_attrs a = attrs_i({1});
+  if (c.shape(0).ndim < 2) c.invalid("scores must be [N, C, ...]");
+  ctn_node logp = c.g.op1(CTN_OP_LOG_SOFTMAX, c.in(0), &a);
+  c.outs = {nll(c, logp, c.in(1), c.has(2) ? c.in(2) : CTN_NODE_NONE), logp};
+}
+
+// ---- more normalisations -------------------------------------------------------------------------
+uint64_t tail_mask(uint32_t from, uint32_t nd) {
+  uint64_t m = 0;
+  for (uint32_t k = from; k < nd; ++k) m |= 1ull << k;
+  return m;
+}
+
+void rms_norm(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  const int32_t ax = c.axis(c.attr_i("axis", -1), s.ndim);
+  c.ignore("stash_type");
+  ctn_node x = c.in(0);
+  ctn_node ms = reduce(g, CTN_OP_MEAN, g.op2(CTN_OP_MUL, x, x), tail_mask(static_cast<uint32_t>(ax), s.ndim), true);
+  ctn_node r = g.op1(CTN_OP_SQRT, g.op2(CTN_OP_ADD, ms, scalar_like(g, x, c.attr_f("epsilon", 1e-5))));
+  out1(c, g.op2(CTN_OP_MUL, g.op2(CTN_OP_DIV, x, r), c.in(1)));
+}
+
+void group_norm(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  const int64_t G = c.attr_i("num_groups", 0);
+  c.ignore("stash_type");
+  if (s.ndim < 3 || G < 1 || s[1] % G) c.invalid("needs [N, C, ...] with C divisible by num_groups");
+  const int64_t N = s[0], C = s[1], rest = s.numel() / (N * C);
+  ctn_node x = reshape(g, c.in(0), shape_of({N, G, C / G * rest}));
+  ctn_node mean, var;
+  moments(g, x, 4, &mean, &var);
+  ctn_node r = g.op1(CTN_OP_SQRT, g.op2(CTN_OP_ADD, var, scalar_like(g, x, c.attr_f("epsilon", 1e-5))));
+  ctn_node y = reshape(g, g.op2(CTN_OP_DIV, g.op2(CTN_OP_SUB, x, mean), r), s);
+  ctn_node sc = c.in(1), b = c.in(2);
+  if (c.shape(1).numel() == G && G != C) {  // opset 18: one scale and bias per group
+    ctn_attrs a = attrs_i({G, C / G});
+    sc = reshape(g, g.op1(CTN_OP_BROADCAST_TO, reshape(g, sc, shape_of({G, 1})), &a), shape_of({C}));
+    b = reshape(g, g.op1(CTN_OP_BROADCAST_TO, reshape(g, b, shape_of({G, 1})), &a), shape_of({C}));
+  }
+  y = g.op2(CTN_OP_MUL, y, per_channel(g, sc, s.ndim));
+  out1(c, g.op2(CTN_OP_ADD, y, per_channel(g, b, s.ndim)));
+}
+
+void lp_norm(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  const int32_t ax = c.axis(c.attr_i("axis", -1), s.ndim);
+  const int64_t p = c.attr_i("p", 2);
+  ctn_node x = c.in(0);
+  if (p != 1 && p != 2) c.unsupported("p = %lld", static_cast<long long>(p));
+  ctn_node n = p == 1 ? reduce(g, CTN_OP_SUM, g.op1(CTN_OP_ABS, x), 1ull << ax, true)
+                      : g.op1(CTN_OP_SQRT, reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, x, x), 1ull << ax, true));
+  out1(c, g.op2(CTN_OP_DIV, x, n));
+}
+
 }  // namespace
 
 void convert_lstm(NodeCtx &c);
@@ -433,6 +533,11 @@ const OpEntry kNn[] = {
     {"MeanVarianceNormalization", mean_variance_norm},
     {"LRN", lrn},
     {"Dropout", dropout},
+    {"NegativeLogLikelihoodLoss", nll_loss},
+    {"SoftmaxCrossEntropyLoss", softmax_cross_entropy},
+    {"RMSNormalization", rms_norm},
+    {"GroupNormalization", group_norm},
+    {"LpNormalization", lp_norm},
     {"LSTM", convert_lstm},
     {"GRU", convert_gru},
     {"RNN", convert_rnn},

@@ -247,6 +247,35 @@ void gather_elements(NodeCtx &c) {
   out1(c, take(g, reshape(g, c.in(0), Shape::from(1, &total)), cast(g, flat, CTN_I64), 0));
 }
 
+void gather_nd(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0), is = c.shape(1);
+  if (c.attr_i("batch_dims", 0) != 0) c.unsupported("batch_dims other than 0");
+  if (is.ndim == 0) c.invalid("indices must be at least 1-d");
+  const int64_t k = is[is.ndim - 1];
+  if (k < 1 || k > static_cast<int64_t>(s.ndim)) c.invalid("the last dim of indices (%lld) exceeds the data's rank", static_cast<long long>(k));
+  // Flat row index into data viewed as [prod(shape[:k]), shape[k:]...].
+  std::vector<double> stride(static_cast<size_t>(k)), dims(static_cast<size_t>(k));
+  double st = 1;
+  for (int64_t j = k - 1; j >= 0; --j) {
+    stride[static_cast<size_t>(j)] = st;
+    dims[static_cast<size_t>(j)] = static_cast<double>(s[static_cast<uint32_t>(j)]);
+    st *= dims[static_cast<size_t>(j)];
+  }
+  Shape ks;
+  ks.ndim = is.ndim;
+  for (uint32_t d = 0; d + 1 < is.ndim; ++d) ks[d] = 1;
+  ks[is.ndim - 1] = k;
+  ctn_node idx = cast(g, c.in(1), CTN_F64);
+  ctn_node neg = cast(g, g.op2(CTN_OP_LT, idx, g.add_scalar(CTN_F64, 0)), CTN_F64);
+  idx = g.op2(CTN_OP_ADD, idx, g.op2(CTN_OP_MUL, neg, const_f(g, CTN_F64, dims, ks)));
+  ctn_node flat = reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, idx, const_f(g, CTN_F64, stride, ks)), 1ull << (is.ndim - 1), false);
+  Shape ds;
+  ds[ds.ndim++] = static_cast<int64_t>(st);
+  for (uint32_t d = static_cast<uint32_t>(k); d < s.ndim; ++d) ds[ds.ndim++] = s[d];
+  out1(c, take(g, reshape(g, c.in(0), ds), cast(g, flat, CTN_I64), 0));
+}
+
 void expand(NodeCtx &c) {
   const Shape s = c.shape(0);
   Shape t = to_shape(c, c.ints(1, "shape"), "shape"), r;
@@ -457,6 +486,7 @@ const OpEntry kTensor[] = {
     {"Slice", slice_},
     {"Gather", gather},
     {"GatherElements", gather_elements},
+    {"GatherND", gather_nd},
     {"Expand", expand},
     {"Tile", tile},
     {"Pad", pad},
