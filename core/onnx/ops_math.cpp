@@ -144,7 +144,6 @@ void mod(NodeCtx &c) {
   Graph &g = c.g;
   const bool fmod = c.attr_i("fmod", 0) != 0;
   const int32_t dt = c.dtype(0);
-  if (!fmod && dtype_is_float(dt)) c.invalid("fmod must be 1 for floating inputs");
   ctn_node a = cast(g, c.in(0), CTN_F64), b = cast(g, c.in(1), CTN_F64);
   ctn_node q = g.op2(CTN_OP_DIV, a, b);
   ctn_node qi = fmod ? cast(g, cast(g, q, CTN_I64), CTN_F64) : floor(g, q);
@@ -263,6 +262,7 @@ bool empty_reduction(NodeCtx &c, const Reduction &r, double identity) {
   ctn_attrs a{};
   for (uint32_t k = 0; k < out.ndim; ++k) a.i[a.ni++] = out[k];
   const int32_t dt = c.dtype(0);
+  if (dt == CTN_BOOL) identity = identity > 0 ? 1 : 0;  // max of nothing is false, min true
   ctn_node v = dtype_is_float(dt) ? c.g.add_scalar(dt, identity) : cast(c.g, c.g.add_scalar(CTN_F64, identity), dt);
   out1(c, c.g.op1(CTN_OP_BROADCAST_TO, v, &a));
   return true;

@@ -508,7 +508,10 @@ void lp_norm(NodeCtx &c) {
   if (p != 1 && p != 2) c.unsupported("p = %lld", static_cast<long long>(p));
   ctn_node n = p == 1 ? reduce(g, CTN_OP_SUM, g.op1(CTN_OP_ABS, x), 1ull << ax, true)
                       : g.op1(CTN_OP_SQRT, reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, x, x), 1ull << ax, true));
-  out1(c, g.op2(CTN_OP_DIV, x, n));
+  // A zero norm leaves the zero vector as it is (ONNX's reference), not 0/0.
+  ctn_node zero = g.op2(CTN_OP_EQ, n, scalar_like(g, n, 0));
+  ctn_node in[3] = {zero, scalar_like(g, n, 1), n};
+  out1(c, g.op2(CTN_OP_DIV, x, g.add_op(CTN_OP_WHERE, 3, in, nullptr)));
 }
 
 }  // namespace

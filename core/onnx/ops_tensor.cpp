@@ -416,8 +416,9 @@ void space_to_depth(NodeCtx &c) {
   const int64_t b = c.attr_i("blocksize", 0);
   if (s.ndim != 4 || b < 1 || s[2] % b || s[3] % b) c.invalid("needs a 4-d input whose H and W divide by blocksize");
   const int64_t n = s[0], ch = s[1], h = s[2] / b, w = s[3] / b;
+  const bool crd = c.attr_s("mode", "DCR") == "CRD";
   ctn_node y = reshape(c.g, c.in(0), Shape::from(6, std::vector<int64_t>{n, ch, h, b, w, b}.data()));
-  y = permute(c.g, y, {0, 3, 5, 1, 2, 4});
+  y = permute(c.g, y, crd ? std::vector<int32_t>{0, 1, 3, 5, 2, 4} : std::vector<int32_t>{0, 3, 5, 1, 2, 4});
   out1(c, reshape(c.g, y, Shape::from(4, std::vector<int64_t>{n, ch * b * b, h, w}.data())));
 }
 

@@ -13,7 +13,9 @@ namespace ctn::onnx {
 const char *data_type_name(int32_t dt) {
   static const char *const names[] = {"UNDEFINED", "FLOAT",  "UINT8",  "INT8",      "UINT16",     "INT16",
                                       "INT32",     "INT64",  "STRING", "BOOL",      "FLOAT16",    "DOUBLE",
-                                      "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+                                      "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+                                      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
+                                      "INT4", "FLOAT4E2M1", "FLOAT8E8M0"};
   if (dt >= 0 && dt < static_cast<int32_t>(sizeof names / sizeof names[0])) return names[dt];
   thread_local char buf[32];
   std::snprintf(buf, sizeof buf, "type %d", dt);

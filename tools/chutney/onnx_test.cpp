@@ -27,9 +27,10 @@ namespace ctn_cli {
 namespace {
 
 const char kHelp[] =
-    "usage: chutney onnx test DIR [options]\n"
-    "  DIR holds one case (model.onnx + test_data_set_N/) or one case per subdirectory.\n"
-    "  --expected FILE     case names (one a line) that must pass; the run fails otherwise\n"
+    "usage: chutney onnx test DIR... [options]\n"
+    "  each DIR holds one case (model.onnx + test_data_set_N/) or one case per subdirectory.\n"
+    "  --expected FILE     case names (one a line) that must pass; the run fails when one does\n"
+    "                      not, or when a case fails that is neither expected nor skipped\n"
     "  --skip FILE         'NAME: reason' or 'PREFIX*: reason' lines; listed cases are not run\n"
     "  --min-cases N       fail when fewer than N cases are found\n"
     "  --filter TEXT       run only cases whose name contains TEXT\n"
@@ -40,7 +41,8 @@ const char kHelp[] =
     "  -v                  print every case, not only failures of expected cases\n";
 
 struct Options {
-  std::string dir, expected, skip, filter, report, write_passing;
+  std::vector<std::string> dirs;
+  std::string expected, skip, filter, report, write_passing;
   long min_cases = 0;
   double rtol = 1e-3, atol = 1e-7;
   int timeout = 60;
@@ -272,18 +274,19 @@ int onnx_test_main(int argc, char **argv) {
     else if (a == "--timeout") o.timeout = static_cast<int>(number(1));
     else if (a == "-v") o.verbose = true;
     else if (!a.empty() && a[0] == '-') throw UsageError("unknown option " + a);
-    else if (o.dir.empty()) o.dir = a;
-    else throw UsageError("unexpected argument " + a);
+    else o.dirs.push_back(a);
   }
-  if (o.dir.empty()) throw UsageError("missing DIR");
+  if (o.dirs.empty()) throw UsageError("missing DIR");
   std::vector<std::pair<std::string, std::string>> cases;  // name, dir
-  if (exists(o.dir + "/model.onnx")) {
-    std::string d = o.dir;
-    while (d.size() > 1 && d.back() == '/') d.pop_back();
-    cases.emplace_back(d.substr(d.rfind('/') == std::string::npos ? 0 : d.rfind('/') + 1), d);
-  } else {
-    for (const std::string &e : list_dir(o.dir))
-      if (exists(o.dir + "/" + e + "/model.onnx")) cases.emplace_back(e, o.dir + "/" + e);
+  for (const std::string &dir : o.dirs) {
+    if (exists(dir + "/model.onnx")) {
+      std::string d = dir;
+      while (d.size() > 1 && d.back() == '/') d.pop_back();
+      cases.emplace_back(d.substr(d.rfind('/') == std::string::npos ? 0 : d.rfind('/') + 1), d);
+    } else {
+      for (const std::string &e : list_dir(dir))
+        if (exists(dir + "/" + e + "/model.onnx")) cases.emplace_back(e, dir + "/" + e);
+    }
   }
   const std::vector<SkipRule> skips = read_skips(o.skip);
   ContextPtr ctx = open_context("", 1);
@@ -292,7 +295,7 @@ int onnx_test_main(int argc, char **argv) {
   std::set<std::string> found;
   for (auto &c : cases) found.insert(c.first);
   std::map<std::string, int> skipped_by;
-  std::vector<std::string> passing, expected_failed, newly;
+  std::vector<std::string> passing, expected_failed, newly, unlisted;
   long n_pass = 0, n_fail = 0, n_skip = 0, pass_top = 0, pass_exp = 0, n_run = 0;
   std::ofstream report;
   if (!o.report.empty()) {
@@ -319,21 +322,23 @@ int onnx_test_main(int argc, char **argv) {
         if (!expected.empty() && !expected.count(name)) newly.push_back(name);
       } else {
         ++n_fail;
+        // With lists, every case must be accounted for: expected to pass, or skipped for a reason.
         if (expected.count(name)) expected_failed.push_back(name + ": " + reason);
+        else if (!o.expected.empty()) unlisted.push_back(name + ": " + reason);
       }
-      if (o.verbose || (!reason.empty() && expected.count(name)))
+      if (o.verbose || (!reason.empty() && !o.expected.empty()))
         std::printf("%s %s%s%s\n", reason.empty() ? "PASS" : "FAIL", name.c_str(), reason.empty() ? "" : ": ", reason.c_str());
     }
     if (report) report << name << '\t' << status << '\t' << reason << '\n';
   }
   for (const std::string &e : exp_list)
-    if (!found.count(e)) expected_failed.push_back(e + ": expected to pass but not found in " + o.dir);
+    if (!found.count(e)) expected_failed.push_back(e + ": expected to pass but not found");
   if (!o.write_passing.empty()) {
     std::ofstream w(o.write_passing);
     for (const std::string &p : passing) w << p << '\n';
   }
-  std::printf("onnx test: %zu cases found in %s; %ld run: %ld passed (%ld top-level, %ld _expanded), %ld failed; %ld skipped\n",
-              cases.size(), o.dir.c_str(), n_run, n_pass, pass_top, pass_exp, n_fail, n_skip);
+  std::printf("onnx test: %zu cases found; %ld run: %ld passed (%ld top-level, %ld _expanded), %ld failed; %ld skipped\n",
+              cases.size(), n_run, n_pass, pass_top, pass_exp, n_fail, n_skip);
   if (!skipped_by.empty()) {
     std::printf("onnx test: skipped by reason:\n");
     for (auto &[r, k] : skipped_by) std::printf("  %5d  %s\n", k, r.c_str());
@@ -346,6 +351,12 @@ int onnx_test_main(int argc, char **argv) {
   bool ok = true;
   if (static_cast<long>(cases.size()) < o.min_cases) {
     std::printf("onnx test: FAILED: %zu cases found, fewer than the floor of %ld\n", cases.size(), o.min_cases);
+    ok = false;
+  }
+  if (!unlisted.empty()) {
+    std::printf("onnx test: FAILED: %zu cases failed that are neither expected to pass nor skipped with a reason:\n",
+                unlisted.size());
+    for (const std::string &e : unlisted) std::printf("  %s\n", e.c_str());
     ok = false;
   }
   if (!expected_failed.empty()) {
