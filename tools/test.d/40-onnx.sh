@@ -28,6 +28,6 @@ skipped=$(awk -F'\t' '$2=="skip"' "$BUILD_DIR/onnx-report.tsv" | wc -l)
 (( rc == 0 )) || (( failed > 0 )) || failed=1  # a floor or list failure with no failing case
 record "$passed" "$failed" "$skipped"
 drc=0
-"$venv/bin/python" tests/onnx/dlpack_test.py "$BUILD_DIR/core/libchutney.so" || drc=$?
+"$venv/bin/python" tests/dlpack/dlpack_test.py "$BUILD_DIR/core/libchutney.so" || drc=$?
 if (( drc == 0 )); then record 1 0 0; else record 0 1 0; fi
 (( rc == 0 && drc == 0 ))
