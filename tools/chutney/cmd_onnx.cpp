@@ -145,7 +145,11 @@ int run_cmd(int argc, char **argv) {
   ContextPtr ctx = open_context(c.backends, 0);
   LoadedModel m = load_onnx(ctx.get(), c.model, c.inputs, c.constants ? CTN_ONNX_INITIALIZERS_AS_CONSTANTS : 0);
   NamedTensors outs = run_onnx(m, c.inputs);
-  ::mkdir(c.out_dir.c_str(), 0777);
+  // mkdir -p: every missing component of the output directory.
+  for (size_t pos = 1; pos <= c.out_dir.size(); ++pos)
+    if (pos == c.out_dir.size() || c.out_dir[pos] == '/') ::mkdir(c.out_dir.substr(0, pos).c_str(), 0777);
+  struct stat st;
+  if (::stat(c.out_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw Failure("cannot create the directory " + c.out_dir);
   for (auto &[name, t] : outs) {
     std::string path = c.out_dir + "/" + file_name(name) + ".npy";
     npy_write(path, t.get());
