@@ -10,14 +10,16 @@
 
 using namespace ctn;
 
-// Layouts pinned (the same asserts as tests/abi/c11_headers.c).
+// Layouts pinned for LP64 (the same asserts as tests/abi/c11_headers.c; DLPack's layout on
+// 32-bit targets follows from the same C declarations).
+constexpr bool kLp64 = sizeof(void *) == 8;
 static_assert(sizeof(DLDevice) == 8 && sizeof(DLDataType) == 4);
-static_assert(offsetof(DLTensor, device) == 8 && offsetof(DLTensor, ndim) == 16 && offsetof(DLTensor, dtype) == 20);
-static_assert(offsetof(DLTensor, shape) == 24 && offsetof(DLTensor, strides) == 32 && offsetof(DLTensor, byte_offset) == 40);
-static_assert(sizeof(DLTensor) == 48);
-static_assert(offsetof(DLManagedTensorVersioned, manager_ctx) == 8 && offsetof(DLManagedTensorVersioned, deleter) == 16);
-static_assert(offsetof(DLManagedTensorVersioned, flags) == 24 && offsetof(DLManagedTensorVersioned, dl_tensor) == 32);
-static_assert(sizeof(DLManagedTensorVersioned) == 80);
+static_assert(!kLp64 || (offsetof(DLTensor, device) == 8 && offsetof(DLTensor, ndim) == 16 && offsetof(DLTensor, dtype) == 20));
+static_assert(!kLp64 || (offsetof(DLTensor, shape) == 24 && offsetof(DLTensor, strides) == 32 && offsetof(DLTensor, byte_offset) == 40));
+static_assert(!kLp64 || sizeof(DLTensor) == 48);
+static_assert(!kLp64 || (offsetof(DLManagedTensorVersioned, manager_ctx) == 8 && offsetof(DLManagedTensorVersioned, deleter) == 16));
+static_assert(!kLp64 || (offsetof(DLManagedTensorVersioned, flags) == 24 && offsetof(DLManagedTensorVersioned, dl_tensor) == 32));
+static_assert(!kLp64 || sizeof(DLManagedTensorVersioned) == 80);
 
 namespace {
 
