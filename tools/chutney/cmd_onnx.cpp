@@ -213,7 +213,9 @@ int info_cmd(int argc, char **argv) {
     for (const std::string &b : names) {
       ctn_compile_options co{};
       co.struct_size = sizeof co;
-      co.backends = b.c_str();
+      // The backend first, the CPU behind it: what it cannot run falls back, as in any plan.
+      const std::string pref = b == "cpu" ? b : b + ",cpu";
+      co.backends = pref.c_str();
       ctn_plan *p = nullptr;
       if (ctn_plan_compile(m.graph.get(), static_cast<uint32_t>(m.output_nodes.size()), m.output_nodes.data(), &co, &p) == CTN_OK)
         plans[b].reset(p);
