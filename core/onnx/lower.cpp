@@ -220,6 +220,31 @@ ctn_node floor(Graph &g, ctn_node x) {
 
 ctn_node logical_not(Graph &g, ctn_node b) { return g.op2(CTN_OP_EQ, b, g.add_scalar(CTN_BOOL, 0)); }
 
+ctn_node ramp(Graph &g, int64_t n, uint32_t ndim, uint32_t axis) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = static_cast<double>(k);
+  Shape s;
+  s.ndim = ndim;
+  for (uint32_t k = 0; k < ndim; ++k) s[k] = k == axis ? n : 1;
+  return const_f(g, CTN_F64, v, s);
+}
+
+ctn_node one_hot(Graph &g, ctn_node idx, int64_t n, uint32_t axis) {
+  return g.op2(CTN_OP_EQ, cast(g, idx, CTN_F64), ramp(g, n, g.info(idx).shape.ndim, axis));
+}
+
+ctn_node extreme_index(Graph &g, ctn_node x, uint32_t axis, bool is_max, bool last) {
+  // Compare with the reduced extreme, then take the min (or max) of the matching ramp entries.
+  x = cast(g, x, CTN_F64);
+  const uint64_t mask = 1ull << axis;
+  const int64_t n = g.info(x).shape[axis];
+  ctn_node ext = is_max ? reduce(g, CTN_OP_MAX, x, mask, true) : reduce_min(g, x, mask, true);
+  ctn_node in[3] = {g.op2(CTN_OP_EQ, x, ext), ramp(g, n, g.info(x).shape.ndim, axis),
+                    g.add_scalar(CTN_F64, last ? -1.0 : static_cast<double>(n))};
+  ctn_node cand = g.add_op(CTN_OP_WHERE, 3, in, nullptr);
+  return last ? reduce(g, CTN_OP_MAX, cand, mask, true) : reduce_min(g, cand, mask, true);
+}
+
 void moments(Graph &g, ctn_node x, uint64_t mask, ctn_node *mean, ctn_node *var) {
   *mean = reduce(g, CTN_OP_MEAN, x, mask, true);
   ctn_node d = g.op2(CTN_OP_SUB, x, *mean);

@@ -43,6 +43,13 @@ ctn_node erf(Graph &g, ctn_node x);
 ctn_node floor(Graph &g, ctn_node x);  // through an integer cast: |x| < 2^63
 ctn_node logical_not(Graph &g, ctn_node b);
 
+// [0, 1, ..., n-1] (f64) along `axis` of an `ndim`-d constant whose other dims are 1.
+ctn_node ramp(Graph &g, int64_t n, uint32_t ndim, uint32_t axis);
+// idx == k for k in [0, n) along `axis` (idx has size 1 there): a bool one-hot mask.
+ctn_node one_hot(Graph &g, ctn_node idx, int64_t n, uint32_t axis);
+// The index (f64, axis kept) of the first maximum of x along axis, or the last, or of the minimum.
+ctn_node extreme_index(Graph &g, ctn_node x, uint32_t axis, bool is_max, bool last);
+
 // Mean and (biased) variance over the axes of `mask`, kept as size-1 dims.
 void moments(Graph &g, ctn_node x, uint64_t mask, ctn_node *mean, ctn_node *var);
 

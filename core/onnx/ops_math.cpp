@@ -347,27 +347,15 @@ void reduce_prod(NodeCtx &c) {
   out1(c, cast(g, y, dt));
 }
 
-// ArgMax / ArgMin: the index of the first (or last) extreme along one axis, from a comparison
-// with the reduced extreme and a min/max over an index ramp.
+// ArgMax / ArgMin: the first (or last) extreme's index along one axis.
 void arg_extreme(NodeCtx &c, bool is_max) {
   Graph &g = c.g;
   const Shape s = c.shape(0);
   if (s.ndim == 0) c.invalid("the input must be at least 1-d");
   const int32_t ax = c.axis(c.attr_i("axis", 0), s.ndim);
   const bool keep = c.attr_i("keepdims", 1) != 0, last = c.attr_i("select_last_index", 0) != 0;
-  ctn_node x = cast(g, c.in(0), CTN_F64);
-  const uint64_t mask = 1ull << ax;
-  ctn_node ext = is_max ? reduce(g, CTN_OP_MAX, x, mask, true) : reduce_min(g, x, mask, true);
-  const int64_t n = s[static_cast<uint32_t>(ax)];
-  std::vector<double> ramp(static_cast<size_t>(n));
-  for (int64_t k = 0; k < n; ++k) ramp[static_cast<size_t>(k)] = static_cast<double>(k);
-  Shape rs;
-  rs.ndim = s.ndim;
-  for (uint32_t k = 0; k < s.ndim; ++k) rs[k] = k == static_cast<uint32_t>(ax) ? n : 1;
-  ctn_node idx = const_f(g, CTN_F64, ramp, rs);
-  ctn_node hit = g.op2(CTN_OP_EQ, x, ext);
-  ctn_node cand = where3(g, hit, idx, g.add_scalar(CTN_F64, last ? -1.0 : static_cast<double>(n)));
-  ctn_node y = last ? reduce(g, CTN_OP_MAX, cand, mask, keep) : reduce_min(g, cand, mask, keep);
+  ctn_node y = extreme_index(g, c.in(0), static_cast<uint32_t>(ax), is_max, last);
+  if (!keep) y = reshape(g, y, g.info(reduce(g, CTN_OP_SUM, y, 1ull << ax, false)).shape);
   out1(c, cast(g, y, CTN_I64));
 }
 void argmax(NodeCtx &c) { arg_extreme(c, true); }
@@ -433,16 +421,9 @@ void hardmax(NodeCtx &c) {
   if (s.ndim == 0) c.invalid("the input must be at least 1-d");
   if (c.opset < 13) c.unsupported("opset %lld's 2-d coercion", static_cast<long long>(c.opset));
   const int32_t ax = c.axis(c.attr_i("axis", -1), s.ndim);
-  const int64_t n = s[static_cast<uint32_t>(ax)];
-  std::vector<double> ramp;
-  for (int64_t k = 0; k < n; ++k) ramp.push_back(static_cast<double>(k));
-  Shape rs;
-  rs.ndim = s.ndim;
-  for (uint32_t k = 0; k < s.ndim; ++k) rs[k] = static_cast<int32_t>(k) == ax ? n : 1;
-  ctn_node idx = const_f(g, g.info(x).dtype, ramp, rs);
-  ctn_node hit = g.op2(CTN_OP_EQ, x, reduce(g, CTN_OP_MAX, x, 1ull << ax, true));
-  ctn_node first = reduce_min(g, where3(g, hit, idx, scalar_like(g, x, static_cast<double>(n))), 1ull << ax, true);
-  out1(c, cast(g, g.op2(CTN_OP_EQ, idx, first), g.info(x).dtype));
+  ctn_node first = extreme_index(g, x, static_cast<uint32_t>(ax), true, false);
+  ctn_node hot = one_hot(g, first, s[static_cast<uint32_t>(ax)], static_cast<uint32_t>(ax));
+  out1(c, cast(g, hot, g.info(x).dtype));
 }
 
 void shrink(NodeCtx &c) {

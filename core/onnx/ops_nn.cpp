@@ -425,16 +425,14 @@ ctn_node nll(NodeCtx &c, ctn_node logp, ctn_node target, ctn_node weight) {
   const std::string red = c.attr_s("reduction", "mean");
   if (red != "none" && red != "sum" && red != "mean") c.unsupported("reduction '%s'", red.c_str());
   const int64_t C = s[1];
-  Shape us, rs;
+  Shape us, rs;  // targets with a size-1 class axis; the class weights' broadcast shape
   us.ndim = rs.ndim = s.ndim;
   for (uint32_t k = 0; k < s.ndim; ++k) {
     us[k] = k == 0 ? ts[0] : k == 1 ? 1 : ts[k - 1];
     rs[k] = k == 1 ? C : 1;
   }
-  std::vector<double> ramp;
-  for (int64_t k = 0; k < C; ++k) ramp.push_back(static_cast<double>(k));
   ctn_node t64 = cast(g, target, CTN_F64);
-  ctn_node onehot = cast(g, g.op2(CTN_OP_EQ, reshape(g, t64, us), const_f(g, CTN_F64, ramp, rs)), dt);
+  ctn_node onehot = cast(g, one_hot(g, reshape(g, t64, us), C, 1), dt);
   ctn_node picked = reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, logp, onehot), 2, false);
   ctn_node w = onehot;
   if (weight != CTN_NODE_NONE) w = g.op2(CTN_OP_MUL, onehot, reshape(g, weight, rs));

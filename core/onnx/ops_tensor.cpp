@@ -422,7 +422,7 @@ void space_to_depth(NodeCtx &c) {
   out1(c, reshape(c.g, y, Shape::from(4, std::vector<int64_t>{n, ch * b * b, h, w}.data())));
 }
 
-void one_hot(NodeCtx &c) {
+void one_hot_(NodeCtx &c) {
   Graph &g = c.g;
   const Shape s = c.shape(0);
   const int64_t depth = static_cast<int64_t>(c.reals(1, "depth").at(0));
@@ -432,15 +432,10 @@ void one_hot(NodeCtx &c) {
   ctn_node idx = cast(g, c.in(0), CTN_F64);
   ctn_node neg = cast(g, g.op2(CTN_OP_LT, idx, g.add_scalar(CTN_F64, 0)), CTN_F64);
   idx = g.op2(CTN_OP_ADD, idx, g.op2(CTN_OP_MUL, neg, g.add_scalar(CTN_F64, static_cast<double>(depth))));
-  Shape us, rs;
-  us.ndim = rs.ndim = nd;
-  for (uint32_t k = 0, j = 0; k < nd; ++k) {
-    us[k] = static_cast<int32_t>(k) == ax ? 1 : s[j++];
-    rs[k] = static_cast<int32_t>(k) == ax ? depth : 1;
-  }
-  std::vector<double> ramp;
-  for (int64_t k = 0; k < depth; ++k) ramp.push_back(static_cast<double>(k));
-  ctn_node hit = g.op2(CTN_OP_EQ, reshape(g, idx, us), const_f(g, CTN_F64, ramp, rs));
+  Shape us;
+  us.ndim = nd;
+  for (uint32_t k = 0, j = 0; k < nd; ++k) us[k] = static_cast<int32_t>(k) == ax ? 1 : s[j++];
+  ctn_node hit = lower::one_hot(g, reshape(g, idx, us), depth, static_cast<uint32_t>(ax));
   ctn_node vals = c.in(2);
   const Shape vs = c.shape(2);
   if (vs.numel() != 2) c.invalid("values must hold two elements");
@@ -498,7 +493,7 @@ const OpEntry kTensor[] = {
     {"Range", range},
     {"DepthToSpace", depth_to_space},
     {"SpaceToDepth", space_to_depth},
-    {"OneHot", one_hot},
+    {"OneHot", one_hot_},
     {"Trilu", trilu},
     {"EyeLike", eye_like},
 };
