@@ -143,6 +143,11 @@ void NodeCtx::check_attrs_used() const {
                   node.attrs[k].name.data());
 }
 
+void NodeCtx::limit(double n, const char *what) const {
+  if (!(n >= 0 && n <= static_cast<double>(kMaxBuiltElements)))
+    unsupported("%s of %g elements (the importer builds constants of at most 2^28 elements)", what, n);
+}
+
 int32_t NodeCtx::axis(int64_t a, uint32_t ndim) const {
   int64_t r = a < 0 ? a + ndim : a;
   if (r < 0 || r >= static_cast<int64_t>(ndim)) invalid("axis %lld is out of range for a %u-d input", static_cast<long long>(a), ndim);

@@ -21,6 +21,10 @@ namespace ctn::onnx {
 constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 28;
 
+// Constants the importer builds itself (ranges, index maps, one-hot ramps, filled tensors) are
+// capped, so that a hostile or mistaken attribute cannot make an import allocate without bound.
+constexpr int64_t kMaxBuiltElements = int64_t{1} << 28;
+
 struct InputSpec {
   std::string name;
   const Tensor *value = nullptr;
@@ -95,6 +99,9 @@ class NodeCtx {
   [[noreturn]] void unsupported(const char *fmt, ...) const __attribute__((format(printf, 2, 3)));
   [[noreturn]] void invalid(const char *fmt, ...) const __attribute__((format(printf, 2, 3)));
   std::string where() const;  // "node 'conv1' (Conv)"
+
+  // Fails naming the node when an import-time constant of `n` elements exceeds the cap.
+  void limit(double n, const char *what) const;
 
   // The input axis normalised against `ndim`, failing with the node's name.
   int32_t axis(int64_t a, uint32_t ndim) const;

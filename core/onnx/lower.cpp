@@ -160,6 +160,8 @@ ctn_node pad_axis(Graph &g, ctn_node x, int32_t axis, int64_t before, int64_t af
   }
   if (n == 0) fail(CTN_ERR_SHAPE, "pad: edge, reflect and wrap modes need a non-empty axis");
   if (mode == 2 && n == 1) mode = 1;  // reflecting a single element repeats it
+  if (static_cast<double>(before) + static_cast<double>(after) + static_cast<double>(n) > 1e9)
+    fail(CTN_ERR_UNSUPPORTED, "pad: %lld + %lld elements of padding", static_cast<long long>(before), static_cast<long long>(after));
   std::vector<int64_t> idx;
   for (int64_t j = -before; j < n + after; ++j) {
     int64_t s = j;

@@ -369,6 +369,8 @@ void cumsum(NodeCtx &c) {
   const int32_t ax = c.axis(c.ints(1, "axis").at(0), s.ndim);
   const bool excl = c.attr_i("exclusive", 0) != 0, rev = c.attr_i("reverse", 0) != 0;
   const int64_t n = s[static_cast<uint32_t>(ax)];
+  if (n > 4096) c.unsupported("CumSum over an axis of %lld (lowered as a matmul with an n x n triangle; n <= 4096)",
+                              static_cast<long long>(n));
   const int32_t wt = dtype_is_float(dt) ? dt : CTN_F64;
   std::vector<double> tri(static_cast<size_t>(n * n));
   for (int64_t i = 0; i < n; ++i)

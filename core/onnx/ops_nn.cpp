@@ -378,6 +378,7 @@ void lrn(NodeCtx &c) {
   const double alpha = c.attr_f("alpha", 1e-4), beta = c.attr_f("beta", 0.75), bias = c.attr_f("bias", 1.0);
   const int64_t size = c.attr_i("size", 0);
   if (size < 1 || s.ndim < 3) c.invalid("size must be >= 1 and the input at least 3-d");
+  if (size > 4096) c.unsupported("size %lld (one slice per window position; at most 4096)", static_cast<long long>(size));
   ctn_node x = c.in(0);
   ctn_node sq = pad_axis(g, g.op2(CTN_OP_MUL, x, x), 1, (size - 1) / 2, size / 2, 0, 0.0);
   ctn_node acc = CTN_NODE_NONE;

@@ -159,6 +159,7 @@ void resize_common(NodeCtx &c, ResizeSpec s, std::vector<double> scales, std::ve
   }
   if (s.coord == "tf_crop_and_resize" && roi.size() != 2 * axes.size() && roi.size() != 2 * nd)
     c.invalid("tf_crop_and_resize needs a roi of 2 x %zu values", axes.size());
+  for (int64_t a : axes) c.limit(static_cast<double>(out[static_cast<size_t>(a)]), "a resized axis");
   ctn_node y = c.in(0);
   for (size_t k = axes.size(); k-- > 0;) {  // innermost axis first, as ONNX's reference nests them
     const uint32_t a = static_cast<uint32_t>(axes[k]);

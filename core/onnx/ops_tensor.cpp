@@ -134,7 +134,8 @@ void split(NodeCtx &c) {
   const size_t outs = c.node.outputs.size();
   int64_t parts = c.attr_i("num_outputs", static_cast<int64_t>(outs));
   if (sizes.empty()) {
-    if (parts <= 0) c.invalid("no outputs");
+    if (parts <= 0 || parts != static_cast<int64_t>(outs))
+      c.invalid("num_outputs %lld for a node with %zu outputs", static_cast<long long>(parts), outs);
     const int64_t chunk = (n + parts - 1) / parts;  // opset 18: the last part may be smaller
     for (int64_t k = 0, left = n; k < parts; ++k, left -= chunk) sizes.push_back(std::max<int64_t>(0, std::min(chunk, left)));
   }
@@ -357,6 +358,9 @@ Tensor filled(int32_t dt, const Shape &s, const Tensor &one) {
 
 void constant_of_shape(NodeCtx &c) {
   Shape s = to_shape(c, c.ints(0, "shape"), "shape");
+  double numel = 1;
+  for (uint32_t k = 0; k < s.ndim; ++k) numel *= static_cast<double>(s[k]);
+  c.limit(numel, "a filled tensor");
   Tensor one = Tensor::empty(CTN_F32, Shape{});
   if (const AttributeP *a = c.attr("value")) {
     if (a->type != AT_TENSOR || !a->t) c.invalid("attribute 'value' must be a tensor");
@@ -391,7 +395,9 @@ void range(NodeCtx &c) {
   const int32_t dt = c.dtype(0);
   double b = c.reals(0, "start").at(0), e = c.reals(1, "limit").at(0), d = c.reals(2, "delta").at(0);
   if (d == 0) c.invalid("delta is 0");
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((e - b) / d)));
+  const double count = std::ceil((e - b) / d);
+  c.limit(std::max(0.0, count), "a range");
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
   std::vector<double> v;
   for (int64_t k = 0; k < n; ++k) v.push_back(b + static_cast<double>(k) * d);
   if (dtype_is_float(dt)) return out1(c, const_f(c.g, dt, v, Shape::from(1, &n)));
@@ -425,7 +431,9 @@ void space_to_depth(NodeCtx &c) {
 void one_hot_(NodeCtx &c) {
   Graph &g = c.g;
   const Shape s = c.shape(0);
-  const int64_t depth = static_cast<int64_t>(c.reals(1, "depth").at(0));
+  const double depth_f = c.reals(1, "depth").at(0);
+  c.limit(depth_f, "a one-hot depth");
+  const int64_t depth = static_cast<int64_t>(depth_f);
   const uint32_t nd = s.ndim + 1;
   if (nd > CTN_MAX_DIMS) c.unsupported("a %u-d result", nd);
   const int32_t ax = c.axis(c.attr_i("axis", -1), nd);

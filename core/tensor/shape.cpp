@@ -13,7 +13,19 @@ Shape Shape::from(uint32_t ndim, const int64_t *dims) {
     if (dims[i] < 0) fail(CTN_ERR_SHAPE, "dimension %u is negative (%lld)", i, static_cast<long long>(dims[i]));
     s.d[i] = dims[i];
   }
+  if (!s.numel_fits()) fail(CTN_ERR_SHAPE, "the shape %s has more elements than an int64 counts", shape_str(s).c_str());
   return s;
+}
+
+bool Shape::numel_fits() const {
+  int64_t n = 1;
+  for (uint32_t i = 0; i < ndim; ++i) {
+    if (d[i] < 0) return false;
+    if (d[i] == 0) return true;
+    if (n > INT64_MAX / d[i]) return false;
+    n *= d[i];
+  }
+  return true;
 }
 
 std::string shape_str(const Shape &s) {
