@@ -202,6 +202,9 @@ TEST(OnnxErrors, NameTheNodeTheOpAndWhatIsMissing) {
       {"undef.onnx", model(one_node_graph(node("Relu", {"nope"}, {"y"}, "relu4"))).b, CTN_ERR_CORRUPT,
        {"node 'relu4' (Relu)", "'nope'"}},
       {"opset.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu5")), 99).b, CTN_ERR_UNSUPPORTED, {"opset 99"}},
+      // A pad of 2^62 (found by mutating the backend cases) is refused, not computed with.
+      {"hugepad.onnx", model(one_node_graph(node("Pad", {"x"}, {"y"}, "pad1", {attr_ints("pads", {0, int64_t{1} << 62, 0, 0})})), 10).b,
+       CTN_ERR_SHAPE, {"node 'pad1' (Pad)", "more elements than an int64 counts"}},
   };
   for (const Case &c : cases) {
     Loaded l;
