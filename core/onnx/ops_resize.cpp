@@ -20,21 +20,22 @@ struct ResizeSpec {
   bool exclude_outside = false;
 };
 
-// Source coordinate of output position `o` (ONNX's coordinate_transformation_mode).
+// Source coordinate of output position `o` (ONNX's coordinate_transformation_mode). Like ONNX's
+// reference, the modes that divide by the output size use the unrounded in * scale.
 double source_coord(const ResizeSpec &s, int64_t o, int64_t in, int64_t out, double scale, double roi_b, double roi_e) {
-  const double x = static_cast<double>(o);
+  const double x = static_cast<double>(o), out_f = scale * static_cast<double>(in);
   if (s.coord == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (s.coord == "half_pixel_symmetric") {
-    const double adj = static_cast<double>(out) / (scale * static_cast<double>(in));
+    const double adj = static_cast<double>(out) / out_f;
     const double center = static_cast<double>(in) / 2 * (1 - adj);
     return center + (x + 0.5) / scale - 0.5;
   }
-  if (s.coord == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-  if (s.coord == "align_corners") return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+  if (s.coord == "pytorch_half_pixel") return out_f == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+  if (s.coord == "align_corners") return out_f == 1 ? 0.0 : x * static_cast<double>(in - 1) / (out_f - 1);
   if (s.coord == "asymmetric") return x / scale;
   // tf_crop_and_resize
-  if (out > 1) return roi_b * static_cast<double>(in - 1) + x * (roi_e - roi_b) * static_cast<double>(in - 1) / static_cast<double>(out - 1);
-  return 0.5 * (roi_b + roi_e) * static_cast<double>(in - 1);
+  if (out_f == 1) return 0.5 * (roi_b + roi_e) * static_cast<double>(in - 1);
+  return roi_b * static_cast<double>(in - 1) + x * (roi_e - roi_b) * static_cast<double>(in - 1) / (out_f - 1);
 }
 
 struct Taps {
