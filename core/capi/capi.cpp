@@ -3,6 +3,7 @@
 #include <chutney/chutney.h>
 #include <chutney/ops.h>
 
+#include "capi/handles.h"
 #include "capi/wall.h"
 #include "exec/plan.h"
 #include "graph/graph.h"
@@ -14,9 +15,6 @@
 #include <cstring>
 #include <new>
 
-struct ctn_tensor : ctn::Tensor {
-  explicit ctn_tensor(ctn::Tensor t) : ctn::Tensor(std::move(t)) {}
-};
 
 using namespace ctn;
 
@@ -291,6 +289,7 @@ CTN_API ctn_status ctn_tensor_write(ctn_tensor *t, const void *src, size_t bytes
     if (bytes != t->nbytes())
       fail(CTN_ERR_INVALID_ARGUMENT, "ctn_tensor_write: the tensor %s%s has %zu bytes, %zu given", dtype_name(t->dtype),
            shape_str(t->shape).c_str(), t->nbytes(), bytes);
+    need_writable(*t, "ctn_tensor_write", "the tensor");
     t->write(src);
   });
 }
@@ -694,6 +693,8 @@ CTN_API ctn_status ctn_plan_run(ctn_plan *p, uint32_t n_feeds, const ctn_node *f
                                 const ctn_tensor *const *feed_values, uint32_t n_outputs, ctn_tensor *const *outputs) {
   return wall([&] {
     NEED(p);
+    for (uint32_t i = 0; outputs && i < n_outputs; ++i)
+      if (outputs[i]) need_writable(*outputs[i], "ctn_plan_run", format("output %u", i).c_str());
     p->run(n_feeds, feed_nodes, feed_values, n_outputs, outputs);
   });
 }

@@ -125,6 +125,11 @@ ctn_node Graph::add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, cons
   node.op = &op;
   node.attrs = attrs_in;
   node.info = op.infer(op, in, n, node.attrs);
+  // Attributes can describe shapes whose element count overflows (a pad of 2^62); refuse them
+  // here rather than let a planner or kernel compute sizes with the overflowed count.
+  if (!node.info.shape.numel_fits())
+    fail(CTN_ERR_SHAPE, "%s: the result %s has more elements than an int64 counts", op.name.c_str(),
+         shape_str(node.info.shape).c_str());
   node.inputs.assign(inputs, inputs + n);
   if (eager_) eager_execute(*this, node);
   nodes_.push_back(std::move(node));

@@ -15,13 +15,22 @@ Shape Shape::from(uint32_t ndim, const int64_t *dims) {
   }
   // Element counts are int64 everywhere (numel, strides, offsets): a shape past that is an error
   // here rather than a wrapped count later.
-  bool empty = false;
-  for (uint32_t i = 0; i < ndim; ++i) empty = empty || s.d[i] == 0;
-  int64_t n = 1;
-  for (uint32_t i = 0; i < ndim && !empty; ++i)
-    if (__builtin_mul_overflow(n, s.d[i], &n))
-      fail(CTN_ERR_SHAPE, "shape %s has more than 2^63 elements", shape_str(s).c_str());
+  if (!s.numel_fits())
+    fail(CTN_ERR_SHAPE, "the shape %s has more elements than an int64 counts (more than 2^63 elements)",
+         shape_str(s).c_str());
   return s;
+}
+
+bool Shape::numel_fits() const {
+  for (uint32_t i = 0; i < ndim; ++i)
+    if (d[i] == 0) return true;  // empty, whatever the other dims
+  int64_t n = 1;
+  for (uint32_t i = 0; i < ndim; ++i) {
+    if (d[i] < 0) return false;
+    if (n > INT64_MAX / d[i]) return false;
+    n *= d[i];
+  }
+  return true;
 }
 
 std::string shape_str(const Shape &s) {

@@ -28,6 +28,8 @@ struct Shape {
   bool operator!=(const Shape &o) const { return !(*this == o); }
 
   static Shape from(uint32_t ndim, const int64_t *dims);  // validates (throws ctn::Error)
+  // False when the element count overflows int64 (a shape no tensor can have).
+  bool numel_fits() const;
 };
 
 // "[2, 3]"; "[]" for a scalar.

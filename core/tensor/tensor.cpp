@@ -38,7 +38,10 @@ Storage::Storage(size_t nbytes) : bytes(nbytes) {
   std::memset(data, 0, rounded);
 }
 
-Storage::~Storage() { std::free(data); }
+Storage::~Storage() {
+  if (!borrowed) std::free(data);
+  else if (release) release(release_ctx);
+}
 
 Tensor Tensor::empty(int32_t dtype, const Shape &shape) {
   if (!dtype_valid(dtype)) fail(CTN_ERR_DTYPE, "unknown dtype %d", dtype);

@@ -23,7 +23,15 @@ size_t checked_tensor_bytes(int32_t dtype, const Shape &shape);
 struct Storage {
   void *data = nullptr;
   size_t bytes = 0;
+  // Borrowed memory (a DLPack producer's): `release(release_ctx)` runs once, when the last view
+  // goes; read_only storage refuses every write through the C API.
+  void (*release)(void *ctx) = nullptr;
+  void *release_ctx = nullptr;
+  bool borrowed = false;
+  bool read_only = false;
   explicit Storage(size_t nbytes);  // zero-filled, 64-byte aligned; throws on OOM
+  Storage(void *external, size_t nbytes, void (*release_fn)(void *), void *ctx, bool ro)
+      : data(external), bytes(nbytes), release(release_fn), release_ctx(ctx), borrowed(true), read_only(ro) {}
   ~Storage();
   Storage(const Storage &) = delete;
   Storage &operator=(const Storage &) = delete;

@@ -12,8 +12,10 @@
 #include <chutney/checkpoint.h>
 #include <chutney/chutney.h>
 #include <chutney/data.h>
+#include <chutney/dlpack.h>
 #include <chutney/nn.h>
 #include <chutney/oplib.h>
+#include <chutney/onnx.h>
 #include <chutney/ops.h>
 #include <chutney/plugin.h>
 #include <chutney/types.h>
@@ -186,6 +188,13 @@ PIN(ctn_plan_stats, n_assign_elided, 48); /* since 1.1 */
 PIN(ctn_plan_stats, reserved, 52);
 PIN_SIZE(ctn_plan_stats, 56);
 
+/* ---- onnx.h (since 1.2) ------------------------------------------------------------------- */
+PIN(ctn_onnx_input_spec, value, P);
+PIN(ctn_onnx_input_spec, as_constant, 2 * P);
+PIN(ctn_onnx_options, n_inputs, 8);
+PIN(ctn_onnx_options, inputs, 16);
+PIN(ctn_onnx_options, external_data_dir, 16 + P);
+
 /* ---- The same layout with the numbers written out, for the common LP64 targets -------------- */
 #if UINTPTR_MAX == 0xffffffffffffffffu
 PIN_SIZE(ctn_plugin_header, 24);
@@ -199,6 +208,17 @@ PIN_SIZE(ctn_host_api, 48);
 PIN_SIZE(ctn_tensor_desc, 152);
 PIN_SIZE(ctn_attrs, 168);
 PIN(ctn_op_def, kernels, 48);
+
+
+/* ---- dlpack.h: DLPack 1.1's layout (LP64; 32-bit targets follow from the declarations) ---- */
+_Static_assert(sizeof(DLDevice) == 8 && sizeof(DLDataType) == 4, "DLDevice/DLDataType");
+_Static_assert(sizeof(void *) != 8 || offsetof(DLTensor, shape) == 24, "DLTensor.shape");
+_Static_assert(sizeof(void *) != 8 || offsetof(DLTensor, byte_offset) == 40, "DLTensor.byte_offset");
+_Static_assert(sizeof(void *) != 8 || sizeof(DLTensor) == 48, "sizeof(DLTensor)");
+_Static_assert(sizeof(void *) != 8 || offsetof(DLManagedTensorVersioned, flags) == 24, "flags");
+_Static_assert(sizeof(void *) != 8 || offsetof(DLManagedTensorVersioned, dl_tensor) == 32, "dl_tensor");
+_Static_assert(sizeof(void *) != 8 || sizeof(DLManagedTensorVersioned) == 80, "sizeof(DLManagedTensorVersioned)");
+_Static_assert(DLPACK_MAJOR_VERSION == 1 && DLPACK_MINOR_VERSION == 1, "DLPack 1.1");
 #endif
 
 /* CTN_STRUCT_HAS must see a slot only when it is entirely within struct_size. */

@@ -102,6 +102,7 @@ const CommandSpec &plugins_command();
 const CommandSpec &train_command();
 const CommandSpec &graph_command();
 const CommandSpec &eval_command();
+int onnx_main(int argc, char **argv);  // `chutney onnx ...` (cmd_onnx.cpp)
 
 // Formatting helpers.
 std::string human_bytes(uint64_t bytes);

@@ -30,6 +30,7 @@ void print_main_usage(std::FILE *f) {
                "       chutney <command> --help\n\n"
                "commands:\n");
   for (const CommandSpec *c : commands()) std::fprintf(f, "  %-10s %s\n", c->name, c->summary);
+  std::fprintf(f, "  %-10s %s\n", "onnx", "run, inspect or test ONNX models (chutney onnx --help)");
   std::fprintf(f, "  %-10s %s\n", "help", "show the help of a command");
   std::fprintf(f,
                "\nenvironment: CHUTNEY_BACKEND, CHUTNEY_NUM_THREADS, CHUTNEY_PLUGIN_PATH, "
@@ -48,6 +49,8 @@ int run(int argc, char **argv) {
     return kExitOk;
   }
   if (name == "--version") name = "version";
+  // `onnx` has subcommands and repeated options: it parses its own arguments.
+  if (name == "onnx") return onnx_main(argc - 2, argv + 2);
   if (name == "help") {
     if (argc < 3) {
       print_main_usage(stdout);

@@ -1,0 +1,405 @@
+// The ONNX import driver: file -> ModelP -> chutney graph. See importer.h.
+#include "onnx/importer.h"
+
+#include "util/status.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <unordered_map>
+
+namespace ctn::onnx {
+
+// ---------------------------------------------------------------------------------------------
+// NodeCtx
+// ---------------------------------------------------------------------------------------------
+
+NodeCtx::NodeCtx(Graph &graph, const NodeP &n, int64_t opset_version, std::vector<ctn_node> inputs)
+    : g(graph), node(n), opset(opset_version), in_(std::move(inputs)), used_(n.attrs.size(), false) {}
+
+std::string NodeCtx::where() const {
+  return format("node '%.*s' (%.*s)", static_cast<int>(node.name.size()), node.name.data(),
+                static_cast<int>(node.op_type.size()), node.op_type.data());
+}
+
+void NodeCtx::unsupported(const char *fmt, ...) const {
+  va_list ap;
+  va_start(ap, fmt);
+  std::string m = vformat(fmt, ap);
+  va_end(ap);
+  throw Error(CTN_ERR_UNSUPPORTED, "ONNX " + where() + ": unsupported: " + m);
+}
+
+void NodeCtx::invalid(const char *fmt, ...) const {
+  va_list ap;
+  va_start(ap, fmt);
+  std::string m = vformat(fmt, ap);
+  va_end(ap);
+  throw Error(CTN_ERR_INVALID_ARGUMENT, "ONNX " + where() + ": " + m);
+}
+
+ctn_node NodeCtx::in(size_t i) const {
+  if (!has(i)) invalid("input %zu is required", i);
+  return in_[i];
+}
+
+const Tensor *NodeCtx::konst(size_t i) const {
+  if (!has(i)) return nullptr;
+  const Node &n = g.node(in_[i]);
+  return n.kind == NodeKind::Constant ? n.value.get() : nullptr;
+}
+
+std::vector<int64_t> NodeCtx::ints(size_t i, const char *what) const {
+  const Tensor *t = konst(i);
+  if (!t)
+    unsupported("input %zu (%s) must be a constant (an initializer, a Constant or a graph input bound as a constant "
+                "with ctn_onnx_options.inputs)",
+                i, what);
+  std::vector<int64_t> v(static_cast<size_t>(t->numel()));
+  Tensor c = t->contiguous();
+  for (size_t k = 0; k < v.size(); ++k) {
+    switch (c.dtype) {
+      case CTN_I64: v[k] = reinterpret_cast<const int64_t *>(c.data())[k]; break;
+      case CTN_I32: v[k] = reinterpret_cast<const int32_t *>(c.data())[k]; break;
+      case CTN_U8:
+      case CTN_BOOL: v[k] = reinterpret_cast<const uint8_t *>(c.data())[k]; break;
+      default: invalid("input %zu (%s) must be an integer tensor, got %s", i, what, dtype_name(c.dtype));
+    }
+  }
+  return v;
+}
+
+std::vector<double> NodeCtx::reals(size_t i, const char *what) const {
+  const Tensor *t = konst(i);
+  if (!t) unsupported("input %zu (%s) must be a constant", i, what);
+  Tensor c = t->contiguous();
+  std::vector<double> v(static_cast<size_t>(c.numel()));
+  for (size_t k = 0; k < v.size(); ++k) {
+    switch (c.dtype) {
+      case CTN_F32: v[k] = reinterpret_cast<const float *>(c.data())[k]; break;
+      case CTN_F64: v[k] = reinterpret_cast<const double *>(c.data())[k]; break;
+      case CTN_I64: v[k] = static_cast<double>(reinterpret_cast<const int64_t *>(c.data())[k]); break;
+      case CTN_I32: v[k] = reinterpret_cast<const int32_t *>(c.data())[k]; break;
+      default: v[k] = reinterpret_cast<const uint8_t *>(c.data())[k];
+    }
+  }
+  return v;
+}
+
+const AttributeP *NodeCtx::attr(const char *name) const {
+  for (size_t k = 0; k < node.attrs.size(); ++k)
+    if (node.attrs[k].name == name) {
+      used_[k] = true;
+      if (!node.attrs[k].ref_attr_name.empty()) unsupported("attribute '%s' refers to a function attribute", name);
+      return &node.attrs[k];
+    }
+  return nullptr;
+}
+
+int64_t NodeCtx::attr_i(const char *name, int64_t def) const {
+  const AttributeP *a = attr(name);
+  if (!a) return def;
+  if (a->type != AT_INT) invalid("attribute '%s' must be an int", name);
+  return a->i;
+}
+
+double NodeCtx::attr_f(const char *name, double def) const {
+  const AttributeP *a = attr(name);
+  if (!a) return def;
+  if (a->type == AT_INT) return static_cast<double>(a->i);
+  if (a->type != AT_FLOAT) invalid("attribute '%s' must be a float", name);
+  return a->f;
+}
+
+std::string NodeCtx::attr_s(const char *name, const char *def) const {
+  const AttributeP *a = attr(name);
+  if (!a) return def;
+  if (a->type != AT_STRING) invalid("attribute '%s' must be a string", name);
+  return std::string(a->s);
+}
+
+std::vector<int64_t> NodeCtx::attr_ints(const char *name) const {
+  const AttributeP *a = attr(name);
+  if (!a) return {};
+  if (a->type == AT_INT) return {a->i};
+  if (a->type != AT_INTS) invalid("attribute '%s' must be a list of ints", name);
+  return a->ints;
+}
+
+std::vector<float> NodeCtx::attr_floats(const char *name) const {
+  const AttributeP *a = attr(name);
+  if (!a) return {};
+  if (a->type == AT_FLOAT) return {a->f};
+  if (a->type != AT_FLOATS) invalid("attribute '%s' must be a list of floats", name);
+  return a->floats;
+}
+
+void NodeCtx::check_attrs_used() const {
+  for (size_t k = 0; k < node.attrs.size(); ++k)
+    if (!used_[k])
+      unsupported("attribute '%.*s' is not supported", static_cast<int>(node.attrs[k].name.size()),
+                  node.attrs[k].name.data());
+}
+
+void NodeCtx::limit(double n, const char *what) const {
+  if (!(n >= 0 && n <= static_cast<double>(kMaxBuiltElements)))
+    unsupported("%s of %g elements (the importer builds constants of at most 2^28 elements)", what, n);
+}
+
+int32_t NodeCtx::axis(int64_t a, uint32_t ndim) const {
+  int64_t r = a < 0 ? a + ndim : a;
+  if (r < 0 || r >= static_cast<int64_t>(ndim)) invalid("axis %lld is out of range for a %u-d input", static_cast<long long>(a), ndim);
+  return static_cast<int32_t>(r);
+}
+
+const OpEntry *find_converter(std::string_view op_type) {
+  for (auto table : {math_ops(), tensor_ops(), nn_ops(), resize_ops()})
+    for (const OpEntry &e : table)
+      if (op_type == e.op_type) return &e;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The driver
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+std::string sv(std::string_view s) { return std::string(s); }
+
+// Ops whose result must not be computed at import time even with constant inputs.
+bool never_fold(std::string_view op) {
+  return op.rfind("Random", 0) == 0 || op == "Multinomial" || op == "Bernoulli";
+}
+
+std::string read_file(const std::string &path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) fail(CTN_ERR_IO, "ctn_onnx_load: cannot open %s: %s", path.c_str(), std::strerror(errno));
+  std::streamoff n = f.tellg();
+  if (n < 0) fail(CTN_ERR_IO, "ctn_onnx_load: cannot read %s", path.c_str());
+  std::string buf(static_cast<size_t>(n), '\0');
+  f.seekg(0);
+  if (n && !f.read(buf.data(), n)) fail(CTN_ERR_IO, "ctn_onnx_load: cannot read %s", path.c_str());
+  return buf;
+}
+
+class Importer {
+ public:
+  Importer(Graph *g, const std::string &path, const Options &o) : g_(g), path_(path), opts_(o) {
+    size_t slash = path.rfind('/');
+    base_dir_ = o.external_data_dir.empty() ? (slash == std::string::npos ? "." : path.substr(0, slash))
+                                            : o.external_data_dir;
+  }
+
+  ModelInfo run() {
+    bytes_ = read_file(path_);
+    model_ = parse_model(reinterpret_cast<const uint8_t *>(bytes_.data()), bytes_.size(), path_);
+    if (!model_.has_graph) fail(CTN_ERR_CORRUPT, "%s: the model has no graph", path_.c_str());
+    info_.ir_version = model_.ir_version;
+    find_opset();
+    survey_ops();
+    const GraphP &gp = model_.graph;
+    std::set<std::string_view> inits;
+    for (const TensorP &t : gp.initializers) inits.insert(t.name);
+    for (const ValueInfoP &v : gp.inputs)
+      if (!inits.count(v.name)) info_.inputs.push_back({sv(v.name), CTN_NODE_NONE});
+    for (const TensorP &t : gp.initializers) info_.initializers.push_back({sv(t.name), CTN_NODE_NONE});
+    for (const ValueInfoP &v : gp.outputs) info_.outputs.push_back({sv(v.name), CTN_NODE_NONE});
+    for (const InputSpec &s : opts_.inputs) {
+      bool found = std::any_of(info_.inputs.begin(), info_.inputs.end(), [&](auto &e) { return e.name == s.name; });
+      if (!found)
+        fail(CTN_ERR_INVALID_ARGUMENT, "ctn_onnx_load: %s has no graph input named '%s'%s", path_.c_str(), s.name.c_str(),
+             inits.count(s.name) ? " (it is an initializer)" : "");
+    }
+    if (opts_.inspect_only) return info_;
+    // A model with no default-domain opset has no default-domain node to convert (a node of
+    // another domain is refused by name below).
+    if (info_.opset != 0 && (info_.opset < kMinOpset || info_.opset > kMaxOpset))
+      fail(CTN_ERR_UNSUPPORTED, "%s: default-domain opset %lld is not supported (chutney imports opsets %lld to %lld)",
+           path_.c_str(), static_cast<long long>(info_.opset), static_cast<long long>(kMinOpset),
+           static_cast<long long>(kMaxOpset));
+    if (gp.n_sparse_initializers) fail(CTN_ERR_UNSUPPORTED, "%s: sparse initializers are not supported", path_.c_str());
+    add_initializers();
+    add_inputs();
+    for (const NodeP &n : gp.nodes) convert(n);
+    for (ModelInfo::Entry &e : info_.outputs) {
+      auto it = values_.find(e.name);
+      if (it == values_.end()) fail(CTN_ERR_CORRUPT, "%s: graph output '%s' is never computed", path_.c_str(), e.name.c_str());
+      e.node = it->second;
+    }
+    return info_;
+  }
+
+ private:
+  void find_opset() {
+    for (const OpsetP &o : model_.opsets)
+      if (o.domain.empty() || o.domain == "ai.onnx") info_.opset = o.version;
+    if (model_.opsets.empty()) info_.opset = 1;  // IR version 1 files name no opset
+  }
+
+  static bool default_domain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
+
+  void survey_ops() {
+    for (const NodeP &n : model_.graph.nodes) {
+      std::string name = default_domain(n.domain) ? sv(n.op_type) : sv(n.domain) + "." + sv(n.op_type);
+      auto it = std::find_if(info_.op_types.begin(), info_.op_types.end(), [&](auto &o) { return o.name == name; });
+      if (it == info_.op_types.end()) {
+        info_.op_types.push_back({name, 0, default_domain(n.domain) && find_converter(n.op_type) != nullptr, ""});
+        it = info_.op_types.end() - 1;
+      }
+      ++it->uses;
+    }
+  }
+
+  void add_initializers() {
+    for (size_t k = 0; k < model_.graph.initializers.size(); ++k) {
+      const TensorP &tp = model_.graph.initializers[k];
+      Tensor t = tensor_from_proto(tp, base_dir_, path_);
+      std::string name = sv(tp.name);
+      ctn_node n = (opts_.initializers_as_constants || !dtype_is_float(t.dtype)) ? g_->add_constant(t)
+                                                                                 : g_->add_variable(name.c_str(), t);
+      values_[name] = n;
+      info_.initializers[k].node = n;
+    }
+  }
+
+  void add_inputs() {
+    for (ModelInfo::Entry &e : info_.inputs) {
+      const ValueInfoP *v = nullptr;
+      for (const ValueInfoP &x : model_.graph.inputs)
+        if (x.name == e.name) v = &x;
+      const InputSpec *spec = nullptr;
+      for (const InputSpec &s : opts_.inputs)
+        if (s.name == e.name) spec = &s;
+      if (!v->is_tensor)
+        fail(CTN_ERR_UNSUPPORTED, "%s: graph input '%s' is not a tensor (sequences, maps and optionals are not supported)",
+             path_.c_str(), e.name.c_str());
+      const int32_t dt = dtype_from_onnx(v->elem_type);
+      if (dt < 0 && !spec)
+        fail(CTN_ERR_UNSUPPORTED, "%s: graph input '%s' has dtype %s, which chutney does not have", path_.c_str(),
+             e.name.c_str(), data_type_name(v->elem_type));
+      if (spec) {
+        const Tensor &val = *spec->value;
+        if (dt >= 0 && val.dtype != dt)
+          fail(CTN_ERR_DTYPE, "ctn_onnx_load: input '%s' is %s in the model, the given value is %s", e.name.c_str(),
+               data_type_name(v->elem_type), dtype_name(val.dtype));
+        bool ok = !v->has_shape || v->dims.size() == val.shape.ndim;
+        for (uint32_t k = 0; ok && v->has_shape && k < val.shape.ndim; ++k) ok = v->dims[k] < 0 || v->dims[k] == val.shape[k];
+        if (!ok)
+          fail(CTN_ERR_SHAPE, "ctn_onnx_load: input '%s' has shape %s, which does not fit the model's", e.name.c_str(),
+               shape_str(val.shape).c_str());
+        e.node = spec->as_constant ? CTN_NODE_NONE : g_->add_input(e.name.c_str(), val.dtype, val.shape);
+        values_[e.name] = spec->as_constant ? g_->add_constant(val) : e.node;
+        continue;
+      }
+      if (!v->has_shape)
+        fail(CTN_ERR_INVALID_ARGUMENT, "%s: graph input '%s' has no shape; give one with ctn_onnx_options.inputs",
+             path_.c_str(), e.name.c_str());
+      if (v->dims.size() > CTN_MAX_DIMS)
+        fail(CTN_ERR_UNSUPPORTED, "%s: graph input '%s' has %zu dims (at most %d)", path_.c_str(), e.name.c_str(),
+             v->dims.size(), CTN_MAX_DIMS);
+      Shape s;
+      s.ndim = static_cast<uint32_t>(v->dims.size());
+      for (uint32_t k = 0; k < s.ndim; ++k) {
+        if (v->dims[k] < 0)
+          fail(CTN_ERR_INVALID_ARGUMENT, "%s: graph input '%s' has a symbolic dimension %u ('%s'); give its shape with "
+               "ctn_onnx_options.inputs (the CLI takes it from the --input file)", path_.c_str(), e.name.c_str(), k,
+               sv(v->dim_params[k]).c_str());
+        s[k] = v->dims[k];
+      }
+      e.node = g_->add_input(e.name.c_str(), dt, s);
+      values_[e.name] = e.node;
+    }
+  }
+
+  void convert(const NodeP &n) {
+    const std::string where = format("node '%s' (%s)", sv(n.name).c_str(), sv(n.op_type).c_str());
+    if (!default_domain(n.domain))
+      fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: op domain '%s' (only the default ai.onnx domain is supported)",
+           where.c_str(), sv(n.domain).c_str());
+    const OpEntry *e = find_converter(n.op_type);
+    if (!e) {
+      for (const FunctionP &f : model_.functions)
+        if (f.name == n.op_type)
+          fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: model-local functions are not inlined", where.c_str());
+      fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: chutney has no converter for op type %s", where.c_str(),
+           sv(n.op_type).c_str());
+    }
+    std::vector<ctn_node> ins;
+    bool all_const = true;
+    for (std::string_view name : n.inputs) {
+      if (name.empty()) {
+        ins.push_back(CTN_NODE_NONE);
+        continue;
+      }
+      auto it = values_.find(sv(name));
+      if (it == values_.end())
+        fail(CTN_ERR_CORRUPT, "ONNX %s: input '%s' is not defined by any earlier node, initializer or graph input",
+             where.c_str(), sv(name).c_str());
+      ins.push_back(it->second);
+      all_const = all_const && g_->node(it->second).kind == NodeKind::Constant;
+    }
+    std::vector<ctn_node> outs;
+    const size_t before = g_->size();
+    try {
+      if (all_const && !never_fold(n.op_type)) {
+        // Evaluate now on an eager graph; the results enter the model graph as constants.
+        Graph eg(g_->context(), true);
+        std::vector<ctn_node> eins;
+        for (ctn_node x : ins) eins.push_back(x == CTN_NODE_NONE ? CTN_NODE_NONE : eg.add_constant(*g_->node(x).value));
+        NodeCtx c(eg, n, info_.opset, std::move(eins));
+        run_converter(*e, c);
+        for (ctn_node o : c.outs) outs.push_back(o == CTN_NODE_NONE ? o : g_->add_constant(*eg.node(o).value));
+      } else {
+        NodeCtx c(*g_, n, info_.opset, std::move(ins));
+        run_converter(*e, c);
+        outs = c.outs;
+      }
+    } catch (const Error &err) {
+      if (err.message().rfind("ONNX ", 0) == 0) throw;
+      throw Error(err.code(), "ONNX " + where + ": " + err.message());
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (n.outputs[k].empty()) continue;
+      if (k >= outs.size() || outs[k] == CTN_NODE_NONE)
+        fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: output %zu ('%s')", where.c_str(), k, sv(n.outputs[k]).c_str());
+      values_[sv(n.outputs[k])] = outs[k];
+    }
+    record_lowering(n, before);
+  }
+
+  static void run_converter(const OpEntry &e, NodeCtx &c) {
+    e.fn(c);
+    c.check_attrs_used();
+  }
+
+  void record_lowering(const NodeP &n, size_t before) {
+    auto it = std::find_if(info_.op_types.begin(), info_.op_types.end(), [&](auto &o) { return o.name == n.op_type; });
+    if (it == info_.op_types.end()) return;
+    for (size_t k = before; k < g_->size(); ++k) {
+      const Node &node = g_->node(static_cast<ctn_node>(k));
+      if (node.kind != NodeKind::Op) continue;
+      const std::string &op = node.op->name;
+      std::string list = "," + it->lowered + ",";
+      if (list.find("," + op + ",") == std::string::npos) it->lowered += (it->lowered.empty() ? "" : ",") + op;
+    }
+  }
+
+  Graph *g_;
+  std::string path_, base_dir_;
+  const Options &opts_;
+  std::string bytes_;
+  ModelP model_;
+  ModelInfo info_;
+  std::unordered_map<std::string, ctn_node> values_;
+};
+
+}  // namespace
+
+ModelInfo import_model(Graph *g, const std::string &path, const Options &opts) {
+  return Importer(g, path, opts).run();
+}
+
+}  // namespace ctn::onnx

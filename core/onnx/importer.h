@@ -1,0 +1,125 @@
+// ONNX import: the driver (importer.cpp) walks the model's nodes in order and hands each to the
+// converter of its op type (ops_*.cpp), which lowers it onto chutney graph ops through NodeCtx.
+// A node whose inputs are all constants is converted on a throw-away eager graph and its outputs
+// enter the model graph as constants (shape arithmetic, folded weights).
+#pragma once
+
+#include <chutney/onnx.h>
+
+#include "graph/graph.h"
+#include "onnx/proto.h"
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ctn::onnx {
+
+// The oldest default-domain opset accepted. Attributes that later became inputs (axes, pads,
+// split, min/max...) are read in either form, so opsets 7..12 mostly work; 13 and newer are
+// what the backend suite checks.
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 28;
+
+// Constants the importer builds itself (ranges, index maps, one-hot ramps, filled tensors) are
+// capped, so that a hostile or mistaken attribute cannot make an import allocate without bound.
+constexpr int64_t kMaxBuiltElements = int64_t{1} << 28;
+
+struct InputSpec {
+  std::string name;
+  const Tensor *value = nullptr;
+  bool as_constant = false;
+};
+
+struct Options {
+  bool initializers_as_constants = false;
+  bool inspect_only = false;
+  std::string external_data_dir;  // "" : the model's directory
+  std::vector<InputSpec> inputs;
+};
+
+struct ModelInfo {
+  struct Entry {
+    std::string name;
+    ctn_node node = CTN_NODE_NONE;
+  };
+  struct OpType {
+    std::string name;
+    uint32_t uses = 0;
+    bool supported = false;
+    std::string lowered;  // chutney ops, ','-separated
+  };
+  std::vector<Entry> inputs, outputs, initializers;
+  std::vector<OpType> op_types;
+  int64_t opset = 0, ir_version = 0;
+};
+
+// Reads `path` and builds the model into `g` (which must be empty; nullptr with inspect_only).
+ModelInfo import_model(Graph *g, const std::string &path, const Options &opts);
+
+// Converts a TensorProto into a host tensor; `base_dir` resolves external data. Throws
+// CTN_ERR_UNSUPPORTED for a dtype chutney lacks, CTN_ERR_CORRUPT for inconsistent data.
+Tensor tensor_from_proto(const TensorP &t, const std::string &base_dir, const std::string &what);
+int32_t dtype_from_onnx(int32_t onnx_type);  // -1 when chutney has no such dtype
+
+// One ONNX node being lowered.
+class NodeCtx {
+ public:
+  NodeCtx(Graph &graph, const NodeP &n, int64_t opset_version, std::vector<ctn_node> inputs);
+
+  Graph &g;
+  const NodeP &node;
+  const int64_t opset;
+  std::vector<ctn_node> outs;  // the converter's result, one per ONNX output (NONE: not made)
+
+  // ---- inputs (missing optional inputs have empty names) ----
+  size_t n_in() const { return in_.size(); }
+  bool has(size_t i) const { return i < in_.size() && in_[i] != CTN_NODE_NONE; }
+  ctn_node in(size_t i) const;  // fails naming the node when the input is absent
+  int32_t dtype(size_t i) const { return g.info(in(i)).dtype; }
+  const Shape &shape(size_t i) const { return g.info(in(i)).shape; }
+  const Tensor *konst(size_t i) const;  // the input's constant value, or nullptr
+  // A constant integer (or floating, for reals) input as a flat list; fails naming the node and
+  // `what` when the input is not a constant.
+  std::vector<int64_t> ints(size_t i, const char *what) const;
+  std::vector<double> reals(size_t i, const char *what) const;
+
+  // ---- attributes: every attribute must be read (or ignored on purpose) by the converter;
+  // the driver then refuses the node naming any attribute left unread ----
+  const AttributeP *attr(const char *name) const;
+  bool has_attr(const char *name) const { return attr(name) != nullptr; }
+  int64_t attr_i(const char *name, int64_t def) const;
+  double attr_f(const char *name, double def) const;
+  std::string attr_s(const char *name, const char *def) const;
+  std::vector<int64_t> attr_ints(const char *name) const;  // empty when absent
+  std::vector<float> attr_floats(const char *name) const;
+  void ignore(const char *name) const { attr(name); }
+  void check_attrs_used() const;
+
+  [[noreturn]] void unsupported(const char *fmt, ...) const __attribute__((format(printf, 2, 3)));
+  [[noreturn]] void invalid(const char *fmt, ...) const __attribute__((format(printf, 2, 3)));
+  std::string where() const;  // "node 'conv1' (Conv)"
+
+  // Fails naming the node when an import-time constant of `n` elements exceeds the cap.
+  void limit(double n, const char *what) const;
+
+  // The input axis normalised against `ndim`, failing with the node's name.
+  int32_t axis(int64_t a, uint32_t ndim) const;
+
+ private:
+  std::vector<ctn_node> in_;
+  mutable std::vector<bool> used_;
+};
+
+using ConvertFn = void (*)(NodeCtx &c);
+struct OpEntry {
+  const char *op_type;
+  ConvertFn fn;
+};
+std::span<const OpEntry> math_ops();    // ops_math.cpp: elementwise, reductions
+std::span<const OpEntry> tensor_ops();  // ops_tensor.cpp: shape and indexing ops
+std::span<const OpEntry> nn_ops();      // ops_nn.cpp: conv, pooling, norms, matmul, losses, recurrent
+std::span<const OpEntry> resize_ops();  // ops_resize.cpp: Resize, Upsample
+const OpEntry *find_converter(std::string_view op_type);
+
+}  // namespace ctn::onnx

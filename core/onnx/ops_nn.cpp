@@ -1,0 +1,551 @@
+// ONNX neural-network ops: matmul/Gemm, convolutions, pooling, normalisations, dropout.
+// Recurrent layers (LSTM, GRU, RNN) are in ops_rnn.cpp.
+#include <chutney/ops.h>
+
+#include "onnx/importer.h"
+#include "onnx/lower.h"
+#include "util/status.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace ctn::onnx {
+namespace {
+
+using namespace lower;
+
+void out1(NodeCtx &c, ctn_node y) { c.outs = {y}; }
+
+Shape shape_of(std::initializer_list<int64_t> v) { return Shape::from(static_cast<uint32_t>(v.size()), std::data(v)); }
+
+void matmul(NodeCtx &c) {
+  Graph &g = c.g;
+  ctn_node a = c.in(0), b = c.in(1);
+  Shape as = c.shape(0), bs = c.shape(1);
+  const int32_t dt = c.dtype(0);
+  if (as.ndim == 0 || bs.ndim == 0) c.invalid("operands must be at least 1-d");
+  const bool a1 = as.ndim == 1, b1 = bs.ndim == 1;
+  if (a1) a = reshape(g, a, shape_of({1, as[0]}));
+  if (b1) b = reshape(g, b, shape_of({bs[0], 1}));
+  ctn_node y = dtype_is_float(dt) ? g.op2(CTN_OP_MATMUL, a, b)
+                                  : cast(g, g.op2(CTN_OP_MATMUL, cast(g, a, CTN_F64), cast(g, b, CTN_F64)), dt);
+  Shape ys = g.info(y).shape, r;
+  for (uint32_t k = 0; k < ys.ndim; ++k) {
+    if ((a1 && k == ys.ndim - 2) || (b1 && k == ys.ndim - 1)) continue;
+    r[r.ndim++] = ys[k];
+  }
+  out1(c, reshape(g, y, r));
+}
+
+void gemm(NodeCtx &c) {
+  Graph &g = c.g;
+  const double alpha = c.attr_f("alpha", 1.0), beta = c.attr_f("beta", 1.0);
+  ctn_attrs a = attrs_i({c.attr_i("transA", 0) != 0, c.attr_i("transB", 0) != 0});
+  c.ignore("broadcast");  // opsets < 7 only; opset 7 made broadcasting unconditional
+  ctn_node y = g.op2(CTN_OP_MATMUL, c.in(0), c.in(1), &a);
+  if (alpha != 1.0) y = g.op2(CTN_OP_MUL, y, scalar_like(g, y, alpha));
+  if (c.has(2)) {
+    ctn_node bias = c.in(2);
+    if (beta != 1.0) bias = g.op2(CTN_OP_MUL, bias, scalar_like(g, bias, beta));
+    y = g.op2(CTN_OP_ADD, y, bias);
+  }
+  out1(c, y);
+}
+
+// ---- convolution and pooling geometry ------------------------------------------------------------
+struct Window {
+  int64_t k[2] = {1, 1}, s[2] = {1, 1}, d[2] = {1, 1}, pb[2] = {0, 0}, pe[2] = {0, 0};
+  bool one_d = false;  // the ONNX op was 1-d: [N, C, L] handled as [N, C, 1, L]
+};
+
+// Reads strides, dilations, pads and auto_pad for a 2-d window over spatial `in` sizes.
+Window window(NodeCtx &c, const int64_t *kernel, const int64_t *in, uint32_t nsp, bool transposed) {
+  Window w;
+  std::vector<int64_t> st = c.attr_ints("strides"), di = c.attr_ints("dilations"), pads = c.attr_ints("pads");
+  std::string ap = c.attr_s("auto_pad", "NOTSET");
+  if ((!st.empty() && st.size() != nsp) || (!di.empty() && di.size() != nsp) || (!pads.empty() && pads.size() != 2 * nsp))
+    c.invalid("strides, dilations or pads do not match %u spatial dims", nsp);
+  const uint32_t off = nsp == 1 ? 1 : 0;  // 1-d ops use the W slot
+  w.one_d = nsp == 1;
+  for (uint32_t k = 0; k < nsp; ++k) {
+    w.k[k + off] = kernel[k];
+    if (!st.empty()) w.s[k + off] = st[k];
+    if (!di.empty()) w.d[k + off] = di[k];
+    if (!pads.empty()) w.pb[k + off] = pads[k], w.pe[k + off] = pads[k + nsp];
+    if (w.s[k + off] < 1 || w.d[k + off] < 1 || w.pb[k + off] < 0 || w.pe[k + off] < 0) c.invalid("bad strides, dilations or pads");
+    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      if (transposed) continue;  // handled by conv_transpose with the output size
+      const int64_t out = (in[k] + w.s[k + off] - 1) / w.s[k + off];
+      const int64_t total = std::max<int64_t>(0, (out - 1) * w.s[k + off] + (kernel[k] - 1) * w.d[k + off] + 1 - in[k]);
+      w.pb[k + off] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.pe[k + off] = total - w.pb[k + off];
+    } else if (ap == "VALID") {
+      w.pb[k + off] = w.pe[k + off] = 0;
+    } else if (ap != "NOTSET") {
+      c.unsupported("auto_pad '%s'", ap.c_str());
+    }
+  }
+  return w;
+}
+
+// Spatial rank of input 0 (1 or 2); 3-d and larger convolutions are not lowered.
+uint32_t spatial_dims(NodeCtx &c) {
+  const uint32_t nd = c.shape(0).ndim;
+  if (nd != 3 && nd != 4) c.unsupported("%u-d input (1-d and 2-d spatial ops only, layout NCW / NCHW)", nd);
+  return nd - 2;
+}
+
+ctn_node to4d(Graph &g, ctn_node x) {
+  Shape s = g.info(x).shape;
+  if (s.ndim == 4) return x;
+  return reshape(g, x, shape_of({s[0], s[1], 1, s[2]}));
+}
+
+ctn_node from4d(Graph &g, ctn_node y, bool one_d) {
+  if (!one_d) return y;
+  Shape s = g.info(y).shape;
+  return reshape(g, y, shape_of({s[0], s[1], s[3]}));
+}
+
+// Pads the asymmetric remainder explicitly so that the op's own (symmetric) padding is what is
+// left; returns the symmetric amounts.
+ctn_node pad_rest(Graph &g, ctn_node x, Window &w, double value, int64_t sym[2], int64_t extra_end[2]) {
+  for (int k = 0; k < 2; ++k) {
+    sym[k] = std::min(w.pb[k], w.pe[k]);
+    x = pad_axis(g, x, 2 + k, w.pb[k] - sym[k], w.pe[k] - sym[k] + extra_end[k], 0, value);
+  }
+  return x;
+}
+
+void conv(NodeCtx &c) {
+  Graph &g = c.g;
+  const uint32_t nsp = spatial_dims(c);
+  const Shape xs = c.shape(0), ws = c.shape(1);
+  if (ws.ndim != xs.ndim) c.invalid("the weight must have the input's rank");
+  c.ignore("kernel_shape");
+  const int64_t group = c.attr_i("group", 1);
+  Window w = window(c, &ws.d[2], &xs.d[2], nsp, false);
+  ctn_node x = to4d(g, c.in(0)), wt = to4d(g, c.in(1));
+  int64_t sym[2], none[2] = {0, 0};
+  x = pad_rest(g, x, w, 0.0, sym, none);
+  ctn_attrs a = attrs_i({w.s[0], w.s[1], sym[0], sym[1], w.d[0], w.d[1], group});
+  ctn_node y = g.op2(CTN_OP_CONV2D, x, wt, &a);
+  if (c.has(2)) y = g.op2(CTN_OP_ADD, y, reshape(g, c.in(2), shape_of({ws[0], 1, 1})));
+  out1(c, from4d(g, y, w.one_d));
+}
+
+void conv_transpose(NodeCtx &c) {
+  Graph &g = c.g;
+  const uint32_t nsp = spatial_dims(c);
+  const Shape xs = c.shape(0), ws = c.shape(1);
+  c.ignore("kernel_shape");
+  const int64_t group = c.attr_i("group", 1);
+  const std::string ap = c.attr_s("auto_pad", "NOTSET");
+  Window w = window(c, &ws.d[2], &xs.d[2], nsp, true);
+  std::vector<int64_t> op = c.attr_ints("output_padding"), os = c.attr_ints("output_shape");
+  int64_t opad[2] = {0, 0};
+  const uint32_t off = nsp == 1 ? 1 : 0;
+  for (uint32_t k = 0; k < nsp && k < op.size(); ++k) opad[k + off] = op[k];
+  int64_t in[2] = {1, 1};
+  for (uint32_t k = 0; k < nsp; ++k) in[k + off] = xs[2 + k];
+  for (int k = 0; k < 2; ++k) {
+    const int64_t full = w.s[k] * (in[k] - 1) + opad[k] + (w.k[k] - 1) * w.d[k] + 1;
+    int64_t target = -1;
+    if (!os.empty()) target = os[os.size() - (k == 0 ? (nsp == 2 ? 2 : 0) : 1)];
+    else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") target = in[k] * w.s[k];
+    if (target >= 0 && !(k == 0 && nsp == 1)) {
+      const int64_t total = full - target;
+      const bool upper = ap != "SAME_LOWER";
+      w.pb[k] = upper ? total / 2 : total - total / 2;
+      w.pe[k] = total - w.pb[k];
+    }
+  }
+  ctn_node x = to4d(g, c.in(0)), wt = to4d(g, c.in(1));
+  ctn_node y;
+  if (w.pb[0] == w.pe[0] && w.pb[1] == w.pe[1] && opad[0] < w.s[0] && opad[1] < w.s[1] && w.pb[0] >= 0 && w.pb[1] >= 0) {
+    ctn_attrs a = attrs_i({w.s[0], w.s[1], w.pb[0], w.pb[1], w.d[0], w.d[1], group, opad[0], opad[1]});
+    y = g.op2(CTN_OP_CONV_TRANSPOSE2D, x, wt, &a);
+  } else {
+    // The full, unpadded result, then crop the pads and append the output padding as zeros.
+    ctn_attrs a = attrs_i({w.s[0], w.s[1], 0, 0, w.d[0], w.d[1], group, 0, 0});
+    y = g.op2(CTN_OP_CONV_TRANSPOSE2D, x, wt, &a);
+    for (int k = 0; k < 2; ++k) y = pad_axis(g, y, 2 + k, -w.pb[k], opad[k] - w.pe[k], 0, 0.0);
+  }
+  if (c.has(2)) {
+    const int64_t o = g.info(y).shape[1];
+    y = g.op2(CTN_OP_ADD, y, reshape(g, c.in(2), shape_of({o, 1, 1})));
+  }
+  out1(c, from4d(g, y, w.one_d));
+}
+
+// Extra end padding so that ceil_mode's last partial window exists (it must start inside the
+// input or its begin padding).
+void ceil_extra(const Window &w, const int64_t in[2], bool ceil_mode, int64_t extra[2]) {
+  for (int k = 0; k < 2; ++k) {
+    extra[k] = 0;
+    if (!ceil_mode) continue;
+    const int64_t span = in[k] + w.pb[k] + w.pe[k] - ((w.k[k] - 1) * w.d[k] + 1);
+    int64_t out = (span + w.s[k] - 1) / w.s[k] + 1;
+    if ((out - 1) * w.s[k] >= in[k] + w.pb[k]) --out;
+    extra[k] = std::max<int64_t>(0, (out - 1) * w.s[k] + (w.k[k] - 1) * w.d[k] + 1 - (in[k] + w.pb[k] + w.pe[k]));
+  }
+}
+
+void pool(NodeCtx &c, bool is_max) {
+  Graph &g = c.g;
+  const uint32_t nsp = spatial_dims(c);
+  const Shape xs = c.shape(0);
+  const int32_t in_dt = c.dtype(0);
+  if (!dtype_is_float(in_dt) && !(is_max && (in_dt == CTN_U8 || in_dt == CTN_I32)))
+    c.unsupported("dtype %s (float and double; uint8 and int32 for MaxPool)", dtype_name(in_dt));
+  std::vector<int64_t> ks = c.attr_ints("kernel_shape");
+  if (ks.size() != nsp) c.invalid("kernel_shape must have %u entries", nsp);
+  Window w = window(c, ks.data(), &xs.d[2], nsp, false);
+  if (w.d[0] != 1 || w.d[1] != 1) c.unsupported("dilations other than 1");
+  const bool ceil_mode = c.attr_i("ceil_mode", 0) != 0;
+  if (is_max && c.attr_i("storage_order", 0) != 0) c.unsupported("storage_order 1");
+  if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) c.unsupported("the Indices output");
+  const bool include_pad = !is_max && c.attr_i("count_include_pad", 0) != 0;
+  ctn_node x = to4d(g, cast(g, c.in(0), dtype_is_float(in_dt) ? in_dt : CTN_F64));  // max of ints is exact in f64
+  const Shape s4 = g.info(x).shape;
+  const int64_t in[2] = {s4[2], s4[3]};
+  int64_t extra[2];
+  ceil_extra(w, in, ceil_mode, extra);
+  const bool native = w.pb[0] == w.pe[0] && w.pb[1] == w.pe[1] && extra[0] == 0 && extra[1] == 0 &&
+                      2 * w.pb[0] <= w.k[0] && 2 * w.pb[1] <= w.k[1];
+  ctn_node y;
+  if (is_max) {
+    int64_t sym[2] = {w.pb[0], w.pb[1]};
+    if (!native) {
+      // -inf padding: max never picks it, as the window always holds a real element.
+      x = pad_rest(g, x, w, -std::numeric_limits<double>::infinity(), sym, extra);
+      if (2 * sym[0] > w.k[0] || 2 * sym[1] > w.k[1]) {
+        for (int k = 0; k < 2; ++k) x = pad_axis(g, x, 2 + k, sym[k], sym[k], 0, -std::numeric_limits<double>::infinity());
+        sym[0] = sym[1] = 0;
+      }
+    }
+    ctn_attrs a = attrs_i({w.k[0], w.k[1], w.s[0], w.s[1], sym[0], sym[1]});
+    y = g.op1(CTN_OP_MAX_POOL2D, x, &a);
+  } else if (native) {
+    ctn_attrs a = attrs_i({w.k[0], w.k[1], w.s[0], w.s[1], w.pb[0], w.pb[1], include_pad ? 1 : 0});
+    y = g.op1(CTN_OP_AVG_POOL2D, x, &a);
+  } else {
+    // sum over the zero-padded input / number of counted elements under each window, where the
+    // counted elements are the real ones (plus the declared pads with count_include_pad).
+    ctn_attrs a = attrs_i({w.k[0], w.k[1], w.s[0], w.s[1], 0, 0, 1});
+    ctn_node xp = x;
+    for (int k = 0; k < 2; ++k) xp = pad_axis(g, xp, 2 + k, w.pb[k], w.pe[k] + extra[k], 0, 0.0);
+    Tensor m = Tensor::empty(g.info(x).dtype, shape_of({1, 1, in[0] + w.pb[0] + w.pe[0] + extra[0], in[1] + w.pb[1] + w.pe[1] + extra[1]}));
+    const Shape ms = m.shape;
+    for (int64_t i = 0; i < ms[2]; ++i)
+      for (int64_t j = 0; j < ms[3]; ++j) {
+        bool real = i >= w.pb[0] && i < w.pb[0] + in[0] && j >= w.pb[1] && j < w.pb[1] + in[1];
+        bool declared = i < w.pb[0] + in[0] + w.pe[0] && j < w.pb[1] + in[1] + w.pe[1];
+        double v = (include_pad ? declared : real) ? 1.0 : 0.0;
+        if (m.dtype == CTN_F32) reinterpret_cast<float *>(m.data())[i * ms[3] + j] = static_cast<float>(v);
+        else reinterpret_cast<double *>(m.data())[i * ms[3] + j] = v;
+      }
+    ctn_node count = g.op1(CTN_OP_AVG_POOL2D, g.add_constant(m), &a);
+    y = g.op2(CTN_OP_DIV, g.op1(CTN_OP_AVG_POOL2D, xp, &a), count);
+  }
+  out1(c, cast(g, from4d(g, y, w.one_d), in_dt));
+}
+void max_pool(NodeCtx &c) { pool(c, true); }
+void avg_pool(NodeCtx &c) { pool(c, false); }
+
+void global_pool(NodeCtx &c, const char *op) {
+  const Shape s = c.shape(0);
+  if (s.ndim < 3) c.invalid("the input must be at least 3-d");
+  uint64_t mask = 0;
+  for (uint32_t k = 2; k < s.ndim; ++k) mask |= 1ull << k;
+  out1(c, reduce(c.g, op, c.in(0), mask, true));
+}
+void global_avg_pool(NodeCtx &c) { global_pool(c, CTN_OP_MEAN); }
+void global_max_pool(NodeCtx &c) { global_pool(c, CTN_OP_MAX); }
+
+// ---- normalisation -------------------------------------------------------------------------------
+// [C] -> [C, 1, ..., 1] to broadcast against [N, C, ...].
+ctn_node per_channel(Graph &g, ctn_node v, uint32_t ndim) {
+  Shape s = g.info(v).shape, r;
+  r.ndim = ndim - 1;
+  r[0] = s.numel();
+  for (uint32_t k = 1; k < r.ndim; ++k) r[k] = 1;
+  return reshape(g, v, r);
+}
+
+void batch_norm(NodeCtx &c) {
+  Graph &g = c.g;
+  const double eps = c.attr_f("epsilon", 1e-5), momentum = c.attr_f("momentum", 0.9);
+  if (c.attr_i("spatial", 1) != 1) c.unsupported("spatial = 0");
+  c.ignore("is_test");
+  c.ignore("consumed_inputs");
+  const bool training = c.attr_i("training_mode", 0) != 0;
+  ctn_node x = c.in(0);
+  const uint32_t nd = c.shape(0).ndim;
+  if (nd < 2) c.invalid("the input must be at least 2-d");
+  if (!training) {
+    for (size_t k = 1; k < c.node.outputs.size(); ++k)
+      if (!c.node.outputs[k].empty()) c.unsupported("output %zu outside training mode", k);
+    ctn_node in[5] = {x, c.in(1), c.in(2), c.in(3), c.in(4)};
+    ctn_attrs a = attrs_f({eps});
+    return out1(c, g.add_op(CTN_OP_BATCH_NORM_INFERENCE, 5, in, &a));
+  }
+  ctn_node in[3] = {x, c.in(1), c.in(2)};
+  ctn_attrs a = attrs_f({eps});
+  ctn_node y = g.add_op(CTN_OP_BATCH_NORM, 3, in, &a);
+  uint64_t mask = 0;
+  for (uint32_t k = 0; k < nd; ++k)
+    if (k != 1) mask |= 1ull << k;
+  ctn_node mean, var;
+  moments(g, x, mask, &mean, &var);
+  Shape cs = c.shape(3);
+  mean = reshape(g, mean, cs);
+  var = reshape(g, var, cs);
+  ctn_node m = scalar_like(g, x, momentum), m1 = scalar_like(g, x, 1 - momentum);
+  ctn_node rm = g.op2(CTN_OP_ADD, g.op2(CTN_OP_MUL, c.in(3), m), g.op2(CTN_OP_MUL, mean, m1));
+  ctn_node rv = g.op2(CTN_OP_ADD, g.op2(CTN_OP_MUL, c.in(4), m), g.op2(CTN_OP_MUL, var, m1));
+  c.outs = {y, rm, rv};
+}
+
+void instance_norm(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  if (s.ndim < 3) c.invalid("the input must be at least 3-d");
+  const double eps = c.attr_f("epsilon", 1e-5);
+  uint64_t mask = 0;
+  for (uint32_t k = 2; k < s.ndim; ++k) mask |= 1ull << k;
+  ctn_node x = c.in(0), mean, var;
+  moments(g, x, mask, &mean, &var);
+  ctn_node r = g.op1(CTN_OP_SQRT, g.op2(CTN_OP_ADD, var, scalar_like(g, x, eps)));
+  ctn_node y = g.op2(CTN_OP_DIV, g.op2(CTN_OP_SUB, x, mean), r);
+  y = g.op2(CTN_OP_MUL, y, per_channel(g, c.in(1), s.ndim));
+  out1(c, g.op2(CTN_OP_ADD, y, per_channel(g, c.in(2), s.ndim)));
+}
+
+void layer_norm(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  const int32_t ax = c.axis(c.attr_i("axis", -1), s.ndim);
+  const double eps = c.attr_f("epsilon", 1e-5);
+  c.ignore("stash_type");
+  ctn_node x = c.in(0);
+  Shape ns;
+  for (uint32_t k = static_cast<uint32_t>(ax); k < s.ndim; ++k) ns[ns.ndim++] = s[k];
+  auto fit = [&](ctn_node v) {
+    if (g.info(v).shape == ns) return v;
+    ctn_attrs a{};
+    for (uint32_t k = 0; k < ns.ndim; ++k) a.i[a.ni++] = ns[k];
+    return g.op1(CTN_OP_BROADCAST_TO, v, &a);
+  };
+  ctn_node gamma = fit(c.in(1));
+  ctn_node beta = c.has(2) ? fit(c.in(2)) : fit(scalar_like(g, x, 0));
+  ctn_node in[3] = {x, gamma, beta};
+  ctn_attrs a = attrs_i({ax});
+  a.f[0] = eps;
+  a.nf = 1;
+  c.outs = {g.add_op(CTN_OP_LAYER_NORM, 3, in, &a)};
+  const bool want_stats = (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) ||
+                          (c.node.outputs.size() > 2 && !c.node.outputs[2].empty());
+  if (want_stats) {
+    uint64_t mask = 0;
+    for (uint32_t k = static_cast<uint32_t>(ax); k < s.ndim; ++k) mask |= 1ull << k;
+    ctn_node mean, var;
+    moments(g, x, mask, &mean, &var);
+    ctn_node inv = g.op2(CTN_OP_DIV, scalar_like(g, x, 1),
+                         g.op1(CTN_OP_SQRT, g.op2(CTN_OP_ADD, var, scalar_like(g, x, eps))));
+    c.outs.push_back(mean);
+    c.outs.push_back(inv);
+  }
+}
+
+void mean_variance_norm(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  std::vector<int64_t> axes = c.attr_ints("axes");
+  if (!c.has_attr("axes")) axes = {0, 2, 3};
+  uint64_t mask = 0;
+  for (int64_t a : axes) mask |= 1ull << c.axis(a, s.ndim);
+  ctn_node x = c.in(0), mean, var;
+  moments(g, x, mask, &mean, &var);
+  // ONNX's function body: (x - mean) / (sqrt(var) + 1e-9).
+  ctn_node den = g.op2(CTN_OP_ADD, g.op1(CTN_OP_SQRT, var), scalar_like(g, x, 1e-9));
+  out1(c, g.op2(CTN_OP_DIV, g.op2(CTN_OP_SUB, x, mean), den));
+}
+
+void lrn(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  const double alpha = c.attr_f("alpha", 1e-4), beta = c.attr_f("beta", 0.75), bias = c.attr_f("bias", 1.0);
+  const int64_t size = c.attr_i("size", 0);
+  if (size < 1 || s.ndim < 3) c.invalid("size must be >= 1 and the input at least 3-d");
+  if (size > 4096) c.unsupported("size %lld (one slice per window position; at most 4096)", static_cast<long long>(size));
+  ctn_node x = c.in(0);
+  ctn_node sq = pad_axis(g, g.op2(CTN_OP_MUL, x, x), 1, (size - 1) / 2, size / 2, 0, 0.0);
+  ctn_node acc = CTN_NODE_NONE;
+  for (int64_t k = 0; k < size; ++k) {
+    ctn_node part = slice(g, sq, 1, k, k + s[1], 1);
+    acc = acc == CTN_NODE_NONE ? part : g.op2(CTN_OP_ADD, acc, part);
+  }
+  ctn_node den = g.op2(CTN_OP_ADD, g.op2(CTN_OP_MUL, acc, scalar_like(g, x, alpha / static_cast<double>(size))),
+                       scalar_like(g, x, bias));
+  out1(c, g.op2(CTN_OP_DIV, x, g.op2(CTN_OP_POW, den, scalar_like(g, x, beta))));
+}
+
+void dropout(NodeCtx &c) {
+  Graph &g = c.g;
+  c.ignore("seed");
+  c.ignore("ratio");
+  bool training = c.attr_i("is_test", 1) == 0;
+  if (c.has(2)) {
+    std::vector<int64_t> t = c.ints(2, "training_mode");
+    training = !t.empty() && t[0] != 0;
+  }
+  if (training) {
+    double ratio = c.has(1) ? c.reals(1, "ratio").at(0) : 0.5;
+    if (ratio != 0.0) c.unsupported("training mode with ratio %g (import the model for inference)", ratio);
+  }
+  ctn_node x = c.in(0);
+  c.outs = {x};
+  if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) {
+    ctn_attrs a{};
+    const Shape s = c.shape(0);
+    for (uint32_t k = 0; k < s.ndim; ++k) a.i[a.ni++] = s[k];
+    c.outs.push_back(g.op1(CTN_OP_BROADCAST_TO, g.add_scalar(CTN_BOOL, 1), &a));
+  }
+}
+
+
+// ---- losses ----------------------------------------------------------------------------------------
+// NegativeLogLikelihoodLoss on log-probabilities [N, C, d...] and targets [N, d...]: the class
+// entry is picked with a one-hot mask (targets are data, not constants), weighted, reduced.
+ctn_node nll(NodeCtx &c, ctn_node logp, ctn_node target, ctn_node weight) {
+  Graph &g = c.g;
+  const Shape s = g.info(logp).shape, ts = g.info(target).shape;
+  const int32_t dt = g.info(logp).dtype;
+  if (s.ndim < 2 || ts.ndim != s.ndim - 1) c.invalid("input must be [N, C, ...] and target [N, ...]");
+  const std::string red = c.attr_s("reduction", "mean");
+  if (red != "none" && red != "sum" && red != "mean") c.unsupported("reduction '%s'", red.c_str());
+  const int64_t C = s[1];
+  Shape us, rs;  // targets with a size-1 class axis; the class weights' broadcast shape
+  us.ndim = rs.ndim = s.ndim;
+  for (uint32_t k = 0; k < s.ndim; ++k) {
+    us[k] = k == 0 ? ts[0] : k == 1 ? 1 : ts[k - 1];
+    rs[k] = k == 1 ? C : 1;
+  }
+  ctn_node t64 = cast(g, target, CTN_F64);
+  ctn_node onehot = cast(g, one_hot(g, reshape(g, t64, us), C, 1), dt);
+  ctn_node picked = reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, logp, onehot), 2, false);
+  ctn_node w = onehot;
+  if (weight != CTN_NODE_NONE) w = g.op2(CTN_OP_MUL, onehot, reshape(g, weight, rs));
+  w = reduce(g, CTN_OP_SUM, w, 2, false);
+  if (c.has_attr("ignore_index")) {
+    ctn_node keep = g.op2(CTN_OP_NE, t64, g.add_scalar(CTN_F64, static_cast<double>(c.attr_i("ignore_index", 0))));
+    w = g.op2(CTN_OP_MUL, w, cast(g, keep, dt));
+  }
+  ctn_node loss = g.op1(CTN_OP_NEG, g.op2(CTN_OP_MUL, picked, w));
+  if (red == "none") return loss;
+  ctn_node total = reduce(g, CTN_OP_SUM, loss, 0, false);
+  if (red == "sum") return total;
+  return g.op2(CTN_OP_DIV, total, reduce(g, CTN_OP_SUM, w, 0, false));
+}
+
+void nll_loss(NodeCtx &c) { out1(c, nll(c, c.in(0), c.in(1), c.has(2) ? c.in(2) : CTN_NODE_NONE)); }
+
+void softmax_cross_entropy(NodeCtx &c) {
+  ctn_attrs a = attrs_i({1});
+  if (c.shape(0).ndim < 2) c.invalid("scores must be [N, C, ...]");
+  ctn_node logp = c.g.op1(CTN_OP_LOG_SOFTMAX, c.in(0), &a);
+  c.outs = {nll(c, logp, c.in(1), c.has(2) ? c.in(2) : CTN_NODE_NONE), logp};
+}
+
+// ---- more normalisations -------------------------------------------------------------------------
+uint64_t tail_mask(uint32_t from, uint32_t nd) {
+  uint64_t m = 0;
+  for (uint32_t k = from; k < nd; ++k) m |= 1ull << k;
+  return m;
+}
+
+void rms_norm(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  const int32_t ax = c.axis(c.attr_i("axis", -1), s.ndim);
+  c.ignore("stash_type");
+  ctn_node x = c.in(0);
+  ctn_node ms = reduce(g, CTN_OP_MEAN, g.op2(CTN_OP_MUL, x, x), tail_mask(static_cast<uint32_t>(ax), s.ndim), true);
+  ctn_node r = g.op1(CTN_OP_SQRT, g.op2(CTN_OP_ADD, ms, scalar_like(g, x, c.attr_f("epsilon", 1e-5))));
+  out1(c, g.op2(CTN_OP_MUL, g.op2(CTN_OP_DIV, x, r), c.in(1)));
+}
+
+void group_norm(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  const int64_t G = c.attr_i("num_groups", 0);
+  c.ignore("stash_type");
+  if (s.ndim < 3 || G < 1 || s[1] % G) c.invalid("needs [N, C, ...] with C divisible by num_groups");
+  const int64_t N = s[0], C = s[1], rest = s.numel() / (N * C);
+  ctn_node x = reshape(g, c.in(0), shape_of({N, G, C / G * rest}));
+  ctn_node mean, var;
+  moments(g, x, 4, &mean, &var);
+  ctn_node r = g.op1(CTN_OP_SQRT, g.op2(CTN_OP_ADD, var, scalar_like(g, x, c.attr_f("epsilon", 1e-5))));
+  ctn_node y = reshape(g, g.op2(CTN_OP_DIV, g.op2(CTN_OP_SUB, x, mean), r), s);
+  ctn_node sc = c.in(1), b = c.in(2);
+  if (c.shape(1).numel() == G && G != C) {  // opset 18: one scale and bias per group
+    ctn_attrs a = attrs_i({G, C / G});
+    sc = reshape(g, g.op1(CTN_OP_BROADCAST_TO, reshape(g, sc, shape_of({G, 1})), &a), shape_of({C}));
+    b = reshape(g, g.op1(CTN_OP_BROADCAST_TO, reshape(g, b, shape_of({G, 1})), &a), shape_of({C}));
+  }
+  y = g.op2(CTN_OP_MUL, y, per_channel(g, sc, s.ndim));
+  out1(c, g.op2(CTN_OP_ADD, y, per_channel(g, b, s.ndim)));
+}
+
+void lp_norm(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  const int32_t ax = c.axis(c.attr_i("axis", -1), s.ndim);
+  const int64_t p = c.attr_i("p", 2);
+  ctn_node x = c.in(0);
+  if (p != 1 && p != 2) c.unsupported("p = %lld", static_cast<long long>(p));
+  ctn_node n = p == 1 ? reduce(g, CTN_OP_SUM, g.op1(CTN_OP_ABS, x), 1ull << ax, true)
+                      : g.op1(CTN_OP_SQRT, reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, x, x), 1ull << ax, true));
+  // A zero norm leaves the zero vector as it is (ONNX's reference), not 0/0.
+  ctn_node zero = g.op2(CTN_OP_EQ, n, scalar_like(g, n, 0));
+  ctn_node in[3] = {zero, scalar_like(g, n, 1), n};
+  out1(c, g.op2(CTN_OP_DIV, x, g.add_op(CTN_OP_WHERE, 3, in, nullptr)));
+}
+
+}  // namespace
+
+void convert_lstm(NodeCtx &c);
+void convert_gru(NodeCtx &c);
+void convert_rnn(NodeCtx &c);
+
+namespace {
+const OpEntry kNn[] = {
+    {"MatMul", matmul},
+    {"Gemm", gemm},
+    {"Conv", conv},
+    {"ConvTranspose", conv_transpose},
+    {"MaxPool", max_pool},
+    {"AveragePool", avg_pool},
+    {"GlobalAveragePool", global_avg_pool},
+    {"GlobalMaxPool", global_max_pool},
+    {"BatchNormalization", batch_norm},
+    {"InstanceNormalization", instance_norm},
+    {"LayerNormalization", layer_norm},
+    {"MeanVarianceNormalization", mean_variance_norm},
+    {"LRN", lrn},
+    {"Dropout", dropout},
+    {"NegativeLogLikelihoodLoss", nll_loss},
+    {"SoftmaxCrossEntropyLoss", softmax_cross_entropy},
+    {"RMSNormalization", rms_norm},
+    {"GroupNormalization", group_norm},
+    {"LpNormalization", lp_norm},
+    {"LSTM", convert_lstm},
+    {"GRU", convert_gru},
+    {"RNN", convert_rnn},
+};
+}  // namespace
+
+std::span<const OpEntry> nn_ops() { return kNn; }
+
+}  // namespace ctn::onnx

@@ -1,0 +1,140 @@
+// TensorProto -> host tensor: dtype mapping, raw_data / typed fields / external data, every
+// size checked. Kept apart from the importer so that the fuzz target links it without the graph.
+#include "onnx/importer.h"
+
+#include "util/status.h"
+
+#include <cstring>
+#include <fstream>
+
+namespace ctn::onnx {
+
+int32_t dtype_from_onnx(int32_t t) {
+  switch (t) {
+    case DT_FLOAT: return CTN_F32;
+    case DT_DOUBLE: return CTN_F64;
+    case DT_INT32: return CTN_I32;
+    case DT_INT64: return CTN_I64;
+    case DT_UINT8: return CTN_U8;
+    case DT_BOOL: return CTN_BOOL;
+    default: return -1;
+  }
+}
+
+namespace {
+
+std::string sv(std::string_view s) { return std::string(s); }
+
+// External data: `location` relative to the model's directory, never escaping it.
+std::string read_external(const TensorP &t, const std::string &base_dir, const std::string &what, size_t nbytes) {
+  std::string location;
+  long long offset = 0, length = -1;
+  for (const auto &kv : t.external) {
+    const std::string_view k = kv.first, v = kv.second;  // (lambdas cannot capture bindings in clang 15)
+    auto num = [&](const char *key) {
+      std::string s(v);
+      char *end = nullptr;
+      long long x = std::strtoll(s.c_str(), &end, 10);
+      if (s.empty() || *end || x < 0)
+        fail(CTN_ERR_CORRUPT, "%s: tensor '%s': external_data %s '%s' is not a non-negative integer", what.c_str(),
+             sv(t.name).c_str(), key, s.c_str());
+      return x;
+    };
+    if (k == "location") location = sv(v);
+    else if (k == "offset") offset = num("offset");
+    else if (k == "length") length = num("length");
+  }
+  if (location.empty())
+    fail(CTN_ERR_CORRUPT, "%s: tensor '%s' has external data without a location", what.c_str(), sv(t.name).c_str());
+  if (location[0] == '/' || location.find("..") != std::string::npos || location.find('\0') != std::string::npos)
+    fail(CTN_ERR_CORRUPT, "%s: tensor '%s': external data location '%s' must be a relative path inside the model's "
+         "directory", what.c_str(), sv(t.name).c_str(), location.c_str());
+  std::string path = (base_dir.empty() ? std::string(".") : base_dir) + "/" + location;
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) fail(CTN_ERR_IO, "%s: tensor '%s': cannot open external data file %s", what.c_str(), sv(t.name).c_str(), path.c_str());
+  long long size = static_cast<long long>(f.tellg());
+  if (length < 0) length = size - offset;
+  if (offset > size || length > size - offset)
+    fail(CTN_ERR_CORRUPT, "%s: tensor '%s': external range [%lld, %lld) is beyond the end of %s (%lld bytes)",
+         what.c_str(), sv(t.name).c_str(), offset, offset + length, path.c_str(), size);
+  if (static_cast<size_t>(length) != nbytes)
+    fail(CTN_ERR_CORRUPT, "%s: tensor '%s': external data holds %lld bytes, the shape needs %zu", what.c_str(),
+         sv(t.name).c_str(), length, nbytes);
+  std::string buf(static_cast<size_t>(length), '\0');
+  f.seekg(offset);
+  if (!f.read(buf.data(), length)) fail(CTN_ERR_IO, "%s: tensor '%s': cannot read %s", what.c_str(), sv(t.name).c_str(), path.c_str());
+  return buf;
+}
+
+template <class Src>
+void fill_from(Tensor &out, const std::vector<Src> &src, const TensorP &t, const std::string &what) {
+  const size_t n = static_cast<size_t>(out.numel());
+  if (src.size() != n)
+    fail(CTN_ERR_CORRUPT, "%s: tensor '%s' has %zu values for shape %s", what.c_str(), sv(t.name).c_str(), src.size(),
+         shape_str(out.shape).c_str());
+  for (size_t k = 0; k < n; ++k) {
+    switch (out.dtype) {
+      case CTN_F32: reinterpret_cast<float *>(out.data())[k] = static_cast<float>(src[k]); break;
+      case CTN_F64: reinterpret_cast<double *>(out.data())[k] = static_cast<double>(src[k]); break;
+      case CTN_I32: reinterpret_cast<int32_t *>(out.data())[k] = static_cast<int32_t>(src[k]); break;
+      case CTN_I64: reinterpret_cast<int64_t *>(out.data())[k] = static_cast<int64_t>(src[k]); break;
+      case CTN_U8: reinterpret_cast<uint8_t *>(out.data())[k] = static_cast<uint8_t>(src[k]); break;
+      default: reinterpret_cast<uint8_t *>(out.data())[k] = src[k] != Src(0); break;
+    }
+  }
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const TensorP &t, const std::string &base_dir, const std::string &what) {
+  const int32_t dt = dtype_from_onnx(t.data_type);
+  if (dt < 0)
+    fail(CTN_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s, which chutney does not have (float, double, int32, int64, "
+         "uint8 and bool are supported)", what.c_str(), sv(t.name).c_str(), data_type_name(t.data_type));
+  if (t.dims.size() > CTN_MAX_DIMS)
+    fail(CTN_ERR_UNSUPPORTED, "%s: tensor '%s' has %zu dims; chutney supports at most %d", what.c_str(), sv(t.name).c_str(),
+         t.dims.size(), CTN_MAX_DIMS);
+  if (t.has_segment) fail(CTN_ERR_UNSUPPORTED, "%s: tensor '%s' is segmented", what.c_str(), sv(t.name).c_str());
+  Shape s;
+  s.ndim = static_cast<uint32_t>(t.dims.size());
+  int64_t numel = 1;
+  for (uint32_t k = 0; k < s.ndim; ++k) {
+    if (t.dims[k] < 0 || (t.dims[k] > 0 && numel > (int64_t{1} << 40) / t.dims[k]))
+      fail(CTN_ERR_CORRUPT, "%s: tensor '%s' has an invalid or huge dimension %lld", what.c_str(), sv(t.name).c_str(),
+           static_cast<long long>(t.dims[k]));
+    s[k] = t.dims[k];
+    numel *= t.dims[k];
+  }
+  // Every size is checked against the data actually present before anything is allocated, so a
+  // hostile shape cannot make the reader allocate more than the file holds.
+  const size_t nbytes = static_cast<size_t>(numel) * dtype_size(dt);
+  auto bad_size = [&](size_t have, const char *unit) {
+    fail(CTN_ERR_CORRUPT, "%s: tensor '%s' has %zu %s of data; %s %s needs %zu", what.c_str(), sv(t.name).c_str(), have,
+         unit, data_type_name(t.data_type), shape_str(s).c_str(), unit[0] == 'b' ? nbytes : static_cast<size_t>(numel));
+  };
+  auto from_bytes = [&](const char *p, size_t n) {
+    if (n != nbytes) bad_size(n, "bytes");
+    Tensor out = Tensor::empty(dt, s);
+    if (n) std::memcpy(out.data(), p, n);
+    if (dt == CTN_BOOL)
+      for (size_t k = 0; k < n; ++k) reinterpret_cast<uint8_t *>(out.data())[k] = out.data()[k] != 0;
+    return out;
+  };
+  auto typed = [&](const auto &src) {
+    if (src.size() != static_cast<size_t>(numel)) bad_size(src.size(), "values");
+    Tensor out = Tensor::empty(dt, s);
+    fill_from(out, src, t, what);
+    return out;
+  };
+  if (t.data_location == 1) {
+    std::string buf = read_external(t, base_dir, what, nbytes);
+    return from_bytes(buf.data(), buf.size());
+  }
+  if (t.has_raw) return from_bytes(t.raw.data(), t.raw.size());
+  if (dt == CTN_F32) return typed(t.floats);
+  if (dt == CTN_F64) return typed(t.doubles);
+  if (dt == CTN_I64) return typed(t.int64s);
+  return typed(t.int32s);
+}
+
+}  // namespace ctn::onnx
