@@ -8,6 +8,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unsafe"
 )
 
@@ -43,7 +44,7 @@ func (s Status) String() string { return C.GoString(C.ctn_status_name(C.ctn_stat
 type Error struct {
 	Status Status
 	Name   string // "CTN_ERR_SHAPE"
-	Msg    string // "matmul: inner dimensions differ: [4, 3] @ [2, 1]"
+	Msg    string // the message after the name: "matmul: inner dimensions differ..."
 
 	cause    error // a Go-side cause (ErrClosed), reached by errors.Is / errors.Unwrap
 	sentinel bool
@@ -98,7 +99,8 @@ func check(r C.goctn_ret) error {
 		e.Name = e.Status.String()
 	}
 	if r.msg != nil {
-		e.Msg = C.GoString(r.msg)
+		// ctn_last_error() reads "CTN_ERR_SHAPE: matmul: ..."; Msg keeps what follows the name.
+		e.Msg = strings.TrimPrefix(C.GoString(r.msg), e.Name+": ")
 		C.free(unsafe.Pointer(r.msg))
 	}
 	return e

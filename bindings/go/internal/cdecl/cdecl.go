@@ -68,7 +68,9 @@ func Parse(header, src string) ([]Func, error) {
 		decl = strings.ReplaceAll(decl, "( ", "(")
 		decl = strings.ReplaceAll(decl, " )", ")")
 		m := declRe.FindStringSubmatch(decl)
-		if m == nil {
+		// No function-pointer parameters or return types: a wrapper could not be written
+		// mechanically for them, so they must fail here rather than produce a wrong one.
+		if m == nil || strings.TrimSpace(m[1]) == "" || strings.ContainsAny(m[3], "()") {
 			return nil, fmt.Errorf("%s: cannot parse %q", header, decl)
 		}
 		f := Func{Header: header, Ret: strings.TrimSpace(m[1]), Name: m[2]}
