@@ -19,11 +19,54 @@ type Plan struct {
 	graph    uint64 // serial of the graph it was compiled from: nodes are checked against it
 	nOutputs int
 
-	// Scratch arrays for Run, reused so that a run allocates nothing. Go memory that holds no
-	// Go pointers (node ids, C tensor pointers) may be handed to C for the call.
-	nodes []C.ctn_node
-	vals  []*C.ctn_tensor
-	outs  []*C.ctn_tensor
+	args *runArgs // Run's argument arrays, reused
+}
+
+// runArgs are the arrays Run hands to C, in C memory: allocated once per plan (grown when a
+// run has more feeds or outputs), so a run allocates nothing, and the pointer checks cgo makes
+// on each argument stay cheap (checking Go memory means finding its heap object).
+type runArgs struct {
+	nodes        *C.ctn_node
+	vals, outs   **C.ctn_tensor
+	nFeeds, nOut int
+}
+
+// reserve makes room for nf feeds and no outputs.
+func (a *runArgs) reserve(nf, no int) error {
+	grow := func(p unsafe.Pointer, n int, size uintptr) unsafe.Pointer {
+		return C.realloc(p, C.size_t(uintptr(n+1)*size))
+	}
+	if nf > a.nFeeds {
+		n := grow(unsafe.Pointer(a.nodes), nf, unsafe.Sizeof(C.ctn_node(0)))
+		if n == nil {
+			return newError(StatusOutOfMemory, "Run: %d feeds", nf)
+		}
+		a.nodes = (*C.ctn_node)(n)
+		v := grow(unsafe.Pointer(a.vals), nf, unsafe.Sizeof(a.vals))
+		if v == nil {
+			return newError(StatusOutOfMemory, "Run: %d feeds", nf)
+		}
+		a.vals = (**C.ctn_tensor)(v)
+		a.nFeeds = nf
+	}
+	if no > a.nOut || a.outs == nil {
+		o := grow(unsafe.Pointer(a.outs), no, unsafe.Sizeof(a.outs))
+		if o == nil {
+			return newError(StatusOutOfMemory, "Run: %d outputs", no)
+		}
+		a.outs = (**C.ctn_tensor)(o)
+		a.nOut = no
+	}
+	if a.nodes == nil {
+		return a.reserve(1, no)
+	}
+	return nil
+}
+
+func (a *runArgs) free() {
+	C.free(unsafe.Pointer(a.nodes))
+	C.free(unsafe.Pointer(a.vals))
+	C.free(unsafe.Pointer(a.outs))
 }
 
 func (p *Plan) hdl() *handle { return &p.h }
@@ -96,9 +139,11 @@ func (g *Graph) CompileWith(opts CompileOptions, outputs ...Node) (*Plan, error)
 		return nil, err
 	}
 	ch := &c.h
-	pl := &Plan{ptr: p, graph: g.serial, nOutputs: len(outputs)}
+	args := &runArgs{}
+	pl := &Plan{ptr: p, graph: g.serial, nOutputs: len(outputs), args: args}
 	pl.h.init("Plan", func() {
 		C.ctn_plan_release(p)
+		args.free()
 		ch.release()
 	})
 	return track(pl), nil
@@ -134,69 +179,71 @@ func (p *Plan) Run(feeds []Feed, outputs ...*Tensor) error {
 	return p.run(nil, feeds, outputs)
 }
 
-// run is Run, or Model.Run when m is not nil.
+// run is Run, or Model.Run when m is not nil. (No defers: with this many returns the
+// compiler would not open-code them, and a run is the hot path.)
 func (p *Plan) run(m *Model, feeds []Feed, outputs []*Tensor) error {
 	if err := p.use(); err != nil {
 		return err
 	}
-	defer p.h.release()
-	if len(outputs) > p.nOutputs {
-		return newError(StatusInvalidArgument, "Run: %d output tensors for a plan with %d outputs", len(outputs), p.nOutputs)
-	}
-	if cap(p.nodes) < len(feeds)+1 {
-		p.nodes = make([]C.ctn_node, len(feeds)+1)
-		p.vals = make([]*C.ctn_tensor, len(feeds)+1)
-	}
-	if cap(p.outs) < len(outputs)+1 {
-		p.outs = make([]*C.ctn_tensor, len(outputs)+1)
-	}
-	nodes, vals, outs := p.nodes[:len(feeds)+1], p.vals[:len(feeds)+1], p.outs[:len(outputs)+1]
-
-	// Every tensor is held for the duration of the call: a concurrent Close waits for it.
-	held := 0
-	defer func() {
-		for _, f := range feeds[:held] {
-			f.Value.h.release()
+	held, heldOut, err := p.hold(feeds, outputs)
+	if err == nil {
+		var mp unsafe.Pointer
+		if m != nil {
+			mp = unsafe.Pointer(m.ptr)
 		}
-	}()
+		a := p.args
+		err = check(C.goctn_run(unsafe.Pointer(p.ptr), mp, C.uint32_t(len(feeds)), a.nodes, unsafe.Pointer(a.vals),
+			C.uint32_t(len(outputs)), unsafe.Pointer(a.outs)))
+	}
+	// Released after the call: a Close from another goroutine frees nothing before this.
+	for _, f := range feeds[:held] {
+		f.Value.h.release()
+	}
+	for _, t := range outputs[:heldOut] {
+		if t != nil {
+			t.h.release()
+		}
+	}
+	p.h.release()
+	runtime.KeepAlive(p)
+	return err
+}
+
+// hold checks the feeds and outputs, takes a reference on every tensor for the call and fills
+// the C argument arrays. It returns how many feeds and outputs it holds (also on failure).
+func (p *Plan) hold(feeds []Feed, outputs []*Tensor) (held, heldOut int, err error) {
+	if len(outputs) > p.nOutputs {
+		return 0, 0, newError(StatusInvalidArgument, "Run: %d output tensors for a plan with %d outputs", len(outputs), p.nOutputs)
+	}
+	a := p.args
+	if err := a.reserve(len(feeds), len(outputs)); err != nil {
+		return 0, 0, err
+	}
+	nodes := unsafe.Slice(a.nodes, len(feeds)+1)
+	vals := unsafe.Slice(a.vals, len(feeds)+1)
+	outs := unsafe.Slice(a.outs, len(outputs)+1)
 	for i, f := range feeds {
 		if f.Node.g == nil || f.Node.g.serial != p.graph {
-			return newError(StatusInvalidArgument, "Run: feed %d is not a node of the graph this plan was compiled from", i)
+			return held, 0, newError(StatusInvalidArgument, "Run: feed %d is not a node of the graph this plan was compiled from", i)
 		}
 		if err := f.Value.use(); err != nil {
-			return annotate(err, "Run: feed %d", i)
+			return held, 0, annotate(err, "Run: feed %d", i)
 		}
 		held++
 		nodes[i] = f.Node.id
 		vals[i] = f.Value.ptr
 	}
-	heldOut := 0
-	defer func() {
-		for _, t := range outputs[:heldOut] {
-			if t != nil {
-				t.h.release()
-			}
-		}
-	}()
 	for i, t := range outputs {
 		outs[i] = nil
 		if t != nil {
 			if err := t.use(); err != nil {
-				return annotate(err, "Run: output %d", i)
+				return held, heldOut, annotate(err, "Run: output %d", i)
 			}
 			outs[i] = t.ptr
 		}
 		heldOut++
 	}
-	var r C.goctn_ret
-	if m != nil {
-		r = C.goctn_model_run(m.ptr, p.ptr, C.uint32_t(len(feeds)), &nodes[0], &vals[0], C.uint32_t(len(outputs)), &outs[0])
-	} else {
-		r = C.goctn_plan_run(p.ptr, C.uint32_t(len(feeds)), &nodes[0], &vals[0], C.uint32_t(len(outputs)), &outs[0])
-	}
-	runtime.KeepAlive(feeds)
-	runtime.KeepAlive(outputs)
-	return check(r)
+	return held, heldOut, nil
 }
 
 // annotate prefixes the message of a Go-side error with where it happened.

@@ -95,3 +95,39 @@ func TestPlanRunBadInput(t *testing.T) {
 	var nilP *chutney.Plan
 	wantErr(t, nilP.Run(nil), chutney.ErrInvalidArgument)
 }
+
+// A run allocates nothing in the steady state (the documented promise of Plan.Run).
+func TestRunDoesNotAllocate(t *testing.T) {
+	_, x, p := addOne(t)
+	y := closer(t, must(p.NewOutput(0)))
+	feeds := []chutney.Feed{{Node: x, Value: tensor(t, []float32{1, 2, 3, 4}, 2, 2)}}
+	if err := p.Run(feeds, y); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		if err := p.Run(feeds, y); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per run", n)
+	}
+}
+
+func BenchmarkPlanRun(b *testing.B) {
+	g := must(ctx.NewGraph())
+	defer g.Close()
+	x := g.Input("x", chutney.Float32, 4)
+	p := must(g.Compile(g.Add(x, g.Scalar(chutney.Float32, 1))))
+	defer p.Close()
+	xv := must(chutney.NewTensor([]float32{1, 2, 3, 4}, 4))
+	defer xv.Close()
+	y := must(p.NewOutput(0))
+	defer y.Close()
+	feeds := []chutney.Feed{{Node: x, Value: xv}}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := p.Run(feeds, y); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -38,4 +38,18 @@ static inline goctn_ret goctn_result(ctn_status s) {
 
 #include "ctn_wrap.h"
 
+/* Plan.Run and Model.Run (model NULL: a plain plan run). Handles travel as void *: cgo boxes
+ * each argument that points to an incomplete C struct for its pointer check, one heap
+ * allocation per handle and call, while an unsafe.Pointer boxes for free. feed_values and
+ * outputs are Go arrays of C tensor pointers (no Go pointers), valid for the call only. */
+static inline goctn_ret goctn_run(void *plan, void *model, uint32_t n_feeds, const ctn_node *feed_nodes,
+                                  void *feed_values, uint32_t n_outputs, void *outputs) {
+  const ctn_tensor *const *fv = (const ctn_tensor *const *)feed_values;
+  ctn_tensor *const *ov = (ctn_tensor *const *)outputs;
+  if (model != NULL)
+    return goctn_result(ctn_model_run((ctn_model *)model, (ctn_plan *)plan, n_feeds, feed_nodes, fv,
+                                      n_outputs, ov));
+  return goctn_result(ctn_plan_run((ctn_plan *)plan, n_feeds, feed_nodes, fv, n_outputs, ov));
+}
+
 #endif /* CHUTNEY_GO_SHIM_H */
