@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stage: the Go binding (bindings/go) against the native build: go vet, go test with the race
-# detector and GODEBUG=cgocheck=2 (every Go pointer handed to C is checked), then the
-# 10,000-cycle leak test again without the race detector, whose shadow memory hides RSS growth.
+# detector and GODEBUG=cgocheck=2 (every Go pointer handed to C is checked), the README example
+# built without pkg-config, then the 10,000-cycle leak test again without the race detector,
+# whose shadow memory hides RSS growth.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 if ! command -v go >/dev/null 2>&1; then
   echo "go not found: install golang-go (tools/deps/go.txt)" >&2
@@ -37,6 +38,18 @@ GODEBUG=cgocheck=2 go test -count=1 -race -v ./... >"$log" 2>&1 || st=$?
 grep -E '^(--- FAIL|FAIL|ok|panic|fatal)|^ +[a-z_]+\.go:[0-9]+:' "$log" || true
 count "$log" "$st"
 [[ $st == 0 ]] || { echo "go test failed; full log: $log" >&2; rc=1; }
+
+# The documented fallback without pkg-config: flags from CGO_CFLAGS / CGO_LDFLAGS only (and a
+# pkg-config that would fail if it were asked).
+echo "== go run -tags chutney_no_pkgconfig ./examples/readme (no pkg-config)"
+if PKG_CONFIG=false CGO_CFLAGS="-I$(cd ../.. && pwd)/abi" \
+  CGO_LDFLAGS="-L$CHUTNEY_BUILD_DIR/core -lchutney -Wl,-rpath,$CHUTNEY_BUILD_DIR/core" \
+  go run -tags chutney_no_pkgconfig ./examples/readme; then
+  record 1 0 0
+else
+  record 0 1 0
+  rc=1
+fi
 
 echo "== go test -run TestLeakCycles ./chutney (no race detector: RSS growth asserted)"
 st=0
