@@ -15,16 +15,16 @@ type NamedTensor struct {
 	Tensor *Tensor
 }
 
-// metadataJSON encodes metadata as the JSON object of strings safetensors stores ("" for none).
-func metadataJSON(meta map[string]string) (string, error) {
+// cMetadata encodes metadata as the JSON object of strings safetensors stores (NULL for none).
+func cMetadata(meta map[string]string, cs *cstrings) (*C.char, error) {
 	if meta == nil {
-		return "", nil
+		return nil, nil
 	}
 	b, err := json.Marshal(meta) // keys sorted: the file is reproducible
 	if err != nil {
-		return "", newError(StatusInvalidArgument, "metadata: %v", err)
+		return nil, newError(StatusInvalidArgument, "metadata: %v", err)
 	}
-	return string(b), nil
+	return cs.add(string(b), "metadata")
 }
 
 // SaveCheckpoint writes tensors to path in the safetensors layout, atomically (a temporary file,
@@ -37,15 +37,9 @@ func SaveCheckpoint(path string, tensors []NamedTensor, metadata map[string]stri
 	if err != nil {
 		return err
 	}
-	meta, err := metadataJSON(metadata)
+	m, err := cMetadata(metadata, &cs)
 	if err != nil {
 		return err
-	}
-	var m *C.char
-	if meta != "" {
-		if m, err = cs.add(meta, "metadata"); err != nil {
-			return err
-		}
 	}
 	names := make([]*C.char, len(tensors)+1)
 	ptrs := make([]*C.ctn_tensor, len(tensors)+1)
@@ -223,21 +217,25 @@ func (c *Checkpoint) MetadataValue(key string) (string, bool, error) {
 	return C.GoString(v), true, nil
 }
 
-// variableArgs prepares names and node ids of plan variables.
-func (p *Plan) variableArgs(vars []NamedNode, cs *cstrings) ([]*C.char, []C.ctn_node, error) {
+// variableArgs prepares the C arguments of Save/LoadVariables: names, node ids and the path.
+func (p *Plan) variableArgs(vars []NamedNode, path string, cs *cstrings) ([]*C.char, []C.ctn_node, *C.char, error) {
 	names := make([]*C.char, len(vars)+1)
 	ids := make([]C.ctn_node, len(vars)+1)
 	for i, v := range vars {
 		if err := p.checkNode(v.Node, "variable "+v.Name); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		var err error
 		if names[i], err = cs.add(v.Name, "variable name"); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		ids[i] = v.Node.id
 	}
-	return names, ids, nil
+	cpath, err := cs.add(path, "path")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return names, ids, cpath, nil
 }
 
 // SaveVariables saves the current value of each variable under its name (atomically, as
@@ -249,25 +247,15 @@ func (p *Plan) SaveVariables(path string, vars []NamedNode, metadata map[string]
 	defer p.h.release()
 	var cs cstrings
 	defer cs.free()
-	names, ids, err := p.variableArgs(vars, &cs)
+	names, ids, cpath, err := p.variableArgs(vars, path, &cs)
 	if err != nil {
 		return err
 	}
-	path0, err := cs.add(path, "path")
+	m, err := cMetadata(metadata, &cs)
 	if err != nil {
 		return err
 	}
-	meta, err := metadataJSON(metadata)
-	if err != nil {
-		return err
-	}
-	var m *C.char
-	if meta != "" {
-		if m, err = cs.add(meta, "metadata"); err != nil {
-			return err
-		}
-	}
-	return check(C.goctn_plan_save_variables(p.ptr, C.uint32_t(len(vars)), &names[0], &ids[0], path0, m))
+	return check(C.goctn_plan_save_variables(p.ptr, C.uint32_t(len(vars)), &names[0], &ids[0], cpath, m))
 }
 
 // LoadVariables writes tensor name into each variable, all checked before the first write (on
@@ -279,13 +267,9 @@ func (p *Plan) LoadVariables(path string, vars []NamedNode) error {
 	defer p.h.release()
 	var cs cstrings
 	defer cs.free()
-	names, ids, err := p.variableArgs(vars, &cs)
+	names, ids, cpath, err := p.variableArgs(vars, path, &cs)
 	if err != nil {
 		return err
 	}
-	path0, err := cs.add(path, "path")
-	if err != nil {
-		return err
-	}
-	return check(C.goctn_plan_load_variables(p.ptr, C.uint32_t(len(vars)), &names[0], &ids[0], path0))
+	return check(C.goctn_plan_load_variables(p.ptr, C.uint32_t(len(vars)), &names[0], &ids[0], cpath))
 }

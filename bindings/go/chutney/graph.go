@@ -32,6 +32,13 @@ var graphSerial atomic.Uint64
 
 func (g *Graph) hdl() *handle { return &g.h }
 
+func (g *Graph) use() error {
+	if g == nil {
+		return nilError("Graph")
+	}
+	return g.h.acquire()
+}
+
 // Node is a node of a graph: a value the graph computes. The zero Node is invalid (building
 // calls that fail return it).
 type Node struct {
@@ -305,10 +312,7 @@ func (g *Graph) Grad(loss Node, wrt ...Node) []Node {
 
 // NodeInfo returns a node's dtype and shape.
 func (g *Graph) NodeInfo(n Node) (DType, []int64, error) {
-	if g == nil {
-		return 0, nil, nilError("Graph")
-	}
-	if err := g.h.acquire(); err != nil {
+	if err := g.use(); err != nil {
 		return 0, nil, err
 	}
 	defer g.h.release()
@@ -342,10 +346,7 @@ func (n Node) Shape() []int64 {
 
 // NodeCount is the number of nodes in the graph.
 func (g *Graph) NodeCount() (int, error) {
-	if g == nil {
-		return 0, nilError("Graph")
-	}
-	if err := g.h.acquire(); err != nil {
+	if err := g.use(); err != nil {
 		return 0, err
 	}
 	defer g.h.release()
@@ -358,10 +359,7 @@ func (g *Graph) NodeCount() (int, error) {
 
 // Value returns a copy of an eager graph's value of node n.
 func (g *Graph) Value(n Node) (*Tensor, error) {
-	if g == nil {
-		return nil, nilError("Graph")
-	}
-	if err := g.h.acquire(); err != nil {
+	if err := g.use(); err != nil {
 		return nil, err
 	}
 	defer g.h.release()
@@ -377,10 +375,7 @@ func (g *Graph) Value(n Node) (*Tensor, error) {
 
 // NodeBackend is the backend that computed node n of an eager graph ("" for leaves).
 func (g *Graph) NodeBackend(n Node) (string, error) {
-	if g == nil {
-		return "", nilError("Graph")
-	}
-	if err := g.h.acquire(); err != nil {
+	if err := g.use(); err != nil {
 		return "", err
 	}
 	defer g.h.release()
@@ -396,10 +391,7 @@ func (g *Graph) NodeBackend(n Node) (string, error) {
 
 // Dot writes the graph as Graphviz DOT.
 func (g *Graph) Dot() (string, error) {
-	if g == nil {
-		return "", nilError("Graph")
-	}
-	if err := g.h.acquire(); err != nil {
+	if err := g.use(); err != nil {
 		return "", err
 	}
 	defer g.h.release()

@@ -32,10 +32,7 @@ func (m *Model) use() error {
 // parameter, seed fixes every initialisation and dropout mask (parameter "name" gets a stream
 // derived from (seed, name)).
 func (g *Graph) NewModel(dt DType, seed uint64) (*Model, error) {
-	if g == nil {
-		return nil, nilError("Graph")
-	}
-	if err := g.h.acquire(); err != nil {
+	if err := g.use(); err != nil {
 		return nil, err
 	}
 	var p *C.ctn_model
@@ -88,6 +85,20 @@ func (m *Model) build(op string, f func(out *C.ctn_node) C.goctn_ret, in ...Node
 	}
 	defer m.h.release()
 	return m.g.build(op, f, in...)
+}
+
+// begin prepares a layer call with several results: both the model and its graph are held
+// until done is called; false after a failure (recorded in the graph).
+func (m *Model) begin(op string, in []Node) (done func(), ok bool) {
+	if m == nil || !m.g.begin(op, in) {
+		return nil, false
+	}
+	if err := m.h.acquire(); err != nil {
+		m.g.h.release()
+		m.g.record(err)
+		return nil, false
+	}
+	return func() { m.h.release(); m.g.h.release() }, true
 }
 
 // SetTraining selects training (true, the default) or inference behaviour for layers built
@@ -307,15 +318,11 @@ func (m *Model) Embedding(ids Node, num, dim int64) Node {
 // LSTM runs an LSTM over xSeq [T, N, I] (zero initial state) and returns every step's hidden
 // state [T, N, H] and the last one [N, H].
 func (m *Model) LSTM(xSeq Node, hidden int64) (hSeq, hLast Node) {
-	if m == nil || !m.g.begin("LSTM", []Node{xSeq}) {
+	done, ok := m.begin("LSTM", []Node{xSeq})
+	if !ok {
 		return Node{}, Node{}
 	}
-	defer m.g.h.release()
-	if err := m.h.acquire(); err != nil {
-		m.g.record(err)
-		return Node{}, Node{}
-	}
-	defer m.h.release()
+	defer done()
 	var s, l C.ctn_node
 	if m.g.record(check(C.goctn_nn_lstm(m.ptr, xSeq.id, C.int64_t(hidden), &s, &l))) != nil {
 		return Node{}, Node{}
@@ -472,15 +479,11 @@ func (m *Model) AdamW(grads []Node, beta1, beta2, eps, weightDecay float64) {
 // clipped gradients and the norm before clipping.
 func (m *Model) ClipGradNorm(grads []Node, maxNorm float64) (clipped []Node, norm Node) {
 	clipped = make([]Node, len(grads))
-	if m == nil || !m.g.begin("ClipGradNorm", grads) {
+	done, ok := m.begin("ClipGradNorm", grads)
+	if !ok {
 		return clipped, Node{}
 	}
-	defer m.g.h.release()
-	if err := m.h.acquire(); err != nil {
-		m.g.record(err)
-		return clipped, Node{}
-	}
-	defer m.h.release()
+	defer done()
 	ids := nodeIDs(grads)
 	out := make([]C.ctn_node, len(grads)+1)
 	var n C.ctn_node

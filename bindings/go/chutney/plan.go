@@ -101,13 +101,10 @@ func (g *Graph) Compile(outputs ...Node) (*Plan, error) {
 
 // CompileWith is Compile with options.
 func (g *Graph) CompileWith(opts CompileOptions, outputs ...Node) (*Plan, error) {
-	if g == nil {
-		return nil, nilError("Graph")
-	}
-	if g.err != nil {
+	if g != nil && g.err != nil {
 		return nil, g.err
 	}
-	if err := g.h.acquire(); err != nil {
+	if err := g.use(); err != nil {
 		return nil, err
 	}
 	defer g.h.release()
