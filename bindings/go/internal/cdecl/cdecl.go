@@ -19,8 +19,9 @@ var AppHeaders = []string{"chutney.h", "nn.h", "data.h", "checkpoint.h"}
 
 // Param is one parameter of a declaration.
 type Param struct {
-	Type string // "const int64_t *"
+	Type string // "const int64_t *"; for a function pointer, the declaration without the name
 	Name string // "shape"
+	Decl string // the whole parameter as written (normalised spaces)
 }
 
 // Func is one CTN_API function.
@@ -41,6 +42,8 @@ var (
 	space        = regexp.MustCompile(`\s+`)
 	declRe       = regexp.MustCompile(`^CTN_API (.*?)\b(ctn_[a-z0-9_]+) ?\((.*)\)$`)
 	paramRe      = regexp.MustCompile(`^(.*?)\b([A-Za-z_][A-Za-z0-9_]*)$`)
+	// A function-pointer parameter: "ret (*name)(params)".
+	funcParamRe = regexp.MustCompile(`^([^()]*)\(\s*\*\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*(\(.*\))$`)
 )
 
 // Parse returns the CTN_API function declarations of one header's text, in order.
@@ -68,23 +71,61 @@ func Parse(header, src string) ([]Func, error) {
 		decl = strings.ReplaceAll(decl, "( ", "(")
 		decl = strings.ReplaceAll(decl, " )", ")")
 		m := declRe.FindStringSubmatch(decl)
-		// No function-pointer parameters or return types: a wrapper could not be written
-		// mechanically for them, so they must fail here rather than produce a wrong one.
-		if m == nil || strings.TrimSpace(m[1]) == "" || strings.ContainsAny(m[3], "()") {
+		// A return type is required and may not be a function pointer: anything this parser
+		// does not understand fails here rather than producing a wrong wrapper.
+		if m == nil || strings.TrimSpace(m[1]) == "" || strings.ContainsAny(m[1], "()") {
 			return nil, fmt.Errorf("%s: cannot parse %q", header, decl)
 		}
 		f := Func{Header: header, Ret: strings.TrimSpace(m[1]), Name: m[2]}
 		if args := strings.TrimSpace(m[3]); args != "void" && args != "" {
-			for _, a := range strings.Split(args, ",") {
-				pm := paramRe.FindStringSubmatch(strings.TrimSpace(a))
-				if pm == nil || strings.TrimSpace(pm[1]) == "" {
-					return nil, fmt.Errorf("%s: %s: cannot parse parameter %q", header, f.Name, a)
+			parts, ok := splitTop(args)
+			if !ok {
+				return nil, fmt.Errorf("%s: %s: unbalanced parentheses in %q", header, f.Name, args)
+			}
+			for _, a := range parts {
+				p, err := parseParam(strings.TrimSpace(a))
+				if err != nil {
+					return nil, fmt.Errorf("%s: %s: %v", header, f.Name, err)
 				}
-				f.Params = append(f.Params, Param{Type: strings.TrimSpace(pm[1]), Name: pm[2]})
+				f.Params = append(f.Params, p)
 			}
 		}
 		out = append(out, f)
 	}
+}
+
+// splitTop splits a parameter list at the commas outside parentheses.
+func splitTop(s string) ([]string, bool) {
+	var parts []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth < 0 {
+				return nil, false
+			}
+		case ',':
+			if depth == 0 {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:]), depth == 0
+}
+
+func parseParam(a string) (Param, error) {
+	if fm := funcParamRe.FindStringSubmatch(a); fm != nil {
+		return Param{Type: strings.TrimSpace(fm[1]) + " (*)" + fm[3], Name: fm[2], Decl: a}, nil
+	}
+	pm := paramRe.FindStringSubmatch(a)
+	if pm == nil || strings.TrimSpace(pm[1]) == "" || strings.ContainsAny(a, "()") {
+		return Param{}, fmt.Errorf("cannot parse parameter %q", a)
+	}
+	return Param{Type: strings.TrimSpace(pm[1]), Name: pm[2], Decl: a}, nil
 }
 
 // ParseDir parses AppHeaders in dir (the folder holding chutney.h).
@@ -129,11 +170,7 @@ func Generate(funcs []Func) []byte {
 		}
 		var params, args []string
 		for _, p := range f.Params {
-			sep := " "
-			if strings.HasSuffix(p.Type, "*") {
-				sep = ""
-			}
-			params = append(params, p.Type+sep+p.Name)
+			params = append(params, p.Decl)
 			args = append(args, p.Name)
 		}
 		if len(params) == 0 {
