@@ -141,7 +141,15 @@ if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
     # The test set (10000) is not a multiple of 128: the padded last evaluation batch must give
     # the same accuracy as one batch of all 10000 images (a few images of slack for rounding).
     if run train-eval-batch 0 train --model mlp --epochs 1 --limit 2048 --data-dir "$DATA_DIR" \
-        --eval-batch-size 10000 --quiet; then
+        --eval-batch-size 10000 --quiet --print-steps; then
+      # --print-steps: one line per update (16 of 128), whose mean is the epoch's train loss.
+      steps=$(grep -cE '^step [0-9]+ lr [0-9.e+-]+ loss [0-9.e+-]+$' "$TMP/train-eval-batch.out")
+      mean=$(awk '/^step / { s += $6; n++ } END { if (n) printf "%.4f", s / n }' "$TMP/train-eval-batch.out")
+      if [ "$steps" -eq 16 ] && grep -qF "train loss $mean," "$TMP/train-eval-batch.out"; then
+        pass "train: --print-steps printed 16 updates averaging the epoch loss $mean"
+      else
+        fail "train: --print-steps printed $steps step lines (mean $mean)"
+      fi
       acc2=$(sed -n 's/^final test accuracy: \([0-9.]*\)$/\1/p' "$TMP/train-eval-batch.out")
       if [ -n "$acc" ] && [ -n "$acc2" ] &&
           awk -v a="$acc" -v b="$acc2" 'BEGIN { d = a - b; exit !(d <= 0.0002 && d >= -0.0002) }'; then

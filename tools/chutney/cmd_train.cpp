@@ -54,6 +54,7 @@ struct TrainOptions {
   int32_t threads = 0;
   std::string json_path, plot_path, checkpoint_dir, resume_path;
   bool quiet = false;
+  bool print_steps = false;  // one stdout line per update: the bindings compare theirs with it
   int64_t stop_after = 0;  // > 0: run at most this many epochs now (an interruption, for tests)
 };
 
@@ -221,6 +222,7 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
   o.checkpoint_dir = args.str("checkpoint-dir", "");
   o.resume_path = args.str("resume", "");
   o.quiet = args.flag("quiet");
+  o.print_steps = args.flag("print-steps");
   o.stop_after = args.integer("stop-after", 0, 1, 1000);
   if (o.limit != 0 && o.limit < o.batch) {
     throw UsageError("--limit " + std::to_string(o.limit) + " is smaller than one batch (" +
@@ -440,8 +442,8 @@ int run_train(const ParsedArgs &args) {
       if (n != o.batch) throw Failure("the loader returned a short batch");
       ++step;
       check(ctn_model_set_step(tm.model.get(), step), "ctn_model_set_step");
-      check(ctn_model_set_lr(tm.model.get(), lr_at(o, step, batches, total_steps)),
-            "ctn_model_set_lr");
+      const double lr = lr_at(o, step, batches, total_steps);
+      check(ctn_model_set_lr(tm.model.get(), lr), "ctn_model_set_lr");
       check(ctn_model_run(tm.model.get(), train_plan.get(), 2, feed_nodes, feeds, 1, outs),
             "ctn_model_run (train)");
       float value = 0.0f;
@@ -452,6 +454,9 @@ int run_train(const ParsedArgs &args) {
                       std::to_string(epoch) + ", batch " + std::to_string(b + 1) +
                       "; try a smaller --lr");
       }
+      // %.9g prints a float exactly, so that another program (a language binding) training
+      // with the same seed can be compared bit for bit.
+      if (o.print_steps) std::printf("step %lld lr %.17g loss %.9g\n", static_cast<long long>(step), lr, value);
       loss_sum += value;
       progress.update(b + 1, loss_sum / static_cast<double>(b + 1));
     }
@@ -576,6 +581,7 @@ const CommandSpec &train_command() {
           {"json", "FILE", "write the per-epoch log as JSON to FILE"},
           {"plot", "FILE.svg", "write an SVG chart of loss and accuracy per epoch"},
           {"quiet", nullptr, "no progress output on stderr"},
+          {"print-steps", nullptr, "print every update's learning rate and loss (\"step N lr X loss Y\")"},
       },
       run_train};
   return spec;

@@ -1,0 +1,396 @@
+package chutney
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// Plan is a compiled graph (ctn_plan): run it many times with new inputs. It does not depend
+// on its graph (which may be closed), only on the context. A Plan must not be used by two
+// goroutines at once (the library's rule); distinct plans may run concurrently.
+type Plan struct {
+	h        handle
+	ptr      *C.ctn_plan
+	graph    uint64 // serial of the graph it was compiled from: nodes are checked against it
+	nOutputs int
+
+	args *runArgs // Run's argument arrays, reused
+}
+
+// runArgs are the arrays Run hands to C, in C memory: allocated once per plan (grown when a
+// run has more feeds or outputs), so a run allocates nothing, and the pointer checks cgo makes
+// on each argument stay cheap (checking Go memory means finding its heap object).
+type runArgs struct {
+	nodes        *C.ctn_node
+	vals, outs   **C.ctn_tensor
+	nFeeds, nOut int
+}
+
+// reserve makes room for nf feeds and no outputs.
+func (a *runArgs) reserve(nf, no int) error {
+	grow := func(p unsafe.Pointer, n int, size uintptr) unsafe.Pointer {
+		return C.realloc(p, C.size_t(uintptr(n+1)*size))
+	}
+	if nf > a.nFeeds {
+		n := grow(unsafe.Pointer(a.nodes), nf, unsafe.Sizeof(C.ctn_node(0)))
+		if n == nil {
+			return newError(StatusOutOfMemory, "Run: %d feeds", nf)
+		}
+		a.nodes = (*C.ctn_node)(n)
+		v := grow(unsafe.Pointer(a.vals), nf, unsafe.Sizeof(a.vals))
+		if v == nil {
+			return newError(StatusOutOfMemory, "Run: %d feeds", nf)
+		}
+		a.vals = (**C.ctn_tensor)(v)
+		a.nFeeds = nf
+	}
+	if no > a.nOut || a.outs == nil {
+		o := grow(unsafe.Pointer(a.outs), no, unsafe.Sizeof(a.outs))
+		if o == nil {
+			return newError(StatusOutOfMemory, "Run: %d outputs", no)
+		}
+		a.outs = (**C.ctn_tensor)(o)
+		a.nOut = no
+	}
+	if a.nodes == nil {
+		return a.reserve(1, no)
+	}
+	return nil
+}
+
+func (a *runArgs) free() {
+	C.free(unsafe.Pointer(a.nodes))
+	C.free(unsafe.Pointer(a.vals))
+	C.free(unsafe.Pointer(a.outs))
+}
+
+func (p *Plan) hdl() *handle { return &p.h }
+
+func (p *Plan) use() error {
+	if p == nil {
+		return nilError("Plan")
+	}
+	return p.h.acquire()
+}
+
+// Passes that CompileOptions.Disable can skip.
+const (
+	PassDCE             = C.CTN_PASS_DCE
+	PassConstantFolding = C.CTN_PASS_CONSTANT_FOLDING
+	PassSimplify        = C.CTN_PASS_SIMPLIFY
+	PassFusion          = C.CTN_PASS_FUSION
+	PassMemoryReuse     = C.CTN_PASS_MEMORY_REUSE
+)
+
+// CompileOptions tune Compile; the zero value is the default.
+type CompileOptions struct {
+	Disable  uint32 // Pass* bits of passes to skip
+	Backends string // "" : the context's preference
+}
+
+// Compile compiles what outputs need (and every Assign) into a plan. It returns the graph's
+// recorded building error first, if any.
+func (g *Graph) Compile(outputs ...Node) (*Plan, error) {
+	return g.CompileWith(CompileOptions{}, outputs...)
+}
+
+// CompileWith is Compile with options.
+func (g *Graph) CompileWith(opts CompileOptions, outputs ...Node) (*Plan, error) {
+	if g != nil && g.err != nil {
+		return nil, g.err
+	}
+	if err := g.use(); err != nil {
+		return nil, err
+	}
+	defer g.h.release()
+	for i, n := range outputs {
+		if n.g != g {
+			return nil, newError(StatusInvalidArgument, "Compile: output %d is not a valid node of this graph", i)
+		}
+	}
+	var o C.ctn_compile_options
+	o.struct_size = C.uint32_t(unsafe.Sizeof(o))
+	o.disable = C.uint32_t(opts.Disable)
+	var cs cstrings
+	defer cs.free()
+	if opts.Backends != "" {
+		var err error
+		if o.backends, err = cs.add(opts.Backends, "CompileOptions.Backends"); err != nil {
+			return nil, err
+		}
+	}
+	// The plan holds a reference on the context (it runs on its backends).
+	c := g.ctx
+	if err := c.h.acquire(); err != nil {
+		return nil, err
+	}
+	ids := nodeIDs(outputs)
+	var p *C.ctn_plan
+	if err := check(C.goctn_plan_compile(g.ptr, C.uint32_t(len(outputs)), &ids[0], &o, &p)); err != nil {
+		c.h.release()
+		return nil, err
+	}
+	ch := &c.h
+	args := &runArgs{}
+	pl := &Plan{ptr: p, graph: g.serial, nOutputs: len(outputs), args: args}
+	pl.h.init("Plan", func() {
+		C.ctn_plan_release(p)
+		args.free()
+		ch.release()
+	})
+	return track(pl), nil
+}
+
+// Close releases the plan. Idempotent.
+func (p *Plan) Close() error {
+	if p != nil {
+		p.h.close()
+	}
+	return nil
+}
+
+// NumOutputs is the number of outputs the plan was compiled with.
+func (p *Plan) NumOutputs() int {
+	if p == nil {
+		return 0
+	}
+	return p.nOutputs
+}
+
+// Feed gives an Input node its value for one run.
+type Feed struct {
+	Node  Node
+	Value *Tensor
+}
+
+// Run runs the plan once. feeds give every Input the outputs depend on (dtype and shape must
+// match exactly); outputs[i] receives output i of Compile and must have its dtype and shape
+// (NewOutput makes one), or be nil to skip it. Fewer outputs than the plan has skip the rest.
+// A run allocates nothing in the steady state.
+func (p *Plan) Run(feeds []Feed, outputs ...*Tensor) error {
+	return p.run(nil, feeds, outputs)
+}
+
+// run is Run, or Model.Run when m is not nil. (No defers: with this many returns the
+// compiler would not open-code them, and a run is the hot path.)
+func (p *Plan) run(m *Model, feeds []Feed, outputs []*Tensor) error {
+	if err := p.use(); err != nil {
+		return err
+	}
+	held, heldOut, err := p.hold(feeds, outputs)
+	if err == nil {
+		var mp unsafe.Pointer
+		if m != nil {
+			mp = unsafe.Pointer(m.ptr)
+		}
+		a := p.args
+		err = check(C.goctn_run(unsafe.Pointer(p.ptr), mp, C.uint32_t(len(feeds)), a.nodes, unsafe.Pointer(a.vals),
+			C.uint32_t(len(outputs)), unsafe.Pointer(a.outs)))
+	}
+	// Released after the call: a Close from another goroutine frees nothing before this.
+	for _, f := range feeds[:held] {
+		f.Value.h.release()
+	}
+	for _, t := range outputs[:heldOut] {
+		if t != nil {
+			t.h.release()
+		}
+	}
+	p.h.release()
+	runtime.KeepAlive(p)
+	return err
+}
+
+// hold checks the feeds and outputs, takes a reference on every tensor for the call and fills
+// the C argument arrays. It returns how many feeds and outputs it holds (also on failure).
+func (p *Plan) hold(feeds []Feed, outputs []*Tensor) (held, heldOut int, err error) {
+	if len(outputs) > p.nOutputs {
+		return 0, 0, newError(StatusInvalidArgument, "Run: %d output tensors for a plan with %d outputs", len(outputs), p.nOutputs)
+	}
+	a := p.args
+	if err := a.reserve(len(feeds), len(outputs)); err != nil {
+		return 0, 0, err
+	}
+	nodes := unsafe.Slice(a.nodes, len(feeds)+1)
+	vals := unsafe.Slice(a.vals, len(feeds)+1)
+	outs := unsafe.Slice(a.outs, len(outputs)+1)
+	for i, f := range feeds {
+		if f.Node.g == nil || f.Node.g.serial != p.graph {
+			return held, 0, newError(StatusInvalidArgument, "Run: feed %d is not a node of the graph this plan was compiled from", i)
+		}
+		if err := f.Value.use(); err != nil {
+			return held, 0, annotate(err, "Run: feed %d", i)
+		}
+		held++
+		nodes[i] = f.Node.id
+		vals[i] = f.Value.ptr
+	}
+	for i, t := range outputs {
+		outs[i] = nil
+		if t != nil {
+			if err := t.use(); err != nil {
+				return held, heldOut, annotate(err, "Run: output %d", i)
+			}
+			outs[i] = t.ptr
+		}
+		heldOut++
+	}
+	return held, heldOut, nil
+}
+
+// annotate prefixes the message of a Go-side error with where it happened.
+func annotate(err error, format string, args ...any) error {
+	if e, ok := err.(*Error); ok {
+		c := *e
+		c.Msg = newError(e.Status, format, args...).Msg + ": " + e.Msg
+		return &c
+	}
+	return err
+}
+
+// NewOutput creates a tensor of the dtype and shape of output i.
+func (p *Plan) NewOutput(i int) (*Tensor, error) {
+	if err := p.use(); err != nil {
+		return nil, err
+	}
+	defer p.h.release()
+	if i < 0 || i >= p.nOutputs {
+		return nil, newError(StatusInvalidArgument, "NewOutput(%d): the plan has %d outputs", i, p.nOutputs)
+	}
+	var t *C.ctn_tensor
+	if err := check(C.goctn_plan_output_create(p.ptr, C.uint32_t(i), &t)); err != nil {
+		return nil, err
+	}
+	return adoptTensor(t)
+}
+
+// NewOutputs creates one tensor per output (close them all).
+func (p *Plan) NewOutputs() ([]*Tensor, error) {
+	out := make([]*Tensor, p.NumOutputs())
+	for i := range out {
+		t, err := p.NewOutput(i)
+		if err != nil {
+			for _, o := range out[:i] {
+				o.Close()
+			}
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// PlanStats are a plan's compile-time figures.
+type PlanStats struct {
+	Nodes            int    // nodes in the graph before passes
+	Steps            int    // kernel calls per run
+	Fused            int    // nodes removed by fusion
+	Folded           int    // nodes removed by constant folding / simplification
+	InPlace          int    // steps writing over their input
+	AssignElided     int    // Assign copies removed (computed in place)
+	PlannedPeakBytes uint64 // arena size for intermediate values, all devices
+	NaiveBytes       uint64 // every intermediate value's size summed (no reuse)
+	PersistentBytes  uint64 // variables and constants
+}
+
+// Stats returns the plan's statistics.
+func (p *Plan) Stats() (PlanStats, error) {
+	if err := p.use(); err != nil {
+		return PlanStats{}, err
+	}
+	defer p.h.release()
+	var s C.ctn_plan_stats
+	s.struct_size = C.uint32_t(unsafe.Sizeof(s))
+	if err := check(C.goctn_plan_stats_get(p.ptr, &s)); err != nil {
+		return PlanStats{}, err
+	}
+	return PlanStats{
+		Nodes: int(s.n_nodes), Steps: int(s.n_steps), Fused: int(s.n_fused), Folded: int(s.n_folded),
+		InPlace: int(s.n_inplace), AssignElided: int(s.n_assign_elided),
+		PlannedPeakBytes: uint64(s.planned_peak_bytes), NaiveBytes: uint64(s.naive_bytes),
+		PersistentBytes: uint64(s.persistent_bytes),
+	}, nil
+}
+
+// Describe lists the schedule: step, op, backend, shape, arena offset.
+func (p *Plan) Describe() (string, error) {
+	if err := p.use(); err != nil {
+		return "", err
+	}
+	defer p.h.release()
+	var text *C.char
+	if err := check(C.goctn_plan_describe(p.ptr, &text)); err != nil {
+		return "", err
+	}
+	return goString(text), nil
+}
+
+// BackendSteps counts the steps that run on backend (op "" : every op, else only that op):
+// where did the plan put its work.
+func (p *Plan) BackendSteps(backend, op string) (int, error) {
+	if err := p.use(); err != nil {
+		return 0, err
+	}
+	defer p.h.release()
+	var cs cstrings
+	defer cs.free()
+	b, err := cs.add(backend, "backend")
+	if err != nil {
+		return 0, err
+	}
+	var o *C.char
+	if op != "" {
+		if o, err = cs.add(op, "op"); err != nil {
+			return 0, err
+		}
+	}
+	var n C.uint32_t
+	if err := check(C.goctn_plan_backend_steps(p.ptr, b, o, &n)); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+func (p *Plan) checkNode(n Node, what string) error {
+	if n.g == nil || n.g.serial != p.graph {
+		return newError(StatusInvalidArgument, "%s: not a node of the graph this plan was compiled from", what)
+	}
+	return nil
+}
+
+// ReadVariable returns a copy of variable v's current value.
+func (p *Plan) ReadVariable(v Node) (*Tensor, error) {
+	if err := p.use(); err != nil {
+		return nil, err
+	}
+	defer p.h.release()
+	if err := p.checkNode(v, "ReadVariable"); err != nil {
+		return nil, err
+	}
+	var t *C.ctn_tensor
+	if err := check(C.goctn_plan_variable_read(p.ptr, v.id, &t)); err != nil {
+		return nil, err
+	}
+	return adoptTensor(t)
+}
+
+// WriteVariable overwrites variable v (same dtype and shape).
+func (p *Plan) WriteVariable(v Node, value *Tensor) error {
+	if err := p.use(); err != nil {
+		return err
+	}
+	defer p.h.release()
+	if err := p.checkNode(v, "WriteVariable"); err != nil {
+		return err
+	}
+	if err := value.use(); err != nil {
+		return err
+	}
+	defer value.h.release()
+	return check(C.goctn_plan_variable_write(p.ptr, v.id, value.ptr))
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package chutney_test
+
+const raceEnabled = true

@@ -1,0 +1,441 @@
+package chutney
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+
+	"unsafe"
+)
+
+// DType is an element type (ctn_dtype).
+type DType int32
+
+// The element types. Bool is one byte per element, 0 or 1, like Go's bool.
+const (
+	Float32 DType = C.CTN_F32
+	Float64 DType = C.CTN_F64
+	Int32   DType = C.CTN_I32
+	Int64   DType = C.CTN_I64
+	Uint8   DType = C.CTN_U8
+	Bool    DType = C.CTN_BOOL
+)
+
+// MaxDims is the largest number of dimensions of a tensor.
+const MaxDims = C.CTN_MAX_DIMS
+
+// String is the library's name of the dtype ("f32"), "?" for an unknown one.
+func (d DType) String() string { return C.GoString(C.ctn_dtype_name(C.ctn_dtype(d))) }
+
+// Size is the size in bytes of one element, 0 for an unknown dtype.
+func (d DType) Size() int { return int(C.ctn_dtype_size(C.ctn_dtype(d))) }
+
+// Elem is the set of Go element types a Tensor converts from and to.
+type Elem interface {
+	float32 | float64 | int32 | int64 | uint8 | bool
+}
+
+// DTypeOf is the dtype of Go element type T.
+func DTypeOf[T Elem]() DType {
+	var z T
+	switch any(z).(type) {
+	case float32:
+		return Float32
+	case float64:
+		return Float64
+	case int32:
+		return Int32
+	case int64:
+		return Int64
+	case uint8:
+		return Uint8
+	default:
+		return Bool
+	}
+}
+
+// Tensor is an n-d array in host memory (ctn_tensor). Its dtype and shape never change. A
+// Tensor must not be used by two goroutines at once (the library's rule), except that Close may
+// be called at any time: the memory is released after the last call in flight.
+type Tensor struct {
+	h     handle
+	ptr   *C.ctn_tensor
+	dtype DType
+	shape []int64
+}
+
+func (t *Tensor) hdl() *handle { return &t.h }
+
+func (t *Tensor) use() error {
+	if t == nil {
+		return nilError("Tensor")
+	}
+	return t.h.acquire()
+}
+
+func wrapTensor(p *C.ctn_tensor, dtype DType, shape []int64) *Tensor {
+	t := &Tensor{ptr: p, dtype: dtype, shape: shape}
+	t.h.init("Tensor", func() { C.ctn_tensor_release(p) })
+	return track(t)
+}
+
+// adoptTensor wraps a tensor the library created, reading its dtype and shape once.
+func adoptTensor(p *C.ctn_tensor) (*Tensor, error) {
+	var dt C.ctn_dtype
+	var ndim C.uint32_t
+	var shape [MaxDims]C.int64_t
+	if err := check(C.goctn_tensor_dtype(p, &dt)); err != nil {
+		C.ctn_tensor_release(p)
+		return nil, err
+	}
+	if err := check(C.goctn_tensor_shape(p, &ndim, &shape[0])); err != nil {
+		C.ctn_tensor_release(p)
+		return nil, err
+	}
+	s := make([]int64, int(ndim))
+	for i := range s {
+		s[i] = int64(shape[i])
+	}
+	return wrapTensor(p, DType(dt), s), nil
+}
+
+// numel checks a shape and returns its element count.
+func numel(shape []int64) (int64, error) {
+	if len(shape) > MaxDims {
+		return 0, newError(StatusShape, "shape %v has %d dimensions; at most %d", shape, len(shape), MaxDims)
+	}
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, newError(StatusShape, "shape %v has a negative dimension", shape)
+		}
+		if d != 0 && n > (1<<62)/d {
+			return 0, newError(StatusShape, "shape %v has too many elements", shape)
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+func shapePtr(shape []int64) *C.int64_t {
+	if len(shape) == 0 {
+		return nil
+	}
+	return (*C.int64_t)(unsafe.Pointer(&shape[0]))
+}
+
+func newTensor(dt DType, shape []int64, data unsafe.Pointer) (*Tensor, error) {
+	var p *C.ctn_tensor
+	if err := check(C.goctn_tensor_create(C.ctn_dtype(dt), C.uint32_t(len(shape)), shapePtr(shape), data, &p)); err != nil {
+		return nil, err
+	}
+	return wrapTensor(p, dt, append([]int64(nil), shape...)), nil
+}
+
+// NewTensor creates a tensor of shape `shape` holding a copy of data (row-major); no shape is a
+// scalar. len(data) must equal the product of the shape.
+func NewTensor[T Elem](data []T, shape ...int64) (*Tensor, error) {
+	n, err := numel(shape)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != n {
+		return nil, newError(StatusShape, "NewTensor: %d values for shape %v (%d elements)", len(data), shape, n)
+	}
+	var p unsafe.Pointer
+	if n > 0 {
+		p = unsafe.Pointer(&data[0])
+	}
+	return newTensor(DTypeOf[T](), shape, p)
+}
+
+// Zeros creates a tensor of zeros.
+func Zeros(dt DType, shape ...int64) (*Tensor, error) {
+	if _, err := numel(shape); err != nil {
+		return nil, err
+	}
+	return newTensor(dt, shape, nil)
+}
+
+// Close releases the tensor. Idempotent.
+func (t *Tensor) Close() error {
+	if t != nil {
+		t.h.close()
+	}
+	return nil
+}
+
+// DType is the tensor's element type.
+func (t *Tensor) DType() DType {
+	if t == nil {
+		return -1
+	}
+	return t.dtype
+}
+
+// Shape is a copy of the tensor's shape.
+func (t *Tensor) Shape() []int64 {
+	if t == nil {
+		return nil
+	}
+	return append([]int64(nil), t.shape...)
+}
+
+// NumElements is the product of the shape.
+func (t *Tensor) NumElements() int64 {
+	if t == nil {
+		return 0
+	}
+	n, _ := numel(t.shape)
+	return n
+}
+
+func (t *Tensor) String() string {
+	if t == nil {
+		return "Tensor(nil)"
+	}
+	state := ""
+	if t.h.isClosed() {
+		state = ", closed"
+	}
+	return fmt.Sprintf("Tensor(%v, %v%s)", t.dtype, t.shape, state)
+}
+
+// Strides are the tensor's strides in elements (views may have gaps or zeros).
+func (t *Tensor) Strides() ([]int64, error) {
+	if err := t.use(); err != nil {
+		return nil, err
+	}
+	defer t.h.release()
+	s := make([]int64, len(t.shape)+1) // +1: never pass a pointer to nothing
+	if err := check(C.goctn_tensor_strides(t.ptr, (*C.int64_t)(unsafe.Pointer(&s[0])))); err != nil {
+		return nil, err
+	}
+	return s[:len(t.shape)], nil
+}
+
+// IsContiguous tells whether the elements are row-major with no gaps.
+func (t *Tensor) IsContiguous() (bool, error) {
+	if err := t.use(); err != nil {
+		return false, err
+	}
+	defer t.h.release()
+	var c C.int32_t
+	if err := check(C.goctn_tensor_is_contiguous(t.ptr, &c)); err != nil {
+		return false, err
+	}
+	return c != 0, nil
+}
+
+// checkElems validates a Go slice against the tensor for Read and Write.
+func checkElems[T Elem](t *Tensor, n int, what string) error {
+	if dt := DTypeOf[T](); dt != t.dtype {
+		return newError(StatusDType, "%s: a []%v for a %v tensor", what, dt, t.dtype)
+	}
+	if want := t.NumElements(); int64(n) != want {
+		return newError(StatusShape, "%s: %d elements for a tensor of shape %v (%d elements)", what, n, t.shape, want)
+	}
+	return nil
+}
+
+// Read copies the tensor's elements (row-major, also for views) into dst, which must have the
+// tensor's dtype and element count.
+func Read[T Elem](t *Tensor, dst []T) error {
+	if err := t.use(); err != nil {
+		return err
+	}
+	defer t.h.release()
+	if err := checkElems[T](t, len(dst), "Read"); err != nil {
+		return err
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	var z T
+	bytes := uintptr(len(dst)) * unsafe.Sizeof(z)
+	if err := check(C.goctn_tensor_read(t.ptr, unsafe.Pointer(&dst[0]), C.size_t(bytes))); err != nil {
+		return err
+	}
+	if t.dtype == Bool {
+		// A Go bool must hold 0 or 1; the library promises that, but a byte from elsewhere
+		// (a checkpoint, a cast) is normalised rather than trusted.
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(dst))
+		for i, v := range b {
+			if v > 1 {
+				b[i] = 1
+			}
+		}
+	}
+	return nil
+}
+
+// Values returns a copy of the tensor's elements as a []T; T must match the dtype.
+func Values[T Elem](t *Tensor) ([]T, error) {
+	if t == nil {
+		return nil, nilError("Tensor")
+	}
+	out := make([]T, t.NumElements())
+	if err := Read(t, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Write copies src (row-major) into the tensor's elements; src must have the tensor's dtype
+// and element count.
+func Write[T Elem](t *Tensor, src []T) error {
+	if err := t.use(); err != nil {
+		return err
+	}
+	defer t.h.release()
+	if err := checkElems[T](t, len(src), "Write"); err != nil {
+		return err
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	var z T
+	bytes := uintptr(len(src)) * unsafe.Sizeof(z)
+	return check(C.goctn_tensor_write(t.ptr, unsafe.Pointer(&src[0]), C.size_t(bytes)))
+}
+
+// Float32s returns the elements of a Float32 tensor.
+func (t *Tensor) Float32s() ([]float32, error) { return Values[float32](t) }
+
+// Float64s returns the elements of a Float64 tensor.
+func (t *Tensor) Float64s() ([]float64, error) { return Values[float64](t) }
+
+// Int32s returns the elements of an Int32 tensor.
+func (t *Tensor) Int32s() ([]int32, error) { return Values[int32](t) }
+
+// Int64s returns the elements of an Int64 tensor.
+func (t *Tensor) Int64s() ([]int64, error) { return Values[int64](t) }
+
+// Uint8s returns the elements of a Uint8 tensor.
+func (t *Tensor) Uint8s() ([]uint8, error) { return Values[uint8](t) }
+
+// Bools returns the elements of a Bool tensor.
+func (t *Tensor) Bools() ([]bool, error) { return Values[bool](t) }
+
+// Item returns the single element of a one-element tensor of any dtype as a float64 (exact
+// for every dtype but large 64-bit integers).
+func (t *Tensor) Item() (float64, error) {
+	if t == nil {
+		return 0, nilError("Tensor")
+	}
+	if n := t.NumElements(); n != 1 {
+		return 0, newError(StatusShape, "Item: tensor of shape %v has %d elements, not 1", t.shape, n)
+	}
+	switch t.dtype {
+	case Float32:
+		var v [1]float32
+		err := Read(t, v[:])
+		return float64(v[0]), err
+	case Float64:
+		var v [1]float64
+		err := Read(t, v[:])
+		return v[0], err
+	case Int32:
+		var v [1]int32
+		err := Read(t, v[:])
+		return float64(v[0]), err
+	case Int64:
+		var v [1]int64
+		err := Read(t, v[:])
+		return float64(v[0]), err
+	case Uint8:
+		var v [1]uint8
+		err := Read(t, v[:])
+		return float64(v[0]), err
+	default:
+		var v [1]bool
+		err := Read(t, v[:])
+		if v[0] {
+			return 1, err
+		}
+		return 0, err
+	}
+}
+
+// view runs a call that returns a new tensor sharing (or copying) t's storage.
+func (t *Tensor) view(call func(out **C.ctn_tensor) C.goctn_ret) (*Tensor, error) {
+	if err := t.use(); err != nil {
+		return nil, err
+	}
+	defer t.h.release()
+	var p *C.ctn_tensor
+	if err := check(call(&p)); err != nil {
+		return nil, err
+	}
+	return adoptTensor(p)
+}
+
+// Slice is a view of axis `axis` from start (inclusive) to stop (exclusive) with step > 0;
+// negative start/stop count from the end and are clamped as in numpy.
+func (t *Tensor) Slice(axis int, start, stop, step int64) (*Tensor, error) {
+	return t.view(func(out **C.ctn_tensor) C.goctn_ret {
+		return C.goctn_tensor_slice(t.ptr, C.int32_t(clampInt32(axis)), C.int64_t(start), C.int64_t(stop), C.int64_t(step), out)
+	})
+}
+
+// Permute is a view with the axes reordered: out.Shape()[i] = t.Shape()[perm[i]].
+func (t *Tensor) Permute(perm ...int) (*Tensor, error) {
+	if t == nil {
+		return nil, nilError("Tensor")
+	}
+	if len(perm) != len(t.shape) {
+		return nil, newError(StatusShape, "Permute: %d axes for a tensor of shape %v", len(perm), t.shape)
+	}
+	p32 := int32s(perm)
+	return t.view(func(out **C.ctn_tensor) C.goctn_ret {
+		return C.goctn_tensor_permute(t.ptr, int32Ptr(p32), out)
+	})
+}
+
+// Reshape gives the tensor a new shape (one dim may be -1): a view when the strides allow it,
+// else a contiguous copy (copied tells which).
+func (t *Tensor) Reshape(shape ...int64) (r *Tensor, copied bool, err error) {
+	if len(shape) > MaxDims {
+		return nil, false, newError(StatusShape, "Reshape: %d dimensions; at most %d", len(shape), MaxDims)
+	}
+	var c C.int32_t
+	r, err = t.view(func(out **C.ctn_tensor) C.goctn_ret {
+		return C.goctn_tensor_reshape(t.ptr, C.uint32_t(len(shape)), shapePtr(shape), out, &c)
+	})
+	return r, c != 0, err
+}
+
+// Contiguous returns a contiguous copy.
+func (t *Tensor) Contiguous() (*Tensor, error) {
+	return t.view(func(out **C.ctn_tensor) C.goctn_ret { return C.goctn_tensor_contiguous(t.ptr, out) })
+}
+
+func int32s(v []int) []int32 {
+	out := make([]int32, len(v))
+	for i, x := range v {
+		out[i] = int32(clampInt32(x))
+	}
+	return out
+}
+
+func int32Ptr(v []int32) *C.int32_t {
+	if len(v) == 0 {
+		return nil
+	}
+	return (*C.int32_t)(unsafe.Pointer(&v[0]))
+}
+
+// clampInt32 maps an int to int32 without wrapping, so that an absurd axis stays absurd (and
+// is rejected by the library) instead of becoming a valid one.
+func clampInt32(v int) int {
+	if v > 1<<31-1 {
+		return 1<<31 - 1
+	}
+	if v < -1<<31 {
+		return -1 << 31
+	}
+	return v
+}

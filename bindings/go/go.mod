@@ -1,0 +1,3 @@
+module chutney/bindings/go
+
+go 1.19

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Stage: the Go binding (bindings/go) against the native build: go vet, go test with the race
+# detector and GODEBUG=cgocheck=2 (every Go pointer handed to C is checked), the README example
+# built without pkg-config, then the 10,000-cycle leak test again without the race detector,
+# whose shadow memory hides RSS growth.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+if ! command -v go >/dev/null 2>&1; then
+  echo "go not found: install golang-go (tools/deps/go.txt)" >&2
+  exit 1
+fi
+# shellcheck source=../../bindings/go/env.sh
+source bindings/go/env.sh "$BUILD_DIR"
+# The go command needs a cache folder; CI machines may have no HOME.
+if [[ -z "${GOCACHE:-}${HOME:-}${XDG_CACHE_HOME:-}" ]]; then
+  export GOCACHE=$CHUTNEY_BUILD_DIR/go-cache
+fi
+cd bindings/go
+log=$CHUTNEY_BUILD_DIR/go-test.log
+rc=0
+
+echo "== go vet ./..."
+if go vet ./...; then record 1 0 0; else record 0 1 0; rc=1; fi
+
+# Counts the tests of a `go test -v` log (subtests included).
+count() {
+  local ok fail skip
+  ok=$(grep -cE '^ *--- PASS' "$1" || true)
+  fail=$(grep -cE '^ *--- FAIL' "$1" || true)
+  skip=$(grep -cE '^ *--- SKIP' "$1" || true)
+  # A package that does not build or crashes has no "--- FAIL" line of its own.
+  [[ $2 != 0 && $fail == 0 ]] && fail=1
+  record "$ok" "$fail" "$skip"
+}
+
+echo "== GODEBUG=cgocheck=2 go test -race ./..."
+st=0
+GODEBUG=cgocheck=2 go test -count=1 -race -v ./... >"$log" 2>&1 || st=$?
+grep -E '^(--- FAIL|FAIL|ok|panic|fatal)|^ +[a-z_]+\.go:[0-9]+:' "$log" || true
+count "$log" "$st"
+[[ $st == 0 ]] || { echo "go test failed; full log: $log" >&2; rc=1; }
+
+# The documented fallback without pkg-config: flags from CGO_CFLAGS / CGO_LDFLAGS only (and a
+# pkg-config that would fail if it were asked).
+echo "== go run -tags chutney_no_pkgconfig ./examples/readme (no pkg-config)"
+if PKG_CONFIG=false CGO_CFLAGS="-I$(cd ../.. && pwd)/abi" \
+  CGO_LDFLAGS="-L$CHUTNEY_BUILD_DIR/core -lchutney -Wl,-rpath,$CHUTNEY_BUILD_DIR/core" \
+  go run -tags chutney_no_pkgconfig ./examples/readme; then
+  record 1 0 0
+else
+  record 0 1 0
+  rc=1
+fi
+
+echo "== go test -run TestLeakCycles ./chutney (no race detector: RSS growth asserted)"
+st=0
+go test -count=1 -v -run '^TestLeakCycles$' ./chutney >"$log.leak" 2>&1 || st=$?
+cat "$log.leak"
+count "$log.leak" "$st"
+[[ $st == 0 ]] || rc=1
+exit "$rc"
