@@ -34,7 +34,7 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
   if (n_out && !outs) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_compile: outputs is NULL");
   for (uint32_t i = 0; i < n_out; ++i) user.check(outs[i], "ctn_plan_compile");
   const uint32_t disable = opts ? opts->disable : 0;
-  std::vector<Backend *> prefs = opts && opts->backends ? ctx_->parse_preference(opts->backends) : ctx_->preference;
+  std::vector<Backend *> prefs = opts && opts->backends ? ctx_->parse_preference(opts->backends) : ctx_->preferred();
   if (prefs.empty()) fail(CTN_ERR_UNAVAILABLE, "ctn_plan_compile: no backend is available in this context");
 
   Graph g(ctx_, false);
@@ -386,6 +386,7 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
     if (records) {
       size_t c0 = calls_.size();
       for (size_t k = si; k < end; ++k) calls_.push_back(ctn_plan_call{&steps_[k].kernel, &steps_[k].args});
+      Backend::Serial serial(*seg.b);
       take_plugin_error();
       CTN_CHECK_PLUGIN(seg.b->desc.plan_prepare(seg.b->state, static_cast<uint32_t>(seg.count), calls_.data() + c0,
                                                 &seg.handle),
@@ -394,7 +395,8 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
     segments_.push_back(seg);
     si = end;
   }
-  for (ctn_kernel &k : kern) release_kernel(k);
+  for (size_t v = 0; v < kern.size(); ++v)
+    if (kern[v].state) dev[v]->release(kern[v]);
 
   // --- report ---
   stats_.struct_size = sizeof stats_;
@@ -462,11 +464,13 @@ Plan::~Plan() {
   for (Segment &seg : segments_)
     if (seg.handle) {
       try {
+        Backend::Serial serial(*seg.b);
         seg.b->desc.plan_release(seg.b->state, seg.handle);
       } catch (...) {
       }
     }
-  for (Step &st : steps_) release_kernel(st.kernel);
+  for (Step &st : steps_)
+    if (st.b) st.b->release(st.kernel);
   for (auto &[b, h] : buffers_) b->free(h);
 }
 
@@ -504,6 +508,7 @@ void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *c
       take_plugin_error();
       ctn_status s;
       try {
+        Backend::Serial serial(*seg.b);
         s = seg.b->desc.plan_run(seg.b->state, seg.handle);
       } catch (...) {
         fail(CTN_ERR_PLUGIN, "backend %s: plan_run threw", seg.b->name.c_str());

@@ -216,7 +216,7 @@ void fuse_matmul_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *b
     ctn_kernel k;
     std::string why;
     if (!select_kernel(*backend, *fused_op, 3, in, od, a, &k, &why)) return false;
-    release_kernel(k);
+    backend->release(k);
     ctn_node ins[3] = {m.inputs[0], m.inputs[1], bias};
     ctn_node f = g.add_op(*fused_op, 3, ins, a);
     rw.set(target, f);

@@ -18,6 +18,9 @@
 
 namespace ctn {
 
+// Every call into a backend goes through this struct, holding `call_mu` (Serial) unless the
+// backend declares CTN_BACKEND_CONCURRENT: backend.h promises the serialisation, and several
+// threads may use one context.
 struct Backend {
   std::string name, path, description;
   ctn_backend_desc desc{};  // zero-filled beyond the plugin's struct_size
@@ -25,6 +28,23 @@ struct Backend {
   void *dl = nullptr;
   void *state = nullptr;
   bool available = false;
+  mutable std::mutex call_mu;
+
+  // Holds call_mu for the scope of one call into the backend (nothing for concurrent ones).
+  class Serial {
+   public:
+    explicit Serial(const Backend &b) : mu_(b.desc.flags & CTN_BACKEND_CONCURRENT ? nullptr : &b.call_mu) {
+      if (mu_) mu_->lock();
+    }
+    ~Serial() {
+      if (mu_) mu_->unlock();
+    }
+    Serial(const Serial &) = delete;
+    Serial &operator=(const Serial &) = delete;
+
+   private:
+    std::mutex *mu_;
+  };
 
   bool host_memory() const { return desc.flags & CTN_BACKEND_HOST_MEMORY; }
   void *alloc(uint64_t bytes);
@@ -34,6 +54,8 @@ struct Backend {
   void sync();
   // false (with *why) when the backend does not support the node; throws on other errors.
   bool get_kernel(const ctn_op_signature &sig, ctn_kernel *out, std::string *why);
+  void release(ctn_kernel &k);  // a kernel this backend (or an op library for it) made
+  void set_option(const char *key, const char *value);
 };
 
 struct OpLib {
@@ -43,7 +65,7 @@ struct OpLib {
   std::vector<std::unique_ptr<OpDef>> ops;
 };
 
-// Releases a kernel's state (if any).
+// Releases a kernel's state (if any). Kernels of a backend: Backend::release.
 void release_kernel(ctn_kernel &k);
 
 struct EagerKey;
@@ -56,11 +78,13 @@ struct Context {
   std::vector<std::unique_ptr<Backend>> backends;
   std::vector<std::unique_ptr<OpLib>> oplibs;
   std::unordered_map<std::string_view, const OpDef *> ops;
-  std::vector<Backend *> preference;
+  std::vector<Backend *> preference;  // guarded by mu once the context is shared: read it with preferred()
   std::vector<std::string> report_lines;
   std::string report;
   int32_t num_threads = 1;
-  std::mutex mu;
+  // Serialises plugin loading and the setters (set_backends, set_num_threads) against each
+  // other and against readers of `preference`.
+  mutable std::mutex mu;
 
   // Eager kernel cache, keyed by a byte signature of (op, backend, dtypes, shapes, attrs).
   std::unordered_map<std::string, EagerEntry> eager_cache;
@@ -73,6 +97,9 @@ struct Context {
   Backend *find_backend(std::string_view name) const;
   // Parses "a,b" into backends, skipping unavailable ones; throws when none is available.
   std::vector<Backend *> parse_preference(const char *list) const;
+  // A snapshot of `preference` (another thread may call ctn_context_set_backends meanwhile).
+  std::vector<Backend *> preferred() const;
+  void preferred(std::vector<Backend *> &out) const;
 
   // Plugin loading (plugin/loader.cpp).
   void autoload(const ctn_context_options &opts);
