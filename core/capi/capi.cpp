@@ -149,6 +149,7 @@ CTN_API ctn_status ctn_context_create(const ctn_context_options *options, ctn_co
       for (auto &b : ctx->backends)
         if (b->available && b.get() != ctx->find_backend("cpu")) ctx->preference.push_back(b.get());
     }
+    ctx->publish_preference();
     *out = ctx.release();
   });
 }
@@ -161,6 +162,7 @@ CTN_API ctn_status ctn_context_load_plugin(ctn_context *ctx, const char *path) {
     NEED(path);
     std::lock_guard<std::mutex> lk(ctx->mu);
     ctx->load_plugin(path, true);
+    ctx->publish_preference();  // the first backend loaded into an empty context is preferred
   });
 }
 
@@ -206,6 +208,7 @@ CTN_API ctn_status ctn_context_set_backends(ctn_context *ctx, const char *backen
     auto p = ctx->parse_preference(backends);
     std::lock_guard<std::mutex> lk(ctx->mu);
     ctx->preference = std::move(p);
+    ctx->publish_preference();
   });
 }
 

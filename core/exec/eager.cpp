@@ -139,8 +139,7 @@ Tensor eager_compute(Context &ctx, const OpDef &op, const ctn_attrs &attrs, cons
   if (only) {
     if (attempt(only)) return result;
   } else {
-    thread_local std::vector<Backend *> prefs;  // reused: a cache hit allocates nothing here
-    ctx.preferred(prefs);
+    const std::vector<Backend *> &prefs = ctx.preferred();
     if (prefs.empty()) fail(CTN_ERR_UNAVAILABLE, "%s: no backend is available in this context", op.name.c_str());
     for (Backend *b : prefs)
       if (attempt(b)) return result;

@@ -87,6 +87,7 @@ void Backend::set_option(const char *key, const char *value) {
 }
 
 Context::Context() {
+  publish_preference();  // empty until plugins load
   size_t n = 0;
   const OpDef *const *b = builtin_ops(&n);
   for (size_t i = 0; i < n; ++i) ops[b[i]->name] = b[i];
@@ -128,15 +129,9 @@ Backend *Context::find_backend(std::string_view name) const {
   return nullptr;
 }
 
-std::vector<Backend *> Context::preferred() const {
-  std::vector<Backend *> out;
-  preferred(out);
-  return out;
-}
-
-void Context::preferred(std::vector<Backend *> &out) const {
-  std::lock_guard<std::mutex> lk(mu);
-  out.assign(preference.begin(), preference.end());
+void Context::publish_preference() {
+  published_all_.push_back(std::make_unique<const std::vector<Backend *>>(preference));
+  published_.store(published_all_.back().get(), std::memory_order_release);
 }
 
 std::vector<Backend *> Context::parse_preference(const char *list) const {

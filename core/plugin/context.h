@@ -9,6 +9,7 @@
 #include "graph/op.h"
 #include "tensor/tensor.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -78,7 +79,9 @@ struct Context {
   std::vector<std::unique_ptr<Backend>> backends;
   std::vector<std::unique_ptr<OpLib>> oplibs;
   std::unordered_map<std::string_view, const OpDef *> ops;
-  std::vector<Backend *> preference;  // guarded by mu once the context is shared: read it with preferred()
+  // The preferred backends. Writers (create, set_backends, load_plugin) hold mu and then call
+  // publish_preference(); readers (compile, every eager op) use preferred(), which never locks.
+  std::vector<Backend *> preference;
   std::vector<std::string> report_lines;
   std::string report;
   int32_t num_threads = 1;
@@ -97,14 +100,19 @@ struct Context {
   Backend *find_backend(std::string_view name) const;
   // Parses "a,b" into backends, skipping unavailable ones; throws when none is available.
   std::vector<Backend *> parse_preference(const char *list) const;
-  // A snapshot of `preference` (another thread may call ctn_context_set_backends meanwhile).
-  std::vector<Backend *> preferred() const;
-  void preferred(std::vector<Backend *> &out) const;
+  // The last published `preference`: valid as long as the context (an older list stays alive
+  // when ctn_context_set_backends publishes a new one while another thread iterates it).
+  const std::vector<Backend *> &preferred() const { return *published_.load(std::memory_order_acquire); }
+  void publish_preference();
 
   // Plugin loading (plugin/loader.cpp).
   void autoload(const ctn_context_options &opts);
   void load_plugin(const std::string &path, bool explicit_request);
   void add_report(const std::string &path, const char *verdict, const std::string &why);
+
+ private:
+  std::atomic<const std::vector<Backend *> *> published_{nullptr};
+  std::vector<std::unique_ptr<const std::vector<Backend *>>> published_all_;  // a few per context
 };
 
 const ctn_host_api *host_api();
