@@ -350,8 +350,9 @@ CTN_API ctn_status ctn_plan_backend_steps(ctn_plan *p, const char *backend, cons
 /* Runs the plan once. feeds: values for every ctn_input the outputs depend on (dtype and shape
  * must match exactly: CTN_ERR_SHAPE / CTN_ERR_DTYPE otherwise, naming the input). outputs[i]
  * receives output i of the compile call; it must have the right dtype and shape (create it with
- * ctn_plan_output_create) or be NULL to skip. No allocation happens in the steady state.
- * since 1.0 */
+ * ctn_plan_output_create) or be NULL to skip. Every argument is checked before the first step
+ * runs: a call that fails on one leaves the variables as they were. No allocation happens in
+ * the steady state. since 1.0 */
 CTN_API ctn_status ctn_plan_run(ctn_plan *p, uint32_t n_feeds, const ctn_node *feed_nodes,
                                 const ctn_tensor *const *feed_values, uint32_t n_outputs,
                                 ctn_tensor *const *outputs);

@@ -369,7 +369,7 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
     st.args.workspace_size = st.kernel.workspace_size;
   }
   staging_.resize(staging);
-  fed_.assign(feeds_.size(), 0);
+  fed_.assign(feeds_.size(), nullptr);
 
   // Segments: consecutive kernel steps on a backend that records plans go to it as one unit.
   calls_.reserve(steps_.size());
@@ -476,11 +476,22 @@ Plan::~Plan() {
 
 void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *const *feed_values, uint32_t n_out,
                ctn_tensor *const *outputs) {
+  // Every argument is checked before anything is uploaded or run: a call that fails leaves the
+  // variables (and every other buffer of the plan) as they were.
   if (n_feeds && (!feed_nodes || !feed_values)) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: feed arrays are NULL");
   if (n_out && !outputs) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: outputs is NULL");
   if (n_out > outputs_.size())
     fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: %u outputs requested, the plan has %zu", n_out, outputs_.size());
-  std::fill(fed_.begin(), fed_.end(), 0);
+  for (uint32_t i = 0; i < n_out; ++i) {
+    const Tensor *t = reinterpret_cast<const Tensor *>(outputs[i]);
+    if (!t) continue;
+    const ValueInfo &info = values_[static_cast<size_t>(outputs_[i])].info;
+    if (t->dtype != info.dtype || t->shape != info.shape || !t->is_contiguous())
+      fail(CTN_ERR_SHAPE, "ctn_plan_run: output %u is %s%s; the tensor given is %s%s%s (create it with "
+           "ctn_plan_output_create)", i, dtype_name(info.dtype), shape_str(info.shape).c_str(),
+           dtype_name(t->dtype), shape_str(t->shape).c_str(), t->is_contiguous() ? "" : " non-contiguous");
+  }
+  std::fill(fed_.begin(), fed_.end(), nullptr);
   for (uint32_t i = 0; i < n_feeds; ++i) {
     size_t k = 0;
     while (k < feeds_.size() && feeds_[k].node != feed_nodes[i]) ++k;
@@ -497,11 +508,14 @@ void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *c
     if (!t->is_contiguous())
       fail(CTN_ERR_STATE, "ctn_plan_run: the feed for \"%s\" is not contiguous (use ctn_tensor_contiguous)",
            feeds_[k].name.c_str());
-    val.dev->upload(val.handle, val.offset, t->data(), val.bytes);
-    fed_[k] = 1;
+    fed_[k] = t;
   }
   for (size_t k = 0; k < feeds_.size(); ++k)
     if (!fed_[k]) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: input \"%s\" (node %u) was not fed", feeds_[k].name.c_str(), feeds_[k].node);
+  for (size_t k = 0; k < feeds_.size(); ++k) {
+    const Value &val = values_[static_cast<size_t>(feeds_[k].value)];
+    val.dev->upload(val.handle, val.offset, fed_[k]->data(), val.bytes);
+  }
   if (profile_) ++profile_runs_;
   for (const Segment &seg : segments_) {
     if (seg.handle) {
@@ -546,12 +560,8 @@ void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *c
   for (Backend *b : devices_) b->sync();
   for (uint32_t i = 0; i < n_out; ++i) {
     Tensor *t = reinterpret_cast<Tensor *>(outputs[i]);
-    if (!t) continue;
+    if (!t) continue;  // checked above
     const Value &val = values_[static_cast<size_t>(outputs_[i])];
-    if (t->dtype != val.info.dtype || t->shape != val.info.shape || !t->is_contiguous())
-      fail(CTN_ERR_SHAPE, "ctn_plan_run: output %u is %s%s; the tensor given is %s%s%s (create it with "
-           "ctn_plan_output_create)", i, dtype_name(val.info.dtype), shape_str(val.info.shape).c_str(),
-           dtype_name(t->dtype), shape_str(t->shape).c_str(), t->is_contiguous() ? "" : " non-contiguous");
     val.dev->download(val.handle, val.offset, t->data(), val.bytes);
   }
 }

@@ -67,7 +67,7 @@ class Plan {
   std::vector<ctn_plan_call> calls_;
   std::vector<ctn_tensor_desc> in_descs_;
   std::vector<Feed> feeds_;
-  std::vector<char> fed_;
+  std::vector<const Tensor *> fed_;  // per feed, during run: the tensor given
   std::vector<int> outputs_;
   std::unordered_map<ctn_node, int> variables_;
   std::vector<std::pair<Backend *, void *>> buffers_;
