@@ -93,18 +93,19 @@ void lower_to_steps(CompileState &cs) {
           ++out.stats.n_assign_elided;
           break;
         }
-        // A copy kernel on the variable's device writes the new value into its storage.
+        // A copy kernel on the variable's device writes the new value into its storage; where
+        // that device has none (or its placement policy declines it), a transfer through the
+        // host does, straight from wherever the value was computed.
         ctn_tensor_desc d = make_desc(nd.info);
         std::string why;
-        if (!select_kernel(*b, *cs.ctx->find_op(CTN_OP_COPY), 1, &d, d, ctn_attrs{}, &cs.kern[v], &why))
-          fail(CTN_ERR_UNSUPPORTED, "ctn_assign: backend %s cannot copy %s%s (%s)", b->name.c_str(),
-               dtype_name(nd.info.dtype), shape_str(nd.info.shape).c_str(), why.c_str());
+        const bool copies = select_kernel(*b, *cs.ctx->find_op(CTN_OP_COPY), 1, &d, d, ctn_attrs{}, &cs.kern[v], &why);
+        const ctn_node x = nd.inputs[1];
         PlanStep step;
-        step.inputs.push_back(value_on(cs, nd.inputs[1], b));
+        step.inputs.push_back(copies ? value_on(cs, x, b) : cs.value_of.at({x, cs.dev[x]}));
         step.output = var;
         cs.value_of[{v, b}] = new_value(cs, nd.info, b, false, var);
         cs.psteps.push_back(step);
-        cs.step_node.push_back(v);
+        cs.step_node.push_back(copies ? v : CTN_NODE_NONE);
         break;
       }
     }
