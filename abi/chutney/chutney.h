@@ -115,8 +115,10 @@ CTN_API ctn_status ctn_context_backend_count(ctn_context *ctx, uint32_t *out_cou
 CTN_API ctn_status ctn_context_backend_info(ctn_context *ctx, uint32_t index,
                                            ctn_backend_info *out);
 
-/* Sets the preferred backends for graphs created afterwards, ','-separated ("opencl,cpu"). An
- * op that the first backend cannot run goes to the next that can. Fails with
+/* Sets the preferred backends, ','-separated ("opencl,cpu"), for every later ctn_plan_compile
+ * without options.backends and every later eager op; plans compiled before keep their
+ * placement. An op that the first backend cannot run goes to the next listed that can; backends
+ * not listed are not used (list "cpu" last to let the CPU take the rest). Fails with
  * CTN_ERR_UNAVAILABLE naming the backend when none of the names is available. since 1.0 */
 CTN_API ctn_status ctn_context_set_backends(ctn_context *ctx, const char *backends);
 
