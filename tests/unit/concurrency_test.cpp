@@ -67,6 +67,15 @@ struct TensorHolder {
   }
 };
 
+// Releases a handle at the end of the scope.
+template <class T, void (*Release)(T *)>
+struct Owned {
+  T *p;
+  ~Owned() { Release(p); }
+};
+using GraphOwner = Owned<ctn_graph, ctn_graph_release>;
+using PlanOwner = Owned<ctn_plan, ctn_plan_release>;
+
 std::vector<float> read(const ctn_tensor *t) {
   int64_t n = 0;
   OK(ctn_tensor_numel(t, &n));
@@ -139,10 +148,7 @@ std::vector<float> plan_work(ctn_context *ctx, const Config &su, uint32_t seed) 
   TensorHolder th;
   ctn_graph *g = nullptr;
   OK(ctn_graph_create(ctx, 0, &g));
-  struct G {
-    ctn_graph *g;
-    ~G() { ctn_graph_release(g); }
-  } gg{g};
+  GraphOwner gg{g};
   Model m;
   m.build(g, th, seed, false);
   ctn_compile_options co{};
@@ -150,10 +156,7 @@ std::vector<float> plan_work(ctn_context *ctx, const Config &su, uint32_t seed) 
   co.backends = su.backend;
   ctn_plan *p = nullptr;
   OK(ctn_plan_compile(g, 1, &m.loss, &co, &p));
-  struct P {
-    ctn_plan *p;
-    ~P() { ctn_plan_release(p); }
-  } pp{p};
+  PlanOwner pp{p};
   // Placement: every step on the backend under test (no silent fallback).
   ctn_plan_stats st{};
   st.struct_size = sizeof st;
@@ -187,10 +190,7 @@ std::vector<float> eager_work(ctn_context *ctx, const Config &su, uint32_t seed)
   TensorHolder th;
   ctn_graph *g = nullptr;
   OK(ctn_graph_create(ctx, CTN_GRAPH_EAGER, &g));
-  struct G {
-    ctn_graph *g;
-    ~G() { ctn_graph_release(g); }
-  } gg{g};
+  GraphOwner gg{g};
   Model m;
   m.build(g, th, seed, true);
   const char *where = nullptr;

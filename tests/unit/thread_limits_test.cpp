@@ -89,14 +89,19 @@ void lift_limit() {
 // scratch of all 1000 fits (3.3 GB), so the old pool got as far as starting threads, and hung.
 constexpr long long kHeadroom = 5ll << 30;
 
-// A context asking for 1000 threads: the CPU backend reports why it is unavailable.
-int child_init() {
+// A context on the CPU backend with `threads` workers.
+ctn_status cpu_context(int32_t threads, ctn_context **ctx) {
   ctn_context_options o{};
   o.struct_size = sizeof o;
   o.backends = "cpu";
-  o.num_threads = 1000;
+  o.num_threads = threads;
+  return ctn_context_create(&o, ctx);
+}
+
+// A context asking for 1000 threads: the CPU backend reports why it is unavailable.
+int child_init() {
   ctn_context *ctx = nullptr;
-  ctn_status s = ctn_context_create(&o, &ctx);
+  ctn_status s = cpu_context(1000, &ctx);
   const std::string msg = ctn_last_error();
   ctn_context_release(ctx);
   if (s == CTN_ERR_UNAVAILABLE && msg.find("cannot run 1000 threads") != std::string::npos) return 0;
@@ -107,12 +112,8 @@ int child_init() {
 
 // ctn_context_set_num_threads(1000) fails the same way, and the context keeps its 2 threads.
 int child_resize() {
-  ctn_context_options o{};
-  o.struct_size = sizeof o;
-  o.backends = "cpu";
-  o.num_threads = 2;
   ctn_context *ctx = nullptr;
-  if (ctn_context_create(&o, &ctx) != CTN_OK) {
+  if (cpu_context(2, &ctx) != CTN_OK) {
     std::fprintf(stderr, "child: create: %s\n", ctn_last_error());
     return 1;
   }
