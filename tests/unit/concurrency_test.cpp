@@ -3,8 +3,8 @@
 // big enough for the pool, cross-entropy, gradients, SGD assignments) or does the same work on
 // an eager graph (whose kernels come from the context's shared cache), and every result is
 // compared bit for bit with the same work done one thread after another on the same context.
-// Setups: the CPU backend with each GEMM (own, openblas) and pool sizes 1 and 3, OpenCL and
-// Vulkan (every step asserted on the device). tools/test.d/30-tsan.sh runs this file under
+// Setups: the CPU backend with each GEMM (own, openblas), pool sizes 1 and 3 and both pool
+// modes (shared, per_caller), OpenCL and Vulkan (every step asserted on the device). tools/test.d/30-tsan.sh runs this file under
 // ThreadSanitizer against the core and the CPU backend.
 #include <chutney/chutney.h>
 #include <gtest/gtest.h>
@@ -35,6 +35,7 @@ struct Config {
   const char *backend;
   const char *gemm;  // CPU only
   int threads;       // CPU only
+  const char *pool = nullptr;  // CPU only: "per_caller" (default: shared)
 };
 
 // Deterministic pseudo-random data, different per seed.
@@ -226,6 +227,9 @@ class Concurrency : public ::testing::TestWithParam<Config> {
       s = ctn_context_set_option(ctx, "cpu", "gemm", su.gemm);
       if (s == CTN_ERR_UNAVAILABLE) GTEST_SKIP() << "GEMM " << su.gemm << ": " << ctn_last_error();
       ASSERT_EQ(s, CTN_OK) << ctn_last_error();
+      if (su.pool) {
+        ASSERT_EQ(ctn_context_set_option(ctx, "cpu", "pool", su.pool), CTN_OK) << ctn_last_error();
+      }
     } else {
       // Device backends: take every op (the placement policies may leave small ops elsewhere).
       ASSERT_EQ(ctn_context_set_option(ctx, su.backend, "placement", "always"), CTN_OK) << ctn_last_error();
@@ -285,6 +289,8 @@ INSTANTIATE_TEST_SUITE_P(Backends, Concurrency,
                          ::testing::Values(Config{"cpu_own_1", "cpu", "own", 1}, Config{"cpu_own_3", "cpu", "own", 3},
                                            Config{"cpu_openblas_1", "cpu", "openblas", 1},
                                            Config{"cpu_openblas_3", "cpu", "openblas", 3},
+                                           Config{"cpu_own_3_per_caller", "cpu", "own", 3, "per_caller"},
+                                           Config{"cpu_openblas_2_per_caller", "cpu", "openblas", 2, "per_caller"},
                                            Config{"opencl", "opencl", nullptr, 0},
                                            Config{"vulkan", "vulkan", nullptr, 0}),
                          [](const ::testing::TestParamInfo<Config> &i) { return std::string(i.param.name); });
