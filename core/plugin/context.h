@@ -85,9 +85,8 @@ struct Context {
   std::vector<std::string> report_lines;
   std::string report;
   int32_t num_threads = 1;
-  // Serialises plugin loading and the setters (set_backends, set_num_threads) against each
-  // other and against readers of `preference`.
-  mutable std::mutex mu;
+  // Serialises plugin loading and the setters (set_backends, set_num_threads) against each other.
+  std::mutex mu;
 
   // Eager kernel cache, keyed by a byte signature of (op, backend, dtypes, shapes, attrs).
   std::unordered_map<std::string, EagerEntry> eager_cache;
