@@ -12,7 +12,12 @@
  *
  * Every slot returning ctn_status records its message with host->set_error on failure. Slots
  * marked (optional) may be NULL; the comment says what the host does then.
- * Threading: the host serialises calls on one backend state except where noted.
+ *
+ * Threading: a context may be used from several threads at once (chutney.h), so the host may
+ * call a backend from several threads. Unless the backend sets CTN_BACKEND_CONCURRENT, the host
+ * serialises every call on one backend state (slots, kernels, plan segments and kernel
+ * releases), one call at a time, though calls of different plans may interleave between calls.
+ * init, describe and shutdown are never called concurrently with anything on that state.
  */
 #ifndef CHUTNEY_BACKEND_H
 #define CHUTNEY_BACKEND_H
@@ -26,6 +31,11 @@ extern "C" {
 /* Backend flags (ctn_backend_desc.flags). */
 #define CTN_BACKEND_HOST_MEMORY 1u /* buffers are host pointers: kernels of op libraries for
                                       "cpu" may run on them, and no copy is needed to the CPU */
+/* The backend may be called from several threads at once: every slot except init and shutdown,
+ * its kernels (one kernel state may run on several threads at once with different args: the
+ * host's eager cache shares kernels between graphs) and plan segments. Without it the host
+ * serialises the calls. since 1.2 */
+#define CTN_BACKEND_CONCURRENT 2u
 
 /* Configuration handed to init. */
 typedef struct ctn_backend_config {

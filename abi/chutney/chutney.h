@@ -6,8 +6,14 @@
  *  - Handles are opaque. *_release functions return void and accept NULL.
  *  - Ownership: a function that returns a handle through an out-parameter transfers ownership
  *    to the caller, who releases it. Input handles are borrowed for the duration of the call.
- *  - Thread-safety: a ctn_context may be used from several threads; a ctn_graph, ctn_plan or
- *    ctn_tensor must not be used from two threads at once (distinct objects may).
+ *  - Thread-safety: a ctn_context may be used from several threads at once: graphs, eager
+ *    graphs and plans of one context may be built, compiled and run concurrently, with the
+ *    results of running them one after another (bit for bit), and ctn_context_set_backends,
+ *    _set_num_threads and _set_option may be called meanwhile. Exceptions: ctn_context_load_plugin
+ *    (it changes the op registry) and ctn_context_release must not overlap other calls on the
+ *    context. A ctn_graph, ctn_plan or ctn_tensor must not be used from two threads at once
+ *    (distinct objects may); a tensor may be read by several threads at once, e.g. one feed
+ *    given to several plans.
  *  - No function aborts the process or lets a C++ exception escape.
  *  - "since 1.0" marks the ABI minor version that introduced a function.
  */
@@ -60,8 +66,11 @@ typedef struct ctn_context_options {
   const char *plugin_path;  /* extra directories to search first, ':'-separated; may be NULL */
   const char *backends;     /* preferred backends, ','-separated, e.g. "cuda,cpu"; NULL: the
                                CHUTNEY_BACKEND environment variable, else "cpu" */
-  int32_t num_threads;      /* worker threads of host backends; 0: CHUTNEY_NUM_THREADS, else
-                               the number of cores */
+  int32_t num_threads;      /* worker threads of host backends, 1..1024; 0: CHUTNEY_NUM_THREADS
+                               (an integer 1..1024, anything else fails ctn_context_create with
+                               CTN_ERR_INVALID_ARGUMENT), else the number of cores (at most
+                               1024). A host backend that cannot start them (thread or memory
+                               limits) is unavailable, with the reason in the report. */
   int32_t reserved;
 } ctn_context_options;
 
@@ -108,12 +117,17 @@ CTN_API ctn_status ctn_context_backend_count(ctn_context *ctx, uint32_t *out_cou
 CTN_API ctn_status ctn_context_backend_info(ctn_context *ctx, uint32_t index,
                                            ctn_backend_info *out);
 
-/* Sets the preferred backends for graphs created afterwards, ','-separated ("opencl,cpu"). An
- * op that the first backend cannot run goes to the next that can. Fails with
+/* Sets the preferred backends, ','-separated ("opencl,cpu"), for every later ctn_plan_compile
+ * without options.backends and every later eager op; plans compiled before keep their
+ * placement. An op that the first backend cannot run goes to the next listed that can; backends
+ * not listed are not used (list "cpu" last to let the CPU take the rest). Fails with
  * CTN_ERR_UNAVAILABLE naming the backend when none of the names is available. since 1.0 */
 CTN_API ctn_status ctn_context_set_backends(ctn_context *ctx, const char *backends);
 
-/* Sets the worker-thread count of every host backend (>= 1). since 1.0 */
+/* Sets the worker-thread count of every host backend (1..1024, else CTN_ERR_INVALID_ARGUMENT).
+ * The threads start here: when they cannot (thread or memory limits) it fails with
+ * CTN_ERR_UNAVAILABLE and the reason, and the count stays as it was. May be called while other
+ * threads run plans: a kernel running meanwhile finishes on the old threads. since 1.0 */
 CTN_API ctn_status ctn_context_set_num_threads(ctn_context *ctx, int32_t num_threads);
 
 /* Sets a backend-specific option, e.g. ("cpu", "gemm", "openblas" | "own"). Unknown backend or
@@ -340,8 +354,9 @@ CTN_API ctn_status ctn_plan_backend_steps(ctn_plan *p, const char *backend, cons
 /* Runs the plan once. feeds: values for every ctn_input the outputs depend on (dtype and shape
  * must match exactly: CTN_ERR_SHAPE / CTN_ERR_DTYPE otherwise, naming the input). outputs[i]
  * receives output i of the compile call; it must have the right dtype and shape (create it with
- * ctn_plan_output_create) or be NULL to skip. No allocation happens in the steady state.
- * since 1.0 */
+ * ctn_plan_output_create) or be NULL to skip. Every argument is checked before the first step
+ * runs: a call that fails on one leaves the variables as they were. No allocation happens in
+ * the steady state. since 1.0 */
 CTN_API ctn_status ctn_plan_run(ctn_plan *p, uint32_t n_feeds, const ctn_node *feed_nodes,
                                 const ctn_tensor *const *feed_values, uint32_t n_outputs,
                                 ctn_tensor *const *outputs);

@@ -7,6 +7,16 @@
  *
  * Op names must not collide with built-in ops or ops of other loaded libraries (the second is
  * rejected with CTN_ERR_PLUGIN naming both).
+ *
+ * Threading: a context may be used from several threads at once (chutney.h), so the callbacks
+ * may run concurrently: infer and grad while graphs are built (each call on its own graph),
+ * get_kernel while plans compile. Kernels for a backend that sets CTN_BACKEND_CONCURRENT
+ * (backend.h; the CPU backend does) may run on several threads at once, one kernel state
+ * included (eager graphs share cached kernels): keep the state read-only after get_kernel and
+ * put per-call memory in the workspace (ctn_kernel.workspace_size). For any other backend the
+ * host serialises get_kernel, kernel calls and kernel releases with that backend's own calls.
+ * init and shutdown run once per context that loads the library, never concurrently with that
+ * context's other calls; contexts share the library's static storage.
  */
 #ifndef CHUTNEY_OPLIB_H
 #define CHUTNEY_OPLIB_H

@@ -5,10 +5,12 @@
 #include <chutney/backend.h>
 #include <chutney/ops.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,22 +33,18 @@ using ctn_backend_util::coalesce;
 
 enum class GemmMode { kAuto, kOpenBLAS, kOwn };
 
-// Packing memory for the own GEMM, one per pool participant, allocated when the pool is built
-// so that kernel calls never allocate.
-struct GemmScratch {
-  void *a = nullptr;
-  void *b = nullptr;
-  void *c = nullptr;  // one MR x NR edge tile
-};
-
+// Kernels run on whichever thread calls them, several at once (plans and eager graphs on one
+// context from several threads; the eager cache shares one kernel between graphs): a kernel's
+// state is read-only after get_kernel, per-call memory comes from the call's workspace or the
+// calling thread (GEMM scratch), and the options below may change while kernels run.
 struct Backend {
   const ctn_host_api *host = nullptr;
-  std::unique_ptr<ThreadPool> pool;
-  std::vector<GemmScratch> scratch;
-  GemmMode gemm_mode = GemmMode::kAuto;
-  const GemmIsa *gemm_isa = nullptr;
+  std::unique_ptr<ThreadPool> pool;  // created by init, resized in place: never replaced
+  std::atomic<GemmMode> gemm_mode{GemmMode::kAuto};
+  std::atomic<const GemmIsa *> gemm_isa{nullptr};
+  std::atomic<int> num_threads{1};
+  std::mutex option_mu;  // serialises set_option (and the description it rewrites)
   std::string description;
-  int num_threads = 1;
 };
 
 // True when OpenBLAS runs the GEMM calls now.

@@ -1,6 +1,7 @@
 #include "gemm.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "cpu_backend.h"
@@ -107,6 +108,23 @@ constexpr size_t kScratchA = 200 * 1024;
 constexpr size_t kScratchB = 256 * 3072 * sizeof(float);
 constexpr size_t kScratchC = 8 * 32 * sizeof(double);
 
+// Packing memory belongs to the thread that packs: every pool worker and every thread that
+// calls a GEMM kernel has its own (gemm_scratch_ready), so concurrent callers of one backend
+// never share it. Freed when the thread exits.
+struct GemmScratch {
+  void *a = nullptr;
+  void *b = nullptr;
+  void *c = nullptr;  // one MR x NR edge tile
+  ~GemmScratch() {
+    std::free(a);
+    std::free(b);
+    std::free(c);
+  }
+};
+thread_local GemmScratch t_scratch;
+
+void *aligned_scratch(size_t bytes) { return std::aligned_alloc(64, (bytes + 63) / 64 * 64); }
+
 template <class T>
 struct Blocking {
   void (*uk)(int64_t, const T *, const T *, T *, int64_t, int);
@@ -160,8 +178,9 @@ void pack_b(const T *b, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, int nr
   }
 }
 
+// The calling thread's scratch must be ready (gemm_scratch_ready).
 template <class T>
-void gemm_serial(const Blocking<T> &bl, const GemmScratch &s, int64_t m, int64_t n, int64_t k,
+void gemm_serial(const Blocking<T> &bl, int64_t m, int64_t n, int64_t k,
                  const T *a, int64_t rsa, int64_t csa, const T *b, int64_t rsb, int64_t csb,
                  T *c, int64_t ldc, bool acc_c = false) {
   if (k == 0) {
@@ -169,6 +188,7 @@ void gemm_serial(const Blocking<T> &bl, const GemmScratch &s, int64_t m, int64_t
       for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
     return;
   }
+  const GemmScratch &s = t_scratch;
   T *pa = static_cast<T *>(s.a);
   T *pb = static_cast<T *>(s.b);
   T *tile = static_cast<T *>(s.c);
@@ -208,7 +228,6 @@ void gemm_serial(const Blocking<T> &bl, const GemmScratch &s, int64_t m, int64_t
 template <class T>
 struct GemmJob {
   Blocking<T> bl;
-  const GemmScratch *scratch;
   bool split_n;
   int64_t unit;
   int64_t m, n, k;
@@ -221,15 +240,15 @@ struct GemmJob {
 };
 
 template <class T>
-void gemm_part(void *ctx, int64_t begin, int64_t end, int part) {
+void gemm_part(void *ctx, int64_t begin, int64_t end, int) {
   const auto &j = *static_cast<const GemmJob<T> *>(ctx);
   if (j.split_n) {
     int64_t j0 = begin * j.unit, j1 = std::min(end * j.unit, j.n);
-    gemm_serial(j.bl, j.scratch[part], j.m, j1 - j0, j.k, j.a, j.rsa, j.csa, j.b + j0 * j.csb,
+    gemm_serial(j.bl, j.m, j1 - j0, j.k, j.a, j.rsa, j.csa, j.b + j0 * j.csb,
                 j.rsb, j.csb, j.c + j0, j.ldc);
   } else {
     int64_t i0 = begin * j.unit, i1 = std::min(end * j.unit, j.m);
-    gemm_serial(j.bl, j.scratch[part], i1 - i0, j.n, j.k, j.a + i0 * j.rsa, j.rsa, j.csa, j.b,
+    gemm_serial(j.bl, i1 - i0, j.n, j.k, j.a + i0 * j.rsa, j.rsa, j.csa, j.b,
                 j.rsb, j.csb, j.c + i0 * j.ldc, j.ldc);
   }
 }
@@ -238,12 +257,12 @@ template <class T>
 void own_gemm(Backend &be, int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa,
               int64_t csa, const T *b, int64_t rsb, int64_t csb, T *c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
-  GemmJob<T> job{blocking_of(*be.gemm_isa, T{}), be.scratch.data(), n >= m, 0, m, n, k, a, rsa,
-                 csa, b, rsb, csb, c, ldc};
+  GemmJob<T> job{blocking_of(*be.gemm_isa.load(std::memory_order_relaxed), T{}), n >= m, 0, m, n, k, a,
+                 rsa, csa, b, rsb, csb, c, ldc};
   int threads = be.pool ? be.pool->size() : 1;
   // Below ~1 MFLOP a fork costs more than it saves.
   if (threads <= 1 || m * n * k < 64 * 64 * 64) {
-    gemm_serial(job.bl, be.scratch[0], m, n, k, a, rsa, csa, b, rsb, csb, c, ldc);
+    gemm_serial(job.bl, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc);
     return;
   }
   // Split the larger of M and N; units are whole register tiles so no part gets a sliver.
@@ -276,9 +295,14 @@ const GemmIsa *gemm_isa_select(const char *name) {
   return nullptr;
 }
 
-size_t gemm_scratch_a_bytes() { return kScratchA; }
-size_t gemm_scratch_b_bytes() { return kScratchB; }
-size_t gemm_scratch_c_bytes() { return kScratchC; }
+bool gemm_scratch_ready() {
+  GemmScratch &s = t_scratch;
+  if (s.a && s.b && s.c) return true;
+  if (!s.a) s.a = aligned_scratch(kScratchA);
+  if (!s.b) s.b = aligned_scratch(kScratchB);
+  if (!s.c) s.c = aligned_scratch(kScratchC);
+  return s.a && s.b && s.c;
+}
 
 #ifdef CTN_CPU_HAVE_OPENBLAS
 namespace {
@@ -316,25 +340,25 @@ bool blas_serial(int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa, int64
 }  // namespace
 #endif
 
-void gemm_serial_f32(Backend &be, int part, int64_t m, int64_t n, int64_t k, const float *a,
+void gemm_serial_f32(Backend &be, int64_t m, int64_t n, int64_t k, const float *a,
                      int64_t rsa, int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c,
                      int64_t ldc, bool accumulate) {
   if (m <= 0 || n <= 0) return;
 #ifdef CTN_CPU_HAVE_OPENBLAS
   if (gemm_uses_openblas(be) && blas_serial(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate)) return;
 #endif
-  gemm_serial(blocking_of(*be.gemm_isa, float{}), be.scratch[static_cast<size_t>(part)], m, n, k,
-              a, rsa, csa, b, rsb, csb, c, ldc, accumulate);
+  gemm_serial(blocking_of(*be.gemm_isa.load(std::memory_order_relaxed), float{}), m, n, k, a, rsa, csa, b, rsb,
+              csb, c, ldc, accumulate);
 }
-void gemm_serial_f64(Backend &be, int part, int64_t m, int64_t n, int64_t k, const double *a,
+void gemm_serial_f64(Backend &be, int64_t m, int64_t n, int64_t k, const double *a,
                      int64_t rsa, int64_t csa, const double *b, int64_t rsb, int64_t csb,
                      double *c, int64_t ldc, bool accumulate) {
   if (m <= 0 || n <= 0) return;
 #ifdef CTN_CPU_HAVE_OPENBLAS
   if (gemm_uses_openblas(be) && blas_serial(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate)) return;
 #endif
-  gemm_serial(blocking_of(*be.gemm_isa, double{}), be.scratch[static_cast<size_t>(part)], m, n,
-              k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate);
+  gemm_serial(blocking_of(*be.gemm_isa.load(std::memory_order_relaxed), double{}), m, n, k, a, rsa, csa, b, rsb,
+              csb, c, ldc, accumulate);
 }
 
 void own_gemm_f32(Backend &be, int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa,

@@ -29,10 +29,10 @@ struct GemmIsa {
 // the named variant does not exist or the CPU lacks it.
 const GemmIsa *gemm_isa_select(const char *name);
 
-// Bytes of packing scratch one thread needs (any variant, either dtype).
-size_t gemm_scratch_a_bytes();
-size_t gemm_scratch_b_bytes();
-size_t gemm_scratch_c_bytes();
+// Makes sure the calling thread has its packing scratch (allocated on its first call, freed
+// when the thread exits); false when out of memory. The own GEMM packs into the scratch of the
+// thread it runs on: kernels call this on entry, pool workers when they start.
+bool gemm_scratch_ready();
 
 // C[M, N] (row-major, leading dimension ldc) = A * B where A(i, p) = A[i * rsa + p * csa] and
 // B(p, j) = B[p * rsb + j * csb]; transposes are expressed through the strides. Runs on the
@@ -43,13 +43,13 @@ void own_gemm_f64(Backend &be, int64_t m, int64_t n, int64_t k, const double *a,
                   int64_t csa, const double *b, int64_t rsb, int64_t csb, double *c,
                   int64_t ldc);
 
-// The own GEMM on the calling thread only, with pool participant `part`'s packing scratch: for
-// kernels that split the work themselves (convolutions over the images of a batch).
+// The own GEMM on the calling thread only, with that thread's packing scratch: for kernels that
+// split the work themselves (convolutions over the images of a batch).
 // accumulate: C += A * B instead of C = A * B.
-void gemm_serial_f32(Backend &be, int part, int64_t m, int64_t n, int64_t k, const float *a,
+void gemm_serial_f32(Backend &be, int64_t m, int64_t n, int64_t k, const float *a,
                      int64_t rsa, int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c,
                      int64_t ldc, bool accumulate);
-void gemm_serial_f64(Backend &be, int part, int64_t m, int64_t n, int64_t k, const double *a,
+void gemm_serial_f64(Backend &be, int64_t m, int64_t n, int64_t k, const double *a,
                      int64_t rsa, int64_t csa, const double *b, int64_t rsb, int64_t csb,
                      double *c, int64_t ldc, bool accumulate);
 

@@ -1,6 +1,6 @@
 // conv2d, conv2d_grad_input, conv2d_grad_weight and conv_transpose2d: im2col + the own GEMM.
-// The batch is split into one chunk per pool participant; each chunk runs serial GEMMs with its
-// participant's packing scratch and its own slice of the workspace, so images never share
+// The batch is split into one chunk per pool participant; each chunk runs serial GEMMs with the
+// packing scratch of the thread running it and its own slice of the workspace, so images never share
 // memory and a call never allocates. Per-image GEMMs write NCHW directly (no transposes), and
 // 1x1 stride-1 unpadded convolutions skip im2col (the input already is the column matrix).
 #include <algorithm>
@@ -121,12 +121,12 @@ void col2im_add(const ConvGeom &g, const T *col, T *x, int64_t channels) {
 }
 
 template <class T>
-void gemm(Backend &be, int part, int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa, int64_t csa,
+void gemm(Backend &be, int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa, int64_t csa,
           const T *b, int64_t rsb, int64_t csb, T *c, int64_t ldc, bool acc) {
   if constexpr (sizeof(T) == 4)
-    gemm_serial_f32(be, part, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, acc);
+    gemm_serial_f32(be, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, acc);
   else
-    gemm_serial_f64(be, part, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, acc);
+    gemm_serial_f64(be, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, acc);
 }
 
 template <class T>
@@ -169,17 +169,17 @@ struct ConvCall {
   }
 
   // y_n[gi] = sum over channel blocks of W[gi][:, block] * cols.
-  void forward(int64_t n, T *col, int part) const {
+  void forward(int64_t n, T *col) const {
     const ConvGeom &g = st->g;
     const int64_t khw = g.kh * g.kw;
     column_blocks(n, col, [&](int64_t gi, int64_t c0, int64_t cn, const T *b) {
-      gemm(*st->be, part, g.og, g.p, cn * khw, in1 + gi * g.og * g.kg + c0 * khw, g.kg, int64_t{1}, b, g.p,
+      gemm(*st->be, g.og, g.p, cn * khw, in1 + gi * g.og * g.kg + c0 * khw, g.kg, int64_t{1}, b, g.p,
            int64_t{1}, out + (n * g.o + gi * g.og) * g.p, g.p, c0 > 0);
     });
   }
 
   // dx_n = col2im(W^T dy_n), per group and channel block.
-  void grad_input(int64_t n, T *col, int part) const {
+  void grad_input(int64_t n, T *col) const {
     const ConvGeom &g = st->g;
     const int64_t khw = g.kh * g.kw, cb = g.pointwise ? g.cg : block_channels();
     for (int64_t gi = 0; gi < g.g; ++gi) {
@@ -187,13 +187,13 @@ struct ConvCall {
       const T *a = wt + gi * g.kg * g.og;  // [Kg, Og]
       const T *dyg = in0 + (n * g.o + gi * g.og) * g.p;
       if (g.pointwise) {
-        gemm(*st->be, part, g.kg, g.p, g.og, a, g.og, int64_t{1}, dyg, g.p, int64_t{1}, dxg, g.p, false);
+        gemm(*st->be, g.kg, g.p, g.og, a, g.og, int64_t{1}, dyg, g.p, int64_t{1}, dxg, g.p, false);
         continue;
       }
       std::fill(dxg, dxg + g.cg * g.hw, T(0));
       for (int64_t c0 = 0; c0 < g.cg; c0 += cb) {
         const int64_t cn = std::min(cb, g.cg - c0);
-        gemm(*st->be, part, cn * khw, g.p, g.og, a + c0 * khw * g.og, g.og, int64_t{1}, dyg, g.p, int64_t{1}, col,
+        gemm(*st->be, cn * khw, g.p, g.og, a + c0 * khw * g.og, g.og, int64_t{1}, dyg, g.p, int64_t{1}, col,
              g.p, false);
         col2im_add(g, col, dxg + c0 * g.hw, cn);
       }
@@ -202,16 +202,16 @@ struct ConvCall {
 
   // acc[gi][:, block] (+)= dy_n[gi] [Og, P] * cols^T [P, cn*KH*KW]: the GEMM reads the
   // forward pass's column layout transposed through its strides (no transposed im2col).
-  void grad_weight(int64_t n, T *col, T *acc, bool first, int part) const {
+  void grad_weight(int64_t n, T *col, T *acc, bool first) const {
     const ConvGeom &g = st->g;
     const int64_t khw = g.kh * g.kw;
     column_blocks(n, col, [&](int64_t gi, int64_t c0, int64_t cn, const T *b) {
-      gemm(*st->be, part, g.og, cn * khw, g.p, in1 + (n * g.o + gi * g.og) * g.p, g.p, int64_t{1}, b, int64_t{1},
+      gemm(*st->be, g.og, cn * khw, g.p, in1 + (n * g.o + gi * g.og) * g.p, g.p, int64_t{1}, b, int64_t{1},
            g.p, acc + gi * g.og * g.kg + c0 * khw, g.kg, !first);
     });
   }
 
-  static void part_fn(void *ctx, int64_t c0, int64_t c1, int part) {
+  static void part_fn(void *ctx, int64_t c0, int64_t c1, int) {
     const auto &call = *static_cast<const ConvCall *>(ctx);
     const ConvState &st = *call.st;
     const int64_t nimg = st.g.n;
@@ -220,10 +220,10 @@ struct ConvCall {
       const int64_t n0 = nimg * chunk / call.chunks, n1 = nimg * (chunk + 1) / call.chunks;
       for (int64_t n = n0; n < n1; ++n) {
         switch (st.kind) {
-          case ConvKind::kForward: call.forward(n, slot, part); break;
-          case ConvKind::kGradInput: call.grad_input(n, slot, part); break;
+          case ConvKind::kForward: call.forward(n, slot); break;
+          case ConvKind::kGradInput: call.grad_input(n, slot); break;
           case ConvKind::kGradWeight:
-            call.grad_weight(n, slot + st.g.o * st.g.kg, slot, n == n0, part);
+            call.grad_weight(n, slot + st.g.o * st.g.kg, slot, n == n0);
             break;
         }
       }
@@ -236,6 +236,7 @@ ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const ConvState *>(state);
   Backend &be = *st->be;
   const ConvGeom &g = st->g;
+  if (!gemm_scratch_ready()) return st->host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu conv: no memory for GEMM scratch");
   ConvCall<T> call{st, desc_ptr<const T>(args->inputs[0]), desc_ptr<const T>(args->inputs[1]),
                    desc_ptr<T>(args->outputs[0]), static_cast<T *>(args->workspace), nullptr, 1};
   if (st->kind == ConvKind::kGradInput) {
@@ -335,7 +336,7 @@ ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   st->host = host;
   st->g = g;
   st->kind = kind;
-  st->chunks_max = std::max(1, be->num_threads);
+  st->chunks_max = std::max(1, be->num_threads.load());
   switch (kind) {
     case ConvKind::kForward: st->slot_elems = g.pointwise ? 0 : g.kg * g.p; break;
     case ConvKind::kGradInput:

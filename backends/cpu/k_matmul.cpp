@@ -123,6 +123,7 @@ template <class T>
 ctn_status matmul_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const MatmulState *>(state);
   Backend &be = *st->be;
+  if (!gemm_scratch_ready()) return st->host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu matmul: no memory for GEMM scratch");
   const T *a = desc_ptr<const T>(args->inputs[0]);
   const T *b = desc_ptr<const T>(args->inputs[1]);
   T *c = desc_ptr<T>(args->outputs[0]);

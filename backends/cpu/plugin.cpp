@@ -20,7 +20,7 @@ constexpr bool kHaveOpenBLAS = false;
 #endif
 
 bool gemm_uses_openblas(const Backend &be) {
-  return kHaveOpenBLAS && be.gemm_mode != GemmMode::kOwn;
+  return kHaveOpenBLAS && be.gemm_mode.load(std::memory_order_relaxed) != GemmMode::kOwn;
 }
 
 const char *gemm_active_name(const Backend &be) {
@@ -51,37 +51,15 @@ void *aligned_bytes(size_t bytes) {
   return std::aligned_alloc(64, rounded ? rounded : 64);
 }
 
-void free_scratch(Backend &be) {
-  for (auto &s : be.scratch) {
-    std::free(s.a);
-    std::free(s.b);
-    std::free(s.c);
-  }
-  be.scratch.clear();
-}
-
-// Builds the pool and one GEMM scratch per participant. OpenBLAS is set to one thread: its
-// workers spin (sched_yield) for a long while after every call and stole the cores from the
-// pool's next kernel; the pool splits BLAS calls itself (k_matmul.cpp) and convolutions call
-// it per image from each participant.
+// Resizes the pool in place (kernels running on other threads keep a valid pool). A crew that
+// cannot be built (thread or memory limits) leaves the pool as it was and says why.
 ctn_status set_threads(Backend &be, int n) {
-  be.pool.reset();
-  free_scratch(be);
-  be.scratch.resize(static_cast<size_t>(n));
-  for (auto &s : be.scratch) {
-    s.a = aligned_bytes(gemm_scratch_a_bytes());
-    s.b = aligned_bytes(gemm_scratch_b_bytes());
-    s.c = aligned_bytes(gemm_scratch_c_bytes());
-    if (!s.a || !s.b || !s.c) {
-      free_scratch(be);
-      return be.host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu: no memory for GEMM scratch");
-    }
+  try {
+    be.pool->resize(n);
+  } catch (const PoolError &e) {
+    return be.host->set_error(CTN_ERR_UNAVAILABLE, "cpu: cannot run %d threads: %s", n, e.what());
   }
-  be.pool = std::make_unique<ThreadPool>(n);
-  be.num_threads = n;
-#ifdef CTN_CPU_HAVE_OPENBLAS
-  openblas_set_num_threads(1);
-#endif
+  be.num_threads.store(n);
   return CTN_OK;
 }
 
@@ -122,7 +100,8 @@ void update_description(Backend &be) {
   std::string d = arch_name();
   std::string model = cpu_model();
   if (!model.empty()) d += " (" + model + ")";
-  d += ", " + std::to_string(be.num_threads) + (be.num_threads == 1 ? " thread" : " threads");
+  const int threads = be.num_threads.load();
+  d += ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
   d += ", GEMM ";
   d += gemm_active_name(be);
 #ifdef CTN_CPU_HAVE_OPENBLAS
@@ -131,12 +110,19 @@ void update_description(Backend &be) {
     while (!cfg.empty() && cfg.back() == ' ') cfg.pop_back();
     d += " (" + cfg + ")";
   } else {
-    d += " (" + std::string(be.gemm_isa->name) + ")";
+    d += " (" + std::string(be.gemm_isa.load()->name) + ")";
   }
 #else
-  d += " (" + std::string(be.gemm_isa->name) + ", OpenBLAS not built in)";
+  d += " (" + std::string(be.gemm_isa.load()->name) + ", OpenBLAS not built in)";
 #endif
   be.description = d;
+}
+
+bool parse_pool_mode(const char *v, ThreadPool::Mode *out) {
+  if (std::strcmp(v, "shared") == 0) *out = ThreadPool::Mode::kShared;
+  else if (std::strcmp(v, "per_caller") == 0) *out = ThreadPool::Mode::kPerCaller;
+  else return false;
+  return true;
 }
 
 bool parse_gemm_mode(const char *v, GemmMode *out) {
@@ -153,9 +139,10 @@ ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
   try {
     if (!config || !out_state)
       return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu init: NULL config or out_state");
-    if (config->struct_size < sizeof(uint32_t) + sizeof(int32_t) || config->num_threads < 1)
+    if (config->struct_size < sizeof(uint32_t) + sizeof(int32_t) || config->num_threads < 1 ||
+        config->num_threads > 1024)
       return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                             "cpu init: num_threads must be >= 1 (got %d)",
+                             "cpu init: num_threads must be in [1, 1024] (got %d)",
                              static_cast<int>(config->num_threads));
     auto be = std::make_unique<Backend>();
     be->host = host;
@@ -168,14 +155,25 @@ ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
         host->log(CTN_LOG_WARN, "cpu", "CHUTNEY_CPU_ISA names a variant this CPU lacks; using auto");
     }
     if (const char *env = std::getenv("CHUTNEY_CPU_GEMM"); env && *env) {
-      if (!parse_gemm_mode(env, &be->gemm_mode) && host->log)
+      GemmMode mode = GemmMode::kAuto;
+      if (!parse_gemm_mode(env, &mode) && host->log)
         host->log(CTN_LOG_WARN, "cpu",
                   "CHUTNEY_CPU_GEMM must be openblas, own or auto; using auto");
-      if (be->gemm_mode == GemmMode::kOpenBLAS && !kHaveOpenBLAS && host->log)
+      if (mode == GemmMode::kOpenBLAS && !kHaveOpenBLAS && host->log)
         host->log(CTN_LOG_WARN, "cpu",
                   "CHUTNEY_CPU_GEMM=openblas but OpenBLAS is not built in; using own GEMM");
+      be->gemm_mode = mode;
     }
+    // Pool workers get their GEMM packing scratch when they start (a crew whose workers cannot
+    // have it is not built).
+    be->pool = std::make_unique<ThreadPool>(gemm_scratch_ready);
     if (ctn_status st = set_threads(*be, config->num_threads); st != CTN_OK) return st;
+#ifdef CTN_CPU_HAVE_OPENBLAS
+    // OpenBLAS on one thread: its workers spin (sched_yield) for a long while after every call
+    // and stole the cores from the pool's next kernel; the pool splits BLAS calls itself
+    // (k_matmul.cpp) and convolutions call it per image from each participant.
+    openblas_set_num_threads(1);
+#endif
     update_description(*be);
     *out_state = be.release();
     return CTN_OK;
@@ -193,7 +191,6 @@ void cpu_shutdown(void *state) {
     be->pool.reset();  // joins the workers
   } catch (...) {
   }
-  free_scratch(*be);
   delete be;
 }
 
@@ -279,6 +276,7 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
   try {
     if (!key || !value)
       return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu set_option: NULL key or value");
+    std::lock_guard<std::mutex> lock(be->option_mu);
     if (std::strcmp(key, "num_threads") == 0) {
       char *end = nullptr;
       errno = 0;
@@ -287,12 +285,18 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
         return host->set_error(CTN_ERR_INVALID_ARGUMENT,
                                "cpu: num_threads must be an integer in [1, 1024], got '%s'",
                                value);
-      if (n != be->num_threads) {
-        if (ctn_status st = set_threads(*be, static_cast<int>(n)); st != CTN_OK) {
-          set_threads(*be, 1);
-          update_description(*be);
-          return st;
-        }
+      // On failure the pool keeps its size: a failed call changes nothing.
+      if (n != be->num_threads.load())
+        if (ctn_status st = set_threads(*be, static_cast<int>(n)); st != CTN_OK) return st;
+    } else if (std::strcmp(key, "pool") == 0) {
+      ThreadPool::Mode mode;
+      if (!parse_pool_mode(value, &mode))
+        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                               "cpu: pool must be 'shared' or 'per_caller', got '%s'", value);
+      try {
+        be->pool->set_mode(mode);
+      } catch (const PoolError &e) {
+        return host->set_error(CTN_ERR_UNAVAILABLE, "cpu: pool %s: %s", value, e.what());
       }
     } else if (std::strcmp(key, "gemm") == 0) {
       GemmMode mode;
@@ -327,8 +331,8 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
 const char *proc_gemm_name(void *state) {
   return gemm_active_name(*static_cast<Backend *>(state));
 }
-const char *proc_gemm_isa(void *state) { return static_cast<Backend *>(state)->gemm_isa->name; }
-int proc_num_threads(void *state) { return static_cast<Backend *>(state)->num_threads; }
+const char *proc_gemm_isa(void *state) { return static_cast<Backend *>(state)->gemm_isa.load()->name; }
+int proc_num_threads(void *state) { return static_cast<Backend *>(state)->num_threads.load(); }
 
 void *cpu_get_proc_address(void *, const char *name) {
   if (!name) return nullptr;
@@ -344,7 +348,9 @@ void *cpu_get_proc_address(void *, const char *name) {
 // Constant-initialised: no code runs when the plugin is loaded.
 constexpr ctn_backend_desc kDesc = {
     {sizeof(ctn_backend_desc), CTN_ABI_MAJOR, CTN_ABI_MINOR, CTN_PLUGIN_BACKEND, 0, "cpu"},
-    CTN_BACKEND_HOST_MEMORY,
+    // Concurrent: the pool serves any number of callers, kernel states are read-only, scratch
+    // belongs to the thread that uses it, and options are atomics behind option_mu.
+    CTN_BACKEND_HOST_MEMORY | CTN_BACKEND_CONCURRENT,
     0,
     cpu_init,
     cpu_shutdown,

@@ -11,6 +11,8 @@
 #include "tensor/tensor.h"
 #include "util/status.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -29,6 +31,23 @@ T *need(T *p, const char *fn, const char *what) {
 #define NEED(p) need((p), __func__, #p)
 
 ctn_tensor *wrap(Tensor t) { return new ctn_tensor(std::move(t)); }
+
+// Worker threads of host backends: the bound of the CPU backend's num_threads option, applied
+// to every way of asking (options, CHUTNEY_NUM_THREADS, ctn_context_set_num_threads).
+constexpr int32_t kMaxThreads = 1024;
+
+// CHUTNEY_NUM_THREADS: 0 when unset or empty; an integer in [1, kMaxThreads], else an error
+// naming the variable (a typo must not silently become "all cores" or 100000 threads).
+int32_t env_num_threads() {
+  const char *e = std::getenv("CHUTNEY_NUM_THREADS");
+  if (!e || !*e) return 0;
+  char *end = nullptr;
+  errno = 0;
+  long n = std::strtol(e, &end, 10);
+  if (errno || end == e || *end != '\0' || n < 1 || n > kMaxThreads)
+    fail(CTN_ERR_INVALID_ARGUMENT, "CHUTNEY_NUM_THREADS must be an integer in [1, %d], got '%s'", kMaxThreads, e);
+  return static_cast<int32_t>(n);
+}
 
 const OpDef &builtin(const char *name) {
   const OpDef *op = find_builtin_op(name);
@@ -108,13 +127,13 @@ CTN_API ctn_status ctn_context_create(const ctn_context_options *options, ctn_co
     }
     auto ctx = std::make_unique<ctn_context>();
     int32_t threads = o.num_threads;
-    if (threads <= 0) {
-      const char *e = std::getenv("CHUTNEY_NUM_THREADS");
-      threads = e ? std::atoi(e) : 0;
-    }
-    if (threads <= 0) {
+    if (threads < 0 || threads > kMaxThreads)
+      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_create: options.num_threads must be in [0, %d], got %d", kMaxThreads,
+           threads);
+    if (threads == 0) threads = env_num_threads();
+    if (threads == 0) {
       long n = sysconf(_SC_NPROCESSORS_ONLN);
-      threads = n > 0 ? static_cast<int32_t>(n) : 1;
+      threads = n > 0 ? static_cast<int32_t>(std::min<long>(n, kMaxThreads)) : 1;
     }
     ctx->num_threads = threads;
     ctx->autoload(o);
@@ -128,6 +147,7 @@ CTN_API ctn_status ctn_context_create(const ctn_context_options *options, ctn_co
       for (auto &b : ctx->backends)
         if (b->available && b.get() != ctx->find_backend("cpu")) ctx->preference.push_back(b.get());
     }
+    ctx->publish_preference();
     *out = ctx.release();
   });
 }
@@ -140,6 +160,7 @@ CTN_API ctn_status ctn_context_load_plugin(ctn_context *ctx, const char *path) {
     NEED(path);
     std::lock_guard<std::mutex> lk(ctx->mu);
     ctx->load_plugin(path, true);
+    ctx->publish_preference();  // the first backend loaded into an empty context is preferred
   });
 }
 
@@ -186,17 +207,19 @@ CTN_API ctn_status ctn_context_set_backends(ctn_context *ctx, const char *backen
     auto p = ctx->parse_preference(backends);
     std::lock_guard<std::mutex> lk(ctx->mu);
     ctx->preference = std::move(p);
+    ctx->publish_preference();
   });
 }
 
 CTN_API ctn_status ctn_context_set_num_threads(ctn_context *ctx, int32_t n) {
   return wall([&] {
     NEED(ctx);
-    if (n < 1) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_set_num_threads: %d threads requested (>= 1)", n);
+    if (n < 1 || n > kMaxThreads)
+      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_set_num_threads: %d threads requested (1 to %d)", n, kMaxThreads);
     std::string v = std::to_string(n);
+    std::lock_guard<std::mutex> lk(ctx->mu);
     for (auto &b : ctx->backends)
-      if (b->available && b->host_memory() && b->desc.set_option)
-        CTN_CHECK_PLUGIN(b->desc.set_option(b->state, "num_threads", v.c_str()), "backend " + b->name + ": num_threads");
+      if (b->available && b->host_memory() && b->desc.set_option) b->set_option("num_threads", v.c_str());
     ctx->num_threads = n;
   });
 }
@@ -210,8 +233,7 @@ CTN_API ctn_status ctn_context_set_option(ctn_context *ctx, const char *backend,
     Backend *b = ctx->find_backend(backend);
     if (!b || !b->available) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_set_option: backend \"%s\" is not available", backend);
     if (!b->desc.set_option) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_set_option: backend \"%s\" takes no options", backend);
-    take_plugin_error();
-    CTN_CHECK_PLUGIN(b->desc.set_option(b->state, key, value), format("backend %s: option %s=%s", backend, key, value));
+    b->set_option(key, value);
   });
 }
 

@@ -54,7 +54,7 @@ const EagerEntry *lookup(Context &ctx, const OpDef &op, Backend *b, const Tensor
   if (!select_kernel(*b, op, n, d, od, attrs, &e.kernel, why)) e.kernel = ctn_kernel{};  // negative entry
   std::lock_guard<std::mutex> lk(ctx.eager_mu);
   auto [it, inserted] = ctx.eager_cache.emplace(key, e);
-  if (!inserted) release_kernel(e.kernel);
+  if (!inserted) b->release(e.kernel);
   if (!it->second.kernel.fn && why->empty()) *why = "unsupported (cached)";
   return it->second.kernel.fn ? &it->second : nullptr;
 }
@@ -139,8 +139,9 @@ Tensor eager_compute(Context &ctx, const OpDef &op, const ctn_attrs &attrs, cons
   if (only) {
     if (attempt(only)) return result;
   } else {
-    if (ctx.preference.empty()) fail(CTN_ERR_UNAVAILABLE, "%s: no backend is available in this context", op.name.c_str());
-    for (Backend *b : ctx.preference)
+    const std::vector<Backend *> &prefs = ctx.preferred();
+    if (prefs.empty()) fail(CTN_ERR_UNAVAILABLE, "%s: no backend is available in this context", op.name.c_str());
+    for (Backend *b : prefs)
       if (attempt(b)) return result;
   }
   fail(CTN_ERR_UNSUPPORTED, "%s: no backend can run it for %s (%s)", op.name.c_str(),

@@ -31,6 +31,7 @@ bool select_kernel(Backend &b, const OpDef &op, uint32_t n, const ctn_tensor_des
     }
     if (pick) {
       const ctn_oplib_kernel &ok = *pick;
+      Backend::Serial serial(b);  // the library's kernel for b is part of b's calls (backend.h)
       take_plugin_error();
       ctn_status s;
       try {
@@ -62,6 +63,7 @@ bool select_kernel(Backend &b, const OpDef &op, uint32_t n, const ctn_tensor_des
 
 void call_kernel(const ctn_kernel &k, const ctn_kernel_args &args, const char *op, const Backend &b) {
   ctn_status s;
+  Backend::Serial serial(b);
   try {
     s = k.fn(k.state, &args);
   } catch (const std::exception &e) {

@@ -2,6 +2,7 @@
 
 #include <chutney/ops.h>
 
+#include "exec/compile.h"
 #include "exec/eager.h"
 #include "exec/select.h"
 #include "plugin/context.h"
@@ -216,7 +217,7 @@ void fuse_matmul_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *b
     ctn_kernel k;
     std::string why;
     if (!select_kernel(*backend, *fused_op, 3, in, od, a, &k, &why)) return false;
-    release_kernel(k);
+    backend->release(k);
     ctn_node ins[3] = {m.inputs[0], m.inputs[1], bias};
     ctn_node f = g.add_op(*fused_op, 3, ins, a);
     rw.set(target, f);
@@ -234,6 +235,16 @@ void fuse_matmul_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *b
   for (ctn_node v : order)
     if (!done[v] && is_op(g, v, CTN_OP_ADD)) try_fuse(v, v, CTN_ACT_NONE);
   rw.resolve_all(roots);
+}
+
+void rewrite(CompileState &cs) {
+  // Constants fold on the first host-memory backend (the CPU), whatever the preference.
+  Backend *host = nullptr;
+  for (auto &b : cs.ctx->backends)
+    if (b->available && b->host_memory() && !host) host = b.get();
+  simplify_and_fold(cs.rw, cs.enabled(CTN_PASS_SIMPLIFY), cs.enabled(CTN_PASS_CONSTANT_FOLDING), host, cs.pass_stats);
+  cs.rw.resolve_all(cs.roots);
+  if (cs.enabled(CTN_PASS_FUSION)) fuse_matmul_bias_act(cs.rw, cs.roots, cs.prefs[0], cs.pass_stats);
 }
 
 }  // namespace ctn

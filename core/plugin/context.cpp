@@ -25,26 +25,34 @@ void release_kernel(ctn_kernel &k) {
 // Backend wrappers: turn plugin statuses into ctn::Error with the plugin's message.
 void *Backend::alloc(uint64_t bytes) {
   void *h = nullptr;
+  Serial serial(*this);
   take_plugin_error();
   CTN_CHECK_PLUGIN(desc.buffer_alloc(state, bytes ? bytes : 64, &h),
                    format("backend %s: allocating %llu bytes", name.c_str(), static_cast<unsigned long long>(bytes)));
   return h;
 }
 void Backend::free(void *handle) {
-  if (handle) desc.buffer_free(state, handle);
+  if (!handle) return;
+  Serial serial(*this);
+  desc.buffer_free(state, handle);
 }
 void Backend::upload(void *handle, uint64_t offset, const void *src, uint64_t bytes) {
   if (!bytes) return;
+  Serial serial(*this);
   CTN_CHECK_PLUGIN(desc.upload(state, handle, offset, src, bytes), "backend " + name + ": upload");
 }
 void Backend::download(void *handle, uint64_t offset, void *dst, uint64_t bytes) {
   if (!bytes) return;
+  Serial serial(*this);
   CTN_CHECK_PLUGIN(desc.download(state, handle, offset, dst, bytes), "backend " + name + ": download");
 }
 void Backend::sync() {
-  if (desc.synchronize) CTN_CHECK_PLUGIN(desc.synchronize(state), "backend " + name + ": synchronize");
+  if (!desc.synchronize) return;
+  Serial serial(*this);
+  CTN_CHECK_PLUGIN(desc.synchronize(state), "backend " + name + ": synchronize");
 }
 bool Backend::get_kernel(const ctn_op_signature &sig, ctn_kernel *out, std::string *why) {
+  Serial serial(*this);
   take_plugin_error();
   ctn_status s;
   try {
@@ -63,14 +71,30 @@ bool Backend::get_kernel(const ctn_op_signature &sig, ctn_kernel *out, std::stri
   throw Error(s, format("backend %s: %s: %s", name.c_str(), sig.op, m.empty() ? status_name(s) : m.c_str()));
 }
 
+void Backend::release(ctn_kernel &k) {
+  if (k.release && k.state) {
+    Serial serial(*this);
+    release_kernel(k);
+  }
+  k = ctn_kernel{};
+}
+
+void Backend::set_option(const char *key, const char *value) {
+  if (!desc.set_option) fail(CTN_ERR_INVALID_ARGUMENT, "backend \"%s\" takes no options", name.c_str());
+  Serial serial(*this);
+  take_plugin_error();
+  CTN_CHECK_PLUGIN(desc.set_option(state, key, value), format("backend %s: option %s=%s", name.c_str(), key, value));
+}
+
 Context::Context() {
+  publish_preference();  // empty until plugins load
   size_t n = 0;
   const OpDef *const *b = builtin_ops(&n);
   for (size_t i = 0; i < n; ++i) ops[b[i]->name] = b[i];
 }
 
 Context::~Context() {
-  for (auto &e : eager_cache) release_kernel(e.second.kernel);
+  for (auto &e : eager_cache) e.second.backend->release(e.second.kernel);
   eager_cache.clear();
   for (auto &b : backends) {
     if (b->available && b->state) {
@@ -103,6 +127,11 @@ Backend *Context::find_backend(std::string_view name) const {
   for (auto &b : backends)
     if (b->name == name) return b.get();
   return nullptr;
+}
+
+void Context::publish_preference() {
+  published_all_.push_back(std::make_unique<const std::vector<Backend *>>(preference));
+  published_.store(published_all_.back().get(), std::memory_order_release);
 }
 
 std::vector<Backend *> Context::parse_preference(const char *list) const {

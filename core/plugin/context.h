@@ -9,6 +9,7 @@
 #include "graph/op.h"
 #include "tensor/tensor.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +19,9 @@
 
 namespace ctn {
 
+// Every call into a backend goes through this struct, holding `call_mu` (Serial) unless the
+// backend declares CTN_BACKEND_CONCURRENT: backend.h promises the serialisation, and several
+// threads may use one context.
 struct Backend {
   std::string name, path, description;
   ctn_backend_desc desc{};  // zero-filled beyond the plugin's struct_size
@@ -25,6 +29,23 @@ struct Backend {
   void *dl = nullptr;
   void *state = nullptr;
   bool available = false;
+  mutable std::mutex call_mu;
+
+  // Holds call_mu for the scope of one call into the backend (nothing for concurrent ones).
+  class Serial {
+   public:
+    explicit Serial(const Backend &b) : mu_(b.desc.flags & CTN_BACKEND_CONCURRENT ? nullptr : &b.call_mu) {
+      if (mu_) mu_->lock();
+    }
+    ~Serial() {
+      if (mu_) mu_->unlock();
+    }
+    Serial(const Serial &) = delete;
+    Serial &operator=(const Serial &) = delete;
+
+   private:
+    std::mutex *mu_;
+  };
 
   bool host_memory() const { return desc.flags & CTN_BACKEND_HOST_MEMORY; }
   void *alloc(uint64_t bytes);
@@ -34,6 +55,8 @@ struct Backend {
   void sync();
   // false (with *why) when the backend does not support the node; throws on other errors.
   bool get_kernel(const ctn_op_signature &sig, ctn_kernel *out, std::string *why);
+  void release(ctn_kernel &k);  // a kernel this backend (or an op library for it) made
+  void set_option(const char *key, const char *value);
 };
 
 struct OpLib {
@@ -43,7 +66,7 @@ struct OpLib {
   std::vector<std::unique_ptr<OpDef>> ops;
 };
 
-// Releases a kernel's state (if any).
+// Releases a kernel's state (if any). Kernels of a backend: Backend::release.
 void release_kernel(ctn_kernel &k);
 
 struct EagerKey;
@@ -56,10 +79,13 @@ struct Context {
   std::vector<std::unique_ptr<Backend>> backends;
   std::vector<std::unique_ptr<OpLib>> oplibs;
   std::unordered_map<std::string_view, const OpDef *> ops;
+  // The preferred backends. Writers (create, set_backends, load_plugin) hold mu and then call
+  // publish_preference(); readers (compile, every eager op) use preferred(), which never locks.
   std::vector<Backend *> preference;
   std::vector<std::string> report_lines;
   std::string report;
   int32_t num_threads = 1;
+  // Serialises plugin loading and the setters (set_backends, set_num_threads) against each other.
   std::mutex mu;
 
   // Eager kernel cache, keyed by a byte signature of (op, backend, dtypes, shapes, attrs).
@@ -73,6 +99,10 @@ struct Context {
   Backend *find_backend(std::string_view name) const;
   // Parses "a,b" into backends, skipping unavailable ones; throws when none is available.
   std::vector<Backend *> parse_preference(const char *list) const;
+  // The last published `preference`: valid as long as the context (an older list stays alive
+  // when ctn_context_set_backends publishes a new one while another thread iterates it).
+  const std::vector<Backend *> &preferred() const { return *published_.load(std::memory_order_acquire); }
+  void publish_preference();
 
   // Plugin loading (plugin/loader.cpp).
   void autoload(const ctn_context_options &opts);
@@ -82,6 +112,10 @@ struct Context {
   // placement policy measured and decided (`chutney plugins --explain`). Caller holds `mu`.
   const std::string &full_report();
   std::string full_report_text;
+
+ private:
+  std::atomic<const std::vector<Backend *> *> published_{nullptr};
+  std::vector<std::unique_ptr<const std::vector<Backend *>>> published_all_;  // a few per context
 };
 
 const ctn_host_api *host_api();

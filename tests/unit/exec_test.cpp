@@ -168,6 +168,73 @@ TEST(Exec, FeedsAreValidated) {
   ctn_plan_release(p);
 }
 
+// ctn_plan_run checks every argument before the first step: a training plan (SGD assignments)
+// given a bad output or feed fails and leaves every variable as it was.
+TEST(Exec, BadArgumentsLeaveVariablesUntouched) {
+  Model m;
+  int64_t xs[2] = {4, 3}, ts[2] = {4, 2};
+  ctn_node x, t, d, sq, extra;
+  CTN_ASSERT_OK(ctn_input(m.g, "x", CTN_F32, 2, xs, &x));
+  CTN_ASSERT_OK(ctn_input(m.g, "t", CTN_F32, 2, ts, &t));
+  m.build(x);
+  m.sgd();
+  // A second fed input and a second output ([3, 2], so that a non-contiguous view can be given).
+  CTN_ASSERT_OK(ctn_sub(m.g, t, t, &d));
+  CTN_ASSERT_OK(ctn_mul(m.g, d, d, &sq));
+  CTN_ASSERT_OK(ctn_mean(m.g, sq, 0, nullptr, 0, &extra));
+  ctn_node outs[3] = {m.loss, m.gw, extra};
+  ctn_plan *p;
+  CTN_ASSERT_OK(ctn_plan_compile(m.g, 3, outs, nullptr, &p));
+  ctn_tensor *o[3];
+  for (uint32_t i = 0; i < 3; ++i) CTN_ASSERT_OK(ctn_plan_output_create(p, i, &o[i]));
+  ctn_tensor *xv = make_f32({4, 3}, kX), *tv = make_f32({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  auto vars = [&] {
+    std::vector<float> v;
+    for (ctn_node n : {m.w, m.b}) {
+      ctn_tensor *r = nullptr;
+      EXPECT_EQ(ctn_plan_variable_read(p, n, &r), CTN_OK) << ctn_last_error();
+      auto f = read_f32(r);
+      v.insert(v.end(), f.begin(), f.end());
+      ctn_tensor_release(r);
+    }
+    return v;
+  };
+  const std::vector<float> before = vars();
+  const ctn_node fn[2] = {x, t};
+  const ctn_tensor *feeds[2] = {xv, tv};
+  // A bad output tensor: wrong shape, wrong dtype, not contiguous.
+  ctn_tensor *wrong_shape = make_f32({2, 3}, {});
+  ctn_tensor *wrong_dtype = nullptr;
+  int64_t gs[2] = {3, 2};
+  CTN_ASSERT_OK(ctn_tensor_create(CTN_F64, 2, gs, nullptr, &wrong_dtype));
+  ctn_tensor *base = make_f32({2, 3}, {}), *view = nullptr;
+  const int32_t perm[2] = {1, 0};
+  CTN_ASSERT_OK(ctn_tensor_permute(base, perm, &view));  // [3, 2], strides (1, 3)
+  for (ctn_tensor *bad : {wrong_shape, wrong_dtype, view}) {
+    ctn_tensor *bo[3] = {o[0], bad, o[2]};
+    EXPECT_EQ(ctn_plan_run(p, 2, fn, feeds, 3, bo), CTN_ERR_SHAPE);
+    EXPECT_NE(std::string(ctn_last_error()).find("output 1"), std::string::npos) << ctn_last_error();
+    EXPECT_EQ(vars(), before) << "a bad output tensor changed the variables";
+  }
+  // A bad second feed (after a good first one), a NULL feed, a missing feed.
+  ctn_tensor *t64 = nullptr;
+  CTN_ASSERT_OK(ctn_tensor_create(CTN_F64, 2, ts, nullptr, &t64));
+  const ctn_tensor *bad_feeds[2] = {xv, t64};
+  EXPECT_EQ(ctn_plan_run(p, 2, fn, bad_feeds, 3, o), CTN_ERR_DTYPE);
+  EXPECT_EQ(vars(), before);
+  bad_feeds[1] = nullptr;
+  EXPECT_EQ(ctn_plan_run(p, 2, fn, bad_feeds, 3, o), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(vars(), before);
+  EXPECT_EQ(ctn_plan_run(p, 1, fn, feeds, 3, o), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ctn_last_error()).find("was not fed"), std::string::npos);
+  EXPECT_EQ(vars(), before);
+  // A good run does train (so "unchanged" above means something).
+  CTN_ASSERT_OK(ctn_plan_run(p, 2, fn, feeds, 3, o));
+  EXPECT_NE(vars(), before);
+  for (auto *tt : {o[0], o[1], o[2], xv, tv, wrong_shape, wrong_dtype, base, view, t64}) ctn_tensor_release(tt);
+  ctn_plan_release(p);
+}
+
 TEST(Exec, EagerMatchesCompiledIncludingGradients) {
   Model lazy, eager(CTN_GRAPH_EAGER);
   int64_t xs[2] = {4, 3};
