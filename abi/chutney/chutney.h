@@ -135,6 +135,36 @@ CTN_API ctn_status ctn_context_set_num_threads(ctn_context *ctx, int32_t num_thr
 CTN_API ctn_status ctn_context_set_option(ctn_context *ctx, const char *backend, const char *key,
                                           const char *value);
 
+/* ---- since 1.2: op libraries in process, backend extras ------------------------------------ */
+
+struct ctn_plugin_header; /* plugin.h */
+struct ctn_host_api;      /* plugin.h */
+
+/* Registers an op library from a function of this process instead of a file: `query` has the
+ * type and contract of the ctn_plugin_query entry point a plugin exports (plugin.h, oplib.h) and
+ * must return an op-library descriptor (CTN_PLUGIN_OPLIB). Admission is exactly that of
+ * ctn_context_load_plugin: the same checks, the same CTN_ERR_PLUGIN messages (an op name taken
+ * by a built-in op or another library, a major mismatch...), and a report line whose path is
+ * "<in-process>". The descriptor and everything it points to (ops, kernels, user_data) must
+ * stay valid until ctn_context_release; shutdown is called then, nothing is unloaded. Like
+ * ctn_context_load_plugin, must not overlap other calls on the context. Lets a program in C,
+ * Rust, Go or Python (ctypes) define ops without building a shared object. since 1.2 */
+CTN_API ctn_status ctn_context_add_oplib(
+    ctn_context *ctx,
+    const struct ctn_plugin_header *(*query)(uint32_t host_abi_version,
+                                             const struct ctn_host_api *host));
+
+/* Looks up an extra of backend `backend` by name through its get_proc_address slot (backend.h;
+ * e.g. "ctn_cpu_num_threads", "ctn_opencl_queue", "ctn_cuda_stream"; each backend's doc lists
+ * its extras and their C types). *out_proc receives the function (cast it to its documented
+ * type) and *out_state (may be NULL) the backend state that extras take as their first
+ * argument; both stay valid until ctn_context_release. The host does not serialise calls to an
+ * extra: its doc says what is thread-safe. Errors: an unknown backend or NULL argument
+ * (CTN_ERR_INVALID_ARGUMENT), a backend that is unavailable (CTN_ERR_UNAVAILABLE, with the
+ * reason), no extra of that name (CTN_ERR_UNSUPPORTED). since 1.2 */
+CTN_API ctn_status ctn_context_backend_proc(ctn_context *ctx, const char *backend,
+                                           const char *name, void **out_proc, void **out_state);
+
 /* =============================================================================================
  * Tensors (host memory)
  *

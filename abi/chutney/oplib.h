@@ -40,7 +40,8 @@ typedef ctn_status (*ctn_grad_fn)(const ctn_host_api *host, ctn_graph *g, uint32
                                   const ctn_node *inputs, ctn_node output, ctn_node grad_out,
                                   const ctn_attrs *attrs, ctn_node *grad_inputs);
 
-/* A kernel maker for one backend; same contract as ctn_backend_desc.get_kernel. */
+/* A kernel maker for one backend; same contract as ctn_backend_desc.get_kernel. Frozen (no
+ * struct_size, array element): 2 pointers, never extended. 1.2 kernel makers use ctn_op_kernel. */
 typedef struct ctn_oplib_kernel {
   const char *backend;          /* backend name the kernel is for; "cpu" kernels get host ptrs */
   ctn_status (*get_kernel)(const ctn_host_api *host, uint32_t n_inputs,
@@ -48,15 +49,70 @@ typedef struct ctn_oplib_kernel {
                            const ctn_attrs *attrs, ctn_kernel *out);
 } ctn_oplib_kernel;
 
+/* ---- since 1.2: callbacks that receive the op definition and its user_data -------------------
+ * One function can then serve many ops: a trampoline into Rust, Go or Python finds the op from
+ * `op` (the element of the library's ops array, or of the array given to ctn_context_add_oplib:
+ * the same address every call) or from `user_data` (op->user_data, passed for convenience).
+ * The host reads these slots only from libraries whose header declares ABI minor >= 2. */
+struct ctn_op_def;
+
+/* As ctn_infer_fn. since 1.2 */
+typedef ctn_status (*ctn_op_infer_fn)(const ctn_host_api *host, const struct ctn_op_def *op,
+                                      void *user_data, uint32_t n_inputs,
+                                      const ctn_tensor_desc *inputs, const ctn_attrs *attrs,
+                                      ctn_tensor_desc *out);
+/* As ctn_grad_fn. since 1.2 */
+typedef ctn_status (*ctn_op_grad_fn)(const ctn_host_api *host, const struct ctn_op_def *op,
+                                     void *user_data, ctn_graph *g, uint32_t n_inputs,
+                                     const ctn_node *inputs, ctn_node output, ctn_node grad_out,
+                                     const ctn_attrs *attrs, ctn_node *grad_inputs);
+/* As ctn_oplib_kernel.get_kernel; `backend` is the name of the backend the kernel will run on
+ * (for a "cpu" entry: any host-memory backend, see backend.h). since 1.2 */
+typedef ctn_status (*ctn_op_kernel_make_fn)(const ctn_host_api *host, const struct ctn_op_def *op,
+                                            void *user_data, const char *backend,
+                                            uint32_t n_inputs, const ctn_tensor_desc *inputs,
+                                            const ctn_tensor_desc *output,
+                                            const ctn_attrs *attrs, ctn_kernel *out);
+/* Runs a kernel made by a ctn_op_kernel whose make left out->fn NULL: `state` is out->state
+ * (released by out->release as usual). since 1.2 */
+typedef ctn_status (*ctn_op_kernel_run_fn)(const struct ctn_op_def *op, void *user_data,
+                                           void *state, const ctn_kernel_args *args);
+
+/* A 1.2 kernel maker for one backend. Array element strided by struct_size: the host reads
+ * element i at (const char *)kernels_ex + i * kernels_ex[0].struct_size, and every element
+ * must carry the same struct_size. since 1.2 */
+typedef struct ctn_op_kernel {
+  uint32_t struct_size;         /* sizeof(ctn_op_kernel) */
+  uint32_t reserved;            /* zero */
+  const char *backend;          /* as ctn_oplib_kernel.backend */
+  ctn_op_kernel_make_fn make;   /* required */
+  /* (optional) When make leaves out->fn NULL, the host runs the kernel by calling
+   * run(op, user_data, out->state, args): one run function can serve every op. */
+  ctn_op_kernel_run_fn run;
+} ctn_op_kernel;
+
+/* One op of a library. Array element strided by struct_size: the host reads element i at
+ * (const char *)ops + i * ops[0].struct_size (1.0 and 1.1 libraries declare the 56-byte 1.1
+ * struct on LP64), and every element must carry the same struct_size. */
 typedef struct ctn_op_def {
   uint32_t struct_size;         /* sizeof(ctn_op_def) */
   uint32_t n_inputs;            /* exact number of inputs */
   const char *name;             /* op name used in ctn_op */
   const char *doc;              /* one line: what it computes, attributes */
-  ctn_infer_fn infer;           /* required */
-  ctn_grad_fn grad;             /* (optional) NULL: the op is not differentiable */
+  ctn_infer_fn infer;           /* required unless infer_ex (1.2) is set */
+  ctn_grad_fn grad;             /* (optional) NULL (and no grad_ex): not differentiable */
   uint32_t n_kernels;
   const ctn_oplib_kernel *kernels;
+
+  /* --- since 1.2 (read only from libraries declaring minor >= 2) --- */
+  void *user_data;              /* handed to the callbacks below; owned by the library */
+  ctn_op_infer_fn infer_ex;     /* when set, called instead of infer */
+  ctn_op_grad_fn grad_ex;       /* when set, called instead of grad */
+  uint32_t n_kernels_ex;
+  uint32_t reserved;            /* zero */
+  /* Kernel makers searched before `kernels` (exact backend match first in either list, then a
+   * "cpu" entry on a host-memory backend). */
+  const ctn_op_kernel *kernels_ex;
 } ctn_op_def;
 
 typedef struct ctn_oplib_desc {
@@ -68,7 +124,9 @@ typedef struct ctn_oplib_desc {
   /* (optional) Called before unloading. */
   void (*shutdown)(void);
   uint32_t n_ops;
-  const ctn_op_def *ops;        /* n_ops definitions, static storage */
+  const ctn_op_def *ops;        /* n_ops definitions (strided by ops[0].struct_size), static
+                                   storage, or storage that outlives the context for
+                                   ctn_context_add_oplib */
 } ctn_oplib_desc;
 
 #ifdef __cplusplus

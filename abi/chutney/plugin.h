@@ -76,6 +76,13 @@ typedef struct ctn_host_api {
   ctn_status (*graph_scalar)(ctn_graph *g, ctn_dtype dtype, double value, ctn_node *out);
   ctn_status (*graph_node_info)(ctn_graph *g, ctn_node n, ctn_dtype *out_dtype,
                                 uint32_t *out_ndim, int64_t *out_shape);
+
+  /* --- since 1.2 --- */
+
+  /* set_error without the format: records `message` verbatim (NULL records "") as the error of
+   * the current call on this thread and returns `code`. For languages that cannot call variadic
+   * C functions (Go, Python's ctypes callbacks). The host copies the message before it returns. */
+  ctn_status (*set_error_message)(ctn_status code, const char *message);
 } ctn_host_api;
 
 /* The entry point's type. */

@@ -231,8 +231,12 @@ CTN_GRAD_RULE(zero) { (void)g, (void)node, (void)dy, (void)need, (void)dx; }
 CTN_GRAD_RULE(external) {
   const Node f = N(g, node);
   std::vector<ctn_node> out(f.inputs.size(), CTN_NODE_NONE);
-  ctn_status s = f.op->ext->grad(host_api(), static_cast<ctn_graph *>(&g), static_cast<uint32_t>(f.inputs.size()),
-                                 f.inputs.data(), node, dy, &f.attrs, out.data());
+  const auto &x = static_cast<const ExtOpDef &>(*f.op);
+  const auto n = static_cast<uint32_t>(f.inputs.size());
+  ctn_status s = x.decl.grad_ex ? x.decl.grad_ex(host_api(), x.declared, x.decl.user_data, static_cast<ctn_graph *>(&g),
+                                                 n, f.inputs.data(), node, dy, &f.attrs, out.data())
+                                : x.decl.grad(host_api(), static_cast<ctn_graph *>(&g), n, f.inputs.data(), node, dy,
+                                              &f.attrs, out.data());
   CTN_CHECK_PLUGIN(s, "gradient rule of " + f.op->name);
   for (size_t k = 0; k < out.size(); ++k) {
     if (!need[k] || out[k] == CTN_NODE_NONE) continue;

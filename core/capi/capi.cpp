@@ -2,6 +2,7 @@
 // become a status plus a thread-local message (ctn_last_error); out-params are untouched then.
 #include <chutney/chutney.h>
 #include <chutney/ops.h>
+#include <chutney/plugin.h>
 
 #include "capi/handles.h"
 #include "capi/wall.h"
@@ -161,6 +162,45 @@ CTN_API ctn_status ctn_context_load_plugin(ctn_context *ctx, const char *path) {
     std::lock_guard<std::mutex> lk(ctx->mu);
     ctx->load_plugin(path, true);
     ctx->publish_preference();  // the first backend loaded into an empty context is preferred
+  });
+}
+
+/* ---- since 1.2: in-process op libraries, backend extras ---- */
+CTN_API ctn_status ctn_context_add_oplib(ctn_context *ctx,
+                                         const struct ctn_plugin_header *(*query)(uint32_t, const struct ctn_host_api *)) {
+  return wall([&] {
+    NEED(ctx);
+    NEED(query);
+    std::lock_guard<std::mutex> lk(ctx->mu);
+    ctx->admit_plugin(query, "<in-process>", nullptr, true);
+  });
+}
+
+CTN_API ctn_status ctn_context_backend_proc(ctn_context *ctx, const char *backend, const char *name, void **out_proc,
+                                            void **out_state) {
+  return wall([&] {
+    NEED(ctx);
+    NEED(backend);
+    NEED(name);
+    NEED(out_proc);
+    Backend *b = ctx->find_backend(backend);
+    if (!b) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_backend_proc: no backend named \"%s\" is loaded", backend);
+    if (!b->available)
+      fail(CTN_ERR_UNAVAILABLE, "ctn_context_backend_proc: backend \"%s\" is unavailable: %s", backend,
+           b->description.c_str());
+    void *p = nullptr;
+    if (b->desc.get_proc_address) {
+      try {
+        p = b->desc.get_proc_address(b->state, name);
+      } catch (...) {
+        fail(CTN_ERR_PLUGIN, "ctn_context_backend_proc: backend \"%s\": get_proc_address(\"%s\") threw", backend, name);
+      }
+    }
+    if (!p)
+      fail(CTN_ERR_UNSUPPORTED, "ctn_context_backend_proc: backend \"%s\" has no extra named \"%s\"%s", backend, name,
+           b->desc.get_proc_address ? "" : " (it offers no extras)");
+    *out_proc = p;
+    if (out_state) *out_state = b->state;
   });
 }
 

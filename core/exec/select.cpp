@@ -3,6 +3,7 @@
 #include "util/status.h"
 
 #include <cstring>
+#include <new>
 
 namespace ctn {
 
@@ -15,31 +16,70 @@ ctn_tensor_desc make_desc(const ValueInfo &v) {
   return d;
 }
 
+namespace {
+
+// A 1.2 op library kernel run through ctn_op_kernel.run: the state the host hands to run_thunk.
+struct RunThunk {
+  ctn_op_kernel_run_fn run;
+  const ctn_op_def *op;
+  void *user_data;
+  void *state;
+  void (*release)(void *);
+};
+
+ctn_status run_thunk(void *state, const ctn_kernel_args *args) {
+  const auto *t = static_cast<const RunThunk *>(state);
+  return t->run(t->op, t->user_data, t->state, args);
+}
+
+void release_thunk(void *state) {
+  auto *t = static_cast<RunThunk *>(state);
+  if (t->release && t->state) t->release(t->state);
+  delete t;
+}
+
+}  // namespace
+
 bool select_kernel(Backend &b, const OpDef &op, uint32_t n, const ctn_tensor_desc *in, const ctn_tensor_desc &out,
                    const ctn_attrs &attrs, ctn_kernel *k, std::string *why) {
   *k = ctn_kernel{};
   if (op.ext) {
     // An exact backend match first; else a "cpu" kernel on any host-memory backend (backend.h).
-    const ctn_oplib_kernel *pick = nullptr;
-    for (uint32_t i = 0; i < op.ext->n_kernels && !pick; ++i) {
-      const ctn_oplib_kernel &ok = op.ext->kernels[i];
-      if (ok.backend && ok.get_kernel && b.name == ok.backend) pick = &ok;
-    }
-    for (uint32_t i = 0; i < op.ext->n_kernels && !pick && b.host_memory(); ++i) {
-      const ctn_oplib_kernel &ok = op.ext->kernels[i];
-      if (ok.backend && ok.get_kernel && std::strcmp(ok.backend, "cpu") == 0) pick = &ok;
-    }
+    const auto &x = static_cast<const ExtOpDef &>(op);
+    const ExtKernel *pick = nullptr;
+    for (const ExtKernel &ek : x.kernels)
+      if (!pick && b.name == ek.backend) pick = &ek;
+    for (const ExtKernel &ek : x.kernels)
+      if (!pick && b.host_memory() && std::strcmp(ek.backend, "cpu") == 0) pick = &ek;
     if (pick) {
-      const ctn_oplib_kernel &ok = *pick;
       Backend::Serial serial(b);  // the library's kernel for b is part of b's calls (backend.h)
       take_plugin_error();
       ctn_status s;
       try {
-        s = ok.get_kernel(host_api(), n, in, &out, &attrs, k);
+        s = pick->make ? pick->make(host_api(), x.declared, x.decl.user_data, b.name.c_str(), n, in, &out, &attrs, k)
+                       : pick->get_kernel(host_api(), n, in, &out, &attrs, k);
       } catch (...) {
         fail(CTN_ERR_PLUGIN, "op library %s: get_kernel(%s) threw", op.lib->name.c_str(), op.name.c_str());
       }
-      if (s == CTN_OK) return true;
+      if (s == CTN_OK) {
+        if (k->fn) return true;
+        if (pick->make && pick->run) {
+          // 1.2: the library's run function serves the kernel; a host thunk carries op and user_data.
+          auto *t = new (std::nothrow) RunThunk{pick->run, x.declared, x.decl.user_data, k->state, k->release};
+          if (!t) {
+            release_kernel(*k);
+            fail(CTN_ERR_OUT_OF_MEMORY, "%s: out of memory wrapping the kernel of op library %s", op.name.c_str(),
+                 op.lib->name.c_str());
+          }
+          k->fn = run_thunk;
+          k->state = t;
+          k->release = release_thunk;
+          return true;
+        }
+        release_kernel(*k);
+        fail(CTN_ERR_PLUGIN, "op library %s: the kernel maker of %s for backend %s set no kernel function%s",
+             op.lib->name.c_str(), op.name.c_str(), b.name.c_str(), pick->make ? " and its entry has no run" : "");
+      }
       std::string m = take_plugin_error();
       if (s == CTN_ERR_UNSUPPORTED) {
         *why = m.empty() ? "unsupported" : m;

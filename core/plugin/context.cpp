@@ -221,9 +221,16 @@ ctn_status host_graph_node_info(ctn_graph *g, ctn_node n, ctn_dtype *dt, uint32_
   });
 }
 
+// since 1.2: set_error without varargs (Go, ctypes).
+ctn_status host_set_error_message(ctn_status code, const char *message) {
+  set_plugin_error(message ? std::string(message) : std::string());
+  return code;
+}
+
 const ctn_host_api kHost = {
     sizeof(ctn_host_api), CTN_ABI_MAJOR, CTN_ABI_MINOR, host_set_error, host_log,
     host_graph_op,        host_graph_scalar, host_graph_node_info,
+    host_set_error_message,
 };
 
 }  // namespace

@@ -59,11 +59,29 @@ struct Backend {
   void set_option(const char *key, const char *value);
 };
 
+// One kernel maker of an op library, from either list (1.0 `kernels` or 1.2 `kernels_ex`).
+struct ExtKernel {
+  const char *backend = nullptr;
+  ctn_status (*get_kernel)(const ctn_host_api *, uint32_t, const ctn_tensor_desc *, const ctn_tensor_desc *,
+                           const ctn_attrs *, ctn_kernel *) = nullptr;  // 1.0 form
+  ctn_op_kernel_make_fn make = nullptr;                                 // 1.2 form
+  ctn_op_kernel_run_fn run = nullptr;
+};
+
+// An op of an op library as the host read it: `decl` is the library's element copied into a
+// zero-filled host-sized ctn_op_def (older libraries lack the 1.2 slots; OpDef::ext points to
+// it), `declared` the library's own element (what 1.2 callbacks receive).
+struct ExtOpDef : OpDef {
+  ctn_op_def decl{};
+  const ctn_op_def *declared = nullptr;
+  std::vector<ExtKernel> kernels;  // kernels_ex first, then kernels
+};
+
 struct OpLib {
   std::string name, path;
   ctn_oplib_desc desc{};
-  void *dl = nullptr;
-  std::vector<std::unique_ptr<OpDef>> ops;
+  void *dl = nullptr;  // nullptr for libraries added in process (ctn_context_add_oplib)
+  std::vector<std::unique_ptr<ExtOpDef>> ops;
 };
 
 // Releases a kernel's state (if any). Kernels of a backend: Backend::release.
@@ -107,6 +125,9 @@ struct Context {
   // Plugin loading (plugin/loader.cpp).
   void autoload(const ctn_context_options &opts);
   void load_plugin(const std::string &path, bool explicit_request);
+  // Admits what `query` returns: the half of load_plugin after dlopen (dl may be nullptr for an
+  // in-process op library; it is dlclosed on rejection). oplib_only rejects backends.
+  void admit_plugin(ctn_plugin_query_fn query, const std::string &path, void *dl, bool oplib_only);
   void add_report(const std::string &path, const char *verdict, const std::string &why);
   // The report plus, per available backend that exports "ctn_placement_explain", what its
   // placement policy measured and decided (`chutney plugins --explain`). Caller holds `mu`.

@@ -181,12 +181,23 @@ void Context::load_plugin(const std::string &path, bool explicit_request) {
     const char *e = dlerror();
     reject(CTN_ERR_PLUGIN, std::string("dlopen failed: ") + (e ? e : "unknown error"));
   }
-  auto close_and_reject = [&](ctn_status code, const std::string &why) {
+  auto query = reinterpret_cast<ctn_plugin_query_fn>(dlsym(dl, CTN_PLUGIN_ENTRY_SYMBOL));
+  if (!query) {
     dlclose(dl);
+    reject(CTN_ERR_PLUGIN, "no entry symbol " CTN_PLUGIN_ENTRY_SYMBOL " (not a chutney plugin)");
+  }
+  admit_plugin(query, path, dl, false);
+}
+
+void Context::admit_plugin(ctn_plugin_query_fn query, const std::string &path, void *dl, bool oplib_only) {
+  auto reject = [&](ctn_status code, const std::string &why) {
+    add_report(path, code == CTN_ERR_UNAVAILABLE ? "unavailable" : "rejected", why);
+    throw Error(code, "plugin " + path + ": " + why);
+  };
+  auto close_and_reject = [&](ctn_status code, const std::string &why) {
+    if (dl) dlclose(dl);
     reject(code, why);
   };
-  auto query = reinterpret_cast<ctn_plugin_query_fn>(dlsym(dl, CTN_PLUGIN_ENTRY_SYMBOL));
-  if (!query) close_and_reject(CTN_ERR_PLUGIN, "no entry symbol " CTN_PLUGIN_ENTRY_SYMBOL " (not a chutney plugin)");
   const ctn_plugin_header *h = nullptr;
   try {
     h = query(CTN_ABI_VERSION, host_api());
@@ -206,6 +217,9 @@ void Context::load_plugin(const std::string &path, bool explicit_request) {
   if (name.empty()) close_and_reject(CTN_ERR_PLUGIN, "the descriptor has no name");
   std::string vers = format("ABI %u.%u", h->abi_major, h->abi_minor);
 
+  if (h->kind == CTN_PLUGIN_BACKEND && oplib_only)
+    close_and_reject(CTN_ERR_PLUGIN, format("\"%s\" is a backend: ctn_context_add_oplib takes op libraries only "
+                                            "(load backends from a file with ctn_context_load_plugin)", name.c_str()));
   if (h->kind == CTN_PLUGIN_BACKEND) {
     if (find_backend(name)) {
       Backend *o = find_backend(name);
@@ -261,19 +275,76 @@ void Context::load_plugin(const std::string &path, bool explicit_request) {
     std::memcpy(&lib->desc, h, std::min<size_t>(h->struct_size, sizeof(ctn_oplib_desc)));
     lib->name = name;
     lib->path = path;
-    if (lib->desc.n_ops && !lib->desc.ops) close_and_reject(CTN_ERR_PLUGIN, "op library declares ops but ops is NULL");
-    for (uint32_t i = 0; i < lib->desc.n_ops; ++i) {
-      const ctn_op_def &od = lib->desc.ops[i];
-      if (!od.name || !od.infer)
+    const bool v12 = h->abi_minor >= 2;  // the 1.2 slots of ctn_op_def are read from 1.2 libraries only
+    const uint32_t n_ops = lib->desc.n_ops;
+    if (n_ops && !lib->desc.ops) close_and_reject(CTN_ERR_PLUGIN, "op library declares ops but ops is NULL");
+    // ctn_op_def is an array element strided by struct_size (oplib.h): element i sits at
+    // ops + i * ops[0].struct_size; every element carries the same size, at least the 1.0 one.
+    constexpr size_t kOpDef10 = offsetof(ctn_op_def, kernels) + sizeof(const ctn_oplib_kernel *);
+    const uint32_t stride = n_ops ? lib->desc.ops[0].struct_size : 0;
+    if (n_ops && stride < kOpDef10)
+      close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": ops[0].struct_size %u is smaller than the %zu-byte 1.0 "
+                                              "ctn_op_def", name.c_str(), stride, kOpDef10));
+    auto element = [&](uint32_t i) {
+      return reinterpret_cast<const ctn_op_def *>(reinterpret_cast<const char *>(lib->desc.ops) + size_t(i) * stride);
+    };
+    std::vector<std::unique_ptr<ExtOpDef>> defs;
+    for (uint32_t i = 0; i < n_ops; ++i) {
+      const ctn_op_def *el = element(i);
+      if (el->struct_size != stride)
+        close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": ops[%u].struct_size %u differs from ops[0]'s %u (the "
+                                                "array is strided by it)", name.c_str(), i, el->struct_size, stride));
+      auto def = std::make_unique<ExtOpDef>();
+      std::memcpy(&def->decl, el, std::min<size_t>(stride, sizeof(ctn_op_def)));
+      def->decl.struct_size = static_cast<uint32_t>(sizeof(ctn_op_def));
+      if (!v12) {  // a 1.0/1.1 library has no 1.2 slots, whatever follows its struct
+        def->decl.user_data = nullptr;
+        def->decl.infer_ex = nullptr;
+        def->decl.grad_ex = nullptr;
+        def->decl.n_kernels_ex = 0;
+        def->decl.kernels_ex = nullptr;
+      }
+      def->declared = el;
+      const ctn_op_def &od = def->decl;
+      if (!od.name || !(od.infer || od.infer_ex))
         close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op %u has no name or no infer function", name.c_str(), i));
       if (const OpDef *prev = find_op(od.name)) {
         std::string where = prev->lib ? "op library \"" + prev->lib->name + "\" (" + prev->lib->path + ")" : "the built-in ops";
         close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\" is already defined by %s", name.c_str(),
                                                 od.name, where.c_str()));
       }
-      for (uint32_t j = 0; j < i; ++j)
-        if (std::strcmp(lib->desc.ops[j].name, od.name) == 0)
+      for (const auto &d : defs)
+        if (std::strcmp(d->decl.name, od.name) == 0)
           close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\" declares op \"%s\" twice", name.c_str(), od.name));
+      if (od.n_kernels && !od.kernels)
+        close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\" declares kernels but kernels is NULL",
+                                                name.c_str(), od.name));
+      if (od.n_kernels_ex && !od.kernels_ex)
+        close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\" declares kernels_ex but kernels_ex is NULL",
+                                                name.c_str(), od.name));
+      // ctn_op_kernel is strided by struct_size too; it must reach `make` at least.
+      const uint32_t kstride = od.n_kernels_ex ? od.kernels_ex[0].struct_size : 0;
+      constexpr size_t kOpKernel12 = offsetof(ctn_op_kernel, run) + sizeof(ctn_op_kernel_run_fn);
+      if (od.n_kernels_ex && kstride < offsetof(ctn_op_kernel, make) + sizeof(ctn_op_kernel_make_fn))
+        close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\": kernels_ex[0].struct_size %u is too small",
+                                                name.c_str(), od.name, kstride));
+      for (uint32_t k = 0; k < od.n_kernels_ex; ++k) {
+        ctn_op_kernel ke{};
+        const char *p = reinterpret_cast<const char *>(od.kernels_ex) + size_t(k) * kstride;
+        std::memcpy(&ke, p, std::min<size_t>(kstride, kOpKernel12));
+        if (ke.struct_size != kstride)
+          close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\": kernels_ex[%u].struct_size %u differs "
+                                                  "from kernels_ex[0]'s %u", name.c_str(), od.name, k, ke.struct_size,
+                                                  kstride));
+        if (!ke.backend || !ke.make)
+          close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\": kernels_ex[%u] has no backend or no make",
+                                                  name.c_str(), od.name, k));
+        def->kernels.push_back(ExtKernel{ke.backend, nullptr, ke.make, ke.run});
+      }
+      for (uint32_t k = 0; k < od.n_kernels; ++k)
+        if (od.kernels[k].backend && od.kernels[k].get_kernel)
+          def->kernels.push_back(ExtKernel{od.kernels[k].backend, od.kernels[k].get_kernel, nullptr, nullptr});
+      defs.push_back(std::move(def));
     }
     if (lib->desc.init) {
       ctn_status s = CTN_ERR_INTERNAL;
@@ -290,14 +361,14 @@ void Context::load_plugin(const std::string &path, bool explicit_request) {
     lib->dl = dl;
     OpLib *lp = lib.get();
     std::string names;
-    for (uint32_t i = 0; i < lp->desc.n_ops; ++i) {
-      const ctn_op_def &od = lp->desc.ops[i];
-      auto def = std::make_unique<OpDef>();
+    for (auto &def : defs) {
+      const ctn_op_def &od = def->decl;
       def->name = od.name;
       def->n_inputs = static_cast<int>(od.n_inputs);
-      def->ext = &od;
+      def->ext = &def->decl;
       def->lib = lp;
       def->infer = [](const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &attrs) -> ValueInfo {
+        const auto &x = static_cast<const ExtOpDef &>(op);
         std::vector<ctn_tensor_desc> d(n);
         for (uint32_t k = 0; k < n; ++k) {
           d[k] = {};
@@ -307,14 +378,16 @@ void Context::load_plugin(const std::string &path, bool explicit_request) {
         }
         ctn_tensor_desc out{};
         take_plugin_error();
-        ctn_status s = op.ext->infer(host_api(), n, d.data(), &attrs, &out);
+        ctn_status s = x.decl.infer_ex
+                           ? x.decl.infer_ex(host_api(), x.declared, x.decl.user_data, n, d.data(), &attrs, &out)
+                           : x.decl.infer(host_api(), n, d.data(), &attrs, &out);
         CTN_CHECK_PLUGIN(s, op.name);
         if (!dtype_valid(out.dtype) || out.ndim > CTN_MAX_DIMS)
           fail(CTN_ERR_PLUGIN, "%s: the infer function of op library \"%s\" returned an invalid dtype or ndim",
                op.name.c_str(), op.lib->name.c_str());
         return ValueInfo{out.dtype, Shape::from(out.ndim, out.shape)};
       };
-      def->grad = od.grad ? &rules::external : nullptr;
+      def->grad = (od.grad || od.grad_ex) ? &rules::external : nullptr;
       names += (names.empty() ? "" : ", ") + def->name;
       ops[def->name] = def.get();
       lp->ops.push_back(std::move(def));

@@ -243,12 +243,15 @@ static ctn_status swish_grad_cpu_kernel(const ctn_host_api *host, uint32_t n_inp
 static const ctn_oplib_kernel swish_kernels[] = {{"cpu", swish_cpu_kernel}};
 static const ctn_oplib_kernel swish_grad_kernels[] = {{"cpu", swish_grad_cpu_kernel}};
 
+/* Designated initialisers: slots appended by later minors (1.2: user_data, infer_ex...) are
+ * zero, and the array is strided by struct_size (oplib.h). */
 static const ctn_op_def swish_ops[] = {
-    {sizeof(ctn_op_def), 1, "swish", "x * sigmoid(x); f32/f64; no attributes", swish_infer,
-     swish_grad_rule, 1, swish_kernels},
-    {sizeof(ctn_op_def), 2, "swish_grad",
-     "(x, dy) -> dy * (s + x s (1 - s)), s = sigmoid(x); same shapes; no attributes",
-     swish_grad_infer, NULL, 1, swish_grad_kernels},
+    {.struct_size = sizeof(ctn_op_def), .n_inputs = 1, .name = "swish",
+     .doc = "x * sigmoid(x); f32/f64; no attributes", .infer = swish_infer,
+     .grad = swish_grad_rule, .n_kernels = 1, .kernels = swish_kernels},
+    {.struct_size = sizeof(ctn_op_def), .n_inputs = 2, .name = "swish_grad",
+     .doc = "(x, dy) -> dy * (s + x s (1 - s)), s = sigmoid(x); same shapes; no attributes",
+     .infer = swish_grad_infer, .grad = NULL, .n_kernels = 1, .kernels = swish_grad_kernels},
 };
 
 static const ctn_oplib_desc swish_desc = {

@@ -101,7 +101,8 @@ PIN(ctn_host_api, log, 8 + P);          /* since 1.0 */
 PIN(ctn_host_api, graph_op, 8 + 2 * P); /* since 1.0 */
 PIN(ctn_host_api, graph_scalar, 8 + 3 * P);
 PIN(ctn_host_api, graph_node_info, 8 + 4 * P);
-PIN_SIZE(ctn_host_api, ALIGN_UP(8 + 5 * P, P)); /* grows only by appending */
+PIN(ctn_host_api, set_error_message, 8 + 5 * P); /* since 1.2 */
+PIN_SIZE(ctn_host_api, ALIGN_UP(8 + 6 * P, P)); /* grows only by appending */
 
 /* ---- backend.h ----------------------------------------------------------------------------- */
 PIN(ctn_backend_config, struct_size, 0);
@@ -147,6 +148,21 @@ PIN(ctn_op_def, infer, 8 + 2 * P);
 PIN(ctn_op_def, grad, 8 + 3 * P);
 PIN(ctn_op_def, n_kernels, 8 + 4 * P);
 PIN(ctn_op_def, kernels, ALIGN_UP(8 + 4 * P + 4, P));
+#define OPDEF11 (ALIGN_UP(8 + 4 * P + 4, P) + P) /* the 1.0/1.1 element size */
+PIN(ctn_op_def, user_data, OPDEF11); /* since 1.2 */
+PIN(ctn_op_def, infer_ex, OPDEF11 + P);
+PIN(ctn_op_def, grad_ex, OPDEF11 + 2 * P);
+PIN(ctn_op_def, n_kernels_ex, OPDEF11 + 3 * P);
+PIN(ctn_op_def, reserved, OPDEF11 + 3 * P + 4);
+PIN(ctn_op_def, kernels_ex, OPDEF11 + 3 * P + 8);
+PIN_SIZE(ctn_op_def, OPDEF11 + 4 * P + 8);
+
+PIN(ctn_op_kernel, struct_size, 0); /* since 1.2 */
+PIN(ctn_op_kernel, reserved, 4);
+PIN(ctn_op_kernel, backend, 8);
+PIN(ctn_op_kernel, make, 8 + P);
+PIN(ctn_op_kernel, run, 8 + 2 * P);
+PIN_SIZE(ctn_op_kernel, 8 + 3 * P);
 
 PIN(ctn_oplib_desc, header, 0);
 PIN(ctn_oplib_desc, init, H); /* since 1.0 */
@@ -204,10 +220,13 @@ PIN(ctn_backend_desc, get_proc_address, 112);
 PIN_SIZE(ctn_backend_desc, 144);
 PIN(ctn_oplib_desc, ops, 48);
 PIN_SIZE(ctn_oplib_desc, 56);
-PIN_SIZE(ctn_host_api, 48);
+PIN_SIZE(ctn_host_api, 56);
 PIN_SIZE(ctn_tensor_desc, 152);
 PIN_SIZE(ctn_attrs, 168);
 PIN(ctn_op_def, kernels, 48);
+PIN(ctn_op_def, user_data, 56);
+PIN_SIZE(ctn_op_def, 96);
+PIN_SIZE(ctn_op_kernel, 32);
 
 
 /* ---- dlpack.h: DLPack 1.1's layout (LP64; 32-bit targets follow from the declarations) ---- */

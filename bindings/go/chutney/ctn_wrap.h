@@ -31,6 +31,12 @@ static inline goctn_ret goctn_context_set_num_threads(ctn_context *ctx, int32_t 
 static inline goctn_ret goctn_context_set_option(ctn_context *ctx, const char *backend, const char *key, const char *value) {
   return goctn_result(ctn_context_set_option(ctx, backend, key, value));
 }
+static inline goctn_ret goctn_context_add_oplib(ctn_context *ctx, const struct ctn_plugin_header *(*query)(uint32_t host_abi_version, const struct ctn_host_api *host)) {
+  return goctn_result(ctn_context_add_oplib(ctx, query));
+}
+static inline goctn_ret goctn_context_backend_proc(ctn_context *ctx, const char *backend, const char *name, void **out_proc, void **out_state) {
+  return goctn_result(ctn_context_backend_proc(ctx, backend, name, out_proc, out_state));
+}
 static inline goctn_ret goctn_tensor_create(ctn_dtype dtype, uint32_t ndim, const int64_t *shape, const void *data, ctn_tensor **out) {
   return goctn_result(ctn_tensor_create(dtype, ndim, shape, data, out));
 }

@@ -1,0 +1,350 @@
+// ABI 1.2 for op libraries: ctn_context_add_oplib (an op library defined by a function of this
+// process), callbacks that receive the op definition and its user_data (one trampoline per
+// callback serving several ops, as a Rust, Go or Python binding would write it), the
+// non-variadic host->set_error_message, ctn_context_backend_proc, and libraries built for the
+// older minors 1.0 and 1.1 still loading and running next to them.
+#include <gtest/gtest.h>
+
+#include <chutney/chutney.h>
+#include <chutney/oplib.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+using namespace ctn_test;
+
+namespace {
+
+// ---- an in-process op library: two ops, one function per callback ---------------------------
+
+struct OpData {
+  float k;  // y = k * x
+  const char *name;
+};
+OpData kScale2{2.0f, "inproc_scale2"};
+OpData kScale3{3.0f, "inproc_scale3"};
+
+const ctn_host_api *g_host = nullptr;
+std::atomic<int> g_made{0}, g_released{0}, g_runs{0}, g_bad_callback{0};
+
+// Every callback checks that what it received is consistent: op->user_data == user_data.
+void check(const ctn_op_def *op, void *user_data) {
+  if (!op || op->user_data != user_data || std::strcmp(op->name, static_cast<OpData *>(user_data)->name) != 0)
+    ++g_bad_callback;
+}
+
+ctn_status tramp_infer(const ctn_host_api *host, const ctn_op_def *op, void *user_data, uint32_t n,
+                       const ctn_tensor_desc *in, const ctn_attrs *, ctn_tensor_desc *out) {
+  check(op, user_data);
+  if (n != 1 || in[0].dtype != CTN_F32) {
+    if (!CTN_STRUCT_HAS(ctn_host_api, host, set_error_message)) return CTN_ERR_DTYPE;
+    std::string m = std::string(op->name) + ": takes one f32 input (set_error_message, no format: 100%s)";
+    return host->set_error_message(CTN_ERR_DTYPE, m.c_str());
+  }
+  out->dtype = in[0].dtype;
+  out->ndim = in[0].ndim;
+  for (uint32_t k = 0; k < in[0].ndim; ++k) out->shape[k] = in[0].shape[k];
+  return CTN_OK;
+}
+
+ctn_status tramp_grad(const ctn_host_api *host, const ctn_op_def *op, void *user_data, ctn_graph *g, uint32_t,
+                      const ctn_node *, ctn_node, ctn_node grad_out, const ctn_attrs *, ctn_node *grad_inputs) {
+  check(op, user_data);
+  ctn_node k;
+  ctn_status st = host->graph_scalar(g, CTN_F32, static_cast<OpData *>(user_data)->k, &k);
+  if (st != CTN_OK) return st;
+  ctn_node args[2] = {grad_out, k};
+  return host->graph_op(g, "mul", 2, args, nullptr, &grad_inputs[0]);
+}
+
+void release_state(void *state) {
+  ++g_released;
+  delete static_cast<float *>(state);
+}
+
+ctn_status tramp_make(const ctn_host_api *, const ctn_op_def *op, void *user_data, const char *backend, uint32_t,
+                      const ctn_tensor_desc *, const ctn_tensor_desc *, const ctn_attrs *, ctn_kernel *out) {
+  check(op, user_data);
+  if (!backend || !*backend) ++g_bad_callback;
+  ++g_made;
+  out->fn = nullptr;  // run through ctn_op_kernel.run
+  out->state = new float(static_cast<OpData *>(user_data)->k);
+  out->release = release_state;
+  out->workspace_size = 0;
+  out->flags = 0;
+  out->reserved = 0;
+  return CTN_OK;
+}
+
+ctn_status tramp_run(const ctn_op_def *op, void *user_data, void *state, const ctn_kernel_args *a) {
+  check(op, user_data);
+  ++g_runs;
+  const float k = *static_cast<float *>(state);
+  const auto *x = reinterpret_cast<const float *>(static_cast<const char *>(a->inputs[0].data) + a->inputs[0].offset);
+  auto *y = reinterpret_cast<float *>(static_cast<char *>(a->outputs[0].data) + a->outputs[0].offset);
+  int64_t n = 1;
+  for (uint32_t d = 0; d < a->outputs[0].ndim; ++d) n *= a->outputs[0].shape[d];
+  for (int64_t i = 0; i < n; ++i) y[i] = k * x[i];
+  return CTN_OK;
+}
+
+const ctn_op_kernel kKernels[] = {{sizeof(ctn_op_kernel), 0, "cpu", tramp_make, tramp_run}};
+
+ctn_op_def Def(OpData *d) {
+  ctn_op_def o{};
+  o.struct_size = sizeof o;
+  o.n_inputs = 1;
+  o.name = d->name;
+  o.doc = "k * x";
+  o.user_data = d;
+  o.infer_ex = tramp_infer;
+  o.grad_ex = tramp_grad;
+  o.n_kernels_ex = 1;
+  o.kernels_ex = kKernels;
+  return o;
+}
+
+const ctn_op_def kOps[] = {Def(&kScale2), Def(&kScale3)};
+
+ctn_oplib_desc Desc(const char *name, uint32_t n_ops, const ctn_op_def *ops) {
+  ctn_oplib_desc d{};
+  d.header = {sizeof(ctn_oplib_desc), CTN_ABI_MAJOR, CTN_ABI_MINOR, CTN_PLUGIN_OPLIB, 0, name};
+  d.n_ops = n_ops;
+  d.ops = ops;
+  return d;
+}
+
+const ctn_oplib_desc kLib = Desc("inproc", 2, kOps);
+
+const ctn_plugin_header *inproc_query(uint32_t, const ctn_host_api *host) {
+  g_host = host;
+  return &kLib.header;
+}
+
+// A library redefining the built-in "add".
+ctn_op_def AddDef() {
+  ctn_op_def o = Def(&kScale2);
+  o.name = "add";
+  return o;
+}
+const ctn_op_def kAddOps[] = {AddDef()};
+const ctn_oplib_desc kAddLib = Desc("steals-add", 1, kAddOps);
+const ctn_plugin_header *add_query(uint32_t, const ctn_host_api *) { return &kAddLib.header; }
+
+// A backend header: not an op library.
+const ctn_plugin_header kBackendHeader = {sizeof(ctn_plugin_header), CTN_ABI_MAJOR, CTN_ABI_MINOR,
+                                          CTN_PLUGIN_BACKEND, 0, "not-an-oplib"};
+const ctn_plugin_header *backend_query(uint32_t, const ctn_host_api *) { return &kBackendHeader; }
+
+const ctn_plugin_header *null_query(uint32_t, const ctn_host_api *) { return nullptr; }
+
+// A library built against a future major.
+const ctn_oplib_desc kFutureLib = [] {
+  ctn_oplib_desc d = Desc("future", 0, nullptr);
+  d.header.abi_major = CTN_ABI_MAJOR + 1;
+  return d;
+}();
+const ctn_plugin_header *future_query(uint32_t, const ctn_host_api *) { return &kFutureLib.header; }
+
+Context CpuContext() {
+  Context ctx = IsolatedContext();
+  if (!ctx) return ctx;
+  if (ctn_context_load_plugin(ctx.get(), CTN_TEST_CPU_PLUGIN) != CTN_OK) return Context();
+  return ctx;
+}
+
+// y = op(x) and d sum(y) / dx on the CPU, lazily.
+void RunScale(ctn_context *ctx, const char *op, float k) {
+  Graph g = NewGraph(ctx);
+  ASSERT_TRUE(g);
+  const int64_t shape[] = {2, 3};
+  ctn_node x, y, loss, dx;
+  ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 2, shape, &x), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_op(g.get(), op, 1, &x, nullptr, &y), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_sum(g.get(), y, 0, nullptr, 0, &loss), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_grad(g.get(), loss, 1, &x, &dx), CTN_OK) << ctn_last_error();
+  ctn_node outs[] = {y, dx};
+  ctn_plan *p = nullptr;
+  ASSERT_EQ(ctn_plan_compile(g.get(), 2, outs, nullptr, &p), CTN_OK) << ctn_last_error();
+  Plan plan(p);
+  uint32_t steps = 0;
+  ASSERT_EQ(ctn_plan_backend_steps(p, "cpu", op, &steps), CTN_OK);
+  EXPECT_EQ(steps, 1u) << op << " should run on the cpu backend";
+  const std::vector<float> xv = {1, -2, 3, 0.5f, 0, -4};
+  Tensor xt = MakeF32({2, 3}, xv);
+  ctn_tensor *o0 = nullptr, *o1 = nullptr;
+  ASSERT_EQ(ctn_plan_output_create(p, 0, &o0), CTN_OK);
+  ASSERT_EQ(ctn_plan_output_create(p, 1, &o1), CTN_OK);
+  Tensor t0(o0), t1(o1);
+  const ctn_tensor *feeds[] = {xt.get()};
+  ctn_tensor *const outputs[] = {o0, o1};
+  ASSERT_EQ(ctn_plan_run(p, 1, &x, feeds, 2, outputs), CTN_OK) << ctn_last_error();
+  std::vector<float> yv = ReadF32(o0), dv = ReadF32(o1);
+  ASSERT_EQ(yv.size(), xv.size());
+  for (size_t i = 0; i < xv.size(); ++i) {
+    EXPECT_FLOAT_EQ(yv[i], k * xv[i]) << op << " element " << i;
+    EXPECT_FLOAT_EQ(dv[i], k) << op << " gradient element " << i;
+  }
+}
+
+}  // namespace
+
+TEST(oplib12, AbiIsOnePointTwo) {
+  EXPECT_EQ(ctn_abi_version(), static_cast<uint32_t>((1u << 16) | 2u));
+  EXPECT_EQ(CTN_ABI_MINOR, 2);
+}
+
+TEST(oplib12, InProcessLibraryWithOneTrampolinePerCallbackServesTwoOps) {
+  if (!FileExists(CTN_TEST_CPU_PLUGIN)) GTEST_SKIP() << "no CPU plugin in this build";
+  g_made = g_released = g_runs = g_bad_callback = 0;
+  {
+    Context ctx = CpuContext();
+    ASSERT_TRUE(ctx);
+    ctn_status st = ctn_context_add_oplib(ctx.get(), inproc_query);
+    ASSERT_EQ(st, CTN_OK) << Describe(st);
+    ASSERT_NE(g_host, nullptr);
+    EXPECT_GE(g_host->abi_minor, 2);
+    EXPECT_TRUE(CTN_STRUCT_HAS(ctn_host_api, g_host, set_error_message));
+    const std::string line = ReportLine(ctx.get(), "<in-process>");
+    EXPECT_NE(line.find("loaded"), std::string::npos) << line;
+    EXPECT_NE(line.find("inproc_scale2, inproc_scale3"), std::string::npos) << line;
+
+    RunScale(ctx.get(), "inproc_scale2", 2.0f);
+    RunScale(ctx.get(), "inproc_scale3", 3.0f);
+    EXPECT_EQ(g_runs.load(), 2);
+    EXPECT_GE(g_made.load(), 2);
+    EXPECT_EQ(g_bad_callback.load(), 0) << "a callback got an op definition that does not match its user_data";
+
+    // Eager too: the kernel is made once per signature and reused.
+    Graph eg = NewGraph(ctx.get(), CTN_GRAPH_EAGER);
+    Tensor xt = MakeF32({3}, {1, 2, 3});
+    ctn_node x, y;
+    ASSERT_EQ(ctn_constant(eg.get(), xt.get(), &x), CTN_OK);
+    ASSERT_EQ(ctn_op(eg.get(), "inproc_scale3", 1, &x, nullptr, &y), CTN_OK) << ctn_last_error();
+    ctn_tensor *v = nullptr;
+    ASSERT_EQ(ctn_graph_value(eg.get(), y, &v), CTN_OK) << ctn_last_error();
+    Tensor vt(v);
+    EXPECT_EQ(ReadF32(v), (std::vector<float>{3, 6, 9}));
+  }
+  // Every kernel state the library made was released through its release function.
+  EXPECT_EQ(g_made.load(), g_released.load());
+}
+
+TEST(oplib12, SetErrorMessageIsRecordedVerbatim) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_add_oplib(ctx.get(), inproc_query), CTN_OK) << ctn_last_error();
+  Graph g = NewGraph(ctx.get());
+  const int64_t shape[] = {2};
+  ctn_node x, y = 12345;
+  ASSERT_EQ(ctn_input(g.get(), "x", CTN_F64, 1, shape, &x), CTN_OK);
+  ctn_status st = ctn_op(g.get(), "inproc_scale2", 1, &x, nullptr, &y);
+  EXPECT_EQ(st, CTN_ERR_DTYPE);
+  EXPECT_EQ(y, 12345u) << "out-parameter must be untouched on failure";
+  const std::string msg = ctn_last_error();
+  EXPECT_NE(msg.find("inproc_scale2: takes one f32 input (set_error_message, no format: 100%s)"), std::string::npos)
+      << msg;
+}
+
+TEST(oplib12, InProcessAdmissionRejectsLikeAFile) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_add_oplib(ctx.get(), inproc_query), CTN_OK) << ctn_last_error();
+
+  struct Case {
+    ctn_plugin_query_fn q;
+    std::vector<std::string> words;
+  } cases[] = {
+      {inproc_query, {"<in-process>", "\"inproc_scale2\" is already defined by op library \"inproc\""}},
+      {add_query, {"\"add\" is already defined by the built-in ops"}},
+      {backend_query, {"\"not-an-oplib\" is a backend", "op libraries only"}},
+      {null_query, {"returned NULL"}},
+      {future_query, {"ABI major mismatch", "future"}},
+  };
+  for (const Case &c : cases) {
+    ctn_status st = ctn_context_add_oplib(ctx.get(), c.q);
+    EXPECT_EQ(st, CTN_ERR_PLUGIN) << Describe(st);
+    const std::string msg = ctn_last_error();
+    for (const std::string &w : c.words) EXPECT_NE(msg.find(w), std::string::npos) << "missing '" << w << "' in " << msg;
+  }
+  const char *report = nullptr;
+  ASSERT_EQ(ctn_context_plugin_report(ctx.get(), &report), CTN_OK);
+  const std::string r = report;
+  size_t rejected = 0;
+  for (size_t pos = 0; (pos = r.find("rejected    <in-process>", pos)) != std::string::npos; ++pos) ++rejected;
+  EXPECT_EQ(rejected, 5u) << r;
+  // The first library survives the rejections.
+  Graph g = NewGraph(ctx.get());
+  const int64_t shape[] = {2};
+  ctn_node x, y;
+  ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
+  EXPECT_EQ(ctn_op(g.get(), "inproc_scale2", 1, &x, nullptr, &y), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(ctn_context_add_oplib(nullptr, inproc_query), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ctn_context_add_oplib(ctx.get(), nullptr), CTN_ERR_INVALID_ARGUMENT);
+}
+
+TEST(oplib12, OlderMinorOpLibrariesLoadAndRunBesideA12One) {
+  if (!FileExists(CTN_TEST_CPU_PLUGIN)) GTEST_SKIP() << "no CPU plugin in this build";
+  Context ctx = CpuContext();
+  ASSERT_TRUE(ctx);
+  for (const char *path : {CTN_TEST_PLUGIN_OPLIB_1_0, CTN_TEST_PLUGIN_OPLIB_1_1}) {
+    ctn_status st = ctn_context_load_plugin(ctx.get(), path);
+    ASSERT_EQ(st, CTN_OK) << path << ": " << Describe(st);
+  }
+  ASSERT_EQ(ctn_context_add_oplib(ctx.get(), inproc_query), CTN_OK) << ctn_last_error();
+  EXPECT_NE(ReportLine(ctx.get(), BaseName(CTN_TEST_PLUGIN_OPLIB_1_0)).find("(ABI 1.0)"), std::string::npos);
+  EXPECT_NE(ReportLine(ctx.get(), BaseName(CTN_TEST_PLUGIN_OPLIB_1_1)).find("(ABI 1.1)"), std::string::npos);
+  for (const char *prefix : {"old10", "old11"}) {
+    Graph g = NewGraph(ctx.get());
+    const int64_t shape[] = {3};
+    ctn_node x, a, b, loss, dx;
+    ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
+    // plus1(twice(x)): both elements of the old 56-byte array are read right.
+    ASSERT_EQ(ctn_op(g.get(), (std::string(prefix) + "_twice").c_str(), 1, &x, nullptr, &a), CTN_OK) << ctn_last_error();
+    ASSERT_EQ(ctn_op(g.get(), (std::string(prefix) + "_plus1").c_str(), 1, &a, nullptr, &b), CTN_OK) << ctn_last_error();
+    ASSERT_EQ(ctn_op(g.get(), "inproc_scale3", 1, &b, nullptr, &b), CTN_OK) << ctn_last_error();
+    ASSERT_EQ(ctn_sum(g.get(), b, 0, nullptr, 0, &loss), CTN_OK);
+    ASSERT_EQ(ctn_grad(g.get(), loss, 1, &x, &dx), CTN_OK) << ctn_last_error();
+    ctn_node outs[] = {b, dx};
+    ctn_plan *p = nullptr;
+    ASSERT_EQ(ctn_plan_compile(g.get(), 2, outs, nullptr, &p), CTN_OK) << ctn_last_error();
+    Plan plan(p);
+    Tensor xt = MakeF32({3}, {1, 2, -3});
+    ctn_tensor *o0 = nullptr, *o1 = nullptr;
+    ASSERT_EQ(ctn_plan_output_create(p, 0, &o0), CTN_OK);
+    ASSERT_EQ(ctn_plan_output_create(p, 1, &o1), CTN_OK);
+    Tensor t0(o0), t1(o1);
+    const ctn_tensor *feeds[] = {xt.get()};
+    ctn_tensor *const outputs[] = {o0, o1};
+    ASSERT_EQ(ctn_plan_run(p, 1, &x, feeds, 2, outputs), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ReadF32(o0), (std::vector<float>{9, 15, -15})) << prefix;  // 3 (2x + 1)
+    EXPECT_EQ(ReadF32(o1), (std::vector<float>{6, 6, 6})) << prefix;
+  }
+}
+
+TEST(oplib12, BackendProcReachesExtrasWithTheirState) {
+  if (!FileExists(CTN_TEST_CPU_PLUGIN)) GTEST_SKIP() << "no CPU plugin in this build";
+  Context ctx = CpuContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_set_num_threads(ctx.get(), 3), CTN_OK) << ctn_last_error();
+  void *proc = nullptr, *state = nullptr;
+  ctn_status st = ctn_context_backend_proc(ctx.get(), "cpu", "ctn_cpu_num_threads", &proc, &state);
+  ASSERT_EQ(st, CTN_OK) << Describe(st);
+  ASSERT_NE(proc, nullptr);
+  auto num_threads = reinterpret_cast<int (*)(void *)>(proc);
+  EXPECT_EQ(num_threads(state), 3);
+
+  void *untouched = &st;
+  EXPECT_EQ(ctn_context_backend_proc(ctx.get(), "cpu", "no_such_extra", &untouched, nullptr), CTN_ERR_UNSUPPORTED);
+  EXPECT_EQ(untouched, static_cast<void *>(&st));
+  EXPECT_NE(std::string(ctn_last_error()).find("no_such_extra"), std::string::npos) << ctn_last_error();
+  EXPECT_EQ(ctn_context_backend_proc(ctx.get(), "nope", "x", &untouched, nullptr), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ctn_last_error()).find("\"nope\""), std::string::npos) << ctn_last_error();
+  EXPECT_EQ(ctn_context_backend_proc(ctx.get(), "cpu", "ctn_cpu_num_threads", nullptr, nullptr),
+            CTN_ERR_INVALID_ARGUMENT);
+}
