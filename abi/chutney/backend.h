@@ -53,7 +53,7 @@ typedef struct ctn_op_signature {
   const ctn_attrs *attrs;         /* never NULL */
 } ctn_op_signature;
 
-/* One kernel call of a plan segment (see plan_prepare). since 1.1 */
+/* One kernel call of a plan segment (see plan_prepare). Frozen array element. since 1.1 */
 typedef struct ctn_plan_call {
   const ctn_kernel *kernel;
   const ctn_kernel_args *args;

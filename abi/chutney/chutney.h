@@ -15,6 +15,15 @@
  *    (distinct objects may); a tensor may be read by several threads at once, e.g. one feed
  *    given to several plans.
  *  - No function aborts the process or lets a C++ exception escape.
+ *  - Returned strings (since 1.2 stated once for all, in every header): a `const char *` the
+ *    library hands out is owned by the library; never free or modify it. It stays valid until
+ *    the object it came from is released (the context for names, descriptions and paths of
+ *    backends and ops; the graph, plan, model, checkpoint... for theirs), except text built on
+ *    request (ctn_context_plugin_report, ctn_graph_to_dot, ctn_plan_describe and the like),
+ *    which stays valid only until the next call of the same function on the same object, and
+ *    ctn_last_error(), valid until the next failing call on the calling thread. Strings with
+ *    static storage (ctn_version_string, ctn_status_name, ctn_dtype_name) never expire. A
+ *    function's comment names the owner when it is not obvious; copy a string to keep it longer.
  *  - "since 1.0" marks the ABI minor version that introduced a function.
  */
 #ifndef CHUTNEY_CHUTNEY_H
@@ -101,7 +110,8 @@ CTN_API ctn_status ctn_context_load_plugin(ctn_context *ctx, const char *path);
 CTN_API ctn_status ctn_context_plugin_report(ctn_context *ctx, const char **out_text);
 
 typedef struct ctn_backend_info {
-  uint32_t struct_size;     /* set by the caller to sizeof(ctn_backend_info) */
+  uint32_t struct_size;     /* set by the caller to sizeof(ctn_backend_info); since 1.2 an
+                               older, smaller struct receives only the fields it has */
   uint32_t available;       /* 1 when initialised and usable */
   const char *name;         /* "cpu", "opencl"... owned by the context */
   const char *description;  /* device name or the reason it is unavailable; owned by context */
@@ -165,6 +175,49 @@ CTN_API ctn_status ctn_context_add_oplib(
 CTN_API ctn_status ctn_context_backend_proc(ctn_context *ctx, const char *backend,
                                            const char *name, void **out_proc, void **out_state);
 
+/* ---- since 1.2: the op registry -------------------------------------------------------------
+ * Every op the context knows, built-in or from an op library, in a stable order (built-in ops
+ * first, then each library's in loading order). Index i stays the same op until a library is
+ * loaded or added, which appends. The op x backend matrix of docs/OPS.md is generated from
+ * these calls (tools/abi/ops_matrix). */
+
+typedef struct ctn_op_info {
+  uint32_t struct_size;     /* set by the caller to sizeof(ctn_op_info); an older, smaller
+                               struct receives only the fields it has */
+  int32_t n_inputs;         /* exact number of inputs; -1: variadic (one or more) */
+  const char *name;         /* what ctn_op takes */
+  const char *attributes;   /* the ctn_attrs slots it reads ("f[0] slope"), "" when none or
+                               unknown (op libraries: see doc) */
+  const char *doc;          /* one line on what it computes; "" when none */
+  const char *origin;       /* "builtin", or the name of the op library that defines it */
+  const char *origin_path;  /* the library's file, "<in-process>" for ctn_context_add_oplib,
+                               "" for built-in ops */
+  uint32_t differentiable;  /* 1 when ctn_grad can differentiate through it */
+  uint32_t flags;           /* CTN_OP_INFO_* */
+} ctn_op_info;
+
+#define CTN_OP_INFO_ELEMENTWISE 1u /* output element i depends on input elements i only */
+
+/* Number of ops the context knows. since 1.2 */
+CTN_API ctn_status ctn_context_op_count(ctn_context *ctx, uint32_t *out_count);
+
+/* Information about op `index` (< count); the strings are owned by the context. Errors: an
+ * index out of range or a struct_size smaller than 8 (CTN_ERR_INVALID_ARGUMENT). since 1.2 */
+CTN_API ctn_status ctn_context_op_info(ctn_context *ctx, uint32_t index, ctn_op_info *out);
+
+/* Does backend `backend` run op `op` for dtype `dtype`? The context builds a small probe node of
+ * the op with `dtype` as its main input type (integer inputs such as labels and ids stay
+ * integer) and asks the backend for a kernel, as compiling a plan would, with the backend's
+ * current options (a placement policy may decline: set "placement" "always" to ask about the
+ * capability). *out_supported is 1 or 0; *out_reason (may be NULL) is "" when supported, else
+ * why not: the op's own refusal of the dtype, or the backend's reason. The reason is owned by
+ * the context and valid until the next ctn_context_op_support call on the calling thread.
+ * Errors: unknown op or backend (CTN_ERR_INVALID_ARGUMENT), an unavailable backend
+ * (CTN_ERR_UNAVAILABLE, with the reason), a backend failing otherwise than declining. since 1.2 */
+CTN_API ctn_status ctn_context_op_support(ctn_context *ctx, const char *backend, const char *op,
+                                         ctn_dtype dtype, int32_t *out_supported,
+                                         const char **out_reason);
+
 /* =============================================================================================
  * Tensors (host memory)
  *
@@ -180,13 +233,16 @@ CTN_API ctn_status ctn_tensor_create(ctn_dtype dtype, uint32_t ndim, const int64
 /* Releases the handle; the storage is freed with its last view. Accepts NULL. since 1.0 */
 CTN_API void ctn_tensor_release(ctn_tensor *t);
 
+/* The element type. since 1.0 */
 CTN_API ctn_status ctn_tensor_dtype(const ctn_tensor *t, ctn_dtype *out);
-/* Writes ndim to *out_ndim and, when `out_shape` is not NULL, ndim values to out_shape. */
+/* Writes ndim to *out_ndim and, when `out_shape` is not NULL, ndim values to out_shape.
+ * since 1.0 */
 CTN_API ctn_status ctn_tensor_shape(const ctn_tensor *t, uint32_t *out_ndim, int64_t *out_shape);
-/* Strides in elements (ndim values). */
+/* Strides in elements (ndim values). since 1.0 */
 CTN_API ctn_status ctn_tensor_strides(const ctn_tensor *t, int64_t *out_strides);
+/* Number of elements (1 for a 0-d tensor). since 1.0 */
 CTN_API ctn_status ctn_tensor_numel(const ctn_tensor *t, int64_t *out_numel);
-/* 1 when the elements are laid out row-major with no gaps. */
+/* 1 when the elements are laid out row-major with no gaps. since 1.0 */
 CTN_API ctn_status ctn_tensor_is_contiguous(const ctn_tensor *t, int32_t *out);
 
 /* Copies the elements in row-major order into `dst` of `bytes` bytes; CTN_ERR_INVALID_ARGUMENT
@@ -270,40 +326,47 @@ CTN_API ctn_status ctn_leaky_relu(ctn_graph *g, ctn_node a, double slope, ctn_no
 CTN_API ctn_status ctn_gelu(ctn_graph *g, ctn_node a, ctn_node *out);
 CTN_API ctn_status ctn_clamp(ctn_graph *g, ctn_node a, double lo, double hi, ctn_node *out);
 /* Batched matmul over the last two dims (leading dims broadcast); trans_a/trans_b transpose
- * the operand's last two dims. 1-d operands are not promoted: use reshape. */
+ * the operand's last two dims. 1-d operands are not promoted: use reshape. since 1.0 */
 CTN_API ctn_status ctn_matmul(ctn_graph *g, ctn_node a, ctn_node b, int32_t trans_a,
                               int32_t trans_b, ctn_node *out);
-/* Reductions over `n_axes` axes (n_axes 0: all axes); negative axes count from the end. */
+/* Reductions over `n_axes` axes (n_axes 0: all axes); negative axes count from the end.
+ * since 1.0 */
 CTN_API ctn_status ctn_sum(ctn_graph *g, ctn_node a, uint32_t n_axes, const int32_t *axes,
                            int32_t keepdims, ctn_node *out);
 CTN_API ctn_status ctn_mean(ctn_graph *g, ctn_node a, uint32_t n_axes, const int32_t *axes,
                             int32_t keepdims, ctn_node *out);
 CTN_API ctn_status ctn_max(ctn_graph *g, ctn_node a, uint32_t n_axes, const int32_t *axes,
                            int32_t keepdims, ctn_node *out);
-/* One dim of `shape` may be -1. */
+/* One dim of `shape` may be -1. since 1.0 */
 CTN_API ctn_status ctn_reshape(ctn_graph *g, ctn_node a, uint32_t ndim, const int64_t *shape,
                                ctn_node *out);
-/* out.shape[i] = a.shape[perm[i]]; perm has ndim(a) entries. */
+/* out.shape[i] = a.shape[perm[i]]; perm has ndim(a) entries. since 1.0 */
 CTN_API ctn_status ctn_permute(ctn_graph *g, ctn_node a, const int32_t *perm, ctn_node *out);
-/* Swaps the last two axes. */
+/* Swaps the last two axes. since 1.0 */
 CTN_API ctn_status ctn_transpose(ctn_graph *g, ctn_node a, ctn_node *out);
+/* Elements start, start+step... below stop of `axis` (as ops.h's slice, bounds clamped and
+ * negative ones counted from the end). since 1.0 */
 CTN_API ctn_status ctn_slice(ctn_graph *g, ctn_node a, int32_t axis, int64_t start, int64_t stop,
                              int64_t step, ctn_node *out);
+/* Joins n >= 1 nodes along `axis`; the other dims must agree. since 1.0 */
 CTN_API ctn_status ctn_concat(ctn_graph *g, uint32_t n, const ctn_node *inputs, int32_t axis,
                               ctn_node *out);
+/* Broadcasts (numpy rules) to `shape`. since 1.0 */
 CTN_API ctn_status ctn_broadcast_to(ctn_graph *g, ctn_node a, uint32_t ndim,
                                     const int64_t *shape, ctn_node *out);
-/* Comparisons give CTN_BOOL: op is one of "eq" "ne" "lt" "le" "gt" "ge". */
+/* Comparisons give CTN_BOOL: op is one of "eq" "ne" "lt" "le" "gt" "ge". since 1.0 */
 CTN_API ctn_status ctn_compare(ctn_graph *g, const char *op, ctn_node a, ctn_node b,
                                ctn_node *out);
-/* where(cond, a, b): cond is CTN_BOOL; all three broadcast. */
+/* where(cond, a, b): cond is CTN_BOOL; all three broadcast. since 1.0 */
 CTN_API ctn_status ctn_where(ctn_graph *g, ctn_node cond, ctn_node a, ctn_node b, ctn_node *out);
+/* softmax / log_softmax along `axis` (negative counts from the end). since 1.0 */
 CTN_API ctn_status ctn_softmax(ctn_graph *g, ctn_node a, int32_t axis, ctn_node *out);
 CTN_API ctn_status ctn_log_softmax(ctn_graph *g, ctn_node a, int32_t axis, ctn_node *out);
-/* Mean cross-entropy of logits [N, C] against integer labels [N] (i32 or i64): a 0-d tensor. */
+/* Mean cross-entropy of logits [N, C] against integer labels [N] (i32 or i64): a 0-d tensor.
+ * since 1.0 */
 CTN_API ctn_status ctn_cross_entropy(ctn_graph *g, ctn_node logits, ctn_node labels,
                                      ctn_node *out);
-/* Converts to `dtype`. */
+/* Converts to `dtype`. since 1.0 */
 CTN_API ctn_status ctn_cast(ctn_graph *g, ctn_node a, ctn_dtype dtype, ctn_node *out);
 
 /* dtype and shape of a node (shape may be NULL to ask only ndim). since 1.0 */
@@ -370,6 +433,8 @@ typedef struct ctn_plan_stats {
   uint32_t reserved;
 } ctn_plan_stats;
 
+/* Fills *out up to out->struct_size (a smaller, older struct gets only the fields it has).
+ * since 1.0 */
 CTN_API ctn_status ctn_plan_stats_get(ctn_plan *p, ctn_plan_stats *out);
 
 /* A text listing of the schedule: step, op, backend, shape, arena offset. Owned by the plan,

@@ -234,7 +234,9 @@ typedef enum ctn_layer_kind {
 
 /* One layer of a sequential stack; unused fields zero. Field order lets C99 write the common
  * cases positionally: {CTN_LAYER_CONV2D, 32, 5, 1, 2} is a 5x5 conv with 32 outputs, stride 1,
- * pad 2; {CTN_LAYER_MAX_POOL2D, 0, 2} a 2x2 max pool. */
+ * pad 2; {CTN_LAYER_MAX_POOL2D, 0, 2} a 2x2 max pool. Frozen: an array element without
+ * struct_size, its layout and size pinned for ABI v1 (core/capi/abi_layout.h); a layer that needs
+ * more parameters gets a new kind reading the existing fields, or a new struct. */
 typedef struct ctn_layer {
   int32_t kind;      /* ctn_layer_kind */
   int32_t units;     /* LINEAR: out features; CONV2D: out channels */

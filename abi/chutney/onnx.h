@@ -25,7 +25,8 @@ extern "C" {
 
 typedef struct ctn_onnx_model ctn_onnx_model;
 
-/* A value for (or the shape of) one graph input, by name. */
+/* A value for (or the shape of) one graph input, by name. Frozen: an array element without
+ * struct_size, layout pinned for ABI v1. */
 typedef struct ctn_onnx_input_spec {
   const char *name;          /* the ONNX graph input's name */
   const ctn_tensor *value;   /* its dtype and shape replace the model's (symbolic dims) */

@@ -7,6 +7,7 @@
 #include "capi/handles.h"
 #include "capi/wall.h"
 #include "exec/plan.h"
+#include "exec/registry.h"
 #include "graph/graph.h"
 #include "plugin/context.h"
 #include "tensor/tensor.h"
@@ -204,6 +205,67 @@ CTN_API ctn_status ctn_context_backend_proc(ctn_context *ctx, const char *backen
   });
 }
 
+/* ---- since 1.2: the op registry ---- */
+CTN_API ctn_status ctn_context_op_count(ctn_context *ctx, uint32_t *out_count) {
+  return wall([&] {
+    NEED(ctx);
+    NEED(out_count);
+    *out_count = static_cast<uint32_t>(registry_ops(*ctx).size());
+  });
+}
+
+CTN_API ctn_status ctn_context_op_info(ctn_context *ctx, uint32_t index, ctn_op_info *out) {
+  return wall([&] {
+    NEED(ctx);
+    NEED(out);
+    const std::vector<const OpDef *> ops = registry_ops(*ctx);
+    if (index >= ops.size())
+      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_op_info: index %u is out of range (%zu ops)", index, ops.size());
+    const uint32_t sz = out->struct_size;
+    if (sz < offsetof(ctn_op_info, name))
+      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_op_info: out->struct_size %u is too small: set it to sizeof(ctn_op_info)",
+           sz);
+    const OpDef &op = *ops[index];
+    ctn_op_info info{};
+    info.struct_size = sz;
+    info.n_inputs = op.n_inputs;
+    info.name = op.name.c_str();
+    info.attributes = op.lib ? "" : builtin_attributes(op.name);
+    info.doc = op.ext && op.ext->doc ? op.ext->doc : "";
+    info.origin = op.lib ? op.lib->name.c_str() : "builtin";
+    info.origin_path = op.lib ? op.lib->path.c_str() : "";
+    info.differentiable = op.grad != nullptr;
+    info.flags = (op.flags & OP_ELEMENTWISE) ? CTN_OP_INFO_ELEMENTWISE : 0u;
+    std::memcpy(out, &info, std::min<size_t>(sz, sizeof info));
+  });
+}
+
+CTN_API ctn_status ctn_context_op_support(ctn_context *ctx, const char *backend, const char *op, ctn_dtype dtype,
+                                         int32_t *out_supported, const char **out_reason) {
+  static thread_local std::string reason;
+  return wall([&] {
+    NEED(ctx);
+    NEED(backend);
+    NEED(op);
+    NEED(out_supported);
+    const OpDef *def = ctx->find_op(op);
+    if (!def) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_op_support: no op named \"%s\"", op);
+    if (!dtype_valid(dtype)) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_op_support: unknown dtype %d", int(dtype));
+    Backend *b = ctx->find_backend(backend);
+    if (!b) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_op_support: no backend named \"%s\" is loaded", backend);
+    if (!b->available)
+      fail(CTN_ERR_UNAVAILABLE, "ctn_context_op_support: backend \"%s\" is unavailable: %s", backend,
+           b->description.c_str());
+    std::string why;
+    const bool ok = probe_support(*b, *def, dtype, &why);
+    *out_supported = ok ? 1 : 0;
+    if (out_reason) {
+      reason = why;
+      *out_reason = reason.c_str();
+    }
+  });
+}
+
 CTN_API ctn_status ctn_context_plugin_report(ctn_context *ctx, const char **out_text) {
   return wall([&] {
     NEED(ctx);
@@ -228,15 +290,21 @@ CTN_API ctn_status ctn_context_backend_info(ctn_context *ctx, uint32_t index, ct
     if (index >= ctx->backends.size())
       fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_backend_info: index %u is out of range (%zu backends)", index,
            ctx->backends.size());
-    if (out->struct_size < sizeof(ctn_backend_info))
-      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_backend_info: set out->struct_size = sizeof(ctn_backend_info)");
+    // An older, smaller struct gets the fields it has (since 1.2; 1.0 and 1.1 required the full size).
+    const uint32_t sz = out->struct_size;
+    if (sz < offsetof(ctn_backend_info, name))
+      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_backend_info: out->struct_size %u is too small: set it to "
+           "sizeof(ctn_backend_info)", sz);
     const Backend &b = *ctx->backends[index];
-    out->available = b.available;
-    out->name = b.name.c_str();
-    out->description = b.description.c_str();
-    out->path = b.path.c_str();
-    out->abi_major = b.abi_major;
-    out->abi_minor = b.abi_minor;
+    ctn_backend_info info{};
+    info.struct_size = sz;
+    info.available = b.available;
+    info.name = b.name.c_str();
+    info.description = b.description.c_str();
+    info.path = b.path.c_str();
+    info.abi_major = b.abi_major;
+    info.abi_minor = b.abi_minor;
+    std::memcpy(out, &info, std::min<size_t>(sz, sizeof info));
   });
 }
 

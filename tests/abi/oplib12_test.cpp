@@ -10,7 +10,9 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -347,4 +349,187 @@ TEST(oplib12, BackendProcReachesExtrasWithTheirState) {
   EXPECT_NE(std::string(ctn_last_error()).find("\"nope\""), std::string::npos) << ctn_last_error();
   EXPECT_EQ(ctn_context_backend_proc(ctx.get(), "cpu", "ctn_cpu_num_threads", nullptr, nullptr),
             CTN_ERR_INVALID_ARGUMENT);
+}
+
+// ---- the op registry (ctn_context_op_count / _op_info / _op_support) --------------------------
+
+namespace {
+
+bool FindOp(ctn_context *ctx, const std::string &name, ctn_op_info *out, uint32_t *index = nullptr) {
+  uint32_t n = 0;
+  if (ctn_context_op_count(ctx, &n) != CTN_OK) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    ctn_op_info oi{};
+    oi.struct_size = sizeof oi;
+    if (ctn_context_op_info(ctx, i, &oi) != CTN_OK) return false;
+    if (name == oi.name) {
+      *out = oi;
+      if (index) *index = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST(registry, BuiltInOpsComeFirstWithArityAttributesAndOrigin) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  uint32_t n = 0;
+  ASSERT_EQ(ctn_context_op_count(ctx.get(), &n), CTN_OK);
+  EXPECT_GE(n, 74u) << "ops.h lists 74 ops";
+  std::set<std::string> names;
+  for (uint32_t i = 0; i < n; ++i) {
+    ctn_op_info oi{};
+    oi.struct_size = sizeof oi;
+    ASSERT_EQ(ctn_context_op_info(ctx.get(), i, &oi), CTN_OK) << ctn_last_error();
+    EXPECT_TRUE(names.insert(oi.name).second) << "op listed twice: " << oi.name;
+    EXPECT_STREQ(oi.origin, "builtin");
+    EXPECT_STREQ(oi.origin_path, "");
+  }
+  ctn_op_info oi{};
+  ASSERT_TRUE(FindOp(ctx.get(), "add", &oi));
+  EXPECT_EQ(oi.n_inputs, 2);
+  EXPECT_EQ(oi.differentiable, 1u);
+  EXPECT_EQ(oi.flags & CTN_OP_INFO_ELEMENTWISE, CTN_OP_INFO_ELEMENTWISE);
+  EXPECT_STREQ(oi.attributes, "");
+  ASSERT_TRUE(FindOp(ctx.get(), "leaky_relu", &oi));
+  EXPECT_STREQ(oi.attributes, "f[0] slope");
+  ASSERT_TRUE(FindOp(ctx.get(), "concat", &oi));
+  EXPECT_EQ(oi.n_inputs, -1);
+  EXPECT_EQ(oi.flags & CTN_OP_INFO_ELEMENTWISE, 0u);
+  ASSERT_TRUE(FindOp(ctx.get(), "relu_grad", &oi));
+  EXPECT_EQ(oi.differentiable, 0u);
+  ASSERT_TRUE(FindOp(ctx.get(), "conv2d", &oi));
+  EXPECT_NE(std::string(oi.attributes).find("groups"), std::string::npos) << oi.attributes;
+
+  ctn_op_info bad{};
+  bad.struct_size = sizeof bad;
+  EXPECT_EQ(ctn_context_op_info(ctx.get(), n, &bad), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ctn_last_error()).find("out of range"), std::string::npos) << ctn_last_error();
+  EXPECT_EQ(ctn_context_op_count(nullptr, &n), CTN_ERR_INVALID_ARGUMENT);
+}
+
+TEST(registry, LibrariesAppendTheirOpsWithTheirOrigin) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  uint32_t before = 0, after = 0;
+  ASSERT_EQ(ctn_context_op_count(ctx.get(), &before), CTN_OK);
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_OPLIB_1_0), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_context_add_oplib(ctx.get(), inproc_query), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_context_op_count(ctx.get(), &after), CTN_OK);
+  EXPECT_EQ(after, before + 4);
+  ctn_op_info oi{};
+  uint32_t idx = 0;
+  ASSERT_TRUE(FindOp(ctx.get(), "old10_twice", &oi, &idx));
+  EXPECT_EQ(idx, before);
+  EXPECT_STREQ(oi.origin, "old10-ops");
+  EXPECT_EQ(BaseName(oi.origin_path), BaseName(CTN_TEST_PLUGIN_OPLIB_1_0));
+  EXPECT_STREQ(oi.doc, "2 x");
+  EXPECT_EQ(oi.differentiable, 1u);
+  ASSERT_TRUE(FindOp(ctx.get(), "inproc_scale3", &oi, &idx));
+  EXPECT_EQ(idx, before + 3);
+  EXPECT_STREQ(oi.origin, "inproc");
+  EXPECT_STREQ(oi.origin_path, "<in-process>");
+  EXPECT_EQ(oi.n_inputs, 1);
+  EXPECT_STREQ(oi.doc, "k * x");
+}
+
+TEST(registry, OlderSmallerStructsGetOnlyTheirFields) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  // ctn_op_info as a caller compiled against a header that ended after `name` would pass it.
+  struct {
+    ctn_op_info info;
+    char guard[8];
+  } op;
+  std::memset(&op, 0x5a, sizeof op);
+  op.info.struct_size = static_cast<uint32_t>(offsetof(ctn_op_info, attributes));
+  ASSERT_EQ(ctn_context_op_info(ctx.get(), 0, &op.info), CTN_OK) << ctn_last_error();
+  EXPECT_NE(op.info.name, nullptr);
+  const unsigned char *rest = reinterpret_cast<const unsigned char *>(&op.info.attributes);
+  for (size_t k = 0; k < sizeof op - offsetof(ctn_op_info, attributes); ++k)
+    ASSERT_EQ(rest[k], 0x5a) << "byte " << k << " past struct_size was written";
+  op.info.struct_size = 4;
+  EXPECT_EQ(ctn_context_op_info(ctx.get(), 0, &op.info), CTN_ERR_INVALID_ARGUMENT);
+
+  if (!FileExists(CTN_TEST_CPU_PLUGIN)) GTEST_SKIP() << "no CPU plugin in this build";
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_CPU_PLUGIN), CTN_OK);
+  struct {
+    ctn_backend_info info;
+    char guard[8];
+  } bi;
+  std::memset(&bi, 0x5a, sizeof bi);
+  bi.info.struct_size = static_cast<uint32_t>(offsetof(ctn_backend_info, path));  // an older, shorter struct
+  ASSERT_EQ(ctn_context_backend_info(ctx.get(), 0, &bi.info), CTN_OK) << ctn_last_error();
+  EXPECT_STREQ(bi.info.name, "cpu");
+  EXPECT_EQ(bi.info.available, 1u);
+  rest = reinterpret_cast<const unsigned char *>(&bi.info.path);
+  for (size_t k = 0; k < sizeof bi - offsetof(ctn_backend_info, path); ++k)
+    ASSERT_EQ(rest[k], 0x5a) << "byte " << k << " past struct_size was written";
+}
+
+TEST(registry, OpSupportAsksTheBackendAndGivesItsReason) {
+  if (!FileExists(CTN_TEST_CPU_PLUGIN)) GTEST_SKIP() << "no CPU plugin in this build";
+  Context ctx = CpuContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_RECORDING), CTN_OK) << ctn_last_error();
+  ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_INIT_FAILS);  // unavailable on purpose
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_OPLIB_1_1), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_context_add_oplib(ctx.get(), inproc_query), CTN_OK) << ctn_last_error();
+
+  struct Case {
+    const char *backend, *op;
+    ctn_dtype dtype;
+    int32_t supported;
+    const char *reason_has;
+  } cases[] = {
+      {"cpu", "add", CTN_F32, 1, ""},
+      {"cpu", "matmul", CTN_F64, 1, ""},
+      {"cpu", "conv2d", CTN_F32, 1, ""},
+      {"cpu", "cross_entropy", CTN_F32, 1, ""},
+      {"cpu", "embedding_grad", CTN_F64, 1, ""},
+      {"cpu", "adam_apply", CTN_F32, 1, ""},
+      {"cpu", "cast", CTN_I32, 1, ""},
+      {"cpu", "exp", CTN_I32, 0, "does not take i32"},
+      {"reccpu", "add", CTN_F32, 1, ""},
+      {"reccpu", "add", CTN_F64, 0, "reccpu: only f32"},
+      {"reccpu", "matmul", CTN_F32, 0, "reccpu"},
+      {"cpu", "inproc_scale2", CTN_F32, 1, ""},
+      {"cpu", "inproc_scale2", CTN_F64, 0, "takes one f32 input"},
+      {"reccpu", "inproc_scale3", CTN_F32, 1, ""},  // a "cpu" kernel on a host-memory backend
+      {"cpu", "old11_plus1", CTN_F32, 1, ""},
+  };
+  for (const Case &c : cases) {
+    int32_t ok = -1;
+    const char *reason = nullptr;
+    ctn_status st = ctn_context_op_support(ctx.get(), c.backend, c.op, c.dtype, &ok, &reason);
+    ASSERT_EQ(st, CTN_OK) << c.backend << " " << c.op << ": " << Describe(st);
+    EXPECT_EQ(ok, c.supported) << c.backend << " " << c.op << " " << ctn_dtype_name(c.dtype) << ": " << reason;
+    ASSERT_NE(reason, nullptr);
+    if (c.supported) EXPECT_STREQ(reason, "");
+    else EXPECT_NE(std::string(reason).find(c.reason_has), std::string::npos) << reason;
+  }
+  // Every built-in op runs on the CPU backend for f32 (what docs/OPS.md's cpu column shows).
+  uint32_t n = 0;
+  ASSERT_EQ(ctn_context_op_count(ctx.get(), &n), CTN_OK);
+  for (uint32_t i = 0; i < n; ++i) {
+    ctn_op_info oi{};
+    oi.struct_size = sizeof oi;
+    ASSERT_EQ(ctn_context_op_info(ctx.get(), i, &oi), CTN_OK);
+    if (std::strcmp(oi.origin, "builtin") != 0) continue;
+    int32_t ok = 0;
+    const char *reason = nullptr;
+    ASSERT_EQ(ctn_context_op_support(ctx.get(), "cpu", oi.name, CTN_F32, &ok, &reason), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ok, 1) << oi.name << ": " << reason;
+  }
+
+  int32_t ok = 7;
+  EXPECT_EQ(ctn_context_op_support(ctx.get(), "cpu", "no_such_op", CTN_F32, &ok, nullptr), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ctn_context_op_support(ctx.get(), "nope", "add", CTN_F32, &ok, nullptr), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ctn_context_op_support(ctx.get(), "cpu", "add", static_cast<ctn_dtype>(99), &ok, nullptr),
+            CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ctn_context_op_support(ctx.get(), "nodevice", "add", CTN_F32, &ok, nullptr), CTN_ERR_UNAVAILABLE);
+  EXPECT_EQ(ok, 7) << "out-parameter must be untouched on failure";
 }

@@ -37,6 +37,15 @@ static inline goctn_ret goctn_context_add_oplib(ctn_context *ctx, const struct c
 static inline goctn_ret goctn_context_backend_proc(ctn_context *ctx, const char *backend, const char *name, void **out_proc, void **out_state) {
   return goctn_result(ctn_context_backend_proc(ctx, backend, name, out_proc, out_state));
 }
+static inline goctn_ret goctn_context_op_count(ctn_context *ctx, uint32_t *out_count) {
+  return goctn_result(ctn_context_op_count(ctx, out_count));
+}
+static inline goctn_ret goctn_context_op_info(ctn_context *ctx, uint32_t index, ctn_op_info *out) {
+  return goctn_result(ctn_context_op_info(ctx, index, out));
+}
+static inline goctn_ret goctn_context_op_support(ctn_context *ctx, const char *backend, const char *op, ctn_dtype dtype, int32_t *out_supported, const char **out_reason) {
+  return goctn_result(ctn_context_op_support(ctx, backend, op, dtype, out_supported, out_reason));
+}
 static inline goctn_ret goctn_tensor_create(ctn_dtype dtype, uint32_t ndim, const int64_t *shape, const void *data, ctn_tensor **out) {
   return goctn_result(ctn_tensor_create(dtype, ndim, shape, data, out));
 }

@@ -1,0 +1,24 @@
+// The op registry of a context (chutney.h's ctn_context_op_* calls, since 1.2).
+#pragma once
+
+#include "graph/op.h"
+#include "plugin/context.h"
+
+#include <string>
+#include <vector>
+
+namespace ctn {
+
+// Every op of the context: the built-in ops in table order, then each op library's in loading
+// order. Stable until a library is loaded or added (which appends).
+std::vector<const OpDef *> registry_ops(const Context &ctx);
+
+// The ctn_attrs slots a built-in op reads ("f[0] slope"), "" for none or an unknown name.
+const char *builtin_attributes(const std::string &op);
+
+// Asks `b` for a kernel of one small node of `op` whose main inputs have `dtype`, and releases
+// it. false with *why: the op's infer refused the dtype, or the backend's reason. Throws on a
+// backend failure other than declining.
+bool probe_support(Backend &b, const OpDef &op, int32_t dtype, std::string *why);
+
+}  // namespace ctn
