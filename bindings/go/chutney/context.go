@@ -41,6 +41,8 @@ type Context struct {
 	// mu orders plugin loading against reads of the strings the context owns (the report,
 	// backend infos), which a load may replace.
 	mu sync.Mutex
+	// opLibs are the ops written in Go added to this context (AddOps), freed after it.
+	opLibs []*opLibrary
 }
 
 func (c *Context) hdl() *handle { return &c.h }
@@ -84,7 +86,12 @@ func NewContext(opts *Options) (*Context, error) {
 		return nil, err
 	}
 	c := &Context{ptr: p}
-	c.h.init("Context", func() { C.ctn_context_release(p) })
+	c.h.init("Context", func() {
+		C.ctn_context_release(p)
+		for _, l := range c.opLibs {
+			l.free()
+		}
+	})
 	return track(c), nil
 }
 
