@@ -97,6 +97,13 @@
 /* (logits, labels, dy 0-d) -> [N, C]: (softmax(logits) - onehot(labels)) * dy / N */
 #define CTN_OP_CROSS_ENTROPY_GRAD "cross_entropy_grad"
 
+/* ---- composite ops (since 1.2): (x) -> same dtype and shape, f32|f64. The core defines each as
+ * a decomposition into the ops above: ctn_op adds those parts to the graph instead, so backends
+ * and op libraries never see these names in get_kernel, every backend runs them, and their
+ * gradient is the parts' gradient. Float attributes are optional: none gives the defaults
+ * shown; giving some means giving all. ------------------------------------------------------ */
+#define CTN_OP_SOFTSIGN "softsign"       /* x / (1 + |x|) */
+
 /* Activation codes for matmul_bias_act i[2]. */
 #define CTN_ACT_NONE 0
 #define CTN_ACT_RELU 1

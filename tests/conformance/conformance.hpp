@@ -142,6 +142,9 @@ struct OpCase {
   // The core may lower the op to a view of its input (no kernel, no step): placement is then
   // only checked as "no step on another backend".
   bool view_ok = false;
+  // A composite op (ops.h): the core adds its parts instead, so no step carries its name;
+  // placement is checked as "at least one step on the backend, none on another".
+  bool composite = false;
 };
 
 const std::vector<OpCase> &forward_cases();

@@ -1,0 +1,79 @@
+// Composite ops (ops.h, "composite ops"): one row of kComposites per op (or per attribute
+// setting) gives its forward cases (f32 and f64, against a double-precision reference, incl.
+// large |x| where a naive formula overflows) and its gradient cases (f64, against central
+// differences). The core adds the op's parts instead of a node of its own, so placement is
+// checked as "every step on the backend under test" (OpCase::composite).
+#include <cmath>
+
+#include "case_helpers.hpp"
+
+namespace conf {
+namespace {
+
+struct Composite {
+  std::string row;              // matrix row: the op name, plus the attributes when given
+  std::string op;
+  std::vector<double> f;        // float attributes passed to ctn_op; {}: the op's defaults
+  std::function<double(double)> ref;
+  Gen gen;                      // forward inputs
+  Gen smooth;                   // gradient inputs: away from kinks and poles
+  std::vector<std::pair<std::string, Gen>> extra = {};  // more forward variants, shape [16]
+};
+
+const std::vector<Composite> &composites() {
+  static const std::vector<Composite> rows = {
+      {"softsign", CTN_OP_SOFTSIGN, {}, [](double x) { return x / (1 + std::fabs(x)); },
+       with_zeros(uni(-4, 4)), uni(-3, 3)},
+  };
+  return rows;
+}
+
+Build build_of(const Composite &c) {
+  if (c.f.empty()) return named(c.op);
+  ctn_attrs a{};
+  for (double v : c.f) a.f[a.nf++] = v;
+  return named(c.op, a);
+}
+
+Ref ref_of(const Composite &c) {
+  auto f = c.ref;
+  return [f](const std::vector<Arr> &x, ctn_dtype) { return ref_map1(x[0], f); };
+}
+
+std::string label(const Shape &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+// Magnitudes where exp(x) overflows (f32 beyond 88, f64 beyond 709) or 1 + e^-|x| rounds to 1.
+const Gen kLarge = choice({-1000, -100, -30, -5, 5, 30, 100, 1000});
+const Gen kLargeSmooth = choice({-30, -20, -8, 8, 20, 30});
+
+}  // namespace
+
+void add_composite_forward(std::vector<OpCase> &cs) {
+  for (const Composite &c : composites()) {
+    OpCase oc{c.row, c.op, {}};
+    oc.composite = true;
+    for (const Shape &s : std::vector<Shape>{{}, {7}, {2, 3, 4}})
+      oc.variants.push_back(variant(label(s), {in(s, c.gen)}, build_of(c), ref_of(c)));
+    oc.variants.push_back(variant("large |x|", {in({16}, kLarge)}, build_of(c), ref_of(c)));
+    for (const auto &[name, gen] : c.extra)
+      oc.variants.push_back(variant(name, {in({16}, gen)}, build_of(c), ref_of(c)));
+    cs.push_back(std::move(oc));
+  }
+}
+
+void add_composite_grad(std::vector<OpCase> &cs) {
+  for (const Composite &c : composites()) {
+    OpCase oc{"grad:" + c.row, c.op, {}};
+    oc.composite = true;
+    for (const Shape &s : std::vector<Shape>{{}, {2, 3}, {1, 4, 1}})
+      oc.variants.push_back(variant(label(s), {in(s, c.smooth)}, build_of(c)));
+    oc.variants.push_back(variant("large |x|", {in({6}, kLargeSmooth)}, build_of(c)));
+    cs.push_back(std::move(oc));
+  }
+}
+
+}  // namespace conf
