@@ -103,6 +103,7 @@
  * gradient is the parts' gradient. Float attributes are optional: none gives the defaults
  * shown; giving some means giving all. ------------------------------------------------------ */
 #define CTN_OP_SOFTSIGN "softsign"       /* x / (1 + |x|) */
+#define CTN_OP_SOFTPLUS "softplus"       /* log(1 + e^x), without overflow for large x */
 
 /* Activation codes for matmul_bias_act i[2]. */
 #define CTN_ACT_NONE 0

@@ -20,10 +20,14 @@ struct Composite {
   std::vector<std::pair<std::string, Gen>> extra = {};  // more forward variants, shape [16]
 };
 
+double ref_softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+
 const std::vector<Composite> &composites() {
   static const std::vector<Composite> rows = {
       {"softsign", CTN_OP_SOFTSIGN, {}, [](double x) { return x / (1 + std::fabs(x)); },
        with_zeros(uni(-4, 4)), uni(-3, 3)},
+      {"softplus", CTN_OP_SOFTPLUS, {}, ref_softplus, with_zeros(uni(-6, 6)), uni(-4, 4),
+       {{"x in [-60, -15]: tiny results", uni(-60, -15)}, {"x in [-9, -2]", uni(-9, -2)}}},
   };
   return rows;
 }
