@@ -90,7 +90,6 @@ ctn_node expand(Graph &g, const OpDef &, const ctn_node *in, uint32_t, const ctn
 // x / (1 + |x|)
 CTN_COMPOSITE(softsign) { return p.div(x[0], p.add(p.k(1.0), p.abs(x[0]))); }
 
-// COMPOSITE(name, function, default of f[0], default of f[1], ...): a unary floating composite.
 // log(1 + e^x) = m + log1p(e^(x - 2m)), m = max(x, 0), so the exponent is -|x| <= 0 (no
 // overflow) and the gradient is sigmoid(x) also at 0 (written with |x| = 2m - x, the subgradients
 // of relu and abs at 0 would give 0). log1p(e) for e = e^-|x| in (0, 1]: log(1 + e) where 1 + e
@@ -105,11 +104,22 @@ CTN_COMPOSITE(softplus) {
   return p.add(m, p.where(small, series, direct));
 }
 
+// x > 0 ? x : alpha (e^x - 1). The exponent is min(x, 0), so the unused branch never overflows
+// (its gradient would be 0 * inf = NaN). elu'(0) = alpha (the x <= 0 branch; min's tie goes to x).
+CTN_COMPOSITE(elu) {
+  ctn_node neg_part = p.mul(p.k(a.f[0]), p.sub(p.exp(p.minimum(x[0], p.k(0.0))), p.k(1.0)));
+  return p.where(p.gt(x[0], p.k(0.0)), x[0], neg_part);
+}
+
+// ---- the table ----------------------------------------------------------------------------------
+
+// COMPOSITE(name, function, default of f[0], default of f[1], ...): a unary floating composite.
 #define COMPOSITE(name, fn, ...) OpDef{name, 1, infer_unary<__VA_ARGS__>, nullptr, 0, nullptr, nullptr, expand<fn>}
 
 const OpDef kOps[] = {
     COMPOSITE(CTN_OP_SOFTSIGN, softsign),
     COMPOSITE(CTN_OP_SOFTPLUS, softplus),
+    COMPOSITE(CTN_OP_ELU, elu, 1.0),
 };
 
 }  // namespace

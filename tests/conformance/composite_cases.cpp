@@ -3,6 +3,7 @@
 // large |x| where a naive formula overflows) and its gradient cases (f64, against central
 // differences). The core adds the op's parts instead of a node of its own, so placement is
 // checked as "every step on the backend under test" (OpCase::composite).
+#include <algorithm>
 #include <cmath>
 
 #include "case_helpers.hpp"
@@ -20,6 +21,18 @@ struct Composite {
   std::vector<std::pair<std::string, Gen>> extra = {};  // more forward variants, shape [16]
 };
 
+// Uniform in [lo, hi] but at least `gap` away from each point of `kinks`.
+Gen away_from(double lo, double hi, std::vector<double> kinks, double gap = 0.05) {
+  return [=](Rng &r) {
+    for (;;) {
+      double x = std::uniform_real_distribution<double>(lo, hi)(r);
+      bool ok = true;
+      for (double k : kinks) ok = ok && std::fabs(x - k) >= gap;
+      if (ok) return x;
+    }
+  };
+}
+
 double ref_softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
 
 const std::vector<Composite> &composites() {
@@ -28,6 +41,10 @@ const std::vector<Composite> &composites() {
        with_zeros(uni(-4, 4)), uni(-3, 3)},
       {"softplus", CTN_OP_SOFTPLUS, {}, ref_softplus, with_zeros(uni(-6, 6)), uni(-4, 4),
        {{"x in [-60, -15]: tiny results", uni(-60, -15)}, {"x in [-9, -2]", uni(-9, -2)}}},
+      {"elu", CTN_OP_ELU, {}, [](double x) { return x > 0 ? x : std::expm1(x); },
+       with_zeros(uni(-4, 4)), away_from(-3, 3, {0})},
+      {"elu (alpha 0.5)", CTN_OP_ELU, {0.5}, [](double x) { return x > 0 ? x : 0.5 * std::expm1(x); },
+       with_zeros(uni(-4, 4)), away_from(-3, 3, {0})},
   };
   return rows;
 }
