@@ -105,6 +105,7 @@
 #define CTN_OP_SOFTSIGN "softsign"       /* x / (1 + |x|) */
 #define CTN_OP_SOFTPLUS "softplus"       /* log(1 + e^x), without overflow for large x */
 #define CTN_OP_ELU "elu"                 /* f[0] alpha (1): x > 0 ? x : alpha (e^x - 1) */
+#define CTN_OP_SELU "selu"               /* 1.0507... * elu(x, 1.6732...) (Klambauer et al.) */
 
 /* Activation codes for matmul_bias_act i[2]. */
 #define CTN_ACT_NONE 0

@@ -111,6 +111,12 @@ CTN_COMPOSITE(elu) {
   return p.where(p.gt(x[0], p.k(0.0)), x[0], neg_part);
 }
 
+// scale * elu(x, alpha) with the constants of Klambauer et al. (2017), self-normalising.
+CTN_COMPOSITE(selu) {
+  ctn_attrs alpha = attrs_f({1.6732632423543772848170429916717});
+  return p.mul(p.k(1.0507009873554804934193349852946), p.op(CTN_OP_ELU, {x[0]}, &alpha));
+}
+
 // ---- the table ----------------------------------------------------------------------------------
 
 // COMPOSITE(name, function, default of f[0], default of f[1], ...): a unary floating composite.
@@ -120,6 +126,7 @@ const OpDef kOps[] = {
     COMPOSITE(CTN_OP_SOFTSIGN, softsign),
     COMPOSITE(CTN_OP_SOFTPLUS, softplus),
     COMPOSITE(CTN_OP_ELU, elu, 1.0),
+    COMPOSITE(CTN_OP_SELU, selu),
 };
 
 }  // namespace

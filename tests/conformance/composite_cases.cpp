@@ -45,6 +45,9 @@ const std::vector<Composite> &composites() {
        with_zeros(uni(-4, 4)), away_from(-3, 3, {0})},
       {"elu (alpha 0.5)", CTN_OP_ELU, {0.5}, [](double x) { return x > 0 ? x : 0.5 * std::expm1(x); },
        with_zeros(uni(-4, 4)), away_from(-3, 3, {0})},
+      {"selu", CTN_OP_SELU, {},
+       [](double x) { return 1.0507009873554804934193349852946 * (x > 0 ? x : 1.6732632423543772848170429916717 * std::expm1(x)); },
+       with_zeros(uni(-4, 4)), away_from(-3, 3, {0})},
   };
   return rows;
 }
