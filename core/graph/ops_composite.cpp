@@ -117,6 +117,10 @@ CTN_COMPOSITE(selu) {
   return p.mul(p.k(1.0507009873554804934193349852946), p.op(CTN_OP_ELU, {x[0]}, &alpha));
 }
 
+// clamp(alpha x + beta, 0, 1); the defaults (1/6, 1/2) are relu6(x + 3) / 6 as in PyTorch and
+// hardswish; ONNX HardSigmoid's are (0.2, 0.5). The gradient is alpha on [0, 1] inclusive.
+CTN_COMPOSITE(hardsigmoid) { return p.clamp(p.add(p.mul(x[0], p.k(a.f[0])), p.k(a.f[1])), 0.0, 1.0); }
+
 // ---- the table ----------------------------------------------------------------------------------
 
 // COMPOSITE(name, function, default of f[0], default of f[1], ...): a unary floating composite.
@@ -127,6 +131,7 @@ const OpDef kOps[] = {
     COMPOSITE(CTN_OP_SOFTPLUS, softplus),
     COMPOSITE(CTN_OP_ELU, elu, 1.0),
     COMPOSITE(CTN_OP_SELU, selu),
+    COMPOSITE(CTN_OP_HARDSIGMOID, hardsigmoid, 1.0 / 6, 0.5),
 };
 
 }  // namespace

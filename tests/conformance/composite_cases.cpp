@@ -48,6 +48,11 @@ const std::vector<Composite> &composites() {
       {"selu", CTN_OP_SELU, {},
        [](double x) { return 1.0507009873554804934193349852946 * (x > 0 ? x : 1.6732632423543772848170429916717 * std::expm1(x)); },
        with_zeros(uni(-4, 4)), away_from(-3, 3, {0})},
+      {"hardsigmoid", CTN_OP_HARDSIGMOID, {}, [](double x) { return std::clamp(x / 6 + 0.5, 0.0, 1.0); },
+       with_zeros(uni(-5, 5)), away_from(-5, 5, {-3, 3})},
+      {"hardsigmoid (alpha 0.2, beta 0.5)", CTN_OP_HARDSIGMOID, {0.2, 0.5},
+       [](double x) { return std::clamp(0.2 * x + 0.5, 0.0, 1.0); }, with_zeros(uni(-5, 5)),
+       away_from(-5, 5, {-2.5, 2.5})},
   };
   return rows;
 }
