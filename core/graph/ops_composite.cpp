@@ -121,6 +121,9 @@ CTN_COMPOSITE(selu) {
 // hardswish; ONNX HardSigmoid's are (0.2, 0.5). The gradient is alpha on [0, 1] inclusive.
 CTN_COMPOSITE(hardsigmoid) { return p.clamp(p.add(p.mul(x[0], p.k(a.f[0])), p.k(a.f[1])), 0.0, 1.0); }
 
+// x hardsigmoid(x) = x relu6(x + 3) / 6 (PyTorch, ONNX HardSwish).
+CTN_COMPOSITE(hardswish) { return p.mul(x[0], p.op(CTN_OP_HARDSIGMOID, {x[0]})); }
+
 // ---- the table ----------------------------------------------------------------------------------
 
 // COMPOSITE(name, function, default of f[0], default of f[1], ...): a unary floating composite.
@@ -132,6 +135,7 @@ const OpDef kOps[] = {
     COMPOSITE(CTN_OP_ELU, elu, 1.0),
     COMPOSITE(CTN_OP_SELU, selu),
     COMPOSITE(CTN_OP_HARDSIGMOID, hardsigmoid, 1.0 / 6, 0.5),
+    COMPOSITE(CTN_OP_HARDSWISH, hardswish),
 };
 
 }  // namespace

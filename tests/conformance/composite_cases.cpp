@@ -53,6 +53,8 @@ const std::vector<Composite> &composites() {
       {"hardsigmoid (alpha 0.2, beta 0.5)", CTN_OP_HARDSIGMOID, {0.2, 0.5},
        [](double x) { return std::clamp(0.2 * x + 0.5, 0.0, 1.0); }, with_zeros(uni(-5, 5)),
        away_from(-5, 5, {-2.5, 2.5})},
+      {"hardswish", CTN_OP_HARDSWISH, {}, [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); },
+       with_zeros(uni(-5, 5)), away_from(-5, 5, {-3, 3})},
   };
   return rows;
 }
