@@ -124,6 +124,9 @@ CTN_COMPOSITE(hardsigmoid) { return p.clamp(p.add(p.mul(x[0], p.k(a.f[0])), p.k(
 // x hardsigmoid(x) = x relu6(x + 3) / 6 (PyTorch, ONNX HardSwish).
 CTN_COMPOSITE(hardswish) { return p.mul(x[0], p.op(CTN_OP_HARDSIGMOID, {x[0]})); }
 
+// x tanh(softplus(x)) (Misra, 2019), on the stable softplus above.
+CTN_COMPOSITE(mish) { return p.mul(x[0], p.tanh(p.op(CTN_OP_SOFTPLUS, {x[0]}))); }
+
 // ---- the table ----------------------------------------------------------------------------------
 
 // COMPOSITE(name, function, default of f[0], default of f[1], ...): a unary floating composite.
@@ -136,6 +139,7 @@ const OpDef kOps[] = {
     COMPOSITE(CTN_OP_SELU, selu),
     COMPOSITE(CTN_OP_HARDSIGMOID, hardsigmoid, 1.0 / 6, 0.5),
     COMPOSITE(CTN_OP_HARDSWISH, hardswish),
+    COMPOSITE(CTN_OP_MISH, mish),
 };
 
 }  // namespace

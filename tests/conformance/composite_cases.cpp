@@ -55,6 +55,8 @@ const std::vector<Composite> &composites() {
        away_from(-5, 5, {-2.5, 2.5})},
       {"hardswish", CTN_OP_HARDSWISH, {}, [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); },
        with_zeros(uni(-5, 5)), away_from(-5, 5, {-3, 3})},
+      {"mish", CTN_OP_MISH, {}, [](double x) { return x * std::tanh(ref_softplus(x)); },
+       with_zeros(uni(-6, 6)), uni(-4, 4), {{"x in [-60, -15]: tiny results", uni(-60, -15)}}},
   };
   return rows;
 }
