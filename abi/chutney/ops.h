@@ -109,6 +109,7 @@
 #define CTN_OP_HARDSIGMOID "hardsigmoid" /* f[0] alpha (1/6), f[1] beta (1/2): clamp(alpha x + beta, 0, 1) */
 #define CTN_OP_HARDSWISH "hardswish"     /* x clamp(x / 6 + 1/2, 0, 1) */
 #define CTN_OP_MISH "mish"               /* x tanh(softplus(x)) */
+#define CTN_OP_RECIPROCAL "reciprocal"   /* 1 / x */
 
 /* Activation codes for matmul_bias_act i[2]. */
 #define CTN_ACT_NONE 0

@@ -127,6 +127,9 @@ CTN_COMPOSITE(hardswish) { return p.mul(x[0], p.op(CTN_OP_HARDSIGMOID, {x[0]}));
 // x tanh(softplus(x)) (Misra, 2019), on the stable softplus above.
 CTN_COMPOSITE(mish) { return p.mul(x[0], p.tanh(p.op(CTN_OP_SOFTPLUS, {x[0]}))); }
 
+// 1 / x (inf at 0, as div).
+CTN_COMPOSITE(reciprocal) { return p.div(p.k(1.0), x[0]); }
+
 // ---- the table ----------------------------------------------------------------------------------
 
 // COMPOSITE(name, function, default of f[0], default of f[1], ...): a unary floating composite.
@@ -140,6 +143,7 @@ const OpDef kOps[] = {
     COMPOSITE(CTN_OP_HARDSIGMOID, hardsigmoid, 1.0 / 6, 0.5),
     COMPOSITE(CTN_OP_HARDSWISH, hardswish),
     COMPOSITE(CTN_OP_MISH, mish),
+    COMPOSITE(CTN_OP_RECIPROCAL, reciprocal),
 };
 
 }  // namespace

@@ -57,6 +57,8 @@ const std::vector<Composite> &composites() {
        with_zeros(uni(-5, 5)), away_from(-5, 5, {-3, 3})},
       {"mish", CTN_OP_MISH, {}, [](double x) { return x * std::tanh(ref_softplus(x)); },
        with_zeros(uni(-6, 6)), uni(-4, 4), {{"x in [-60, -15]: tiny results", uni(-60, -15)}}},
+      {"reciprocal", CTN_OP_RECIPROCAL, {}, [](double x) { return 1 / x; }, away(-4, 4, 0.2),
+       away(-3, 3, 0.3)},
   };
   return rows;
 }
