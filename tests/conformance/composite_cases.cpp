@@ -39,10 +39,10 @@ const std::vector<Composite> &composites() {
   static const std::vector<Composite> rows = {
       {"softsign", CTN_OP_SOFTSIGN, {}, [](double x) { return x / (1 + std::fabs(x)); },
        with_zeros(uni(-4, 4)), uni(-3, 3)},
-      {"softplus", CTN_OP_SOFTPLUS, {}, ref_softplus, with_zeros(uni(-6, 6)), uni(-4, 4),
+      {"softplus", CTN_OP_SOFTPLUS, {}, ref_softplus, with_zeros(uni(-6, 6)), with_zeros(uni(-4, 4)),
        {{"x in [-60, -15]: tiny results", uni(-60, -15)}, {"x in [-9, -2]", uni(-9, -2)}}},
       {"elu", CTN_OP_ELU, {}, [](double x) { return x > 0 ? x : std::expm1(x); },
-       with_zeros(uni(-4, 4)), away_from(-3, 3, {0})},
+       with_zeros(uni(-4, 4)), with_zeros(away_from(-3, 3, {0}))},  // alpha 1: smooth at 0
       {"elu (alpha 0.5)", CTN_OP_ELU, {0.5}, [](double x) { return x > 0 ? x : 0.5 * std::expm1(x); },
        with_zeros(uni(-4, 4)), away_from(-3, 3, {0})},
       {"selu", CTN_OP_SELU, {},
