@@ -133,7 +133,7 @@ CTN_COMPOSITE(reciprocal) { return p.div(p.k(1.0), x[0]); }
 // ---- the table ----------------------------------------------------------------------------------
 
 // COMPOSITE(name, function, default of f[0], default of f[1], ...): a unary floating composite.
-#define COMPOSITE(name, fn, ...) OpDef{name, 1, infer_unary<__VA_ARGS__>, nullptr, 0, nullptr, nullptr, expand<fn>}
+#define COMPOSITE(nm, fn, ...) OpDef{.name = nm, .n_inputs = 1, .infer = infer_unary<__VA_ARGS__>, .expand = expand<fn>}
 
 const OpDef kOps[] = {
     COMPOSITE(CTN_OP_SOFTSIGN, softsign),

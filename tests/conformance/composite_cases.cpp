@@ -5,6 +5,7 @@
 // checked as "every step on the backend under test" (OpCase::composite).
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "case_helpers.hpp"
 
@@ -111,4 +112,44 @@ void add_composite_grad(std::vector<OpCase> &cs) {
   }
 }
 
+}  // namespace conf
+
+namespace conf {
+namespace {
+
+// A composite whose part fails leaves the graph as it was. Needs a backend that runs some parts
+// and not others: the mini backend of conformance-vendor-mini (add, mul, div, neg). In an eager
+// graph on it, hardswish adds mul and add (they run), then clamp fails: every part goes again.
+TEST(CompositeOps, FailedPartLeavesTheGraphAsItWas) {
+  if (find_backend("mini") == nullptr || !find_backend("mini")->available)
+    GTEST_SKIP() << "needs the mini test backend (meson test conformance-vendor-mini)";
+  ASSERT_EQ(ctn_context_set_backends(context(), "mini"), CTN_OK) << ctn_last_error();
+  ctn_graph *g = nullptr;
+  ASSERT_EQ(ctn_graph_create(context(), CTN_GRAPH_EAGER, &g), CTN_OK) << ctn_last_error();
+  std::unique_ptr<ctn_graph, void (*)(ctn_graph *)> guard(g, ctn_graph_release);
+  std::unique_ptr<ctn_tensor, void (*)(ctn_tensor *)> xt(make_tensor(CTN_F32, {4}, {-4, -1, 0.5, 4}),
+                                                        ctn_tensor_release);
+  ctn_node x = CTN_NODE_NONE, y = 777;
+  CTN_ASSERT_OK(ctn_variable(g, "x", xt.get(), &x));
+  uint32_t before = 0, after = 0;
+  CTN_ASSERT_OK(ctn_graph_node_count(g, &before));
+  ctn_status s = ctn_op(g, CTN_OP_HARDSWISH, 1, &x, nullptr, &y);
+  EXPECT_EQ(s, CTN_ERR_UNSUPPORTED) << status_text(s);
+  EXPECT_NE(std::string(ctn_last_error()).find("clamp"), std::string::npos) << ctn_last_error();
+  EXPECT_EQ(y, 777u) << "a failed call writes no output";
+  CTN_ASSERT_OK(ctn_graph_node_count(g, &after));
+  EXPECT_EQ(after, before) << "the parts that ran before the failure are removed";
+  // A composite made of ops the backend runs works there: reciprocal is div(1, x).
+  CTN_ASSERT_OK(ctn_op(g, CTN_OP_RECIPROCAL, 1, &x, nullptr, &y));
+  const char *ran = nullptr;
+  CTN_ASSERT_OK(ctn_graph_node_backend(g, y, &ran));
+  EXPECT_EQ(std::string(ran), "mini");
+  ctn_tensor *yt = nullptr;
+  CTN_ASSERT_OK(ctn_graph_value(g, y, &yt));
+  Arr r = read_tensor(yt);
+  ctn_tensor_release(yt);
+  EXPECT_EQ(r.v, (std::vector<double>{-0.25, -1, 2, 0.25}));
+}
+
+}  // namespace
 }  // namespace conf
