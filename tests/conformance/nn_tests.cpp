@@ -31,6 +31,7 @@ TEST_P(NnForward, MatchesReference) {
           note_unsupported(u);
           break;
         }
+        note_ran();
       }
     }
   }
@@ -53,6 +54,7 @@ TEST_P(NnGradient, MatchesFiniteDifferences) {
   for (const Variant &v : c.variants) {
     std::string u = run_grad_variant(backend, c, v, seed_of(c.row + "/" + v.label));
     if (!u.empty()) note_unsupported(u);
+    else note_ran();
   }
 }
 
@@ -161,6 +163,7 @@ TEST_P(NnBehaviour, EmbeddingIdOutOfRangeFailsTheRun) {
   Arr r;
   ASSERT_EQ(run_one(g.get(), out, GetParam(), {table, ids}, {tv.get(), iv.get()}, &r), CTN_OK) << ctn_last_error();
   EXPECT_EQ(r.v, (std::vector<double>{5, 6, 1, 2}));
+  note_ran();
 }
 
 // Same step: the same mask (also across dtypes); another step or seed: another mask; the kept
@@ -211,6 +214,7 @@ TEST_P(NnBehaviour, DropoutIsReproducible) {
   // Independent masks agree on about 0.75^2 + 0.25^2 = 62.5% of the elements.
   EXPECT_LT(static_cast<double>(same_d) / n, 0.7);
   EXPECT_LT(static_cast<double>(same_e) / n, 0.7);
+  note_ran();
 }
 
 INSTANTIATE_TEST_SUITE_P(Nn, NnBehaviour, ::testing::ValuesIn(backend_names()),
