@@ -97,6 +97,20 @@
 /* (logits, labels, dy 0-d) -> [N, C]: (softmax(logits) - onehot(labels)) * dy / N */
 #define CTN_OP_CROSS_ENTROPY_GRAD "cross_entropy_grad"
 
+/* ---- composite ops (since 1.2): (x) -> same dtype and shape, f32|f64. The core defines each as
+ * a decomposition into the ops above: ctn_op adds those parts to the graph instead, so backends
+ * and op libraries never see these names in get_kernel, every backend runs them, and their
+ * gradient is the parts' gradient. Float attributes are optional: none gives the defaults
+ * shown; giving some means giving all. ------------------------------------------------------ */
+#define CTN_OP_SOFTSIGN "softsign"       /* x / (1 + |x|) */
+#define CTN_OP_SOFTPLUS "softplus"       /* log(1 + e^x), without overflow for large x */
+#define CTN_OP_ELU "elu"                 /* f[0] alpha (1): x > 0 ? x : alpha (e^x - 1) */
+#define CTN_OP_SELU "selu"               /* 1.0507... * elu(x, 1.6732...) (Klambauer et al.) */
+#define CTN_OP_HARDSIGMOID "hardsigmoid" /* f[0] alpha (1/6), f[1] beta (1/2): clamp(alpha x + beta, 0, 1) */
+#define CTN_OP_HARDSWISH "hardswish"     /* x clamp(x / 6 + 1/2, 0, 1) */
+#define CTN_OP_MISH "mish"               /* x tanh(softplus(x)) */
+#define CTN_OP_RECIPROCAL "reciprocal"   /* 1 / x */
+
 /* Activation codes for matmul_bias_act i[2]. */
 #define CTN_ACT_NONE 0
 #define CTN_ACT_RELU 1

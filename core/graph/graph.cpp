@@ -130,10 +130,31 @@ ctn_node Graph::add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, cons
   if (!node.info.shape.numel_fits())
     fail(CTN_ERR_SHAPE, "%s: the result %s has more elements than an int64 counts", op.name.c_str(),
          shape_str(node.info.shape).c_str());
+  if (op.expand) return add_composite(op, n, inputs, node.attrs, node.info);
   node.inputs.assign(inputs, inputs + n);
   if (eager_) eager_execute(*this, node);
   nodes_.push_back(std::move(node));
   return static_cast<ctn_node>(nodes_.size() - 1);
+}
+
+// A composite op is replaced by its parts, each added through add_op like any node (eager graphs
+// run them as they come). A part that fails removes the parts already added, so the failed call
+// leaves the graph as it was.
+ctn_node Graph::add_composite(const OpDef &op, uint32_t n, const ctn_node *inputs, const ctn_attrs &attrs,
+                              const ValueInfo &want) {
+  const size_t mark = nodes_.size();
+  try {
+    ctn_node r = op.expand(*this, op, inputs, n, attrs);
+    check(r, op.name.c_str());
+    const ValueInfo &got = nodes_[r].info;
+    if (got.dtype != want.dtype || got.shape != want.shape)
+      fail(CTN_ERR_INTERNAL, "%s: the composite's parts give %s%s, its inference %s%s", op.name.c_str(),
+           dtype_name(got.dtype), shape_str(got.shape).c_str(), dtype_name(want.dtype), shape_str(want.shape).c_str());
+    return r;
+  } catch (...) {
+    nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(mark), nodes_.end());
+    throw;
+  }
 }
 
 ctn_node sum_to(Graph &g, ctn_node x, Shape target) {

@@ -65,6 +65,9 @@ class Graph {
   std::string text;
 
  private:
+  ctn_node add_composite(const OpDef &op, uint32_t n, const ctn_node *inputs, const ctn_attrs &attrs,
+                         const ValueInfo &want);
+
   Context *ctx_;
   bool eager_;
   std::vector<Node> nodes_;

@@ -27,6 +27,11 @@ using InferFn = ValueInfo (*)(const OpDef &op, const ValueInfo *in, uint32_t n, 
 // per input into dx (CTN_NODE_NONE: no gradient). `need[i]` tells whether input i needs one.
 using GradFn = void (*)(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx);
 
+// Composite ops (graph/ops_composite.cpp): adds to `g` the parts that compute the op from
+// `in` with the attributes its infer normalised, and returns the node holding the result.
+// The graph never holds a node of a composite op; its gradient is that of the parts.
+using ExpandFn = ctn_node (*)(Graph &g, const OpDef &op, const ctn_node *in, uint32_t n, const ctn_attrs &attrs);
+
 enum OpFlags : uint32_t {
   OP_ELEMENTWISE = 1u << 0,   // output element i depends only on input elements i (after bcast)
   OP_VIEW_RESHAPE = 1u << 1,  // output can alias input 0's storage (no kernel needed)
@@ -42,6 +47,8 @@ struct OpDef {
   // Op libraries:
   const ctn_op_def *ext = nullptr;
   OpLib *lib = nullptr;
+  // Composite ops: set, and grad unset (the parts are differentiated).
+  ExpandFn expand = nullptr;
 };
 
 // A table of built-in ops in static storage. Each area defines its own (graph/ops_builtin.cpp,
@@ -53,6 +60,7 @@ struct OpTable {
 OpTable core_op_table();
 OpTable nn_op_table();     // conv, pooling, norms, dropout, embedding...
 OpTable optim_op_table();  // optimizer update steps
+OpTable composite_op_table();  // ops defined as a decomposition into other ops
 
 // Built-in op lookup by name (static storage). Returns nullptr for an unknown name.
 const OpDef *find_builtin_op(const char *name);

@@ -15,63 +15,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <chutney/desc.h> /* header-only descriptor helpers: ctn_desc_numel, ... */
 #include <chutney/oplib.h>
-
-/* ---------------------------------------------------------------------------------------------
- * Helpers
- * ------------------------------------------------------------------------------------------- */
-
-static const char *dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case CTN_F32: return "f32";
-    case CTN_F64: return "f64";
-    case CTN_I32: return "i32";
-    case CTN_I64: return "i64";
-    case CTN_U8: return "u8";
-    case CTN_BOOL: return "bool";
-    default: return "?";
-  }
-}
-
-static int is_float(int32_t dtype) { return dtype == CTN_F32 || dtype == CTN_F64; }
-
-/* Writes "[2, 3]" into buf (the core's convention for shapes in messages). */
-static const char *shape_str(const ctn_tensor_desc *t, char *buf, size_t size) {
-  size_t pos;
-  uint32_t k;
-  pos = (size_t)snprintf(buf, size, "[");
-  for (k = 0; k < t->ndim && k < CTN_MAX_DIMS && pos < size; ++k)
-    pos += (size_t)snprintf(buf + pos, size - pos, "%s%lld", k > 0 ? ", " : "",
-                            (long long)t->shape[k]);
-  if (pos < size) snprintf(buf + pos, size - pos, "]");
-  return buf;
-}
-
-static int same_shape(const ctn_tensor_desc *a, const ctn_tensor_desc *b) {
-  uint32_t k;
-  if (a->ndim != b->ndim) return 0;
-  for (k = 0; k < a->ndim; ++k)
-    if (a->shape[k] != b->shape[k]) return 0;
-  return 1;
-}
-
-static int64_t numel(const ctn_tensor_desc *t) {
-  int64_t n = 1;
-  uint32_t k;
-  for (k = 0; k < t->ndim; ++k) n *= t->shape[k];
-  return n;
-}
-
-/* Kernels receive host pointers (this library only offers "cpu" kernels); the first element
- * sits `offset` bytes past `data`. */
-static void *element0(const ctn_tensor_desc *t) { return (char *)t->data + t->offset; }
-
-static void copy_layout(const ctn_tensor_desc *src, ctn_tensor_desc *out) {
-  uint32_t k;
-  out->dtype = src->dtype;
-  out->ndim = src->ndim;
-  for (k = 0; k < src->ndim; ++k) out->shape[k] = src->shape[k];
-}
 
 /* ---------------------------------------------------------------------------------------------
  * Math. Sigmoid is computed from exp(-|x|) so that neither branch overflows.
@@ -98,17 +43,17 @@ static ctn_status swish_infer(const ctn_host_api *host, uint32_t n_inputs,
   if (n_inputs != 1)
     return host->set_error(CTN_ERR_INVALID_ARGUMENT, "swish: expected 1 input, got %u",
                            (unsigned)n_inputs);
-  if (!is_float(inputs[0].dtype))
+  if (!ctn_desc_is_float(inputs[0].dtype))
     return host->set_error(CTN_ERR_DTYPE, "swish: input x must be f32 or f64, got %s",
-                           dtype_name(inputs[0].dtype));
-  copy_layout(&inputs[0], out);
+                           ctn_desc_dtype_name(inputs[0].dtype));
+  ctn_desc_copy_layout(&inputs[0], out);
   return CTN_OK;
 }
 
 static ctn_status swish_f32(void *state, const ctn_kernel_args *args) {
-  const float *x = (const float *)element0(&args->inputs[0]);
-  float *y = (float *)element0(&args->outputs[0]);
-  int64_t i, n = numel(&args->outputs[0]);
+  const float *x = (const float *)ctn_desc_host_ptr(&args->inputs[0]);
+  float *y = (float *)ctn_desc_host_ptr(&args->outputs[0]);
+  int64_t i, n = ctn_desc_numel(&args->outputs[0]);
   (void)state;
   /* Reads x[i] before writing y[i]: safe when the planner aliases y onto x. */
   for (i = 0; i < n; ++i) y[i] = x[i] * sigmoid_f32(x[i]);
@@ -116,9 +61,9 @@ static ctn_status swish_f32(void *state, const ctn_kernel_args *args) {
 }
 
 static ctn_status swish_f64(void *state, const ctn_kernel_args *args) {
-  const double *x = (const double *)element0(&args->inputs[0]);
-  double *y = (double *)element0(&args->outputs[0]);
-  int64_t i, n = numel(&args->outputs[0]);
+  const double *x = (const double *)ctn_desc_host_ptr(&args->inputs[0]);
+  double *y = (double *)ctn_desc_host_ptr(&args->outputs[0]);
+  int64_t i, n = ctn_desc_numel(&args->outputs[0]);
   (void)state;
   for (i = 0; i < n; ++i) y[i] = x[i] * sigmoid_f64(x[i]);
   return CTN_OK;
@@ -135,7 +80,7 @@ static ctn_status swish_cpu_kernel(const ctn_host_api *host, uint32_t n_inputs,
     case CTN_F64: out->fn = swish_f64; break;
     default:
       return host->set_error(CTN_ERR_UNSUPPORTED, "swish: no cpu kernel for %s",
-                             dtype_name(output->dtype));
+                             ctn_desc_dtype_name(output->dtype));
   }
   out->state = NULL;
   out->release = NULL;
@@ -172,26 +117,26 @@ static ctn_status swish_grad_infer(const ctn_host_api *host, uint32_t n_inputs,
   if (n_inputs != 2)
     return host->set_error(CTN_ERR_INVALID_ARGUMENT,
                            "swish_grad: expected 2 inputs (x, dy), got %u", (unsigned)n_inputs);
-  if (!is_float(inputs[0].dtype))
+  if (!ctn_desc_is_float(inputs[0].dtype))
     return host->set_error(CTN_ERR_DTYPE, "swish_grad: input x must be f32 or f64, got %s",
-                           dtype_name(inputs[0].dtype));
+                           ctn_desc_dtype_name(inputs[0].dtype));
   if (inputs[1].dtype != inputs[0].dtype)
     return host->set_error(CTN_ERR_DTYPE, "swish_grad: dy must have the dtype of x (%s), got %s",
-                           dtype_name(inputs[0].dtype), dtype_name(inputs[1].dtype));
+                           ctn_desc_dtype_name(inputs[0].dtype), ctn_desc_dtype_name(inputs[1].dtype));
   /* No broadcasting: the gradient always has the shape of the forward input. */
-  if (!same_shape(&inputs[0], &inputs[1]))
+  if (!ctn_desc_same_shape(&inputs[0], &inputs[1]))
     return host->set_error(CTN_ERR_SHAPE, "swish_grad: x %s and dy %s must have the same shape",
-                           shape_str(&inputs[0], sa, sizeof sa),
-                           shape_str(&inputs[1], sb, sizeof sb));
-  copy_layout(&inputs[0], out);
+                           ctn_desc_shape_str(&inputs[0], sa, sizeof sa),
+                           ctn_desc_shape_str(&inputs[1], sb, sizeof sb));
+  ctn_desc_copy_layout(&inputs[0], out);
   return CTN_OK;
 }
 
 static ctn_status swish_grad_f32(void *state, const ctn_kernel_args *args) {
-  const float *x = (const float *)element0(&args->inputs[0]);
-  const float *dy = (const float *)element0(&args->inputs[1]);
-  float *dx = (float *)element0(&args->outputs[0]);
-  int64_t i, n = numel(&args->outputs[0]);
+  const float *x = (const float *)ctn_desc_host_ptr(&args->inputs[0]);
+  const float *dy = (const float *)ctn_desc_host_ptr(&args->inputs[1]);
+  float *dx = (float *)ctn_desc_host_ptr(&args->outputs[0]);
+  int64_t i, n = ctn_desc_numel(&args->outputs[0]);
   (void)state;
   for (i = 0; i < n; ++i) {
     float s = sigmoid_f32(x[i]);
@@ -201,10 +146,10 @@ static ctn_status swish_grad_f32(void *state, const ctn_kernel_args *args) {
 }
 
 static ctn_status swish_grad_f64(void *state, const ctn_kernel_args *args) {
-  const double *x = (const double *)element0(&args->inputs[0]);
-  const double *dy = (const double *)element0(&args->inputs[1]);
-  double *dx = (double *)element0(&args->outputs[0]);
-  int64_t i, n = numel(&args->outputs[0]);
+  const double *x = (const double *)ctn_desc_host_ptr(&args->inputs[0]);
+  const double *dy = (const double *)ctn_desc_host_ptr(&args->inputs[1]);
+  double *dx = (double *)ctn_desc_host_ptr(&args->outputs[0]);
+  int64_t i, n = ctn_desc_numel(&args->outputs[0]);
   (void)state;
   for (i = 0; i < n; ++i) {
     double s = sigmoid_f64(x[i]);
@@ -225,7 +170,7 @@ static ctn_status swish_grad_cpu_kernel(const ctn_host_api *host, uint32_t n_inp
     case CTN_F64: out->fn = swish_grad_f64; break;
     default:
       return host->set_error(CTN_ERR_UNSUPPORTED, "swish_grad: no cpu kernel for %s",
-                             dtype_name(output->dtype));
+                             ctn_desc_dtype_name(output->dtype));
   }
   out->state = NULL;
   out->release = NULL;

@@ -12,6 +12,7 @@
 #include <chutney/checkpoint.h>
 #include <chutney/chutney.h>
 #include <chutney/data.h>
+#include <chutney/desc.h>
 #include <chutney/dlpack.h>
 #include <chutney/nn.h>
 #include <chutney/oplib.h>

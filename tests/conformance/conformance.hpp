@@ -142,6 +142,9 @@ struct OpCase {
   // The core may lower the op to a view of its input (no kernel, no step): placement is then
   // only checked as "no step on another backend".
   bool view_ok = false;
+  // A composite op (ops.h): the core adds its parts instead, so no step carries its name;
+  // placement is checked as "at least one step on the backend, none on another".
+  bool composite = false;
 };
 
 const std::vector<OpCase> &forward_cases();
@@ -171,11 +174,16 @@ class BackendTest : public ::testing::Test {
   void begin(const std::string &backend, const std::string &row);
   void TearDown() override;
   void note_unsupported(const std::string &msg);
+  // A check of the case ran on the backend. A case with unsupported notes and no check that ran
+  // is reported as skipped (the reason in gtest's output); one where some checks ran and others
+  // were declined (f64 on a device without it) passes, its matrix cell reads unsupported(...).
+  void note_ran() { ++n_ran_; }
   std::string backend_;
   std::string row_;
   std::string skip_reason_;
   std::string unsupported_;  // the first reason
   int n_unsupported_ = 0;
+  int n_ran_ = 0;
   std::string pass_note_;  // appended to "pass" in the matrix, e.g. " (fused)"
 };
 

@@ -291,7 +291,8 @@ void add_reductions(std::vector<OpCase> &cs) {
 
 }  // namespace
 
-void add_shape_cases(std::vector<OpCase> &cs);  // forward_cases_shape.cpp
+void add_shape_cases(std::vector<OpCase> &cs);      // forward_cases_shape.cpp
+void add_composite_forward(std::vector<OpCase> &cs);  // composite_cases.cpp
 
 const std::vector<OpCase> &forward_cases() {
   static const std::vector<OpCase> cases = [] {
@@ -301,6 +302,7 @@ const std::vector<OpCase> &forward_cases() {
     add_matmul(cs);
     add_reductions(cs);
     add_shape_cases(cs);
+    add_composite_forward(cs);
     return cs;
   }();
   return cases;

@@ -264,6 +264,8 @@ void add_softmax(std::vector<OpCase> &cs) {
 
 }  // namespace
 
+void add_composite_grad(std::vector<OpCase> &cs);  // composite_cases.cpp
+
 const std::vector<OpCase> &grad_cases() {
   static const std::vector<OpCase> cases = [] {
     std::vector<OpCase> cs;
@@ -271,6 +273,7 @@ const std::vector<OpCase> &grad_cases() {
     add_matmul(cs);
     add_reductions_and_shapes(cs);
     add_softmax(cs);
+    add_composite_grad(cs);
     return cs;
   }();
   return cases;

@@ -117,6 +117,7 @@ TEST_P(OptimForward, MatchesReference) {
           note_unsupported(u);
           break;
         }
+        note_ran();
       }
     }
   }

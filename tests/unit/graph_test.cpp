@@ -2,6 +2,8 @@
 // the offending operands, DOT export.
 #include "test_helpers.h"
 
+#include <chutney/ops.h>
+
 namespace {
 ctn_node input(ctn_graph *g, std::vector<int64_t> shape, ctn_dtype dt = CTN_F32) {
   ctn_node n = CTN_NODE_NONE;
@@ -105,5 +107,34 @@ TEST(Graph, DotExportListsNodesAndEdges) {
   EXPECT_NE(s.find("digraph"), std::string::npos);
   EXPECT_NE(s.find("relu_grad"), std::string::npos);
   EXPECT_NE(s.find("n0 -> n1"), std::string::npos);
+  ctn_graph_release(g);
+}
+
+// Composite ops (ops.h): ctn_op adds the parts, never a node of the composite's own name; bad
+// calls name the composite and leave the graph as it was.
+TEST(Graph, CompositeOpsExpandIntoTheirParts) {
+  Ctx c;
+  ctn_graph *g;
+  CTN_ASSERT_OK(ctn_graph_create(c.ctx, 0, &g));
+  ctn_node x = input(g, {2, 3}), y = CTN_NODE_NONE;
+  uint32_t before = 0, after = 0;
+  CTN_ASSERT_OK(ctn_graph_node_count(g, &before));
+  CTN_ASSERT_OK(ctn_op(g, CTN_OP_SOFTSIGN, 1, &x, nullptr, &y));
+  CTN_ASSERT_OK(ctn_graph_node_count(g, &after));
+  EXPECT_GT(after, before + 1) << "a composite adds its parts";
+  EXPECT_EQ(shape_of(g, y), (std::vector<int64_t>{2, 3}));
+  const char *dot = nullptr;
+  CTN_ASSERT_OK(ctn_graph_to_dot(g, &dot));
+  EXPECT_EQ(std::string(dot).find(CTN_OP_SOFTSIGN), std::string::npos) << dot;
+
+  ctn_node xi = input(g, {4}, CTN_I32), out = 777;
+  CTN_ASSERT_OK(ctn_graph_node_count(g, &before));
+  EXPECT_EQ(ctn_op(g, CTN_OP_SOFTSIGN, 1, &xi, nullptr, &out), CTN_ERR_DTYPE);
+  std::string m = ctn_last_error();
+  EXPECT_NE(m.find(CTN_OP_SOFTSIGN), std::string::npos) << m;
+  EXPECT_NE(m.find("i32"), std::string::npos) << m;
+  EXPECT_EQ(out, 777u) << "a failed call writes no output";
+  CTN_ASSERT_OK(ctn_graph_node_count(g, &after));
+  EXPECT_EQ(after, before) << "a failed call adds no node";
   ctn_graph_release(g);
 }
