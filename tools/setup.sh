@@ -104,13 +104,18 @@ install_deps() {
       return 1
     fi
   fi
-  # Cross-build libraries come from Debian's archives of other architectures (multiarch).
+  # A package named foo:ARCH comes from another architecture's archive (multiarch; none is listed today:
+  # the cross builds' target libraries come from tools/cross/sysroot.sh instead).
   local arch
   for arch in $(printf '%s\n' "${missing[@]}" | sed -n 's/.*:\([a-z0-9]*\)$/\1/p' | sort -u); do
     dpkg --print-foreign-architectures | grep -qx "$arch" || "${sudo[@]}" dpkg --add-architecture "$arch"
   done
-  # apt-get update only when something is missing keeps reruns fast and offline-friendly.
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+  # apt-get update only when something is missing keeps reruns fast and offline-friendly. One
+  # index that fails (a mirror mid-sync) makes it exit non-zero although the others arrived:
+  # warn and go on; the install below fails clearly if a package really cannot be had.
+  if ! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update; then
+    echo "warning: apt-get update reported errors (above); installing from the lists that arrived" >&2
+  fi
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
     -o DPkg::Lock::Timeout=600 "${missing[@]}"
   stage_done

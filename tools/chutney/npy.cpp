@@ -78,13 +78,15 @@ TensorPtr npy_parse(const std::string &b, const std::string &what) {
     pos = static_cast<size_t>(end - sh.c_str());
   }
   if (shape.size() > CTN_MAX_DIMS) throw Failure(what + ": more than 8 dims");
-  size_t numel = 1;
+  // 64-bit arithmetic: on a 32-bit board size_t cannot even hold the 2^40 element bound.
+  uint64_t numel = 1;
   for (int64_t v : shape) {
-    if (v > 0 && numel > (size_t{1} << 40) / static_cast<size_t>(v)) throw Failure(what + ": the shape is too large");
-    numel *= static_cast<size_t>(v);
+    if (v > 0 && numel > (uint64_t{1} << 40) / static_cast<uint64_t>(v)) throw Failure(what + ": the shape is too large");
+    numel *= static_cast<uint64_t>(v);
   }
-  const size_t bytes = numel * ctn_dtype_size(d->dtype), data = hstart + hlen;
-  if (b.size() - data < bytes) throw Failure(what + ": the data is shorter than the shape needs");
+  const uint64_t bytes = numel * ctn_dtype_size(d->dtype);
+  const size_t data = hstart + hlen;
+  if (uint64_t{b.size() - data} < bytes) throw Failure(what + ": the data is shorter than the shape needs");
   if (!fortran) return make_tensor(d->dtype, shape, b.data() + data);
   // Fortran order: the data is the row-major layout of the reversed shape; transpose it back.
   std::vector<int64_t> rev(shape.rbegin(), shape.rend());

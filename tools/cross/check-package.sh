@@ -20,6 +20,7 @@ case "$target" in
   armhf) triplet=arm-linux-gnueabihf machine=ARM device_plugins="" ;;
   *) echo "usage: check-package.sh aarch64|armhf ARCHIVE" >&2; exit 2 ;;
 esac
+sysroot_lib=$repo_root/${CROSS_SYSROOT:-build-$target-sysroot}/usr/lib/$triplet
 [[ -f "$archive" ]] || { echo "check-package.sh: no archive '$archive'" >&2; exit 2; }
 
 failed=0
@@ -81,8 +82,10 @@ cflags=$(PKG_CONFIG_LIBDIR="$pkg/lib/pkgconfig" PKG_CONFIG_PATH= pkg-config --cf
 plugindir=$(PKG_CONFIG_LIBDIR="$pkg/lib/pkgconfig" PKG_CONFIG_PATH= pkg-config --variable=plugindir chutney 2>&1)
 if [[ "$(realpath -m "${plugindir//\\/}")" != "$(realpath "$pkg/lib/chutney/plugins")" ]]; then
   fail pkg-config "plugindir '$plugindir' is not the package's"
+# libchutney's own dependencies (zlib) are the board's: here they are in the cross sysroot
+# (tools/cross/sysroot.sh), which the linker needs to be told about (-rpath-link).
 elif ! (eval "set -- $cflags"; "$triplet-gcc" -std=c99 -O1 bindings/c/readme.c "$@" \
-          -Wl,-rpath,"$pkg/lib" -o "$work/readme") >"$work/cc.log" 2>&1; then
+          -Wl,-rpath,"$pkg/lib" -Wl,-rpath-link,"$sysroot_lib" -o "$work/readme") >"$work/cc.log" 2>&1; then
   fail pkg-config "compiling bindings/c/readme.c with '$cflags': $(cat "$work/cc.log")"
 elif ! out=$(run "$work/readme" 2>&1); then
   fail pkg-config "the example built against the package failed: $out"

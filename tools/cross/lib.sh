@@ -4,9 +4,10 @@
 # A target is a Debian architecture with a cross file tools/cross/<target>.ini:
 #   aarch64  Debian arm64 (ARMv8-A; Raspberry Pi 3/4/5, Zero 2 W on a 64-bit OS): core, cpu,
 #            swish, CLI, and the OpenCL and Vulkan plugins against Debian's arm64 ocl-icd,
-#            CLBlast and Vulkan loader (tools/deps/cross-aarch64.txt)
+#            CLBlast and Vulkan loader (tools/cross/sysroot-aarch64.txt, unpacked by
+#            tools/cross/sysroot.sh)
 #   armhf    Debian armhf (ARMv7-A, VFPv3-D16, Thumb-2; Pi 2/3/4 on a 32-bit OS): core, cpu with
-#            NEON chosen at run time, swish, CLI (tools/deps/cross-armhf.txt)
+#            NEON chosen at run time, swish, CLI (zlib: tools/cross/sysroot-armhf.txt)
 
 cross_target_setup() {
   target=$1
@@ -51,13 +52,22 @@ cross_configure() {
               "${backend_args[@]}")
   # shellcheck disable=SC2206  # MESON_ARGS is deliberately word-split
   local extra=(${MESON_ARGS:-})
-  if [[ -f "$build_dir/meson-private/coredata.dat" ]]; then
+  # The target's libraries (zlib; OpenCL, CLBlast and Vulkan on aarch64) come from a sysroot of
+  # unpacked Debian packages (tools/cross/sysroot.sh), described by a second machine file.
+  local sysroot
+  sysroot=$(bash tools/cross/sysroot.sh "$target" | tail -n 1)
+  local files=(--cross-file "$cross_file" --cross-file "$sysroot/sysroot.ini")
+  if [[ -f "$build_dir/meson-private/coredata.dat" ]] &&
+     grep -qF "$sysroot/sysroot.ini" "$build_dir/meson-private/cmd_line.txt" 2>/dev/null; then
     if ! meson setup --reconfigure "$build_dir" "${args[@]}" "${extra[@]}"; then
       echo "$target: reconfigure failed, wiping $build_dir" >&2
-      meson setup --wipe "$build_dir" --cross-file "$cross_file" "${args[@]}" "${extra[@]}"
+      meson setup --wipe "$build_dir" "${files[@]}" "${args[@]}" "${extra[@]}"
     fi
+  elif [[ -f "$build_dir/meson-private/coredata.dat" ]]; then
+    echo "$target: $build_dir was configured without the sysroot's machine file; wiping it" >&2
+    meson setup --wipe "$build_dir" "${files[@]}" "${args[@]}" "${extra[@]}"
   else
-    meson setup "$build_dir" --cross-file "$cross_file" "${args[@]}" "${extra[@]}"
+    meson setup "$build_dir" "${files[@]}" "${args[@]}" "${extra[@]}"
   fi
 }
 
