@@ -508,7 +508,7 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
               "%lld test images\n",
               ctn_version_string(), spec.description.c_str(),
               static_cast<long long>(train_images), static_cast<long long>(batches),
-              static_cast<long long>(o.batch), static_cast<long long>(test_info.count));
+              static_cast<long long>(global_batch), static_cast<long long>(test_info.count));
   std::printf("%s lr %g%s%s, schedule %s, warmup %lld, seed %llu; training plan: %u nodes -> "
               "%u steps (%u fused, %u folded), placement: %s\n",
               o.optim.name.c_str(), o.optim.lr,
