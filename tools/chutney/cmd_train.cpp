@@ -524,6 +524,10 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
     std::printf("distributed: %d ranks over %s (%s), %lld images per rank per step, global batch %lld\n",
                 o.ranks, o.distributed.c_str(), cd, static_cast<long long>(o.batch),
                 static_cast<long long>(global_batch));
+    const char *text = nullptr;
+    check(ctn_plan_describe(train_plan.get(), &text), "ctn_plan_describe");
+    const char *line = std::strstr(text, "data-parallel over");
+    if (line) std::printf("%.*s\n", static_cast<int>(std::strcspn(line, "\n")), line);
   }
   if (resume) {
     std::printf("resumed from %s: %lld epochs, %lld updates done\n", o.resume_path.c_str(),

@@ -39,10 +39,12 @@ exec /bin/sh -c "\$*"
 AG
 chmod +x "$agent"
 mkdir -p "$WORK/hosts"
+pass_env=(-x PATH)
+[[ -n ${OMPI_ALLOW_RUN_AS_ROOT:-} ]] && pass_env+=(-x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM)
 timeout 150 mpirun --oversubscribe --bind-to none -np 2 --host 10.77.0.1:1,10.77.0.2:1 \
   --mca plm_rsh_agent "$agent" --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 \
   --mca oob_tcp_if_include 10.77.0.0/24 \
-  -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM -x PATH \
+  "${pass_env[@]}" \
   "$BIN" train --model mlp --epochs 2 --limit 2048 --seed 7 --threads 1 --quiet --distributed mpi \
   --batch-size 64 --checkpoint-dir "$WORK/hosts" >"$WORK/hosts.log" 2>&1
 st=$?
