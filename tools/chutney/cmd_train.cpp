@@ -151,7 +151,7 @@ ResumeState read_resume(const std::string &path) {
   ResumeState r;
   for (const char *key : {"format", "model", "epoch", "step", "seed", "batch_size", "optimizer",
                           "lr", "momentum", "weight_decay", "schedule", "warmup", "epochs",
-                          "limit", "augment", "history", "cnn_widths"}) {
+                          "limit", "augment", "history", "cnn_widths", "ranks"}) {
     const char *v = nullptr;
     check(ctn_checkpoint_metadata_get(ck.get(), key, &v), "ctn_checkpoint_metadata_get");
     if (v != nullptr) r.meta[key] = v;
@@ -518,6 +518,12 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
               o.schedule.c_str(), static_cast<long long>(o.warmup),
               static_cast<unsigned long long>(o.seed), stats.n_nodes, stats.n_steps,
               stats.n_fused, stats.n_folded, where.c_str());
+  if (resume && resume->meta.count("ranks") && resume->meta["ranks"] != std::to_string(o.ranks)) {
+    // The shards (and so the data order and the results) depend on the number of ranks.
+    std::fprintf(stderr, "chutney: warning: %s was written by a run on %s rank(s), this one has %d: the "
+                 "data order differs from the original run's\n", o.resume_path.c_str(),
+                 resume->meta["ranks"].c_str(), o.ranks);
+  }
   if (comm) {
     const char *cd = nullptr;
     check(ctn_collective_describe(comm, &cd), "ctn_collective_describe");
