@@ -66,29 +66,9 @@ TEST(Collective, OpenErrors) {
   EXPECT_EQ(ctn_collective_open(nullptr, "mpi", nullptr, &c), CTN_ERR_INVALID_ARGUMENT);
 }
 
-// ctn-nccl.so loads everywhere; without a GPU it is listed unavailable with its reason.
-TEST(Collective, NcclOpensOrSaysWhyNot) {
-  const char *report = nullptr;
-  CTN_ASSERT_OK(ctn_context_plugin_report(g_ctx, &report));
-  if (!std::strstr(report, "ctn-nccl.so")) GTEST_SKIP() << "ctn-nccl.so not built (no nccl.h)";
-  ctn_collective *c = nullptr;
-  ctn_status s = ctn_collective_open(g_ctx, "nccl", nullptr, &c);
-  if (s == CTN_OK) {  // a GPU machine: a 1-rank communicator reduces
-    ctn_tensor *t = make_f32({2}, {1.0f, 2.0f});
-    CTN_EXPECT_OK(ctn_collective_allreduce(c, t, CTN_REDUCE_MEAN));
-    EXPECT_EQ(read_f32(t), (std::vector<float>{1.0f, 2.0f}));
-    ctn_tensor_release(t);
-    ctn_collective_release(c);
-  } else {
-    EXPECT_EQ(s, CTN_ERR_UNAVAILABLE);
-    EXPECT_NE(std::string(ctn_last_error()).find("unavailable: "), std::string::npos) << ctn_last_error();
-    EXPECT_NE(std::string(report).find("unavailable"), std::string::npos) << report;
-  }
-}
-
 // A data-parallel plan over one rank computes what the plain plan does, bit for bit, with the
 // gradients in several buckets (copies through reshape/concat/slice change no bits).
-TEST(Collective, DataParallelPlanOneRankMatchesPlain) {
+void data_parallel_plan_matches_plain(ctn_collective *comm) {
   ctn_graph *g = nullptr;
   CTN_ASSERT_OK(ctn_graph_create(g_ctx, 0, &g));
   int64_t xs[2] = {4, 3};
@@ -114,7 +94,7 @@ TEST(Collective, DataParallelPlanOneRankMatchesPlain) {
   ctn_compile_options plain{};
   plain.struct_size = sizeof plain;
   ctn_compile_options dp = plain;
-  dp.data_parallel = g_mpi;
+  dp.data_parallel = comm;
   dp.dp_bucket_bytes = 16;  // w (24 bytes) and b (8 bytes) in buckets of their own
   ctn_plan *p[2] = {nullptr, nullptr};
   CTN_ASSERT_OK(ctn_plan_compile(g, 1, &loss, &plain, &p[0]));
@@ -148,6 +128,29 @@ TEST(Collective, DataParallelPlanOneRankMatchesPlain) {
   ctn_plan_release(p[0]);
   ctn_plan_release(p[1]);
   ctn_graph_release(g);
+}
+
+TEST(Collective, DataParallelPlanOneRankMatchesPlain) { data_parallel_plan_matches_plain(g_mpi); }
+
+// ctn-nccl.so loads everywhere; without a GPU it is listed unavailable with its reason.
+TEST(Collective, NcclOpensOrSaysWhyNot) {
+  const char *report = nullptr;
+  CTN_ASSERT_OK(ctn_context_plugin_report(g_ctx, &report));
+  if (!std::strstr(report, "ctn-nccl.so")) GTEST_SKIP() << "ctn-nccl.so not built (no nccl.h)";
+  ctn_collective *c = nullptr;
+  ctn_status s = ctn_collective_open(g_ctx, "nccl", nullptr, &c);
+  if (s == CTN_OK) {  // a GPU machine: a 1-rank communicator reduces and trains
+    ctn_tensor *t = make_f32({2}, {1.0f, 2.0f});
+    CTN_EXPECT_OK(ctn_collective_allreduce(c, t, CTN_REDUCE_MEAN));
+    EXPECT_EQ(read_f32(t), (std::vector<float>{1.0f, 2.0f}));
+    ctn_tensor_release(t);
+    data_parallel_plan_matches_plain(c);
+    ctn_collective_release(c);
+  } else {
+    EXPECT_EQ(s, CTN_ERR_UNAVAILABLE);
+    EXPECT_NE(std::string(ctn_last_error()).find("unavailable: "), std::string::npos) << ctn_last_error();
+    EXPECT_NE(std::string(report).find("unavailable"), std::string::npos) << report;
+  }
 }
 
 }  // namespace

@@ -404,6 +404,19 @@ int run_train(const ParsedArgs &args) {
     check(ctn_collective_open(ctx.get(), o.distributed.c_str(), &cc, &raw), ("--distributed " + o.distributed).c_str());
     comm.reset(raw);
     check(ctn_collective_rank(raw, &o.rank, &o.ranks), "ctn_collective_rank");
+    // Without --batch-size (and not resuming), the model's default batch is the global one, split
+    // over the ranks, so that `mpirun -np N chutney train --distributed mpi` trains what one
+    // process does (docs/DISTRIBUTED.md).
+    const bool batch_given = args.has("batch-size") || (resume && resume->meta.count("batch_size"));
+    if (!batch_given && o.ranks > 1) {
+      const int64_t global = model_spec(o.model, o.widths).default_batch;
+      if (global % o.ranks != 0) {
+        throw UsageError("the default batch " + std::to_string(global) + " does not split over " +
+                         std::to_string(o.ranks) + " ranks: give --batch-size (per rank)");
+      }
+      o.batch = global / o.ranks;
+      if (!args.has("eval-batch-size")) o.eval_batch = global;
+    }
     if (o.rank != 0) {
       // Rank 0 alone reports: the others print errors only (stderr).
       o.quiet = true;
@@ -696,13 +709,14 @@ const CommandSpec &train_command() {
       "losses are those of an uninterrupted run with the same seed.\n"
       "Distributed: `mpirun -np N chutney train --distributed mpi ...` trains one model on N\n"
       "ranks: each rank takes --batch-size images of a disjoint shard of every epoch, so the\n"
-      "global batch is N x --batch-size; rank 0 alone prints and writes checkpoints; a rank that\n"
+      "global batch is N x --batch-size (without --batch-size: the model's default batch split\n"
+      "over the ranks, i.e. what one process trains); rank 0 alone prints and writes checkpoints; a rank that\n"
       "fails or dies ends the whole job with a message naming it (docs/DISTRIBUTED.md).\n",
       {
           {"model", "NAME", "model to train: mlp (784-512-256-10) or cnn (default mlp)"},
           {"cnn-widths", "C1,C2,FC[,bn][,valid]", "cnn: conv channels and hidden units; ,bn: batch norm after each conv; ,valid: unpadded convs (default 32,64,128)"},
           {"epochs", "N", "total passes over the training set (default 2)"},
-          {"batch-size", "B", "images per training step (default: mlp 128, cnn 64)"},
+          {"batch-size", "B", "images per training step, per rank with --distributed (default: mlp 128, cnn 64; distributed: that over the ranks)"},
           {"optimizer", "NAME", "sgd, adam or adamw (default: mlp sgd, cnn adam)"},
           {"lr", "X", "learning rate (default: sgd 0.05, adam/adamw 0.001)"},
           {"momentum", "M", "SGD momentum (default 0.9)"},
