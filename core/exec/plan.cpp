@@ -15,8 +15,8 @@
 //   8 record_segments    runs of steps handed to recording backends         exec/lower.cpp
 //   9 report             statistics, the describe text                      exec/plan.cpp
 //
-// Where a new stage goes: a graph rewrite that needs no device (e.g. inserting gradient
-// all-reduce buckets for data-parallel training) between 2 and 3, or inside 1 when it is a
+// Where a new stage goes: a graph rewrite that needs no device between 2 and 3 (or before 1 when
+// the rewrites must not touch what it marks: data_parallel's gradients), or inside 1 when it is a
 // local pattern; one that needs placement and kernels (in-place flags, transfers) between 3 and
 // 5; one that trades memory for recomputation on the step list between 5 and 6, where the
 // planner sees the values and their last uses. Give it fields in CompileState, its declaration
