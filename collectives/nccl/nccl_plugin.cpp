@@ -201,12 +201,14 @@ ctn_status init(const ctn_host_api *host, const ctn_collective_config *cfg, void
   if (cudaError_t e = g_api.SetDevice(local % g_devices); e != cudaSuccess)
     return bail(host->set_error(CTN_ERR_UNAVAILABLE, "nccl: cudaSetDevice(%d): %s", local % g_devices, g_api.GetCudaErrorString(e)));
   ncclUniqueId id{};
+  std::string rendezvous_file;
   if (c->size > 1) {
     const char *rv = cfg->rendezvous;
     if (!rv || std::strncmp(rv, "file:", 5) != 0)
       return bail(host->set_error(CTN_ERR_INVALID_ARGUMENT, "nccl: %d ranks need a rendezvous \"file:PATH\" on a file system all ranks share",
                                   c->size));
     std::string path = rv + 5;
+    rendezvous_file = path;
     if (c->rank == 0) {
       if (ncclResult_t r = g_api.GetUniqueId(&id); r != ncclSuccess)
         return bail(host->set_error(CTN_ERR_IO, "nccl: ncclGetUniqueId: %s", g_api.GetErrorString(r)));
@@ -235,6 +237,8 @@ ctn_status init(const ctn_host_api *host, const ctn_collective_config *cfg, void
     return bail(host->set_error(CTN_ERR_IO, "nccl: cudaStreamCreate: %s", g_api.GetCudaErrorString(e)));
   if (ncclResult_t r = g_api.CommInitRank(&c->comm, c->size, id, c->rank); r != ncclSuccess)
     return bail(host->set_error(CTN_ERR_IO, "nccl: ncclCommInitRank(rank %d of %d): %s", c->rank, c->size, g_api.GetErrorString(r)));
+  // Every rank has joined, so every rank has read the id: a later job must not find it.
+  if (c->rank == 0 && !rendezvous_file.empty()) unlink(rendezvous_file.c_str());
   int v = 0;
   g_api.GetVersion(&v);
   c->description = "NCCL " + std::to_string(v) + ", rank " + std::to_string(c->rank) + " of " + std::to_string(c->size) +
