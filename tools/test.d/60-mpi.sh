@@ -12,7 +12,7 @@
 #                (skipped, with the reason, where namespaces cannot be created)
 # Budget: about 1-2 minutes on a 2-core machine.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-BIN=$BUILD_DIR/tools/chutney/chutney
+BIN=$(cd "$BUILD_DIR" && pwd)/tools/chutney/chutney  # absolute: ranks may start elsewhere
 if ! command -v mpirun >/dev/null 2>&1; then
   echo "mpirun not found: install openmpi-bin libopenmpi-dev (tools/deps/mpi.txt)" >&2
   exit 1
