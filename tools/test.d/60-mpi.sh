@@ -5,6 +5,7 @@
 #   ranks-2/4    after 2 epochs every rank's variables are bit-identical (tensor-data hashes of
 #                the checkpoints) and within 1e-5 (relative, max-norm) of one process at the
 #                same global batch
+#   cnn          the same for a small CNN (conv gradients, several buckets), 2 ranks, 1 epoch
 #   kill         a rank SIGKILLed mid-epoch ends the job non-zero within 10 s naming rank 1;
 #                resuming from the last checkpoint reproduces the uninterrupted run bit for bit
 #   hang         a rank stopped (SIGSTOP) is named when the collective timeout expires
@@ -117,6 +118,18 @@ ranks 2 64 two
 echo "== 4 ranks x 32 (100 kB buckets: several)"
 ranks 4 32 four --bucket-bytes 100000
 grep -h '^data-parallel\|buckets' "$WORK/four.log" || true
+
+echo "== CNN (8,16,32, no batch norm): 2 ranks x 16 vs one process at 32, 20 kB buckets"
+CNN=(train --model cnn --cnn-widths 8,16,32 --epochs 1 --limit 512 --seed 3 --threads 1 --quiet)
+if "$BIN" "${CNN[@]}" --batch-size 32 --checkpoint-dir "$WORK/cnn1" >"$WORK/cnn1.log" 2>&1 &&
+   timeout 120 "${MPIRUN[@]}" -np 2 "$BIN" "${CNN[@]}" --distributed mpi --batch-size 16 --bucket-bytes 20000 \
+     --checkpoint-dir "$WORK/cnn2" --rank-checkpoints >"$WORK/cnn2.log" 2>&1 &&
+   [[ $(st hash "$WORK/cnn2/cnn-epoch001.safetensors") == $(st hash "$WORK/cnn2/rank-1/cnn-epoch001.safetensors") ]] &&
+   st compare "$WORK/cnn2/cnn-epoch001.safetensors" "$WORK/cnn1/cnn-epoch001.safetensors" 1e-5; then
+  pass "cnn: 2 ranks bit-identical and within 1e-5 of one process ($(grep -o 'averaged in [0-9]* buckets' "$WORK/cnn2.log"))"
+else
+  cat "$WORK/cnn1.log" "$WORK/cnn2.log"; failed "cnn: 2 ranks differ from each other or from one process"
+fi
 
 echo "== kill: rank 1 sends itself SIGKILL at update 20 (epoch 2)"
 mkdir -p "$WORK/kill"
