@@ -38,6 +38,7 @@ extern "C" {
 typedef struct ctn_context ctn_context;
 typedef struct ctn_tensor ctn_tensor;
 typedef struct ctn_plan ctn_plan;
+typedef struct ctn_collective ctn_collective; /* collective.h, since 1.2 */
 
 /* =============================================================================================
  * Versions and errors
@@ -403,6 +404,12 @@ typedef struct ctn_compile_options {
   uint32_t struct_size;   /* sizeof(ctn_compile_options) */
   uint32_t disable;       /* CTN_PASS_* bits of passes to skip */
   const char *backends;   /* NULL: the context's preference */
+  /* --- since 1.2: data-parallel training (collective.h, docs/DISTRIBUTED.md) --- */
+  ctn_collective *data_parallel; /* non-NULL: every gradient made by ctn_grad is averaged over
+                                    the communicator's ranks where the graph uses it after
+                                    ctn_grad, in fused buckets, and the variables are broadcast
+                                    from rank 0 once compiled */
+  uint64_t dp_bucket_bytes;      /* fusion-bucket size; 0: CTN_DP_DEFAULT_BUCKET_BYTES (64 MiB) */
 } ctn_compile_options;
 
 #define CTN_PASS_DCE 1u

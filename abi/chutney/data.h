@@ -99,6 +99,15 @@ typedef struct ctn_loader_options {
   double std;             /* 0 means 1 */
   int32_t num_workers;    /* threads assembling batches; 0: 1. Ignored with SYNCHRONOUS */
   int32_t prefetch;       /* batches assembled ahead of the consumer; 0: 2 * num_workers + 1 */
+  /* --- since 1.2: data-parallel sharding (docs/DISTRIBUTED.md) --- */
+  int32_t shard_index;    /* this rank, 0 <= shard_index < shard_count */
+  int32_t shard_count;    /* 0 or 1: no sharding. N: every rank draws the same permutation
+                             (same seed and epoch) and batch b of rank r is images
+                             [(b*N + r)*B, (b*N + r + 1)*B) of it, so N ranks at batch B see
+                             together what one process at batch N*B sees, and no two ranks
+                             share an image. The shards hold floor(count / (N*B)) batches each
+                             with DROP_LAST (partial global batches are dropped); without
+                             DROP_LAST CTN_ERR_INVALID_ARGUMENT */
 } ctn_loader_options;
 
 /* Creates a loader over `ds` (the loader takes its own reference) and starts epoch 0: its worker

@@ -33,7 +33,8 @@ extern "C" {
 
 typedef enum ctn_plugin_kind {
   CTN_PLUGIN_BACKEND = 1,
-  CTN_PLUGIN_OPLIB = 2
+  CTN_PLUGIN_OPLIB = 2,
+  CTN_PLUGIN_COLLECTIVE_KIND = 3 /* CTN_PLUGIN_COLLECTIVE in collective.h, since 1.2 */
 } ctn_plugin_kind;
 
 /* The frozen prefix of every plugin descriptor. These fields never move or change meaning. */

@@ -92,6 +92,7 @@ void build_grad(Graph &g, ctn_node loss, uint32_t n, const ctn_node *wrt, ctn_no
     }
     out[i] = r;
   }
+  for (uint32_t i = 0; i < n; ++i) g.node(out[i]).grad_uses_from = static_cast<uint32_t>(g.size());
 }
 
 }  // namespace ctn

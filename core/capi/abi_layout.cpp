@@ -2,6 +2,7 @@
 // a change that moves a field fails the build whether or not tests are built. No code.
 #include <chutney/backend.h>
 #include <chutney/checkpoint.h>
+#include <chutney/collective.h>
 #include <chutney/chutney.h>
 #include <chutney/data.h>
 #include <chutney/dlpack.h>

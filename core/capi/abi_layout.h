@@ -195,6 +195,13 @@ PIN(ctn_backend_info, abi_minor, 12 + 3 * P);
 PIN(ctn_compile_options, struct_size, 0);
 PIN(ctn_compile_options, disable, 4);
 PIN(ctn_compile_options, backends, 8);
+/* since 1.2: data-parallel (collective.h) */
+PIN(ctn_compile_options, data_parallel, ALIGN_UP(8 + P, P));
+PIN(ctn_compile_options, dp_bucket_bytes, ALIGN_UP(ALIGN_UP(8 + P, P) + P, 8));
+PIN(ctn_collective_desc, header, 0);
+PIN(ctn_collective_desc, flags, sizeof(ctn_plugin_header));
+PIN(ctn_collective_config, rendezvous, 16);
+CTN_PIN_ASSERT(CTN_PLUGIN_COLLECTIVE == CTN_PLUGIN_COLLECTIVE_KIND, "collective kind");
 
 PIN(ctn_plan_stats, struct_size, 0);
 PIN(ctn_plan_stats, n_nodes, 4);

@@ -42,6 +42,11 @@ struct CompileState {
   size_t n_user_outputs = 0;
   Program &out;                  // what the plan will run
 
+  // insert_gradient_allreduce (data_parallel.cpp): the communicator, what was bucketed
+  ctn_collective *dp = nullptr;
+  uint64_t dp_bucket_bytes = 0;
+  uint32_t dp_gradients = 0, dp_buckets = 0;
+  uint64_t dp_bytes = 0;
   // rewrite
   PassStats pass_stats;
   // order_nodes: the nodes that run, in order
@@ -62,6 +67,8 @@ struct CompileState {
   uint64_t persistent_bytes = 0;
 };
 
+// 0. Data-parallel plans only: gradients averaged across ranks in buckets (exec/data_parallel.cpp).
+void data_parallel(CompileState &cs);
 // 1. Simplification, constant folding, fusion (passes/passes.cpp).
 void rewrite(CompileState &cs);
 // 2. The schedule: dead-code elimination, readers of assigned variables before the values

@@ -6,6 +6,7 @@
 // its first consumer in the schedule runs, so that the weights of ops a device declines stay
 // on the CPU instead of crossing over on every run; an unused leaf lives on prefs[0].
 #include "exec/compile.h"
+#include "exec/data_parallel.h"
 #include "exec/select.h"
 #include "util/status.h"
 
@@ -46,6 +47,20 @@ void place_nodes(CompileState &cs) {
     if (nd.kind == NodeKind::Op) {
       if ((nd.op->flags & OP_VIEW_RESHAPE)) {
         dev[v] = dev[nd.inputs[0]];  // null while the source is an unplaced leaf: settled with it
+        continue;
+      }
+      if (is_collective_op(nd.op)) {
+        // A gradient bucket's allreduce: the communicator takes host memory, so the first
+        // preferred host-memory backend (else any available one) holds the bucket.
+        Backend *host = nullptr;
+        for (Backend *b : prefs)
+          if (!host && b->host_memory()) host = b;
+        for (auto &b : cs.ctx->backends)
+          if (!host && b->available && b->host_memory()) host = b.get();
+        if (!host) fail(CTN_ERR_UNSUPPORTED, "dp_allreduce: data-parallel plans need a host-memory backend (cpu) loaded");
+        dev[v] = host;
+        cs.kern[v] = collective_kernel(cs.dp, nd.info);
+        for (ctn_node i : nd.inputs) settle(cs, i, dev[v]);
         continue;
       }
       std::vector<ctn_tensor_desc> in;

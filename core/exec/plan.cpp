@@ -4,6 +4,7 @@
 // with its peers:
 //
 //   CompileState   argument checks, a private copy of the graph, the roots   exec/plan.cpp
+//   0 data_parallel      gradient allreduce buckets (data-parallel only)    exec/data_parallel.cpp
 //   1 rewrite            simplification, constant folding, fusion           passes/passes.cpp
 //   2 order_nodes        schedule + dead-code elimination, assignments last passes/order.cpp
 //   3 place_nodes        a backend (and its kernel) for every node          exec/placement.cpp
@@ -14,8 +15,8 @@
 //   8 record_segments    runs of steps handed to recording backends         exec/lower.cpp
 //   9 report             statistics, the describe text                      exec/plan.cpp
 //
-// Where a new stage goes: a graph rewrite that needs no device (e.g. inserting gradient
-// all-reduce buckets for data-parallel training) between 2 and 3, or inside 1 when it is a
+// Where a new stage goes: a graph rewrite that needs no device between 2 and 3 (or before 1 when
+// the rewrites must not touch what it marks: data_parallel's gradients), or inside 1 when it is a
 // local pattern; one that needs placement and kernels (in-place flags, transfers) between 3 and
 // 5; one that trades memory for recomputation on the step list between 5 and 6, where the
 // planner sees the values and their last uses. Give it fields in CompileState, its declaration
@@ -26,6 +27,7 @@
 #include "exec/plan.h"
 
 #include "exec/compile.h"
+#include "exec/data_parallel.h"
 #include "exec/select.h"
 #include "util/status.h"
 
@@ -45,6 +47,10 @@ CompileState::CompileState(Graph &user, uint32_t n_out, const ctn_node *outs, co
       rw(g),
       disable(opts ? opts->disable : 0),
       out(program) {
+  if (opts && opts->struct_size >= offsetof(ctn_compile_options, dp_bucket_bytes) + sizeof(uint64_t)) {
+    dp = opts->data_parallel;
+    dp_bucket_bytes = opts->dp_bucket_bytes ? opts->dp_bucket_bytes : CTN_DP_DEFAULT_BUCKET_BYTES;
+  }
   if (user.eager()) fail(CTN_ERR_STATE, "ctn_plan_compile: the graph is eager; create it with flags 0 to compile it");
   if (n_out && !outs) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_compile: outputs is NULL");
   for (uint32_t i = 0; i < n_out; ++i) user.check(outs[i], "ctn_plan_compile");
@@ -79,6 +85,10 @@ void report(CompileState &cs) {
                         out.steps.size(), static_cast<unsigned long long>(mp.peak_bytes),
                         static_cast<unsigned long long>(mp.naive_bytes),
                         static_cast<unsigned long long>(cs.persistent_bytes));
+  if (cs.dp)
+    out.describe += format("data-parallel over %d ranks: %u gradients (%llu bytes) averaged in %u buckets of <= %llu bytes\n",
+                           cs.dp->size, cs.dp_gradients, static_cast<unsigned long long>(cs.dp_bytes), cs.dp_buckets,
+                           static_cast<unsigned long long>(cs.dp_bucket_bytes));
   for (size_t si = 0; si < out.steps.size(); ++si) {
     const Program::Step &step = out.steps[si];
     out.describe += format("%4zu  %-18s %-7s %s%s @%llu%s\n", si, step.op.c_str(), step.b->name.c_str(),
@@ -90,6 +100,7 @@ void report(CompileState &cs) {
 
 Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_options *opts) {
   CompileState cs(user, n_out, outs, opts, prog_);
+  data_parallel(cs);
   rewrite(cs);
   order_nodes(cs);
   place_nodes(cs);
@@ -99,6 +110,7 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
   prepare_steps(cs);
   record_segments(cs);
   report(cs);
+  if (cs.dp) broadcast_variables(prog_, cs.dp);
   fed_.assign(prog_.feeds.size(), nullptr);
   if (const char *pe = std::getenv("CHUTNEY_PROFILE"); pe && *pe && std::strcmp(pe, "0") != 0) {
     profile_ = true;

@@ -27,6 +27,9 @@ struct Node {
   // Constant data, a variable's initial value, or an eager graph's computed value.
   std::shared_ptr<Tensor> value;
   const Backend *ran_on = nullptr;  // eager graphs: the backend that computed `value`
+  // Non-zero: ctn_grad returned this node as a gradient, and nodes from this id on were made
+  // after that ctn_grad (data-parallel plans average it for them: exec/data_parallel.cpp).
+  uint32_t grad_uses_from = 0;
 };
 
 class Graph {

@@ -82,6 +82,7 @@ struct ctn_loader {
   int32_t prefetch = 1;
   float lut[256] = {};
   int64_t num_batches = 0;
+  int32_t shard_index = 0, shard_count = 1;  // data-parallel sharding (data.h)
 
   std::mutex mu;
   std::condition_variable cv_work;   // workers wait for a claimable batch
@@ -113,7 +114,7 @@ struct ctn_loader {
 
   // Fills rows [0, n) of batch b and zeroes the rest (a partial last batch).
   int32_t assemble(int64_t b, float *img, int32_t *lab, int64_t *lab64) const {
-    const int64_t first = b * batch_size;
+    const int64_t first = (b * shard_count + shard_index) * batch_size;
     const int32_t n = static_cast<int32_t>(std::min<int64_t>(batch_size, ds->count - first));
     const int64_t isz = image_size();
     const int32_t R = ds->rows, C = ds->cols;
@@ -278,6 +279,16 @@ CTN_API ctn_status ctn_loader_create(ctn_dataset *ds, const ctn_loader_options *
     for (int v = 0; v < 256; ++v) L->lut[v] = static_cast<float>((v / 255.0 - o.mean) / sd);
     const int64_t count = L->ds->count;
     L->num_batches = (o.flags & CTN_LOADER_DROP_LAST) ? count / o.batch_size : (count + o.batch_size - 1) / o.batch_size;
+    if (o.shard_count > 1 || o.shard_index != 0) {
+      if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count)
+        fail(CTN_ERR_INVALID_ARGUMENT, "ctn_loader_create: shard_index %d is outside 0..shard_count-1 (shard_count %d)",
+             o.shard_index, o.shard_count);
+      if (!(o.flags & CTN_LOADER_DROP_LAST))
+        fail(CTN_ERR_INVALID_ARGUMENT, "ctn_loader_create: sharding (shard_count %d) needs CTN_LOADER_DROP_LAST", o.shard_count);
+      L->shard_index = o.shard_index;
+      L->shard_count = o.shard_count;
+      L->num_batches = count / (static_cast<int64_t>(o.batch_size) * o.shard_count);
+    }
     const bool sync = (o.flags & CTN_LOADER_SYNCHRONOUS) != 0;
     L->num_workers = sync ? 0 : (o.num_workers == 0 ? 1 : o.num_workers);
     L->prefetch = sync ? 1 : (o.prefetch == 0 ? 2 * L->num_workers + 1 : o.prefetch);

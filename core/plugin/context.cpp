@@ -115,6 +115,9 @@ Context::~Context() {
     }
     if (l->dl) dlclose(l->dl);
   }
+  // Communicators hold their plugin open (ctn_collective_release); the context outlives them.
+  for (auto &c : collectives)
+    if (c->dl && !c->open) dlclose(c->dl);
 }
 
 const OpDef *Context::find_op(const char *name) const {

@@ -4,6 +4,7 @@
 
 #include <chutney/backend.h>
 #include <chutney/chutney.h>
+#include <chutney/collective.h>
 #include <chutney/oplib.h>
 
 #include "graph/op.h"
@@ -93,8 +94,18 @@ struct EagerEntry {
   Backend *backend = nullptr;
 };
 
+// A collective plugin (collective.h); `available` false keeps it listed with its reason.
+struct CollectivePlugin {
+  std::string name, path, description;
+  ctn_collective_desc desc{};
+  void *dl = nullptr;
+  bool available = false;
+  bool open = false;  // a communicator is started (one per plugin per process)
+};
+
 struct Context {
   std::vector<std::unique_ptr<Backend>> backends;
+  std::vector<std::unique_ptr<CollectivePlugin>> collectives;  // data-parallel (collective.h)
   std::vector<std::unique_ptr<OpLib>> oplibs;
   std::unordered_map<std::string_view, const OpDef *> ops;
   // The preferred backends. Writers (create, set_backends, load_plugin) hold mu and then call
@@ -129,6 +140,8 @@ struct Context {
   // in-process op library; it is dlclosed on rejection). oplib_only rejects backends.
   void admit_plugin(ctn_plugin_query_fn query, const std::string &path, void *dl, bool oplib_only);
   void add_report(const std::string &path, const char *verdict, const std::string &why);
+  void load_collective(const std::string &path, void *dl, const ctn_plugin_header *h);
+  CollectivePlugin *find_collective(std::string_view name) const;
   // The report plus, per available backend that exports "ctn_placement_explain", what its
   // placement policy measured and decided (`chutney plugins --explain`). Caller holds `mu`.
   const std::string &full_report();

@@ -1,6 +1,7 @@
 // Plugin discovery and ABI negotiation. Every candidate gets a verdict line in the report
 // (`chutney plugins --explain`); a rejected or unavailable plugin never stops the others.
 #include <chutney/backend.h>
+#include <chutney/collective.h>
 #include <chutney/oplib.h>
 
 #include "autodiff/rules.h"
@@ -134,7 +135,7 @@ void Context::autoload(const ctn_context_options &opts) {
     dirs_or_files.push_back(CTN_PLUGIN_INSTALL_DIR);
     if (std::string beside = plugins_beside_library(); !beside.empty() && real(beside) != real(CTN_PLUGIN_INSTALL_DIR))
       dirs_or_files.push_back(beside);
-    for (const char *sub : {"/backends", "/plugins"}) {
+    for (const char *sub : {"/backends", "/plugins", "/collectives"}) {
       if (!running_from_build_tree()) break;
       std::string root = std::string(CTN_BUILD_ROOT) + sub;
       DIR *d = opendir(root.c_str());
@@ -144,6 +145,7 @@ void Context::autoload(const ctn_context_options &opts) {
         if (e->d_name[0] != '.' && is_dir(root + "/" + e->d_name)) subs.push_back(root + "/" + e->d_name);
       closedir(d);
       std::sort(subs.begin(), subs.end());
+      if (std::string(sub) == "/collectives") dirs_or_files.push_back(root);  // ctn-mpi.so, ctn-nccl.so
       for (auto &s : subs) dirs_or_files.push_back(s);
     }
   }
@@ -396,8 +398,63 @@ void Context::admit_plugin(ctn_plugin_query_fn query, const std::string &path, v
     oplibs.push_back(std::move(lib));
     return;
   }
-  close_and_reject(CTN_ERR_PLUGIN, format("unknown plugin kind %u (expected %d backend or %d op library)", h->kind,
-                                          CTN_PLUGIN_BACKEND, CTN_PLUGIN_OPLIB));
+  if (h->kind == CTN_PLUGIN_COLLECTIVE) {
+    load_collective(path, dl, h);
+    return;
+  }
+  close_and_reject(CTN_ERR_PLUGIN, format("unknown plugin kind %u (expected %d backend, %d op library or %d collective)",
+                                          h->kind, CTN_PLUGIN_BACKEND, CTN_PLUGIN_OPLIB, CTN_PLUGIN_COLLECTIVE));
+}
+
+// A collective plugin (collective.h): probed now, started by ctn_collective_open. Unavailable
+// ones stay listed with their reason, like backends.
+void Context::load_collective(const std::string &path, void *dl, const ctn_plugin_header *h) {
+  std::string name = h->name;
+  auto reject = [&](ctn_status code, const std::string &why) {
+    dlclose(dl);
+    add_report(path, code == CTN_ERR_UNAVAILABLE ? "unavailable" : "rejected", why);
+    throw Error(code, "plugin " + path + ": " + why);
+  };
+  if (find_collective(name)) reject(CTN_ERR_PLUGIN, "a collective named \"" + name + "\" is already loaded from " + find_collective(name)->path);
+  auto c = std::make_unique<CollectivePlugin>();
+  std::memcpy(&c->desc, h, std::min<size_t>(h->struct_size, sizeof(ctn_collective_desc)));
+  const ctn_collective_desc &d = c->desc;
+  const char *missing = !d.probe ? "probe" : !d.init ? "init" : !d.shutdown ? "shutdown" : !d.describe ? "describe"
+                        : !d.rank ? "rank" : !d.world_size ? "world_size" : !d.allreduce ? "allreduce"
+                        : !d.broadcast ? "broadcast" : !d.barrier ? "barrier" : !d.abort ? "abort"
+                        : !d.last_error ? "last_error" : nullptr;
+  if (missing) reject(CTN_ERR_PLUGIN, format("collective \"%s\" (descriptor of %u bytes) lacks the required slot %s", name.c_str(), h->struct_size, missing));
+  if (!(d.flags & CTN_COLLECTIVE_HOST_MEMORY))
+    reject(CTN_ERR_PLUGIN, format("collective \"%s\" does not take host memory (the only kind this host hands over)", name.c_str()));
+  c->name = name;
+  c->path = path;
+  ctn_status s = CTN_ERR_INTERNAL;
+  std::string why;
+  try {
+    take_plugin_error();
+    s = d.probe(host_api());
+    if (s != CTN_OK) why = take_plugin_error();
+  } catch (...) {
+    why = "probe threw";
+  }
+  if (s != CTN_OK) {
+    if (why.empty()) why = status_name(s);
+    c->description = why;
+    collectives.push_back(std::move(c));
+    reject(s == CTN_ERR_UNAVAILABLE ? CTN_ERR_UNAVAILABLE : CTN_ERR_PLUGIN, format("collective \"%s\": %s", name.c_str(), why.c_str()));
+  }
+  c->dl = dl;
+  c->available = true;
+  c->description = "ready (ranks join at ctn_collective_open)";
+  add_report(path, "loaded", format("collective \"%s\" (ABI %u.%u): %s", name.c_str(), h->abi_major, h->abi_minor,
+                                    c->description.c_str()));
+  collectives.push_back(std::move(c));
+}
+
+CollectivePlugin *Context::find_collective(std::string_view name) const {
+  for (auto &c : collectives)
+    if (c->name == name) return c.get();
+  return nullptr;
 }
 
 }  // namespace ctn

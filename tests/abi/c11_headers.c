@@ -10,6 +10,7 @@
 
 #include <chutney/backend.h>
 #include <chutney/checkpoint.h>
+#include <chutney/collective.h>
 #include <chutney/chutney.h>
 #include <chutney/data.h>
 #include <chutney/desc.h>

@@ -806,3 +806,70 @@ TEST(Loader, ThroughputOnFashionMnist) {
 }
 
 }  // namespace
+
+// Data-parallel sharding (docs/DISTRIBUTED.md): rank r's batch b is the r-th slice of batch b of
+// one loader at batch N*B with the same seed, for every epoch; the shards are disjoint.
+TEST(Loader, ShardsSplitTheGlobalBatch) {
+  Synth s(103, 3, 2);
+  ctn_dataset *ds = open_synth(s);
+  ASSERT_NE(ds, nullptr);
+  const int32_t N = 3, B = 4;
+  const uint32_t flags = CTN_LOADER_SHUFFLE | CTN_LOADER_DROP_LAST | CTN_LOADER_FLAT | CTN_LOADER_SYNCHRONOUS;
+  std::vector<Batch> whole = run_epochs(ds, opts(N * B, flags, 5), {0, 1});
+  ASSERT_EQ(whole.size(), 2u * (103 / 12));
+  std::vector<std::vector<Batch>> shard(N);
+  for (int32_t r = 0; r < N; ++r) {
+    ctn_loader_options o = opts(B, flags, 5);
+    o.shard_index = r;
+    o.shard_count = N;
+    shard[r] = run_epochs(ds, o, {0, 1});
+    ASSERT_EQ(shard[r].size(), whole.size()) << "rank " << r;
+  }
+  const size_t img = 3 * 2;
+  std::vector<int> seen(103, 0);
+  for (size_t b = 0; b < whole.size(); ++b) {
+    for (int32_t r = 0; r < N; ++r) {
+      const Batch &p = shard[r][b];
+      ASSERT_EQ(p.n, B);
+      for (int32_t i = 0; i < B; ++i) {
+        EXPECT_EQ(p.labels[i], whole[b].labels[r * B + i]) << "batch " << b << " rank " << r;
+        for (size_t k = 0; k < img; ++k)
+          EXPECT_EQ(p.images[i * img + k], whole[b].images[(r * B + i) * img + k]);
+      }
+    }
+  }
+  // Disjoint within an epoch: epoch 0's 8 global batches of 12 touch 96 distinct images. The
+  // first pixel identifies the image: (k*37+1) % 256 differs for every k < 256 (37 is odd).
+  for (size_t b = 0; b < whole.size() / 2; ++b)
+    for (int32_t r = 0; r < N; ++r)
+      for (int32_t i = 0; i < B; ++i) {
+        const float first = shard[r][b].images[i * img];
+        for (uint32_t k = 0; k < 103; ++k)
+          if (static_cast<float>(((k * 37 + 1) % 256) / 255.0) == first) ++seen[k];
+      }
+  int distinct = 0;
+  for (int v : seen) {
+    EXPECT_LE(v, 1);
+    distinct += v;
+  }
+  EXPECT_EQ(distinct, 96);
+  ctn_dataset_release(ds);
+}
+
+TEST(Loader, ShardOptionsAreChecked) {
+  Synth s(20, 3, 2);
+  ctn_dataset *ds = open_synth(s);
+  ASSERT_NE(ds, nullptr);
+  ctn_loader *L = nullptr;
+  ctn_loader_options o = opts(2, CTN_LOADER_SHUFFLE | CTN_LOADER_DROP_LAST);
+  o.shard_count = 2;
+  o.shard_index = 2;
+  EXPECT_EQ(ctn_loader_create(ds, &o, &L), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ctn_last_error()).find("shard_index 2"), std::string::npos) << ctn_last_error();
+  o = opts(2, CTN_LOADER_SHUFFLE);
+  o.shard_count = 2;
+  EXPECT_EQ(ctn_loader_create(ds, &o, &L), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ctn_last_error()).find("DROP_LAST"), std::string::npos) << ctn_last_error();
+  EXPECT_EQ(L, nullptr);
+  ctn_dataset_release(ds);
+}

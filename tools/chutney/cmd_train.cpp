@@ -3,8 +3,12 @@
 // batch from the prefetching loader (chutney/data.h), an inference twin for the test accuracy,
 // safetensors checkpoints at every epoch end (chutney/checkpoint.h) and --resume from one.
 #include <chutney/checkpoint.h>
+#include <chutney/collective.h>
 
 #include <sys/stat.h>
+
+#include <csignal>
+#include <cstdlib>
 
 #include <algorithm>
 #include <cerrno>
@@ -56,7 +60,22 @@ struct TrainOptions {
   bool quiet = false;
   bool print_steps = false;  // one stdout line per update: the bindings compare theirs with it
   int64_t stop_after = 0;  // > 0: run at most this many epochs now (an interruption, for tests)
+  // Data-parallel (docs/DISTRIBUTED.md): "" (one process), "mpi" or "nccl".
+  std::string distributed;
+  uint64_t bucket_bytes = 0;       // 0: CTN_DP_DEFAULT_BUCKET_BYTES
+  double collective_timeout = 60;  // seconds
+  bool rank_checkpoints = false;   // every rank saves its own (DIR/rank-R/), for tests
+  int32_t rank = 0, ranks = 1;     // this process's rank and the world size
+  // --fault STEP:RANK:kill|stop (tests): at update STEP, rank RANK sends itself SIGKILL or SIGSTOP.
+  int64_t fault_step = 0;
+  int32_t fault_rank = 0;
+  int fault_signal = 0;
 };
+
+struct CollectiveDeleter {
+  void operator()(ctn_collective *p) const { ctn_collective_release(p); }
+};
+using CollectivePtr = std::unique_ptr<ctn_collective, CollectiveDeleter>;
 
 // Metadata of a checkpoint, read back by --resume.
 struct ResumeState {
@@ -132,7 +151,7 @@ ResumeState read_resume(const std::string &path) {
   ResumeState r;
   for (const char *key : {"format", "model", "epoch", "step", "seed", "batch_size", "optimizer",
                           "lr", "momentum", "weight_decay", "schedule", "warmup", "epochs",
-                          "limit", "augment", "history", "cnn_widths"}) {
+                          "limit", "augment", "history", "cnn_widths", "ranks"}) {
     const char *v = nullptr;
     check(ctn_checkpoint_metadata_get(ck.get(), key, &v), "ctn_checkpoint_metadata_get");
     if (v != nullptr) r.meta[key] = v;
@@ -224,6 +243,30 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
   o.quiet = args.flag("quiet");
   o.print_steps = args.flag("print-steps");
   o.stop_after = args.integer("stop-after", 0, 1, 1000);
+  o.distributed = args.str("distributed", "");
+  if (!o.distributed.empty() && o.distributed != "mpi" && o.distributed != "nccl") {
+    throw UsageError("unknown --distributed '" + o.distributed + "' (available: mpi, nccl)");
+  }
+  o.bucket_bytes = static_cast<uint64_t>(args.integer("bucket-bytes", 0, 1, INT64_MAX / 2));
+  o.collective_timeout = to_real("collective-timeout", args.str("collective-timeout", "60"), 0.1, 86400.0);
+  o.rank_checkpoints = args.flag("rank-checkpoints");
+  if (args.has("fault")) {
+    const std::string f = args.str("fault", "");
+    long long st = 0;
+    int rk = 0;
+    char kind[8] = {};
+    if (std::sscanf(f.c_str(), "%lld:%d:%7s", &st, &rk, kind) != 3 || st < 1 || rk < 0 ||
+        (std::strcmp(kind, "kill") != 0 && std::strcmp(kind, "stop") != 0)) {
+      throw UsageError("--fault expects STEP:RANK:kill or STEP:RANK:stop, got '" + f + "'");
+    }
+    o.fault_step = st;
+    o.fault_rank = rk;
+    o.fault_signal = std::strcmp(kind, "kill") == 0 ? SIGKILL : SIGSTOP;
+  }
+  if (o.distributed.empty() && (args.has("bucket-bytes") || args.has("collective-timeout") || o.rank_checkpoints ||
+                                args.has("fault"))) {
+    throw UsageError("--bucket-bytes, --collective-timeout, --rank-checkpoints and --fault need --distributed");
+  }
   if (o.limit != 0 && o.limit < o.batch) {
     throw UsageError("--limit " + std::to_string(o.limit) + " is smaller than one batch (" +
                      std::to_string(o.batch) + ")");
@@ -267,6 +310,7 @@ std::string metadata_json(const TrainOptions &o, int64_t epoch, int64_t step,
       {"loader_epoch", std::to_string(epoch)},
       {"loader_batch", "0"},
       {"batch_size", std::to_string(o.batch)},
+      {"ranks", std::to_string(o.ranks)},
       {"optimizer", o.optim.name},
       {"lr", num(o.optim.lr)},
       {"momentum", num(o.optim.momentum)},
@@ -330,10 +374,75 @@ double loader_wait(ctn_loader *l) {
   return s.wait_seconds;
 }
 
+int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx, ctn_collective *comm);
+
+// --distributed: joins the job (collective.h) and makes every failure of this rank end the whole
+// job with a message naming the rank, instead of leaving the others waiting in an allreduce.
 int run_train(const ParsedArgs &args) {
   std::unique_ptr<ResumeState> resume;
   if (args.has("resume")) resume = std::make_unique<ResumeState>(read_resume(args.str("resume", "")));
   TrainOptions o = parse(args, resume.get());
+  ContextPtr ctx = open_context(o.backend, o.threads);
+  CollectivePtr comm;
+  if (!o.distributed.empty()) {
+    ctn_collective_config cc{};
+    cc.struct_size = sizeof cc;
+    cc.rank = -1;
+    cc.world_size = -1;
+    cc.timeout_s = o.collective_timeout;
+    std::string rendezvous;
+    if (o.distributed == "nccl") {
+      // NCCL's unique id travels through a file: CHUTNEY_RENDEZVOUS, else one per mpirun job
+      // in the checkpoint directory or /tmp (the ranks of one host share it).
+      const char *env = std::getenv("CHUTNEY_RENDEZVOUS");
+      const char *job = std::getenv("OMPI_MCA_ess_base_jobid");
+      rendezvous = env ? env : "file:" + (o.checkpoint_dir.empty() ? std::string("/tmp") : o.checkpoint_dir) +
+                                   "/chutney-nccl-" + (job ? job : "0") + ".id";
+      cc.rendezvous = rendezvous.c_str();
+    }
+    ctn_collective *raw = nullptr;
+    check(ctn_collective_open(ctx.get(), o.distributed.c_str(), &cc, &raw), ("--distributed " + o.distributed).c_str());
+    comm.reset(raw);
+    check(ctn_collective_rank(raw, &o.rank, &o.ranks), "ctn_collective_rank");
+    // Without --batch-size (and not resuming), the model's default batch is the global one, split
+    // over the ranks, so that `mpirun -np N chutney train --distributed mpi` trains what one
+    // process does (docs/DISTRIBUTED.md).
+    const bool batch_given = args.has("batch-size") || (resume && resume->meta.count("batch_size"));
+    if (!batch_given && o.ranks > 1) {
+      const int64_t global = model_spec(o.model, o.widths).default_batch;
+      if (global % o.ranks != 0) {
+        throw UsageError("the default batch " + std::to_string(global) + " does not split over " +
+                         std::to_string(o.ranks) + " ranks: give --batch-size (per rank)");
+      }
+      o.batch = global / o.ranks;
+      if (!args.has("eval-batch-size")) o.eval_batch = global;
+    }
+    if (o.rank != 0) {
+      // Rank 0 alone reports: the others print errors only (stderr).
+      o.quiet = true;
+      if (!std::freopen("/dev/null", "w", stdout)) throw Failure("cannot silence stdout on a rank other than 0");
+    }
+  }
+  try {
+    return train(o, resume, ctx, comm.get());
+  } catch (const std::exception &e) {
+    if (!comm || o.ranks == 1) throw;
+    std::fflush(stdout);
+    std::string why = std::string(e.what());
+    ctn_collective_abort(comm.get(), 1, why.c_str());
+  }
+  return kExitFailure;
+}
+
+int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx, ctn_collective *comm) {
+  if (o.rank_checkpoints && !o.checkpoint_dir.empty() && o.rank != 0) {
+    if (mkdir(o.checkpoint_dir.c_str(), 0777) != 0 && errno != EEXIST) {
+      throw Failure("cannot create --checkpoint-dir " + o.checkpoint_dir + ": " + std::strerror(errno));
+    }
+    o.checkpoint_dir += "/rank-" + std::to_string(o.rank);
+  } else if (o.rank != 0) {
+    o.checkpoint_dir.clear();  // rank 0 alone writes checkpoints
+  }
   if (!o.checkpoint_dir.empty()) {
     if (mkdir(o.checkpoint_dir.c_str(), 0777) != 0 && errno != EEXIST) {
       throw Failure("cannot create --checkpoint-dir " + o.checkpoint_dir + ": " +
@@ -346,24 +455,38 @@ int run_train(const ParsedArgs &args) {
   const ModelSpec spec = model_spec(o.model, o.widths);
   const bool flat = o.model == "mlp";
   LoaderPtr train_loader = make_loader(train_ds.get(), o.batch, flat, true, o.seed,
-                                       o.augment ? 2 : 0, o.augment, o.workers);
+                                       o.augment ? 2 : 0, o.augment, o.workers, o.rank, o.ranks);
   LoaderPtr test_loader = make_loader(test_ds.get(), o.eval_batch, flat, false, o.seed, 0, false,
                                       o.workers);
   int64_t full_batches = 0;
   check(ctn_loader_num_batches(train_loader.get(), &full_batches), "ctn_loader_num_batches");
   // --limit caps the batches per epoch; the loader still shuffles the whole training set, so
   // each epoch sees a different random subset of that size.
-  const int64_t batches = o.limit != 0 ? std::min(full_batches, o.limit / o.batch) : full_batches;
+  // Distributed: batches of the whole job (each rank holds one shard of each), so --limit and
+  // the images per epoch count every rank's.
+  const int64_t global_batch = o.batch * o.ranks;
+  const int64_t batches = o.limit != 0 ? std::min(full_batches, o.limit / global_batch) : full_batches;
   if (batches == 0) throw UsageError("--batch-size is larger than the training set");
-  const int64_t train_images = batches * o.batch;
+  const int64_t train_images = batches * global_batch;
   ctn_dataset_info test_info{};
   test_info.struct_size = sizeof test_info;
   check(ctn_dataset_info_get(test_ds.get(), &test_info), "ctn_dataset_info_get");
 
-  ContextPtr ctx = open_context(o.backend, o.threads);
   BuiltModel tm = build_model(ctx.get(), o.model, o.batch, o.seed, true, o.optim, o.widths);
   BuiltModel em = build_model(ctx.get(), o.model, o.eval_batch, o.seed, false, o.optim, o.widths);
-  PlanPtr train_plan = compile(tm.graph.get(), tm.loss, "ctn_plan_compile (train)");
+  PlanPtr train_plan;
+  if (comm) {
+    // Data-parallel: gradients averaged across the ranks in buckets, variables from rank 0.
+    ctn_compile_options co{};
+    co.struct_size = sizeof co;
+    co.data_parallel = comm;
+    co.dp_bucket_bytes = o.bucket_bytes;
+    ctn_plan *p = nullptr;
+    check(ctn_plan_compile(tm.graph.get(), 1, &tm.loss, &co, &p), "ctn_plan_compile (train, data-parallel)");
+    train_plan.reset(p);
+  } else {
+    train_plan = compile(tm.graph.get(), tm.loss, "ctn_plan_compile (train)");
+  }
   PlanPtr eval_plan = compile(em.graph.get(), em.logits, "ctn_plan_compile (eval)");
 
   // Every variable (parameters, batch-norm buffers, optimizer state) is checkpointed.
@@ -398,7 +521,7 @@ int run_train(const ParsedArgs &args) {
               "%lld test images\n",
               ctn_version_string(), spec.description.c_str(),
               static_cast<long long>(train_images), static_cast<long long>(batches),
-              static_cast<long long>(o.batch), static_cast<long long>(test_info.count));
+              static_cast<long long>(global_batch), static_cast<long long>(test_info.count));
   std::printf("%s lr %g%s%s, schedule %s, warmup %lld, seed %llu; training plan: %u nodes -> "
               "%u steps (%u fused, %u folded), placement: %s\n",
               o.optim.name.c_str(), o.optim.lr,
@@ -408,6 +531,23 @@ int run_train(const ParsedArgs &args) {
               o.schedule.c_str(), static_cast<long long>(o.warmup),
               static_cast<unsigned long long>(o.seed), stats.n_nodes, stats.n_steps,
               stats.n_fused, stats.n_folded, where.c_str());
+  if (resume && resume->meta.count("ranks") && resume->meta["ranks"] != std::to_string(o.ranks)) {
+    // The shards (and so the data order and the results) depend on the number of ranks.
+    std::fprintf(stderr, "chutney: warning: %s was written by a run on %s rank(s), this one has %d: the "
+                 "data order differs from the original run's\n", o.resume_path.c_str(),
+                 resume->meta["ranks"].c_str(), o.ranks);
+  }
+  if (comm) {
+    const char *cd = nullptr;
+    check(ctn_collective_describe(comm, &cd), "ctn_collective_describe");
+    std::printf("distributed: %d ranks over %s (%s), %lld images per rank per step, global batch %lld\n",
+                o.ranks, o.distributed.c_str(), cd, static_cast<long long>(o.batch),
+                static_cast<long long>(global_batch));
+    const char *text = nullptr;
+    check(ctn_plan_describe(train_plan.get(), &text), "ctn_plan_describe");
+    const char *line = std::strstr(text, "data-parallel over");
+    if (line) std::printf("%.*s\n", static_cast<int>(std::strcspn(line, "\n")), line);
+  }
   if (resume) {
     std::printf("resumed from %s: %lld epochs, %lld updates done\n", o.resume_path.c_str(),
                 static_cast<long long>(resume->epoch), static_cast<long long>(step));
@@ -433,7 +573,7 @@ int run_train(const ParsedArgs &args) {
     check(ctn_loader_reset(train_loader.get(), epoch - 1), "ctn_loader_reset");
     const double wait0 = loader_wait(train_loader.get());
     Progress progress("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs), batches,
-                      o.batch, !o.quiet);
+                      global_batch, !o.quiet);
     Clock::time_point t0 = Clock::now();
     double loss_sum = 0.0;
     for (int64_t b = 0; b < batches; ++b) {
@@ -441,6 +581,11 @@ int run_train(const ParsedArgs &args) {
       check(ctn_loader_next(train_loader.get(), x.get(), y.get(), &n), "ctn_loader_next");
       if (n != o.batch) throw Failure("the loader returned a short batch");
       ++step;
+      if (o.fault_signal && step == o.fault_step && o.rank == o.fault_rank) {
+        std::fprintf(stderr, "chutney: rank %d: --fault: sending itself %s at update %lld\n", o.rank,
+                     o.fault_signal == SIGKILL ? "SIGKILL" : "SIGSTOP", static_cast<long long>(step));
+        std::raise(o.fault_signal);
+      }
       check(ctn_model_set_step(tm.model.get(), step), "ctn_model_set_step");
       const double lr = lr_at(o, step, batches, total_steps);
       check(ctn_model_set_lr(tm.model.get(), lr), "ctn_model_set_lr");
@@ -463,10 +608,17 @@ int run_train(const ParsedArgs &args) {
     progress.finish();
     Clock::time_point t1 = Clock::now();
     const double wait = loader_wait(train_loader.get()) - wait0;
+    if (comm) {
+      // The epoch's loss over every rank's images (each rank's mean, averaged).
+      TensorPtr ls = make_tensor(CTN_F64, {1}, &loss_sum);
+      check(ctn_collective_allreduce(comm, ls.get(), CTN_REDUCE_MEAN), "ctn_collective_allreduce (loss)");
+      check(ctn_tensor_read(ls.get(), &loss_sum, sizeof loss_sum), "ctn_tensor_read");
+    }
     check(ctn_model_copy_state(tm.model.get(), train_plan.get(), em.model.get(), eval_plan.get(),
                                nullptr),
           "ctn_model_copy_state");
-    double acc = evaluate(eval_plan.get(), em, test_loader.get());
+    // Every rank holds the same weights: rank 0 alone evaluates.
+    double acc = o.rank == 0 ? evaluate(eval_plan.get(), em, test_loader.get()) : 0.0;
     Clock::time_point t2 = Clock::now();
 
     EpochLog e;
@@ -554,12 +706,17 @@ const CommandSpec &train_command() {
       "holding every variable (weights, optimizer state) and, as metadata, the epoch, the\n"
       "update count, the loader's seed and position and the options. --resume FILE continues\n"
       "such a run up to --epochs; options not given are taken from the checkpoint, and the\n"
-      "losses are those of an uninterrupted run with the same seed.\n",
+      "losses are those of an uninterrupted run with the same seed.\n"
+      "Distributed: `mpirun -np N chutney train --distributed mpi ...` trains one model on N\n"
+      "ranks: each rank takes --batch-size images of a disjoint shard of every epoch, so the\n"
+      "global batch is N x --batch-size (without --batch-size: the model's default batch split\n"
+      "over the ranks, i.e. what one process trains); rank 0 alone prints and writes checkpoints; a rank that\n"
+      "fails or dies ends the whole job with a message naming it (docs/DISTRIBUTED.md).\n",
       {
           {"model", "NAME", "model to train: mlp (784-512-256-10) or cnn (default mlp)"},
           {"cnn-widths", "C1,C2,FC[,bn][,valid]", "cnn: conv channels and hidden units; ,bn: batch norm after each conv; ,valid: unpadded convs (default 32,64,128)"},
           {"epochs", "N", "total passes over the training set (default 2)"},
-          {"batch-size", "B", "images per training step (default: mlp 128, cnn 64)"},
+          {"batch-size", "B", "images per training step, per rank with --distributed (default: mlp 128, cnn 64; distributed: that over the ranks)"},
           {"optimizer", "NAME", "sgd, adam or adamw (default: mlp sgd, cnn adam)"},
           {"lr", "X", "learning rate (default: sgd 0.05, adam/adamw 0.001)"},
           {"momentum", "M", "SGD momentum (default 0.9)"},
@@ -582,6 +739,11 @@ const CommandSpec &train_command() {
           {"plot", "FILE.svg", "write an SVG chart of loss and accuracy per epoch"},
           {"quiet", nullptr, "no progress output on stderr"},
           {"print-steps", nullptr, "print every update's learning rate and loss (\"step N lr X loss Y\")"},
+          {"distributed", "mpi|nccl", "data-parallel over the ranks of `mpirun -np N`: --batch-size per rank, gradients averaged (docs/DISTRIBUTED.md)"},
+          {"bucket-bytes", "N", "distributed: gradient fusion bucket size in bytes (default 64 MiB)"},
+          {"collective-timeout", "S", "distributed: a collective not done in S seconds ends the job naming the missing ranks (default 60)"},
+          {"rank-checkpoints", nullptr, "distributed: every rank R > 0 also saves its checkpoints to DIR/rank-R (tests)"},
+          {"fault", "STEP:RANK:kill|stop", "distributed, tests: at update STEP rank RANK sends itself SIGKILL or SIGSTOP"},
       },
       run_train};
   return spec;

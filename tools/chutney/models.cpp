@@ -138,7 +138,8 @@ DatasetPtr open_fashion_mnist(const std::string &dir, const char *split) {
 }
 
 LoaderPtr make_loader(ctn_dataset *ds, int64_t batch, bool flat, bool shuffle, uint64_t seed,
-                      int32_t crop_padding, bool hflip, int32_t workers) {
+                      int32_t crop_padding, bool hflip, int32_t workers, int32_t shard_index,
+                      int32_t shard_count) {
   ctn_loader_options o{};
   o.struct_size = sizeof o;
   o.flags = (flat ? CTN_LOADER_FLAT : 0u) | (shuffle ? CTN_LOADER_SHUFFLE | CTN_LOADER_DROP_LAST : 0u) |
@@ -149,6 +150,8 @@ LoaderPtr make_loader(ctn_dataset *ds, int64_t batch, bool flat, bool shuffle, u
   o.mean = kPixelMean;
   o.std = kPixelStd;
   o.num_workers = workers;
+  o.shard_index = shard_index;
+  o.shard_count = shard_count;
   ctn_loader *l = nullptr;
   check(ctn_loader_create(ds, &o, &l), "ctn_loader_create");
   return LoaderPtr(l);

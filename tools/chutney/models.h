@@ -85,9 +85,11 @@ inline constexpr double kPixelStd = 0.3530;
 // Debian package when they are missing or corrupt.
 DatasetPtr open_fashion_mnist(const std::string &dir, const char *split);
 
-// A loader over `ds` with the CLI's normalisation; `flat` gives [B, 784] images.
+// A loader over `ds` with the CLI's normalisation; `flat` gives [B, 784] images. shard_count > 1:
+// this rank's shard of every epoch (data.h, docs/DISTRIBUTED.md).
 LoaderPtr make_loader(ctn_dataset *ds, int64_t batch, bool flat, bool shuffle, uint64_t seed,
-                      int32_t crop_padding, bool hflip, int32_t workers);
+                      int32_t crop_padding, bool hflip, int32_t workers, int32_t shard_index = 0,
+                      int32_t shard_count = 1);
 
 // Accuracy of inference plan `plan` (compiled from `eval`, logits as output 0) over every sample
 // of `loader` (epoch 0, no shuffling); padded rows of the last batch are ignored.

@@ -1,0 +1,318 @@
+// ctn-mpi.so: the collective plugin over Open MPI (collective.h). Host memory only.
+//
+// Every collective is non-blocking underneath (MPI_Iallreduce, MPI_Ibcast, MPI_Ibarrier) and
+// polled against the communicator's timeout, so a rank that hangs is reported instead of
+// hanging the job. To name the missing ranks, each collective is announced: every rank sends its
+// collective number to rank 0 and rank 0 sends its own to everyone (2(N-1) 8-byte messages on a
+// duplicate communicator), so on a timeout rank 0 lists the ranks that never arrived and the
+// others say whether rank 0 did. A rank killed outright is mpirun's to notice: Open MPI 4.1 has
+// no fault-tolerant MPI, so mpirun ends the job and names the rank (docs/DISTRIBUTED.md).
+#include <chutney/collective.h>
+
+#include <mpi.h>
+
+#include <dlfcn.h>
+
+#include <ctime>
+#include <sched.h>
+#include <time.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+const ctn_host_api *g_host = nullptr;
+constexpr int kTagArrive = 7301;
+
+struct Comm {
+  MPI_Comm world = MPI_COMM_NULL;   // collectives
+  MPI_Comm notes = MPI_COMM_NULL;   // arrival announcements
+  int rank = 0, size = 1;
+  double timeout_s = 60;
+  bool we_initialised = false;
+  int64_t seq = 0;                  // collectives started by this rank
+  std::vector<int64_t> arrived;     // rank 0: last collective each rank announced; others: [0] = rank 0's
+  std::vector<int64_t> inbox;       // receive buffers of the posted announcements
+  std::vector<MPI_Request> recvs;
+  std::string description, error;
+};
+
+double now_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+ctn_status fail(Comm *c, ctn_status code, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (c) c->error = buf;
+  return g_host->set_error(code, "%s", buf);
+}
+
+std::string mpi_error(int code) {
+  char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, buf, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  return std::string(buf, static_cast<size_t>(len));
+}
+
+// Takes in every announcement that has arrived and reposts the receives.
+void drain_notes(Comm *c) {
+  for (size_t i = 0; i < c->recvs.size(); ++i) {
+    for (;;) {
+      if (c->recvs[i] == MPI_REQUEST_NULL) break;
+      int done = 0;
+      MPI_Test(&c->recvs[i], &done, MPI_STATUS_IGNORE);
+      if (!done) break;
+      if (c->inbox[i] > c->arrived[i]) c->arrived[i] = c->inbox[i];
+      int src = c->rank == 0 ? static_cast<int>(i) : 0;
+      MPI_Irecv(&c->inbox[i], 1, MPI_INT64_T, src, kTagArrive, c->notes, &c->recvs[i]);
+    }
+  }
+}
+
+void announce(Comm *c) {
+  ++c->seq;
+  if (c->size == 1) return;
+  if (c->rank == 0) {
+    c->arrived[0] = c->seq;
+    for (int r = 1; r < c->size; ++r) {
+      MPI_Request q;
+      MPI_Isend(&c->seq, 1, MPI_INT64_T, r, kTagArrive, c->notes, &q);
+      MPI_Request_free(&q);
+    }
+  } else {
+    MPI_Request q;
+    MPI_Isend(&c->seq, 1, MPI_INT64_T, 0, kTagArrive, c->notes, &q);
+    MPI_Request_free(&q);
+  }
+}
+
+// Polls `req` until it completes or the timeout passes; names the missing ranks on a timeout.
+ctn_status wait(Comm *c, MPI_Request *req, const char *what) {
+  const double deadline = now_s() + c->timeout_s;
+  for (long spins = 0;; ++spins) {
+    int done = 0;
+    int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return fail(c, CTN_ERR_IO, "mpi: %s #%lld failed: %s", what, static_cast<long long>(c->seq), mpi_error(rc).c_str());
+    if (done) return CTN_OK;
+    if (spins > 2000) {
+      // Oversubscribed ranks share cores: let the others run instead of spinning.
+      timespec ts{0, 50000};
+      nanosleep(&ts, nullptr);
+      if ((spins & 63) == 0) {
+        drain_notes(c);
+        if (now_s() > deadline) break;
+      }
+    }
+  }
+  drain_notes(c);
+  std::string missing;
+  if (c->rank == 0) {
+    for (int r = 1; r < c->size; ++r)
+      if (c->arrived[static_cast<size_t>(r)] < c->seq)
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r) + " (last at collective #" +
+                   std::to_string(c->arrived[static_cast<size_t>(r)]) + ")";
+    if (missing.empty()) missing = "none known (every rank announced it; the transport itself is stuck)";
+  } else {
+    missing = c->arrived[0] < c->seq ? "0 (last at collective #" + std::to_string(c->arrived[0]) + ")"
+                                     : "see rank 0's message (rank 0 arrived)";
+  }
+  return fail(c, CTN_ERR_IO, "mpi: rank %d: %s #%lld did not complete within %g s: rank(s) not responding: %s", c->rank,
+              what, static_cast<long long>(c->seq), c->timeout_s, missing.c_str());
+}
+
+MPI_Datatype mpi_type(ctn_dtype dt) {
+  switch (dt) {
+    case CTN_F32: return MPI_FLOAT;
+    case CTN_F64: return MPI_DOUBLE;
+    case CTN_I32: return MPI_INT32_T;
+    case CTN_I64: return MPI_INT64_T;
+    default: return MPI_DATATYPE_NULL;
+  }
+}
+
+template <class T>
+void divide(void *buf, uint64_t n, int size) {
+  T *p = static_cast<T *>(buf);
+  const T d = static_cast<T>(size);
+  for (uint64_t i = 0; i < n; ++i) p[i] /= d;
+}
+
+ctn_status probe(const ctn_host_api *host) {
+  g_host = host;
+  int major = 0, minor = 0;
+  MPI_Get_version(&major, &minor);
+  if (major < 3) return host->set_error(CTN_ERR_UNAVAILABLE, "unavailable: MPI %d.%d lacks non-blocking collectives (needs 3.0)", major, minor);
+  return CTN_OK;
+}
+
+ctn_status init(const ctn_host_api *host, const ctn_collective_config *cfg, void **out) {
+  g_host = host;
+  if (!cfg || !out) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "mpi: init: NULL argument");
+  int inited = 0, finalized = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (finalized) return host->set_error(CTN_ERR_STATE, "mpi: MPI was finalized in this process; it cannot start again");
+  // Open MPI's components (dlopen-ed by libmpi) need libmpi's symbols in the global scope; the
+  // host loads plugins RTLD_LOCAL, so promote the copy this plugin already pulled in.
+  dlopen("libmpi.so.40", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+  auto *c = new (std::nothrow) Comm;
+  if (!c) return host->set_error(CTN_ERR_OUT_OF_MEMORY, "mpi: out of memory");
+  if (!inited) {
+    int provided = 0;
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    if (rc != MPI_SUCCESS) {
+      delete c;
+      return host->set_error(CTN_ERR_IO, "mpi: MPI_Init_thread failed: %s", mpi_error(rc).c_str());
+    }
+    c->we_initialised = true;
+  }
+  // Errors come back as codes (reported with the rank) instead of aborting inside MPI.
+  MPI_Comm_dup(MPI_COMM_WORLD, &c->world);
+  MPI_Comm_dup(MPI_COMM_WORLD, &c->notes);
+  MPI_Comm_set_errhandler(c->world, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(c->notes, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(c->world, &c->rank);
+  MPI_Comm_size(c->world, &c->size);
+  auto bad = [&](const char *fmt, int a, int b) {
+    ctn_status s = host->set_error(CTN_ERR_INVALID_ARGUMENT, fmt, a, b);
+    MPI_Comm_free(&c->world);
+    MPI_Comm_free(&c->notes);
+    if (c->we_initialised) MPI_Finalize();
+    delete c;
+    return s;
+  };
+  if (cfg->rank >= 0 && cfg->rank != c->rank)
+    return bad("mpi: the configuration asks for rank %d, mpirun made this process rank %d", cfg->rank, c->rank);
+  if (cfg->world_size >= 1 && cfg->world_size != c->size)
+    return bad("mpi: the configuration asks for %d ranks, mpirun started %d", cfg->world_size, c->size);
+  c->timeout_s = cfg->timeout_s > 0 ? cfg->timeout_s : 60.0;
+  const size_t peers = c->rank == 0 ? static_cast<size_t>(c->size) : 1;
+  c->arrived.assign(peers, 0);
+  c->inbox.assign(peers, 0);
+  c->recvs.assign(peers, MPI_REQUEST_NULL);
+  if (c->size > 1) {
+    if (c->rank == 0) {
+      for (int r = 1; r < c->size; ++r) MPI_Irecv(&c->inbox[static_cast<size_t>(r)], 1, MPI_INT64_T, r, kTagArrive, c->notes, &c->recvs[static_cast<size_t>(r)]);
+    } else {
+      MPI_Irecv(&c->inbox[0], 1, MPI_INT64_T, 0, kTagArrive, c->notes, &c->recvs[0]);
+    }
+  }
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(lib, &len);
+  std::string l(lib, static_cast<size_t>(len));
+  if (size_t nl = l.find_first_of(",\n"); nl != std::string::npos) l.resize(nl);
+  c->description = l + ", rank " + std::to_string(c->rank) + " of " + std::to_string(c->size) + ", timeout " +
+                   std::to_string(static_cast<int>(c->timeout_s)) + " s";
+  *out = c;
+  return CTN_OK;
+}
+
+void shutdown(void *state) {
+  auto *c = static_cast<Comm *>(state);
+  for (MPI_Request &r : c->recvs)
+    if (r != MPI_REQUEST_NULL) {
+      MPI_Cancel(&r);
+      MPI_Request_free(&r);
+    }
+  MPI_Comm_free(&c->notes);
+  MPI_Comm_free(&c->world);
+  if (c->we_initialised) MPI_Finalize();
+  delete c;
+}
+
+const char *describe(void *state) { return static_cast<Comm *>(state)->description.c_str(); }
+int32_t rank(void *state) { return static_cast<Comm *>(state)->rank; }
+int32_t world_size(void *state) { return static_cast<Comm *>(state)->size; }
+
+ctn_status allreduce(void *state, void *buf, uint64_t count, ctn_dtype dtype, uint32_t op) {
+  auto *c = static_cast<Comm *>(state);
+  MPI_Datatype t = mpi_type(dtype);
+  if (t == MPI_DATATYPE_NULL) return fail(c, CTN_ERR_DTYPE, "mpi: allreduce supports f32, f64, i32, i64 (dtype %d)", static_cast<int>(dtype));
+  if (op != CTN_REDUCE_SUM && op != CTN_REDUCE_MEAN) return fail(c, CTN_ERR_INVALID_ARGUMENT, "mpi: unknown reduction %u", op);
+  if (count > static_cast<uint64_t>(INT32_MAX)) return fail(c, CTN_ERR_INVALID_ARGUMENT, "mpi: %llu elements in one allreduce (at most 2^31-1)", static_cast<unsigned long long>(count));
+  announce(c);
+  if (c->size > 1 && count > 0) {
+    MPI_Request req;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), t, MPI_SUM, c->world, &req);
+    if (rc != MPI_SUCCESS) return fail(c, CTN_ERR_IO, "mpi: MPI_Iallreduce: %s", mpi_error(rc).c_str());
+    if (ctn_status s = wait(c, &req, "allreduce"); s != CTN_OK) return s;
+  }
+  if (op == CTN_REDUCE_MEAN && c->size > 1) {
+    switch (dtype) {
+      case CTN_F32: divide<float>(buf, count, c->size); break;
+      case CTN_F64: divide<double>(buf, count, c->size); break;
+      case CTN_I32: divide<int32_t>(buf, count, c->size); break;
+      default: divide<int64_t>(buf, count, c->size); break;
+    }
+  }
+  return CTN_OK;
+}
+
+ctn_status broadcast(void *state, void *buf, uint64_t bytes, int32_t root) {
+  auto *c = static_cast<Comm *>(state);
+  if (root < 0 || root >= c->size) return fail(c, CTN_ERR_INVALID_ARGUMENT, "mpi: broadcast root %d outside 0..%d", root, c->size - 1);
+  if (bytes > static_cast<uint64_t>(INT32_MAX)) return fail(c, CTN_ERR_INVALID_ARGUMENT, "mpi: broadcast of %llu bytes (at most 2^31-1)", static_cast<unsigned long long>(bytes));
+  announce(c);
+  if (c->size == 1 || bytes == 0) return CTN_OK;
+  MPI_Request req;
+  int rc = MPI_Ibcast(buf, static_cast<int>(bytes), MPI_BYTE, root, c->world, &req);
+  if (rc != MPI_SUCCESS) return fail(c, CTN_ERR_IO, "mpi: MPI_Ibcast: %s", mpi_error(rc).c_str());
+  return wait(c, &req, "broadcast");
+}
+
+ctn_status barrier(void *state) {
+  auto *c = static_cast<Comm *>(state);
+  announce(c);
+  if (c->size == 1) return CTN_OK;
+  MPI_Request req;
+  int rc = MPI_Ibarrier(c->world, &req);
+  if (rc != MPI_SUCCESS) return fail(c, CTN_ERR_IO, "mpi: MPI_Ibarrier: %s", mpi_error(rc).c_str());
+  return wait(c, &req, "barrier");
+}
+
+void abort_job(void *state, int32_t code, const char *why) {
+  auto *c = static_cast<Comm *>(state);
+  std::fprintf(stderr, "chutney: rank %d aborts the job: %s\n", c ? c->rank : -1, why ? why : "");
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code ? code : 1);
+  std::_Exit(code ? code : 1);  // MPI_Abort does not return; in case it does
+}
+
+const char *last_error(void *state) { return static_cast<Comm *>(state)->error.c_str(); }
+
+const ctn_collective_desc kDesc = {
+    {sizeof(ctn_collective_desc), CTN_ABI_MAJOR, CTN_ABI_MINOR, CTN_PLUGIN_COLLECTIVE, 0, "mpi"},
+    CTN_COLLECTIVE_HOST_MEMORY,
+    0,
+    probe,
+    init,
+    shutdown,
+    describe,
+    rank,
+    world_size,
+    allreduce,
+    broadcast,
+    barrier,
+    abort_job,
+    last_error,
+};
+
+}  // namespace
+
+CTN_PLUGIN_EXPORT const ctn_plugin_header *ctn_plugin_query(uint32_t host_abi_version, const ctn_host_api *host) {
+  if (CTN_ABI_VERSION_MAJOR(host_abi_version) != CTN_ABI_MAJOR || !host) return nullptr;
+  g_host = host;
+  return &kDesc.header;
+}
