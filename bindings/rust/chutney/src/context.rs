@@ -32,6 +32,17 @@ pub(crate) fn check_abi_version(found: (u32, u32)) -> Result<()> {
     Ok(())
 }
 
+/// Serialises creating, releasing and loading plugins into contexts across the process. The C
+/// API does not say that two contexts may be created at once, and with the OpenCL backend on
+/// pocl they cannot: two concurrent `ctn_context_create` calls crash inside pocl's device
+/// queries (seen in this crate's thread test). Held only during those calls; everything else
+/// runs concurrently.
+static LIFECYCLE: Mutex<()> = Mutex::new(());
+
+fn lifecycle() -> std::sync::MutexGuard<'static, ()> {
+    LIFECYCLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Options of [`Context::with_options`]; `Options::default()` gives the library's defaults.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -64,7 +75,9 @@ pub struct BackendInfo {
 ///
 /// `Send + Sync`: the C API lets several threads build, compile and run graphs and plans of one
 /// context at once, and change its backends, thread count and options meanwhile (chutney.h).
-/// The two calls that must not overlap anything are the release (`Drop`, which needs
+/// Creating and releasing contexts and loading plugins are serialised process-wide (see
+/// `LIFECYCLE` in the source: a workaround for a crash of concurrent context creation with the
+/// OpenCL backend). The two calls that must not overlap anything on one context are the release (`Drop`, which needs
 /// ownership, so no graph or plan borrowing the context can be alive) and
 /// [`Context::load_plugin`] (which takes `&mut self` for the same reason).
 ///
@@ -91,6 +104,7 @@ unsafe impl Sync for Context {}
 
 impl Drop for Context {
     fn drop(&mut self) {
+        let _g = lifecycle();
         // SAFETY: we own the handle; nothing borrows it (the borrow checker saw to that).
         unsafe { sys::ctn_context_release(self.ptr) }
     }
@@ -125,6 +139,7 @@ impl Context {
             reserved: 0,
         };
         let mut out = ptr::null_mut();
+        let _g = lifecycle();
         // SAFETY: o and its strings outlive the call.
         check(unsafe { sys::ctn_context_create(&o, &mut out) })?;
         Ok(Context { ptr: out, strings: Mutex::new(()) })
@@ -138,6 +153,7 @@ impl Context {
     /// context may run meanwhile (the op registry changes).
     pub fn load_plugin(&mut self, path: &Path) -> Result<()> {
         let p = cstring(&path.to_string_lossy(), "plugin path")?;
+        let _g = lifecycle();
         // SAFETY: exclusive access to the context, p outlives the call.
         check(unsafe { sys::ctn_context_load_plugin(self.ptr, p.as_ptr()) })
     }

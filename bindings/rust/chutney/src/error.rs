@@ -49,7 +49,7 @@ pub enum Error {
         status: Status,
         /// Its name, e.g. "CTN_ERR_SHAPE".
         name: String,
-        /// What went wrong.
+        /// What went wrong, without the leading status name.
         message: String,
     },
     /// The loaded libchutney implements an ABI this crate cannot use: another major version, or
@@ -111,7 +111,14 @@ pub(crate) fn check(st: sys::ctn_status) -> Result<()> {
     // SAFETY: ctn_last_error never fails; the string is valid until the next failing call on
     // this thread, and it is copied at once.
     let message = unsafe { cstr(sys::ctn_last_error()) };
-    Err(Error::new(Status(st), message))
+    let status = Status(st);
+    let name = status.name();
+    // The library's messages start with the status name; Display puts it back.
+    let message = match message.strip_prefix(&name).and_then(|m| m.strip_prefix(": ")) {
+        Some(m) => m.to_string(),
+        None => message,
+    };
+    Err(Error::Call { status, name, message })
 }
 
 /// Copies a C string (NULL gives "").

@@ -1,0 +1,80 @@
+//! Many create/use/release cycles of every handle kind, with failing calls on the way: the
+//! resident set size stays bounded. Alone in its test binary so that no other test changes the
+//! RSS meanwhile. CHUTNEY_LEAK_CYCLES sets the count (default 3000).
+use chutney::checkpoint;
+use chutney::{Context, Dtype, Tensor};
+
+fn rss_bytes() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
+    let pages: u64 = s.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096
+}
+
+fn cycle(ctx: &Context, i: usize, path: &std::path::Path) {
+    let w0 = Tensor::new(&vec![0.5f32; 8 * 2], &[8, 2]).unwrap();
+    let g = ctx.graph().unwrap();
+    let x = g.input("x", Dtype::F32, &[4, 8]).unwrap();
+    let w = g.variable("w", &w0).unwrap();
+    let y = g.relu(g.matmul(x, w, false, false).unwrap()).unwrap();
+    assert!(g.matmul(x, x, false, false).is_err()); // a failure: its message is copied
+    let _ = x + w; // a failed operator: its error waits in the graph
+    assert!(g.take_error().is_some());
+    let loss = g.sum(y, &[], false).unwrap();
+    let dw = g.grad(loss, &[w]).unwrap()[0];
+    g.assign(w, w - dw * 0.01).unwrap();
+    let mut p = g.compile(&[loss]).unwrap();
+    let xid = x.id();
+    drop(g); // a plan outlives its graph
+    let xv = Tensor::new(&vec![i as f32 / 1000.0; 32], &[4, 8]).unwrap();
+    let v = xv.slice(0, 0, 2, 1).unwrap();
+    assert_eq!(v.numel().unwrap(), 16);
+    let out = p.run_outputs(&[(xid, &xv)]).unwrap();
+    assert!(out[0].item::<f32>().unwrap() >= 0.0);
+    assert!(p.run(&[], &mut []).is_err());
+    if i % 10 == 0 {
+        checkpoint::save(path, &[("w", &w0)], None).unwrap();
+        let c = checkpoint::Checkpoint::load(path).unwrap();
+        assert_eq!(c.get("w").unwrap().numel().unwrap(), 16);
+    }
+}
+
+#[test]
+fn create_destroy_cycles_keep_rss_bounded() {
+    let cycles: usize =
+        std::env::var("CHUTNEY_LEAK_CYCLES").ok().and_then(|s| s.parse().ok()).unwrap_or(3000);
+    let path = std::env::temp_dir().join(format!("chutney-rust-leak-{}.safetensors", std::process::id()));
+    let ctx = Context::new().unwrap();
+    for i in 0..300 {
+        cycle(&ctx, i, &path); // warm up: arenas, caches, the allocator's steady size
+    }
+    let before = rss_bytes();
+    for i in 0..cycles {
+        cycle(&ctx, i, &path);
+    }
+    let after = rss_bytes();
+    // and whole contexts (after a few to warm up: plugins' vendor libraries)
+    let ctx_cycles: usize =
+        std::env::var("CHUTNEY_LEAK_CONTEXTS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    for _ in 0..5 {
+        cycle(&Context::new().unwrap(), 1, &path);
+    }
+    let before_ctx = rss_bytes();
+    for _ in 0..ctx_cycles {
+        let c = Context::new().unwrap();
+        cycle(&c, 1, &path);
+    }
+    let after_ctx = rss_bytes();
+    let _ = std::fs::remove_file(&path);
+    let growth = after.saturating_sub(before);
+    let ctx_growth = after_ctx.saturating_sub(before_ctx);
+    println!(
+        "RSS {} KiB before, {} KiB after {cycles} cycles: growth {} KiB; {ctx_cycles} contexts: growth {} KiB",
+        before >> 10,
+        after >> 10,
+        growth >> 10,
+        ctx_growth >> 10
+    );
+    assert!(growth < 2 << 20, "RSS grew by {} KiB over {cycles} cycles (limit 2048 KiB)", growth >> 10);
+    let per_ctx = ctx_growth / ctx_cycles.max(1) as u64;
+    assert!(per_ctx < 64 << 10, "{ctx_cycles} contexts grew RSS by {} KiB", ctx_growth >> 10);
+}
