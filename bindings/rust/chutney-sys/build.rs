@@ -5,6 +5,7 @@
 //!     `. bindings/rust/env.sh <build>` sets it);
 //!  2. the `pkg-config` program (or `$PKG_CONFIG`): `pkg-config --libs-only-L chutney`;
 //!  3. otherwise the build fails and says what to set.
+//!
 //! The folder is recorded as an rpath of this crate's tests and exported to dependent build
 //! scripts as `DEP_CHUTNEY_LIB_DIR` (the `chutney` crate adds the same rpath).
 //!

@@ -135,9 +135,8 @@ fn header_structs() -> BTreeMap<String, Vec<String>> {
                 }
                 let decl = decl.split('[').next().unwrap();
                 // "double beta1, beta2, eps": the first name follows the type.
-                for (k, part) in decl.split(',').enumerate() {
-                    let word = part.trim().rsplit(|c: char| c == ' ' || c == '*').next().unwrap();
-                    let _ = k;
+                for part in decl.split(',') {
+                    let word = part.trim().rsplit([' ', '*']).next().unwrap();
                     fields.push(word.to_string());
                 }
             }
@@ -184,7 +183,7 @@ fn the_probe_covers_every_constant_of_the_headers() {
                 }
                 names.push(format!("CTN_{name}"));
             } else if line.starts_with("CTN_") && line.contains('=') {
-                names.push(line.split(|c: char| c == ' ' || c == '=').next().unwrap().to_string());
+                names.push(line.split([' ', '=']).next().unwrap().to_string());
             }
         }
         for n in names {

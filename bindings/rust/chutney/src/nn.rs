@@ -244,7 +244,7 @@ impl<'g> Model<'g> {
         check(unsafe { sys::ctn_model_set_training(self.ptr, training as i32) })
     }
 
-    /// Names the next layer (its variables become "<name>.weight"...).
+    /// Names the next layer (its variables become `"<name>.weight"`...).
     pub fn name_next(&self, name: &str) -> Result<()> {
         let n = cstring(name, "layer name")?;
         // SAFETY: copied by the library.
@@ -370,7 +370,7 @@ impl<'g> Model<'g> {
                 nodes.as_ptr(),
                 values.as_ptr() as *const *const sys::ctn_tensor,
                 outputs.len() as u32,
-                outs.as_ptr() as *const *mut sys::ctn_tensor,
+                outs.as_ptr(),
             )
         })
     }

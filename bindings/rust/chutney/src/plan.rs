@@ -129,7 +129,7 @@ impl<'ctx> Plan<'ctx> {
                 nodes.as_ptr(),
                 values.as_ptr() as *const *const sys::ctn_tensor,
                 outs.n as u32,
-                outs.as_ptr() as *const *mut sys::ctn_tensor,
+                outs.as_ptr(),
             )
         })
     }

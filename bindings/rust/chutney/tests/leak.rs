@@ -11,7 +11,7 @@ fn rss_bytes() -> u64 {
 }
 
 fn cycle(ctx: &Context, i: usize, path: &std::path::Path) {
-    let w0 = Tensor::new(&vec![0.5f32; 8 * 2], &[8, 2]).unwrap();
+    let w0 = Tensor::new(&[0.5f32; 8 * 2], &[8, 2]).unwrap();
     let g = ctx.graph().unwrap();
     let x = g.input("x", Dtype::F32, &[4, 8]).unwrap();
     let w = g.variable("w", &w0).unwrap();
@@ -25,7 +25,7 @@ fn cycle(ctx: &Context, i: usize, path: &std::path::Path) {
     let mut p = g.compile(&[loss]).unwrap();
     let xid = x.id();
     drop(g); // a plan outlives its graph
-    let xv = Tensor::new(&vec![i as f32 / 1000.0; 32], &[4, 8]).unwrap();
+    let xv = Tensor::new(&[i as f32 / 1000.0; 32], &[4, 8]).unwrap();
     let v = xv.slice(0, 0, 2, 1).unwrap();
     assert_eq!(v.numel().unwrap(), 16);
     let out = p.run_outputs(&[(xid, &xv)]).unwrap();
