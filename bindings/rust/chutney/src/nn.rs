@@ -375,3 +375,13 @@ impl<'g> Model<'g> {
         })
     }
 }
+
+/// Copies, for every variable name present in both models, the value in plan `src` (compiled
+/// from `src_model`'s graph) into plan `dst` (from `dst_model`'s graph): train -> eval. Returns
+/// how many were copied.
+pub fn copy_state(src_model: &Model<'_>, src: &Plan<'_>, dst_model: &Model<'_>, dst: &mut Plan<'_>) -> Result<u32> {
+    let mut n = 0;
+    // SAFETY: valid handles; src is only read, dst exclusively borrowed.
+    check(unsafe { sys::ctn_model_copy_state(src_model.ptr, src.raw(), dst_model.ptr, dst.raw(), &mut n) })?;
+    Ok(n)
+}
