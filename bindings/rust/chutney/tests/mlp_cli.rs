@@ -13,7 +13,7 @@ fn fmt_g_prints_like_printf() {
     assert_eq!(mlp::fmt_g(0.05, 17), "0.050000000000000003");
     assert_eq!(mlp::fmt_g(0.00030779148512155856, 17), "0.00030779148512155856");
     assert_eq!(mlp::fmt_g(3.3513546f32 as f64, 9), "3.3513546");
-    assert_eq!(mlp::fmt_g(0.861519158f32 as f64, 9), "0.861519158");
+    assert_eq!(mlp::fmt_g("0.861519158".parse::<f32>().unwrap() as f64, 9), "0.861519158");
     assert_eq!(mlp::fmt_g(1.5e-7, 9), "1.5e-07");
     assert_eq!(mlp::fmt_g(123456789012.0, 9), "1.23456789e+11");
     assert_eq!(mlp::fmt_g(2.0, 9), "2");
