@@ -1,7 +1,7 @@
 //! The layer library (nn.h): models, layers, optimizers, schedules.
 use crate::error::{check, cstr, cstring, Result};
 use crate::graph::{Graph, GraphCore, Node, NodeId};
-use crate::plan::{split_feeds, Plan, Ptrs};
+use crate::plan::{output_ptrs, split_feeds, Plan};
 use crate::tensor::{Dtype, Tensor};
 use chutney_sys as sys;
 use std::ptr;
@@ -360,16 +360,16 @@ impl<'g> Model<'g> {
             ));
         }
         let (nodes, values) = split_feeds(feeds);
-        let outs = Ptrs::new(outputs.iter().map(|t| t.ptr));
+        let outs = output_ptrs(outputs);
         // SAFETY: as Plan::run.
         check(unsafe {
             sys::ctn_model_run(
                 self.ptr,
                 plan.raw(),
-                nodes.len() as u32,
+                nodes.n as u32,
                 nodes.as_ptr(),
-                values.as_ptr() as *const *const sys::ctn_tensor,
-                outputs.len() as u32,
+                values.as_ptr(),
+                outs.n as u32,
                 outs.as_ptr(),
             )
         })

@@ -57,17 +57,17 @@ impl std::fmt::Debug for Plan<'_> {
     }
 }
 
-/// Raw pointers for a C call, on the stack for the usual handful.
-pub(crate) struct Ptrs<T> {
-    small: [*mut T; 16],
-    big: Vec<*mut T>,
-    n: usize,
+/// The argument arrays of a C call, on the stack for up to 16 entries (no allocation per run).
+pub(crate) struct Small<T: Copy> {
+    small: [T; 16],
+    big: Vec<T>,
+    pub(crate) n: usize,
 }
 
-impl<T> Ptrs<T> {
-    pub(crate) fn new(it: impl ExactSizeIterator<Item = *mut T>) -> Ptrs<T> {
+impl<T: Copy> Small<T> {
+    pub(crate) fn new(fill: T, it: impl ExactSizeIterator<Item = T>) -> Small<T> {
         let n = it.len();
-        let mut p = Ptrs { small: [ptr::null_mut(); 16], big: Vec::new(), n };
+        let mut p = Small { small: [fill; 16], big: Vec::new(), n };
         if n <= 16 {
             for (slot, v) in p.small.iter_mut().zip(it) {
                 *slot = v;
@@ -77,7 +77,7 @@ impl<T> Ptrs<T> {
         }
         p
     }
-    pub(crate) fn as_ptr(&self) -> *const *mut T {
+    pub(crate) fn as_ptr(&self) -> *const T {
         if self.n <= 16 {
             self.small.as_ptr()
         } else {
@@ -87,9 +87,18 @@ impl<T> Ptrs<T> {
 }
 
 /// Feed nodes and values split into the arrays the C API takes.
-pub(crate) fn split_feeds(feeds: &[(NodeId, &Tensor)]) -> (Vec<u32>, Ptrs<sys::ctn_tensor>) {
-    let nodes = feeds.iter().map(|(n, _)| n.0).collect();
-    (nodes, Ptrs::new(feeds.iter().map(|(_, t)| t.ptr)))
+pub(crate) type Feeds = (Small<u32>, Small<*const sys::ctn_tensor>);
+
+pub(crate) fn split_feeds(feeds: &[(NodeId, &Tensor)]) -> Feeds {
+    (
+        Small::new(0, feeds.iter().map(|(n, _)| n.0)),
+        Small::new(ptr::null(), feeds.iter().map(|(_, t)| t.ptr as *const sys::ctn_tensor)),
+    )
+}
+
+/// Output handles for the C API.
+pub(crate) fn output_ptrs(outputs: &[&mut Tensor]) -> Small<*mut sys::ctn_tensor> {
+    Small::new(ptr::null_mut(), outputs.iter().map(|t| t.ptr))
 }
 
 impl<'ctx> Plan<'ctx> {
@@ -100,6 +109,11 @@ impl<'ctx> Plan<'ctx> {
     }
 
     pub(crate) fn raw(&self) -> *mut sys::ctn_plan {
+        self.ptr
+    }
+
+    /// The raw handle, for calls into `chutney-sys`. Still owned by `self`.
+    pub fn as_raw(&self) -> *mut sys::ctn_plan {
         self.ptr
     }
 
@@ -119,18 +133,11 @@ impl<'ctx> Plan<'ctx> {
             ));
         }
         let (nodes, values) = split_feeds(feeds);
-        let outs = Ptrs::new(outputs.iter().map(|t| t.ptr));
+        let outs = output_ptrs(outputs);
         // SAFETY: arrays of the given lengths; tensors live (borrowed) during the call; feeds are
         // only read, outputs (exclusively borrowed) written.
         check(unsafe {
-            sys::ctn_plan_run(
-                self.ptr,
-                nodes.len() as u32,
-                nodes.as_ptr(),
-                values.as_ptr() as *const *const sys::ctn_tensor,
-                outs.n as u32,
-                outs.as_ptr(),
-            )
+            sys::ctn_plan_run(self.ptr, nodes.n as u32, nodes.as_ptr(), values.as_ptr(), outs.n as u32, outs.as_ptr())
         })
     }
 
