@@ -236,3 +236,11 @@ fn the_error_type_is_a_std_error() {
     let e2: Error = Tensor::new(&[1.0f32], &[2]).unwrap_err();
     assert_eq!(e2.clone(), e2);
 }
+
+#[test]
+fn the_readme_shows_the_readme_example() {
+    let readme = include_str!("../../README.md");
+    let example = include_str!("../examples/readme.rs");
+    let body: String = example.lines().filter(|l| !l.starts_with("//!")).map(|l| format!("{l}\n")).collect();
+    assert!(readme.contains(&format!("```rust\n{body}```")), "bindings/rust/README.md differs from examples/readme.rs");
+}
