@@ -66,7 +66,7 @@ if [[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz &&
       -x $CHUTNEY_BUILD_DIR/tools/chutney/chutney ]]; then
   echo "== cargo test --test mlp_cli -- --ignored (Rust MLP vs chutney train, bit for bit)"
   st=0
-  cargo test --offline --locked --release -p chutney --test mlp_cli -- --ignored >"$log.mlp" 2>&1 || st=$?
+  cargo test --offline --locked -p chutney --test mlp_cli -- --ignored >"$log.mlp" 2>&1 || st=$?
   grep -E '^(test |test result)|panicked|CLI:|Rust:' "$log.mlp" || true
   count "$log.mlp" "$st"
   [[ $st == 0 ]] || { echo "full log: $log.mlp" >&2; rc=1; }

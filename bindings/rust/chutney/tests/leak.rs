@@ -1,8 +1,19 @@
 //! Many create/use/release cycles of every handle kind, with failing calls on the way: the
 //! resident set size stays bounded. Alone in its test binary so that no other test changes the
-//! RSS meanwhile. CHUTNEY_LEAK_CYCLES sets the count (default 3000).
+//! RSS meanwhile. CHUTNEY_LEAK_CYCLES sets the count (default 3000). With
+//! CHUTNEY_LEAK_CPU_ONLY=1 the contexts load only the CPU backend of $CHUTNEY_BUILD_DIR (for
+//! valgrind, under which the OpenCL and Vulkan drivers take minutes to load).
 use chutney::checkpoint;
-use chutney::{Context, Dtype, Tensor};
+use chutney::{Context, Dtype, Options, Tensor};
+
+fn context() -> Context {
+    if std::env::var_os("CHUTNEY_LEAK_CPU_ONLY").is_some() {
+        let dir = std::env::var("CHUTNEY_BUILD_DIR").expect("CHUTNEY_LEAK_CPU_ONLY needs CHUTNEY_BUILD_DIR");
+        let o = Options { no_autoload: true, plugin_path: Some(format!("{dir}/backends/cpu")), ..Default::default() };
+        return Context::with_options(&o).unwrap();
+    }
+    Context::new().unwrap()
+}
 
 fn rss_bytes() -> u64 {
     let s = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
@@ -43,8 +54,9 @@ fn create_destroy_cycles_keep_rss_bounded() {
     let cycles: usize =
         std::env::var("CHUTNEY_LEAK_CYCLES").ok().and_then(|s| s.parse().ok()).unwrap_or(3000);
     let path = std::env::temp_dir().join(format!("chutney-rust-leak-{}.safetensors", std::process::id()));
-    let ctx = Context::new().unwrap();
-    for i in 0..300 {
+    let warm: usize = std::env::var("CHUTNEY_LEAK_WARMUP").ok().and_then(|s| s.parse().ok()).unwrap_or(30);
+    let ctx = context();
+    for i in 0..warm.min(30) * 10 {
         cycle(&ctx, i, &path); // warm up: arenas, caches, the allocator's steady size
     }
     let before = rss_bytes();
@@ -58,12 +70,12 @@ fn create_destroy_cycles_keep_rss_bounded() {
     // 100: fragmentation, not a leak that grows per context)
     let ctx_cycles: usize =
         std::env::var("CHUTNEY_LEAK_CONTEXTS").ok().and_then(|s| s.parse().ok()).unwrap_or(30);
-    for _ in 0..30 {
-        cycle(&Context::new().unwrap(), 1, &path);
+    for _ in 0..warm {
+        cycle(&context(), 1, &path);
     }
     let before_ctx = rss_bytes();
     for _ in 0..ctx_cycles {
-        let c = Context::new().unwrap();
+        let c = context();
         cycle(&c, 1, &path);
     }
     let after_ctx = rss_bytes();
