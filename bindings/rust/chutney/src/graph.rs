@@ -281,6 +281,16 @@ impl<'ctx> Graph<'ctx> {
         self.core.node(st, out)
     }
 
+    /// The node of this graph with id `id` (e.g. a variable from
+    /// [`crate::nn::Model::variables`]); CTN_ERR_INVALID_ARGUMENT when the graph has no such node.
+    pub fn node(&self, id: NodeId) -> Result<Node<'_>> {
+        self.core.pending()?;
+        if id.0 == sys::CTN_NODE_NONE || id.0 >= self.node_count()? {
+            return Err(Error::new(Status::INVALID_ARGUMENT, format!("the graph has no node {}", id.0)));
+        }
+        Ok(Node { g: &self.core, id: id.0 })
+    }
+
     /// A placeholder fed at run time (lazy graphs).
     pub fn input(&self, name: &str, dtype: Dtype, shape: &[i64]) -> Result<Node<'_>> {
         crate::tensor::numel_of(shape)?;
@@ -518,6 +528,38 @@ impl<'ctx> Graph<'ctx> {
         let x = self.core.id(x)?;
         // SAFETY: valid graph.
         self.out(|o| unsafe { sys::ctn_avg_pool2d(self.core.ptr, x, k, k, s, s, p, p, 1, o) })
+    }
+
+    /// Transposed convolution (the adjoint of conv2d w.r.t. its input), symmetric parameters.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv_transpose2d(&self, x: Node<'_>, w: Node<'_>, stride: i32, pad: i32, dilation: i32, groups: i32, out_pad: i32) -> Result<Node<'_>> {
+        let (x, w) = (self.core.id(x)?, self.core.id(w)?);
+        // SAFETY: valid graph.
+        self.out(|o| unsafe {
+            sys::ctn_conv_transpose2d(self.core.ptr, x, w, stride, stride, pad, pad, dilation, dilation, groups, out_pad, out_pad, o)
+        })
+    }
+
+    /// Batch normalisation with batch statistics (training mode).
+    pub fn batch_norm(&self, x: Node<'_>, gamma: Node<'_>, beta: Node<'_>, eps: f64) -> Result<Node<'_>> {
+        let (x, g, b) = (self.core.id(x)?, self.core.id(gamma)?, self.core.id(beta)?);
+        // SAFETY: valid graph.
+        self.out(|o| unsafe { sys::ctn_batch_norm(self.core.ptr, x, g, b, eps, o) })
+    }
+
+    /// Batch normalisation with given statistics (inference mode).
+    pub fn batch_norm_inference(&self, x: Node<'_>, gamma: Node<'_>, beta: Node<'_>, mean: Node<'_>, var: Node<'_>, eps: f64) -> Result<Node<'_>> {
+        let (x, g, b) = (self.core.id(x)?, self.core.id(gamma)?, self.core.id(beta)?);
+        let (m, v) = (self.core.id(mean)?, self.core.id(var)?);
+        // SAFETY: valid graph.
+        self.out(|o| unsafe { sys::ctn_batch_norm_inference(self.core.ptr, x, g, b, m, v, eps, o) })
+    }
+
+    /// Dropout with probability `p`, mask from (seed, the value of `step`, element index).
+    pub fn dropout(&self, x: Node<'_>, step: Node<'_>, p: f64, seed: i64) -> Result<Node<'_>> {
+        let (x, s) = (self.core.id(x)?, self.core.id(step)?);
+        // SAFETY: valid graph.
+        self.out(|o| unsafe { sys::ctn_dropout(self.core.ptr, x, s, p, seed, o) })
     }
 
     /// Layer normalisation over axes `first_axis..`.

@@ -279,6 +279,112 @@ impl<'g> Model<'g> {
         self.out(|o| unsafe { sys::ctn_nn_flatten(self.ptr, x, o) })
     }
 
+    /// Restarts the automatic layer counters (building the same layers again reuses them).
+    pub fn reset_names(&self) -> Result<()> {
+        // SAFETY: valid model.
+        check(unsafe { sys::ctn_model_reset_names(self.ptr) })
+    }
+
+    /// Initialiser of the weights of layers built afterwards (`gain` 0: the kind's default).
+    pub fn set_init(&self, init: Init, gain: f64) -> Result<()> {
+        // SAFETY: valid model.
+        check(unsafe { sys::ctn_model_set_init(self.ptr, init.raw(), gain) })
+    }
+
+    /// A variable named `name` (used as is) of kind `kind` (one `VAR_*`), initialised by
+    /// `init`; an existing one of that name and shape is returned instead.
+    #[allow(clippy::too_many_arguments)]
+    pub fn variable(&self, name: &str, kind: u32, shape: &[i64], init: Init, fan_in: i64, fan_out: i64, gain: f64) -> Result<Node<'g>> {
+        crate::tensor::numel_of(shape)?;
+        let n = cstring(name, "variable name")?;
+        // SAFETY: shape holds len (<= 8) values; n outlives the call.
+        self.out(|o| unsafe {
+            sys::ctn_model_variable(self.ptr, n.as_ptr(), kind, shape.len() as u32, shape.as_ptr(), init.raw(), fan_in, fan_out, gain, o)
+        })
+    }
+
+    /// 2-d convolution with bias: `[N, in, H, W] -> [N, out, Ho, Wo]`, square kernel.
+    pub fn conv2d(&self, x: Node<'_>, in_channels: i64, out_channels: i64, kernel: i32, stride: i32, pad: i32) -> Result<Node<'g>> {
+        let x = self.g.id(x)?;
+        // SAFETY: valid model.
+        self.out(|o| unsafe { sys::ctn_nn_conv2d(self.ptr, x, in_channels, out_channels, kernel, stride, pad, o) })
+    }
+
+    /// Batch normalisation over axis 1 (momentum 0: 0.1, eps 0: 1e-5).
+    pub fn batch_norm(&self, x: Node<'_>, channels: i64, momentum: f64, eps: f64) -> Result<Node<'g>> {
+        let x = self.g.id(x)?;
+        // SAFETY: valid model.
+        self.out(|o| unsafe { sys::ctn_nn_batch_norm(self.ptr, x, channels, momentum, eps, o) })
+    }
+
+    /// Layer normalisation over the last axis (eps 0: 1e-5).
+    pub fn layer_norm(&self, x: Node<'_>, features: i64, eps: f64) -> Result<Node<'g>> {
+        let x = self.g.id(x)?;
+        // SAFETY: valid model.
+        self.out(|o| unsafe { sys::ctn_nn_layer_norm(self.ptr, x, features, eps, o) })
+    }
+
+    /// Rows of a `[num, dim]` table picked by integer `ids`.
+    pub fn embedding(&self, ids: Node<'_>, num: i64, dim: i64) -> Result<Node<'g>> {
+        let ids = self.g.id(ids)?;
+        // SAFETY: valid model.
+        self.out(|o| unsafe { sys::ctn_nn_embedding(self.ptr, ids, num, dim, o) })
+    }
+
+    /// An LSTM over `x_seq [T, N, I]`: returns (`h_seq [T, N, H]`, `h_last [N, H]`).
+    pub fn lstm(&self, x_seq: Node<'_>, hidden: i64) -> Result<(Node<'g>, Node<'g>)> {
+        let x = self.g.id(x_seq)?;
+        let (mut hs, mut hl) = (sys::CTN_NODE_NONE, sys::CTN_NODE_NONE);
+        // SAFETY: valid model and out-pointers.
+        check(unsafe { sys::ctn_nn_lstm(self.ptr, x, hidden, &mut hs, &mut hl) })?;
+        Ok((self.g.node(0, hs)?, self.g.node(0, hl)?))
+    }
+
+    /// Max pooling with a square window (stride 0: the window).
+    pub fn max_pool2d(&self, x: Node<'_>, kernel: i32, stride: i32) -> Result<Node<'g>> {
+        let x = self.g.id(x)?;
+        // SAFETY: valid model.
+        self.out(|o| unsafe { sys::ctn_nn_max_pool2d(self.ptr, x, kernel, stride, o) })
+    }
+
+    /// Global-norm clipping of `grads`: returns (the clipped gradients, the 0-d norm).
+    pub fn clip_grad_norm(&self, grads: &[Node<'_>], max_norm: f64) -> Result<(Vec<Node<'g>>, Node<'g>)> {
+        let ids = self.g.ids(grads)?;
+        let mut out = vec![sys::CTN_NODE_NONE; ids.len()];
+        let mut norm = sys::CTN_NODE_NONE;
+        // SAFETY: ids and out hold len values.
+        check(unsafe { sys::ctn_nn_clip_grad_norm(self.ptr, ids.len() as u32, ids.as_ptr(), max_norm, out.as_mut_ptr(), &mut norm) })?;
+        let clipped = out.into_iter().map(|id| self.g.node(0, id)).collect::<Result<Vec<_>>>()?;
+        Ok((clipped, self.g.node(0, norm)?))
+    }
+
+    fn params_len(&self, grads: &[Node<'_>]) -> Result<Vec<u32>> {
+        let n = self.variables(VAR_PARAMETER)?.len();
+        if grads.len() != n {
+            return Err(crate::Error::new(
+                crate::Status::INVALID_ARGUMENT,
+                format!("{} gradients for {n} trainable parameters", grads.len()),
+            ));
+        }
+        self.g.ids(grads)
+    }
+
+    /// SGD updates of every parameter from `grads` (one per parameter, in
+    /// `variables(VAR_PARAMETER)` order).
+    pub fn sgd(&self, grads: &[Node<'_>], momentum: f64, nesterov: bool, weight_decay: f64) -> Result<()> {
+        let ids = self.params_len(grads)?;
+        // SAFETY: ids holds one gradient per parameter, what the C call reads.
+        check(unsafe { sys::ctn_nn_sgd(self.ptr, ids.as_ptr(), momentum, nesterov as i32, weight_decay) })
+    }
+
+    /// Adam (or AdamW with `decoupled`) updates of every parameter from `grads`.
+    pub fn adam(&self, grads: &[Node<'_>], beta1: f64, beta2: f64, eps: f64, weight_decay: f64, decoupled: bool) -> Result<()> {
+        let ids = self.params_len(grads)?;
+        let f = if decoupled { sys::ctn_nn_adamw } else { sys::ctn_nn_adam };
+        // SAFETY: ids holds one gradient per parameter.
+        check(unsafe { f(self.ptr, ids.as_ptr(), beta1, beta2, eps, weight_decay) })
+    }
+
     /// Applies `layers` in order to `x`.
     pub fn sequential(&self, x: Node<'_>, layers: &[Layer]) -> Result<Node<'g>> {
         let x = self.g.id(x)?;
