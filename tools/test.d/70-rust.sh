@@ -27,10 +27,11 @@ rustc --version
 
 # pass NAME CMD...: runs CMD, records one test.
 pass() {
-  local name=$1
+  local name=$1 t0=$SECONDS
   shift
   echo "== $name"
   if "$@"; then record 1 0 0; else record 0 1 0; rc=1; echo "FAIL: $name" >&2; fi
+  echo "   ($((SECONDS - t0)) s)"
 }
 
 # Only the workspace's own crates: no registry, no git sources.
@@ -54,11 +55,13 @@ count() {
 }
 
 echo "== cargo test --offline --locked"
+t0=$SECONDS
 st=0
 cargo test --offline --locked --no-fail-fast >"$log" 2>&1 || st=$?
 grep -E '^(test result|error|failures:|---- )|FAILED|panicked|RSS ' "$log" || true
 count "$log" "$st"
 [[ $st == 0 ]] || { echo "cargo test failed; full log: $log" >&2; rc=1; }
+echo "   ($((SECONDS - t0)) s)"
 
 # The ignored test compares with the CLI on Fashion-MNIST: run it when both are there.
 ignored=$(grep -cE '^test .* \.\.\. ignored$' "$log" || true)

@@ -39,7 +39,7 @@ impl Status {
 }
 
 /// Every error of this crate.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// A call failed: its status, the status name and the message. For a library call the
     /// message is `ctn_last_error()`, read on the calling thread right after the call; for a
