@@ -24,6 +24,8 @@ fn concurrent_plans_on_one_context_match_sequential_runs() {
     let ctx = Context::new().unwrap();
     let want: Vec<Vec<u32>> = (0..4).map(|k| run_once(&ctx.graph().unwrap(), k)).collect();
     let got: Vec<Vec<u32>> = std::thread::scope(|s| {
+        // every thread starts before the first join: the collect is what makes them concurrent
+        #[allow(clippy::needless_collect)]
         let hs: Vec<_> = (0..4)
             .map(|k| {
                 let ctx = &ctx;
