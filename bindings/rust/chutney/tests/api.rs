@@ -244,3 +244,38 @@ fn the_readme_shows_the_readme_example() {
     let body: String = example.lines().filter(|l| !l.starts_with("//!")).map(|l| format!("{l}\n")).collect();
     assert!(readme.contains(&format!("```rust\n{body}```")), "bindings/rust/README.md differs from examples/readme.rs");
 }
+
+#[test]
+fn plans_and_models_of_other_graphs_are_errors_not_crashes() {
+    use chutney::nn::{Layer, Model, Optimizer};
+    let ctx = Context::new().unwrap();
+    let g1 = ctx.graph().unwrap();
+    let m1 = Model::new(&g1, Dtype::F32, 1).unwrap();
+    let x1 = g1.input("x", Dtype::F32, &[2, 3]).unwrap();
+    let y1 = m1.sequential(x1, &[Layer::Linear(2)]).unwrap();
+    let l1 = g1.sum(y1, &[], false).unwrap();
+    m1.minimize(l1, &Optimizer::sgd(0.1)).unwrap();
+    let mut p1 = g1.compile(&[l1]).unwrap();
+
+    let g2 = ctx.graph().unwrap();
+    let m2 = Model::new(&g2, Dtype::F32, 1).unwrap();
+    let x2 = g2.input("other", Dtype::F64, &[7]).unwrap();
+    let mut p2 = g2.compile(&[x2]).unwrap();
+    let xv = Tensor::new(&[0.5f32; 6], &[2, 3]).unwrap();
+    // m2 feeds no step/lr of p1's graph: p1's "lr" input is missing
+    let e = m2.run(&mut p1, &[(x1.id(), &xv)], &mut []).unwrap_err();
+    assert_eq!(e.status(), Status::INVALID_ARGUMENT);
+    assert!(e.message().contains("\"lr\""), "{e}");
+    m1.run(&mut p1, &[(x1.id(), &xv)], &mut []).unwrap();
+    // p2 fed with p1's input id: refused
+    assert!(p2.run(&[(x1.id(), &xv)], &mut []).is_err());
+    // a variable id of another plan
+    let (_, w) = m1.variables(chutney::nn::VAR_PARAMETER).unwrap()[0].clone();
+    assert!(p2.variable(w).is_err());
+    assert!(p2.set_variable(w, &xv).is_err());
+    // copying state into a plan of another graph: names absent on one side are skipped
+    assert_eq!(chutney::nn::copy_state(&m1, &p1, &m2, &mut p2).unwrap(), 0);
+    // a model on a lazy graph, its node used with another graph's call
+    assert_eq!(g2.relu(y1).unwrap_err().status(), Status::INVALID_ARGUMENT);
+    assert_eq!(m2.relu(x1).unwrap_err().status(), Status::INVALID_ARGUMENT);
+}
