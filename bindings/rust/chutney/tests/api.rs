@@ -20,6 +20,29 @@ fn versions_and_backends() {
     let b = ctx.backends().unwrap();
     assert!(b.iter().any(|b| b.name == "cpu" && b.available), "{b:?}");
     assert!(ctx.plugin_report().unwrap().contains("cpu"));
+    // backend selection: unknown names fail, "cpu" works for the context and one compile
+    assert_eq!(ctx.set_backends("no-such-backend").unwrap_err().status(), Status::UNAVAILABLE);
+    ctx.set_backends("cpu").unwrap();
+    assert_eq!(ctx.set_option("no-such-backend", "k", "v").unwrap_err().status(), Status::INVALID_ARGUMENT);
+    let g = ctx.graph().unwrap();
+    let x = g.input("x", Dtype::F32, &[4]).unwrap();
+    let o = chutney::CompileOptions { backends: Some("cpu".into()), ..Default::default() };
+    let p = g.compile_with(&[g.exp(x).unwrap()], &o).unwrap();
+    assert_eq!(p.backend_steps("cpu", Some("exp")).unwrap(), 1);
+    let bad = chutney::CompileOptions { backends: Some("no-such-backend".into()), ..Default::default() };
+    assert!(g.compile_with(&[x], &bad).is_err());
+    // a context that loads nothing cannot prefer the CPU
+    let none = Context::with_options(&chutney::Options {
+        no_autoload: true,
+        backends: Some("cpu".into()),
+        ..Default::default()
+    });
+    let e = none.unwrap_err();
+    assert_eq!(e.status(), Status::UNAVAILABLE);
+    assert!(e.message().contains("cpu"), "{e}");
+    drop((p, g));
+    let mut ctx = ctx; // load_plugin needs the context to itself: no graph or plan alive
+    assert_eq!(ctx.load_plugin(std::path::Path::new("/nonexistent/ctn-x.so")).unwrap_err().status(), Status::PLUGIN);
 }
 
 #[test]
