@@ -5,6 +5,7 @@
 #include <chutney/checkpoint.h>
 #include <chutney/data.h>
 #include <chutney/nn.h>
+#include <chutney/oplib.h>
 #include <stdalign.h>
 #include <stdio.h>
 
@@ -55,6 +56,18 @@ int main(void) {
   F(ctn_loader_stats, batches); F(ctn_loader_stats, samples); F(ctn_loader_stats, waits);
   F(ctn_loader_stats, wait_seconds); F(ctn_loader_stats, copy_seconds);
   F(ctn_loader_stats, worker_seconds);
+  S(ctn_plugin_header); F(ctn_plugin_header, struct_size); F(ctn_plugin_header, abi_major);
+  F(ctn_plugin_header, abi_minor); F(ctn_plugin_header, kind); F(ctn_plugin_header, reserved);
+  F(ctn_plugin_header, name);
+  S(ctn_host_api); F(ctn_host_api, struct_size); F(ctn_host_api, abi_major);
+  F(ctn_host_api, abi_minor); F(ctn_host_api, set_error); F(ctn_host_api, log);
+  F(ctn_host_api, graph_op); F(ctn_host_api, graph_scalar); F(ctn_host_api, graph_node_info);
+  S(ctn_oplib_kernel); F(ctn_oplib_kernel, backend); F(ctn_oplib_kernel, get_kernel);
+  S(ctn_op_def); F(ctn_op_def, struct_size); F(ctn_op_def, n_inputs); F(ctn_op_def, name);
+  F(ctn_op_def, doc); F(ctn_op_def, infer); F(ctn_op_def, grad); F(ctn_op_def, n_kernels);
+  F(ctn_op_def, kernels);
+  S(ctn_oplib_desc); F(ctn_oplib_desc, header); F(ctn_oplib_desc, init);
+  F(ctn_oplib_desc, shutdown); F(ctn_oplib_desc, n_ops); F(ctn_oplib_desc, ops);
   /* enums passed by value must have the size of the Rust alias (i32) */
   S(ctn_dtype); S(ctn_init); S(ctn_layer_kind); S(ctn_status); S(ctn_node);
 
@@ -78,6 +91,9 @@ int main(void) {
   K(CTN_LR_CONSTANT); K(CTN_LR_STEP); K(CTN_LR_COSINE); K(CTN_LR_LINEAR);
   K(CTN_LOADER_SHUFFLE); K(CTN_LOADER_DROP_LAST); K(CTN_LOADER_FLAT); K(CTN_LOADER_HFLIP);
   K(CTN_LOADER_SYNCHRONOUS);
+  K(CTN_PLUGIN_BACKEND); K(CTN_PLUGIN_OPLIB);
+  K(CTN_LOG_DEBUG); K(CTN_LOG_INFO); K(CTN_LOG_WARN); K(CTN_LOG_ERROR);
+  printf("string CTN_PLUGIN_ENTRY_SYMBOL %s\n", CTN_PLUGIN_ENTRY_SYMBOL);
   printf("string CTN_FASHION_MNIST_DIR %s\n", CTN_FASHION_MNIST_DIR);
   return 0;
 }

@@ -520,6 +520,174 @@ pub struct ctn_loader_stats {
 /// Default Fashion-MNIST folder (Debian's dataset-fashion-mnist), NUL-terminated.
 pub const CTN_FASHION_MNIST_DIR: &[u8] = b"/usr/share/datasets/fashion-mnist\0";
 
+// ---- plugin.h and oplib.h: op libraries written in Rust ----------------------------------
+
+/// The symbol every plugin exports.
+pub const CTN_PLUGIN_ENTRY_SYMBOL: &[u8] = b"ctn_plugin_query\0";
+/// Plugin kind: a device backend.
+pub const CTN_PLUGIN_BACKEND: u32 = 1;
+/// Plugin kind: an op library.
+pub const CTN_PLUGIN_OPLIB: u32 = 2;
+/// Log level.
+pub const CTN_LOG_DEBUG: i32 = 0;
+/// Log level.
+pub const CTN_LOG_INFO: i32 = 1;
+/// Log level.
+pub const CTN_LOG_WARN: i32 = 2;
+/// Log level.
+pub const CTN_LOG_ERROR: i32 = 3;
+
+/// The frozen prefix of every plugin descriptor.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_plugin_header {
+    /// Size of the whole descriptor.
+    pub struct_size: u32,
+    /// ABI major the plugin was built against.
+    pub abi_major: u16,
+    /// ABI minor the plugin was built against.
+    pub abi_minor: u16,
+    /// `CTN_PLUGIN_*`.
+    pub kind: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Short unique name.
+    pub name: *const c_char,
+}
+
+/// What the host gives plugins (plugins never link libchutney).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_host_api {
+    /// Size of this table as the host knows it.
+    pub struct_size: u32,
+    /// Host ABI major.
+    pub abi_major: u16,
+    /// Host ABI minor.
+    pub abi_minor: u16,
+    /// Records a printf-style message as the error of the current call; returns `code`.
+    pub set_error: Option<unsafe extern "C" fn(code: ctn_status, fmt: *const c_char, ...) -> ctn_status>,
+    /// Writes a line to the host's log.
+    pub log: Option<unsafe extern "C" fn(level: i32, plugin: *const c_char, message: *const c_char)>,
+    /// `ctn_op` for gradient rules.
+    pub graph_op: Option<
+        unsafe extern "C" fn(
+            g: *mut ctn_graph,
+            op: *const c_char,
+            n_inputs: u32,
+            inputs: *const ctn_node,
+            attrs: *const ctn_attrs,
+            out: *mut ctn_node,
+        ) -> ctn_status,
+    >,
+    /// `ctn_scalar` for gradient rules.
+    pub graph_scalar:
+        Option<unsafe extern "C" fn(g: *mut ctn_graph, dtype: ctn_dtype, value: f64, out: *mut ctn_node) -> ctn_status>,
+    /// `ctn_node_info` for gradient rules.
+    pub graph_node_info: Option<
+        unsafe extern "C" fn(
+            g: *mut ctn_graph,
+            n: ctn_node,
+            out_dtype: *mut ctn_dtype,
+            out_ndim: *mut u32,
+            out_shape: *mut i64,
+        ) -> ctn_status,
+    >,
+}
+
+/// The entry point of a plugin.
+pub type ctn_plugin_query_fn =
+    Option<unsafe extern "C" fn(host_abi_version: u32, host: *const ctn_host_api) -> *const ctn_plugin_header>;
+
+/// Shape inference of an op-library op.
+pub type ctn_infer_fn = Option<
+    unsafe extern "C" fn(
+        host: *const ctn_host_api,
+        n_inputs: u32,
+        inputs: *const ctn_tensor_desc,
+        attrs: *const ctn_attrs,
+        out: *mut ctn_tensor_desc,
+    ) -> ctn_status,
+>;
+
+/// Gradient rule of an op-library op.
+pub type ctn_grad_fn = Option<
+    unsafe extern "C" fn(
+        host: *const ctn_host_api,
+        g: *mut ctn_graph,
+        n_inputs: u32,
+        inputs: *const ctn_node,
+        output: ctn_node,
+        grad_out: ctn_node,
+        attrs: *const ctn_attrs,
+        grad_inputs: *mut ctn_node,
+    ) -> ctn_status,
+>;
+
+/// A kernel maker for one backend.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_oplib_kernel {
+    /// Backend name ("cpu").
+    pub backend: *const c_char,
+    /// Makes the kernel for these input and output descriptors.
+    pub get_kernel: Option<
+        unsafe extern "C" fn(
+            host: *const ctn_host_api,
+            n_inputs: u32,
+            inputs: *const ctn_tensor_desc,
+            output: *const ctn_tensor_desc,
+            attrs: *const ctn_attrs,
+            out: *mut ctn_kernel,
+        ) -> ctn_status,
+    >,
+}
+
+/// One op of an op library.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_op_def {
+    /// `size_of::<ctn_op_def>()`.
+    pub struct_size: u32,
+    /// Exact number of inputs.
+    pub n_inputs: u32,
+    /// Op name.
+    pub name: *const c_char,
+    /// One line of documentation.
+    pub doc: *const c_char,
+    /// Shape inference (required).
+    pub infer: ctn_infer_fn,
+    /// Gradient rule (optional).
+    pub grad: ctn_grad_fn,
+    /// Number of kernels.
+    pub n_kernels: u32,
+    /// The kernels.
+    pub kernels: *const ctn_oplib_kernel,
+}
+
+/// The descriptor an op library's `ctn_plugin_query` returns.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_oplib_desc {
+    /// Frozen prefix; `header.kind == CTN_PLUGIN_OPLIB`.
+    pub header: ctn_plugin_header,
+    /// Called once after the header is accepted (optional).
+    pub init: Option<unsafe extern "C" fn(host: *const ctn_host_api) -> ctn_status>,
+    /// Called before unloading (optional).
+    pub shutdown: Option<unsafe extern "C" fn()>,
+    /// Number of ops.
+    pub n_ops: u32,
+    /// The ops (static storage).
+    pub ops: *const ctn_op_def,
+}
+
+// SAFETY: descriptors are static, immutable tables of pointers to static data and functions.
+unsafe impl Sync for ctn_oplib_desc {}
+// SAFETY: as above.
+unsafe impl Sync for ctn_op_def {}
+// SAFETY: as above.
+unsafe impl Sync for ctn_oplib_kernel {}
+
 // ---- functions ---------------------------------------------------------------------------
 
 extern "C" {

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 pub const PROBE: &str = include_str!(concat!(env!("OUT_DIR"), "/probe.txt"));
 
 /// The headers chutney-sys declares (the others are checked by completeness only).
-pub const COVERED: &[&str] = &["types.h", "version.h", "chutney.h", "nn.h", "data.h", "checkpoint.h"];
+pub const COVERED: &[&str] =
+    &["types.h", "version.h", "chutney.h", "nn.h", "data.h", "checkpoint.h", "plugin.h", "oplib.h"];
 
 /// The folder abi/chutney the probe was compiled against.
 pub fn header_dir() -> PathBuf {
