@@ -2,7 +2,8 @@
 # Stage: the Rust binding (bindings/rust) against the native build, offline: Cargo.lock lists
 # only the workspace's crates; cargo build --locked; cargo test (unit, integration, doctests
 # including the compile_fail proofs of the thread and lifetime rules, the layout probe against
-# abi/, the leak and thread tests); the README example; the MLP example against `chutney train`
+# abi/, the leak and thread tests, an op library written in Rust loaded and trained through);
+# the README example; the MLP example against `chutney train`
 # bit for bit (when Fashion-MNIST is installed); clippy -D warnings and cargo doc -D warnings.
 # Uses whichever cargo is first on PATH (Debian's 1.63 on a fresh machine).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -38,10 +39,10 @@ pass() {
 lock_is_local() {
   local names
   names=$(sed -n 's/^name = "\(.*\)"$/\1/p' Cargo.lock | sort | tr '\n' ' ')
-  [[ $names == "chutney chutney-sys " ]] && ! grep -q '^source = ' Cargo.lock ||
+  [[ $names == "chutney chutney-rust-op chutney-sys " ]] && ! grep -q '^source = ' Cargo.lock ||
     { echo "Cargo.lock lists: $names" >&2; return 1; }
 }
-pass "Cargo.lock lists only chutney and chutney-sys" lock_is_local
+pass "Cargo.lock lists only the workspace crates" lock_is_local
 pass "cargo build --offline --locked --all-targets" cargo build --offline --locked --all-targets
 
 # Counts the tests of a `cargo test` log ("test NAME ... ok|FAILED|ignored").
