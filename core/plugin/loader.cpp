@@ -135,7 +135,7 @@ void Context::autoload(const ctn_context_options &opts) {
     dirs_or_files.push_back(CTN_PLUGIN_INSTALL_DIR);
     if (std::string beside = plugins_beside_library(); !beside.empty() && real(beside) != real(CTN_PLUGIN_INSTALL_DIR))
       dirs_or_files.push_back(beside);
-    for (const char *sub : {"/backends", "/plugins", "/collectives"}) {
+    for (const char *sub : {"/backends", "/plugins"}) {  // plugins/collectives: ctn-mpi.so, ctn-nccl.so
       if (!running_from_build_tree()) break;
       std::string root = std::string(CTN_BUILD_ROOT) + sub;
       DIR *d = opendir(root.c_str());
@@ -145,7 +145,6 @@ void Context::autoload(const ctn_context_options &opts) {
         if (e->d_name[0] != '.' && is_dir(root + "/" + e->d_name)) subs.push_back(root + "/" + e->d_name);
       closedir(d);
       std::sort(subs.begin(), subs.end());
-      if (std::string(sub) == "/collectives") dirs_or_files.push_back(root);  // ctn-mpi.so, ctn-nccl.so
       for (auto &s : subs) dirs_or_files.push_back(s);
     }
   }

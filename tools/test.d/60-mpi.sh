@@ -18,8 +18,8 @@ if ! command -v mpirun >/dev/null 2>&1; then
   echo "mpirun not found: install openmpi-bin libopenmpi-dev (tools/deps/mpi.txt)" >&2
   exit 1
 fi
-if [[ ! -f $BUILD_DIR/collectives/ctn-mpi.so ]]; then
-  echo "$BUILD_DIR/collectives/ctn-mpi.so was not built (meson -Dmpi=auto found no MPI?)" >&2
+if [[ ! -f $BUILD_DIR/plugins/collectives/ctn-mpi.so ]]; then
+  echo "$BUILD_DIR/plugins/collectives/ctn-mpi.so was not built (meson -Dmpi=auto found no MPI?)" >&2
   exit 1
 fi
 if [[ $(id -u) == 0 ]]; then
@@ -76,7 +76,7 @@ PY
 echo "== plugins"
 "$BIN" plugins --explain >"$WORK/plugins.txt" 2>&1 || true
 if grep -q 'loaded .*ctn-mpi.so: collective "mpi"' "$WORK/plugins.txt"; then pass "plugins: ctn-mpi.so loads"; else cat "$WORK/plugins.txt"; failed "plugins: ctn-mpi.so"; fi
-if [[ ! -f $BUILD_DIR/collectives/ctn-nccl.so ]]; then
+if [[ ! -f $BUILD_DIR/plugins/collectives/ctn-nccl.so ]]; then
   skip "plugins: ctn-nccl.so not built (no nccl.h in the CUDA toolkit)"
 elif grep -qE 'ctn-nccl.so: collective "nccl"|unavailable .*ctn-nccl.so: collective "nccl": unavailable: ' "$WORK/plugins.txt"; then
   pass "plugins: ctn-nccl.so built; $(grep 'ctn-nccl.so' "$WORK/plugins.txt" | sed 's/  */ /g')"
