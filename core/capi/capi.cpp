@@ -823,8 +823,10 @@ CTN_API ctn_status ctn_plan_run(ctn_plan *p, uint32_t n_feeds, const ctn_node *f
                                 const ctn_tensor *const *feed_values, uint32_t n_outputs, ctn_tensor *const *outputs) {
   return wall([&] {
     NEED(p);
+    // The message is formatted only for a read-only output: this runs on every plan run.
     for (uint32_t i = 0; outputs && i < n_outputs; ++i)
-      if (outputs[i]) need_writable(*outputs[i], "ctn_plan_run", format("output %u", i).c_str());
+      if (outputs[i] && outputs[i]->storage && outputs[i]->storage->read_only)
+        need_writable(*outputs[i], "ctn_plan_run", format("output %u", i).c_str());
     p->run(n_feeds, feed_nodes, feed_values, n_outputs, outputs);
   });
 }

@@ -86,6 +86,11 @@ void Backend::set_option(const char *key, const char *value) {
   CTN_CHECK_PLUGIN(desc.set_option(state, key, value), format("backend %s: option %s=%s", name.c_str(), key, value));
 }
 
+std::recursive_mutex &plugin_lifecycle_mutex() {
+  static std::recursive_mutex m;
+  return m;
+}
+
 Context::Context() {
   publish_preference();  // empty until plugins load
   size_t n = 0;
@@ -94,6 +99,7 @@ Context::Context() {
 }
 
 Context::~Context() {
+  std::lock_guard<std::recursive_mutex> lifecycle(plugin_lifecycle_mutex());
   for (auto &e : eager_cache) e.second.backend->release(e.second.kernel);
   eager_cache.clear();
   for (auto &b : backends) {

@@ -20,6 +20,13 @@
 
 namespace ctn {
 
+// Loading, initialising, shutting down and unloading plugins are serialised process-wide:
+// contexts are created and released on any thread, and device drivers are not all safe to
+// initialise concurrently (two PoCL initialisations at once crashed in libpocl). Recursive: an
+// admission may run inside a load.
+std::recursive_mutex &plugin_lifecycle_mutex();
+
+
 // Every call into a backend goes through this struct, holding `call_mu` (Serial) unless the
 // backend declares CTN_BACKEND_CONCURRENT: backend.h promises the serialisation, and several
 // threads may use one context.

@@ -171,6 +171,7 @@ void Context::autoload(const ctn_context_options &opts) {
 
 void Context::load_plugin(const std::string &path, bool explicit_request) {
   (void)explicit_request;
+  std::lock_guard<std::recursive_mutex> lifecycle(plugin_lifecycle_mutex());
   auto reject = [&](ctn_status code, const std::string &why) {
     add_report(path, code == CTN_ERR_UNAVAILABLE ? "unavailable" : "rejected", why);
     throw Error(code, "plugin " + path + ": " + why);
@@ -191,6 +192,7 @@ void Context::load_plugin(const std::string &path, bool explicit_request) {
 }
 
 void Context::admit_plugin(ctn_plugin_query_fn query, const std::string &path, void *dl, bool oplib_only) {
+  std::lock_guard<std::recursive_mutex> lifecycle(plugin_lifecycle_mutex());
   auto reject = [&](ctn_status code, const std::string &why) {
     add_report(path, code == CTN_ERR_UNAVAILABLE ? "unavailable" : "rejected", why);
     throw Error(code, "plugin " + path + ": " + why);
