@@ -20,6 +20,12 @@ var notWrapped = map[string]string{
 	"ctn_tensor_data":  "a Go slice over the tensor's C storage would outlive Close; Read/Write/Values copy instead",
 	"ctn_tensor_numel": "Tensor.NumElements multiplies the shape read once at creation (a tensor's shape never changes)",
 	"ctn_model_graph":  "Model.Graph returns the *Graph the model was made from, not a second wrapper of the same C graph",
+	// ABI 1.2 (issue 11), merged before the Go side wraps them: drop each line when it is wrapped.
+	"ctn_context_add_oplib":    "ABI 1.2: not wrapped yet (Go op libraries, issue 14)",
+	"ctn_context_backend_proc": "ABI 1.2: not wrapped yet",
+	"ctn_context_op_count":     "ABI 1.2: not wrapped yet (op registry)",
+	"ctn_context_op_info":      "ABI 1.2: not wrapped yet (op registry)",
+	"ctn_context_op_support":   "ABI 1.2: not wrapped yet (op registry)",
 }
 
 // headerDir finds abi/chutney: the source tree this package lives in, else the include folders
