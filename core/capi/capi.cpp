@@ -230,7 +230,7 @@ CTN_API ctn_status ctn_context_op_info(ctn_context *ctx, uint32_t index, ctn_op_
     info.struct_size = sz;
     info.n_inputs = op.n_inputs;
     info.name = op.name.c_str();
-    info.attributes = op.lib ? "" : builtin_attributes(op.name);
+    info.attributes = op.lib ? "" : builtin_attributes(op);
     info.doc = op.ext && op.ext->doc ? op.ext->doc : "";
     info.origin = op.lib ? op.lib->name.c_str() : "builtin";
     info.origin_path = op.lib ? op.lib->path.c_str() : "";

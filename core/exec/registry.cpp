@@ -145,8 +145,9 @@ bool expands(const T &, long) {
 
 bool differentiable(const OpDef &op) { return op.grad != nullptr || expands(op, 0); }
 
-const char *builtin_attributes(const std::string &op) {
-  const BuiltinMeta *m = meta_of(op);
+const char *builtin_attributes(const OpDef &op) {
+  if (op.attributes) return op.attributes;
+  const BuiltinMeta *m = meta_of(op.name);
   return m ? m->attributes : "";
 }
 
