@@ -208,7 +208,8 @@ CTN_API ctn_status ctn_context_op_info(ctn_context *ctx, uint32_t index, ctn_op_
 
 /* Does backend `backend` run op `op` for dtype `dtype`? The context builds a small probe node of
  * the op with `dtype` as its main input type (integer inputs such as labels and ids stay
- * integer) and asks the backend for a kernel, as compiling a plan would, with the backend's
+ * integer) and asks the backend for a kernel (for each part, when the op is built from other
+ * ops), as compiling a plan would, with the backend's
  * current options (a placement policy may decline: set "placement" "always" to ask about the
  * capability). *out_supported is 1 or 0; *out_reason (may be NULL) is "" when supported, else
  * why not: the op's own refusal of the dtype, or the backend's reason. The reason is owned by

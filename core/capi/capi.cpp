@@ -230,11 +230,11 @@ CTN_API ctn_status ctn_context_op_info(ctn_context *ctx, uint32_t index, ctn_op_
     info.struct_size = sz;
     info.n_inputs = op.n_inputs;
     info.name = op.name.c_str();
-    info.attributes = op.lib ? "" : builtin_attributes(op.name);
+    info.attributes = op.lib ? "" : builtin_attributes(op);
     info.doc = op.ext && op.ext->doc ? op.ext->doc : "";
     info.origin = op.lib ? op.lib->name.c_str() : "builtin";
     info.origin_path = op.lib ? op.lib->path.c_str() : "";
-    info.differentiable = op.grad != nullptr;
+    info.differentiable = differentiable(op);
     info.flags = (op.flags & OP_ELEMENTWISE) ? CTN_OP_INFO_ELEMENTWISE : 0u;
     std::memcpy(out, &info, std::min<size_t>(sz, sizeof info));
   });
@@ -257,7 +257,7 @@ CTN_API ctn_status ctn_context_op_support(ctn_context *ctx, const char *backend,
       fail(CTN_ERR_UNAVAILABLE, "ctn_context_op_support: backend \"%s\" is unavailable: %s", backend,
            b->description.c_str());
     std::string why;
-    const bool ok = probe_support(*b, *def, dtype, &why);
+    const bool ok = probe_support(*ctx, *b, *def, dtype, &why);
     *out_supported = ok ? 1 : 0;
     if (out_reason) {
       reason = why;

@@ -6,6 +6,7 @@
 #include <chutney/ops.h>
 
 #include "exec/select.h"
+#include "graph/graph.h"
 #include "util/status.h"
 
 #include <cstdlib>
@@ -130,12 +131,27 @@ std::vector<const OpDef *> registry_ops(const Context &ctx) {
   return out;
 }
 
-const char *builtin_attributes(const std::string &op) {
-  const BuiltinMeta *m = meta_of(op);
+namespace {
+// OpDef::expand exists once composite ops are in the tree; detected so this file builds either way.
+template <class T>
+auto expands(const T &op, int) -> decltype(op.expand != nullptr) {
+  return op.expand != nullptr;
+}
+template <class T>
+bool expands(const T &, long) {
+  return false;
+}
+}  // namespace
+
+bool differentiable(const OpDef &op) { return op.grad != nullptr || expands(op, 0); }
+
+const char *builtin_attributes(const OpDef &op) {
+  if (op.attributes) return op.attributes;
+  const BuiltinMeta *m = meta_of(op.name);
   return m ? m->attributes : "";
 }
 
-bool probe_support(Backend &b, const OpDef &op, int32_t dtype, std::string *why) {
+bool probe_support(Context &ctx, Backend &b, const OpDef &op, int32_t dtype, std::string *why) {
   const BuiltinMeta *m = op.lib ? nullptr : meta_of(op.name);
   std::vector<ValueInfo> in;
   ctn_attrs attrs{};
@@ -155,23 +171,32 @@ bool probe_support(Backend &b, const OpDef &op, int32_t dtype, std::string *why)
     attrs.nf = m->nf;
   }
   if (op.name == CTN_OP_CAST) attrs.i[0] = dtype == CTN_F32 ? CTN_F64 : CTN_F32;
-  ValueInfo out;
+  // A lazy probe graph: the op's infer sees the inputs as in any graph, and an op the graph
+  // expands into parts (a composite) is asked about part by part.
+  Graph g(&ctx, false);
+  std::vector<ctn_node> ids;
+  for (const ValueInfo &v : in) ids.push_back(g.add_input(nullptr, v.dtype, v.shape));
   try {
-    out = op.infer(op, in.data(), static_cast<uint32_t>(in.size()), attrs);
+    g.add_op(op, static_cast<uint32_t>(ids.size()), ids.data(), attrs);
   } catch (const Error &e) {
     *why = std::string("the op does not take ") + dtype_name(dtype) + ": " + e.message();
     return false;
   }
-  std::vector<ctn_tensor_desc> d;
-  for (const ValueInfo &v : in) d.push_back(make_desc(v));
-  const ctn_tensor_desc od = make_desc(out);
-  ctn_kernel k{};
-  std::string reason;
-  if (!select_kernel(b, op, static_cast<uint32_t>(d.size()), d.data(), od, attrs, &k, &reason)) {
-    *why = reason.empty() ? "unsupported" : reason;
-    return false;
+  for (size_t n = ids.size(); n < g.size(); ++n) {
+    const Node &node = g.node(static_cast<ctn_node>(n));
+    if (node.kind != NodeKind::Op) continue;
+    std::vector<ctn_tensor_desc> d;
+    for (ctn_node i : node.inputs) d.push_back(make_desc(g.info(i)));
+    const ctn_tensor_desc od = make_desc(node.info);
+    ctn_kernel k{};
+    std::string reason;
+    if (!select_kernel(b, *node.op, static_cast<uint32_t>(d.size()), d.data(), od, node.attrs, &k, &reason)) {
+      if (reason.empty()) reason = "unsupported";
+      *why = node.op == &op ? reason : "part " + node.op->name + " of " + op.name + ": " + reason;
+      return false;
+    }
+    b.release(k);
   }
-  b.release(k);
   why->clear();
   return true;
 }

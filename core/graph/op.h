@@ -44,6 +44,9 @@ struct OpDef {
   InferFn infer = nullptr;
   GradFn grad = nullptr;
   uint32_t flags = 0;
+  // The ctn_attrs slots the op reads, as ctn_context_op_info reports them ("f[0] alpha");
+  // nullptr: none, or listed in exec/registry.cpp's table for the older ops.
+  const char *attributes = nullptr;
   // Op libraries:
   const ctn_op_def *ext = nullptr;
   OpLib *lib = nullptr;
