@@ -310,7 +310,13 @@ typedef struct ctn_compile_options {
   uint32_t struct_size;   /* sizeof(ctn_compile_options) */
   uint32_t disable;       /* CTN_PASS_* bits of passes to skip */
   const char *backends;   /* NULL: the context's preference */
+  /* --- since 1.2 --- */
+  uint64_t memory_budget; /* 0: none; bytes for planned_peak_bytes, or CTN_MEMORY_BUDGET_AUTO;
+                           * over it, activations are dropped and recomputed (docs/EXECUTION.md) */
 } ctn_compile_options;
+
+/* memory_budget: as low as recomputation gets the planned peak. since 1.2 */
+#define CTN_MEMORY_BUDGET_AUTO UINT64_MAX
 
 #define CTN_PASS_DCE 1u
 #define CTN_PASS_CONSTANT_FOLDING 2u
@@ -341,6 +347,22 @@ typedef struct ctn_plan_stats {
 } ctn_plan_stats;
 
 CTN_API ctn_status ctn_plan_stats_get(ctn_plan *p, ctn_plan_stats *out);
+
+/* What a memory budget (ctn_compile_options.memory_budget) did to the plan. Without a budget,
+ * peak_bytes = peak_without_budget and nothing is recomputed. since 1.2 */
+typedef struct ctn_plan_memory_report {
+  uint32_t struct_size;          /* sizeof(ctn_plan_memory_report) */
+  uint32_t n_recomputed;         /* steps added that recompute a dropped value */
+  uint64_t budget;               /* bytes asked (auto: the minimum reached), 0: none */
+  uint64_t peak_without_budget;  /* planned peak of the same plan without recomputation */
+  uint64_t peak_bytes;           /* planned peak achieved (= ctn_plan_stats.planned_peak_bytes) */
+  uint64_t minimum_bytes;        /* lowest peak recomputation reaches (0 without a budget) */
+  uint64_t flops;                /* estimated floating-point operations per run, recomputation included */
+  uint64_t extra_flops;          /* of which recomputation */
+  const char *recomputed;        /* one line per recomputed step ("relu f32[32, 64]"); owned by the plan */
+} ctn_plan_memory_report;
+
+CTN_API ctn_status ctn_plan_memory_report_get(ctn_plan *p, ctn_plan_memory_report *out);
 
 /* A text listing of the schedule: step, op, backend, shape, arena offset. Owned by the plan,
  * valid until the next call on it. since 1.0 */

@@ -694,6 +694,17 @@ CTN_API ctn_status ctn_plan_stats_get(ctn_plan *p, ctn_plan_stats *out) {
   });
 }
 
+CTN_API ctn_status ctn_plan_memory_report_get(ctn_plan *p, ctn_plan_memory_report *out) {
+  return wall([&] {
+    NEED(p);
+    NEED(out);
+    uint32_t sz = out->struct_size;
+    if (sz < sizeof(uint32_t)) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_memory_report_get: set out->struct_size");
+    std::memcpy(out, &p->memory_report(), std::min<size_t>(sz, sizeof(ctn_plan_memory_report)));
+    out->struct_size = sz;
+  });
+}
+
 CTN_API ctn_status ctn_plan_describe(ctn_plan *p, const char **out_text) {
   return wall([&] {
     NEED(p);
