@@ -123,7 +123,7 @@ uint64_t simulate(const CompileState &cs, const std::vector<ctn_node> &order) {
 }
 
 constexpr int64_t kEnd = std::numeric_limits<int64_t>::max() / 2;
-constexpr size_t kTrials = 12;  // candidates tried on the planner per step
+constexpr size_t kTrials = 48;  // candidates tried on the planner per step
 
 // Liveness of the current order at node granularity.
 struct Live {

@@ -174,6 +174,17 @@ PIN(ctn_backend_info, abi_minor, 12 + 3 * P);
 PIN(ctn_compile_options, struct_size, 0);
 PIN(ctn_compile_options, disable, 4);
 PIN(ctn_compile_options, backends, 8);
+PIN(ctn_compile_options, memory_budget, 16); /* 1.2; uint64_t is 8-aligned on every target built */
+
+PIN(ctn_plan_memory_report, struct_size, 0);
+PIN(ctn_plan_memory_report, n_recomputed, 4);
+PIN(ctn_plan_memory_report, budget, 8);
+PIN(ctn_plan_memory_report, peak_without_budget, 16);
+PIN(ctn_plan_memory_report, peak_bytes, 24);
+PIN(ctn_plan_memory_report, minimum_bytes, 32);
+PIN(ctn_plan_memory_report, flops, 40);
+PIN(ctn_plan_memory_report, extra_flops, 48);
+PIN(ctn_plan_memory_report, recomputed, 56);
 
 PIN(ctn_plan_stats, struct_size, 0);
 PIN(ctn_plan_stats, n_nodes, 4);
