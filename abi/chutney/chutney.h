@@ -290,6 +290,19 @@ CTN_API ctn_status ctn_graph_node_count(ctn_graph *g, uint32_t *out_count);
 CTN_API ctn_status ctn_grad(ctn_graph *g, ctn_node loss, uint32_t n_wrt, const ctn_node *wrt,
                             ctn_node *out_grads);
 
+/* Forward mode: appends to `g` the tangents of outputs[i] (written to out_tangents[i]) when
+ * inputs[j] moves along tangents[j] (a node of the input's dtype and shape, e.g. an input fed
+ * with the direction): the Jacobian-vector product J v, as ordinary nodes that compile and run
+ * like any graph. Composes with ctn_grad: the JVP of gradients is a Hessian-vector product.
+ * Inputs must be f32/f64; an output that does not depend on them gets a zero tangent. Ops with a
+ * tangent rule: the elementwise ops, comparisons (zero), where, matmul, sum, mean, max,
+ * reshape, permute, slice, concat, broadcast_to, softmax, log_softmax, cross_entropy, cast,
+ * conv2d, conv_transpose2d, avg_pool2d, batch_norm, dropout, embedding (in its table). Any
+ * other op on the way (max_pool2d, layer_norm, the *_grad ops, optimizer steps, op-library ops)
+ * fails with CTN_ERR_UNSUPPORTED naming it, and the graph is left as it was. since 1.2 */
+CTN_API ctn_status ctn_jvp(ctn_graph *g, uint32_t n_outputs, const ctn_node *outputs, uint32_t n_inputs,
+                           const ctn_node *inputs, const ctn_node *tangents, ctn_node *out_tangents);
+
 /* Eager graphs: a copy of the value of node `n`. since 1.0 */
 CTN_API ctn_status ctn_graph_value(ctn_graph *g, ctn_node n, ctn_tensor **out);
 

@@ -635,6 +635,23 @@ CTN_API ctn_status ctn_grad(ctn_graph *g, ctn_node loss, uint32_t n_wrt, const c
   });
 }
 
+CTN_API ctn_status ctn_jvp(ctn_graph *g, uint32_t n_outputs, const ctn_node *outputs, uint32_t n_inputs,
+                           const ctn_node *inputs, const ctn_node *tangents, ctn_node *out_tangents) {
+  return wall([&] {
+    NEED(g);
+    if (g->eager()) fail(CTN_ERR_STATE, "ctn_jvp: the graph is eager; forward mode builds nodes of a graph created with flags 0");
+    std::vector<ctn_node> tmp(n_outputs);
+    const size_t before = g->size();
+    try {
+      build_jvp(*g, n_outputs, outputs, n_inputs, inputs, tangents, tmp.data());
+    } catch (...) {
+      g->truncate(before);  // a failed call changes no state
+      throw;
+    }
+    std::copy(tmp.begin(), tmp.end(), out_tangents);
+  });
+}
+
 CTN_API ctn_status ctn_graph_value(ctn_graph *g, ctn_node n, ctn_tensor **out) {
   return wall([&] {
     NEED(g);

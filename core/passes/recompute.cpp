@@ -22,8 +22,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -423,11 +421,6 @@ void budget_memory(CompileState &cs) {
     const Remat &r = cands[static_cast<size_t>(pick)];
     bud.apply(L, t, r, true);
     const uint64_t peak = simulate(cs, cs.order);
-    if (std::getenv("CTN_DEBUG_RECOMPUTE"))
-      std::fprintf(stderr, "recompute: t=%lld live=%llu drop %s (chain %zu) at %lld -> peak %llu\n",
-                   static_cast<long long>(t), static_cast<unsigned long long>(L.at[static_cast<size_t>(t)]),
-                   describe_node(g, r.value).c_str(), r.chain.size(), static_cast<long long>(r.point),
-                   static_cast<unsigned long long>(peak));
     if (peak < best) {
       best = peak;
       snapshot();
