@@ -85,11 +85,11 @@ void report(CompileState &cs) {
   mr.peak_bytes = mp.peak_bytes;
   mr.recomputed = out.recomputed.c_str();
   if (mr.budget) {
-    // The budget bounds the planned peak; transfers between devices are the one thing the
-    // budget stage does not see (passes/recompute.cpp).
+    // The budget bounds the planned peak; budget_memory predicts it from the schedule
+    // (passes/recompute.cpp), this holds it to that when the prediction was off.
     if (mp.peak_bytes > mr.budget)
       fail(CTN_ERR_OUT_OF_MEMORY, "ctn_plan_compile: planned peak %llu bytes exceeds the memory budget %llu bytes "
-           "(transfers between devices are not counted by the budget)", static_cast<unsigned long long>(mp.peak_bytes),
+           "(the budget stage's estimate of the transfers between devices was low)", static_cast<unsigned long long>(mp.peak_bytes),
            static_cast<unsigned long long>(mr.budget));
     out.describe += format("memory budget %llu bytes: peak without budget %llu, achieved %llu, %u steps recomputed, "
                            "extra %llu of %llu FLOPs\n", static_cast<unsigned long long>(mr.budget),

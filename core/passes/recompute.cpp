@@ -15,7 +15,7 @@
 // (seed, step) inputs, so it regenerates the same mask. A copy that reads a variable runs before
 // anything writes that variable. Op-library ops are never recomputed (nothing says they are
 // deterministic). The planned peak is measured by plan_memory over the values lower_to_steps
-// will build (transfers aside), so the budget bounds ctn_plan_stats.planned_peak_bytes.
+// will build, so the budget bounds ctn_plan_stats.planned_peak_bytes.
 #include "exec/compile.h"
 #include "exec/select.h"
 #include "util/status.h"
@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 
 namespace ctn {
@@ -64,59 +65,71 @@ bool inplace_candidate(const Node &nd, const ctn_kernel &k, const Graph &g) {
   return a.dtype == nd.info.dtype && a.shape == nd.info.shape;
 }
 
-// The planned peak of `order` as lower_to_steps and plan_memory will see it (without transfers,
-// which only plans spanning several devices have).
+// The planned peak of `order` as lower_to_steps and plan_memory will see it: one value per node
+// on its device, views sharing their source, a transfer value where a step reads a node that
+// lives on another device (an assignment is assumed to copy on the variable's device).
 uint64_t simulate(const CompileState &cs, const std::vector<ctn_node> &order) {
   const Graph &g = cs.g;
   const bool reuse = cs.enabled(CTN_PASS_MEMORY_REUSE);
-  std::vector<int> val(g.size(), -1);
+  std::map<std::pair<ctn_node, Backend *>, int> val;
   std::vector<PlanValue> pv;
   std::vector<PlanStep> ps;
   std::vector<Backend *> devs;
-  auto add = [&](ctn_node v, bool persistent, int alias) {
+  auto add = [&](ctn_node v, Backend *b, bool persistent, int alias) {
     PlanValue p;
     p.bytes = bytes_of(g.info(v));
-    auto it = std::find(devs.begin(), devs.end(), cs.dev[v]);
-    if (it == devs.end()) it = devs.insert(devs.end(), cs.dev[v]);
+    auto it = std::find(devs.begin(), devs.end(), b);
+    if (it == devs.end()) it = devs.insert(devs.end(), b);
     p.device = static_cast<int>(it - devs.begin());
     p.persistent = persistent;
     p.alias_of = alias;
     pv.push_back(p);
     return static_cast<int>(pv.size() - 1);
   };
+  auto home = [&](ctn_node v) { return val.at({v, cs.dev[v]}); };
+  auto on = [&](ctn_node v, Backend *b) {
+    auto it = val.find({v, b});
+    if (it != val.end()) return it->second;
+    const int src = home(v), m = add(v, b, false, -1);
+    val[{v, b}] = m;
+    ps.push_back(PlanStep{{src}, m, false});
+    return m;
+  };
   for (ctn_node v : order) {
     const Node &nd = g.node(v);
+    Backend *const b = cs.dev[v];
     switch (nd.kind) {
       case NodeKind::Input:
       case NodeKind::Constant:
-      case NodeKind::Variable: val[v] = add(v, true, -1); break;
+      case NodeKind::Variable: val[{v, b}] = add(v, b, true, -1); break;
       case NodeKind::Op: {
         if (is_view(nd)) {
-          val[v] = add(v, false, val[nd.inputs[0]]);
+          val[{v, b}] = add(v, b, false, home(nd.inputs[0]));
           break;
         }
         PlanStep s;
-        for (ctn_node i : nd.inputs) s.inputs.push_back(val[i]);
+        for (ctn_node i : nd.inputs) s.inputs.push_back(on(i, b));
         auto wi = cs.write_into.find(v);
         if (wi != cs.write_into.end()) {
-          s.output = add(v, false, val[wi->second]);
+          s.output = add(v, b, false, home(wi->second));
         } else {
-          s.output = add(v, false, -1);
+          s.output = add(v, b, false, -1);
           s.inplace_ok = reuse && inplace_candidate(nd, cs.kern[v], g);
         }
-        val[v] = s.output;
+        val[{v, b}] = s.output;
         ps.push_back(std::move(s));
         break;
       }
       case NodeKind::Assign: {
-        const int var = val[nd.inputs[0]];
-        val[v] = add(v, false, var);
-        if (!cs.elided[v]) ps.push_back(PlanStep{{val[nd.inputs[1]]}, var, false});
+        Backend *vb = cs.dev[nd.inputs[0]];
+        const int var = home(nd.inputs[0]);
+        if (!cs.elided[v]) ps.push_back(PlanStep{{on(nd.inputs[1], vb)}, var, false});
+        val[{v, vb}] = add(v, vb, false, var);
         break;
       }
     }
   }
-  for (size_t i = 0; i < cs.n_user_outputs; ++i) pv[static_cast<size_t>(val[cs.roots[i]])].is_output = true;
+  for (size_t i = 0; i < cs.n_user_outputs; ++i) pv[static_cast<size_t>(home(cs.roots[i]))].is_output = true;
   return plan_memory(pv, ps, static_cast<int>(devs.size()), reuse).peak_bytes;
 }
 
