@@ -299,7 +299,8 @@ CTN_API ctn_status ctn_grad(ctn_graph *g, ctn_node loss, uint32_t n_wrt, const c
  * reshape, permute, slice, concat, broadcast_to, softmax, log_softmax, cross_entropy, cast,
  * conv2d, conv_transpose2d, avg_pool2d, batch_norm, dropout, embedding (in its table). Any
  * other op on the way (max_pool2d, layer_norm, the *_grad ops, optimizer steps, op-library ops)
- * fails with CTN_ERR_UNSUPPORTED naming it, and the graph is left as it was. since 1.2 */
+ * fails with CTN_ERR_UNSUPPORTED naming it, and the graph is left as it was. Graphs created
+ * with flags 0 only (an eager graph: CTN_ERR_STATE). since 1.2 */
 CTN_API ctn_status ctn_jvp(ctn_graph *g, uint32_t n_outputs, const ctn_node *outputs, uint32_t n_inputs,
                            const ctn_node *inputs, const ctn_node *tangents, ctn_node *out_tangents);
 

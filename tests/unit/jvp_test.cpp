@@ -325,6 +325,10 @@ TEST(JvpErrors, OpWithoutRuleNamesItAndLeavesTheGraph) {
   OK(ctn_input(g, "bad", CTN_F64, 1, s2, &bad));
   EXPECT_EQ(ctn_jvp(g, 1, &e, 1, &x, &bad, &t), CTN_ERR_SHAPE);
   ctn_graph_release(g);
+  // Eager graphs are refused.
+  OK(ctn_graph_create(ctx, CTN_GRAPH_EAGER, &g));
+  EXPECT_EQ(ctn_jvp(g, 0, nullptr, 0, nullptr, nullptr, nullptr), CTN_ERR_STATE);
+  ctn_graph_release(g);
   ctn_context_release(ctx);
 }
 
