@@ -385,6 +385,20 @@ CTN_API ctn_status ctn_graph_node_count(ctn_graph *g, uint32_t *out_count);
 CTN_API ctn_status ctn_grad(ctn_graph *g, ctn_node loss, uint32_t n_wrt, const ctn_node *wrt,
                             ctn_node *out_grads);
 
+/* Forward mode: appends to `g` the tangents of outputs[i] (written to out_tangents[i]) when
+ * inputs[j] moves along tangents[j] (a node of the input's dtype and shape, e.g. an input fed
+ * with the direction): the Jacobian-vector product J v, as ordinary nodes that compile and run
+ * like any graph. Composes with ctn_grad: the JVP of gradients is a Hessian-vector product.
+ * Inputs must be f32/f64; an output that does not depend on them gets a zero tangent. Ops with a
+ * tangent rule: the elementwise ops, comparisons (zero), where, matmul, sum, mean, max,
+ * reshape, permute, slice, concat, broadcast_to, softmax, log_softmax, cross_entropy, cast,
+ * conv2d, conv_transpose2d, avg_pool2d, batch_norm, dropout, embedding (in its table). Any
+ * other op on the way (max_pool2d, layer_norm, the *_grad ops, optimizer steps, op-library ops)
+ * fails with CTN_ERR_UNSUPPORTED naming it, and the graph is left as it was. Graphs created
+ * with flags 0 only (an eager graph: CTN_ERR_STATE). since 1.2 */
+CTN_API ctn_status ctn_jvp(ctn_graph *g, uint32_t n_outputs, const ctn_node *outputs, uint32_t n_inputs,
+                           const ctn_node *inputs, const ctn_node *tangents, ctn_node *out_tangents);
+
 /* Eager graphs: a copy of the value of node `n`. since 1.0 */
 CTN_API ctn_status ctn_graph_value(ctn_graph *g, ctn_node n, ctn_tensor **out);
 
@@ -411,7 +425,13 @@ typedef struct ctn_compile_options {
                                     ctn_grad, in fused buckets, and the variables are broadcast
                                     from rank 0 once compiled */
   uint64_t dp_bucket_bytes;      /* fusion-bucket size; 0: CTN_DP_DEFAULT_BUCKET_BYTES (64 MiB) */
+  /* --- since 1.2: memory budget --- */
+  uint64_t memory_budget; /* 0: none; bytes for planned_peak_bytes, or CTN_MEMORY_BUDGET_AUTO;
+                           * over it, activations are dropped and recomputed (docs/EXECUTION.md) */
 } ctn_compile_options;
+
+/* memory_budget: as low as recomputation gets the planned peak. since 1.2 */
+#define CTN_MEMORY_BUDGET_AUTO UINT64_MAX
 
 #define CTN_PASS_DCE 1u
 #define CTN_PASS_CONSTANT_FOLDING 2u
@@ -444,6 +464,22 @@ typedef struct ctn_plan_stats {
 /* Fills *out up to out->struct_size (a smaller, older struct gets only the fields it has).
  * since 1.0 */
 CTN_API ctn_status ctn_plan_stats_get(ctn_plan *p, ctn_plan_stats *out);
+
+/* What a memory budget (ctn_compile_options.memory_budget) did to the plan. Without a budget,
+ * peak_bytes = peak_without_budget and nothing is recomputed. since 1.2 */
+typedef struct ctn_plan_memory_report {
+  uint32_t struct_size;          /* sizeof(ctn_plan_memory_report) */
+  uint32_t n_recomputed;         /* steps added that recompute a dropped value */
+  uint64_t budget;               /* bytes asked (auto: the minimum reached), 0: none */
+  uint64_t peak_without_budget;  /* planned peak of the same plan without recomputation */
+  uint64_t peak_bytes;           /* planned peak achieved (= ctn_plan_stats.planned_peak_bytes) */
+  uint64_t minimum_bytes;        /* lowest peak recomputation reaches (0 without a budget) */
+  uint64_t flops;                /* estimated floating-point operations per run, recomputation included */
+  uint64_t extra_flops;          /* of which recomputation */
+  const char *recomputed;        /* one line per recomputed step ("relu f32[32, 64]"); owned by the plan */
+} ctn_plan_memory_report;
+
+CTN_API ctn_status ctn_plan_memory_report_get(ctn_plan *p, ctn_plan_memory_report *out);
 
 /* A text listing of the schedule: step, op, backend, shape, arena offset. Owned by the plan,
  * valid until the next call on it. since 1.0 */

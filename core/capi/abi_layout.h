@@ -202,6 +202,17 @@ PIN(ctn_collective_desc, header, 0);
 PIN(ctn_collective_desc, flags, sizeof(ctn_plugin_header));
 PIN(ctn_collective_config, rendezvous, 16);
 CTN_PIN_ASSERT(CTN_PLUGIN_COLLECTIVE == CTN_PLUGIN_COLLECTIVE_KIND, "collective kind");
+/* since 1.2: memory budget */
+PIN(ctn_compile_options, memory_budget, ALIGN_UP(ALIGN_UP(8 + P, P) + P, 8) + 8);
+PIN(ctn_plan_memory_report, struct_size, 0);
+PIN(ctn_plan_memory_report, n_recomputed, 4);
+PIN(ctn_plan_memory_report, budget, 8);
+PIN(ctn_plan_memory_report, peak_without_budget, 16);
+PIN(ctn_plan_memory_report, peak_bytes, 24);
+PIN(ctn_plan_memory_report, minimum_bytes, 32);
+PIN(ctn_plan_memory_report, flops, 40);
+PIN(ctn_plan_memory_report, extra_flops, 48);
+PIN(ctn_plan_memory_report, recomputed, 56);
 
 PIN(ctn_plan_stats, struct_size, 0);
 PIN(ctn_plan_stats, n_nodes, 4);

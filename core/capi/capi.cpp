@@ -743,6 +743,23 @@ CTN_API ctn_status ctn_grad(ctn_graph *g, ctn_node loss, uint32_t n_wrt, const c
   });
 }
 
+CTN_API ctn_status ctn_jvp(ctn_graph *g, uint32_t n_outputs, const ctn_node *outputs, uint32_t n_inputs,
+                           const ctn_node *inputs, const ctn_node *tangents, ctn_node *out_tangents) {
+  return wall([&] {
+    NEED(g);
+    if (g->eager()) fail(CTN_ERR_STATE, "ctn_jvp: the graph is eager; forward mode builds nodes of a graph created with flags 0");
+    std::vector<ctn_node> tmp(n_outputs);
+    const size_t before = g->size();
+    try {
+      build_jvp(*g, n_outputs, outputs, n_inputs, inputs, tangents, tmp.data());
+    } catch (...) {
+      g->truncate(before);  // a failed call changes no state
+      throw;
+    }
+    std::copy(tmp.begin(), tmp.end(), out_tangents);
+  });
+}
+
 CTN_API ctn_status ctn_graph_value(ctn_graph *g, ctn_node n, ctn_tensor **out) {
   return wall([&] {
     NEED(g);
@@ -798,6 +815,17 @@ CTN_API ctn_status ctn_plan_stats_get(ctn_plan *p, ctn_plan_stats *out) {
     uint32_t sz = out->struct_size;
     if (sz < sizeof(uint32_t)) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_stats_get: set out->struct_size");
     std::memcpy(out, &p->stats(), std::min<size_t>(sz, sizeof(ctn_plan_stats)));
+    out->struct_size = sz;
+  });
+}
+
+CTN_API ctn_status ctn_plan_memory_report_get(ctn_plan *p, ctn_plan_memory_report *out) {
+  return wall([&] {
+    NEED(p);
+    NEED(out);
+    uint32_t sz = out->struct_size;
+    if (sz < sizeof(uint32_t)) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_memory_report_get: set out->struct_size");
+    std::memcpy(out, &p->memory_report(), std::min<size_t>(sz, sizeof(ctn_plan_memory_report)));
     out->struct_size = sz;
   });
 }

@@ -57,6 +57,9 @@ struct CompileState {
   // elide_assignments
   std::vector<char> elided;                            // per assignment: computed in place
   std::unordered_map<ctn_node, ctn_node> write_into;  // value node -> the variable it is computed into
+  // budget_memory
+  uint64_t memory_budget = 0;      // ctn_compile_options.memory_budget
+  std::vector<char> recomputed;    // per node: a copy that recomputes a dropped value
   // lower_to_steps: values (out.values, and the planner's view of them), transfers, steps
   std::map<std::pair<ctn_node, Backend *>, int> value_of;  // node as seen on a device -> value id
   std::vector<PlanValue> pv;
@@ -78,6 +81,9 @@ void order_nodes(CompileState &cs);
 void place_nodes(CompileState &cs);
 // 4. Assignments whose value can be computed straight into the variable (passes/assign.cpp).
 void elide_assignments(CompileState &cs);
+// 4b. Under a memory budget: values dropped after their early uses and recomputed just before
+//     their late ones, chosen greedily at the peak by bytes saved per FLOP (passes/recompute.cpp).
+void budget_memory(CompileState &cs);
 // 5. Values, transfers at device boundaries and the step list (exec/lower.cpp).
 void lower_to_steps(CompileState &cs);
 // 6. Offsets in per-device arenas, buffers, initial values (planner/allocate.cpp).

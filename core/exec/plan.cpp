@@ -9,6 +9,7 @@
 //   2 order_nodes        schedule + dead-code elimination, assignments last passes/order.cpp
 //   3 place_nodes        a backend (and its kernel) for every node          exec/placement.cpp
 //   4 elide_assignments  values computed straight into their variables      passes/assign_elision.cpp
+//  4b budget_memory      recomputation under a memory budget               passes/recompute.cpp
 //   5 lower_to_steps     values, transfers at device boundaries, steps      exec/lower.cpp
 //   6 allocate_memory    arena offsets, buffers, initial values             planner/allocate.cpp
 //   7 prepare_steps      kernel arguments, attributes, workspaces           exec/lower.cpp
@@ -51,6 +52,7 @@ CompileState::CompileState(Graph &user, uint32_t n_out, const ctn_node *outs, co
     dp = opts->data_parallel;
     dp_bucket_bytes = opts->dp_bucket_bytes ? opts->dp_bucket_bytes : CTN_DP_DEFAULT_BUCKET_BYTES;
   }
+  memory_budget = opts ? opts->memory_budget : 0;
   if (user.eager()) fail(CTN_ERR_STATE, "ctn_plan_compile: the graph is eager; create it with flags 0 to compile it");
   if (n_out && !outs) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_compile: outputs is NULL");
   for (uint32_t i = 0; i < n_out; ++i) user.check(outs[i], "ctn_plan_compile");
@@ -89,12 +91,30 @@ void report(CompileState &cs) {
     out.describe += format("data-parallel over %d ranks: %u gradients (%llu bytes) averaged in %u buckets of <= %llu bytes\n",
                            cs.dp->size, cs.dp_gradients, static_cast<unsigned long long>(cs.dp_bytes), cs.dp_buckets,
                            static_cast<unsigned long long>(cs.dp_bucket_bytes));
+  ctn_plan_memory_report &mr = out.memory;
+  mr.peak_bytes = mp.peak_bytes;
+  mr.recomputed = out.recomputed.c_str();
+  if (mr.budget) {
+    // The budget bounds the planned peak; budget_memory predicts it from the schedule
+    // (passes/recompute.cpp), this holds it to that when the prediction was off.
+    if (mp.peak_bytes > mr.budget)
+      fail(CTN_ERR_OUT_OF_MEMORY, "ctn_plan_compile: planned peak %llu bytes exceeds the memory budget %llu bytes "
+           "(the budget stage's estimate of the transfers between devices was low)", static_cast<unsigned long long>(mp.peak_bytes),
+           static_cast<unsigned long long>(mr.budget));
+    out.describe += format("memory budget %llu bytes: peak without budget %llu, achieved %llu, %u steps recomputed, "
+                           "extra %llu of %llu FLOPs\n", static_cast<unsigned long long>(mr.budget),
+                           static_cast<unsigned long long>(mr.peak_without_budget),
+                           static_cast<unsigned long long>(mr.peak_bytes), mr.n_recomputed,
+                           static_cast<unsigned long long>(mr.extra_flops), static_cast<unsigned long long>(mr.flops));
+  }
   for (size_t si = 0; si < out.steps.size(); ++si) {
     const Program::Step &step = out.steps[si];
-    out.describe += format("%4zu  %-18s %-7s %s%s @%llu%s\n", si, step.op.c_str(), step.b->name.c_str(),
+    out.describe += format("%4zu  %-18s %-7s %s%s @%llu%s%s\n", si, step.op.c_str(), step.b->name.c_str(),
                            dtype_name(step.out.dtype),
                            shape_str(out.values[static_cast<size_t>(cs.psteps[si].output)].info.shape).c_str(),
-                           static_cast<unsigned long long>(step.out.offset), mp.inplace[si] ? " (in place)" : "");
+                           static_cast<unsigned long long>(step.out.offset), mp.inplace[si] ? " (in place)" : "",
+                           cs.step_node[si] != CTN_NODE_NONE && cs.step_node[si] < cs.recomputed.size() &&
+                                   cs.recomputed[cs.step_node[si]] ? " (recompute)" : "");
   }
 }
 
@@ -105,6 +125,7 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
   order_nodes(cs);
   place_nodes(cs);
   elide_assignments(cs);
+  budget_memory(cs);
   lower_to_steps(cs);
   allocate_memory(cs);
   prepare_steps(cs);

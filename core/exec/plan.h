@@ -29,6 +29,7 @@ class Plan {
   const ctn_plan_stats &stats() const { return prog_.stats; }
   uint32_t backend_steps(const char *backend, const char *op) const;
   const std::string &describe() const { return prog_.describe; }
+  const ctn_plan_memory_report &memory_report() const { return prog_.memory; }
 
  private:
   Program prog_;                     // built by the compile stages (exec/compile.h)

@@ -62,6 +62,8 @@ struct Program {
   std::vector<void *> workspace;  // per device
   ctn_plan_stats stats{};
   std::string describe;
+  ctn_plan_memory_report memory{};  // budget_memory (passes/recompute.cpp)
+  std::string recomputed;           // memory.recomputed points here
 
   Program() = default;
   ~Program();

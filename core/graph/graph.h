@@ -63,6 +63,10 @@ class Graph {
   std::string to_dot() const;
   // A lazy copy of the nodes (compile works on a private copy; node ids are preserved).
   void copy_nodes_from(const Graph &o) { nodes_ = o.nodes_; }
+  // Drops the nodes from id n on (undoing a failed builder such as ctn_jvp).
+  void truncate(size_t n) {
+    if (n < nodes_.size()) nodes_.resize(n);
+  }
 
   // Scratch owned by the graph for C API string results.
   std::string text;
@@ -81,6 +85,9 @@ ctn_node sum_to(Graph &g, ctn_node x, Shape target);
 
 // Appends the backward graph; see ctn_grad.
 void build_grad(Graph &g, ctn_node loss, uint32_t n, const ctn_node *wrt, ctn_node *out);
+// Appends the forward-mode tangents; see ctn_jvp (autodiff/jvp.cpp).
+void build_jvp(Graph &g, uint32_t n_out, const ctn_node *outs, uint32_t n_in, const ctn_node *ins,
+               const ctn_node *tangents, ctn_node *out_tangents);
 
 ctn_attrs attrs_i(std::initializer_list<int64_t> ints);
 ctn_attrs attrs_f(std::initializer_list<double> floats);

@@ -133,12 +133,16 @@ TEST(bad_input, NullHandlesEverywhere) {
   EXPECT_INVALID(ctn_node_info(nullptr, 0, &dtype, &u32, shape));
   EXPECT_INVALID(ctn_graph_node_count(nullptr, &u32));
   EXPECT_INVALID(ctn_grad(nullptr, 0, 1, &node, &node));
+  EXPECT_INVALID(ctn_jvp(nullptr, 1, &node, 1, &node, &node, &node));
   EXPECT_INVALID(ctn_graph_value(nullptr, 0, &out_tensor));
   EXPECT_INVALID(ctn_graph_to_dot(nullptr, &text));
 
   // Plans.
   EXPECT_INVALID(ctn_plan_compile(nullptr, 1, &node, nullptr, &out_plan));
   EXPECT_INVALID(ctn_plan_stats_get(nullptr, &stats));
+  ctn_plan_memory_report mrep{};
+  mrep.struct_size = sizeof mrep;
+  EXPECT_INVALID(ctn_plan_memory_report_get(nullptr, &mrep));
   EXPECT_INVALID(ctn_plan_describe(nullptr, &text));
   EXPECT_INVALID(ctn_plan_backend_steps(nullptr, "cpu", nullptr, &u32));
   EXPECT_INVALID(ctn_plan_run(nullptr, 0, nullptr, nullptr, 0, nullptr));

@@ -55,6 +55,7 @@ run unknown-command 2 frobnicate && contains unknown-command err "unknown comman
 run unknown-option 2 train --no-such-option && contains unknown-option err "unknown option '--no-such-option'"
 run bad-number 2 train --epochs many && contains bad-number err "--epochs"
 run bad-widths 2 train --model cnn --cnn-widths 16,32,64,xx && contains bad-widths err "C1,C2,FC[,bn][,valid]"
+run bad-budget 2 train --memory-budget lots && contains bad-budget err "--memory-budget"
 run no-command 2
 
 # --- version --------------------------------------------------------------------------------
@@ -162,6 +163,26 @@ if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
       pass "train: --json wrote the epoch log"
     else
       fail "train: --json did not write a log with test_accuracy"
+    fi
+  fi
+
+  # --memory-budget: the CNN (batch norm) trained with recomputation prints the same updates
+  # as without; a budget below the minimum fails at compile time naming the minimum.
+  common="--model cnn --cnn-widths 8,16,32,bn --epochs 1 --limit 256 --data-dir $DATA_DIR --quiet --print-steps"
+  if run cnn-nobudget 0 train $common && run cnn-budget 0 train $common --memory-budget auto; then
+    contains cnn-budget out "steps recomputed"
+    contains cnn-budget out "recomputed: "
+    if grep '^step ' "$TMP/cnn-nobudget.out" >"$TMP/steps0" && grep '^step ' "$TMP/cnn-budget.out" >"$TMP/steps1" &&
+        cmp -s "$TMP/steps0" "$TMP/steps1"; then
+      pass "train --memory-budget auto: $(wc -l <"$TMP/steps1") updates identical to the unbudgeted run"
+    else
+      fail "train --memory-budget auto: the updates differ from the unbudgeted run"
+    fi
+    min=$(sed -n 's/^memory budget .* (\([0-9]*\) bytes): .*/\1/p' "$TMP/cnn-budget.out")
+    if [ -n "$min" ] && run cnn-below 1 train $common --memory-budget $((min - 1)); then
+      contains cnn-below err "below the minimum this plan reaches by recomputation, $min bytes"
+    else
+      fail "train --memory-budget: no minimum in the report"
     fi
   fi
 

@@ -118,7 +118,7 @@ TEST(Exec, AssignElisionMatchesCopyingAssignments) {
     CTN_ASSERT_OK(ctn_input(m.g, "x", CTN_F32, 2, xs, &x));
     m.build(x);
     m.sgd();
-    ctn_compile_options o{sizeof o, disable, nullptr, nullptr, 0};
+    ctn_compile_options o{sizeof o, disable, nullptr, nullptr, 0, 0};
     ctn_plan *p;
     CTN_ASSERT_OK(ctn_plan_compile(m.g, 1, &m.loss, &o, &p));
     ctn_tensor *xt = make_f32({4, 3}, kX), *out;

@@ -15,7 +15,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -70,12 +72,27 @@ struct TrainOptions {
   int64_t fault_step = 0;
   int32_t fault_rank = 0;
   int fault_signal = 0;
+  uint64_t memory_budget = 0;  // ctn_compile_options.memory_budget of the training plan
 };
 
 struct CollectiveDeleter {
   void operator()(ctn_collective *p) const { ctn_collective_release(p); }
 };
 using CollectivePtr = std::unique_ptr<ctn_collective, CollectiveDeleter>;
+
+// --memory-budget: bytes (suffix k, M or G: KiB, MiB, GiB) or "auto".
+uint64_t parse_budget(const std::string &v) {
+  if (v == "auto") return CTN_MEMORY_BUDGET_AUTO;
+  char *end = nullptr;
+  errno = 0;
+  const unsigned long long n = v.empty() || v[0] == '-' ? 0 : std::strtoull(v.c_str(), &end, 10);
+  uint64_t mul = 1;
+  if (end && *end && end[1] == '\0') mul = *end == 'k' || *end == 'K' ? 1ull << 10 : *end == 'M' ? 1ull << 20 : *end == 'G' ? 1ull << 30 : 0;
+  else if (end && *end) mul = 0;
+  if (v.empty() || !end || end == v.c_str() || errno || n == 0 || mul == 0 || n > UINT64_MAX / 2 / mul)
+    throw UsageError("--memory-budget expects a positive number of bytes (suffix k, M, G) or 'auto', got '" + v + "'");
+  return n * mul;
+}
 
 // Metadata of a checkpoint, read back by --resume.
 struct ResumeState {
@@ -267,6 +284,8 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
                                 args.has("fault"))) {
     throw UsageError("--bucket-bytes, --collective-timeout, --rank-checkpoints and --fault need --distributed");
   }
+  const std::string budget = args.str("memory-budget", "");
+  if (!budget.empty()) o.memory_budget = parse_budget(budget);
   if (o.limit != 0 && o.limit < o.batch) {
     throw UsageError("--limit " + std::to_string(o.limit) + " is smaller than one batch (" +
                      std::to_string(o.batch) + ")");
@@ -365,6 +384,33 @@ void write_json(const TrainOptions &o, const std::vector<EpochLog> &log, int64_t
   bool ok = std::ferror(f) == 0;
   ok = std::fclose(f) == 0 && ok;
   if (!ok) throw Failure("error while writing " + o.json_path);
+}
+
+// What --memory-budget did: peaks, extra FLOPs and the recomputed steps.
+void print_memory_report(ctn_plan *p) {
+  ctn_plan_memory_report r{};
+  r.struct_size = sizeof r;
+  check(ctn_plan_memory_report_get(p, &r), "ctn_plan_memory_report_get");
+  const uint64_t base = r.flops - r.extra_flops;
+  std::printf("memory budget %s (%llu bytes): planned peak %s without budget, %s achieved (%llu bytes); "
+              "%u steps recomputed, +%.1f%% FLOPs (%llu of %llu per step)\n",
+              human_bytes(r.budget).c_str(), static_cast<unsigned long long>(r.budget),
+              human_bytes(r.peak_without_budget).c_str(), human_bytes(r.peak_bytes).c_str(),
+              static_cast<unsigned long long>(r.peak_bytes), r.n_recomputed,
+              base ? 100.0 * static_cast<double>(r.extra_flops) / static_cast<double>(base) : 0.0,
+              static_cast<unsigned long long>(r.extra_flops), static_cast<unsigned long long>(r.flops));
+  // The recomputed steps, one line each, counted when repeated.
+  std::map<std::string, int> count;
+  std::vector<std::string> seen;
+  const char *s = r.recomputed ? r.recomputed : "";
+  while (*s) {
+    const char *e = std::strchr(s, '\n');
+    std::string line = e ? std::string(s, e) : std::string(s);
+    if (count[line]++ == 0) seen.push_back(line);
+    s = e ? e + 1 : s + line.size();
+  }
+  for (const std::string &line : seen) std::printf("  recomputed: %s%s\n", line.c_str(),
+                                                   count[line] > 1 ? (" x" + std::to_string(count[line])).c_str() : "");
 }
 
 double loader_wait(ctn_loader *l) {
@@ -475,17 +521,18 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
   BuiltModel tm = build_model(ctx.get(), o.model, o.batch, o.seed, true, o.optim, o.widths);
   BuiltModel em = build_model(ctx.get(), o.model, o.eval_batch, o.seed, false, o.optim, o.widths);
   PlanPtr train_plan;
-  if (comm) {
-    // Data-parallel: gradients averaged across the ranks in buckets, variables from rank 0.
+  {
+    // Data-parallel: gradients averaged across the ranks in buckets, variables from rank 0. A
+    // memory budget makes the compiler recompute activations instead of keeping them.
     ctn_compile_options co{};
     co.struct_size = sizeof co;
     co.data_parallel = comm;
     co.dp_bucket_bytes = o.bucket_bytes;
+    co.memory_budget = o.memory_budget;
     ctn_plan *p = nullptr;
-    check(ctn_plan_compile(tm.graph.get(), 1, &tm.loss, &co, &p), "ctn_plan_compile (train, data-parallel)");
+    check(ctn_plan_compile(tm.graph.get(), 1, &tm.loss, &co, &p),
+          comm ? "ctn_plan_compile (train, data-parallel)" : "ctn_plan_compile (train)");
     train_plan.reset(p);
-  } else {
-    train_plan = compile(tm.graph.get(), tm.loss, "ctn_plan_compile (train)");
   }
   PlanPtr eval_plan = compile(em.graph.get(), em.logits, "ctn_plan_compile (eval)");
 
@@ -677,6 +724,7 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
               100.0 * ratio, static_cast<unsigned long long>(stats.planned_peak_bytes),
               static_cast<unsigned long long>(stats.naive_bytes),
               human_bytes(stats.persistent_bytes).c_str());
+  if (o.memory_budget) print_memory_report(train_plan.get());
   if (!o.json_path.empty()) {
     write_json(o, log, train_images, where, stats, wait_run, ips);
     std::printf("wrote %s\n", o.json_path.c_str());
@@ -738,6 +786,9 @@ const CommandSpec &train_command() {
           {"json", "FILE", "write the per-epoch log as JSON to FILE"},
           {"plot", "FILE.svg", "write an SVG chart of loss and accuracy per epoch"},
           {"quiet", nullptr, "no progress output on stderr"},
+          {"memory-budget", "BYTES|auto",
+           "cap the training plan's planned peak (suffix k, M, G); over it, activations are recomputed "
+           "(auto: as low as that gets); results are bit-identical"},
           {"print-steps", nullptr, "print every update's learning rate and loss (\"step N lr X loss Y\")"},
           {"distributed", "mpi|nccl", "data-parallel over the ranks of `mpirun -np N`: --batch-size per rank, gradients averaged (docs/DISTRIBUTED.md)"},
           {"bucket-bytes", "N", "distributed: gradient fusion bucket size in bytes (default 64 MiB)"},
