@@ -25,11 +25,7 @@ fn swish(name: &str) -> OpDef {
         1,
         |ins, _| match ins[0].dtype {
             Dtype::F32 | Dtype::F64 => Ok(ins[0].clone()),
-            d => Err(Error::Call {
-                status: Status::DTYPE,
-                name: Status::DTYPE.name(),
-                message: format!("x must be f32 or f64, not {d:?}"),
-            }),
+            d => Err(Error::new(Status::DTYPE, format!("x must be f32 or f64, not {d:?}"))),
         },
         |ins, out, a| {
             let b = beta(a);
@@ -125,18 +121,17 @@ fn trains_through_a_compiled_plan_next_to_built_in_ops() {
 
 fn failing_ops(calls: Arc<AtomicUsize>) -> Vec<OpDef> {
     let same = |ins: &[TensorDesc], _: &Attrs| Ok(ins[0].clone());
-    let c2 = calls.clone();
     vec![
         OpDef::new(
             "rs_bad_infer",
             1,
-            |_, _| Err(Error::Call { status: Status::SHAPE, name: "CTN_ERR_SHAPE".into(), message: "shape refused".into() }),
+            |_, _| Err(Error::new(Status::SHAPE, "shape refused")),
             |_, _, _| Ok(()),
         ),
         OpDef::new("rs_panic_infer", 1, |_, _| panic!("infer exploded"), |_, _, _| Ok(())),
         OpDef::new("rs_bad_kernel", 1, same, move |_, _, _| {
-            c2.fetch_add(1, Ordering::SeqCst);
-            Err(Error::Call { status: Status::INVALID_ARGUMENT, name: String::new(), message: "kernel refused".into() })
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err(Error::new(Status::INVALID_ARGUMENT, "kernel refused"))
         }),
         OpDef::new("rs_panic_kernel", 1, same, |_, _, _| panic!("kernel exploded")),
         OpDef::new("rs_wrong_dtype", 1, same, |ins, _, _| ins[0].as_slice::<i64>().map(|_| ())),
