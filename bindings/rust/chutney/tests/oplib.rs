@@ -6,8 +6,16 @@ use chutney::{Attrs, Context, Dtype, Error, OpDef, Options, Status, Tensor, Tens
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+/// A CPU context; with CHUTNEY_LEAK_CPU_ONLY=1 it loads only the CPU backend of
+/// $CHUTNEY_BUILD_DIR (for valgrind, as tests/leak.rs).
 fn ctx() -> Context {
-    Context::with_options(&Options { backends: Some("cpu".into()), ..Options::default() }).unwrap()
+    let mut o = Options { backends: Some("cpu".into()), ..Options::default() };
+    if std::env::var_os("CHUTNEY_LEAK_CPU_ONLY").is_some() {
+        let dir = std::env::var("CHUTNEY_BUILD_DIR").expect("CHUTNEY_LEAK_CPU_ONLY needs CHUTNEY_BUILD_DIR");
+        o.no_autoload = true;
+        o.plugin_path = Some(format!("{dir}/backends/cpu"));
+    }
+    Context::with_options(&o).unwrap()
 }
 
 fn beta(a: &Attrs) -> f64 {
