@@ -57,7 +57,7 @@ impl HostTensor<'_> {
     /// The elements as `T`; `Err(DTYPE)` when `T` is not the tensor's dtype.
     pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
         let n = self.desc.numel();
-        check_dtype::<T>(self.desc.dtype)?;
+        check_slice::<T>(self.desc.dtype, self.data)?;
         if n == 0 {
             return Ok(&[]);
         }
@@ -85,7 +85,7 @@ impl HostTensorMut<'_> {
     /// The elements as `T`, to write; `Err(DTYPE)` when `T` is not the tensor's dtype.
     pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T]> {
         let n = self.desc.numel();
-        check_dtype::<T>(self.desc.dtype)?;
+        check_slice::<T>(self.desc.dtype, self.data as *const u8)?;
         if n == 0 {
             return Ok(&mut []);
         }
@@ -94,9 +94,13 @@ impl HostTensorMut<'_> {
     }
 }
 
-fn check_dtype<T: Element>(d: Dtype) -> Result<()> {
+/// The dtype is T's and the data aligned for it (the host aligns; checked, not trusted).
+fn check_slice<T: Element>(d: Dtype, p: *const u8) -> Result<()> {
     if T::DTYPE != d {
         return Err(Error::new(Status::DTYPE, format!("tensor is {d:?}, not {:?}", T::DTYPE)));
+    }
+    if p as usize % std::mem::align_of::<T>() != 0 {
+        return Err(Error::new(Status::INTERNAL, format!("tensor data at {p:p} is not aligned for {d:?}")));
     }
     Ok(())
 }
@@ -393,6 +397,9 @@ unsafe extern "C" fn infer_tramp(
         let d = (def.infer)(&ins, &attrs_of(attrs))?;
         if d.shape.len() > sys::CTN_MAX_DIMS {
             return Err(Error::new(Status::SHAPE, format!("output has {} dims, at most 8", d.shape.len())));
+        }
+        if d.shape.iter().any(|&v| v < 0) {
+            return Err(Error::new(Status::SHAPE, format!("output shape {:?} has a negative dim", d.shape)));
         }
         let o = out.as_mut().ok_or_else(|| Error::new(Status::INTERNAL, "no output descriptor"))?;
         o.dtype = d.dtype.raw();

@@ -149,6 +149,7 @@ fn failing_ops(calls: Arc<AtomicUsize>) -> Vec<OpDef> {
         })
         .grad(|_, _, _, _, _| panic!("grad exploded")),
         OpDef::new("rs_no_grad", 1, same, |_, _, _| Ok(())),
+        OpDef::new("rs_negative_dim", 1, |_, _| Ok(TensorDesc::new(Dtype::F32, &[2, -3])), |_, _, _| Ok(())),
     ]
 }
 
@@ -171,6 +172,7 @@ fn errors_and_panics_become_err_naming_the_op() {
     assert!(calls.load(Ordering::SeqCst) >= 1);
     check(g.op("rs_panic_kernel", &[x], None).unwrap_err(), Status::INTERNAL, &["rs_panic_kernel", "kernel exploded"]);
     check(g.op("rs_wrong_dtype", &[x], None).unwrap_err(), Status::DTYPE, &["rs_wrong_dtype", "not I64"]);
+    check(g.op("rs_negative_dim", &[x], None).unwrap_err(), Status::SHAPE, &["rs_negative_dim", "negative"]);
     // wrong number of inputs: the host's check
     assert!(g.op("rs_no_grad", &[x, x], None).is_err());
     // gradients: a panicking rule, an op without one
