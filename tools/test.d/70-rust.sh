@@ -2,7 +2,8 @@
 # Stage: the Rust binding (bindings/rust) against the native build, offline: Cargo.lock lists
 # only the workspace's crates; cargo build --locked; cargo test (unit, integration, doctests
 # including the compile_fail proofs of the thread and lifetime rules, the layout probe against
-# abi/, the leak and thread tests, an op library written in Rust loaded and trained through);
+# abi/, the leak and thread tests, an op library written in Rust loaded and trained through, ops
+# written in Rust registered in process with Context::add_ops);
 # the README example; the MLP example against `chutney train`
 # bit for bit (when Fashion-MNIST is installed); clippy -D warnings and cargo doc -D warnings.
 # Uses whichever cargo is first on PATH (Debian's 1.63 on a fresh machine).

@@ -3,6 +3,7 @@
  * constant. tests/layout.rs compares each line with the Rust declarations, and checks that the
  * structs and constants listed here are all those of the headers. */
 #include <chutney/checkpoint.h>
+#include <chutney/collective.h>
 #include <chutney/data.h>
 #include <chutney/nn.h>
 #include <chutney/oplib.h>
@@ -30,7 +31,20 @@ int main(void) {
   F(ctn_backend_info, name); F(ctn_backend_info, description); F(ctn_backend_info, path);
   F(ctn_backend_info, abi_major); F(ctn_backend_info, abi_minor);
   S(ctn_compile_options); F(ctn_compile_options, struct_size); F(ctn_compile_options, disable);
-  F(ctn_compile_options, backends);
+  F(ctn_compile_options, backends); F(ctn_compile_options, data_parallel);
+  F(ctn_compile_options, dp_bucket_bytes);
+  S(ctn_op_info); F(ctn_op_info, struct_size); F(ctn_op_info, n_inputs); F(ctn_op_info, name);
+  F(ctn_op_info, attributes); F(ctn_op_info, doc); F(ctn_op_info, origin);
+  F(ctn_op_info, origin_path); F(ctn_op_info, differentiable); F(ctn_op_info, flags);
+  S(ctn_collective_config); F(ctn_collective_config, struct_size); F(ctn_collective_config, rank);
+  F(ctn_collective_config, world_size); F(ctn_collective_config, reserved);
+  F(ctn_collective_config, rendezvous); F(ctn_collective_config, timeout_s);
+  S(ctn_collective_desc); F(ctn_collective_desc, header); F(ctn_collective_desc, flags);
+  F(ctn_collective_desc, reserved); F(ctn_collective_desc, probe); F(ctn_collective_desc, init);
+  F(ctn_collective_desc, shutdown); F(ctn_collective_desc, describe); F(ctn_collective_desc, rank);
+  F(ctn_collective_desc, world_size); F(ctn_collective_desc, allreduce);
+  F(ctn_collective_desc, broadcast); F(ctn_collective_desc, barrier); F(ctn_collective_desc, abort);
+  F(ctn_collective_desc, last_error);
   S(ctn_plan_stats); F(ctn_plan_stats, struct_size); F(ctn_plan_stats, n_nodes);
   F(ctn_plan_stats, n_steps); F(ctn_plan_stats, n_fused); F(ctn_plan_stats, n_folded);
   F(ctn_plan_stats, n_inplace); F(ctn_plan_stats, planned_peak_bytes);
@@ -52,6 +66,7 @@ int main(void) {
   F(ctn_loader_options, batch_size); F(ctn_loader_options, crop_padding);
   F(ctn_loader_options, seed); F(ctn_loader_options, mean); F(ctn_loader_options, std);
   F(ctn_loader_options, num_workers); F(ctn_loader_options, prefetch);
+  F(ctn_loader_options, shard_index); F(ctn_loader_options, shard_count);
   S(ctn_loader_stats); F(ctn_loader_stats, struct_size); F(ctn_loader_stats, num_workers);
   F(ctn_loader_stats, batches); F(ctn_loader_stats, samples); F(ctn_loader_stats, waits);
   F(ctn_loader_stats, wait_seconds); F(ctn_loader_stats, copy_seconds);
@@ -62,10 +77,15 @@ int main(void) {
   S(ctn_host_api); F(ctn_host_api, struct_size); F(ctn_host_api, abi_major);
   F(ctn_host_api, abi_minor); F(ctn_host_api, set_error); F(ctn_host_api, log);
   F(ctn_host_api, graph_op); F(ctn_host_api, graph_scalar); F(ctn_host_api, graph_node_info);
+  F(ctn_host_api, set_error_message);
+  S(ctn_op_kernel); F(ctn_op_kernel, struct_size); F(ctn_op_kernel, reserved);
+  F(ctn_op_kernel, backend); F(ctn_op_kernel, make); F(ctn_op_kernel, run);
   S(ctn_oplib_kernel); F(ctn_oplib_kernel, backend); F(ctn_oplib_kernel, get_kernel);
   S(ctn_op_def); F(ctn_op_def, struct_size); F(ctn_op_def, n_inputs); F(ctn_op_def, name);
   F(ctn_op_def, doc); F(ctn_op_def, infer); F(ctn_op_def, grad); F(ctn_op_def, n_kernels);
-  F(ctn_op_def, kernels);
+  F(ctn_op_def, kernels); F(ctn_op_def, user_data); F(ctn_op_def, infer_ex);
+  F(ctn_op_def, grad_ex); F(ctn_op_def, n_kernels_ex); F(ctn_op_def, reserved);
+  F(ctn_op_def, kernels_ex);
   S(ctn_oplib_desc); F(ctn_oplib_desc, header); F(ctn_oplib_desc, init);
   F(ctn_oplib_desc, shutdown); F(ctn_oplib_desc, n_ops); F(ctn_oplib_desc, ops);
   /* enums passed by value must have the size of the Rust alias (i32) */
@@ -91,7 +111,9 @@ int main(void) {
   K(CTN_LR_CONSTANT); K(CTN_LR_STEP); K(CTN_LR_COSINE); K(CTN_LR_LINEAR);
   K(CTN_LOADER_SHUFFLE); K(CTN_LOADER_DROP_LAST); K(CTN_LOADER_FLAT); K(CTN_LOADER_HFLIP);
   K(CTN_LOADER_SYNCHRONOUS);
-  K(CTN_PLUGIN_BACKEND); K(CTN_PLUGIN_OPLIB);
+  K(CTN_PLUGIN_BACKEND); K(CTN_PLUGIN_OPLIB); K(CTN_PLUGIN_COLLECTIVE_KIND);
+  K(CTN_OP_INFO_ELEMENTWISE); K(CTN_PLUGIN_COLLECTIVE); K(CTN_COLLECTIVE_HOST_MEMORY);
+  K(CTN_REDUCE_SUM); K(CTN_REDUCE_MEAN); K(CTN_DP_DEFAULT_BUCKET_BYTES);
   K(CTN_LOG_DEBUG); K(CTN_LOG_INFO); K(CTN_LOG_WARN); K(CTN_LOG_ERROR);
   printf("string CTN_PLUGIN_ENTRY_SYMBOL %s\n", CTN_PLUGIN_ENTRY_SYMBOL);
   printf("string CTN_FASHION_MNIST_DIR %s\n", CTN_FASHION_MNIST_DIR);

@@ -1,5 +1,6 @@
-//! Raw declarations of the chutney C ABI: `abi/chutney/chutney.h`, `nn.h`, `data.h`,
-//! `checkpoint.h` and the types of `types.h` and `version.h` they use.
+//! Raw declarations of the chutney C ABI 1.2: `abi/chutney/chutney.h`, `nn.h`, `data.h`,
+//! `checkpoint.h`, `collective.h`, the plugin and op-library types of `plugin.h` and `oplib.h`,
+//! and the types of `types.h` and `version.h` they use.
 //!
 //! Written by hand (no bindgen, so no libclang at build time) and checked against the real
 //! headers by two tests of this crate:
@@ -23,7 +24,7 @@ pub use std::os::raw::{c_char, c_void};
 /// ABI major version these declarations describe.
 pub const CTN_ABI_MAJOR: u32 = 1;
 /// ABI minor version these declarations describe (the newest slot declared here is "since" it).
-pub const CTN_ABI_MINOR: u32 = 1;
+pub const CTN_ABI_MINOR: u32 = 2;
 /// `(major << 16) | minor`, as `ctn_abi_version()` returns it.
 pub const CTN_ABI_VERSION: u32 = (CTN_ABI_MAJOR << 16) | CTN_ABI_MINOR;
 /// Library release major.
@@ -198,6 +199,8 @@ opaque! {
     ctn_loader;
     /// A loaded safetensors checkpoint (checkpoint.h).
     ctn_checkpoint;
+    /// A communicator over a collective plugin (collective.h, since 1.2).
+    ctn_collective;
 }
 
 // ---- chutney.h: structs and flags --------------------------------------------------------
@@ -243,6 +246,33 @@ pub struct ctn_backend_info {
     pub abi_minor: u32,
 }
 
+/// What `ctn_context_op_info` reports about one op (since 1.2).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_op_info {
+    /// `size_of::<ctn_op_info>()`, set by the caller.
+    pub struct_size: u32,
+    /// Exact number of inputs; -1: variadic.
+    pub n_inputs: i32,
+    /// What `ctn_op` takes.
+    pub name: *const c_char,
+    /// The attribute slots it reads (`"f[0] slope"`), "" when none or unknown.
+    pub attributes: *const c_char,
+    /// One line on what it computes; "" when none.
+    pub doc: *const c_char,
+    /// "builtin", or the name of the op library defining it.
+    pub origin: *const c_char,
+    /// The library's file, `"<in-process>"` for `ctn_context_add_oplib`, "" for built-in ops.
+    pub origin_path: *const c_char,
+    /// 1 when `ctn_grad` can differentiate through it.
+    pub differentiable: u32,
+    /// `CTN_OP_INFO_*`.
+    pub flags: u32,
+}
+
+/// Output element i depends on input elements i only.
+pub const CTN_OP_INFO_ELEMENTWISE: u32 = 1;
+
 /// Eager graph flag of `ctn_graph_create`.
 pub const CTN_GRAPH_EAGER: u32 = 1;
 
@@ -256,6 +286,11 @@ pub struct ctn_compile_options {
     pub disable: u32,
     /// Backends for this plan, or NULL for the context's preference.
     pub backends: *const c_char,
+    /// Non-NULL: a data-parallel plan averaging gradients over the communicator's ranks
+    /// (since 1.2).
+    pub data_parallel: *mut ctn_collective,
+    /// Fusion-bucket size of data-parallel plans; 0: [`CTN_DP_DEFAULT_BUCKET_BYTES`] (since 1.2).
+    pub dp_bucket_bytes: u64,
 }
 
 /// Dead-code elimination.
@@ -493,6 +528,10 @@ pub struct ctn_loader_options {
     pub num_workers: i32,
     /// Prefetched batches (0: default).
     pub prefetch: i32,
+    /// This rank's shard, `0 <= shard_index < shard_count` (since 1.2).
+    pub shard_index: i32,
+    /// Number of shards; 0 or 1: no sharding (since 1.2).
+    pub shard_count: i32,
 }
 
 /// Loader statistics.
@@ -528,6 +567,9 @@ pub const CTN_PLUGIN_ENTRY_SYMBOL: &[u8] = b"ctn_plugin_query\0";
 pub const CTN_PLUGIN_BACKEND: u32 = 1;
 /// Plugin kind: an op library.
 pub const CTN_PLUGIN_OPLIB: u32 = 2;
+/// Plugin kind: a collective (plugin.h's enum name; collective.h's macro is
+/// [`CTN_PLUGIN_COLLECTIVE`]). Since 1.2.
+pub const CTN_PLUGIN_COLLECTIVE_KIND: u32 = 3;
 /// Log level.
 pub const CTN_LOG_DEBUG: i32 = 0;
 /// Log level.
@@ -593,6 +635,9 @@ pub struct ctn_host_api {
             out_shape: *mut i64,
         ) -> ctn_status,
     >,
+    /// `set_error` without the format: records `message` verbatim (copied) and returns `code`
+    /// (since 1.2; check `struct_size` before use).
+    pub set_error_message: Option<unsafe extern "C" fn(code: ctn_status, message: *const c_char) -> ctn_status>,
 }
 
 /// The entry point of a plugin.
@@ -643,6 +688,76 @@ pub struct ctn_oplib_kernel {
     >,
 }
 
+/// Shape inference receiving the op and its `user_data` (since 1.2).
+pub type ctn_op_infer_fn = Option<
+    unsafe extern "C" fn(
+        host: *const ctn_host_api,
+        op: *const ctn_op_def,
+        user_data: *mut c_void,
+        n_inputs: u32,
+        inputs: *const ctn_tensor_desc,
+        attrs: *const ctn_attrs,
+        out: *mut ctn_tensor_desc,
+    ) -> ctn_status,
+>;
+
+/// Gradient rule receiving the op and its `user_data` (since 1.2).
+pub type ctn_op_grad_fn = Option<
+    unsafe extern "C" fn(
+        host: *const ctn_host_api,
+        op: *const ctn_op_def,
+        user_data: *mut c_void,
+        g: *mut ctn_graph,
+        n_inputs: u32,
+        inputs: *const ctn_node,
+        output: ctn_node,
+        grad_out: ctn_node,
+        attrs: *const ctn_attrs,
+        grad_inputs: *mut ctn_node,
+    ) -> ctn_status,
+>;
+
+/// Kernel maker receiving the op, its `user_data` and the backend's name (since 1.2).
+pub type ctn_op_kernel_make_fn = Option<
+    unsafe extern "C" fn(
+        host: *const ctn_host_api,
+        op: *const ctn_op_def,
+        user_data: *mut c_void,
+        backend: *const c_char,
+        n_inputs: u32,
+        inputs: *const ctn_tensor_desc,
+        output: *const ctn_tensor_desc,
+        attrs: *const ctn_attrs,
+        out: *mut ctn_kernel,
+    ) -> ctn_status,
+>;
+
+/// Runs a kernel whose make left `out.fn_` NULL: `state` is `out.state` (since 1.2).
+pub type ctn_op_kernel_run_fn = Option<
+    unsafe extern "C" fn(
+        op: *const ctn_op_def,
+        user_data: *mut c_void,
+        state: *mut c_void,
+        args: *const ctn_kernel_args,
+    ) -> ctn_status,
+>;
+
+/// A 1.2 kernel maker for one backend (array element strided by `struct_size`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_op_kernel {
+    /// `size_of::<ctn_op_kernel>()`.
+    pub struct_size: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Backend name ("cpu").
+    pub backend: *const c_char,
+    /// Makes the kernel (required).
+    pub make: ctn_op_kernel_make_fn,
+    /// Runs kernels whose `make` left `fn_` NULL (optional).
+    pub run: ctn_op_kernel_run_fn,
+}
+
 /// One op of an op library.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -663,6 +778,18 @@ pub struct ctn_op_def {
     pub n_kernels: u32,
     /// The kernels.
     pub kernels: *const ctn_oplib_kernel,
+    /// Handed to the 1.2 callbacks; owned by the library (since 1.2).
+    pub user_data: *mut c_void,
+    /// When set, called instead of `infer` (since 1.2).
+    pub infer_ex: ctn_op_infer_fn,
+    /// When set, called instead of `grad` (since 1.2).
+    pub grad_ex: ctn_op_grad_fn,
+    /// Number of `kernels_ex`.
+    pub n_kernels_ex: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Kernel makers searched before `kernels` (since 1.2).
+    pub kernels_ex: *const ctn_op_kernel,
 }
 
 /// The descriptor an op library's `ctn_plugin_query` returns.
@@ -687,6 +814,82 @@ unsafe impl Sync for ctn_oplib_desc {}
 unsafe impl Sync for ctn_op_def {}
 // SAFETY: as above.
 unsafe impl Sync for ctn_oplib_kernel {}
+// SAFETY: as above.
+unsafe impl Sync for ctn_op_kernel {}
+
+// ---- collective.h (since 1.2) ------------------------------------------------------------
+
+/// `header.kind` of a collective plugin.
+pub const CTN_PLUGIN_COLLECTIVE: u32 = 3;
+/// `ctn_collective_desc.flags`: buffers handed to the slots are host pointers.
+pub const CTN_COLLECTIVE_HOST_MEMORY: u32 = 1;
+/// Reduction: sum.
+pub const CTN_REDUCE_SUM: u32 = 0;
+/// Reduction: the sum divided by the world size.
+pub const CTN_REDUCE_MEAN: u32 = 1;
+/// Default fusion-bucket size of data-parallel plans (64 MiB).
+pub const CTN_DP_DEFAULT_BUCKET_BYTES: u64 = 64 << 20;
+
+/// How to start a communicator (`ctn_collective_open`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_collective_config {
+    /// `size_of::<ctn_collective_config>()`.
+    pub struct_size: u32,
+    /// < 0: from the launcher.
+    pub rank: i32,
+    /// < 1: from the launcher.
+    pub world_size: i32,
+    /// Zero.
+    pub reserved: i32,
+    /// How ranks find each other; NULL: the plugin's default.
+    pub rendezvous: *const c_char,
+    /// Seconds before a collective fails and aborts the job; <= 0: 60.
+    pub timeout_s: f64,
+}
+
+/// The descriptor a collective plugin's `ctn_plugin_query` returns.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_collective_desc {
+    /// Frozen prefix; `header.kind == CTN_PLUGIN_COLLECTIVE`.
+    pub header: ctn_plugin_header,
+    /// `CTN_COLLECTIVE_*`.
+    pub flags: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Cheap availability check while loading.
+    pub probe: Option<unsafe extern "C" fn(host: *const ctn_host_api) -> ctn_status>,
+    /// Joins the job.
+    pub init: Option<
+        unsafe extern "C" fn(
+            host: *const ctn_host_api,
+            config: *const ctn_collective_config,
+            out_state: *mut *mut c_void,
+        ) -> ctn_status,
+    >,
+    /// Leaves the job.
+    pub shutdown: Option<unsafe extern "C" fn(state: *mut c_void)>,
+    /// A description of the communicator.
+    pub describe: Option<unsafe extern "C" fn(state: *mut c_void) -> *const c_char>,
+    /// This rank.
+    pub rank: Option<unsafe extern "C" fn(state: *mut c_void) -> i32>,
+    /// Number of ranks.
+    pub world_size: Option<unsafe extern "C" fn(state: *mut c_void) -> i32>,
+    /// In-place all-reduce.
+    pub allreduce: Option<
+        unsafe extern "C" fn(state: *mut c_void, buf: *mut c_void, count: u64, dtype: ctn_dtype, op: u32) -> ctn_status,
+    >,
+    /// Broadcast from `root`.
+    pub broadcast:
+        Option<unsafe extern "C" fn(state: *mut c_void, buf: *mut c_void, bytes: u64, root: i32) -> ctn_status>,
+    /// Waits for every rank.
+    pub barrier: Option<unsafe extern "C" fn(state: *mut c_void) -> ctn_status>,
+    /// Ends the whole job.
+    pub abort: Option<unsafe extern "C" fn(state: *mut c_void, code: i32, why: *const c_char)>,
+    /// The last failure's message.
+    pub last_error: Option<unsafe extern "C" fn(state: *mut c_void) -> *const c_char>,
+}
 
 // ---- functions ---------------------------------------------------------------------------
 
@@ -719,6 +922,41 @@ extern "C" {
     pub fn ctn_context_set_backends(ctx: *mut ctn_context, backends: *const c_char)
         -> ctn_status;
     pub fn ctn_context_set_num_threads(ctx: *mut ctn_context, num_threads: i32) -> ctn_status;
+    pub fn ctn_context_add_oplib(ctx: *mut ctn_context, query: ctn_plugin_query_fn) -> ctn_status;
+    pub fn ctn_context_backend_proc(
+        ctx: *mut ctn_context,
+        backend: *const c_char,
+        name: *const c_char,
+        out_proc: *mut *mut c_void,
+        out_state: *mut *mut c_void,
+    ) -> ctn_status;
+    pub fn ctn_context_op_count(ctx: *mut ctn_context, out_count: *mut u32) -> ctn_status;
+    pub fn ctn_context_op_info(ctx: *mut ctn_context, index: u32, out: *mut ctn_op_info) -> ctn_status;
+    pub fn ctn_context_op_support(
+        ctx: *mut ctn_context,
+        backend: *const c_char,
+        op: *const c_char,
+        dtype: ctn_dtype,
+        out_supported: *mut i32,
+        out_reason: *mut *const c_char,
+    ) -> ctn_status;
+
+    // collective.h (since 1.2)
+    pub fn ctn_collective_open(
+        ctx: *mut ctn_context,
+        name: *const c_char,
+        config: *const ctn_collective_config,
+        out: *mut *mut ctn_collective,
+    ) -> ctn_status;
+    pub fn ctn_collective_release(c: *mut ctn_collective);
+    pub fn ctn_collective_rank(c: *const ctn_collective, out_rank: *mut i32, out_world_size: *mut i32) -> ctn_status;
+    pub fn ctn_collective_describe(c: *const ctn_collective, out_text: *mut *const c_char) -> ctn_status;
+    pub fn ctn_collective_allreduce(c: *mut ctn_collective, t: *mut ctn_tensor, op: u32) -> ctn_status;
+    pub fn ctn_collective_broadcast(c: *mut ctn_collective, t: *mut ctn_tensor, root: i32) -> ctn_status;
+    pub fn ctn_collective_barrier(c: *mut ctn_collective) -> ctn_status;
+    pub fn ctn_collective_abort(c: *mut ctn_collective, code: i32, why: *const c_char);
+    pub fn ctn_collective_last_error(c: *const ctn_collective) -> *const c_char;
+
     pub fn ctn_context_set_option(
         ctx: *mut ctn_context,
         backend: *const c_char,

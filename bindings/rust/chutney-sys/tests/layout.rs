@@ -46,7 +46,12 @@ fn rust_lines() -> Vec<String> {
         ctn_kernel { fn_ = fn, state, release, workspace_size, flags, reserved }
         ctn_context_options { struct_size, flags, plugin_path, backends, num_threads, reserved }
         ctn_backend_info { struct_size, available, name, description, path, abi_major, abi_minor }
-        ctn_compile_options { struct_size, disable, backends }
+        ctn_compile_options { struct_size, disable, backends, data_parallel, dp_bucket_bytes }
+        ctn_op_info { struct_size, n_inputs, name, attributes, doc, origin, origin_path,
+            differentiable, flags }
+        ctn_collective_config { struct_size, rank, world_size, reserved, rendezvous, timeout_s }
+        ctn_collective_desc { header, flags, reserved, probe, init, shutdown, describe, rank,
+            world_size, allreduce, broadcast, barrier, abort, last_error }
         ctn_plan_stats { struct_size, n_nodes, n_steps, n_fused, n_folded, n_inplace,
             planned_peak_bytes, naive_bytes, persistent_bytes, n_assign_elided, reserved }
         ctn_layer { kind, units, kernel, stride, pad, flags, p, eps, name }
@@ -56,14 +61,16 @@ fn rust_lines() -> Vec<String> {
             min_lr }
         ctn_dataset_info { struct_size, num_classes, count, rows, cols }
         ctn_loader_options { struct_size, flags, batch_size, crop_padding, seed, mean, std,
-            num_workers, prefetch }
+            num_workers, prefetch, shard_index, shard_count }
         ctn_loader_stats { struct_size, num_workers, batches, samples, waits, wait_seconds,
             copy_seconds, worker_seconds }
         ctn_plugin_header { struct_size, abi_major, abi_minor, kind, reserved, name }
         ctn_host_api { struct_size, abi_major, abi_minor, set_error, log, graph_op, graph_scalar,
-            graph_node_info }
+            graph_node_info, set_error_message }
+        ctn_op_kernel { struct_size, reserved, backend, make, run }
         ctn_oplib_kernel { backend, get_kernel }
-        ctn_op_def { struct_size, n_inputs, name, doc, infer, grad, n_kernels, kernels }
+        ctn_op_def { struct_size, n_inputs, name, doc, infer, grad, n_kernels, kernels, user_data,
+            infer_ex, grad_ex, n_kernels_ex, reserved, kernels_ex }
         ctn_oplib_desc { header, init, shutdown, n_ops, ops }
         ctn_dtype {} ctn_init {} ctn_layer_kind {} ctn_status {} ctn_node {}
     }
@@ -88,7 +95,9 @@ fn rust_lines() -> Vec<String> {
         CTN_LR_CONSTANT CTN_LR_STEP CTN_LR_COSINE CTN_LR_LINEAR
         CTN_LOADER_SHUFFLE CTN_LOADER_DROP_LAST CTN_LOADER_FLAT CTN_LOADER_HFLIP
         CTN_LOADER_SYNCHRONOUS
-        CTN_PLUGIN_BACKEND CTN_PLUGIN_OPLIB CTN_LOG_DEBUG CTN_LOG_INFO CTN_LOG_WARN CTN_LOG_ERROR
+        CTN_PLUGIN_BACKEND CTN_PLUGIN_OPLIB CTN_PLUGIN_COLLECTIVE_KIND CTN_OP_INFO_ELEMENTWISE
+        CTN_PLUGIN_COLLECTIVE CTN_COLLECTIVE_HOST_MEMORY CTN_REDUCE_SUM CTN_REDUCE_MEAN
+        CTN_DP_DEFAULT_BUCKET_BYTES CTN_LOG_DEBUG CTN_LOG_INFO CTN_LOG_WARN CTN_LOG_ERROR
     }
     let dir = std::str::from_utf8(&CTN_FASHION_MNIST_DIR[..CTN_FASHION_MNIST_DIR.len() - 1]);
     v.push(format!("string CTN_FASHION_MNIST_DIR {}", dir.unwrap()));

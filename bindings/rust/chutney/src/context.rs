@@ -39,7 +39,7 @@ pub(crate) fn check_abi_version(found: (u32, u32)) -> Result<()> {
 /// runs concurrently.
 static LIFECYCLE: Mutex<()> = Mutex::new(());
 
-fn lifecycle() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn lifecycle() -> std::sync::MutexGuard<'static, ()> {
     LIFECYCLE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -94,6 +94,11 @@ pub struct Context {
     // Serialises the calls returning strings owned by the context (the plugin report is
     // replaced by the next report call).
     strings: Mutex<()>,
+    // Op libraries added in process (Context::add_ops): the host points into them until the
+    // context is released, so they are dropped after it (fields drop after Drop::drop). Boxed:
+    // the descriptor must not move when the vector grows (oplib.h).
+    #[allow(clippy::vec_box)]
+    oplibs: Vec<Box<crate::oplib::OpLibrary>>,
 }
 
 // SAFETY: see the type's documentation: the C contract allows concurrent use of a context;
@@ -142,11 +147,15 @@ impl Context {
         let _g = lifecycle();
         // SAFETY: o and its strings outlive the call.
         check(unsafe { sys::ctn_context_create(&o, &mut out) })?;
-        Ok(Context { ptr: out, strings: Mutex::new(()) })
+        Ok(Context { ptr: out, strings: Mutex::new(()), oplibs: Vec::new() })
     }
 
     pub(crate) fn raw(&self) -> *mut sys::ctn_context {
         self.ptr
+    }
+
+    pub(crate) fn keep_oplib(&mut self, lib: Box<crate::oplib::OpLibrary>) {
+        self.oplibs.push(lib);
     }
 
     /// Loads one plugin file (backend or op library). `&mut self`: no other call on the

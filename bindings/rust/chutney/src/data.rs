@@ -114,6 +114,10 @@ pub struct LoaderOptions {
     pub num_workers: i32,
     /// Batches assembled ahead (0: default).
     pub prefetch: i32,
+    /// This rank's shard, `0 <= shard_index < shard_count` (ABI 1.2, docs/DISTRIBUTED.md).
+    pub shard_index: i32,
+    /// Number of shards (0 or 1: none); needs `drop_last` (ABI 1.2).
+    pub shard_count: i32,
 }
 
 impl LoaderOptions {
@@ -175,6 +179,8 @@ impl Loader {
             std: o.std,
             num_workers: o.num_workers,
             prefetch: o.prefetch,
+            shard_index: o.shard_index,
+            shard_count: o.shard_count,
         };
         let mut out = ptr::null_mut();
         // SAFETY: the library takes its own dataset reference.

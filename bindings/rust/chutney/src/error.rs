@@ -79,7 +79,9 @@ impl Error {
         }
     }
 
-    pub(crate) fn new(status: Status, message: impl Into<String>) -> Error {
+    /// An error of `status` with `message` (the name filled in), e.g. for the callbacks of an
+    /// [`crate::OpDef`] to return.
+    pub fn new(status: Status, message: impl Into<String>) -> Error {
         Error::Call { status, name: status.name(), message: message.into() }
     }
 }

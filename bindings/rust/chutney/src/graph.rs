@@ -185,7 +185,7 @@ pub struct Attrs {
 }
 
 impl Attrs {
-    fn raw(&self) -> Result<sys::ctn_attrs> {
+    pub(crate) fn raw(&self) -> Result<sys::ctn_attrs> {
         if self.ints.len() > sys::CTN_ATTR_INTS || self.floats.len() > sys::CTN_ATTR_FLOATS {
             return Err(Error::new(
                 Status::INVALID_ARGUMENT,
@@ -640,6 +640,8 @@ impl<'ctx> Graph<'ctx> {
             struct_size: std::mem::size_of::<sys::ctn_compile_options>() as u32,
             disable: options.disable,
             backends: backends.as_ref().map_or(ptr::null(), |b| b.as_ptr()),
+            data_parallel: ptr::null_mut(),
+            dp_bucket_bytes: 0,
         };
         let mut out = ptr::null_mut();
         // SAFETY: ids holds len values; o and its string outlive the call.

@@ -68,12 +68,19 @@ pub mod data;
 mod error;
 mod graph;
 pub mod nn;
+mod oplib;
 mod plan;
 mod tensor;
+
+/// The Rust code blocks of bindings/rust/README.md, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
 
 pub use chutney_sys as sys;
 pub use context::{abi_version, check_abi, version, BackendInfo, Context, Options};
 pub use error::{Error, Result, Status};
 pub use graph::{Attrs, Graph, Node, NodeId};
+pub use oplib::{GradBuilder, HostTensor, HostTensorMut, OpDef, OpInfo, OpNode, OpSupport, TensorDesc};
 pub use plan::{CompileOptions, Plan, PlanStats};
 pub use tensor::{Dtype, Element, Tensor, TensorView};

@@ -9,7 +9,17 @@ pub const PROBE: &str = include_str!(concat!(env!("OUT_DIR"), "/probe.txt"));
 
 /// The headers chutney-sys declares (the others are checked by completeness only).
 pub const COVERED: &[&str] =
-    &["types.h", "version.h", "chutney.h", "nn.h", "data.h", "checkpoint.h", "plugin.h", "oplib.h"];
+    &[
+    "types.h",
+    "version.h",
+    "chutney.h",
+    "nn.h",
+    "data.h",
+    "checkpoint.h",
+    "plugin.h",
+    "oplib.h",
+    "collective.h",
+];
 
 /// The folder abi/chutney the probe was compiled against.
 pub fn header_dir() -> PathBuf {

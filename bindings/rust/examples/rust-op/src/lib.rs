@@ -186,6 +186,13 @@ static OPS: [ctn_op_def; 1] = [ctn_op_def {
     grad: Some(grad),
     n_kernels: 1,
     kernels: &KERNELS as *const [ctn_oplib_kernel; 1] as *const ctn_oplib_kernel,
+    // ABI 1.2 slots: unused, the 1.0 callbacks above serve this op.
+    user_data: ptr::null_mut(),
+    infer_ex: None,
+    grad_ex: None,
+    n_kernels_ex: 0,
+    reserved: 0,
+    kernels_ex: ptr::null(),
 }];
 
 static DESC: ctn_oplib_desc = ctn_oplib_desc {
