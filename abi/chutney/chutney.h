@@ -479,6 +479,7 @@ typedef struct ctn_plan_memory_report {
   const char *recomputed;        /* one line per recomputed step ("relu f32[32, 64]"); owned by the plan */
 } ctn_plan_memory_report;
 
+/* Fills *out up to out->struct_size (set it to sizeof(ctn_plan_memory_report)). since 1.2 */
 CTN_API ctn_status ctn_plan_memory_report_get(ctn_plan *p, ctn_plan_memory_report *out);
 
 /* A text listing of the schedule: step, op, backend, shape, arena offset. Owned by the plan,

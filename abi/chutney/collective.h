@@ -92,23 +92,27 @@ typedef struct ctn_collective_desc {
 /* Starts a communicator over the collective plugin `name` ("mpi", "nccl") loaded in `ctx`.
  * Errors: CTN_ERR_INVALID_ARGUMENT (NULL); CTN_ERR_UNAVAILABLE (no such plugin loaded, or it
  * reported unavailable: the message gives its reason); CTN_ERR_IO (the transport failed to
- * start). The context must outlive the communicator. */
+ * start). The context must outlive the communicator. since 1.2 */
 CTN_API ctn_status ctn_collective_open(ctn_context *ctx, const char *name,
                                        const ctn_collective_config *config,
                                        ctn_collective **out);
-/* Leaves the job. Accepts NULL. */
+/* Leaves the job. Accepts NULL. since 1.2 */
 CTN_API void ctn_collective_release(ctn_collective *c);
+/* This process's rank and the number of ranks. since 1.2 */
 CTN_API ctn_status ctn_collective_rank(const ctn_collective *c, int32_t *out_rank,
                                        int32_t *out_world_size);
+/* One line on the communicator (plugin, rank, transport); owned by it. since 1.2 */
 CTN_API ctn_status ctn_collective_describe(const ctn_collective *c, const char **out_text);
-/* In place over a contiguous host tensor (f32, f64, i32, i64). op: CTN_REDUCE_*. */
+/* In place over a contiguous host tensor (f32, f64, i32, i64). op: CTN_REDUCE_*. since 1.2 */
 CTN_API ctn_status ctn_collective_allreduce(ctn_collective *c, ctn_tensor *t, uint32_t op);
-/* Rank `root`'s tensor into every rank's (same dtype and shape everywhere). */
+/* Rank `root`'s tensor into every rank's (same dtype and shape everywhere). since 1.2 */
 CTN_API ctn_status ctn_collective_broadcast(ctn_collective *c, ctn_tensor *t, int32_t root);
+/* Returns once every rank has called it (or the timeout fails it). since 1.2 */
 CTN_API ctn_status ctn_collective_barrier(ctn_collective *c);
-/* Ends the whole job with `code` (non-zero), writing `why` to stderr first. Does not return. */
+/* Ends the whole job with `code` (non-zero), writing `why` to stderr first. Does not return:
+ * the one call that ends the process, and only when the application asks. since 1.2 */
 CTN_API void ctn_collective_abort(ctn_collective *c, int32_t code, const char *why);
-/* The communicator's last failure, "" when none (valid until the next call on it). */
+/* The communicator's last failure, "" when none (valid until the next call on it). since 1.2 */
 CTN_API const char *ctn_collective_last_error(const ctn_collective *c);
 
 /* Default fusion-bucket size of data-parallel plans (ctn_compile_options.dp_bucket_bytes = 0):

@@ -134,13 +134,16 @@ CTN_COMPOSITE(reciprocal) { return p.div(p.k(1.0), x[0]); }
 
 // COMPOSITE(name, function, default of f[0], default of f[1], ...): a unary floating composite.
 #define COMPOSITE(nm, fn, ...) OpDef{.name = nm, .n_inputs = 1, .infer = infer_unary<__VA_ARGS__>, .expand = expand<fn>}
+// The same with the attribute slots it reads, as ctn_context_op_info reports them.
+#define COMPOSITE_ATTRS(nm, fn, attrs, ...) \
+  OpDef{.name = nm, .n_inputs = 1, .infer = infer_unary<__VA_ARGS__>, .attributes = attrs, .expand = expand<fn>}
 
 const OpDef kOps[] = {
     COMPOSITE(CTN_OP_SOFTSIGN, softsign),
     COMPOSITE(CTN_OP_SOFTPLUS, softplus),
-    COMPOSITE(CTN_OP_ELU, elu, 1.0),
+    COMPOSITE_ATTRS(CTN_OP_ELU, elu, "f[0] alpha (default 1)", 1.0),
     COMPOSITE(CTN_OP_SELU, selu),
-    COMPOSITE(CTN_OP_HARDSIGMOID, hardsigmoid, 1.0 / 6, 0.5),
+    COMPOSITE_ATTRS(CTN_OP_HARDSIGMOID, hardsigmoid, "f[0] alpha (default 1/6), f[1] beta (default 1/2)", 1.0 / 6, 0.5),
     COMPOSITE(CTN_OP_HARDSWISH, hardswish),
     COMPOSITE(CTN_OP_MISH, mish),
     COMPOSITE(CTN_OP_RECIPROCAL, reciprocal),
