@@ -211,6 +211,9 @@ static inline goctn_ret goctn_graph_node_count(ctn_graph *g, uint32_t *out_count
 static inline goctn_ret goctn_grad(ctn_graph *g, ctn_node loss, uint32_t n_wrt, const ctn_node *wrt, ctn_node *out_grads) {
   return goctn_result(ctn_grad(g, loss, n_wrt, wrt, out_grads));
 }
+static inline goctn_ret goctn_jvp(ctn_graph *g, uint32_t n_outputs, const ctn_node *outputs, uint32_t n_inputs, const ctn_node *inputs, const ctn_node *tangents, ctn_node *out_tangents) {
+  return goctn_result(ctn_jvp(g, n_outputs, outputs, n_inputs, inputs, tangents, out_tangents));
+}
 static inline goctn_ret goctn_graph_value(ctn_graph *g, ctn_node n, ctn_tensor **out) {
   return goctn_result(ctn_graph_value(g, n, out));
 }
@@ -225,6 +228,9 @@ static inline goctn_ret goctn_plan_compile(ctn_graph *g, uint32_t n_outputs, con
 }
 static inline goctn_ret goctn_plan_stats_get(ctn_plan *p, ctn_plan_stats *out) {
   return goctn_result(ctn_plan_stats_get(p, out));
+}
+static inline goctn_ret goctn_plan_memory_report_get(ctn_plan *p, ctn_plan_memory_report *out) {
+  return goctn_result(ctn_plan_memory_report_get(p, out));
 }
 static inline goctn_ret goctn_plan_describe(ctn_plan *p, const char **out_text) {
   return goctn_result(ctn_plan_describe(p, out_text));

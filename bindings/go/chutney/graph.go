@@ -310,6 +310,36 @@ func (g *Graph) Grad(loss Node, wrt ...Node) []Node {
 	return out
 }
 
+// JVP appends the forward-mode derivatives of outputs when inputs[j] moves along tangents[j]
+// (nodes of the inputs' dtypes and shapes): the Jacobian-vector products, as ordinary nodes.
+// Composes with Grad (the JVP of a gradient is a Hessian-vector product). An op without a
+// tangent rule fails naming it, and the graph is left as it was.
+func (g *Graph) JVP(outputs, inputs, tangents []Node) []Node {
+	out := make([]Node, len(outputs))
+	if len(inputs) != len(tangents) {
+		g.record(newError(StatusInvalidArgument, "JVP: %d inputs but %d tangents", len(inputs), len(tangents)))
+		return out
+	}
+	all := append(append(append([]Node{}, outputs...), inputs...), tangents...)
+	if !g.begin("JVP", all) {
+		return out
+	}
+	defer g.h.release()
+	if len(outputs) == 0 || len(inputs) == 0 {
+		g.record(newError(StatusInvalidArgument, "JVP: no outputs or no inputs"))
+		return out
+	}
+	o, in, tg := nodeIDs(outputs), nodeIDs(inputs), nodeIDs(tangents)
+	res := make([]C.ctn_node, len(outputs)+1)
+	if g.record(check(C.goctn_jvp(g.ptr, C.uint32_t(len(outputs)), &o[0], C.uint32_t(len(inputs)), &in[0], &tg[0], &res[0]))) != nil {
+		return out
+	}
+	for i := range out {
+		out[i] = Node{g: g, id: res[i]}
+	}
+	return out
+}
+
 // NodeInfo returns a node's dtype and shape.
 func (g *Graph) NodeInfo(n Node) (DType, []int64, error) {
 	if err := g.use(); err != nil {

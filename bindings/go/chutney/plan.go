@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -91,7 +92,14 @@ const (
 type CompileOptions struct {
 	Disable  uint32 // Pass* bits of passes to skip
 	Backends string // "" : the context's preference
+	// MemoryBudget caps the plan's planned peak in bytes: over it the compiler recomputes
+	// activations instead of keeping them (bit-identical results); MemoryBudgetAuto: as low as
+	// recomputation gets; 0: none. A budget below the reachable minimum fails naming it.
+	MemoryBudget uint64
 }
+
+// MemoryBudgetAuto asks for the lowest planned peak recomputation reaches.
+const MemoryBudgetAuto = uint64(C.CTN_MEMORY_BUDGET_AUTO)
 
 // Compile compiles what outputs need (and every Assign) into a plan. It returns the graph's
 // recorded building error first, if any.
@@ -116,6 +124,7 @@ func (g *Graph) CompileWith(opts CompileOptions, outputs ...Node) (*Plan, error)
 	var o C.ctn_compile_options
 	o.struct_size = C.uint32_t(unsafe.Sizeof(o))
 	o.disable = C.uint32_t(opts.Disable)
+	o.memory_budget = C.uint64_t(opts.MemoryBudget)
 	var cs cstrings
 	defer cs.free()
 	if opts.Backends != "" {
@@ -315,6 +324,39 @@ func (p *Plan) Stats() (PlanStats, error) {
 		PlannedPeakBytes: uint64(s.planned_peak_bytes), NaiveBytes: uint64(s.naive_bytes),
 		PersistentBytes: uint64(s.persistent_bytes),
 	}, nil
+}
+
+// MemoryReport is what a memory budget did to a plan (ctn_plan_memory_report).
+type MemoryReport struct {
+	Budget            uint64 // bytes asked (auto: the minimum reached); 0: none
+	PeakWithoutBudget uint64
+	PeakBytes         uint64 // planned peak achieved
+	MinimumBytes      uint64 // lowest peak recomputation reaches (0 without a budget)
+	Flops             uint64 // estimated per run, recomputation included
+	ExtraFlops        uint64 // of which recomputation
+	Recomputed        []string
+}
+
+// MemoryReport reports the plan's memory budget, peaks and recomputed steps.
+func (p *Plan) MemoryReport() (MemoryReport, error) {
+	if err := p.use(); err != nil {
+		return MemoryReport{}, err
+	}
+	defer p.h.release()
+	var r C.ctn_plan_memory_report
+	r.struct_size = C.uint32_t(unsafe.Sizeof(r))
+	if err := check(C.goctn_plan_memory_report_get(p.ptr, &r)); err != nil {
+		return MemoryReport{}, err
+	}
+	m := MemoryReport{Budget: uint64(r.budget), PeakWithoutBudget: uint64(r.peak_without_budget),
+		PeakBytes: uint64(r.peak_bytes), MinimumBytes: uint64(r.minimum_bytes), Flops: uint64(r.flops),
+		ExtraFlops: uint64(r.extra_flops)}
+	for _, l := range strings.Split(goString(r.recomputed), "\n") {
+		if l != "" {
+			m.Recomputed = append(m.Recomputed, l)
+		}
+	}
+	return m, nil
 }
 
 // Describe lists the schedule: step, op, backend, shape, arena offset.
