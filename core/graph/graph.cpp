@@ -94,7 +94,7 @@ ctn_node Graph::add_assign(ctn_node var, ctn_node value) {
     fail(CTN_ERR_SHAPE, "ctn_assign: variable is %s, value is %s", shape_str(a.shape).c_str(), shape_str(b.shape).c_str());
   Node n;
   n.kind = NodeKind::Assign;
-  n.inputs = {var, value};
+  n.inputs = {var, through_assign(value)};
   n.info = b;
   if (eager_) {
     // Eager: the variable takes the value now (reads already done saw the old one).
@@ -133,6 +133,11 @@ ctn_node Graph::add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, cons
     check(inputs[i], op.name.c_str());
     in[i] = nodes_[inputs[i]].info;
   }
+  // An assignment's node evaluates to the value it assigns, but assignments run after every
+  // other node of a plan: an op reading one reads the assigned value itself (a plan scheduled
+  // the op before the assignment and failed with an internal error otherwise).
+  std::vector<ctn_node> ins(inputs, inputs + n);
+  for (ctn_node &x : ins) x = through_assign(x);
   Node node;
   node.kind = NodeKind::Op;
   node.op = &op;
@@ -143,7 +148,7 @@ ctn_node Graph::add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, cons
   if (!node.info.shape.numel_fits())
     fail(CTN_ERR_SHAPE, "%s: the result %s has more elements than an int64 counts", op.name.c_str(),
          shape_str(node.info.shape).c_str());
-  node.inputs.assign(inputs, inputs + n);
+  node.inputs = std::move(ins);
   if (eager_) eager_execute(*this, node);
   nodes_.push_back(std::move(node));
   return static_cast<ctn_node>(nodes_.size() - 1);

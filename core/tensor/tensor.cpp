@@ -57,7 +57,7 @@ bool Tensor::is_contiguous() const {
   int64_t st = 1;
   for (int i = static_cast<int>(shape.ndim) - 1; i >= 0; --i) {
     if (shape.d[i] != 1 && strides[i] != st) return false;
-    st *= shape.d[i];
+    if (__builtin_mul_overflow(st, shape.d[i], &st)) st = INT64_MAX;  // as contiguous_strides
   }
   return true;
 }

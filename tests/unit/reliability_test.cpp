@@ -3,6 +3,8 @@
 // the asan stage runs this suite with halt_on_error), a hang, or a wrong status.
 #include "test_helpers.h"
 
+#include "../fuzz/raw_dtype.h"
+
 #include <chutney/checkpoint.h>
 #include <chutney/data.h>
 
@@ -22,12 +24,6 @@
 namespace {
 
 bool contains(const char *hay, const char *needle) { return std::strstr(hay, needle) != nullptr; }
-
-ctn_dtype bad_dtype(int32_t v) {
-  ctn_dtype d;
-  std::memcpy(&d, &v, sizeof d);  // what a C caller or another language can pass
-  return d;
-}
 
 struct Graph {
   Ctx c;
@@ -68,21 +64,21 @@ TEST(Reliability, AttributeCountsPastTheArraysAreRefused) {
 // An out-of-range dtype was loaded as the enum before it was validated (UBSan: load of a value
 // not valid for ctn_dtype).
 TEST(Reliability, OutOfRangeDtypesAreRefusedBeforeUse) {
-  for (int32_t v : {6, 8, 1000, -1, std::numeric_limits<int32_t>::min()}) {
-    const ctn_dtype d = bad_dtype(v);
+  // Passed through C shims (tests/fuzz/raw_dtype.c), as a C caller can.
+  for (int32_t d : {6, 8, 1000, -1, std::numeric_limits<int32_t>::min()}) {
     const int64_t shape[1] = {2};
     ctn_tensor *t = nullptr;
-    EXPECT_EQ(ctn_tensor_create(d, 1, shape, nullptr, &t), CTN_ERR_DTYPE) << v;
+    EXPECT_EQ(raw_tensor_create(d, 1, shape, nullptr, &t), CTN_ERR_DTYPE) << d;
     EXPECT_EQ(t, nullptr);
-    EXPECT_EQ(ctn_dtype_size(d), 0u) << v;
-    EXPECT_NE(ctn_dtype_name(d), nullptr);
+    EXPECT_EQ(raw_dtype_size(d), 0u) << d;
+    EXPECT_NE(raw_dtype_name(d), nullptr);
     Graph G;
     ctn_node n = 5;
-    EXPECT_EQ(ctn_input(G.g, "x", d, 1, shape, &n), CTN_ERR_DTYPE) << v;
-    EXPECT_EQ(ctn_scalar(G.g, d, 1.0, &n), CTN_ERR_DTYPE) << v;
+    EXPECT_EQ(raw_input(G.g, "x", d, 1, shape, &n), CTN_ERR_DTYPE) << d;
+    EXPECT_EQ(raw_scalar(G.g, d, 1.0, &n), CTN_ERR_DTYPE) << d;
     ctn_node one;
     CTN_ASSERT_OK(ctn_scalar(G.g, CTN_F32, 1.0, &one));
-    EXPECT_NE(ctn_cast(G.g, one, d, &n), CTN_OK) << v;
+    EXPECT_NE(raw_cast(G.g, one, d, &n), CTN_OK) << d;
     EXPECT_EQ(n, 5u);
   }
 }
@@ -247,6 +243,69 @@ TEST(Reliability, FifosAreRefusedWithoutBlocking) {
   }
   unlink(fifo.c_str());
   rmdir(dir.c_str());
+}
+
+}  // namespace
+
+namespace {
+
+// A plan whose memory cannot exist fails to compile, saying how many bytes it planned, and the
+// context keeps working. (2^47 bytes: past any x86-64 or AArch64 user address space.)
+TEST(Reliability, APlanTooLargeForMemoryFailsAtCompileTime) {
+  Graph G;
+  const int64_t shape[2] = {int64_t(1) << 22, int64_t(1) << 23};
+  ctn_node x, y;
+  CTN_ASSERT_OK(ctn_input(G.g, "x", CTN_F32, 2, shape, &x));
+  CTN_ASSERT_OK(ctn_relu(G.g, x, &y));
+  ctn_plan *p = nullptr;
+  EXPECT_EQ(ctn_plan_compile(G.g, 1, &y, nullptr, &p), CTN_ERR_OUT_OF_MEMORY);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_TRUE(contains(ctn_last_error(), "140737488355328")) << ctn_last_error();
+  ctn_tensor *t = make_f32({2}, {-1, 1});
+  ctn_node c, r;
+  CTN_ASSERT_OK(ctn_constant(G.g, t, &c));
+  ctn_tensor_release(t);
+  CTN_ASSERT_OK(ctn_relu(G.g, c, &r));
+  auto out = run_once(G.g, {r});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], std::vector<float>({0, 1}));
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 12: ctn_plan_compile failed with CTN_ERR_INTERNAL ("map::at") on graphs where an op read
+// an assignment's node: assignments run last, so the op was scheduled before its input had a
+// value. Reading an assignment's node now reads the assigned value.
+TEST(Reliability, AnOpReadingAnAssignmentCompilesAndRuns) {
+  Graph G;
+  ctn_tensor *init = make_f32({3}, {0, 0, 0});
+  ctn_tensor *xv = make_f32({3}, {-1, 2, -3});
+  ctn_node v, x, a, r, a2, s;
+  CTN_ASSERT_OK(ctn_variable(G.g, "v", init, &v));
+  CTN_ASSERT_OK(ctn_constant(G.g, xv, &x));
+  CTN_ASSERT_OK(ctn_assign(G.g, v, x, &a));
+  CTN_ASSERT_OK(ctn_relu(G.g, a, &r));
+  CTN_ASSERT_OK(ctn_assign(G.g, v, a, &a2));  // an assignment of an assignment's node
+  CTN_ASSERT_OK(ctn_add(G.g, r, v, &s));      // v: the old value in this run
+  ctn_plan *p = nullptr;
+  ctn_node outs[3] = {r, s, a2};
+  ASSERT_EQ(ctn_plan_compile(G.g, 3, outs, nullptr, &p), CTN_OK) << ctn_last_error();
+  ctn_tensor *o[3];
+  for (uint32_t k = 0; k < 3; ++k) CTN_ASSERT_OK(ctn_plan_output_create(p, k, &o[k]));
+  CTN_ASSERT_OK(ctn_plan_run(p, 0, nullptr, nullptr, 3, o));
+  EXPECT_EQ(read_f32(o[0]), std::vector<float>({0, 2, 0}));
+  EXPECT_EQ(read_f32(o[1]), std::vector<float>({0, 2, 0}));
+  EXPECT_EQ(read_f32(o[2]), std::vector<float>({-1, 2, -3}));
+  ctn_tensor *now = nullptr;
+  CTN_ASSERT_OK(ctn_plan_variable_read(p, v, &now));
+  EXPECT_EQ(read_f32(now), std::vector<float>({-1, 2, -3}));
+  ctn_tensor_release(now);
+  for (ctn_tensor *t : o) ctn_tensor_release(t);
+  ctn_plan_release(p);
+  ctn_tensor_release(init);
+  ctn_tensor_release(xv);
 }
 
 }  // namespace
