@@ -9,6 +9,8 @@
 #include <chutney/data.h>
 
 #include <fcntl.h>
+#include <dirent.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -306,6 +308,58 @@ TEST(Reliability, AnOpReadingAnAssignmentCompilesAndRuns) {
   ctn_plan_release(p);
   ctn_tensor_release(init);
   ctn_tensor_release(xv);
+}
+
+}  // namespace
+
+namespace {
+
+std::vector<std::string> list_dir(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d))
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.push_back(e->d_name);
+    closedir(d);
+  }
+  return names;
+}
+
+// A checkpoint written to a full file system (a 256 KiB tmpfs; needs root, skipped otherwise)
+// fails with a clear error naming the file, leaves the previous checkpoint intact and no
+// temporary file.
+TEST(Reliability, CheckpointOnAFullFileSystemKeepsThePreviousOne) {
+  const char *tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/ctn-rel-full-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  if (geteuid() != 0 || mount("ctn-rel", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=256k") != 0) {
+    rmdir(dir.c_str());
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root / CAP_SYS_ADMIN)";
+  }
+  const std::string path = dir + "/model.safetensors";
+  ctn_tensor *small = make_f32({16}, std::vector<float>(16, 1.5f));
+  const char *name = "w";
+  CTN_EXPECT_OK(ctn_checkpoint_save(path.c_str(), 1, &name, &small, nullptr));
+  struct stat before {};
+  ASSERT_EQ(stat(path.c_str(), &before), 0);
+  ctn_tensor *big = make_f32({256 * 1024}, {});  // 1 MiB: does not fit
+  EXPECT_EQ(ctn_checkpoint_save(path.c_str(), 1, &name, &big, nullptr), CTN_ERR_IO);
+  const std::string msg = ctn_last_error();
+  EXPECT_NE(msg.find("model.safetensors"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("No space left"), std::string::npos) << msg;
+  EXPECT_EQ(list_dir(dir), std::vector<std::string>({"model.safetensors"})) << "a partial file was left";
+  ctn_checkpoint *ck = nullptr;
+  ASSERT_EQ(ctn_checkpoint_load(path.c_str(), &ck), CTN_OK) << ctn_last_error();
+  ctn_tensor *w = nullptr;
+  CTN_EXPECT_OK(ctn_checkpoint_get(ck, "w", &w));
+  if (w) {
+    EXPECT_EQ(read_f32(w), std::vector<float>(16, 1.5f));
+  }
+  ctn_tensor_release(w);
+  ctn_checkpoint_release(ck);
+  ctn_tensor_release(small);
+  ctn_tensor_release(big);
+  umount2(dir.c_str(), MNT_DETACH);
+  rmdir(dir.c_str());
 }
 
 }  // namespace
