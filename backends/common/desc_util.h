@@ -97,8 +97,9 @@ inline void coalesce(DimWalk &w, uint32_t ndim, const int64_t *shape, const int6
   int nd = 0;
   for (uint32_t k = 0; k < ndim; ++k) {
     if (shape[k] == 1) continue;
-    if (nd > 0 && w.str[nd - 1] == str[k] * shape[k]) {
-      w.shape[nd - 1] *= shape[k];
+    int64_t chained = 0;  // overflow-checked: an empty walk can have huge other dims
+    if (nd > 0 && !__builtin_mul_overflow(str[k], shape[k], &chained) && w.str[nd - 1] == chained) {
+      if (__builtin_mul_overflow(w.shape[nd - 1], shape[k], &w.shape[nd - 1])) w.shape[nd - 1] = INT64_MAX;
       w.str[nd - 1] = str[k];
     } else {
       w.shape[nd] = shape[k];
