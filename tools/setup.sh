@@ -181,8 +181,23 @@ run_tests() {
     : >"$results/$name"
     rc=0
     t0=$SECONDS
-    BUILD_DIR=$BUILD_DIR STAGE_RESULT=$results/$name \
+    # Hermetic: no CHUTNEY_* / CTN_* variable of the caller's reaches a stage (a plugin path or a
+    # thread count of the user's would change what the tests see), and each stage gets a HOME
+    # and TMPDIR of its own, removed afterwards; what a stage leaves in its TMPDIR is reported.
+    local scratch="$results/.scratch-$name" var
+    local -a hermetic=(env)
+    for var in $(compgen -e | grep -E '^(CHUTNEY|CTN)_' || true); do hermetic+=(-u "$var"); done
+    mkdir -p "$scratch/home" "$scratch/tmp"
+    "${hermetic[@]}" HOME="$scratch/home" TMPDIR="$scratch/tmp" XDG_CACHE_HOME="$scratch/home/.cache" \
+      BUILD_DIR=$BUILD_DIR STAGE_RESULT=$results/$name \
       timeout --foreground -k 30 "${STAGE_TIMEOUT:-1800}" bash "$stage" || rc=$?
+    local left
+    left=$(find "$scratch/tmp" -mindepth 1 -maxdepth 1 2>/dev/null | head -n 5)
+    if [[ -n "$left" ]]; then
+      echo "warning: stage $name left files in its TMPDIR (a test does not clean up):" >&2
+      echo "$left" | sed 's/^/  /' >&2
+    fi
+    rm -rf "$scratch"
     local o=0 f=0 s=0
     [[ -s "$results/$name" ]] && read -r o f s <"$results/$name"
     if ((rc != 0)); then

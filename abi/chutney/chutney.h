@@ -84,8 +84,9 @@ typedef struct ctn_context_options {
   int32_t reserved;
 } ctn_context_options;
 
-/* Do not search the default plugin locations; only plugins loaded with
- * ctn_context_load_plugin (or found in options.plugin_path) are used. */
+/* Do not search the default plugin locations (CHUTNEY_PLUGIN_PATH, the install directory, the
+ * build tree); only plugins loaded with ctn_context_load_plugin (or found in
+ * options.plugin_path) are used. */
 #define CTN_CONTEXT_NO_AUTOLOAD 1u
 
 /* Creates a context: searches for plugins (explicit plugin_path, CHUTNEY_PLUGIN_PATH, the

@@ -37,10 +37,16 @@ inline std::string shape_str(const ctn_tensor_desc &d) {
   return s + "]";
 }
 
+// 0 when any dim is 0, even where the other dims' product would overflow (the core refuses
+// non-empty shapes past int64; saturating otherwise, never wrapping).
 inline int64_t desc_numel(const ctn_tensor_desc &d) {
   int64_t n = 1;
-  for (uint32_t i = 0; i < d.ndim; ++i) n *= d.shape[i];
-  return n;
+  bool over = false;
+  for (uint32_t i = 0; i < d.ndim; ++i) {
+    if (d.shape[i] == 0) return 0;
+    if (!over && __builtin_mul_overflow(n, d.shape[i], &n)) over = true;
+  }
+  return over ? INT64_MAX : n;
 }
 
 inline bool same_shape(const ctn_tensor_desc &a, const ctn_tensor_desc &b) {
@@ -75,7 +81,7 @@ inline void contiguous_strides(const ctn_tensor_desc &d, int64_t *str) {
   int64_t s = 1;
   for (int k = static_cast<int>(d.ndim) - 1; k >= 0; --k) {
     str[k] = s;
-    s *= d.shape[k];
+    if (__builtin_mul_overflow(s, d.shape[k], &s)) s = INT64_MAX;  // empty shapes only: never used
   }
 }
 
@@ -91,8 +97,9 @@ inline void coalesce(DimWalk &w, uint32_t ndim, const int64_t *shape, const int6
   int nd = 0;
   for (uint32_t k = 0; k < ndim; ++k) {
     if (shape[k] == 1) continue;
-    if (nd > 0 && w.str[nd - 1] == str[k] * shape[k]) {
-      w.shape[nd - 1] *= shape[k];
+    int64_t chained = 0;  // overflow-checked: an empty walk can have huge other dims
+    if (nd > 0 && !__builtin_mul_overflow(str[k], shape[k], &chained) && w.str[nd - 1] == chained) {
+      if (__builtin_mul_overflow(w.shape[nd - 1], shape[k], &w.shape[nd - 1])) w.shape[nd - 1] = INT64_MAX;
       w.str[nd - 1] = str[k];
     } else {
       w.shape[nd] = shape[k];

@@ -223,6 +223,7 @@ struct EwCall {
   }
 
   void range(int64_t i0, int64_t i1) const {
+    if (i0 >= i1) return;  // an empty result: strided() would divide by its zero-length dimension
     if (st->general) strided(i0, i1);
     else flat(i0, i1);
   }

@@ -186,7 +186,8 @@ ctn_status make_shape_kernel(Backend *be, const ctn_op_signature *sig, ctn_kerne
                                static_cast<long long>(stop), static_cast<long long>(step),
                                shape_str(full).c_str());
       want = full;
-      want.shape[axis] = (stop - start + step - 1) / step;
+      if (step > full.shape[axis]) step = full.shape[axis] > 0 ? full.shape[axis] : 1;  // one element at most
+      want.shape[axis] = stop == start ? 0 : (stop - start - 1) / step + 1;
       if (!same_shape(want, part)) {
         if (kind == kSlice) return bad_shape(want);
         return host->set_error(CTN_ERR_SHAPE, "cpu slice_grad: dy %s, expected %s",

@@ -87,8 +87,17 @@ void build_grad(Graph &g, ctn_node loss, uint32_t n, const ctn_node *wrt, ctn_no
     ctn_node w = wrt[i];
     ctn_node r = w < count ? grad[w] : CTN_NODE_NONE;
     if (r == CTN_NODE_NONE) {
-      Tensor z = Tensor::empty(g.info(w).dtype, g.info(w).shape);
-      r = g.add_constant(z);
+      // The loss does not depend on w: a zero scalar broadcast to w's shape, computed only if a
+      // plan asks for it. (A zero tensor made here allocated the whole shape at once: 16 GB for
+      // an input declared [2^31, 2], found by the graph fuzz target.)
+      const ValueInfo wi = g.info(w);
+      r = g.add_scalar(wi.dtype, 0);
+      if (wi.shape.ndim) {
+        ctn_attrs at{};
+        for (uint32_t k = 0; k < wi.shape.ndim; ++k) at.i[k] = wi.shape[k];
+        at.ni = wi.shape.ndim;
+        r = g.op1("broadcast_to", r, &at);
+      }
     }
     out[i] = r;
   }

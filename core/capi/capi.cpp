@@ -32,6 +32,15 @@ T *need(T *p, const char *fn, const char *what) {
 
 #define NEED(p) need((p), __func__, #p)
 
+// An enum that crosses the ABI is read as the integer it is: a caller's out-of-range value
+// loaded as ctn_dtype would be undefined behaviour before any check could refuse it.
+int32_t raw_dtype(const ctn_dtype &d) {
+  static_assert(sizeof(ctn_dtype) == sizeof(int32_t), "ctn_dtype is an int");
+  int32_t v;
+  std::memcpy(&v, &d, sizeof v);
+  return v;
+}
+
 ctn_tensor *wrap(Tensor t) { return new ctn_tensor(std::move(t)); }
 
 // Worker threads of host backends: the bound of the CPU backend's num_threads option, applied
@@ -113,8 +122,8 @@ CTN_API const char *ctn_version_string(void) {
 }
 CTN_API const char *ctn_last_error(void) { return last_error(); }
 CTN_API const char *ctn_status_name(ctn_status s) { return status_name(s); }
-CTN_API size_t ctn_dtype_size(ctn_dtype d) { return dtype_size(d); }
-CTN_API const char *ctn_dtype_name(ctn_dtype d) { return dtype_name(d); }
+CTN_API size_t ctn_dtype_size(ctn_dtype d) { return dtype_size(raw_dtype(d)); }
+CTN_API const char *ctn_dtype_name(ctn_dtype d) { return dtype_name(raw_dtype(d)); }
 
 /* ---- contexts ---- */
 CTN_API ctn_status ctn_context_create(const ctn_context_options *options, ctn_context **out) {
@@ -350,8 +359,9 @@ CTN_API ctn_status ctn_tensor_create(ctn_dtype dtype, uint32_t ndim, const int64
                                      ctn_tensor **out) {
   return wall([&] {
     NEED(out);
-    if (!dtype_valid(dtype)) fail(CTN_ERR_DTYPE, "ctn_tensor_create: unknown dtype %d", static_cast<int>(dtype));
-    Tensor t = Tensor::empty(dtype, Shape::from(ndim, shape));
+    const int32_t dt = raw_dtype(dtype);
+    if (!dtype_valid(dt)) fail(CTN_ERR_DTYPE, "ctn_tensor_create: unknown dtype %d", dt);
+    Tensor t = Tensor::empty(dt, Shape::from(ndim, shape));
     if (data) std::memcpy(t.data(), data, t.nbytes());
     *out = wrap(std::move(t));
   });
@@ -487,7 +497,7 @@ CTN_API ctn_status ctn_input(ctn_graph *g, const char *name, ctn_dtype dtype, ui
   return wall([&] {
     NEED(g);
     NEED(out);
-    *out = g->add_input(name, dtype, Shape::from(ndim, shape));
+    *out = g->add_input(name, raw_dtype(dtype), Shape::from(ndim, shape));
   });
 }
 
@@ -504,7 +514,7 @@ CTN_API ctn_status ctn_scalar(ctn_graph *g, ctn_dtype dtype, double value, ctn_n
   return wall([&] {
     NEED(g);
     NEED(out);
-    *out = g->add_scalar(dtype, value);
+    *out = g->add_scalar(raw_dtype(dtype), value);
   });
 }
 
@@ -573,7 +583,7 @@ CTN_API ctn_status ctn_clamp(ctn_graph *g, ctn_node a, double lo, double hi, ctn
 
 CTN_API ctn_status ctn_cast(ctn_graph *g, ctn_node a, ctn_dtype dtype, ctn_node *out) {
   OPDEF(op, CTN_OP_CAST);
-  return unary(g, op, a, attrs_i({dtype}), out, __func__);
+  return unary(g, op, a, attrs_i({raw_dtype(dtype)}), out, __func__);
 }
 
 CTN_API ctn_status ctn_matmul(ctn_graph *g, ctn_node a, ctn_node b, int32_t trans_a, int32_t trans_b, ctn_node *out) {

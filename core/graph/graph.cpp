@@ -48,6 +48,14 @@ ctn_node Graph::add_constant(const Tensor &value) {
 
 ctn_node Graph::add_scalar(int32_t dtype, double v) {
   if (!dtype_valid(dtype)) fail(CTN_ERR_DTYPE, "ctn_scalar: unknown dtype %d", dtype);
+  // A value an integer dtype cannot hold (NaN, inf, 1e30, -1 for u8) is refused: the
+  // conversion would be undefined behaviour. Fractions truncate toward zero.
+  auto fits = [&](double lo, double hi) { return v > lo && v < hi; };  // false for NaN
+  bool ok = true;
+  if (dtype == CTN_I32) ok = fits(-2147483649.0, 2147483648.0);
+  if (dtype == CTN_I64) ok = fits(-9223372036854777856.0, 9223372036854775808.0);
+  if (dtype == CTN_U8) ok = fits(-1.0, 256.0);
+  if (!ok) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_scalar: %g does not fit in %s", v, dtype_name(dtype));
   Tensor t = Tensor::empty(dtype, Shape{});
   switch (dtype) {
     case CTN_F32: *reinterpret_cast<float *>(t.data()) = static_cast<float>(v); break;
@@ -86,7 +94,7 @@ ctn_node Graph::add_assign(ctn_node var, ctn_node value) {
     fail(CTN_ERR_SHAPE, "ctn_assign: variable is %s, value is %s", shape_str(a.shape).c_str(), shape_str(b.shape).c_str());
   Node n;
   n.kind = NodeKind::Assign;
-  n.inputs = {var, value};
+  n.inputs = {var, through_assign(value)};
   n.info = b;
   if (eager_) {
     // Eager: the variable takes the value now (reads already done saw the old one).
@@ -109,6 +117,11 @@ ctn_node Graph::add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, cons
     fail(CTN_ERR_INVALID_ARGUMENT, "%s: takes %d inputs, got %u", op.name.c_str(), op.n_inputs, n);
   if (op.n_inputs < 0 && n == 0) fail(CTN_ERR_INVALID_ARGUMENT, "%s: takes at least one input", op.name.c_str());
   if (n && !inputs) fail(CTN_ERR_INVALID_ARGUMENT, "%s: inputs is NULL", op.name.c_str());
+  // The counts come from the caller: past the arrays they would make every reader of the
+  // attributes (the eager cache key, op libraries' infer and kernels) read beyond them.
+  if (attrs_in.ni > CTN_ATTR_INTS || attrs_in.nf > CTN_ATTR_FLOATS)
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: attrs.ni is %u and attrs.nf is %u (at most %d and %d)", op.name.c_str(),
+         attrs_in.ni, attrs_in.nf, CTN_ATTR_INTS, CTN_ATTR_FLOATS);
   ValueInfo small[4];
   std::vector<ValueInfo> big;
   ValueInfo *in = small;
@@ -120,6 +133,11 @@ ctn_node Graph::add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, cons
     check(inputs[i], op.name.c_str());
     in[i] = nodes_[inputs[i]].info;
   }
+  // An assignment's node evaluates to the value it assigns, but assignments run after every
+  // other node of a plan: an op reading one reads the assigned value itself (a plan scheduled
+  // the op before the assignment and failed with an internal error otherwise).
+  std::vector<ctn_node> ins(inputs, inputs + n);
+  for (ctn_node &x : ins) x = through_assign(x);
   Node node;
   node.kind = NodeKind::Op;
   node.op = &op;
@@ -130,8 +148,8 @@ ctn_node Graph::add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, cons
   if (!node.info.shape.numel_fits())
     fail(CTN_ERR_SHAPE, "%s: the result %s has more elements than an int64 counts", op.name.c_str(),
          shape_str(node.info.shape).c_str());
-  if (op.expand) return add_composite(op, n, inputs, node.attrs, node.info);
-  node.inputs.assign(inputs, inputs + n);
+  if (op.expand) return add_composite(op, n, ins.data(), node.attrs, node.info);
+  node.inputs = std::move(ins);
   if (eager_) eager_execute(*this, node);
   nodes_.push_back(std::move(node));
   return static_cast<ctn_node>(nodes_.size() - 1);

@@ -43,6 +43,12 @@ class Graph {
   Node &node(ctn_node n) { return nodes_[n]; }
   const std::vector<Node> &nodes() const { return nodes_; }
   void check(ctn_node n, const char *what) const;  // throws for an invalid id
+  // What reading node n reads: the assigned value for an assignment's node (assignments run
+  // last in a plan, so nothing may be scheduled after one), else n itself.
+  ctn_node through_assign(ctn_node n) const {
+    while (nodes_[n].kind == NodeKind::Assign) n = nodes_[n].inputs[1];
+    return n;
+  }
 
   ctn_node add_input(const char *name, int32_t dtype, const Shape &shape);
   ctn_node add_constant(const Tensor &value);  // copies

@@ -203,6 +203,9 @@ ValueInfo infer_slice(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs 
   int32_t ax = normalize_axis(N(op), at.i[0], x.ndim);
   if (at.i[3] <= 0) fail(CTN_ERR_INVALID_ARGUMENT, "%s: step must be > 0, got %lld", N(op), static_cast<long long>(at.i[3]));
   int64_t len = normalize_slice(x[ax], &at.i[1], &at.i[2], at.i[3]);
+  // A step past the axis takes one element at most: capped, so that no backend multiplies a
+  // stride by a step near 2^63.
+  if (at.i[3] > x[ax]) at.i[3] = x[ax] > 0 ? x[ax] : 1;
   at.i[0] = ax;
   at.ni = 4;
   ValueInfo r{in[0].dtype, x};
@@ -216,6 +219,7 @@ ValueInfo infer_slice_grad(const OpDef &op, const ValueInfo *in, uint32_t, ctn_a
   int64_t size = at.i[4];
   if (size < 0 || at.i[3] <= 0) fail(CTN_ERR_INVALID_ARGUMENT, "%s: bad source size or step", N(op));
   int64_t len = normalize_slice(size, &at.i[1], &at.i[2], at.i[3]);
+  if (at.i[3] > size) at.i[3] = size > 0 ? size : 1;  // as in infer_slice
   if (len != dy[ax])
     fail(CTN_ERR_SHAPE, "%s: the slice has %lld elements along axis %d but dy %s has %lld", N(op),
          static_cast<long long>(len), ax, shape_str(dy).c_str(), static_cast<long long>(dy[ax]));

@@ -16,7 +16,9 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace ctn;
 using namespace ctn::io;
@@ -44,15 +46,24 @@ struct Gz {
 
 void open_gz(Gz &g, const std::string &path) {
   g.path = path;
-  // gzopen on a directory succeeds and fails later with an obscure message: check first.
+  // gzopen on a directory succeeds and fails later with an obscure message, and a plain open of
+  // a FIFO blocks until a writer comes (forever): open without blocking, check what the
+  // descriptor is, and only a regular file is read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail(CTN_ERR_IO, "cannot open %s: %s", path.c_str(), std::strerror(errno));
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    fail(CTN_ERR_IO, "cannot open %s: %s", path.c_str(), std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) fail(CTN_ERR_IO, "cannot open %s: is a directory", path.c_str());
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    const bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    fail(CTN_ERR_IO, "cannot open %s: %s", path.c_str(), dir ? "is a directory" : "not a regular file");
+  }
   errno = 0;
-  g.f = gzopen(path.c_str(), "rb");
-  if (g.f == nullptr)
-    fail(CTN_ERR_IO, "cannot open %s: %s", path.c_str(), errno ? std::strerror(errno) : "gzopen failed");
+  g.f = gzdopen(fd, "rb");
+  if (g.f == nullptr) {
+    ::close(fd);
+    fail(CTN_ERR_IO, "cannot open %s: %s", path.c_str(), errno ? std::strerror(errno) : "gzdopen failed");
+  }
   gzbuffer(g.f, 1u << 17);
 }
 

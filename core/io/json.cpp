@@ -5,6 +5,14 @@
 
 namespace ctn::io {
 
+Json::Json() = default;
+Json::~Json() = default;
+Json::Json(const Json &) = default;
+Json::Json(Json &&) noexcept = default;
+Json &Json::operator=(const Json &) = default;
+Json &Json::operator=(Json &&) noexcept = default;
+
+
 namespace {
 
 constexpr int kMaxDepth = 64;

@@ -19,6 +19,15 @@ struct Json {
   std::vector<Json> items;
   std::vector<std::pair<std::string, Json>> members;  // in document order, keys unique
 
+  // Out of line (json.cpp), where Json is complete: clang with libstdc++ refuses to instantiate
+  // the members' destructor inside the class.
+  Json();
+  ~Json();
+  Json(const Json &);
+  Json(Json &&) noexcept;
+  Json &operator=(const Json &);
+  Json &operator=(Json &&) noexcept;
+
   const Json *find(std::string_view key) const;
   // A non-negative integer literal (no sign, fraction or exponent) that fits in int64.
   bool as_index(uint64_t *out) const;

@@ -335,11 +335,15 @@ std::unique_ptr<ctn_checkpoint> load(const char *path) {
   auto c = std::make_unique<ctn_checkpoint>();
   c->path = path;
   Fd f;
-  f.fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  // Non-blocking open: a FIFO would block a plain open until a writer came; it is refused below
+  // like a directory or a device.
+  f.fd = ::open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (f.fd < 0) fail(CTN_ERR_IO, "cannot open checkpoint %s: %s", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) fail(CTN_ERR_IO, "cannot stat %s: %s", path, std::strerror(errno));
   if (!S_ISREG(st.st_mode)) fail(CTN_ERR_IO, "%s is not a regular file", path);
+  if (::fcntl(f.fd, F_SETFL, ::fcntl(f.fd, F_GETFL) & ~O_NONBLOCK) != 0)
+    fail(CTN_ERR_IO, "cannot read %s: %s", path, std::strerror(errno));
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < 8) corrupt(path, "file of " + std::to_string(size) + " bytes is shorter than the 8-byte header length");
   // Check the header length before reading everything: a random file is rejected cheaply.
@@ -409,6 +413,25 @@ std::unique_ptr<ctn_checkpoint> load(const char *path) {
   return c;
 }
 
+}  // namespace
+
+namespace {
+using TensorPtr = std::unique_ptr<ctn_tensor, void (*)(ctn_tensor *)>;
+
+TensorPtr read_var(ctn_plan *plan, ctn_node node, const char *name, const char *fn) {
+  ctn_tensor *t = nullptr;
+  check(ctn_plan_variable_read(plan, node, &t), format("%s: variable \"%s\" (node %u)", fn, name, node));
+  return TensorPtr(t, ctn_tensor_release);
+}
+
+std::string describe(const ctn_tensor *t, ctn_dtype *dt, std::vector<int64_t> *shape) {
+  uint32_t nd = 0;
+  int64_t sh[CTN_MAX_DIMS];
+  check(ctn_tensor_dtype(t, dt), "");
+  check(ctn_tensor_shape(t, &nd, sh), "");
+  shape->assign(sh, sh + nd);
+  return std::string(ctn_dtype_name(*dt)) + " " + shape_str(*shape);
+}
 }  // namespace
 
 extern "C" {
@@ -527,24 +550,6 @@ CTN_API ctn_status ctn_checkpoint_metadata_get(const ctn_checkpoint *ckpt, const
 // Plans
 // ------------------------------------------------------------------------------------------
 
-namespace {
-using TensorPtr = std::unique_ptr<ctn_tensor, void (*)(ctn_tensor *)>;
-
-TensorPtr read_var(ctn_plan *plan, ctn_node node, const char *name, const char *fn) {
-  ctn_tensor *t = nullptr;
-  check(ctn_plan_variable_read(plan, node, &t), format("%s: variable \"%s\" (node %u)", fn, name, node));
-  return TensorPtr(t, ctn_tensor_release);
-}
-
-std::string describe(const ctn_tensor *t, ctn_dtype *dt, std::vector<int64_t> *shape) {
-  uint32_t nd = 0;
-  int64_t sh[CTN_MAX_DIMS];
-  check(ctn_tensor_dtype(t, dt), "");
-  check(ctn_tensor_shape(t, &nd, sh), "");
-  shape->assign(sh, sh + nd);
-  return std::string(ctn_dtype_name(*dt)) + " " + shape_str(*shape);
-}
-}  // namespace
 
 CTN_API ctn_status ctn_plan_save_variables(ctn_plan *plan, uint32_t n, const char *const *names,
                                            const ctn_node *nodes, const char *path, const char *metadata_json) {

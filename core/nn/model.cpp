@@ -213,8 +213,10 @@ ctn_model *need_model(ctn_model *m, const char *fn) {
 CTN_API ctn_status ctn_model_create(ctn_graph *g, ctn_dtype dtype, uint64_t seed, ctn_model **out) {
   return wall([&] {
     if (!g || !out) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_model_create: g or out is NULL");
-    if (dtype != CTN_F32 && dtype != CTN_F64)
-      fail(CTN_ERR_DTYPE, "ctn_model_create: parameters must be f32 or f64, got %s", ctn_dtype_name(dtype));
+    int32_t dt;  // read as an integer: an out-of-range value must not be loaded as the enum
+    std::memcpy(&dt, &dtype, sizeof dt);
+    if (dt != CTN_F32 && dt != CTN_F64)
+      fail(CTN_ERR_DTYPE, "ctn_model_create: parameters must be f32 or f64, got dtype %d", dt);
     auto m = std::make_unique<ctn_model>();
     m->g = g;
     m->dtype = dtype;

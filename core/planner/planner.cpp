@@ -82,7 +82,7 @@ MemoryPlan plan_memory(const std::vector<PlanValue> &values, const std::vector<P
   for (const auto &s : steps)
     for (int v : s.inputs) ++uses[static_cast<size_t>(root(v))];
   for (size_t v = 0; v < nv; ++v)
-    if (values[v].is_output) uses[static_cast<size_t>(root(static_cast<int>(v)))] += kPinned;
+    if (values[v].is_output) uses[static_cast<size_t>(root(static_cast<int>(v)))] = kPinned;  // set, not added: a root pinned by several outputs must not overflow
 
   std::vector<Arena> arenas(static_cast<size_t>(n_devices));
   std::vector<uint64_t> size(nv, 0);

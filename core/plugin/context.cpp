@@ -216,7 +216,9 @@ ctn_status host_graph_op(ctn_graph *g, const char *op, uint32_t n, const ctn_nod
 }
 ctn_status host_graph_scalar(ctn_graph *g, ctn_dtype dtype, double v, ctn_node *out) {
   if (!g || !out) return host_set_error(CTN_ERR_INVALID_ARGUMENT, "graph_scalar: null graph or out");
-  return host_wall([&] { *out = g->add_scalar(dtype, v); });
+  int32_t dt;  // read as an integer: an op library's out-of-range dtype is refused, not loaded as the enum
+  std::memcpy(&dt, &dtype, sizeof dt);
+  return host_wall([&] { *out = g->add_scalar(dt, v); });
 }
 ctn_status host_graph_node_info(ctn_graph *g, ctn_node n, ctn_dtype *dt, uint32_t *ndim, int64_t *shape) {
   if (!g) return host_set_error(CTN_ERR_INVALID_ARGUMENT, "graph_node_info: null graph");

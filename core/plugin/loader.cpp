@@ -130,8 +130,11 @@ const std::string &Context::full_report() {
 void Context::autoload(const ctn_context_options &opts) {
   std::vector<std::string> dirs_or_files;
   for (auto &p : split(opts.plugin_path, ':')) dirs_or_files.push_back(p);
-  for (auto &p : split(std::getenv("CHUTNEY_PLUGIN_PATH"), ':')) dirs_or_files.push_back(p);
+  // NO_AUTOLOAD means what chutney.h says: only options.plugin_path and explicit loads. An
+  // environment variable of the user's must not add a second copy of a backend the application
+  // loads itself.
   if (!(opts.flags & CTN_CONTEXT_NO_AUTOLOAD)) {
+    for (auto &p : split(std::getenv("CHUTNEY_PLUGIN_PATH"), ':')) dirs_or_files.push_back(p);
     dirs_or_files.push_back(CTN_PLUGIN_INSTALL_DIR);
     if (std::string beside = plugins_beside_library(); !beside.empty() && real(beside) != real(CTN_PLUGIN_INSTALL_DIR))
       dirs_or_files.push_back(beside);

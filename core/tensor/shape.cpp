@@ -70,10 +70,13 @@ bool dtype_valid(int32_t dtype) { return dtype >= 0 && dtype < CTN_DTYPE_COUNT_V
 bool dtype_is_float(int32_t dtype) { return dtype == CTN_F32 || dtype == CTN_F64; }
 
 void contiguous_strides(const Shape &s, int64_t *strides) {
+  // Saturating: only an empty shape (a zero dim) can have a product of the other dims past
+  // int64 (non-empty shapes are refused earlier), and an empty tensor's strides never address
+  // anything.
   int64_t st = 1;
   for (int i = static_cast<int>(s.ndim) - 1; i >= 0; --i) {
     strides[i] = st;
-    st *= s.d[i];
+    if (__builtin_mul_overflow(st, s.d[i], &st)) st = INT64_MAX;
   }
 }
 

@@ -12,10 +12,16 @@ struct Shape {
   uint32_t ndim = 0;
   int64_t d[CTN_MAX_DIMS] = {};
 
+  // A zero dim makes the count 0 even where the other dims' product would overflow (shapes are
+  // validated to fit otherwise; an overflowing one saturates instead of wrapping).
   int64_t numel() const {
     int64_t n = 1;
-    for (uint32_t i = 0; i < ndim; ++i) n *= d[i];
-    return n;
+    bool over = false;
+    for (uint32_t i = 0; i < ndim; ++i) {
+      if (d[i] == 0) return 0;
+      if (!over && __builtin_mul_overflow(n, d[i], &n)) over = true;
+    }
+    return over ? INT64_MAX : n;
   }
   int64_t operator[](uint32_t i) const { return d[i]; }
   int64_t &operator[](uint32_t i) { return d[i]; }

@@ -57,7 +57,7 @@ bool Tensor::is_contiguous() const {
   int64_t st = 1;
   for (int i = static_cast<int>(shape.ndim) - 1; i >= 0; --i) {
     if (shape.d[i] != 1 && strides[i] != st) return false;
-    st *= shape.d[i];
+    if (__builtin_mul_overflow(st, shape.d[i], &st)) st = INT64_MAX;  // as contiguous_strides
   }
   return true;
 }
@@ -130,7 +130,8 @@ int64_t normalize_slice(int64_t size, int64_t *start, int64_t *stop, int64_t ste
   if (e > size) e = size;
   *start = s;
   *stop = e;
-  return (e - s + step - 1) / step;
+  // Without overflow for any step > 0 (e - s + step - 1 overflows for a step near 2^63).
+  return e == s ? 0 : (e - s - 1) / step + 1;
 }
 
 Tensor Tensor::slice(int32_t axis, int64_t start, int64_t stop, int64_t step) const {
@@ -140,7 +141,9 @@ Tensor Tensor::slice(int32_t axis, int64_t start, int64_t stop, int64_t step) co
   int64_t len = normalize_slice(shape.d[ax], &start, &stop, step);
   v.offset += start * strides[ax];
   v.shape.d[ax] = len;
-  v.strides[ax] = strides[ax] * step;
+  // A step past the axis takes one element at most: its stride then never matters, and the
+  // product could overflow.
+  v.strides[ax] = len > 1 ? strides[ax] * step : strides[ax];
   return v;
 }
 
@@ -166,18 +169,25 @@ Shape resolve_reshape(const char *op, const Shape &from, uint32_t ndim, const in
   s.ndim = ndim;
   int infer = -1;
   int64_t known = 1;
+  bool zero = false, overflow = false;  // the product of huge dims must not overflow
   for (uint32_t i = 0; i < ndim; ++i) {
     if (dims[i] == -1) {
       if (infer >= 0) fail(CTN_ERR_SHAPE, "%s: more than one -1 in the target shape", op);
       infer = static_cast<int>(i);
     } else if (dims[i] < 0) {
       fail(CTN_ERR_SHAPE, "%s: negative dimension %lld", op, static_cast<long long>(dims[i]));
-    } else {
-      known *= dims[i];
+    } else if (dims[i] == 0) {
+      zero = true;
+    } else if (!overflow && __builtin_mul_overflow(known, dims[i], &known)) {
+      overflow = true;
     }
     s.d[i] = dims[i];
   }
+  if (zero) known = 0;
   int64_t n = from.numel();
+  if (overflow && !zero)
+    fail(CTN_ERR_SHAPE, "%s: cannot reshape %s into %s: the target has more elements than an int64 counts", op,
+         shape_str(from).c_str(), shape_str(s).c_str());
   if (infer >= 0) {
     if (known == 0 || n % known != 0)
       fail(CTN_ERR_SHAPE, "%s: cannot reshape %s (%lld elements) with a -1 into a multiple of %lld", op,

@@ -17,8 +17,15 @@ void *operator new(std::size_t n) {
   if (void *p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
+// The nothrow forms too (std::stable_partition's buffer): otherwise the runtime's own operator
+// new(nothrow) pairs with the free() below (ASan: alloc-dealloc-mismatch).
+void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
+  g_news.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n ? n : 1);
+}
 void operator delete(void *p) noexcept { std::free(p); }
 void operator delete(void *p, std::size_t) noexcept { std::free(p); }
+void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
 
 namespace {
 struct Model {

@@ -72,7 +72,6 @@ TEST(Loader, ExplicitPathAndDuplicates) {
 TEST(Loader, PluginPathEnvironmentIsSearched) {
   ctn_context_options o{};
   o.struct_size = sizeof o;
-  o.flags = CTN_CONTEXT_NO_AUTOLOAD;  // only explicit paths and CHUTNEY_PLUGIN_PATH
   std::string dir = std::string(CTN_TEST_BUILD_ROOT) + "/backends/cpu";
   setenv("CHUTNEY_PLUGIN_PATH", ("/nonexistent-dir:" + dir).c_str(), 1);
   ctn_context *ctx;
@@ -84,6 +83,31 @@ TEST(Loader, PluginPathEnvironmentIsSearched) {
   EXPECT_TRUE(contains(rep, "ctn-cpu.so")) << rep;
   uint32_t n = 0;
   ctn_context_backend_count(ctx, &n);
+  EXPECT_GE(n, 1u);
+  ctn_context_release(ctx);
+}
+
+// Issue 12: NO_AUTOLOAD used to search CHUTNEY_PLUGIN_PATH anyway, so an application loading its
+// own copy of a backend got "already loaded" whenever the user's environment set the variable.
+TEST(Loader, NoAutoloadIgnoresPluginPathEnvironment) {
+  ctn_context_options o{};
+  o.struct_size = sizeof o;
+  o.flags = CTN_CONTEXT_NO_AUTOLOAD;
+  std::string cpu = std::string(CTN_TEST_BUILD_ROOT) + "/backends/cpu/ctn-cpu.so";
+  setenv("CHUTNEY_PLUGIN_PATH", ("/nonexistent-dir:" + cpu).c_str(), 1);
+  ctn_context *ctx;
+  ctn_status s = ctn_context_create(&o, &ctx);
+  unsetenv("CHUTNEY_PLUGIN_PATH");
+  CTN_ASSERT_OK(s);
+  uint32_t n = 7;
+  CTN_EXPECT_OK(ctn_context_backend_count(ctx, &n));
+  EXPECT_EQ(n, 0u) << "NO_AUTOLOAD loaded a plugin of CHUTNEY_PLUGIN_PATH";
+  const char *rep = "";
+  ctn_context_plugin_report(ctx, &rep);
+  EXPECT_FALSE(contains(rep, "/nonexistent-dir")) << rep;
+  // The application's own copy loads without "already loaded".
+  CTN_EXPECT_OK(ctn_context_load_plugin(ctx, cpu.c_str()));
+  CTN_EXPECT_OK(ctn_context_backend_count(ctx, &n));
   EXPECT_EQ(n, 1u);
   ctn_context_release(ctx);
 }

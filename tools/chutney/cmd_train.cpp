@@ -5,7 +5,10 @@
 #include <chutney/checkpoint.h>
 #include <chutney/collective.h>
 
+#include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -31,6 +34,66 @@ namespace ctn_cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// ctn_checkpoint_save writes DIR/.NAME.tmp-PID-N and renames it; a writer killed in between
+// leaves that file behind. When a checkpoint directory is opened, such files whose writer
+// process no longer exists are removed (a live writer's, including this process's, are left).
+void remove_stale_temporaries(const std::string &dir) {
+  DIR *d = opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (dirent *e = readdir(d)) {
+    const std::string name = e->d_name;
+    const size_t at = name.rfind(".tmp-");
+    if (name.size() < 2 || name[0] != '.' || at == std::string::npos || at == 0) continue;
+    // ".tmp-PID-N": both numbers, nothing else.
+    const std::string tail = name.substr(at + 5);
+    const size_t dash = tail.find('-');
+    if (dash == std::string::npos || dash == 0 || dash + 1 == tail.size() ||
+        tail.find_first_not_of("0123456789-") != std::string::npos || tail.find('-', dash + 1) != std::string::npos)
+      continue;
+    const long pid = std::strtol(tail.substr(0, dash).c_str(), nullptr, 10);
+    if (pid <= 0 || pid == static_cast<long>(getpid())) continue;
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
+    stale.push_back(dir + "/" + name);
+  }
+  closedir(d);
+  for (const std::string &p : stale) {
+    struct stat st {};
+    if (lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (unlink(p.c_str()) == 0)
+      std::fprintf(stderr, "removed %s (left by a checkpoint writer that no longer runs)\n", p.c_str());
+  }
+}
+
+// Retention: of DIR/<model>-epochNNN.safetensors, keeps the newest `keep` epochs and the one of
+// the best test accuracy so far (`best_epoch`, 0 if unknown); removes the others. keep 0 keeps
+// everything. Only files of exactly that pattern are touched.
+void apply_retention(const std::string &dir, const std::string &model, int64_t keep, int64_t best_epoch) {
+  if (keep <= 0) return;
+  DIR *d = opendir(dir.c_str());
+  if (!d) return;
+  const std::string prefix = model + "-epoch", suffix = ".safetensors";
+  std::vector<std::pair<int64_t, std::string>> found;
+  while (dirent *e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string num = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (num.size() > 9 || num.find_first_not_of("0123456789") != std::string::npos) continue;
+    found.emplace_back(std::strtoll(num.c_str(), nullptr, 10), dir + "/" + name);
+  }
+  closedir(d);
+  std::sort(found.begin(), found.end());
+  const size_t n = found.size(), keep_from = n > static_cast<size_t>(keep) ? n - static_cast<size_t>(keep) : 0;
+  for (size_t i = 0; i < keep_from; ++i) {
+    if (found[i].first == best_epoch) continue;
+    if (unlink(found[i].second.c_str()) != 0)
+      std::fprintf(stderr, "warning: cannot remove old checkpoint %s: %s\n", found[i].second.c_str(),
+                   std::strerror(errno));
+  }
+}
 
 struct EpochLog {
   int epoch = 0;
@@ -61,6 +124,7 @@ struct TrainOptions {
   std::string json_path, plot_path, checkpoint_dir, resume_path;
   bool quiet = false;
   bool print_steps = false;  // one stdout line per update: the bindings compare theirs with it
+  int64_t keep_last = 5;   // --keep-last: epoch checkpoints kept besides the best (0: all)
   int64_t stop_after = 0;  // > 0: run at most this many epochs now (an interruption, for tests)
   // Data-parallel (docs/DISTRIBUTED.md): "" (one process), "mpi" or "nccl".
   std::string distributed;
@@ -286,6 +350,7 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
   }
   const std::string budget = args.str("memory-budget", "");
   if (!budget.empty()) o.memory_budget = parse_budget(budget);
+  o.keep_last = args.integer("keep-last", 5, 0, 1000000);
   if (o.limit != 0 && o.limit < o.batch) {
     throw UsageError("--limit " + std::to_string(o.limit) + " is smaller than one batch (" +
                      std::to_string(o.batch) + ")");
@@ -494,6 +559,7 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
       throw Failure("cannot create --checkpoint-dir " + o.checkpoint_dir + ": " +
                     std::strerror(errno));
     }
+    remove_stale_temporaries(o.checkpoint_dir);
   }
 
   DatasetPtr train_ds = open_fashion_mnist(o.data_dir, "train");
@@ -695,6 +761,11 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
                                     path.c_str(), meta.c_str()),
             "saving the checkpoint");
       std::printf("saved checkpoint %s\n", path.c_str());
+      int64_t best_epoch = 0;
+      double best = -1;
+      for (const EpochLog &l : log)
+        if (l.test_accuracy > best) best = l.test_accuracy, best_epoch = l.epoch;
+      apply_retention(o.checkpoint_dir, o.model, o.keep_last, best_epoch);
     }
     std::fflush(stdout);
   }
@@ -759,7 +830,9 @@ const CommandSpec &train_command() {
       "ranks: each rank takes --batch-size images of a disjoint shard of every epoch, so the\n"
       "global batch is N x --batch-size (without --batch-size: the model's default batch split\n"
       "over the ranks, i.e. what one process trains); rank 0 alone prints and writes checkpoints; a rank that\n"
-      "fails or dies ends the whole job with a message naming it (docs/DISTRIBUTED.md).\n",
+      "fails or dies ends the whole job with a message naming it (docs/DISTRIBUTED.md).\n"
+      "Only the newest --keep-last epoch checkpoints are kept, plus the one of the best test\n"
+      "accuracy; temporary files left in DIR by a killed writer are removed when it is opened.\n",
       {
           {"model", "NAME", "model to train: mlp (784-512-256-10) or cnn (default mlp)"},
           {"cnn-widths", "C1,C2,FC[,bn][,valid]", "cnn: conv channels and hidden units; ,bn: batch norm after each conv; ,valid: unpadded convs (default 32,64,128)"},
@@ -781,6 +854,7 @@ const CommandSpec &train_command() {
           {"limit", "N", "train on N (shuffled) images per epoch only"},
           {"eval-batch-size", "N", "images per evaluation step (default: --batch-size)"},
           {"checkpoint-dir", "DIR", "save a checkpoint at the end of every epoch"},
+          {"keep-last", "N", "--checkpoint-dir keeps the newest N epochs and the best one; 0 keeps all (default 5)"},
           {"resume", "FILE", "continue the run saved in checkpoint FILE"},
           {"stop-after", "N", "stop after N epochs of this invocation (as if interrupted)"},
           {"json", "FILE", "write the per-epoch log as JSON to FILE"},

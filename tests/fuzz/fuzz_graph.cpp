@@ -1,0 +1,268 @@
+// libFuzzer target for the graph builder through the C API: the input is a little program of
+// random calls (inputs, scalars, constants, variables, any op by name with random inputs and
+// attributes, assignments, gradients), then a plan compiled over the last nodes and run with
+// zero-filled feeds when it is small, or the same calls on an eager graph. Every call must
+// return a status; nothing may crash, abort, hang, read out of bounds or hit undefined
+// behaviour; and no call may fail with CTN_ERR_INTERNAL (a bug by the project's own definition:
+// the target aborts then, so the fuzzer reports it).
+//
+// Build with clang: tools/test.d/25-fuzz.sh (libFuzzer, ASan+UBSan); without libFuzzer the
+// replay driver runs tests/fuzz/corpus/graph (meson test fuzz_graph_replay).
+#include <chutney/chutney.h>
+
+#include "raw_dtype.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+const char *const kOps[] = {
+    "neg", "exp", "log", "sqrt", "abs", "sign", "tanh", "sigmoid", "relu", "gelu", "leaky_relu", "clamp",
+    "cast", "copy", "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
+    "ge", "where", "relu_grad", "leaky_relu_grad", "gelu_grad", "clamp_grad", "tanh_grad", "sigmoid_grad",
+    "matmul", "matmul_bias_act", "sum", "mean", "max", "reshape", "permute", "slice", "slice_grad", "concat",
+    "broadcast_to", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad", "cross_entropy",
+    "cross_entropy_grad", "sgd_velocity", "sgd_apply", "adam_moment1", "adam_moment2", "adam_apply", "conv2d",
+    "conv2d_grad_input", "conv2d_grad_weight", "conv_transpose2d", "max_pool2d", "max_pool2d_grad",
+    "avg_pool2d", "avg_pool2d_grad", "batch_norm", "batch_norm_grad_input", "batch_norm_grad_gamma",
+    "batch_norm_inference", "layer_norm", "layer_norm_grad_input", "layer_norm_grad_gamma", "dropout",
+    "embedding", "embedding_grad", "no_such_op"};
+constexpr size_t kNumOps = sizeof kOps / sizeof kOps[0];
+
+struct Reader {
+  const uint8_t *p;
+  size_t n;
+  bool empty() const { return n == 0; }
+  uint8_t u8() {
+    if (!n) return 0;
+    --n;
+    return *p++;
+  }
+  uint32_t u32() {
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) v = v << 8 | u8();
+    return v;
+  }
+  uint64_t u64() { return static_cast<uint64_t>(u32()) << 32 | u32(); }
+  // Mostly small values, sometimes extreme ones: the edges are where the bugs are.
+  int64_t dim() {
+    uint8_t b = u8();
+    if (b < 200) return b % 6;
+    switch (b % 8) {
+      case 0: return -1;
+      case 1: return -static_cast<int64_t>(u8());
+      case 2: return INT64_MAX;
+      case 3: return INT64_MIN;
+      case 4: return int64_t(1) << (u8() % 63);
+      case 5: return static_cast<int64_t>(u64());
+      default: return u8();
+    }
+  }
+  double value() {
+    uint8_t b = u8();
+    if (b < 160) return static_cast<double>(static_cast<int8_t>(u8())) / 4;
+    double v;
+    uint64_t bits = u64();
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  }
+  // Out-of-range dtypes cross the ABI as integers (raw_dtype.c); the library must check them
+  // before use.
+  int32_t dtype() {
+    uint8_t b = u8();
+    return b < 240 ? b % 6 : static_cast<int32_t>(static_cast<int8_t>(u8()));
+  }
+};
+
+ctn_context *context() {
+  static ctn_context *ctx = [] {
+    ctn_context *c = nullptr;
+    if (ctn_context_create(nullptr, &c) != CTN_OK) {
+      std::fprintf(stderr, "fuzz_graph: no context: %s\n", ctn_last_error());
+      std::abort();
+    }
+    ctn_context_set_num_threads(c, 1);
+    return c;
+  }();
+  return ctx;
+}
+
+void check(ctn_status s, const char *what) {
+  if (s == CTN_ERR_INTERNAL) {
+    std::fprintf(stderr, "fuzz_graph: %s returned CTN_ERR_INTERNAL: %s\n", what, ctn_last_error());
+    std::abort();
+  }
+}
+
+bool small_tensor(int32_t dt, uint32_t nd, const int64_t *shape) {
+  (void)dt;
+  int64_t n = 1;
+  for (uint32_t k = 0; k < nd; ++k) {
+    if (shape[k] < 0 || shape[k] > 64) return false;
+    n *= shape[k];
+    if (n > 4096) return false;
+  }
+  return true;
+}
+
+ctn_tensor *make_tensor(Reader &r) {
+  int32_t dt = r.dtype();
+  uint32_t nd = r.u8() % 5;
+  int64_t shape[4];
+  for (uint32_t k = 0; k < nd; ++k) shape[k] = r.dim();
+  if (!small_tensor(dt, nd, shape)) return nullptr;
+  ctn_tensor *t = nullptr;
+  check(raw_tensor_create(dt, nd, shape, nullptr, &t), "ctn_tensor_create");
+  if (t) {
+    void *data = nullptr;
+    int64_t numel = 0;
+    if (ctn_tensor_data(t, &data) == CTN_OK && ctn_tensor_numel(t, &numel) == CTN_OK) {
+      size_t bytes = static_cast<size_t>(numel) * raw_dtype_size(dt);
+      auto *b = static_cast<uint8_t *>(data);
+      for (size_t i = 0; i < bytes; ++i) b[i] = r.u8();
+    }
+  }
+  return t;
+}
+
+void run_program(Reader &r) {
+  ctn_context *ctx = context();
+  const uint32_t flags = r.u8() & 1 ? CTN_GRAPH_EAGER : 0;
+  ctn_graph *g = nullptr;
+  check(ctn_graph_create(ctx, flags, &g), "ctn_graph_create");
+  if (!g) return;
+  std::vector<ctn_node> nodes, inputs;
+  auto pick = [&](Reader &rd) -> ctn_node {
+    if (nodes.empty() || rd.u8() == 255) return static_cast<ctn_node>(rd.u32());
+    return nodes[rd.u8() % nodes.size()];
+  };
+  for (int step = 0; step < 24 && !r.empty(); ++step) {
+    ctn_node out = CTN_NODE_NONE;
+    ctn_status s = CTN_OK;
+    switch (r.u8() % 8) {
+      case 0: {
+        int32_t dt = r.dtype();
+        uint32_t nd = r.u8() % 6;
+        int64_t shape[5];
+        for (uint32_t k = 0; k < nd; ++k) shape[k] = r.dim();
+        s = raw_input(g, nullptr, dt, nd, shape, &out);
+        check(s, "ctn_input");
+        if (s == CTN_OK) inputs.push_back(out);
+        break;
+      }
+      case 1:
+        {
+          int32_t dt = r.dtype();
+          s = raw_scalar(g, dt, r.value(), &out);
+        }
+        check(s, "ctn_scalar");
+        break;
+      case 2:
+      case 3: {
+        ctn_tensor *t = make_tensor(r);
+        if (!t) break;
+        if (r.u8() & 1) {
+          s = ctn_constant(g, t, &out);
+          check(s, "ctn_constant");
+        } else {
+          s = ctn_variable(g, nullptr, t, &out);
+          check(s, "ctn_variable");
+        }
+        ctn_tensor_release(t);
+        break;
+      }
+      case 4: {
+        ctn_node v = pick(r), x = pick(r);
+        s = ctn_assign(g, v, x, &out);
+        check(s, "ctn_assign");
+        break;
+      }
+      case 5: {
+        ctn_node loss = pick(r);
+        ctn_node wrt[2] = {pick(r), pick(r)}, grads[2];
+        s = ctn_grad(g, loss, 1 + (r.u8() & 1), wrt, grads);
+        check(s, "ctn_grad");
+        if (s == CTN_OK) out = grads[0];
+        break;
+      }
+      default: {
+        const char *op = kOps[r.u8() % kNumOps];
+        uint32_t n = r.u8() % 5;
+        ctn_node in[4];
+        for (uint32_t k = 0; k < n; ++k) in[k] = pick(r);
+        ctn_attrs at;
+        std::memset(&at, 0, sizeof at);
+        uint8_t ni = r.u8(), nf = r.u8();
+        // Counts past the arrays' size are an attack the library must refuse.
+        at.ni = ni < 240 ? ni % (CTN_ATTR_INTS + 1) : ni;
+        at.nf = nf < 240 ? nf % (CTN_ATTR_FLOATS + 1) : nf;
+        for (uint32_t k = 0; k < CTN_ATTR_INTS && k < at.ni; ++k) at.i[k] = r.dim();
+        for (uint32_t k = 0; k < CTN_ATTR_FLOATS && k < at.nf; ++k) at.f[k] = r.value();
+        s = ctn_op(g, op, n, in, &at, &out);
+        check(s, op);
+        break;
+      }
+    }
+    if (s == CTN_OK && out != CTN_NODE_NONE) nodes.push_back(out);
+  }
+  if (!(flags & CTN_GRAPH_EAGER) && !nodes.empty()) {
+    uint32_t n_out = 1 + r.u8() % 3;
+    if (n_out > nodes.size()) n_out = static_cast<uint32_t>(nodes.size());
+    std::vector<ctn_node> outs(nodes.end() - n_out, nodes.end());
+    if (r.u8() & 1) outs.push_back(nodes[r.u8() % nodes.size()]);  // possibly pinned twice
+    ctn_plan *plan = nullptr;
+    ctn_status s = ctn_plan_compile(g, static_cast<uint32_t>(outs.size()), outs.data(), nullptr, &plan);
+    check(s, "ctn_plan_compile");
+    if (plan) {
+      std::vector<ctn_tensor *> feeds;
+      bool ok = true;
+      for (ctn_node in : inputs) {
+        int32_t dt = 0;
+        uint32_t nd = 0;
+        int64_t shape[8];
+        if (raw_node_info(g, in, &dt, &nd, nullptr) != CTN_OK || nd > 8 || raw_node_info(g, in, &dt, &nd, shape) != CTN_OK || nd > 8 || !small_tensor(dt, nd, shape)) {
+          ok = false;
+          break;
+        }
+        ctn_tensor *t = nullptr;
+        if (raw_tensor_create(dt, nd, shape, nullptr, &t) != CTN_OK) {
+          ok = false;
+          break;
+        }
+        void *data = nullptr;
+        int64_t numel = 0;
+        if (ctn_tensor_data(t, &data) == CTN_OK && ctn_tensor_numel(t, &numel) == CTN_OK)
+          std::memset(data, 0, static_cast<size_t>(numel) * raw_dtype_size(dt));
+        feeds.push_back(t);
+      }
+      ctn_plan_stats st{};
+      st.struct_size = sizeof st;
+      if (ok && ctn_plan_stats_get(plan, &st) == CTN_OK && st.planned_peak_bytes < (uint64_t(64) << 20)) {
+        std::vector<ctn_tensor *> results(outs.size(), nullptr);
+        for (size_t k = 0; k < outs.size(); ++k) check(ctn_plan_output_create(plan, static_cast<uint32_t>(k), &results[k]), "ctn_plan_output_create");
+        bool have = true;
+        for (ctn_tensor *t : results) have = have && t;
+        if (have)
+          check(ctn_plan_run(plan, static_cast<uint32_t>(inputs.size()), inputs.data(), feeds.data(),
+                             static_cast<uint32_t>(results.size()), results.data()),
+                "ctn_plan_run");
+        for (ctn_tensor *t : results) ctn_tensor_release(t);
+      }
+      for (ctn_tensor *t : feeds) ctn_tensor_release(t);
+      ctn_plan_release(plan);
+    }
+  }
+  ctn_graph_release(g);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  Reader r{data, size};
+  run_program(r);
+  return 0;
+}
