@@ -188,6 +188,8 @@ run_tests() {
     local -a hermetic=(env)
     for var in $(compgen -e | grep -E '^(CHUTNEY|CTN)_' || true); do hermetic+=(-u "$var"); done
     mkdir -p "$scratch/home" "$scratch/tmp"
+    # A toolchain installed under the real HOME (rustup's proxies: ~/.rustup) stays reachable.
+    if [[ -z "${RUSTUP_HOME:-}" && -d "${HOME:-/nonexistent}/.rustup" ]]; then hermetic+=(RUSTUP_HOME="$HOME/.rustup"); fi
     "${hermetic[@]}" HOME="$scratch/home" TMPDIR="$scratch/tmp" XDG_CACHE_HOME="$scratch/home/.cache" \
       BUILD_DIR=$BUILD_DIR STAGE_RESULT=$results/$name \
       timeout --foreground -k 30 "${STAGE_TIMEOUT:-1800}" bash "$stage" || rc=$?
