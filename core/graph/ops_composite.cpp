@@ -73,11 +73,6 @@ ValueInfo unary_float(const OpDef &op, const ValueInfo *in, ctn_attrs &a, uint32
   return in[0];
 }
 
-template <double... Defaults>
-ValueInfo infer_unary(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &a) {
-  static constexpr double d[] = {Defaults..., 0.0};
-  return unary_float(op, in, a, sizeof...(Defaults), d);
-}
 
 template <auto F>
 ctn_node expand(Graph &g, const OpDef &, const ctn_node *in, uint32_t, const ctn_attrs &a) {
@@ -133,10 +128,18 @@ CTN_COMPOSITE(reciprocal) { return p.div(p.k(1.0), x[0]); }
 // ---- the table ----------------------------------------------------------------------------------
 
 // COMPOSITE(name, function, default of f[0], default of f[1], ...): a unary floating composite.
-#define COMPOSITE(nm, fn, ...) OpDef{.name = nm, .n_inputs = 1, .infer = infer_unary<__VA_ARGS__>, .expand = expand<fn>}
+// The defaults go into a captureless lambda, not template arguments: floating-point template
+// parameters need clang 18 (the asan and fuzz stages build with Debian 12's clang 14).
+#define COMPOSITE_INFER(...)                                                              \
+  [](const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &a) {                      \
+    static constexpr double d[] = {__VA_OPT__(__VA_ARGS__, ) 0.0};                         \
+    return unary_float(op, in, a, static_cast<uint32_t>(sizeof d / sizeof d[0] - 1), d); \
+  }
+#define COMPOSITE(nm, fn, ...) \
+  OpDef{.name = nm, .n_inputs = 1, .infer = COMPOSITE_INFER(__VA_ARGS__), .expand = expand<fn>}
 // The same with the attribute slots it reads, as ctn_context_op_info reports them.
 #define COMPOSITE_ATTRS(nm, fn, attrs, ...) \
-  OpDef{.name = nm, .n_inputs = 1, .infer = infer_unary<__VA_ARGS__>, .attributes = attrs, .expand = expand<fn>}
+  OpDef{.name = nm, .n_inputs = 1, .infer = COMPOSITE_INFER(__VA_ARGS__), .attributes = attrs, .expand = expand<fn>}
 
 const OpDef kOps[] = {
     COMPOSITE(CTN_OP_SOFTSIGN, softsign),
