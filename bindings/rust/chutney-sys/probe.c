@@ -32,7 +32,12 @@ int main(void) {
   F(ctn_backend_info, abi_major); F(ctn_backend_info, abi_minor);
   S(ctn_compile_options); F(ctn_compile_options, struct_size); F(ctn_compile_options, disable);
   F(ctn_compile_options, backends); F(ctn_compile_options, data_parallel);
-  F(ctn_compile_options, dp_bucket_bytes);
+  F(ctn_compile_options, dp_bucket_bytes); F(ctn_compile_options, memory_budget);
+  S(ctn_plan_memory_report); F(ctn_plan_memory_report, struct_size);
+  F(ctn_plan_memory_report, n_recomputed); F(ctn_plan_memory_report, budget);
+  F(ctn_plan_memory_report, peak_without_budget); F(ctn_plan_memory_report, peak_bytes);
+  F(ctn_plan_memory_report, minimum_bytes); F(ctn_plan_memory_report, flops);
+  F(ctn_plan_memory_report, extra_flops); F(ctn_plan_memory_report, recomputed);
   S(ctn_op_info); F(ctn_op_info, struct_size); F(ctn_op_info, n_inputs); F(ctn_op_info, name);
   F(ctn_op_info, attributes); F(ctn_op_info, doc); F(ctn_op_info, origin);
   F(ctn_op_info, origin_path); F(ctn_op_info, differentiable); F(ctn_op_info, flags);
@@ -113,7 +118,7 @@ int main(void) {
   K(CTN_LOADER_SYNCHRONOUS);
   K(CTN_PLUGIN_BACKEND); K(CTN_PLUGIN_OPLIB); K(CTN_PLUGIN_COLLECTIVE_KIND);
   K(CTN_OP_INFO_ELEMENTWISE); K(CTN_PLUGIN_COLLECTIVE); K(CTN_COLLECTIVE_HOST_MEMORY);
-  K(CTN_REDUCE_SUM); K(CTN_REDUCE_MEAN); K(CTN_DP_DEFAULT_BUCKET_BYTES);
+  K(CTN_REDUCE_SUM); K(CTN_REDUCE_MEAN); K(CTN_DP_DEFAULT_BUCKET_BYTES); K(CTN_MEMORY_BUDGET_AUTO);
   K(CTN_LOG_DEBUG); K(CTN_LOG_INFO); K(CTN_LOG_WARN); K(CTN_LOG_ERROR);
   printf("string CTN_PLUGIN_ENTRY_SYMBOL %s\n", CTN_PLUGIN_ENTRY_SYMBOL);
   printf("string CTN_FASHION_MNIST_DIR %s\n", CTN_FASHION_MNIST_DIR);

@@ -291,7 +291,13 @@ pub struct ctn_compile_options {
     pub data_parallel: *mut ctn_collective,
     /// Fusion-bucket size of data-parallel plans; 0: [`CTN_DP_DEFAULT_BUCKET_BYTES`] (since 1.2).
     pub dp_bucket_bytes: u64,
+    /// 0: none; bytes for the planned peak, or [`CTN_MEMORY_BUDGET_AUTO`]: over it the compiler
+    /// recomputes activations (since 1.2).
+    pub memory_budget: u64,
 }
+
+/// `memory_budget`: as low as recomputation gets the planned peak (since 1.2).
+pub const CTN_MEMORY_BUDGET_AUTO: u64 = u64::MAX;
 
 /// Dead-code elimination.
 pub const CTN_PASS_DCE: u32 = 1;
@@ -330,6 +336,30 @@ pub struct ctn_plan_stats {
     pub n_assign_elided: u32,
     /// Zero.
     pub reserved: u32,
+}
+
+/// What a memory budget did to a plan (since 1.2).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_plan_memory_report {
+    /// `size_of::<ctn_plan_memory_report>()`, set by the caller.
+    pub struct_size: u32,
+    /// Steps added that recompute a dropped value.
+    pub n_recomputed: u32,
+    /// Bytes asked (auto: the minimum reached); 0: none.
+    pub budget: u64,
+    /// Planned peak of the same plan without recomputation.
+    pub peak_without_budget: u64,
+    /// Planned peak achieved.
+    pub peak_bytes: u64,
+    /// Lowest peak recomputation reaches (0 without a budget).
+    pub minimum_bytes: u64,
+    /// Estimated floating-point operations per run, recomputation included.
+    pub flops: u64,
+    /// Of which recomputation.
+    pub extra_flops: u64,
+    /// One line per recomputed step; owned by the plan.
+    pub recomputed: *const c_char,
 }
 
 // ---- nn.h --------------------------------------------------------------------------------
@@ -1160,6 +1190,15 @@ extern "C" {
         wrt: *const ctn_node,
         out_grads: *mut ctn_node,
     ) -> ctn_status;
+    pub fn ctn_jvp(
+        g: *mut ctn_graph,
+        n_outputs: u32,
+        outputs: *const ctn_node,
+        n_inputs: u32,
+        inputs: *const ctn_node,
+        tangents: *const ctn_node,
+        out_tangents: *mut ctn_node,
+    ) -> ctn_status;
     pub fn ctn_graph_value(g: *mut ctn_graph, n: ctn_node, out: *mut *mut ctn_tensor)
         -> ctn_status;
     pub fn ctn_graph_node_backend(
@@ -1179,6 +1218,10 @@ extern "C" {
     ) -> ctn_status;
     pub fn ctn_plan_release(p: *mut ctn_plan);
     pub fn ctn_plan_stats_get(p: *mut ctn_plan, out: *mut ctn_plan_stats) -> ctn_status;
+    pub fn ctn_plan_memory_report_get(
+        p: *mut ctn_plan,
+        out: *mut ctn_plan_memory_report,
+    ) -> ctn_status;
     pub fn ctn_plan_describe(p: *mut ctn_plan, out_text: *mut *const c_char) -> ctn_status;
     pub fn ctn_plan_backend_steps(
         p: *mut ctn_plan,

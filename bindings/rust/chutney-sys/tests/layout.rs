@@ -46,7 +46,10 @@ fn rust_lines() -> Vec<String> {
         ctn_kernel { fn_ = fn, state, release, workspace_size, flags, reserved }
         ctn_context_options { struct_size, flags, plugin_path, backends, num_threads, reserved }
         ctn_backend_info { struct_size, available, name, description, path, abi_major, abi_minor }
-        ctn_compile_options { struct_size, disable, backends, data_parallel, dp_bucket_bytes }
+        ctn_compile_options { struct_size, disable, backends, data_parallel, dp_bucket_bytes,
+            memory_budget }
+        ctn_plan_memory_report { struct_size, n_recomputed, budget, peak_without_budget,
+            peak_bytes, minimum_bytes, flops, extra_flops, recomputed }
         ctn_op_info { struct_size, n_inputs, name, attributes, doc, origin, origin_path,
             differentiable, flags }
         ctn_collective_config { struct_size, rank, world_size, reserved, rendezvous, timeout_s }
@@ -97,7 +100,7 @@ fn rust_lines() -> Vec<String> {
         CTN_LOADER_SYNCHRONOUS
         CTN_PLUGIN_BACKEND CTN_PLUGIN_OPLIB CTN_PLUGIN_COLLECTIVE_KIND CTN_OP_INFO_ELEMENTWISE
         CTN_PLUGIN_COLLECTIVE CTN_COLLECTIVE_HOST_MEMORY CTN_REDUCE_SUM CTN_REDUCE_MEAN
-        CTN_DP_DEFAULT_BUCKET_BYTES CTN_LOG_DEBUG CTN_LOG_INFO CTN_LOG_WARN CTN_LOG_ERROR
+        CTN_DP_DEFAULT_BUCKET_BYTES CTN_MEMORY_BUDGET_AUTO CTN_LOG_DEBUG CTN_LOG_INFO CTN_LOG_WARN CTN_LOG_ERROR
     }
     let dir = std::str::from_utf8(&CTN_FASHION_MNIST_DIR[..CTN_FASHION_MNIST_DIR.len() - 1]);
     v.push(format!("string CTN_FASHION_MNIST_DIR {}", dir.unwrap()));

@@ -642,6 +642,7 @@ impl<'ctx> Graph<'ctx> {
             backends: backends.as_ref().map_or(ptr::null(), |b| b.as_ptr()),
             data_parallel: ptr::null_mut(),
             dp_bucket_bytes: 0,
+            memory_budget: options.memory_budget,
         };
         let mut out = ptr::null_mut();
         // SAFETY: ids holds len values; o and its string outlive the call.

@@ -15,6 +15,10 @@ pub struct CompileOptions {
     pub disable: u32,
     /// Backends for this plan ("cpu"); None: the context's preference.
     pub backends: Option<String>,
+    /// Caps the planned peak in bytes: over it the compiler recomputes activations instead of
+    /// keeping them (results stay bit-identical); `chutney_sys::CTN_MEMORY_BUDGET_AUTO`: as low
+    /// as recomputation gets; 0: none. A budget below the reachable minimum is an error naming it.
+    pub memory_budget: u64,
 }
 
 /// Statistics of a plan (`ctn_plan_stats`).
