@@ -43,6 +43,17 @@ void fail(ctn_status code, const char *fmt, ...) {
 namespace {
 thread_local std::string t_last_error;
 thread_local std::string t_plugin_error;
+
+// The first use of a thread_local with a destructor registers it with glibc, which allocates and
+// aborts the process ("failed to register TLS destructor: out of memory") when that fails. Touch
+// the loading thread's strings when the library loads, while memory is plentiful, so that
+// reporting an out-of-memory error later (under RLIMIT_AS: tests/unit/thread_limits_test.cpp)
+// never is that first use.
+[[maybe_unused]] const bool t_errors_registered = [] {
+  t_last_error.reserve(256);
+  t_plugin_error.reserve(64);
+  return true;
+}();
 }  // namespace
 
 void set_last_error(ctn_status code, const std::string &message) {
