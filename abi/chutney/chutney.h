@@ -13,7 +13,8 @@
  *    (it changes the op registry) and ctn_context_release must not overlap other calls on the
  *    context. A ctn_graph, ctn_plan or ctn_tensor must not be used from two threads at once
  *    (distinct objects may); a tensor may be read by several threads at once, e.g. one feed
- *    given to several plans.
+ *    given to several plans. Distinct contexts may be created and released on several threads
+ *    at once (plugin initialisation and unloading are serialised inside the library).
  *  - No function aborts the process or lets a C++ exception escape.
  *  - Returned strings (since 1.2 stated once for all, in every header): a `const char *` the
  *    library hands out is owned by the library; never free or modify it. It stays valid until

@@ -32,11 +32,10 @@ pub(crate) fn check_abi_version(found: (u32, u32)) -> Result<()> {
     Ok(())
 }
 
-/// Serialises creating, releasing and loading plugins into contexts across the process. The C
-/// API does not say that two contexts may be created at once, and with the OpenCL backend on
-/// pocl they cannot: two concurrent `ctn_context_create` calls crash inside pocl's device
-/// queries (seen in this crate's thread test). Held only during those calls; everything else
-/// runs concurrently.
+/// Serialises `Context::add_ops` across the process: `ctn_context_add_oplib`'s query function
+/// takes no argument, so it hands the library one pending descriptor at a time. (Creating,
+/// releasing and loading plugins into contexts needs no lock here: the library serialises
+/// plugin initialisation and unloading process-wide itself.)
 static LIFECYCLE: Mutex<()> = Mutex::new(());
 
 pub(crate) fn lifecycle() -> std::sync::MutexGuard<'static, ()> {
@@ -109,7 +108,6 @@ unsafe impl Sync for Context {}
 
 impl Drop for Context {
     fn drop(&mut self) {
-        let _g = lifecycle();
         // SAFETY: we own the handle; nothing borrows it (the borrow checker saw to that).
         unsafe { sys::ctn_context_release(self.ptr) }
     }
@@ -144,7 +142,6 @@ impl Context {
             reserved: 0,
         };
         let mut out = ptr::null_mut();
-        let _g = lifecycle();
         // SAFETY: o and its strings outlive the call.
         check(unsafe { sys::ctn_context_create(&o, &mut out) })?;
         Ok(Context { ptr: out, strings: Mutex::new(()), oplibs: Vec::new() })
@@ -162,7 +159,6 @@ impl Context {
     /// context may run meanwhile (the op registry changes).
     pub fn load_plugin(&mut self, path: &Path) -> Result<()> {
         let p = cstring(&path.to_string_lossy(), "plugin path")?;
-        let _g = lifecycle();
         // SAFETY: exclusive access to the context, p outlives the call.
         check(unsafe { sys::ctn_context_load_plugin(self.ptr, p.as_ptr()) })
     }
