@@ -144,6 +144,13 @@ template <class TO, class TI> struct Cast {
   }
 };
 
+// A bool byte is read as uint8_t: a byte other than 0 or 1 (the contract, types.h) is true, never
+// undefined behaviour (found by fuzz_graph: a constant of random bytes cast to f32).
+template <class TO> struct CastFromBool {
+  Params p;
+  TO operator()(uint8_t x) const { return static_cast<TO>(x != 0); }
+};
+
 // ---- the loops ------------------------------------------------------------------------------
 template <class Op, class TO, class TA, class TB, class TC, int NIN>
 struct EwCall {
@@ -355,7 +362,7 @@ ctn_kernel_fn cast_from(int32_t from) {
     case CTN_I32: return ew_kernel<Cast<TO, int32_t>, TO, int32_t>;
     case CTN_I64: return ew_kernel<Cast<TO, int64_t>, TO, int64_t>;
     case CTN_U8: return ew_kernel<Cast<TO, uint8_t>, TO, uint8_t>;
-    default: return ew_kernel<Cast<TO, bool>, TO, bool>;
+    default: return ew_kernel<CastFromBool<TO>, TO, uint8_t>;
   }
 }
 

@@ -16,7 +16,23 @@ struct MatmulState : KernelBase {
   int64_t m = 0, n = 0, k = 0;
   bool ta = false, tb = false;
   int64_t rsa = 0, csa = 0, rsb = 0, csb = 0;  // element strides of A(i,p), B(p,j)
-  std::vector<int64_t> a_off, b_off;            // per batch, in elements
+  // Batch dims of the output and A's, B's strides over them, in matrices (0: broadcast). The
+  // offsets of batch i are computed when it runs, not tabled: a table per batch is O(batches)
+  // memory at compile time (8 TB for a [1, 2^39, 2, 2] input, found by fuzz_graph).
+  uint32_t bnd = 0;
+  int64_t bshape[CTN_MAX_DIMS] = {}, bsa[CTN_MAX_DIMS] = {}, bsb[CTN_MAX_DIMS] = {};
+  int64_t batches = 0;
+  void offsets(int64_t i, int64_t *oa, int64_t *ob) const {
+    int64_t ra = 0, rb = 0;
+    for (int d = static_cast<int>(bnd) - 1; d >= 0 && i; --d) {
+      const int64_t idx = i % bshape[d];
+      i /= bshape[d];
+      ra += idx * bsa[d];
+      rb += idx * bsb[d];
+    }
+    *oa = ra * m * k;
+    *ob = rb * k * n;
+  }
   int64_t c_step = 0;                           // elements between output matrices
   int act = -1;                                 // -1: plain matmul; else CTN_ACT_*
 };
@@ -128,12 +144,15 @@ ctn_status matmul_kernel(void *state, const ctn_kernel_args *args) {
   const T *b = desc_ptr<const T>(args->inputs[1]);
   T *c = desc_ptr<T>(args->outputs[0]);
   if (st->m == 0 || st->n == 0) return CTN_OK;
-  const size_t batches = st->a_off.size();
-  for (size_t i = 0; i < batches; ++i)
-    gemm_one<T>(be, *st, a + st->a_off[i], b + st->b_off[i], c + i * st->c_step);
+  const int64_t batches = st->batches;
+  for (int64_t i = 0; i < batches; ++i) {
+    int64_t oa, ob;
+    st->offsets(i, &oa, &ob);
+    gemm_one<T>(be, *st, a + oa, b + ob, c + i * st->c_step);
+  }
   if (st->act >= 0) {
     EpilogueCall<T> ep{st, c, desc_ptr<const T>(args->inputs[2])};
-    int64_t rows = st->m * static_cast<int64_t>(batches);
+    int64_t rows = st->m * batches;
     if (rows * st->n >= kParallelThreshold && be.pool->size() > 1)
       be.pool->parallel_for(rows, 1, EpilogueCall<T>::part, &ep);
     else
@@ -224,31 +243,24 @@ ctn_status make_matmul_kernel(Backend *be, const ctn_op_signature *sig, ctn_kern
   int64_t sa[CTN_MAX_DIMS] = {}, sb[CTN_MAX_DIMS] = {};
   broadcast_strides(ab, yb, sa);
   broadcast_strides(bb, yb, sb);
-  int64_t batches = desc_numel(yb);
-  st->a_off.resize(static_cast<size_t>(batches));
-  st->b_off.resize(static_cast<size_t>(batches));
-  for (int64_t i = 0; i < batches; ++i) {
-    int64_t rem = i, oa = 0, ob = 0;
-    for (int k = static_cast<int>(yb.ndim) - 1; k >= 0; --k) {
-      int64_t idx = rem % yb.shape[k];
-      rem /= yb.shape[k];
-      oa += idx * sa[k];
-      ob += idx * sb[k];
-    }
-    st->a_off[static_cast<size_t>(i)] = oa * st->m * st->k;
-    st->b_off[static_cast<size_t>(i)] = ob * st->k * st->n;
-  }
+  st->bnd = yb.ndim;
+  for (uint32_t d = 0; d < yb.ndim; ++d) st->bshape[d] = yb.shape[d], st->bsa[d] = sa[d], st->bsb[d] = sb[d];
+  const int64_t batches = desc_numel(yb);
+  st->batches = desc_numel(y) ? batches : 0;  // an empty output: nothing to compute
   st->c_step = st->m * st->n;
   // [B, M, K] @ [K, N] with one shared B: a single GEMM of (B*M) rows is faster than B small
-  // ones.
+  // ones. That needs B broadcast over every batch dim and A's batches contiguous.
   bool fold = batches > 1 && !st->ta;
-  for (int64_t i = 0; fold && i < batches; ++i)
-    fold = st->b_off[static_cast<size_t>(i)] == st->b_off[0] &&
-           st->a_off[static_cast<size_t>(i)] == i * st->m * st->k;
+  int64_t run = 1;
+  for (int d = static_cast<int>(yb.ndim) - 1; fold && d >= 0; --d) {
+    if (yb.shape[d] == 1) continue;
+    fold = sb[d] == 0 && sa[d] == run;
+    run *= yb.shape[d];
+  }
   if (fold) {
     st->m *= batches;
-    st->a_off.assign(1, 0);
-    st->b_off.assign(1, st->b_off[0]);
+    st->batches = st->batches ? 1 : 0;
+    st->bnd = 0;
     st->c_step = st->m * st->n;
   }
   kernel_set(out, a.dtype == CTN_F32 ? matmul_kernel<float> : matmul_kernel<double>,

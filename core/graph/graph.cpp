@@ -146,7 +146,7 @@ ctn_node Graph::add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, cons
   // Attributes can describe shapes whose element count overflows (a pad of 2^62); refuse them
   // here rather than let a planner or kernel compute sizes with the overflowed count.
   if (!node.info.shape.numel_fits())
-    fail(CTN_ERR_SHAPE, "%s: the result %s has more elements than an int64 counts", op.name.c_str(),
+    fail(CTN_ERR_SHAPE, "%s: the result %s has more elements than a tensor can hold (2^60)", op.name.c_str(),
          shape_str(node.info.shape).c_str());
   if (op.expand) return add_composite(op, n, ins.data(), node.attrs, node.info);
   node.inputs = std::move(ins);

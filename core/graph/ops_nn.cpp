@@ -15,6 +15,21 @@ namespace {
 const char *N(const OpDef &op) { return op.name.c_str(); }
 long long L(int64_t v) { return static_cast<long long>(v); }
 
+// Size arithmetic on attributes and dims (both up to 2^60 or more) checked: an overflow is a
+// shape error naming the op, never a wrapped size (found by fuzz_graph).
+int64_t mul(const OpDef &op, int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    fail(CTN_ERR_SHAPE, "%s: sizes overflow an int64 (%lld * %lld)", op.name.c_str(), L(a), L(b));
+  return r;
+}
+int64_t add(const OpDef &op, int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    fail(CTN_ERR_SHAPE, "%s: sizes overflow an int64 (%lld + %lld)", op.name.c_str(), L(a), L(b));
+  return r;
+}
+
 void need_float(const OpDef &op, const ValueInfo &v, const char *which) {
   if (!dtype_is_float(v.dtype))
     fail(CTN_ERR_DTYPE, "%s: %s has dtype %s; this op needs f32 or f64", N(op), which, dtype_name(v.dtype));
@@ -53,10 +68,11 @@ Conv conv_attrs(const OpDef &op, ctn_attrs &a) {
 }
 
 // Output size of a convolution along one axis; -1 when the (dilated) kernel does not fit.
-int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
-  int64_t span = d * (k - 1) + 1;
-  if (in + 2 * p < span) return -1;
-  return (in + 2 * p - span) / s + 1;
+int64_t conv_out(const OpDef &op, int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  int64_t span = add(op, mul(op, d, k - 1), 1);
+  int64_t padded = add(op, in, mul(op, 2, p));
+  if (padded < span) return -1;
+  return (padded - span) / s + 1;
 }
 
 std::string conv_str(const Conv &c) {
@@ -69,11 +85,11 @@ Shape conv_forward_shape(const OpDef &op, const Shape &x, const Shape &w, const 
   if (x[1] % c.groups != 0 || w[0] % c.groups != 0)
     fail(CTN_ERR_SHAPE, "%s: groups %lld must divide the input channels of %s %s and the output channels of weight %s",
          N(op), L(c.groups), xname, shape_str(x).c_str(), shape_str(w).c_str());
-  if (w[1] * c.groups != x[1])
+  if (mul(op, w[1], c.groups) != x[1])
     fail(CTN_ERR_SHAPE, "%s: input channels %lld do not match weight %s with groups %lld", N(op), L(x[1]),
          shape_str(w).c_str(), L(c.groups));
   if (w[2] < 1 || w[3] < 1) fail(CTN_ERR_SHAPE, "%s: weight %s has an empty kernel", N(op), shape_str(w).c_str());
-  int64_t ho = conv_out(x[2], w[2], c.sh, c.ph, c.dh), wo = conv_out(x[3], w[3], c.sw, c.pw, c.dw);
+  int64_t ho = conv_out(op, x[2], w[2], c.sh, c.ph, c.dh), wo = conv_out(op, x[3], w[3], c.sw, c.pw, c.dw);
   if (ho < 1 || wo < 1)
     fail(CTN_ERR_SHAPE, "%s: kernel %lldx%lld does not fit %s %s with %s", N(op), L(w[2]), L(w[3]), xname,
          shape_str(x).c_str(), conv_str(c).c_str());
@@ -106,7 +122,7 @@ ValueInfo infer_conv2d_grad_input(const OpDef &op, const ValueInfo *in, uint32_t
     fail(CTN_ERR_SHAPE, "%s: dy channels %lld do not match weight %s", N(op), L(dy[1]), shape_str(w).c_str());
   Shape x;
   x.ndim = 4;
-  x[0] = dy[0], x[1] = w[1] * c.groups, x[2] = a.i[7], x[3] = a.i[8];
+  x[0] = dy[0], x[1] = mul(op, w[1], c.groups), x[2] = a.i[7], x[3] = a.i[8];
   Shape y = conv_forward_shape(op, x, w, c, "dx");
   if (y != dy)
     fail(CTN_ERR_SHAPE, "%s: dy %s does not match the output %s of a convolution of %s with weight %s, %s", N(op),
@@ -161,15 +177,16 @@ ValueInfo infer_conv_transpose2d(const OpDef &op, const ValueInfo *in, uint32_t 
     fail(CTN_ERR_SHAPE, "%s: groups %lld must divide the input channels of %s", N(op), L(c.groups),
          shape_str(x).c_str());
   if (w[2] < 1 || w[3] < 1) fail(CTN_ERR_SHAPE, "%s: weight %s has an empty kernel", N(op), shape_str(w).c_str());
-  int64_t ho = (x[2] - 1) * c.sh - 2 * c.ph + c.dh * (w[2] - 1) + oph + 1;
-  int64_t wo = (x[3] - 1) * c.sw - 2 * c.pw + c.dw * (w[3] - 1) + opw + 1;
+  // (x - 1) s - 2 p + d (k - 1) + op + 1, checked
+  int64_t ho = add(op, add(op, mul(op, x[2] - 1, c.sh), mul(op, c.dh, w[2] - 1)), oph + 1) - mul(op, 2, c.ph);
+  int64_t wo = add(op, add(op, mul(op, x[3] - 1, c.sw), mul(op, c.dw, w[3] - 1)), opw + 1) - mul(op, 2, c.pw);
   if (ho < 1 || wo < 1)
     fail(CTN_ERR_SHAPE, "%s: the output of %s with weight %s and %s would be empty", N(op), shape_str(x).c_str(),
          shape_str(w).c_str(), conv_str(c).c_str());
   a.ni = 9;
   Shape r;
   r.ndim = 4;
-  r[0] = x[0], r[1] = w[1] * c.groups, r[2] = ho, r[3] = wo;
+  r[0] = x[0], r[1] = mul(op, w[1], c.groups), r[2] = ho, r[3] = wo;
   return ValueInfo{in[0].dtype, r};
 }
 
@@ -183,15 +200,16 @@ Shape pool_shape(const OpDef &op, const Shape &x, ctn_attrs &a) {
   if (a.i[3] == 0) a.i[3] = kw;
   int64_t sh = a.i[2], sw = a.i[3], ph = a.i[4], pw = a.i[5];
   if (sh < 1 || sw < 1) fail(CTN_ERR_INVALID_ARGUMENT, "%s: stride must be >= 1, got (%lld, %lld)", N(op), L(sh), L(sw));
-  if (ph < 0 || pw < 0 || 2 * ph > kh || 2 * pw > kw)
+  if (ph < 0 || pw < 0 || ph > kh / 2 || pw > kw / 2)
     fail(CTN_ERR_INVALID_ARGUMENT, "%s: padding (%lld, %lld) must be >= 0 and at most half the kernel (%lld, %lld)",
          N(op), L(ph), L(pw), L(kh), L(kw));
-  if (x[2] + 2 * ph < kh || x[3] + 2 * pw < kw)
+  const int64_t hp = add(op, x[2], 2 * ph), wp = add(op, x[3], 2 * pw);  // 2 ph <= kh: no overflow
+  if (hp < kh || wp < kw)
     fail(CTN_ERR_SHAPE, "%s: kernel (%lld, %lld) does not fit input %s with padding (%lld, %lld)", N(op), L(kh), L(kw),
          shape_str(x).c_str(), L(ph), L(pw));
   Shape r = x;
-  r[2] = (x[2] + 2 * ph - kh) / sh + 1;
-  r[3] = (x[3] + 2 * pw - kw) / sw + 1;
+  r[2] = (hp - kh) / sh + 1;
+  r[3] = (wp - kw) / sw + 1;
   return r;
 }
 

@@ -13,21 +13,25 @@ Shape Shape::from(uint32_t ndim, const int64_t *dims) {
     if (dims[i] < 0) fail(CTN_ERR_SHAPE, "dimension %u is negative (%lld)", i, static_cast<long long>(dims[i]));
     s.d[i] = dims[i];
   }
-  // Element counts are int64 everywhere (numel, strides, offsets): a shape past that is an error
-  // here rather than a wrapped count later.
+  // Element and byte counts are int64 everywhere (numel, strides, offsets, numel * dtype size):
+  // a shape past that is an error here rather than a wrapped count later.
   if (!s.numel_fits())
-    fail(CTN_ERR_SHAPE, "the shape %s has more elements than an int64 counts (more than 2^63 elements)",
-         shape_str(s).c_str());
+    fail(CTN_ERR_SHAPE, "the shape %s has more elements than a tensor can hold (more than 2^60, whose "
+         "bytes an int64 must count)", shape_str(s).c_str());
   return s;
 }
 
 bool Shape::numel_fits() const {
-  for (uint32_t i = 0; i < ndim; ++i)
-    if (d[i] == 0) return true;  // empty, whatever the other dims
+  // At most 2^60 elements: the bytes of the widest dtype (8) then fit an int64 too, so no
+  // planner, backend or kernel computing numel * dtype size can overflow. Zero dims count as 1
+  // here: an empty [0, 2^62, 4] has no elements, but its strides (products of trailing dims,
+  // times the dtype size) must fit as well.
+  constexpr int64_t kMax = int64_t(1) << 60;
   int64_t n = 1;
   for (uint32_t i = 0; i < ndim; ++i) {
     if (d[i] < 0) return false;
-    if (n > INT64_MAX / d[i]) return false;
+    if (d[i] == 0) continue;
+    if (n > kMax / d[i]) return false;
     n *= d[i];
   }
   return true;

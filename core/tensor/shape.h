@@ -34,7 +34,7 @@ struct Shape {
   bool operator!=(const Shape &o) const { return !(*this == o); }
 
   static Shape from(uint32_t ndim, const int64_t *dims);  // validates (throws ctn::Error)
-  // False when the element count overflows int64 (a shape no tensor can have).
+  // False past 2^60 elements (a shape no tensor can have: its bytes would overflow an int64).
   bool numel_fits() const;
 };
 

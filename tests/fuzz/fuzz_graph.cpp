@@ -91,7 +91,11 @@ ctn_context *context() {
   return ctx;
 }
 
+// FUZZ_GRAPH_TRACE=1 prints every call and its status (to read what a corpus entry does).
+const bool kTrace = std::getenv("FUZZ_GRAPH_TRACE") != nullptr;
+
 void check(ctn_status s, const char *what) {
+  if (kTrace) std::fprintf(stderr, "fuzz_graph: %s -> %d%s%s\n", what, static_cast<int>(s), s ? ": " : "", s ? ctn_last_error() : "");
   if (s == CTN_ERR_INTERNAL) {
     std::fprintf(stderr, "fuzz_graph: %s returned CTN_ERR_INTERNAL: %s\n", what, ctn_last_error());
     std::abort();
@@ -150,6 +154,11 @@ void run_program(Reader &r) {
         int64_t shape[5];
         for (uint32_t k = 0; k < nd; ++k) shape[k] = r.dim();
         s = raw_input(g, nullptr, dt, nd, shape, &out);
+        if (kTrace) {
+          std::fprintf(stderr, "fuzz_graph: input dtype %d shape", static_cast<int>(dt));
+          for (uint32_t k = 0; k < nd; ++k) std::fprintf(stderr, " %lld", static_cast<long long>(shape[k]));
+          std::fprintf(stderr, " (%s graph)\n", flags & CTN_GRAPH_EAGER ? "eager" : "lazy");
+        }
         check(s, "ctn_input");
         if (s == CTN_OK) inputs.push_back(out);
         break;
@@ -215,7 +224,16 @@ void run_program(Reader &r) {
     std::vector<ctn_node> outs(nodes.end() - n_out, nodes.end());
     if (r.u8() & 1) outs.push_back(nodes[r.u8() % nodes.size()]);  // possibly pinned twice
     ctn_plan *plan = nullptr;
-    ctn_status s = ctn_plan_compile(g, static_cast<uint32_t>(outs.size()), outs.data(), nullptr, &plan);
+    // Half the plans compile under a memory budget, so the recomputation pass
+    // (core/passes/recompute.cpp) is fuzzed too; a budget below a graph's minimum is a clean
+    // compile error. Huge plans are bounded by the stage instead (25-fuzz.sh: ASan fails single
+    // allocations over 256 MiB, testing the library's out-of-memory path).
+    ctn_compile_options opt;
+    std::memset(&opt, 0, sizeof opt);
+    opt.struct_size = sizeof opt;
+    const uint8_t budget = r.u8();
+    opt.memory_budget = budget & 1 ? (budget & 2 ? CTN_MEMORY_BUDGET_AUTO : uint64_t(budget) << 12) : 0;
+    ctn_status s = ctn_plan_compile(g, static_cast<uint32_t>(outs.size()), outs.data(), &opt, &plan);
     check(s, "ctn_plan_compile");
     if (plan) {
       std::vector<ctn_tensor *> feeds;
