@@ -135,7 +135,9 @@ std::vector<std::string> list_dir(const std::string &dir) {
 }
 
 TEST(ProgramCache, SecondInitLoadsBinaryAndCorruptEntryIsRebuilt) {
-  char tmpl[] = "/tmp/ctn-ocl-cache-XXXXXX";
+  const char *tmpdir = std::getenv("TMPDIR");  // the test command's scratch folder
+  std::string tmpl_s = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/ctn-ocl-cache-XXXXXX";
+  char *tmpl = tmpl_s.data();
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
   const char *old = std::getenv("CHUTNEY_CACHE_DIR");

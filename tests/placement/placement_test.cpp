@@ -42,7 +42,9 @@ std::string upper(std::string s) {
 // earlier run.
 const std::string &cache_dir() {
   static std::string dir = [] {
-    char tmpl[] = "/tmp/chutney-placement-XXXXXX";
+    const char *tmpdir = std::getenv("TMPDIR");  // the test command's scratch folder
+    std::string tmpl_s = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/chutney-placement-XXXXXX";
+    char *tmpl = tmpl_s.data();
     const char *d = mkdtemp(tmpl);
     std::string s = d ? d : "/tmp";
     setenv("CHUTNEY_CACHE_DIR", s.c_str(), 1);

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <fstream>
 #include <random>
+#include <cstdlib>
 #include <string>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -23,7 +24,9 @@ namespace {
 using Bytes = std::vector<char>;
 
 std::string make_tmpdir() {
-  char tmpl[] = "/tmp/ctn_ckpt_test_XXXXXX";
+  const char *tmpdir = std::getenv("TMPDIR");  // the test command's scratch folder
+  std::string tmpl_s = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/ctn_ckpt_test_XXXXXX";
+  char *tmpl = tmpl_s.data();
   const char *d = mkdtemp(tmpl);
   EXPECT_NE(d, nullptr);
   return d ? d : "/tmp";

@@ -40,7 +40,9 @@ namespace {
 using Bytes = std::vector<uint8_t>;
 
 std::string make_tmpdir() {
-  char tmpl[] = "/tmp/ctn_data_test_XXXXXX";
+  const char *tmpdir = std::getenv("TMPDIR");  // the test command's scratch folder
+  std::string tmpl_s = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/ctn_data_test_XXXXXX";
+  char *tmpl = tmpl_s.data();
   const char *d = mkdtemp(tmpl);
   EXPECT_NE(d, nullptr);
   return d ? d : "/tmp";

@@ -218,8 +218,7 @@ int status_in_child(const std::function<ctn_status()> &fn, int seconds) {
 }
 
 TEST(Reliability, FifosAreRefusedWithoutBlocking) {
-  const char *tmp = std::getenv("TMPDIR");
-  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/ctn-rel-XXXXXX";
+  std::string dir = temp_template("ctn-rel");
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
   const std::string fifo = std::string(dir) + "/pipe";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
@@ -328,8 +327,7 @@ std::vector<std::string> list_dir(const std::string &dir) {
 // fails with a clear error naming the file, leaves the previous checkpoint intact and no
 // temporary file.
 TEST(Reliability, CheckpointOnAFullFileSystemKeepsThePreviousOne) {
-  const char *tmp = std::getenv("TMPDIR");
-  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/ctn-rel-full-XXXXXX";
+  std::string dir = temp_template("ctn-rel-full");
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
   if (geteuid() != 0 || mount("ctn-rel", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=256k") != 0) {
     rmdir(dir.c_str());

@@ -4,6 +4,7 @@
 #include <chutney/chutney.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,13 @@ struct Ctx {
   }
   ~Ctx() { ctn_context_release(ctx); }
 };
+
+// A mkstemp/mkdtemp template under $TMPDIR (else /tmp): the test command points TMPDIR at a
+// scratch folder of its own, and nothing is left in the machine's /tmp.
+inline std::string temp_template(const char *name) {
+  const char *tmp = std::getenv("TMPDIR");
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/" + name + "-XXXXXX";
+}
 
 inline ctn_tensor *make_f32(std::vector<int64_t> shape, std::vector<float> data) {
   ctn_tensor *t = nullptr;

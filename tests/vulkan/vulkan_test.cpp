@@ -226,7 +226,9 @@ std::string cache_file(const std::string &dir) {
 }
 
 TEST(PipelineCache, WrittenReloadedAndCorruptIgnored) {
-  char tmpl[] = "/tmp/ctn-vk-cache-XXXXXX";
+  const char *tmpdir = std::getenv("TMPDIR");  // the test command's scratch folder
+  std::string tmpl_s = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/ctn-vk-cache-XXXXXX";
+  char *tmpl = tmpl_s.data();
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
   setenv("CHUTNEY_CACHE_DIR", dir.c_str(), 1);
