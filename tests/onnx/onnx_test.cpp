@@ -17,6 +17,7 @@
 
 #include "../../tools/chutney/npy.h"
 #include "pb_writer.h"
+#include "../unit/test_helpers.h"
 
 #define CTN_ASSERT_OK(expr) ASSERT_EQ((expr), CTN_OK) << #expr << ": " << ctn_last_error()
 
@@ -33,11 +34,7 @@ struct Env {
 };
 
 std::string tmp_dir() {
-  static std::string dir = [] {
-    const char *tmp = std::getenv("TMPDIR");  // the test command's scratch folder, else /tmp
-    std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/ctn-onnx-test-XXXXXX";
-    return std::string(::mkdtemp(t.data()));
-  }();
+  static std::string dir = scratch_dir("ctn-onnx-test");
   return dir;
 }
 

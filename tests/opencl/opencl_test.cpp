@@ -1,6 +1,7 @@
 // OpenCL backend tests (run on PoCL in CI): unavailable handling, the on-disk program cache,
 // mixed OpenCL + CPU placement, and MLP training end to end on the device. Everything goes
 // through the public C API; which backend ran what is asserted with ctn_plan_backend_steps.
+#include "../unit/test_helpers.h"
 #include <chutney/chutney.h>
 #include <chutney/ops.h>
 #include <gtest/gtest.h>
@@ -135,11 +136,7 @@ std::vector<std::string> list_dir(const std::string &dir) {
 }
 
 TEST(ProgramCache, SecondInitLoadsBinaryAndCorruptEntryIsRebuilt) {
-  const char *tmpdir = std::getenv("TMPDIR");  // the test command's scratch folder
-  std::string tmpl_s = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/ctn-ocl-cache-XXXXXX";
-  char *tmpl = tmpl_s.data();
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  const std::string dir = scratch_dir("ctn-ocl-cache");
   const char *old = std::getenv("CHUTNEY_CACHE_DIR");
   std::string saved = old ? old : "";
   setenv("CHUTNEY_CACHE_DIR", dir.c_str(), 1);

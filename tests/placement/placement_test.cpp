@@ -5,6 +5,7 @@
 // losses. The policy is measured at first use, cached per device (a second context reads it
 // back), remeasured on request, overridable by environment, and visible in the plugin report
 // that `chutney plugins --explain` prints. Placement is asserted with ctn_plan_backend_steps.
+#include "../unit/test_helpers.h"
 #include <chutney/chutney.h>
 #include <chutney/nn.h>
 #include <chutney/ops.h>
@@ -42,11 +43,7 @@ std::string upper(std::string s) {
 // earlier run.
 const std::string &cache_dir() {
   static std::string dir = [] {
-    const char *tmpdir = std::getenv("TMPDIR");  // the test command's scratch folder
-    std::string tmpl_s = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/chutney-placement-XXXXXX";
-    char *tmpl = tmpl_s.data();
-    const char *d = mkdtemp(tmpl);
-    std::string s = d ? d : "/tmp";
+    std::string s = scratch_dir("chutney-placement");
     setenv("CHUTNEY_CACHE_DIR", s.c_str(), 1);
     return s;
   }();

@@ -23,14 +23,7 @@ namespace {
 
 using Bytes = std::vector<char>;
 
-std::string make_tmpdir() {
-  const char *tmpdir = std::getenv("TMPDIR");  // the test command's scratch folder
-  std::string tmpl_s = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/ctn_ckpt_test_XXXXXX";
-  char *tmpl = tmpl_s.data();
-  const char *d = mkdtemp(tmpl);
-  EXPECT_NE(d, nullptr);
-  return d ? d : "/tmp";
-}
+std::string make_tmpdir() { return scratch_dir("ctn_ckpt_test"); }
 
 Bytes slurp(const std::string &p) {
   std::ifstream i(p, std::ios::binary);

@@ -1,5 +1,6 @@
 // Data pipeline: IDX parsing (synthetic plain and gzip files, hostile files), Fashion-MNIST when
 // installed, and the loader (order, determinism across worker counts, augmentation, stats).
+#include "test_helpers.h"
 #include <chutney/data.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -39,14 +40,7 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-std::string make_tmpdir() {
-  const char *tmpdir = std::getenv("TMPDIR");  // the test command's scratch folder
-  std::string tmpl_s = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/ctn_data_test_XXXXXX";
-  char *tmpl = tmpl_s.data();
-  const char *d = mkdtemp(tmpl);
-  EXPECT_NE(d, nullptr);
-  return d ? d : "/tmp";
-}
+std::string make_tmpdir() { return scratch_dir("ctn_data_test"); }
 
 void put_be32(Bytes &b, uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<uint8_t>(v >> s));

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 #include <string>
 #include <vector>
 
@@ -20,10 +22,27 @@ struct Ctx {
 };
 
 // A mkstemp/mkdtemp template under $TMPDIR (else /tmp): the test command points TMPDIR at a
-// scratch folder of its own, and nothing is left in the machine's /tmp.
+// scratch folder of its own and reports what a stage leaves there.
 inline std::string temp_template(const char *name) {
   const char *tmp = std::getenv("TMPDIR");
   return std::string(tmp && *tmp ? tmp : "/tmp") + "/" + name + "-XXXXXX";
+}
+
+// A new directory from temp_template(name), removed with its contents when the process exits.
+inline std::string scratch_dir(const char *name) {
+  static std::vector<std::string> made;
+  std::string t = temp_template(name);
+  if (!mkdtemp(t.data())) {
+    ADD_FAILURE() << "mkdtemp " << t << " failed";
+    return "/nonexistent";
+  }
+  if (made.empty())
+    std::atexit([] {
+      std::error_code ec;
+      for (const std::string &d : made) std::filesystem::remove_all(d, ec);
+    });
+  made.push_back(t);
+  return t;
 }
 
 inline ctn_tensor *make_f32(std::vector<int64_t> shape, std::vector<float> data) {

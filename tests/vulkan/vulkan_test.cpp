@@ -2,6 +2,7 @@
 // maxStorageBufferRange, storage windows, the on-disk pipeline cache, MLP training end to end
 // against the CPU backend, and a small CNN (conv, batch norm, pooling) trained entirely on Vulkan. With CHUTNEY_VULKAN_VALIDATION=1 (set by meson) every test also asserts
 // that the validation layers reported no error.
+#include "../unit/test_helpers.h"
 #include <chutney/chutney.h>
 #include <chutney/nn.h>
 #include <chutney/ops.h>
@@ -226,11 +227,7 @@ std::string cache_file(const std::string &dir) {
 }
 
 TEST(PipelineCache, WrittenReloadedAndCorruptIgnored) {
-  const char *tmpdir = std::getenv("TMPDIR");  // the test command's scratch folder
-  std::string tmpl_s = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/ctn-vk-cache-XXXXXX";
-  char *tmpl = tmpl_s.data();
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  const std::string dir = scratch_dir("ctn-vk-cache");
   setenv("CHUTNEY_CACHE_DIR", dir.c_str(), 1);
   auto run_matmul = [](ctn_context *ctx) {
     uint32_t steps = 0;
