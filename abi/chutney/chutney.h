@@ -395,8 +395,9 @@ CTN_API ctn_status ctn_grad(ctn_graph *g, ctn_node loss, uint32_t n_wrt, const c
  * tangent rule: the elementwise ops, comparisons (zero), where, matmul, sum, mean, max,
  * reshape, permute, slice, concat, broadcast_to, softmax, log_softmax, cross_entropy, cast,
  * conv2d, conv_transpose2d, avg_pool2d, batch_norm, dropout, embedding (in its table). Any
- * other op on the way (max_pool2d, layer_norm, the *_grad ops, optimizer steps, op-library ops)
- * fails with CTN_ERR_UNSUPPORTED naming it, and the graph is left as it was. Graphs created
+ * op-library op whose library sets a tangent rule (ctn_op_def.jvp_ex, oplib.h). Any other op
+ * on the way (max_pool2d, layer_norm, the *_grad ops, optimizer steps, library ops without a
+ * rule) fails with CTN_ERR_UNSUPPORTED naming it, and the graph is left as it was. Graphs created
  * with flags 0 only (an eager graph: CTN_ERR_STATE). since 1.2 */
 CTN_API ctn_status ctn_jvp(ctn_graph *g, uint32_t n_outputs, const ctn_node *outputs, uint32_t n_inputs,
                            const ctn_node *inputs, const ctn_node *tangents, ctn_node *out_tangents);

@@ -66,6 +66,17 @@ typedef ctn_status (*ctn_op_grad_fn)(const ctn_host_api *host, const struct ctn_
                                      void *user_data, ctn_graph *g, uint32_t n_inputs,
                                      const ctn_node *inputs, ctn_node output, ctn_node grad_out,
                                      const ctn_attrs *attrs, ctn_node *grad_inputs);
+/* Tangent rule for forward mode (ctn_jvp, chutney.h): given the forward node's inputs, its
+ * output and the tangents of its inputs (tangents[i] has inputs[i]'s dtype and shape, or is
+ * CTN_NODE_NONE for a zero tangent), adds nodes to `g` through host->graph_op and writes into
+ * *tangent_out the node holding the output's tangent (the output's dtype and shape), or
+ * CTN_NODE_NONE when it is zero. The host checks the shape. Without a rule, ctn_jvp through the
+ * op fails with CTN_ERR_UNSUPPORTED naming it. since 1.2 */
+typedef ctn_status (*ctn_op_jvp_fn)(const ctn_host_api *host, const struct ctn_op_def *op,
+                                    void *user_data, ctn_graph *g, uint32_t n_inputs,
+                                    const ctn_node *inputs, ctn_node output,
+                                    const ctn_node *tangents, const ctn_attrs *attrs,
+                                    ctn_node *tangent_out);
 /* As ctn_oplib_kernel.get_kernel; `backend` is the name of the backend the kernel will run on
  * (for a "cpu" entry: any host-memory backend, see backend.h). since 1.2 */
 typedef ctn_status (*ctn_op_kernel_make_fn)(const ctn_host_api *host, const struct ctn_op_def *op,
@@ -113,6 +124,9 @@ typedef struct ctn_op_def {
   /* Kernel makers searched before `kernels` (exact backend match first in either list, then a
    * "cpu" entry on a host-memory backend). */
   const ctn_op_kernel *kernels_ex;
+  /* (optional) Forward-mode tangent rule; read when struct_size covers it (a 1.2 library built
+   * before this slot existed declares a smaller struct and simply has none). since 1.2 */
+  ctn_op_jvp_fn jvp_ex;
 } ctn_op_def;
 
 typedef struct ctn_oplib_desc {

@@ -13,7 +13,8 @@
 //  - Ops with one output element (cross_entropy) take <VJP(1), v>.
 //  - div, pow, maximum/minimum, log_softmax, max (reduction), batch_norm's gamma/beta have their
 //    own formula, with ties broken as the reverse rules break them, so <J v, w> = <v, J^T w>.
-// Any other op (max pooling, layer norm, the *_grad ops, optimizer steps, op-library ops) fails
+//  - Op-library ops: the library's own rule (ctn_op_def.jvp_ex), its result checked.
+// Any other op (max pooling, layer norm, the *_grad ops, optimizer steps, library ops without one) fails
 // with CTN_ERR_UNSUPPORTED naming it.
 #include "graph/graph.h"
 #include "plugin/context.h"
@@ -74,13 +75,36 @@ ctn_node tangent(Graph &g, ctn_node node, const std::vector<ctn_node> &t) {
   auto tz = [&](size_t i) { return t[i] != CTN_NODE_NONE ? t[i] : zeros_like(g, in(i)); };
   auto unsupported = [&]() -> ctn_node {
     if (op.ext)
-      fail(CTN_ERR_UNSUPPORTED, "ctn_jvp: op %s comes from an op library, which supplies no tangent rule",
-           op.name.c_str());
+      fail(CTN_ERR_UNSUPPORTED, "ctn_jvp: op %s comes from op library \"%s\", which supplies no tangent rule "
+           "(ctn_op_def.jvp_ex, oplib.h)", op.name.c_str(), op.lib ? op.lib->name.c_str() : "?");
     fail(CTN_ERR_UNSUPPORTED, "ctn_jvp: op %s has no tangent rule (the ops forward mode covers: chutney.h, "
          "ctn_jvp)", op.name.c_str());
     return CTN_NODE_NONE;
   };
-  if (op.ext) return unsupported();
+  if (op.ext) {  // the library's own rule (ctn_op_def.jvp_ex), checked like its gradient rule
+    const auto &x = static_cast<const ExtOpDef &>(op);
+    if (!x.decl.jvp_ex) return unsupported();
+    ctn_node r = CTN_NODE_NONE;
+    take_plugin_error();
+    ctn_status s;
+    try {
+      s = x.decl.jvp_ex(host_api(), x.declared, x.decl.user_data, static_cast<ctn_graph *>(&g),
+                        static_cast<uint32_t>(k), f.inputs.data(), node, t.data(), &f.attrs, &r);
+    } catch (...) {
+      fail(CTN_ERR_PLUGIN, "tangent rule of %s (op library %s) threw", op.name.c_str(), op.lib->name.c_str());
+    }
+    if (s != CTN_OK) {
+      std::string m = take_plugin_error();
+      fail(s, "tangent rule of %s: %s", op.name.c_str(), m.empty() ? status_name(s) : m.c_str());
+    }
+    if (r == CTN_NODE_NONE) return r;
+    g.check(r, op.name.c_str());
+    if (g.info(r).shape != out.shape || g.info(r).dtype != out.dtype)
+      fail(CTN_ERR_SHAPE, "tangent rule of %s returned %s%s for an output of %s%s", op.name.c_str(),
+           dtype_name(g.info(r).dtype), shape_str(g.info(r).shape).c_str(), dtype_name(out.dtype),
+           shape_str(out.shape).c_str());
+    return r;
+  }
 
   // Symmetric Jacobian in input 0 (the others carry no tangent): the reverse rule applied to it.
   static const char *const symmetric[] = {CTN_OP_NEG,  CTN_OP_EXP,        CTN_OP_LOG,   CTN_OP_SQRT,  CTN_OP_ABS,

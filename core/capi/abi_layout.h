@@ -160,7 +160,8 @@ PIN(ctn_op_def, grad_ex, OPDEF11 + 2 * P);
 PIN(ctn_op_def, n_kernels_ex, OPDEF11 + 3 * P);
 PIN(ctn_op_def, reserved, OPDEF11 + 3 * P + 4);
 PIN(ctn_op_def, kernels_ex, OPDEF11 + 3 * P + 8);
-PIN_SIZE(ctn_op_def, OPDEF11 + 4 * P + 8);
+PIN(ctn_op_def, jvp_ex, OPDEF11 + 4 * P + 8);
+PIN_SIZE(ctn_op_def, OPDEF11 + 5 * P + 8);
 
 PIN(ctn_op_kernel, struct_size, 0); /* since 1.2 */
 PIN(ctn_op_kernel, reserved, 4);
@@ -248,7 +249,7 @@ PIN_SIZE(ctn_tensor_desc, 152);
 PIN_SIZE(ctn_attrs, 168);
 PIN(ctn_op_def, kernels, 48);
 PIN(ctn_op_def, user_data, 56);
-PIN_SIZE(ctn_op_def, 96);
+PIN_SIZE(ctn_op_def, 104);
 PIN_SIZE(ctn_op_kernel, 32);
 
 

@@ -309,6 +309,7 @@ void Context::admit_plugin(ctn_plugin_query_fn query, const std::string &path, v
         def->decl.grad_ex = nullptr;
         def->decl.n_kernels_ex = 0;
         def->decl.kernels_ex = nullptr;
+        def->decl.jvp_ex = nullptr;
       }
       def->declared = el;
       const ctn_op_def &od = def->decl;

@@ -105,6 +105,29 @@ static ctn_status swish_grad_rule(const ctn_host_api *host, ctn_graph *g, uint32
   return host->graph_op(g, "swish_grad", 2, args, NULL, &grad_inputs[0]);
 }
 
+/* Tangent rule (forward mode, ctn_jvp): swish is elementwise, so its Jacobian is diagonal and
+ * J t = J^T t = swish_grad(x, t). */
+static ctn_status swish_jvp_rule(const ctn_host_api *host, const ctn_op_def *op, void *user_data,
+                                 ctn_graph *g, uint32_t n_inputs, const ctn_node *inputs,
+                                 ctn_node output, const ctn_node *tangents, const ctn_attrs *attrs,
+                                 ctn_node *tangent_out) {
+  ctn_node args[2];
+  (void)op;
+  (void)user_data;
+  (void)output;
+  (void)attrs;
+  if (n_inputs != 1)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "swish: expected 1 input, got %u",
+                           (unsigned)n_inputs);
+  if (tangents[0] == CTN_NODE_NONE) {
+    *tangent_out = CTN_NODE_NONE;
+    return CTN_OK;
+  }
+  args[0] = inputs[0];
+  args[1] = tangents[0];
+  return host->graph_op(g, "swish_grad", 2, args, NULL, tangent_out);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * swish_grad (x, dy) -> dy * (s + x s (1 - s))
  * ------------------------------------------------------------------------------------------- */
@@ -193,7 +216,7 @@ static const ctn_oplib_kernel swish_grad_kernels[] = {{"cpu", swish_grad_cpu_ker
 static const ctn_op_def swish_ops[] = {
     {.struct_size = sizeof(ctn_op_def), .n_inputs = 1, .name = "swish",
      .doc = "x * sigmoid(x); f32/f64; no attributes", .infer = swish_infer,
-     .grad = swish_grad_rule, .n_kernels = 1, .kernels = swish_kernels},
+     .grad = swish_grad_rule, .n_kernels = 1, .kernels = swish_kernels, .jvp_ex = swish_jvp_rule},
     {.struct_size = sizeof(ctn_op_def), .n_inputs = 2, .name = "swish_grad",
      .doc = "(x, dy) -> dy * (s + x s (1 - s)), s = sigmoid(x); same shapes; no attributes",
      .infer = swish_grad_infer, .grad = NULL, .n_kernels = 1, .kernels = swish_grad_kernels},

@@ -278,6 +278,9 @@ std::vector<Case> cases() {
   cs.push_back({"embedding", {{5, 3}}, [](ctn_graph *g, X x, ctn_node *y) {
                   return ctn_embedding(g, x[0], const_i(g, CTN_I32, {4}, {1, 4, 1, 0}), y);
                 }});
+  // An op library's op through its own tangent rule (ctn_op_def.jvp_ex, plugins/swish: the
+  // context loads it from the build tree like every plugin there).
+  cs.push_back({"oplib_swish", {m}, [](ctn_graph *g, X x, ctn_node *y) { return ctn_op(g, "swish", 1, x.data(), nullptr, y); }});
   // Backward ops (forward over reverse): they have no reverse rules, so finite differences only.
   auto op2 = [&](const char *name, double lo = -1.5, double hi = 1.5) {
     cs.push_back({name, {m, m}, [name](ctn_graph *g, X x, ctn_node *y) {
@@ -328,6 +331,33 @@ TEST(JvpErrors, OpWithoutRuleNamesItAndLeavesTheGraph) {
   // Eager graphs are refused.
   OK(ctn_graph_create(ctx, CTN_GRAPH_EAGER, &g));
   EXPECT_EQ(ctn_jvp(g, 0, nullptr, 0, nullptr, nullptr, nullptr), CTN_ERR_STATE);
+  ctn_graph_release(g);
+  ctn_context_release(ctx);
+}
+
+// An op-library op without a tangent rule (swish_grad has none): the error names the op and
+// the library, and the graph is unchanged.
+TEST(JvpErrors, OpLibraryOpWithoutRuleNamesTheLibrary) {
+  ctn_context *ctx = nullptr;
+  OK(ctn_context_create(nullptr, &ctx));  // loads the build tree's plugins, swish included
+  ctn_graph *g = nullptr;
+  OK(ctn_graph_create(ctx, 0, &g));
+  int64_t s[2] = {2, 3};
+  ctn_node x, v, dy, y, t = 0;
+  OK(ctn_input(g, "x", CTN_F64, 2, s, &x));
+  OK(ctn_input(g, "v", CTN_F64, 2, s, &v));
+  OK(ctn_input(g, "dy", CTN_F64, 2, s, &dy));
+  ctn_node in[2] = {x, dy};
+  OK(ctn_op(g, "swish_grad", 2, in, nullptr, &y));
+  uint32_t before = 0, after = 0;
+  OK(ctn_graph_node_count(g, &before));
+  EXPECT_EQ(ctn_jvp(g, 1, &y, 1, &x, &v, &t), CTN_ERR_UNSUPPORTED);
+  const std::string m = ctn_last_error();
+  EXPECT_NE(m.find("swish_grad"), std::string::npos) << m;
+  EXPECT_NE(m.find("swish-ops"), std::string::npos) << m;
+  EXPECT_NE(m.find("jvp_ex"), std::string::npos) << m;
+  OK(ctn_graph_node_count(g, &after));
+  EXPECT_EQ(before, after);
   ctn_graph_release(g);
   ctn_context_release(ctx);
 }

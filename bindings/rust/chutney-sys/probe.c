@@ -90,7 +90,7 @@ int main(void) {
   F(ctn_op_def, doc); F(ctn_op_def, infer); F(ctn_op_def, grad); F(ctn_op_def, n_kernels);
   F(ctn_op_def, kernels); F(ctn_op_def, user_data); F(ctn_op_def, infer_ex);
   F(ctn_op_def, grad_ex); F(ctn_op_def, n_kernels_ex); F(ctn_op_def, reserved);
-  F(ctn_op_def, kernels_ex);
+  F(ctn_op_def, kernels_ex); F(ctn_op_def, jvp_ex);
   S(ctn_oplib_desc); F(ctn_oplib_desc, header); F(ctn_oplib_desc, init);
   F(ctn_oplib_desc, shutdown); F(ctn_oplib_desc, n_ops); F(ctn_oplib_desc, ops);
   /* enums passed by value must have the size of the Rust alias (i32) */

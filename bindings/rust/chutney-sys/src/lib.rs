@@ -747,6 +747,22 @@ pub type ctn_op_grad_fn = Option<
     ) -> ctn_status,
 >;
 
+/// Forward-mode tangent rule receiving the op and its `user_data` (since 1.2).
+pub type ctn_op_jvp_fn = Option<
+    unsafe extern "C" fn(
+        host: *const ctn_host_api,
+        op: *const ctn_op_def,
+        user_data: *mut c_void,
+        g: *mut ctn_graph,
+        n_inputs: u32,
+        inputs: *const ctn_node,
+        output: ctn_node,
+        tangents: *const ctn_node,
+        attrs: *const ctn_attrs,
+        tangent_out: *mut ctn_node,
+    ) -> ctn_status,
+>;
+
 /// Kernel maker receiving the op, its `user_data` and the backend's name (since 1.2).
 pub type ctn_op_kernel_make_fn = Option<
     unsafe extern "C" fn(
@@ -820,6 +836,8 @@ pub struct ctn_op_def {
     pub reserved: u32,
     /// Kernel makers searched before `kernels` (since 1.2).
     pub kernels_ex: *const ctn_op_kernel,
+    /// Forward-mode tangent rule for `ctn_jvp` (optional; since 1.2).
+    pub jvp_ex: ctn_op_jvp_fn,
 }
 
 /// The descriptor an op library's `ctn_plugin_query` returns.

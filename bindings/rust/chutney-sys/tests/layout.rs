@@ -73,7 +73,7 @@ fn rust_lines() -> Vec<String> {
         ctn_op_kernel { struct_size, reserved, backend, make, run }
         ctn_oplib_kernel { backend, get_kernel }
         ctn_op_def { struct_size, n_inputs, name, doc, infer, grad, n_kernels, kernels, user_data,
-            infer_ex, grad_ex, n_kernels_ex, reserved, kernels_ex }
+            infer_ex, grad_ex, n_kernels_ex, reserved, kernels_ex, jvp_ex }
         ctn_oplib_desc { header, init, shutdown, n_ops, ops }
         ctn_dtype {} ctn_init {} ctn_layer_kind {} ctn_status {} ctn_node {}
     }

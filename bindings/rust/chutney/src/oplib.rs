@@ -669,6 +669,7 @@ impl Context {
                 n_kernels_ex: 1,
                 reserved: 0,
                 kernels_ex: k,
+                jvp_ex: None,
             })
             .collect();
         let lib = Box::new(OpLibrary {

@@ -193,6 +193,7 @@ static OPS: [ctn_op_def; 1] = [ctn_op_def {
     n_kernels_ex: 0,
     reserved: 0,
     kernels_ex: ptr::null(),
+    jvp_ex: None,
 }];
 
 static DESC: ctn_oplib_desc = ctn_oplib_desc {
