@@ -107,11 +107,24 @@ PIN(ctn_host_api, graph_op, 8 + 2 * P); /* since 1.0 */
 PIN(ctn_host_api, graph_scalar, 8 + 3 * P);
 PIN(ctn_host_api, graph_node_info, 8 + 4 * P);
 PIN(ctn_host_api, set_error_message, 8 + 5 * P); /* since 1.2 */
-PIN_SIZE(ctn_host_api, ALIGN_UP(8 + 6 * P, P)); /* grows only by appending */
+PIN(ctn_host_api, backend_proc, 8 + 6 * P);      /* since 1.2 */
+PIN_SIZE(ctn_host_api, ALIGN_UP(8 + 7 * P, P)); /* grows only by appending */
 
 /* ---- backend.h ----------------------------------------------------------------------------- */
 PIN(ctn_backend_config, struct_size, 0);
 PIN(ctn_backend_config, num_threads, 4);
+
+/* ---- device interop (since 1.2): opencl.h ------------------------------------------------- */
+PIN(ctn_opencl_interop, struct_size, 0);
+PIN(ctn_opencl_interop, version, 4);
+PIN(ctn_opencl_interop, platform, 8);
+PIN(ctn_opencl_interop, device, 8 + P);
+PIN(ctn_opencl_interop, context, 8 + 2 * P);
+PIN(ctn_opencl_interop, queue, 8 + 3 * P);
+PIN(ctn_opencl_interop, get_function, 8 + 4 * P);
+PIN(ctn_opencl_interop, fp64, 8 + 5 * P);
+PIN(ctn_opencl_interop, reserved, 12 + 5 * P);
+PIN_SIZE(ctn_opencl_interop, ALIGN_UP(16 + 5 * P, P));
 
 PIN(ctn_op_signature, struct_size, 0);
 PIN(ctn_op_signature, n_inputs, 4);
@@ -243,7 +256,8 @@ PIN(ctn_backend_desc, get_proc_address, 112);
 PIN_SIZE(ctn_backend_desc, 144);
 PIN(ctn_oplib_desc, ops, 48);
 PIN_SIZE(ctn_oplib_desc, 56);
-PIN_SIZE(ctn_host_api, 56);
+PIN_SIZE(ctn_host_api, 64);
+PIN_SIZE(ctn_opencl_interop, 56);
 PIN_SIZE(ctn_tensor_desc, 152);
 PIN_SIZE(ctn_attrs, 168);
 PIN(ctn_op_def, kernels, 48);
@@ -306,5 +320,17 @@ PIN(ctn_optimizer, clip_norm, 64);
 PIN(ctn_onnx_options, struct_size, 0);
 PIN(ctn_onnx_options, flags, 4);
 PIN(ctn_backend_config, num_threads, 4);
+
+/* ---- device interop (since 1.2): opencl.h ------------------------------------------------- */
+PIN(ctn_opencl_interop, struct_size, 0);
+PIN(ctn_opencl_interop, version, 4);
+PIN(ctn_opencl_interop, platform, 8);
+PIN(ctn_opencl_interop, device, 8 + P);
+PIN(ctn_opencl_interop, context, 8 + 2 * P);
+PIN(ctn_opencl_interop, queue, 8 + 3 * P);
+PIN(ctn_opencl_interop, get_function, 8 + 4 * P);
+PIN(ctn_opencl_interop, fp64, 8 + 5 * P);
+PIN(ctn_opencl_interop, reserved, 12 + 5 * P);
+PIN_SIZE(ctn_opencl_interop, ALIGN_UP(16 + 5 * P, P));
 
 #endif /* CHUTNEY_CORE_ABI_LAYOUT_H */

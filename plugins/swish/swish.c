@@ -18,6 +18,8 @@
 #include <chutney/desc.h> /* header-only descriptor helpers: ctn_desc_numel, ... */
 #include <chutney/oplib.h>
 
+#include "swish_device.h"
+
 /* ---------------------------------------------------------------------------------------------
  * Math. Sigmoid is computed from exp(-|x|) so that neither branch overflows.
  * ------------------------------------------------------------------------------------------- */
@@ -185,18 +187,39 @@ static ctn_status swish_grad_cpu_kernel(const ctn_host_api *host, uint32_t n_inp
  * The descriptor: static, constant, built at compile time (nothing runs at dlopen).
  * ------------------------------------------------------------------------------------------- */
 
-static const ctn_oplib_kernel swish_kernels[] = {{"cpu", swish_cpu_kernel}};
-static const ctn_oplib_kernel swish_grad_kernels[] = {{"cpu", swish_grad_cpu_kernel}};
+/* ---------------------------------------------------------------------------------------------
+ * Device kernels (swish_opencl.c): the backend's native handles arrive through host->backend_proc
+ * (plugin.h) and the backend's interop extra (opencl.h).
+ * ------------------------------------------------------------------------------------------- */
+
+static ctn_status swish_opencl(const ctn_host_api *host, uint32_t n_inputs,
+                               const ctn_tensor_desc *inputs, const ctn_tensor_desc *output,
+                               const ctn_attrs *attrs, ctn_kernel *out) {
+  (void)attrs;
+  return swish_opencl_kernel(host, SWISH_FWD, n_inputs, inputs, output, out);
+}
+
+static ctn_status swish_grad_opencl(const ctn_host_api *host, uint32_t n_inputs,
+                                    const ctn_tensor_desc *inputs, const ctn_tensor_desc *output,
+                                    const ctn_attrs *attrs, ctn_kernel *out) {
+  (void)attrs;
+  return swish_opencl_kernel(host, SWISH_GRAD, n_inputs, inputs, output, out);
+}
+
+static const ctn_oplib_kernel swish_kernels[] = {{"cpu", swish_cpu_kernel},
+                                                 {"opencl", swish_opencl}};
+static const ctn_oplib_kernel swish_grad_kernels[] = {{"cpu", swish_grad_cpu_kernel},
+                                                      {"opencl", swish_grad_opencl}};
 
 /* Designated initialisers: slots appended by later minors (1.2: user_data, infer_ex...) are
  * zero, and the array is strided by struct_size (oplib.h). */
 static const ctn_op_def swish_ops[] = {
     {.struct_size = sizeof(ctn_op_def), .n_inputs = 1, .name = "swish",
      .doc = "x * sigmoid(x); f32/f64; no attributes", .infer = swish_infer,
-     .grad = swish_grad_rule, .n_kernels = 1, .kernels = swish_kernels},
+     .grad = swish_grad_rule, .n_kernels = 2, .kernels = swish_kernels},
     {.struct_size = sizeof(ctn_op_def), .n_inputs = 2, .name = "swish_grad",
      .doc = "(x, dy) -> dy * (s + x s (1 - s)), s = sigmoid(x); same shapes; no attributes",
-     .infer = swish_grad_infer, .grad = NULL, .n_kernels = 1, .kernels = swish_grad_kernels},
+     .infer = swish_grad_infer, .grad = NULL, .n_kernels = 2, .kernels = swish_grad_kernels},
 };
 
 static const ctn_oplib_desc swish_desc = {

@@ -17,6 +17,7 @@
 #include <chutney/dlpack.h>
 #include <chutney/nn.h>
 #include <chutney/oplib.h>
+#include <chutney/opencl.h>
 #include <chutney/onnx.h>
 #include <chutney/ops.h>
 #include <chutney/plugin.h>
