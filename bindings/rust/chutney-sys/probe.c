@@ -7,6 +7,7 @@
 #include <chutney/data.h>
 #include <chutney/nn.h>
 #include <chutney/oplib.h>
+#include <chutney/opencl.h>
 #include <stdalign.h>
 #include <stdio.h>
 
@@ -82,7 +83,12 @@ int main(void) {
   S(ctn_host_api); F(ctn_host_api, struct_size); F(ctn_host_api, abi_major);
   F(ctn_host_api, abi_minor); F(ctn_host_api, set_error); F(ctn_host_api, log);
   F(ctn_host_api, graph_op); F(ctn_host_api, graph_scalar); F(ctn_host_api, graph_node_info);
-  F(ctn_host_api, set_error_message);
+  F(ctn_host_api, set_error_message); F(ctn_host_api, backend_proc);
+  S(ctn_opencl_interop); F(ctn_opencl_interop, struct_size); F(ctn_opencl_interop, version);
+  F(ctn_opencl_interop, platform); F(ctn_opencl_interop, device);
+  F(ctn_opencl_interop, context); F(ctn_opencl_interop, queue);
+  F(ctn_opencl_interop, get_function); F(ctn_opencl_interop, fp64);
+  F(ctn_opencl_interop, reserved);
   S(ctn_op_kernel); F(ctn_op_kernel, struct_size); F(ctn_op_kernel, reserved);
   F(ctn_op_kernel, backend); F(ctn_op_kernel, make); F(ctn_op_kernel, run);
   S(ctn_oplib_kernel); F(ctn_oplib_kernel, backend); F(ctn_oplib_kernel, get_kernel);
@@ -96,7 +102,7 @@ int main(void) {
   /* enums passed by value must have the size of the Rust alias (i32) */
   S(ctn_dtype); S(ctn_init); S(ctn_layer_kind); S(ctn_status); S(ctn_node);
 
-  K(CTN_ABI_MAJOR); K(CTN_ABI_MINOR); K(CTN_ABI_VERSION);
+  K(CTN_ABI_MAJOR); K(CTN_ABI_MINOR); K(CTN_ABI_VERSION); K(CTN_OPENCL_INTEROP_VERSION);
   K(CTN_VERSION_MAJOR); K(CTN_VERSION_MINOR); K(CTN_VERSION_PATCH);
   K(CTN_OK); K(CTN_ERR_INVALID_ARGUMENT); K(CTN_ERR_SHAPE); K(CTN_ERR_DTYPE);
   K(CTN_ERR_OUT_OF_MEMORY); K(CTN_ERR_UNAVAILABLE); K(CTN_ERR_UNSUPPORTED); K(CTN_ERR_PLUGIN);

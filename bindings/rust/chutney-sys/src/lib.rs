@@ -668,7 +668,54 @@ pub struct ctn_host_api {
     /// `set_error` without the format: records `message` verbatim (copied) and returns `code`
     /// (since 1.2; check `struct_size` before use).
     pub set_error_message: Option<unsafe extern "C" fn(code: ctn_status, message: *const c_char) -> ctn_status>,
+    /// From inside a kernel maker only: extra `name` of the backend the kernel is made for
+    /// (`backend` names it, or NULL), e.g. `"ctn_opencl_interop"` ([`ctn_opencl_interop`]); the
+    /// extra and the backend state it takes (since 1.2; check `struct_size` before use).
+    pub backend_proc: Option<
+        unsafe extern "C" fn(
+            backend: *const c_char,
+            name: *const c_char,
+            out_proc: *mut *mut c_void,
+            out_state: *mut *mut c_void,
+        ) -> ctn_status,
+    >,
 }
+
+/// The name of the OpenCL backend's interop extra (opencl.h; since 1.2).
+pub const CTN_OPENCL_INTEROP_PROC: &str = "ctn_opencl_interop";
+/// The version of [`ctn_opencl_interop`] this crate describes (opencl.h; since 1.2).
+pub const CTN_OPENCL_INTEROP_VERSION: u32 = 1;
+/// Any OpenCL entry point, as `ctn_opencl_interop::get_function` returns it.
+pub type ctn_opencl_fn = Option<unsafe extern "C" fn()>;
+
+/// The OpenCL backend's native handles for op-library kernels (opencl.h; since 1.2). Set
+/// `struct_size`, then call the extra (type [`ctn_opencl_interop_fn`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_opencl_interop {
+    /// In: `size_of::<ctn_opencl_interop>()`.
+    pub struct_size: u32,
+    /// Out: [`CTN_OPENCL_INTEROP_VERSION`] of the backend.
+    pub version: u32,
+    /// `cl_platform_id`.
+    pub platform: *mut c_void,
+    /// `cl_device_id`.
+    pub device: *mut c_void,
+    /// `cl_context`.
+    pub context: *mut c_void,
+    /// `cl_command_queue` (in order, the backend's own): enqueue kernels only here.
+    pub queue: *mut c_void,
+    /// The OpenCL entry point of that name from the backend's ICD loader, or NULL.
+    pub get_function: Option<unsafe extern "C" fn(name: *const c_char) -> ctn_opencl_fn>,
+    /// 1 when the device has `cl_khr_fp64`.
+    pub fp64: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+/// The type of the `"ctn_opencl_interop"` extra (opencl.h; since 1.2).
+pub type ctn_opencl_interop_fn =
+    Option<unsafe extern "C" fn(backend_state: *mut c_void, out: *mut ctn_opencl_interop) -> ctn_status>;
 
 /// The entry point of a plugin.
 pub type ctn_plugin_query_fn =
