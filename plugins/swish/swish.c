@@ -4,7 +4,8 @@
  *   swish      (x)     -> x * sigmoid(x)                         f32 / f64, any shape
  *   swish_grad (x, dy) -> dy * (s + x * s * (1 - s)), s = sigmoid(x)
  * swish's gradient rule emits a swish_grad node, so ctn_grad differentiates through it and the
- * backward pass runs on the same kernels as any other node.
+ * backward pass runs on the same kernels as any other node. Kernels: "cpu" here, "opencl" in
+ * swish_opencl.c (the device's handles come through host->backend_proc, ABI 1.2).
  *
  * This file is the template for third-party op libraries (see README.md): it includes only the
  * public headers, never links libchutney, exports nothing but ctn_plugin_query (version script),
