@@ -10,6 +10,7 @@
 #include <chutney/onnx.h>
 #include <chutney/oplib.h>
 #include <chutney/opencl.h>
+#include <chutney/vulkan.h>
 #include <chutney/ops.h>
 #include <chutney/plugin.h>
 #include <chutney/types.h>

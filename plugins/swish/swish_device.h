@@ -13,4 +13,11 @@ ctn_status swish_opencl_kernel(const ctn_host_api *host, enum swish_op op, uint3
                                const ctn_tensor_desc *inputs, const ctn_tensor_desc *output,
                                ctn_kernel *out);
 
+/* Kernel maker for backend "vulkan" (swish_vulkan.c, built where the Vulkan headers and glslc
+ * are: SWISH_HAVE_VULKAN): the kernel records its dispatch into the backend's command buffer
+ * through the hook of abi/chutney/vulkan.h. */
+ctn_status swish_vulkan_kernel(const ctn_host_api *host, enum swish_op op, uint32_t n_inputs,
+                               const ctn_tensor_desc *inputs, const ctn_tensor_desc *output,
+                               ctn_kernel *out);
+
 #endif

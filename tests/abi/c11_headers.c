@@ -18,6 +18,7 @@
 #include <chutney/nn.h>
 #include <chutney/oplib.h>
 #include <chutney/opencl.h>
+#include <chutney/vulkan.h>
 #include <chutney/onnx.h>
 #include <chutney/ops.h>
 #include <chutney/plugin.h>

@@ -717,6 +717,81 @@ pub struct ctn_opencl_interop {
 pub type ctn_opencl_interop_fn =
     Option<unsafe extern "C" fn(backend_state: *mut c_void, out: *mut ctn_opencl_interop) -> ctn_status>;
 
+/// The name of the Vulkan backend's interop extra (vulkan.h; since 1.2).
+pub const CTN_VULKAN_INTEROP_PROC: &str = "ctn_vulkan_interop";
+/// The version of [`ctn_vulkan_interop`] this crate describes (vulkan.h; since 1.2).
+pub const CTN_VULKAN_INTEROP_VERSION: u32 = 1;
+/// Any Vulkan entry point (`PFN_vkVoidFunction`).
+pub type ctn_vulkan_fn = Option<unsafe extern "C" fn()>;
+
+/// What `begin_commands` hands out (vulkan.h; since 1.2).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_vulkan_commands {
+    /// In: `size_of::<ctn_vulkan_commands>()`.
+    pub struct_size: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// `VkCommandBuffer`, recording.
+    pub command_buffer: *mut c_void,
+    /// `VkDescriptorPool` for this recording's descriptor sets.
+    pub descriptor_pool: u64,
+    /// The backend's; hand the struct back to `end_commands`.
+    pub token: *mut c_void,
+}
+
+/// The Vulkan backend's native handles and its command-buffer hook (vulkan.h; since 1.2).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_vulkan_interop {
+    /// In: `size_of::<ctn_vulkan_interop>()`.
+    pub struct_size: u32,
+    /// Out: [`CTN_VULKAN_INTEROP_VERSION`] of the backend.
+    pub version: u32,
+    /// `VkInstance`.
+    pub instance: *mut c_void,
+    /// `VkPhysicalDevice`.
+    pub physical_device: *mut c_void,
+    /// `VkDevice`.
+    pub device: *mut c_void,
+    /// `VkQueue` (the backend's; never submit to it).
+    pub queue: *mut c_void,
+    /// The queue's family index.
+    pub queue_family: u32,
+    /// The Vulkan version the device was created for.
+    pub api_version: u32,
+    /// `PFN_vkGetInstanceProcAddr` of the backend's loader.
+    pub get_instance_proc_addr: Option<unsafe extern "C" fn(instance: *mut c_void, name: *const c_char) -> ctn_vulkan_fn>,
+    /// 1 when `shaderFloat64` is enabled.
+    pub shader_float64: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// `minStorageBufferOffsetAlignment`.
+    pub storage_offset_alignment: u64,
+    /// `maxStorageBufferRange`.
+    pub max_storage_range: u64,
+    /// The `VkBuffer` and its size behind a descriptor's `data`.
+    pub buffer_info: Option<
+        unsafe extern "C" fn(backend_state: *mut c_void, data: *mut c_void, out_buffer: *mut u64, out_size: *mut u64)
+            -> ctn_status,
+    >,
+    /// The command buffer being recorded now, with a descriptor pool (see vulkan.h).
+    pub begin_commands: Option<
+        unsafe extern "C" fn(
+            backend_state: *mut c_void,
+            n_sets: u32,
+            n_descriptors: u32,
+            out: *mut ctn_vulkan_commands,
+        ) -> ctn_status,
+    >,
+    /// Ends what `begin_commands` began (submits a lone call's command buffer).
+    pub end_commands: Option<unsafe extern "C" fn(backend_state: *mut c_void, commands: *mut ctn_vulkan_commands) -> ctn_status>,
+}
+
+/// The type of the `"ctn_vulkan_interop"` extra (vulkan.h; since 1.2).
+pub type ctn_vulkan_interop_fn =
+    Option<unsafe extern "C" fn(backend_state: *mut c_void, out: *mut ctn_vulkan_interop) -> ctn_status>;
+
 /// The entry point of a plugin.
 pub type ctn_plugin_query_fn =
     Option<unsafe extern "C" fn(host_abi_version: u32, host: *const ctn_host_api) -> *const ctn_plugin_header>;
