@@ -151,6 +151,16 @@ PIN(ctn_vulkan_interop, begin_commands, ALIGN_UP(24 + 5 * P, 8) + 16 + P);
 PIN(ctn_vulkan_interop, end_commands, ALIGN_UP(24 + 5 * P, 8) + 16 + 2 * P);
 PIN_SIZE(ctn_vulkan_interop, ALIGN_UP(ALIGN_UP(24 + 5 * P, 8) + 16 + 3 * P, 8));
 
+/* ---- device interop (since 1.2): cuda.h ----------------------------------------------------- */
+PIN(ctn_cuda_interop, struct_size, 0);
+PIN(ctn_cuda_interop, version, 4);
+PIN(ctn_cuda_interop, device, 8);
+PIN(ctn_cuda_interop, compute_capability, 12);
+PIN(ctn_cuda_interop, context, 16);
+PIN(ctn_cuda_interop, stream, 16 + P);
+PIN(ctn_cuda_interop, get_driver_function, 16 + 2 * P);
+PIN_SIZE(ctn_cuda_interop, 16 + 3 * P);
+
 PIN(ctn_op_signature, struct_size, 0);
 PIN(ctn_op_signature, n_inputs, 4);
 PIN(ctn_op_signature, op, 8);
@@ -285,6 +295,7 @@ PIN_SIZE(ctn_host_api, 64);
 PIN_SIZE(ctn_opencl_interop, 56);
 PIN_SIZE(ctn_vulkan_commands, 32);
 PIN_SIZE(ctn_vulkan_interop, 104);
+PIN_SIZE(ctn_cuda_interop, 40);
 PIN_SIZE(ctn_tensor_desc, 152);
 PIN_SIZE(ctn_attrs, 168);
 PIN(ctn_op_def, kernels, 48);
@@ -347,42 +358,5 @@ PIN(ctn_optimizer, clip_norm, 64);
 PIN(ctn_onnx_options, struct_size, 0);
 PIN(ctn_onnx_options, flags, 4);
 PIN(ctn_backend_config, num_threads, 4);
-
-/* ---- device interop (since 1.2): opencl.h ------------------------------------------------- */
-PIN(ctn_opencl_interop, struct_size, 0);
-PIN(ctn_opencl_interop, version, 4);
-PIN(ctn_opencl_interop, platform, 8);
-PIN(ctn_opencl_interop, device, 8 + P);
-PIN(ctn_opencl_interop, context, 8 + 2 * P);
-PIN(ctn_opencl_interop, queue, 8 + 3 * P);
-PIN(ctn_opencl_interop, get_function, 8 + 4 * P);
-PIN(ctn_opencl_interop, fp64, 8 + 5 * P);
-PIN(ctn_opencl_interop, reserved, 12 + 5 * P);
-PIN_SIZE(ctn_opencl_interop, ALIGN_UP(16 + 5 * P, P));
-
-/* ---- device interop (since 1.2): vulkan.h -------------------------------------------------- */
-PIN(ctn_vulkan_commands, struct_size, 0);
-PIN(ctn_vulkan_commands, reserved, 4);
-PIN(ctn_vulkan_commands, command_buffer, 8);
-PIN(ctn_vulkan_commands, descriptor_pool, ALIGN_UP(8 + P, 8));
-PIN(ctn_vulkan_commands, token, ALIGN_UP(8 + P, 8) + 8);
-PIN_SIZE(ctn_vulkan_commands, ALIGN_UP(ALIGN_UP(8 + P, 8) + 8 + P, 8));
-PIN(ctn_vulkan_interop, struct_size, 0);
-PIN(ctn_vulkan_interop, version, 4);
-PIN(ctn_vulkan_interop, instance, 8);
-PIN(ctn_vulkan_interop, physical_device, 8 + P);
-PIN(ctn_vulkan_interop, device, 8 + 2 * P);
-PIN(ctn_vulkan_interop, queue, 8 + 3 * P);
-PIN(ctn_vulkan_interop, queue_family, 8 + 4 * P);
-PIN(ctn_vulkan_interop, api_version, 12 + 4 * P);
-PIN(ctn_vulkan_interop, get_instance_proc_addr, 16 + 4 * P);
-PIN(ctn_vulkan_interop, shader_float64, 16 + 5 * P);
-PIN(ctn_vulkan_interop, reserved, 20 + 5 * P);
-PIN(ctn_vulkan_interop, storage_offset_alignment, ALIGN_UP(24 + 5 * P, 8));
-PIN(ctn_vulkan_interop, max_storage_range, ALIGN_UP(24 + 5 * P, 8) + 8);
-PIN(ctn_vulkan_interop, buffer_info, ALIGN_UP(24 + 5 * P, 8) + 16);
-PIN(ctn_vulkan_interop, begin_commands, ALIGN_UP(24 + 5 * P, 8) + 16 + P);
-PIN(ctn_vulkan_interop, end_commands, ALIGN_UP(24 + 5 * P, 8) + 16 + 2 * P);
-PIN_SIZE(ctn_vulkan_interop, ALIGN_UP(ALIGN_UP(24 + 5 * P, 8) + 16 + 3 * P, 8));
 
 #endif /* CHUTNEY_CORE_ABI_LAYOUT_H */

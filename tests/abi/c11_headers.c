@@ -17,6 +17,7 @@
 #include <chutney/dlpack.h>
 #include <chutney/nn.h>
 #include <chutney/oplib.h>
+#include <chutney/cuda.h>
 #include <chutney/opencl.h>
 #include <chutney/vulkan.h>
 #include <chutney/onnx.h>

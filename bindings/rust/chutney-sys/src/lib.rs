@@ -792,6 +792,37 @@ pub struct ctn_vulkan_interop {
 pub type ctn_vulkan_interop_fn =
     Option<unsafe extern "C" fn(backend_state: *mut c_void, out: *mut ctn_vulkan_interop) -> ctn_status>;
 
+/// The name of the CUDA backend's interop extra (cuda.h; since 1.2).
+pub const CTN_CUDA_INTEROP_PROC: &str = "ctn_cuda_interop";
+/// The version of [`ctn_cuda_interop`] this crate describes (cuda.h; since 1.2).
+pub const CTN_CUDA_INTEROP_VERSION: u32 = 1;
+/// Any CUDA driver entry point.
+pub type ctn_cuda_fn = Option<unsafe extern "C" fn()>;
+
+/// The CUDA backend's native handles (cuda.h; since 1.2): launch only on `stream`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_cuda_interop {
+    /// In: `size_of::<ctn_cuda_interop>()`.
+    pub struct_size: u32,
+    /// Out: [`CTN_CUDA_INTEROP_VERSION`] of the backend.
+    pub version: u32,
+    /// Device ordinal.
+    pub device: i32,
+    /// major * 10 + minor.
+    pub compute_capability: i32,
+    /// `CUcontext` (the primary context).
+    pub context: *mut c_void,
+    /// `CUstream` / `cudaStream_t`.
+    pub stream: *mut c_void,
+    /// A driver API function of the backend's libcuda, or NULL.
+    pub get_driver_function: Option<unsafe extern "C" fn(backend_state: *mut c_void, name: *const c_char) -> ctn_cuda_fn>,
+}
+
+/// The type of the `"ctn_cuda_interop"` extra (cuda.h; since 1.2).
+pub type ctn_cuda_interop_fn =
+    Option<unsafe extern "C" fn(backend_state: *mut c_void, out: *mut ctn_cuda_interop) -> ctn_status>;
+
 /// The entry point of a plugin.
 pub type ctn_plugin_query_fn =
     Option<unsafe extern "C" fn(host_abi_version: u32, host: *const ctn_host_api) -> *const ctn_plugin_header>;
