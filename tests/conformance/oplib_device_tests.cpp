@@ -234,6 +234,47 @@ TEST_P(SwishDevice, GradientMatchesFiniteDifferences) {
   ctn_graph_release(g);
 }
 
+// Vulkan plans record each segment into one command buffer, the library's dispatch included
+// (vulkan.h's hook). With "record" = "off" every step is submitted alone (the hook's lone-call
+// path): the same plan must give the same bits.
+TEST_P(SwishDevice, VulkanRecordedAndUnrecordedAgree) {
+  if (backend_ != "vulkan") GTEST_SKIP() << "Vulkan only (the record option)";
+  const Case c = make_case(300);
+  std::vector<double> runs[2], grads[2];
+  void *proc = nullptr, *state = nullptr;
+  ASSERT_EQ(ctn_context_backend_proc(c_.ctx, "vulkan", "ctn_vulkan_submits", &proc, &state), CTN_OK) << last();
+  auto submits = reinterpret_cast<uint64_t (*)(void *)>(proc);
+  uint64_t n_submits[2] = {0, 0};
+  for (int pass = 0; pass < 2; ++pass) {
+    ASSERT_EQ(ctn_context_set_option(c_.ctx, "vulkan", "record", pass == 0 ? "on" : "off"), CTN_OK) << last();
+    ctn_graph *g = nullptr;
+    ASSERT_EQ(ctn_graph_create(c_.ctx, 0, &g), CTN_OK) << last();
+    ctn_node x, w, outs[2];
+    ctn_plan *p = nullptr;
+    compile(g, &x, &w, outs, &p, c.n);
+    if (HasFatalFailure() || IsSkipped() || p == nullptr) {
+      ctn_graph_release(g);
+      return;
+    }
+    const uint64_t before = submits(state);
+    runs[pass] = run(p, x, w, c, 0, &grads[pass]);
+    n_submits[pass] = submits(state) - before;
+    ctn_plan_release(p);
+    ctn_graph_release(g);
+  }
+  // Recorded: the whole plan (swish, mul, sum and the backward steps) in one segment's command
+  // buffer; unrecorded: one submission per step, the library's two included.
+  EXPECT_EQ(n_submits[0], 1u) << "recorded " << n_submits[0] << ", unrecorded " << n_submits[1];
+  EXPECT_GE(n_submits[1], 3u) << "recorded " << n_submits[0] << ", unrecorded " << n_submits[1];
+  ASSERT_EQ(runs[0].size(), runs[1].size());
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    EXPECT_EQ(runs[0][i], runs[1][i]) << "swish, element " << i;
+    EXPECT_EQ(grads[0][i], grads[1][i]) << "d/dx, element " << i;
+    EXPECT_NEAR(runs[0][i], swish_ref(dt_ == CTN_F32 ? static_cast<double>(static_cast<float>(c.x[i])) : c.x[i]),
+                1e-5 * std::max(1.0, std::fabs(c.x[i])));
+  }
+}
+
 // Eager execution asks the same kernel makers (core/exec/eager.cpp).
 TEST_P(SwishDevice, EagerRunsOnTheBackend) {
   ASSERT_EQ(ctn_context_set_backends(c_.ctx, backend_.c_str()), CTN_OK) << last();
