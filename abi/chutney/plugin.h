@@ -84,6 +84,21 @@ typedef struct ctn_host_api {
    * the current call on this thread and returns `code`. For languages that cannot call variadic
    * C functions (Go, Python's ctypes callbacks). The host copies the message before it returns. */
   ctn_status (*set_error_message)(ctn_status code, const char *message);
+
+  /* Backend extras for kernel makers: what ctn_context_backend_proc (chutney.h) returns, from
+   * inside an op library's kernel maker (oplib.h). Looks up extra `name` of backend `backend`
+   * (its get_proc_address slot, backend.h), which must be the backend the kernel is being made
+   * for (NULL means that one), in the context whose plan or eager call asks; *out_proc receives the extra (a function: copy it into its documented type
+   * with memcpy, or cast), *out_state (may be NULL) the backend state extras take as their
+   * first argument. Both stay valid until that context is released. This is how a kernel for a
+   * device backend gets the device's native handles: "ctn_opencl_interop" (opencl.h),
+   * "ctn_vulkan_interop" (vulkan.h), "ctn_cuda_interop" (cuda.h). Errors: called outside a
+   * kernel maker (CTN_ERR_INVALID_ARGUMENT: the host table is shared by every context, so only
+   * a kernel maker's thread knows which context asks), NULL name or out_proc, another
+   * backend's name (CTN_ERR_INVALID_ARGUMENT), no extra of that name (CTN_ERR_UNSUPPORTED).
+   * since 1.2 */
+  ctn_status (*backend_proc)(const char *backend, const char *name, void **out_proc,
+                             void **out_state);
 } ctn_host_api;
 
 /* The entry point's type. */

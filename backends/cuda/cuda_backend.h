@@ -142,6 +142,8 @@ void kernel_set(ctn_kernel *kernel, ctn_kernel_fn fn, KernelBase *state, uint32_
 // through cudaGetLastError; an error inside a running kernel shows at synchronize).
 ctn_status check_launch(Backend *be, const char *op);
 ctn_status cuda_fail(Backend *be, cudaError_t e, const char *what);
+// The "ctn_cuda_interop" extra (interop.cpp, abi/chutney/cuda.h); nullptr for other names.
+void *interop_proc(const char *name);
 ctn_status cublas_fail(Backend *be, cublasStatus_t s, const char *what);
 ctn_status cudnn_fail(Backend *be, cudnnStatus_t s, const char *what);
 

@@ -381,7 +381,7 @@ void *cuda_get_proc_address(void *, const char *name) {
   if (!name) return nullptr;
   if (!std::strcmp(name, "ctn_cuda_stream")) return reinterpret_cast<void *>(&proc_stream);
   if (!std::strcmp(name, "ctn_cuda_device")) return reinterpret_cast<void *>(&proc_device);
-  return nullptr;
+  return interop_proc(name);  // "ctn_cuda_interop" (interop.cpp)
 }
 
 // ---- plan segments: capture once, replay with one cudaGraphLaunch per run ---------------------

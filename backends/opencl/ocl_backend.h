@@ -102,6 +102,10 @@ ctn_status make_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel *out
 ctn_status make_optim(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled);
 ctn_status make_nn(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled);
 
+// ---- op library interop (interop.cpp, abi/chutney/opencl.h) -------------------------------
+// The "ctn_opencl_interop" extra for get_proc_address; nullptr for other names.
+void *interop_proc(const char *name);
+
 // ---- placement policy ---------------------------------------------------------------------
 // Loads the cached policy table or measures it now (remeasure: measures in any case).
 void policy_prepare(Backend &be, bool remeasure = false);

@@ -317,8 +317,15 @@ ctn_status ocl_set_option(void *state, const char *key, const char *value) {
 }
 
 // ---- plan segments: bind every call once, replay = enqueues only ---------------------------
+// A call is one of ours (op) or an op library's kernel that enqueues on our queue itself
+// (abi/chutney/opencl.h): called as is at every run, in order, on the same in-order queue.
 struct Segment {
-  std::vector<Op *> ops;
+  struct Call {
+    Op *op;
+    const ctn_kernel *foreign;
+    const ctn_kernel_args *args;
+  };
+  std::vector<Call> calls;
 };
 
 ctn_status ocl_plan_prepare(void *state, uint32_t n, const ctn_plan_call *calls, void **out) {
@@ -327,12 +334,13 @@ ctn_status ocl_plan_prepare(void *state, uint32_t n, const ctn_plan_call *calls,
     auto seg = std::make_unique<Segment>();
     for (uint32_t i = 0; i < n; ++i) {
       const ctn_kernel *k = calls[i].kernel;
-      if (k->fn != op_kernel_fn)
-        return be->host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                                   "opencl plan_prepare: call %u is not an OpenCL kernel", i);
+      if (k->fn != op_kernel_fn) {
+        seg->calls.push_back({nullptr, k, calls[i].args});  // an op library's kernel
+        continue;
+      }
       Op *op = static_cast<Op *>(k->state);
       if (ctn_status st = op->bind(*calls[i].args); st != CTN_OK) return st;
-      seg->ops.push_back(op);
+      seg->calls.push_back({op, nullptr, nullptr});
     }
     *out = seg.release();
     return CTN_OK;
@@ -342,8 +350,10 @@ ctn_status ocl_plan_prepare(void *state, uint32_t n, const ctn_plan_call *calls,
 }
 
 ctn_status ocl_plan_run(void *, void *segment) {
-  for (Op *op : static_cast<Segment *>(segment)->ops)
-    if (ctn_status st = op->enqueue(); st != CTN_OK) return st;
+  for (const Segment::Call &c : static_cast<Segment *>(segment)->calls) {
+    ctn_status st = c.op ? c.op->enqueue() : c.foreign->fn(c.foreign->state, c.args);
+    if (st != CTN_OK) return st;
+  }
   return CTN_OK;
 }
 
@@ -370,7 +380,7 @@ void *ocl_get_proc_address(void *, const char *name) {
   if (!std::strcmp(name, "ctn_placement_explain")) return reinterpret_cast<void *>(&proc_placement_explain);
   if (!std::strcmp(name, "ctn_opencl_queue")) return reinterpret_cast<void *>(&proc_queue);
   if (!std::strcmp(name, "ctn_opencl_context")) return reinterpret_cast<void *>(&proc_context);
-  return nullptr;
+  return interop_proc(name);  // "ctn_opencl_interop" (interop.cpp)
 }
 
 // Constant-initialised: nothing runs when the plugin is loaded (libOpenCL is touched in init).

@@ -520,7 +520,7 @@ void *vk_get_proc_address(void *, const char *name) {
   };
   for (const Entry &e : entries)
     if (std::strcmp(e.name, name) == 0) return e.fn;
-  return nullptr;
+  return interop_proc(name);  // "ctn_vulkan_interop" (interop.cpp)
 }
 
 // Constant-initialised: no code runs when the plugin is loaded.

@@ -294,6 +294,7 @@ void segment_destroy(Backend &be, Segment *s) {
   }
   if (s->cb) be.vk.vkFreeCommandBuffers(be.dev, be.cmd_pool, 1, &s->cb);
   if (s->pool) be.vk.vkDestroyDescriptorPool(be.dev, s->pool, nullptr);
+  for (VkDescriptorPool p : s->foreign_pools) be.vk.vkDestroyDescriptorPool(be.dev, p, nullptr);
   if (s->fence) be.vk.vkDestroyFence(be.dev, s->fence, nullptr);
   delete s;
 }
@@ -310,17 +311,15 @@ ctn_status plan_prepare(void *state, uint32_t n, const ctn_plan_call *calls, voi
     s = new Segment;
     s->calls.assign(calls, calls + n);
     s->recorded = be->record;
-    for (uint32_t i = 0; i < n; ++i)
-      if (calls[i].kernel->fn != kernel_call) {
-        segment_destroy(*be, s);
-        return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan plan_prepare: step %u is not a vulkan kernel", i);
-      }
+    // A step whose kernel is not ours is an op library's: it records through the command-buffer
+    // hook (interop.cpp, abi/chutney/vulkan.h) into this segment's command buffer.
     if (!s->recorded) {
       *out = s;
       return CTN_OK;
     }
     uint32_t sets = 0;
-    for (uint32_t i = 0; i < n; ++i) sets += static_cast<const Kernel *>(calls[i].kernel->state)->n_dispatch();
+    for (uint32_t i = 0; i < n; ++i)
+      if (calls[i].kernel->fn == kernel_call) sets += static_cast<const Kernel *>(calls[i].kernel->state)->n_dispatch();
     ctn_status st = create_descriptor_pool(*be, sets, &s->pool);
     if (st == CTN_OK) st = begin_cb(*be, &s->cb);
     if (st != CTN_OK) {
@@ -329,7 +328,9 @@ ctn_status plan_prepare(void *state, uint32_t n, const ctn_plan_call *calls, voi
     }
     cmd_barrier(*be, s->cb, true);
     for (uint32_t i = 0; i < n && st == CTN_OK; ++i)
-      st = record_kernel(*be, s->cb, s->pool, *static_cast<const Kernel *>(calls[i].kernel->state), *calls[i].args);
+      st = calls[i].kernel->fn == kernel_call
+               ? record_kernel(*be, s->cb, s->pool, *static_cast<const Kernel *>(calls[i].kernel->state), *calls[i].args)
+               : record_foreign(*be, s->cb, s->foreign_pools, calls[i]);
     cmd_barrier(*be, s->cb, false);
     VkResult r = be->vk.vkEndCommandBuffer(s->cb);
     if (st == CTN_OK && r != VK_SUCCESS) st = vk_fail(*be, r, "vkEndCommandBuffer");

@@ -110,6 +110,7 @@ struct Segment {
   VkFence fence = VK_NULL_HANDLE;
   bool pending = false;
   std::vector<ctn_plan_call> calls;
+  std::vector<VkDescriptorPool> foreign_pools;  // op libraries' kernels' pools (interop.cpp)
 };
 
 struct Backend {
@@ -200,6 +201,13 @@ ctn_status plan_prepare(void *state, uint32_t n, const ctn_plan_call *calls, voi
 ctn_status plan_run(void *state, void *segment);
 void plan_release(void *state, void *segment);
 
+// ---- interop.cpp (abi/chutney/vulkan.h) ---------------------------------------------------------
+// The "ctn_vulkan_interop" extra for get_proc_address; nullptr for other names.
+void *interop_proc(const char *name);
+// Records an op library's kernel into a segment's command buffer (its fn records through the
+// hook, which hands out `cb`); descriptor pools it asks for are appended to `pools`.
+ctn_status record_foreign(Backend &be, VkCommandBuffer cb, std::vector<VkDescriptorPool> &pools,
+                          const ctn_plan_call &call);
 // ---- kernels ------------------------------------------------------------------------------------
 uint64_t desc_bytes(const ctn_tensor_desc &d);
 

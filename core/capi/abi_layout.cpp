@@ -9,6 +9,9 @@
 #include <chutney/nn.h>
 #include <chutney/onnx.h>
 #include <chutney/oplib.h>
+#include <chutney/cuda.h>
+#include <chutney/opencl.h>
+#include <chutney/vulkan.h>
 #include <chutney/ops.h>
 #include <chutney/plugin.h>
 #include <chutney/types.h>

@@ -107,11 +107,59 @@ PIN(ctn_host_api, graph_op, 8 + 2 * P); /* since 1.0 */
 PIN(ctn_host_api, graph_scalar, 8 + 3 * P);
 PIN(ctn_host_api, graph_node_info, 8 + 4 * P);
 PIN(ctn_host_api, set_error_message, 8 + 5 * P); /* since 1.2 */
-PIN_SIZE(ctn_host_api, ALIGN_UP(8 + 6 * P, P)); /* grows only by appending */
+PIN(ctn_host_api, backend_proc, 8 + 6 * P);      /* since 1.2 */
+PIN_SIZE(ctn_host_api, ALIGN_UP(8 + 7 * P, P)); /* grows only by appending */
 
 /* ---- backend.h ----------------------------------------------------------------------------- */
 PIN(ctn_backend_config, struct_size, 0);
 PIN(ctn_backend_config, num_threads, 4);
+
+/* ---- device interop (since 1.2): opencl.h ------------------------------------------------- */
+PIN(ctn_opencl_interop, struct_size, 0);
+PIN(ctn_opencl_interop, version, 4);
+PIN(ctn_opencl_interop, platform, 8);
+PIN(ctn_opencl_interop, device, 8 + P);
+PIN(ctn_opencl_interop, context, 8 + 2 * P);
+PIN(ctn_opencl_interop, queue, 8 + 3 * P);
+PIN(ctn_opencl_interop, get_function, 8 + 4 * P);
+PIN(ctn_opencl_interop, fp64, 8 + 5 * P);
+PIN(ctn_opencl_interop, reserved, 12 + 5 * P);
+PIN_SIZE(ctn_opencl_interop, ALIGN_UP(16 + 5 * P, P));
+
+/* ---- device interop (since 1.2): vulkan.h -------------------------------------------------- */
+PIN(ctn_vulkan_commands, struct_size, 0);
+PIN(ctn_vulkan_commands, reserved, 4);
+PIN(ctn_vulkan_commands, command_buffer, 8);
+PIN(ctn_vulkan_commands, descriptor_pool, ALIGN_UP(8 + P, 8));
+PIN(ctn_vulkan_commands, token, ALIGN_UP(8 + P, 8) + 8);
+PIN_SIZE(ctn_vulkan_commands, ALIGN_UP(ALIGN_UP(8 + P, 8) + 8 + P, 8));
+PIN(ctn_vulkan_interop, struct_size, 0);
+PIN(ctn_vulkan_interop, version, 4);
+PIN(ctn_vulkan_interop, instance, 8);
+PIN(ctn_vulkan_interop, physical_device, 8 + P);
+PIN(ctn_vulkan_interop, device, 8 + 2 * P);
+PIN(ctn_vulkan_interop, queue, 8 + 3 * P);
+PIN(ctn_vulkan_interop, queue_family, 8 + 4 * P);
+PIN(ctn_vulkan_interop, api_version, 12 + 4 * P);
+PIN(ctn_vulkan_interop, get_instance_proc_addr, 16 + 4 * P);
+PIN(ctn_vulkan_interop, shader_float64, 16 + 5 * P);
+PIN(ctn_vulkan_interop, reserved, 20 + 5 * P);
+PIN(ctn_vulkan_interop, storage_offset_alignment, ALIGN_UP(24 + 5 * P, 8));
+PIN(ctn_vulkan_interop, max_storage_range, ALIGN_UP(24 + 5 * P, 8) + 8);
+PIN(ctn_vulkan_interop, buffer_info, ALIGN_UP(24 + 5 * P, 8) + 16);
+PIN(ctn_vulkan_interop, begin_commands, ALIGN_UP(24 + 5 * P, 8) + 16 + P);
+PIN(ctn_vulkan_interop, end_commands, ALIGN_UP(24 + 5 * P, 8) + 16 + 2 * P);
+PIN_SIZE(ctn_vulkan_interop, ALIGN_UP(ALIGN_UP(24 + 5 * P, 8) + 16 + 3 * P, 8));
+
+/* ---- device interop (since 1.2): cuda.h ----------------------------------------------------- */
+PIN(ctn_cuda_interop, struct_size, 0);
+PIN(ctn_cuda_interop, version, 4);
+PIN(ctn_cuda_interop, device, 8);
+PIN(ctn_cuda_interop, compute_capability, 12);
+PIN(ctn_cuda_interop, context, 16);
+PIN(ctn_cuda_interop, stream, 16 + P);
+PIN(ctn_cuda_interop, get_driver_function, 16 + 2 * P);
+PIN_SIZE(ctn_cuda_interop, 16 + 3 * P);
 
 PIN(ctn_op_signature, struct_size, 0);
 PIN(ctn_op_signature, n_inputs, 4);
@@ -244,7 +292,11 @@ PIN(ctn_backend_desc, get_proc_address, 112);
 PIN_SIZE(ctn_backend_desc, 144);
 PIN(ctn_oplib_desc, ops, 48);
 PIN_SIZE(ctn_oplib_desc, 56);
-PIN_SIZE(ctn_host_api, 56);
+PIN_SIZE(ctn_host_api, 64);
+PIN_SIZE(ctn_opencl_interop, 56);
+PIN_SIZE(ctn_vulkan_commands, 32);
+PIN_SIZE(ctn_vulkan_interop, 104);
+PIN_SIZE(ctn_cuda_interop, 40);
 PIN_SIZE(ctn_tensor_desc, 152);
 PIN_SIZE(ctn_attrs, 168);
 PIN(ctn_op_def, kernels, 48);

@@ -1,5 +1,7 @@
 #include "exec/select.h"
 
+#include "plugin/backend_proc.h"
+
 #include "util/status.h"
 
 #include <cstring>
@@ -53,6 +55,7 @@ bool select_kernel(Backend &b, const OpDef &op, uint32_t n, const ctn_tensor_des
       if (!pick && b.host_memory() && std::strcmp(ek.backend, "cpu") == 0) pick = &ek;
     if (pick) {
       Backend::Serial serial(b);  // the library's kernel for b is part of b's calls (backend.h)
+      KernelMakerScope maker(b);  // host->backend_proc reaches b's extras (plugin.h, 1.2)
       take_plugin_error();
       ctn_status s;
       try {

@@ -1,4 +1,5 @@
 #include "plugin/context.h"
+#include "plugin/backend_proc.h"
 
 #include "graph/graph.h"
 #include "util/status.h"
@@ -242,6 +243,7 @@ const ctn_host_api kHost = {
     sizeof(ctn_host_api), CTN_ABI_MAJOR, CTN_ABI_MINOR, host_set_error, host_log,
     host_graph_op,        host_graph_scalar, host_graph_node_info,
     host_set_error_message,
+    host_backend_proc,  // since 1.2, plugin/backend_proc.cpp
 };
 
 }  // namespace

@@ -4,7 +4,9 @@
  *   swish      (x)     -> x * sigmoid(x)                         f32 / f64, any shape
  *   swish_grad (x, dy) -> dy * (s + x * s * (1 - s)), s = sigmoid(x)
  * swish's gradient rule emits a swish_grad node, so ctn_grad differentiates through it and the
- * backward pass runs on the same kernels as any other node.
+ * backward pass runs on the same kernels as any other node. Kernels: "cpu" here, "opencl" in
+ * swish_opencl.c, "vulkan" in swish_vulkan.c where the build had the Vulkan headers and glslc
+ * (the device's handles come through host->backend_proc, ABI 1.2).
  *
  * This file is the template for third-party op libraries (see README.md): it includes only the
  * public headers, never links libchutney, exports nothing but ctn_plugin_query (version script),
@@ -17,6 +19,8 @@
 
 #include <chutney/desc.h> /* header-only descriptor helpers: ctn_desc_numel, ... */
 #include <chutney/oplib.h>
+
+#include "swish_device.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Math. Sigmoid is computed from exp(-|x|) so that neither branch overflows.
@@ -208,18 +212,62 @@ static ctn_status swish_grad_cpu_kernel(const ctn_host_api *host, uint32_t n_inp
  * The descriptor: static, constant, built at compile time (nothing runs at dlopen).
  * ------------------------------------------------------------------------------------------- */
 
-static const ctn_oplib_kernel swish_kernels[] = {{"cpu", swish_cpu_kernel}};
-static const ctn_oplib_kernel swish_grad_kernels[] = {{"cpu", swish_grad_cpu_kernel}};
+/* ---------------------------------------------------------------------------------------------
+ * Device kernels (swish_opencl.c): the backend's native handles arrive through host->backend_proc
+ * (plugin.h) and the backend's interop extra (opencl.h).
+ * ------------------------------------------------------------------------------------------- */
+
+static ctn_status swish_opencl(const ctn_host_api *host, uint32_t n_inputs,
+                               const ctn_tensor_desc *inputs, const ctn_tensor_desc *output,
+                               const ctn_attrs *attrs, ctn_kernel *out) {
+  (void)attrs;
+  return swish_opencl_kernel(host, SWISH_FWD, n_inputs, inputs, output, out);
+}
+
+static ctn_status swish_grad_opencl(const ctn_host_api *host, uint32_t n_inputs,
+                                    const ctn_tensor_desc *inputs, const ctn_tensor_desc *output,
+                                    const ctn_attrs *attrs, ctn_kernel *out) {
+  (void)attrs;
+  return swish_opencl_kernel(host, SWISH_GRAD, n_inputs, inputs, output, out);
+}
+
+#ifdef SWISH_HAVE_VULKAN
+static ctn_status swish_vulkan(const ctn_host_api *host, uint32_t n_inputs,
+                               const ctn_tensor_desc *inputs, const ctn_tensor_desc *output,
+                               const ctn_attrs *attrs, ctn_kernel *out) {
+  (void)attrs;
+  return swish_vulkan_kernel(host, SWISH_FWD, n_inputs, inputs, output, out);
+}
+
+static ctn_status swish_grad_vulkan(const ctn_host_api *host, uint32_t n_inputs,
+                                    const ctn_tensor_desc *inputs, const ctn_tensor_desc *output,
+                                    const ctn_attrs *attrs, ctn_kernel *out) {
+  (void)attrs;
+  return swish_vulkan_kernel(host, SWISH_GRAD, n_inputs, inputs, output, out);
+}
+#define SWISH_VULKAN_ENTRY(fn) , {"vulkan", fn}
+#define SWISH_N_KERNELS 3
+#else
+#define SWISH_VULKAN_ENTRY(fn)
+#define SWISH_N_KERNELS 2
+#endif
+
+static const ctn_oplib_kernel swish_kernels[] = {
+    {"cpu", swish_cpu_kernel}, {"opencl", swish_opencl} SWISH_VULKAN_ENTRY(swish_vulkan)};
+static const ctn_oplib_kernel swish_grad_kernels[] = {
+    {"cpu", swish_grad_cpu_kernel},
+    {"opencl", swish_grad_opencl} SWISH_VULKAN_ENTRY(swish_grad_vulkan)};
 
 /* Designated initialisers: slots appended by later minors (1.2: user_data, infer_ex...) are
  * zero, and the array is strided by struct_size (oplib.h). */
 static const ctn_op_def swish_ops[] = {
     {.struct_size = sizeof(ctn_op_def), .n_inputs = 1, .name = "swish",
      .doc = "x * sigmoid(x); f32/f64; no attributes", .infer = swish_infer,
-     .grad = swish_grad_rule, .n_kernels = 1, .kernels = swish_kernels, .jvp_ex = swish_jvp_rule},
+     .grad = swish_grad_rule, .n_kernels = SWISH_N_KERNELS, .kernels = swish_kernels,
+     .jvp_ex = swish_jvp_rule},
     {.struct_size = sizeof(ctn_op_def), .n_inputs = 2, .name = "swish_grad",
      .doc = "(x, dy) -> dy * (s + x s (1 - s)), s = sigmoid(x); same shapes; no attributes",
-     .infer = swish_grad_infer, .grad = NULL, .n_kernels = 1, .kernels = swish_grad_kernels},
+     .infer = swish_grad_infer, .grad = NULL, .n_kernels = SWISH_N_KERNELS, .kernels = swish_grad_kernels},
 };
 
 static const ctn_oplib_desc swish_desc = {

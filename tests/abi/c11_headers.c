@@ -17,6 +17,9 @@
 #include <chutney/dlpack.h>
 #include <chutney/nn.h>
 #include <chutney/oplib.h>
+#include <chutney/cuda.h>
+#include <chutney/opencl.h>
+#include <chutney/vulkan.h>
 #include <chutney/onnx.h>
 #include <chutney/ops.h>
 #include <chutney/plugin.h>

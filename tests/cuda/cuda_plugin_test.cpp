@@ -4,6 +4,7 @@
 // backend. Either way the CPU backend keeps working beside it.
 #include <chutney/backend.h>
 #include <chutney/chutney.h>
+#include <chutney/cuda.h>
 #include <chutney/ops.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -78,6 +79,54 @@ TEST(CudaPlugin, LoadsAndReportsAvailability) {
     EXPECT_EQ(g_error.rfind("unavailable: ", 0), 0u) << g_error;
     EXPECT_GT(g_error.size(), std::string("unavailable: ").size() + 5) << "a reason must follow";
   }
+  dlclose(dl);
+}
+
+// since 1.2: the "ctn_cuda_interop" extra (abi/chutney/cuda.h). Without a GPU only the parts
+// that need no device are checked (the extra is offered; NULL and short structs are refused);
+// with one, the handles must be those of the backend (its stream) and the driver API reachable.
+TEST(CudaPlugin, InteropExtra) {
+  void *dl = dlopen(plugin_path(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(dl, nullptr) << dlerror();
+  auto query = reinterpret_cast<ctn_plugin_query_fn>(dlsym(dl, CTN_PLUGIN_ENTRY_SYMBOL));
+  ASSERT_NE(query, nullptr);
+  ctn_host_api host{};
+  host.struct_size = sizeof host;
+  host.abi_major = CTN_ABI_MAJOR;
+  host.abi_minor = CTN_ABI_MINOR;
+  host.set_error = host_set_error;
+  host.log = host_log;
+  const auto *desc = reinterpret_cast<const ctn_backend_desc *>(query(CTN_ABI_VERSION, &host));
+  ASSERT_NE(desc, nullptr);
+  ASSERT_NE(desc->get_proc_address, nullptr);
+  void *proc = desc->get_proc_address(nullptr, CTN_CUDA_INTEROP_PROC);
+  ASSERT_NE(proc, nullptr) << "the cuda backend must offer " CTN_CUDA_INTEROP_PROC;
+  auto get = reinterpret_cast<ctn_cuda_interop_fn>(proc);
+  ctn_cuda_interop io{};
+  io.struct_size = sizeof io;
+  EXPECT_EQ(get(nullptr, &io), CTN_ERR_INVALID_ARGUMENT);
+  ctn_backend_config cfg{sizeof cfg, 1};
+  void *state = nullptr;
+  g_error.clear();
+  if (desc->init(&host, &cfg, &state) != CTN_OK) {
+    dlclose(dl);
+    GTEST_SKIP() << "no CUDA device, the handles are not checked: " << g_error;
+  }
+  ctn_cuda_interop small{};
+  small.struct_size = 8;
+  EXPECT_EQ(get(state, &small), CTN_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(get(state, &io), CTN_OK) << g_error;
+  EXPECT_EQ(io.struct_size, sizeof io);
+  EXPECT_EQ(io.version, CTN_CUDA_INTEROP_VERSION);
+  EXPECT_NE(io.context, nullptr);
+  EXPECT_GE(io.compute_capability, 50);
+  auto stream_fn = reinterpret_cast<void *(*)(void *)>(desc->get_proc_address(state, "ctn_cuda_stream"));
+  ASSERT_NE(stream_fn, nullptr);
+  EXPECT_EQ(io.stream, stream_fn(state));
+  ASSERT_NE(io.get_driver_function, nullptr);
+  EXPECT_NE(io.get_driver_function(state, "cuLaunchKernel"), nullptr);
+  EXPECT_EQ(io.get_driver_function(state, "cuNoSuchFunction"), nullptr);
+  desc->shutdown(state);
   dlclose(dl);
 }
 

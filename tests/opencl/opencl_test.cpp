@@ -3,6 +3,7 @@
 // through the public C API; which backend ran what is asserted with ctn_plan_backend_steps.
 #include "../unit/test_helpers.h"
 #include <chutney/chutney.h>
+#include <chutney/oplib.h>
 #include <chutney/ops.h>
 #include <gtest/gtest.h>
 
@@ -175,10 +176,54 @@ TEST(ProgramCache, SecondInitLoadsBinaryAndCorruptEntryIsRebuilt) {
 }
 
 // ---- mixed placement -----------------------------------------------------------------------------
-// matmul (opencl) -> swish (an op of the ctn-swish op library, which only has a cpu kernel: runs
+// matmul (opencl) -> host_square (an op of an in-process op library with only a cpu kernel: runs
 // on the cpu) -> mul (opencl). Integer-valued inputs keep the matmul exact on both devices, and
 // a single mul rounds the same everywhere. (Before the OpenCL backend had the NN ops this test
-// used max_pool2d as the op the device lacks; no built-in op is left that OpenCL declines.)
+// used max_pool2d as the op the device lacks; no built-in op is left that OpenCL declines. Until
+// ABI 1.2 it used swish, which now has an OpenCL kernel: tests/conformance/oplib_device_tests.cpp.)
+ctn_status host_square_infer(const ctn_host_api *, uint32_t, const ctn_tensor_desc *in, const ctn_attrs *,
+                             ctn_tensor_desc *out) {
+  *out = in[0];
+  return CTN_OK;
+}
+ctn_status host_square_run(void *, const ctn_kernel_args *a) {
+  const auto *x = reinterpret_cast<const float *>(static_cast<const char *>(a->inputs[0].data) + a->inputs[0].offset);
+  auto *y = reinterpret_cast<float *>(static_cast<char *>(a->outputs[0].data) + a->outputs[0].offset);
+  int64_t n = 1;
+  for (uint32_t k = 0; k < a->outputs[0].ndim; ++k) n *= a->outputs[0].shape[k];
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i];
+  return CTN_OK;
+}
+ctn_status host_square_kernel(const ctn_host_api *host, uint32_t, const ctn_tensor_desc *, const ctn_tensor_desc *o,
+                              const ctn_attrs *, ctn_kernel *k) {
+  if (o->dtype != CTN_F32) return host->set_error(CTN_ERR_UNSUPPORTED, "host_square: f32 only");
+  *k = ctn_kernel{};
+  k->fn = host_square_run;
+  return CTN_OK;
+}
+const ctn_oplib_kernel kHostSquareKernels[] = {{"cpu", host_square_kernel}};
+// Value-initialised, then filled: slots later minors append stay zero.
+const ctn_op_def *host_square_ops() {
+  static const ctn_op_def def = [] {
+    ctn_op_def d{};
+    d.struct_size = sizeof d;
+    d.n_inputs = 1;
+    d.name = "host_square";
+    d.doc = "x * x with a cpu kernel only (tests)";
+    d.infer = host_square_infer;
+    d.n_kernels = 1;
+    d.kernels = kHostSquareKernels;
+    return d;
+  }();
+  return &def;
+}
+const ctn_plugin_header *host_square_query(uint32_t, const ctn_host_api *) {
+  static const ctn_oplib_desc lib = {
+      {sizeof(ctn_oplib_desc), CTN_ABI_MAJOR, CTN_ABI_MINOR, CTN_PLUGIN_OPLIB, 0, "test-host-square"},
+      nullptr, nullptr, 1, host_square_ops()};
+  return &lib.header;
+}
+
 struct MixedResult {
   std::vector<float> y;
   uint32_t ocl_steps = 0, cpu_steps = 0, transfers = 0, cpu_swish = 0, ocl_mul = 0, ocl_matmul = 0;
@@ -192,7 +237,7 @@ void run_mixed(ctn_context *ctx, const char *backends, MixedResult *r) {
   OK(ctn_input(g, "x", CTN_F32, 4, xs, &x));
   OK(ctn_input(g, "w", CTN_F32, 2, ws, &w));
   OK(ctn_matmul(g, x, w, 0, 0, &m));  // [2, 1, 4, 4]
-  OK(ctn_op(g, "swish", 1, &m, nullptr, &sw));
+  OK(ctn_op(g, "host_square", 1, &m, nullptr, &sw));
   OK(ctn_mul(g, sw, m, &y));
   ctn_compile_options o{};
   o.struct_size = sizeof o;
@@ -205,7 +250,7 @@ void run_mixed(ctn_context *ctx, const char *backends, MixedResult *r) {
   uint32_t t2 = 0;
   OK(ctn_plan_backend_steps(p, "cpu", "transfer", &t2));
   r->transfers += t2;
-  OK(ctn_plan_backend_steps(p, "cpu", "swish", &r->cpu_swish));
+  OK(ctn_plan_backend_steps(p, "cpu", "host_square", &r->cpu_swish));
   OK(ctn_plan_backend_steps(p, "opencl", "mul", &r->ocl_mul));
   OK(ctn_plan_backend_steps(p, "opencl", "matmul", &r->ocl_matmul));
   std::vector<float> xv(48), wv(24);
@@ -231,15 +276,13 @@ TEST(MixedPlacement, SameResultsAsAllCpu) {
   ctn_context *ctx = make_context();
   ASSERT_NE(ctx, nullptr);
   REQUIRE_OPENCL(ctx);
-  // Autoload may have found the op library already (then loading it again reports the duplicate
-  // definition); run_mixed fails if "swish" is unknown either way.
-  (void)ctn_context_load_plugin(ctx, CTN_TEST_SWISH_PLUGIN);
+  OK(ctn_context_add_oplib(ctx, host_square_query));
   OK(ctn_context_set_option(ctx, "opencl", "placement", "always"));
   MixedResult mixed, cpu;
   ASSERT_NO_FATAL_FAILURE(run_mixed(ctx, "opencl,cpu", &mixed));
   ASSERT_NO_FATAL_FAILURE(run_mixed(ctx, "cpu", &cpu));
   EXPECT_GE(mixed.ocl_matmul, 1u);
-  EXPECT_EQ(mixed.cpu_swish, 1u) << "swish (cpu kernel only) should have run on the cpu";
+  EXPECT_EQ(mixed.cpu_swish, 1u) << "host_square (cpu kernel only) should have run on the cpu";
   EXPECT_EQ(mixed.ocl_mul, 1u) << "the f32 mul should run on the device";
   EXPECT_GE(mixed.ocl_steps, 2u);
   EXPECT_GE(mixed.transfers, 2u) << "values cross devices both ways";

@@ -142,7 +142,7 @@ fn main() {
 
     let incs = include_dirs(&manifest);
     for i in &incs {
-        for h in ["types.h", "version.h", "chutney.h", "nn.h", "data.h", "checkpoint.h", "plugin.h", "oplib.h", "collective.h"] {
+        for h in ["types.h", "version.h", "chutney.h", "nn.h", "data.h", "checkpoint.h", "plugin.h", "oplib.h", "collective.h", "opencl.h", "vulkan.h", "cuda.h"] {
             println!("cargo:rerun-if-changed={}", i.join("chutney").join(h).display());
         }
     }

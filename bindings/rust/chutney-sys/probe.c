@@ -7,6 +7,9 @@
 #include <chutney/data.h>
 #include <chutney/nn.h>
 #include <chutney/oplib.h>
+#include <chutney/cuda.h>
+#include <chutney/opencl.h>
+#include <chutney/vulkan.h>
 #include <stdalign.h>
 #include <stdio.h>
 
@@ -82,7 +85,27 @@ int main(void) {
   S(ctn_host_api); F(ctn_host_api, struct_size); F(ctn_host_api, abi_major);
   F(ctn_host_api, abi_minor); F(ctn_host_api, set_error); F(ctn_host_api, log);
   F(ctn_host_api, graph_op); F(ctn_host_api, graph_scalar); F(ctn_host_api, graph_node_info);
-  F(ctn_host_api, set_error_message);
+  F(ctn_host_api, set_error_message); F(ctn_host_api, backend_proc);
+  S(ctn_opencl_interop); F(ctn_opencl_interop, struct_size); F(ctn_opencl_interop, version);
+  F(ctn_opencl_interop, platform); F(ctn_opencl_interop, device);
+  F(ctn_opencl_interop, context); F(ctn_opencl_interop, queue);
+  F(ctn_opencl_interop, get_function); F(ctn_opencl_interop, fp64);
+  F(ctn_opencl_interop, reserved);
+  S(ctn_vulkan_commands); F(ctn_vulkan_commands, struct_size); F(ctn_vulkan_commands, reserved);
+  F(ctn_vulkan_commands, command_buffer); F(ctn_vulkan_commands, descriptor_pool);
+  F(ctn_vulkan_commands, token);
+  S(ctn_vulkan_interop); F(ctn_vulkan_interop, struct_size); F(ctn_vulkan_interop, version);
+  F(ctn_vulkan_interop, instance); F(ctn_vulkan_interop, physical_device);
+  F(ctn_vulkan_interop, device); F(ctn_vulkan_interop, queue);
+  F(ctn_vulkan_interop, queue_family); F(ctn_vulkan_interop, api_version);
+  F(ctn_vulkan_interop, get_instance_proc_addr); F(ctn_vulkan_interop, shader_float64);
+  F(ctn_vulkan_interop, reserved); F(ctn_vulkan_interop, storage_offset_alignment);
+  F(ctn_vulkan_interop, max_storage_range); F(ctn_vulkan_interop, buffer_info);
+  F(ctn_vulkan_interop, begin_commands); F(ctn_vulkan_interop, end_commands);
+  S(ctn_cuda_interop); F(ctn_cuda_interop, struct_size); F(ctn_cuda_interop, version);
+  F(ctn_cuda_interop, device); F(ctn_cuda_interop, compute_capability);
+  F(ctn_cuda_interop, context); F(ctn_cuda_interop, stream);
+  F(ctn_cuda_interop, get_driver_function);
   S(ctn_op_kernel); F(ctn_op_kernel, struct_size); F(ctn_op_kernel, reserved);
   F(ctn_op_kernel, backend); F(ctn_op_kernel, make); F(ctn_op_kernel, run);
   S(ctn_oplib_kernel); F(ctn_oplib_kernel, backend); F(ctn_oplib_kernel, get_kernel);
@@ -96,7 +119,7 @@ int main(void) {
   /* enums passed by value must have the size of the Rust alias (i32) */
   S(ctn_dtype); S(ctn_init); S(ctn_layer_kind); S(ctn_status); S(ctn_node);
 
-  K(CTN_ABI_MAJOR); K(CTN_ABI_MINOR); K(CTN_ABI_VERSION);
+  K(CTN_ABI_MAJOR); K(CTN_ABI_MINOR); K(CTN_ABI_VERSION); K(CTN_OPENCL_INTEROP_VERSION); K(CTN_VULKAN_INTEROP_VERSION); K(CTN_CUDA_INTEROP_VERSION);
   K(CTN_VERSION_MAJOR); K(CTN_VERSION_MINOR); K(CTN_VERSION_PATCH);
   K(CTN_OK); K(CTN_ERR_INVALID_ARGUMENT); K(CTN_ERR_SHAPE); K(CTN_ERR_DTYPE);
   K(CTN_ERR_OUT_OF_MEMORY); K(CTN_ERR_UNAVAILABLE); K(CTN_ERR_UNSUPPORTED); K(CTN_ERR_PLUGIN);

@@ -668,7 +668,160 @@ pub struct ctn_host_api {
     /// `set_error` without the format: records `message` verbatim (copied) and returns `code`
     /// (since 1.2; check `struct_size` before use).
     pub set_error_message: Option<unsafe extern "C" fn(code: ctn_status, message: *const c_char) -> ctn_status>,
+    /// From inside a kernel maker only: extra `name` of the backend the kernel is made for
+    /// (`backend` names it, or NULL), e.g. `"ctn_opencl_interop"` ([`ctn_opencl_interop`]); the
+    /// extra and the backend state it takes (since 1.2; check `struct_size` before use).
+    pub backend_proc: Option<
+        unsafe extern "C" fn(
+            backend: *const c_char,
+            name: *const c_char,
+            out_proc: *mut *mut c_void,
+            out_state: *mut *mut c_void,
+        ) -> ctn_status,
+    >,
 }
+
+/// The name of the OpenCL backend's interop extra (opencl.h; since 1.2).
+pub const CTN_OPENCL_INTEROP_PROC: &str = "ctn_opencl_interop";
+/// The version of [`ctn_opencl_interop`] this crate describes (opencl.h; since 1.2).
+pub const CTN_OPENCL_INTEROP_VERSION: u32 = 1;
+/// Any OpenCL entry point, as `ctn_opencl_interop::get_function` returns it.
+pub type ctn_opencl_fn = Option<unsafe extern "C" fn()>;
+
+/// The OpenCL backend's native handles for op-library kernels (opencl.h; since 1.2). Set
+/// `struct_size`, then call the extra (type [`ctn_opencl_interop_fn`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_opencl_interop {
+    /// In: `size_of::<ctn_opencl_interop>()`.
+    pub struct_size: u32,
+    /// Out: [`CTN_OPENCL_INTEROP_VERSION`] of the backend.
+    pub version: u32,
+    /// `cl_platform_id`.
+    pub platform: *mut c_void,
+    /// `cl_device_id`.
+    pub device: *mut c_void,
+    /// `cl_context`.
+    pub context: *mut c_void,
+    /// `cl_command_queue` (in order, the backend's own): enqueue kernels only here.
+    pub queue: *mut c_void,
+    /// The OpenCL entry point of that name from the backend's ICD loader, or NULL.
+    pub get_function: Option<unsafe extern "C" fn(name: *const c_char) -> ctn_opencl_fn>,
+    /// 1 when the device has `cl_khr_fp64`.
+    pub fp64: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+/// The type of the `"ctn_opencl_interop"` extra (opencl.h; since 1.2).
+pub type ctn_opencl_interop_fn =
+    Option<unsafe extern "C" fn(backend_state: *mut c_void, out: *mut ctn_opencl_interop) -> ctn_status>;
+
+/// The name of the Vulkan backend's interop extra (vulkan.h; since 1.2).
+pub const CTN_VULKAN_INTEROP_PROC: &str = "ctn_vulkan_interop";
+/// The version of [`ctn_vulkan_interop`] this crate describes (vulkan.h; since 1.2).
+pub const CTN_VULKAN_INTEROP_VERSION: u32 = 1;
+/// Any Vulkan entry point (`PFN_vkVoidFunction`).
+pub type ctn_vulkan_fn = Option<unsafe extern "C" fn()>;
+
+/// What `begin_commands` hands out (vulkan.h; since 1.2).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_vulkan_commands {
+    /// In: `size_of::<ctn_vulkan_commands>()`.
+    pub struct_size: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// `VkCommandBuffer`, recording.
+    pub command_buffer: *mut c_void,
+    /// `VkDescriptorPool` for this recording's descriptor sets.
+    pub descriptor_pool: u64,
+    /// The backend's; hand the struct back to `end_commands`.
+    pub token: *mut c_void,
+}
+
+/// The Vulkan backend's native handles and its command-buffer hook (vulkan.h; since 1.2).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_vulkan_interop {
+    /// In: `size_of::<ctn_vulkan_interop>()`.
+    pub struct_size: u32,
+    /// Out: [`CTN_VULKAN_INTEROP_VERSION`] of the backend.
+    pub version: u32,
+    /// `VkInstance`.
+    pub instance: *mut c_void,
+    /// `VkPhysicalDevice`.
+    pub physical_device: *mut c_void,
+    /// `VkDevice`.
+    pub device: *mut c_void,
+    /// `VkQueue` (the backend's; never submit to it).
+    pub queue: *mut c_void,
+    /// The queue's family index.
+    pub queue_family: u32,
+    /// The Vulkan version the device was created for.
+    pub api_version: u32,
+    /// `PFN_vkGetInstanceProcAddr` of the backend's loader.
+    pub get_instance_proc_addr: Option<unsafe extern "C" fn(instance: *mut c_void, name: *const c_char) -> ctn_vulkan_fn>,
+    /// 1 when `shaderFloat64` is enabled.
+    pub shader_float64: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// `minStorageBufferOffsetAlignment`.
+    pub storage_offset_alignment: u64,
+    /// `maxStorageBufferRange`.
+    pub max_storage_range: u64,
+    /// The `VkBuffer` and its size behind a descriptor's `data`.
+    pub buffer_info: Option<
+        unsafe extern "C" fn(backend_state: *mut c_void, data: *mut c_void, out_buffer: *mut u64, out_size: *mut u64)
+            -> ctn_status,
+    >,
+    /// The command buffer being recorded now, with a descriptor pool (see vulkan.h).
+    pub begin_commands: Option<
+        unsafe extern "C" fn(
+            backend_state: *mut c_void,
+            n_sets: u32,
+            n_descriptors: u32,
+            out: *mut ctn_vulkan_commands,
+        ) -> ctn_status,
+    >,
+    /// Ends what `begin_commands` began (submits a lone call's command buffer).
+    pub end_commands: Option<unsafe extern "C" fn(backend_state: *mut c_void, commands: *mut ctn_vulkan_commands) -> ctn_status>,
+}
+
+/// The type of the `"ctn_vulkan_interop"` extra (vulkan.h; since 1.2).
+pub type ctn_vulkan_interop_fn =
+    Option<unsafe extern "C" fn(backend_state: *mut c_void, out: *mut ctn_vulkan_interop) -> ctn_status>;
+
+/// The name of the CUDA backend's interop extra (cuda.h; since 1.2).
+pub const CTN_CUDA_INTEROP_PROC: &str = "ctn_cuda_interop";
+/// The version of [`ctn_cuda_interop`] this crate describes (cuda.h; since 1.2).
+pub const CTN_CUDA_INTEROP_VERSION: u32 = 1;
+/// Any CUDA driver entry point.
+pub type ctn_cuda_fn = Option<unsafe extern "C" fn()>;
+
+/// The CUDA backend's native handles (cuda.h; since 1.2): launch only on `stream`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_cuda_interop {
+    /// In: `size_of::<ctn_cuda_interop>()`.
+    pub struct_size: u32,
+    /// Out: [`CTN_CUDA_INTEROP_VERSION`] of the backend.
+    pub version: u32,
+    /// Device ordinal.
+    pub device: i32,
+    /// major * 10 + minor.
+    pub compute_capability: i32,
+    /// `CUcontext` (the primary context).
+    pub context: *mut c_void,
+    /// `CUstream` / `cudaStream_t`.
+    pub stream: *mut c_void,
+    /// A driver API function of the backend's libcuda, or NULL.
+    pub get_driver_function: Option<unsafe extern "C" fn(backend_state: *mut c_void, name: *const c_char) -> ctn_cuda_fn>,
+}
+
+/// The type of the `"ctn_cuda_interop"` extra (cuda.h; since 1.2).
+pub type ctn_cuda_interop_fn =
+    Option<unsafe extern "C" fn(backend_state: *mut c_void, out: *mut ctn_cuda_interop) -> ctn_status>;
 
 /// The entry point of a plugin.
 pub type ctn_plugin_query_fn =

@@ -69,7 +69,16 @@ fn rust_lines() -> Vec<String> {
             copy_seconds, worker_seconds }
         ctn_plugin_header { struct_size, abi_major, abi_minor, kind, reserved, name }
         ctn_host_api { struct_size, abi_major, abi_minor, set_error, log, graph_op, graph_scalar,
-            graph_node_info, set_error_message }
+            graph_node_info, set_error_message, backend_proc }
+        ctn_opencl_interop { struct_size, version, platform, device, context, queue,
+            get_function, fp64, reserved }
+        ctn_vulkan_commands { struct_size, reserved, command_buffer, descriptor_pool, token }
+        ctn_vulkan_interop { struct_size, version, instance, physical_device, device, queue,
+            queue_family, api_version, get_instance_proc_addr, shader_float64, reserved,
+            storage_offset_alignment, max_storage_range, buffer_info, begin_commands,
+            end_commands }
+        ctn_cuda_interop { struct_size, version, device, compute_capability, context, stream,
+            get_driver_function }
         ctn_op_kernel { struct_size, reserved, backend, make, run }
         ctn_oplib_kernel { backend, get_kernel }
         ctn_op_def { struct_size, n_inputs, name, doc, infer, grad, n_kernels, kernels, user_data,
@@ -78,7 +87,7 @@ fn rust_lines() -> Vec<String> {
         ctn_dtype {} ctn_init {} ctn_layer_kind {} ctn_status {} ctn_node {}
     }
     consts! { v;
-        CTN_ABI_MAJOR CTN_ABI_MINOR CTN_ABI_VERSION CTN_VERSION_MAJOR CTN_VERSION_MINOR
+        CTN_ABI_MAJOR CTN_ABI_MINOR CTN_ABI_VERSION CTN_OPENCL_INTEROP_VERSION CTN_VULKAN_INTEROP_VERSION CTN_CUDA_INTEROP_VERSION CTN_VERSION_MAJOR CTN_VERSION_MINOR
         CTN_VERSION_PATCH
         CTN_OK CTN_ERR_INVALID_ARGUMENT CTN_ERR_SHAPE CTN_ERR_DTYPE CTN_ERR_OUT_OF_MEMORY
         CTN_ERR_UNAVAILABLE CTN_ERR_UNSUPPORTED CTN_ERR_PLUGIN CTN_ERR_IO CTN_ERR_CORRUPT
