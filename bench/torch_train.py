@@ -147,6 +147,9 @@ def main():
     ap.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
     ap.add_argument("--no-eval", action="store_true", help="skip the (untimed) test evaluation")
     ap.add_argument("--json", help="write the result here")
+    ap.add_argument("--checkpoint-segments", type=int, default=0,
+                    help="train through torch.utils.checkpoint.checkpoint_sequential with this many "
+                         "segments (activations inside a segment are recomputed in backward; 0: off)")
     a = ap.parse_args()
 
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -166,6 +169,7 @@ def main():
     except (ValueError, AssertionError):
         raise SystemExit(f"--cnn-widths expects C1,C2,FC[,bn][,valid], got {a.cnn_widths!r}")
     batch = a.batch_size or (128 if a.model == "mlp" else 64)
+    from torch.utils.checkpoint import checkpoint_sequential
 
     train_x, train_y = load_split(torch, a.data_dir, "train")
     test_x, test_y = load_split(torch, a.data_dir, "t10k")
@@ -211,7 +215,11 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = lr
             opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(x), y)
+            if a.checkpoint_segments:
+                out = checkpoint_sequential(model, a.checkpoint_segments, x, use_reentrant=False)
+            else:
+                out = model(x)
+            loss = F.cross_entropy(out, y)
             loss.backward()
             opt.step()
             value = loss.item()
@@ -255,6 +263,7 @@ def main():
         "threads": torch.get_num_threads(),
         "interop_threads": torch.get_num_interop_threads(),
         "train_images": batches * batch,
+        "checkpoint_segments": a.checkpoint_segments,
         "epochs": epochs,
         "images_per_s": epochs[-1]["images_per_s"],
         "parallel_info": torch.__config__.parallel_info(),
