@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "cpu_backend.h"
 #include "gemm_arm32.h"
@@ -121,7 +122,18 @@ struct GemmScratch {
     std::free(c);
   }
 };
-thread_local GemmScratch t_scratch;
+// The calling thread's scratch. Pool workers get theirs from gemm_worker_init (freed by
+// gemm_worker_fini): a thread_local with a destructor registers it with glibc on first use,
+// which allocates, and glibc aborts the process when that fails ("failed to register TLS
+// destructor") -- as it did for workers started under an address-space limit
+// (thread_limits_test). Other threads (callers of kernels) use t_own.
+thread_local GemmScratch *t_scratch_ptr = nullptr;  // trivially destructible: no registration
+thread_local bool t_worker = false;                 // t_scratch_ptr is gemm_worker_init's
+thread_local GemmScratch t_own;                     // touched only by threads that are not workers
+GemmScratch &scratch() {
+  if (!t_scratch_ptr) t_scratch_ptr = &t_own;
+  return *t_scratch_ptr;
+}
 
 void *aligned_scratch(size_t bytes) { return std::aligned_alloc(64, (bytes + 63) / 64 * 64); }
 
@@ -188,7 +200,7 @@ void gemm_serial(const Blocking<T> &bl, int64_t m, int64_t n, int64_t k,
       for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
     return;
   }
-  const GemmScratch &s = t_scratch;
+  const GemmScratch &s = *t_scratch_ptr;
   T *pa = static_cast<T *>(s.a);
   T *pb = static_cast<T *>(s.b);
   T *tile = static_cast<T *>(s.c);
@@ -295,8 +307,22 @@ const GemmIsa *gemm_isa_select(const char *name) {
   return nullptr;
 }
 
+bool gemm_worker_init() {
+  if (!t_scratch_ptr) {
+    t_scratch_ptr = new (std::nothrow) GemmScratch;
+    t_worker = t_scratch_ptr != nullptr;
+  }
+  return t_scratch_ptr && gemm_scratch_ready();
+}
+
+void gemm_worker_fini() {
+  if (t_worker) delete t_scratch_ptr;
+  t_scratch_ptr = nullptr;
+  t_worker = false;
+}
+
 bool gemm_scratch_ready() {
-  GemmScratch &s = t_scratch;
+  GemmScratch &s = scratch();
   if (s.a && s.b && s.c) return true;
   if (!s.a) s.a = aligned_scratch(kScratchA);
   if (!s.b) s.b = aligned_scratch(kScratchB);

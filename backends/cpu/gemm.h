@@ -33,6 +33,10 @@ const GemmIsa *gemm_isa_select(const char *name);
 // when the thread exits); false when out of memory. The own GEMM packs into the scratch of the
 // thread it runs on: kernels call this on entry, pool workers when they start.
 bool gemm_scratch_ready();
+// A pool worker's scratch, allocated at its start and freed at its end without a thread_local
+// destructor (whose registration glibc turns into an abort when memory is short).
+bool gemm_worker_init();
+void gemm_worker_fini();
 
 // C[M, N] (row-major, leading dimension ldc) = A * B where A(i, p) = A[i * rsa + p * csa] and
 // B(p, j) = B[p * rsb + j * csb]; transposes are expressed through the strides. Runs on the

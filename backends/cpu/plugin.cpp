@@ -166,7 +166,7 @@ ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
     }
     // Pool workers get their GEMM packing scratch when they start (a crew whose workers cannot
     // have it is not built).
-    be->pool = std::make_unique<ThreadPool>(gemm_scratch_ready);
+    be->pool = std::make_unique<ThreadPool>(gemm_worker_init, gemm_worker_fini);
     if (ctn_status st = set_threads(*be, config->num_threads); st != CTN_OK) return st;
 #ifdef CTN_CPU_HAVE_OPENBLAS
     // OpenBLAS on one thread: its workers spin (sched_yield) for a long while after every call

@@ -31,12 +31,12 @@ inline void part_range(int64_t n, int parts, int p, int64_t *begin, int64_t *end
 // size - 1 workers plus the caller; one job at a time (the pool hands a crew to one caller).
 class ThreadPool::Crew {
  public:
-  Crew(int size, ThreadInit init, uint64_t epoch) : size_(size), epoch_(epoch) {
+  Crew(int size, ThreadInit init, ThreadFini fini, uint64_t epoch) : size_(size), epoch_(epoch) {
     workers_.reserve(static_cast<size_t>(size_ - 1));
     std::string why;
     for (int i = 1; i < size_; ++i) {
       try {
-        workers_.emplace_back([this, i, init] { worker_main(i, init); });
+        workers_.emplace_back([this, i, init, fini] { worker_main(i, init, fini); });
       } catch (const std::system_error &e) {
         why = "cannot start worker thread " + std::to_string(i) + " of " + std::to_string(size_ - 1) + " (" +
               e.what() + ")";
@@ -104,7 +104,13 @@ class ThreadPool::Crew {
     if (begin < end) fn_(ctx_, begin, end, part);
   }
 
-  void worker_main(int index, ThreadInit init) {
+  void worker_main(int index, ThreadInit init, ThreadFini fini) {
+    struct AtExit {
+      ThreadFini f;
+      ~AtExit() {
+        if (f) f();
+      }
+    } at_exit{fini};
     const bool ok = !init || init();
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -172,7 +178,7 @@ void ThreadPool::resize(int size) {
   }
   // Built before anything changes: on failure (PoolError, bad_alloc) the pool is as it was.
   std::shared_ptr<Crew> fresh;
-  if (size > 1) fresh = std::make_shared<Crew>(size, init_, epoch);
+  if (size > 1) fresh = std::make_shared<Crew>(size, init_, fini_, epoch);
   std::vector<std::shared_ptr<Crew>> old;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -207,7 +213,7 @@ std::shared_ptr<ThreadPool::Crew> ThreadPool::acquire(int parts) {
   const uint64_t epoch = epoch_;
   lock.unlock();
   try {
-    return std::make_shared<Crew>(size, init_, epoch);
+    return std::make_shared<Crew>(size, init_, fini_, epoch);
   } catch (...) {
     // No more threads now: this caller runs its parts itself, as in the shared mode.
     lock.lock();

@@ -31,6 +31,8 @@ using RangeFn = void (*)(void *ctx, int64_t begin, int64_t end, int part);
 // Run once on every worker thread before it takes jobs; false: the thread cannot work (out of
 // memory for its scratch), and the crew is not built.
 using ThreadInit = bool (*)();
+// Run on every worker thread when it ends (after its ThreadInit, whatever that returned).
+using ThreadFini = void (*)();
 
 // A crew could not be built: a worker thread did not start (thread or memory limits) or its
 // ThreadInit failed. what() says which and why.
@@ -43,7 +45,7 @@ class ThreadPool {
   enum class Mode { kShared, kPerCaller };
   static constexpr int kMaxCrews = 16;
 
-  explicit ThreadPool(ThreadInit init) : init_(init) {}
+  explicit ThreadPool(ThreadInit init, ThreadFini fini = nullptr) : init_(init), fini_(fini) {}
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;
@@ -65,6 +67,7 @@ class ThreadPool {
   void give_back(std::shared_ptr<Crew> crew);
 
   const ThreadInit init_;
+  const ThreadFini fini_;
   std::atomic<int> size_{1};
   std::mutex resize_mu_;  // serialises resize and set_mode
   std::mutex mu_;  // guards everything below
