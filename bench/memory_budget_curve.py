@@ -45,25 +45,32 @@ def pinned_env(threads):
     return env
 
 
-def chutney_point(a, budget, tmp):
-    js = os.path.join(tmp, "c.json")
-    cmd = [a.chutney, "train", "--model", "cnn", "--cnn-widths", WIDTHS, "--batch-size", str(BATCH),
-           "--epochs", "1", "--limit", str(a.limit), "--threads", str(a.threads), "--quiet", "--json", js]
-    if budget:
-        cmd += ["--memory-budget", budget]
+def best_of(a, cmd, js, read):
+    """Runs cmd --repeats times; read(json) gives (images/s, extra fields). The fastest run's
+    figures, with the lowest peak RSS seen."""
     best = None
     for _ in range(a.repeats):
         rc, text, rss = run_measured(cmd, pinned_env(a.threads))
         if rc != 0:
             raise SystemExit(f"{' '.join(cmd)} failed ({rc}):\n{text[-2000:]}")
         with open(js) as f:
-            r = json.load(f)
-        ips = r["epochs"][0]["images_per_s"]
+            ips, extra = read(json.load(f))
         if best is None or ips > best["images_per_s"]:
-            best = {"images_per_s": ips, "peak_rss_mib": rss, "planned_peak_mib": r["planned_peak_bytes"] / 2**20}
+            best = dict(extra, images_per_s=ips, peak_rss_mib=rss)
         best["peak_rss_mib"] = min(best["peak_rss_mib"], rss)
-    best["config"] = f"--memory-budget {budget}" if budget else "no budget"
     best["step_ms"] = 1000.0 * BATCH / best["images_per_s"]
+    return best
+
+
+def chutney_point(a, budget, tmp):
+    js = os.path.join(tmp, "c.json")
+    cmd = [a.chutney, "train", "--model", "cnn", "--cnn-widths", WIDTHS, "--batch-size", str(BATCH),
+           "--epochs", "1", "--limit", str(a.limit), "--threads", str(a.threads), "--quiet", "--json", js]
+    if budget:
+        cmd += ["--memory-budget", budget]
+    best = best_of(a, cmd, js, lambda r: (r["epochs"][0]["images_per_s"],
+                                          {"planned_peak_mib": r["planned_peak_bytes"] / 2**20}))
+    best["config"] = f"--memory-budget {budget}" if budget else "no budget"
     return best
 
 
@@ -72,19 +79,8 @@ def torch_point(a, segments, tmp):
     cmd = [a.python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_train.py"), "--model", "cnn",
            "--cnn-widths", WIDTHS, "--batch-size", str(BATCH), "--limit", str(a.limit), "--threads",
            str(a.threads), "--no-eval", "--json", js, "--checkpoint-segments", str(segments)]
-    best = None
-    for _ in range(a.repeats):
-        rc, text, rss = run_measured(cmd, pinned_env(a.threads))
-        if rc != 0:
-            raise SystemExit(f"{' '.join(cmd)} failed ({rc}):\n{text[-2000:]}")
-        with open(js) as f:
-            r = json.load(f)
-        ips = r["images_per_s"]
-        if best is None or ips > best["images_per_s"]:
-            best = {"images_per_s": ips, "peak_rss_mib": rss, "torch_version": r["torch_version"]}
-        best["peak_rss_mib"] = min(best["peak_rss_mib"], rss)
+    best = best_of(a, cmd, js, lambda r: (r["images_per_s"], {"torch_version": r["torch_version"]}))
     best["config"] = f"checkpoint_sequential, {segments} segments" if segments else "no checkpointing"
-    best["step_ms"] = 1000.0 * BATCH / best["images_per_s"]
     return best
 
 
