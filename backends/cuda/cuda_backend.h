@@ -125,6 +125,7 @@ enum DeviceError : int {
   kDevErrLabel = 1,      // cross_entropy: label outside [0, C)
   kDevErrEmbedding = 2,  // embedding: id outside [0, V)
   kDevErrStep = 3,       // adam_apply: step < 1
+  kDevErrOpCode = 4,     // an elementwise kernel got an op code it has no case for
 };
 
 // Common head of every kernel state; `release` deletes through the virtual destructor.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cuda_backend.h"
+#include "cuda_ew_ops.h"
 #include "cuda_kernels.h"
 
 namespace ctn_cuda {
@@ -16,22 +17,29 @@ struct OpEntry {
   int code;
 };
 
-const OpEntry kOps[] = {
-    {CTN_OP_NEG, kUnaryInt, kNeg}, {CTN_OP_EXP, kUnary, kExp}, {CTN_OP_LOG, kUnary, kLog},
-    {CTN_OP_SQRT, kUnary, kSqrt}, {CTN_OP_ABS, kUnaryInt, kAbs}, {CTN_OP_SIGN, kUnaryInt, kSign},
-    {CTN_OP_TANH, kUnary, kTanh}, {CTN_OP_SIGMOID, kUnary, kSigmoid},
-    {CTN_OP_RELU, kUnaryInt, kRelu}, {CTN_OP_GELU, kUnary, kGelu},
-    {CTN_OP_LEAKY_RELU, kUnary, kLeakyRelu}, {CTN_OP_CLAMP, kUnary, kClamp},
-    {CTN_OP_ADD, kBinaryInt, kAdd}, {CTN_OP_SUB, kBinaryInt, kSub}, {CTN_OP_MUL, kBinaryInt, kMul},
-    {CTN_OP_DIV, kBinary, kDiv}, {CTN_OP_POW, kBinary, kPow},
-    {CTN_OP_MAXIMUM, kBinaryInt, kMaximum}, {CTN_OP_MINIMUM, kBinaryInt, kMinimum},
-    {CTN_OP_RELU_GRAD, kGrad, kReluGrad}, {CTN_OP_LEAKY_RELU_GRAD, kGrad, kLeakyReluGrad},
-    {CTN_OP_GELU_GRAD, kGrad, kGeluGrad}, {CTN_OP_CLAMP_GRAD, kGrad, kClampGrad},
-    {CTN_OP_TANH_GRAD, kGrad, kTanhGrad}, {CTN_OP_SIGMOID_GRAD, kGrad, kSigmoidGrad},
-    {CTN_OP_EQ, kCompare, kEq}, {CTN_OP_NE, kCompare, kNe}, {CTN_OP_LT, kCompare, kLt},
-    {CTN_OP_LE, kCompare, kLe}, {CTN_OP_GT, kCompare, kGt}, {CTN_OP_GE, kCompare, kGe},
-    {CTN_OP_WHERE, kWhere, 0}, {CTN_OP_CAST, kCast, 0}, {CTN_OP_COPY, kCopy, 0},
-};
+// Unary, binary, backward-helper and compare ops come from the generated list (cuda_ew_ops.h);
+// where, cast and copy have their own kernels.
+bool find_entry(const char *op, OpEntry *e) {
+  if (const ctn_ew::Op *o = ctn_ew::find(op)) {
+    Kind k = kCompare;
+    switch (o->group) {
+      case ctn_ew::kUnary: k = o->ints ? kUnaryInt : kUnary; break;
+      case ctn_ew::kBinary: k = o->ints ? kBinaryInt : kBinary; break;
+      case ctn_ew::kGrad: k = kGrad; break;
+      default: k = kCompare; break;
+    }
+    *e = {o->name, k, o->code};
+    return true;
+  }
+  static const OpEntry kOther[] = {
+      {CTN_OP_WHERE, kWhere, 0}, {CTN_OP_CAST, kCast, 0}, {CTN_OP_COPY, kCopy, 0}};
+  for (const OpEntry &c : kOther)
+    if (!std::strcmp(c.name, op)) {
+      *e = c;
+      return true;
+    }
+  return false;
+}
 
 struct EwState : KernelBase {
   Kind kind = kUnary;
@@ -58,13 +66,16 @@ ctn_status ew_kernel(void *state, const ctn_kernel_args *args) {
       return CTN_OK;
     case kCast: launch_cast(s, st->dtype, st->to, st->g.n, o, a); break;
     case kUnary:
-    case kUnaryInt: launch_unary(s, st->code, st->dtype, st->g, o, a, st->f0, st->f1); break;
+    case kUnaryInt: launch_unary(s, st->code, st->dtype, st->g, o, a, st->f0, st->f1, be->err_dev); break;
     case kBinary:
     case kBinaryInt:
     case kGrad:
-      launch_binary(s, st->code, st->dtype, st->g, o, a, dptr(args->inputs[1]), st->f0, st->f1);
+      launch_binary(s, st->code, st->dtype, st->g, o, a, dptr(args->inputs[1]), st->f0, st->f1,
+                    be->err_dev);
       break;
-    case kCompare: launch_compare(s, st->code, st->dtype, st->g, o, a, dptr(args->inputs[1])); break;
+    case kCompare:
+      launch_compare(s, st->code, st->dtype, st->g, o, a, dptr(args->inputs[1]), be->err_dev);
+      break;
     case kWhere:
       launch_where(s, static_cast<int>(dtype_size(st->dtype)), st->g, o, a,
                    dptr(args->inputs[1]), dptr(args->inputs[2]));
@@ -116,10 +127,9 @@ ctn_status setup_geom(Backend *be, EwGeom &g, const ctn_op_signature *sig) {
 
 ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
                                    bool *handled) {
-  const OpEntry *e = nullptr;
-  for (const OpEntry &c : kOps)
-    if (!std::strcmp(c.name, sig->op)) e = &c;
-  if (!e) return CTN_OK;
+  OpEntry entry;
+  if (!find_entry(sig->op, &entry)) return CTN_OK;
+  const OpEntry *e = &entry;
   *handled = true;
   const ctn_host_api *host = be->host;
   const char *op = sig->op;

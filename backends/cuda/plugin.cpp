@@ -301,6 +301,9 @@ ctn_status cuda_synchronize(void *state) {
     case kDevErrStep:
       return be->host->set_error(CTN_ERR_INVALID_ARGUMENT,
                                  "cuda adam_apply: step must be >= 1 (the first update is step 1)");
+    case kDevErrOpCode:
+      return be->host->set_error(CTN_ERR_INTERNAL,
+                                 "cuda: an elementwise kernel got an op code it has no case for");
     default:
       return be->host->set_error(CTN_ERR_INTERNAL, "cuda: device error code %d", code);
   }

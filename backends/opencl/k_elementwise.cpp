@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ocl_backend.h"
+#include "ocl_ew_ops.h"
 
 namespace ctn_ocl {
 namespace {
@@ -12,29 +13,30 @@ enum Kind { kUnary, kBinary, kCompare, kWhere, kCast, kCopy };
 struct Entry {
   const char *name;
   Kind kind;
-  int code;  // op code inside the kernel's switch
+  int code;   // CTN_EW_* op code inside the kernel's switch (ocl_ew_ops.h)
+  bool grad;  // a backward helper: both inputs have the output's shape
 };
 
-const Entry kOps[] = {
-    {CTN_OP_NEG, kUnary, 0},         {CTN_OP_EXP, kUnary, 1},
-    {CTN_OP_LOG, kUnary, 2},         {CTN_OP_SQRT, kUnary, 3},
-    {CTN_OP_ABS, kUnary, 4},         {CTN_OP_SIGN, kUnary, 5},
-    {CTN_OP_TANH, kUnary, 6},        {CTN_OP_SIGMOID, kUnary, 7},
-    {CTN_OP_RELU, kUnary, 8},        {CTN_OP_GELU, kUnary, 9},
-    {CTN_OP_LEAKY_RELU, kUnary, 10}, {CTN_OP_CLAMP, kUnary, 11},
-    {CTN_OP_ADD, kBinary, 0},        {CTN_OP_SUB, kBinary, 1},
-    {CTN_OP_MUL, kBinary, 2},        {CTN_OP_DIV, kBinary, 3},
-    {CTN_OP_POW, kBinary, 4},        {CTN_OP_MAXIMUM, kBinary, 5},
-    {CTN_OP_MINIMUM, kBinary, 6},    {CTN_OP_RELU_GRAD, kBinary, 7},
-    {CTN_OP_LEAKY_RELU_GRAD, kBinary, 8}, {CTN_OP_GELU_GRAD, kBinary, 9},
-    {CTN_OP_CLAMP_GRAD, kBinary, 10}, {CTN_OP_TANH_GRAD, kBinary, 11},
-    {CTN_OP_SIGMOID_GRAD, kBinary, 12},
-    {CTN_OP_EQ, kCompare, 0},        {CTN_OP_NE, kCompare, 1},
-    {CTN_OP_LT, kCompare, 2},        {CTN_OP_LE, kCompare, 3},
-    {CTN_OP_GT, kCompare, 4},        {CTN_OP_GE, kCompare, 5},
-    {CTN_OP_WHERE, kWhere, 0},       {CTN_OP_CAST, kCast, 0},
-    {CTN_OP_COPY, kCopy, 0},
-};
+// Unary, binary and compare ops come from the generated list; where, cast and copy have their
+// own kernels.
+bool find_entry(const char *op, Entry *e) {
+  if (const ctn_ew::Op *o = ctn_ew::find(op)) {
+    Kind k = o->group == ctn_ew::kUnary ? kUnary : o->group == ctn_ew::kCompare ? kCompare : kBinary;
+    *e = {o->name, k, o->code, o->group == ctn_ew::kGrad};
+    return true;
+  }
+  static const Entry kOther[] = {
+      {CTN_OP_WHERE, kWhere, 0, false},
+      {CTN_OP_CAST, kCast, 0, false},
+      {CTN_OP_COPY, kCopy, 0, false},
+  };
+  for (const Entry &c : kOther)
+    if (!std::strcmp(c.name, op)) {
+      *e = c;
+      return true;
+    }
+  return false;
+}
 
 bool is_float(int32_t dt) { return dt == CTN_F32 || dt == CTN_F64; }
 
@@ -145,10 +147,9 @@ bool is_broadcast_of(const ctn_op_signature *sig) {
 
 ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
                             bool *handled) {
-  const Entry *ent = nullptr;
-  for (const Entry &c : kOps)
-    if (!std::strcmp(c.name, sig->op)) ent = &c;
-  if (!ent) return CTN_OK;
+  Entry entry;
+  if (!find_entry(sig->op, &entry)) return CTN_OK;
+  const Entry *ent = &entry;
   *handled = true;
   const ctn_host_api *host = be->host;
   const char *op = sig->op;
@@ -173,7 +174,7 @@ ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel
     return host->set_error(CTN_ERR_SHAPE, "opencl %s: output shape %s is not the broadcast of the inputs",
                            op, shape_str(y).c_str());
   if ((ent->kind == kUnary || ent->kind == kCast || ent->kind == kCopy ||
-       (ent->kind == kBinary && ent->code >= 7)) )
+       ent->grad) )
     for (uint32_t i = 0; i < sig->n_inputs; ++i)
       if (!same_shape(sig->inputs[i], y))
         return host->set_error(CTN_ERR_SHAPE, "opencl %s: input %u %s must have the output shape %s",

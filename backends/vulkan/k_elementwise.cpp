@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "vk_backend.h"
+#include "vk_ew_ops.h"
 
 namespace ctn_vk {
 namespace {
@@ -13,36 +14,29 @@ enum Kind { kFloat, kCompare, kWhere, kCast, kCopy };
 struct EwEntry {
   const char *name;
   Kind kind;
-  int code;  // ew_ops.glsl
+  int code;  // CTN_EW_* (vk_ew_ops.h, generated from backends/common/ew_ops.py)
   uint32_t nin;
 };
 
-// Codes mirror shaders/ew_ops.glsl.
-const EwEntry kOps[] = {
-    {CTN_OP_NEG, kFloat, 1, 1},          {CTN_OP_EXP, kFloat, 2, 1},
-    {CTN_OP_LOG, kFloat, 3, 1},          {CTN_OP_SQRT, kFloat, 4, 1},
-    {CTN_OP_ABS, kFloat, 5, 1},          {CTN_OP_SIGN, kFloat, 6, 1},
-    {CTN_OP_TANH, kFloat, 7, 1},         {CTN_OP_SIGMOID, kFloat, 8, 1},
-    {CTN_OP_RELU, kFloat, 9, 1},         {CTN_OP_GELU, kFloat, 10, 1},
-    {CTN_OP_LEAKY_RELU, kFloat, 11, 1},  {CTN_OP_CLAMP, kFloat, 12, 1},
-    {CTN_OP_ADD, kFloat, 20, 2},         {CTN_OP_SUB, kFloat, 21, 2},
-    {CTN_OP_MUL, kFloat, 22, 2},         {CTN_OP_DIV, kFloat, 23, 2},
-    {CTN_OP_POW, kFloat, 24, 2},         {CTN_OP_MAXIMUM, kFloat, 25, 2},
-    {CTN_OP_MINIMUM, kFloat, 26, 2},     {CTN_OP_RELU_GRAD, kFloat, 30, 2},
-    {CTN_OP_LEAKY_RELU_GRAD, kFloat, 31, 2}, {CTN_OP_GELU_GRAD, kFloat, 32, 2},
-    {CTN_OP_CLAMP_GRAD, kFloat, 33, 2},  {CTN_OP_TANH_GRAD, kFloat, 34, 2},
-    {CTN_OP_SIGMOID_GRAD, kFloat, 35, 2},
-    // Optimizer steps and dropout: the last input of codes >= 90 is an i64 step (binding 4).
-    {CTN_OP_ADAM_MOMENT1, kFloat, 40, 2}, {CTN_OP_ADAM_MOMENT2, kFloat, 41, 2},
-    {CTN_OP_SGD_VELOCITY, kFloat, 60, 3}, {CTN_OP_SGD_APPLY, kFloat, 70, 4},
-    {CTN_OP_ADAM_APPLY, kFloat, 90, 5},
-    {CTN_OP_DROPOUT, kFloat, 91, 2},
-    {CTN_OP_EQ, kCompare, 0, 2},         {CTN_OP_NE, kCompare, 1, 2},
-    {CTN_OP_LT, kCompare, 2, 2},         {CTN_OP_LE, kCompare, 3, 2},
-    {CTN_OP_GT, kCompare, 4, 2},         {CTN_OP_GE, kCompare, 5, 2},
-    {CTN_OP_WHERE, kWhere, 0, 3},        {CTN_OP_CAST, kCast, 0, 1},
-    {CTN_OP_COPY, kCopy, 0, 1},
-};
+// The ops of ew.comp and cmp.comp come from the generated list; where, cast and copy have their
+// own shaders.
+bool find_entry(const char *op, EwEntry *e) {
+  if (const ctn_ew::Op *o = ctn_ew::find(op)) {
+    *e = {o->name, o->group == ctn_ew::kCompare ? kCompare : kFloat, o->code, o->nin};
+    return true;
+  }
+  static const EwEntry kOther[] = {
+      {CTN_OP_WHERE, kWhere, 0, 3},
+      {CTN_OP_CAST, kCast, 0, 1},
+      {CTN_OP_COPY, kCopy, 0, 1},
+  };
+  for (const EwEntry &c : kOther)
+    if (!std::strcmp(c.name, op)) {
+      *e = c;
+      return true;
+    }
+  return false;
+}
 
 constexpr size_t kParamWords = 68;
 
@@ -129,10 +123,9 @@ uint64_t window_elems(const Backend &be, uint64_t max_esize) {
 }  // namespace
 
 ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
-  const EwEntry *e = nullptr;
-  for (const EwEntry &cand : kOps)
-    if (std::strcmp(cand.name, sig->op) == 0) e = &cand;
-  if (!e) return CTN_OK;
+  EwEntry entry;
+  if (!find_entry(sig->op, &entry)) return CTN_OK;
+  const EwEntry *e = &entry;
   *handled = true;
   const ctn_host_api *host = be.host;
   const char *op = sig->op;
@@ -219,7 +212,7 @@ ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn
   } else {
     // Float ops; the optimizer's step input (adam_apply's last) is i64.
     for (uint32_t i = 0; i < sig->n_inputs; ++i) {
-      int32_t want = (e->code >= 90 && i + 1 == sig->n_inputs) ? CTN_I64 : a.dtype;
+      int32_t want = (e->code >= CTN_EW_FIRST_STEP && e->kind == kFloat && i + 1 == sig->n_inputs) ? CTN_I64 : a.dtype;
       if (sig->inputs[i].dtype != want)
         return host->set_error(CTN_ERR_DTYPE, "vulkan %s: input %u is %s, expected %s", op, i,
                                dtype_name(sig->inputs[i].dtype), dtype_name(want));
@@ -242,7 +235,7 @@ ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn
     put_float(p, 56 + i, sig->attrs->f[i]);
     put_double(p, 60 + 2 * i, sig->attrs->f[i]);
   }
-  if (e->code == 91) {  // dropout: seed, threshold and scale as the CPU backend computes them
+  if (e->code == CTN_EW_DROPOUT && e->kind == kFloat) {  // dropout: seed, threshold and scale as the CPU backend computes them
     const double pr = sig->attrs->f[0];
     if (!(pr >= 0.0 && pr < 1.0)) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan dropout: p must be in [0, 1)");
     const uint64_t seed = static_cast<uint64_t>(sig->attrs->i[0]);
@@ -280,7 +273,7 @@ ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn
     for (uint32_t j = 0; j < sig->n_inputs; ++j) {
       const ctn_tensor_desc &in = sig->inputs[j];
       uint64_t isz = dtype_size(in.dtype);
-      const bool step = e->code >= 90 && j + 1 == sig->n_inputs;
+      const bool step = e->code >= CTN_EW_FIRST_STEP && e->kind == kFloat && j + 1 == sig->n_inputs;
       const uint32_t slot = step ? 4 : j;  // ew.comp reads the i64 step as words at binding 4
       uint32_t unit = (in.dtype == CTN_BOOL || step) ? 4 : static_cast<uint32_t>(isz);
       if (step && desc_numel(in) != 1) {
