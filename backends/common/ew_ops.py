@@ -170,8 +170,38 @@ def check(backend, table, spec):
     return errors
 
 
+def self_test():
+    """The check refuses a switch that lacks a listed case or has a default: branch."""
+    import tempfile
+    table = codes()
+    src = 'switch (op) {\n' + ''.join('  case CTN_EW_%s: r = 1; break;\n' % op.upper()
+                                       for op, g, *_ in table if g == 'unary')
+    with tempfile.TemporaryDirectory() as d:
+        def run(text):
+            path = os.path.join(d, 'k.cl')
+            with open(path, 'w', encoding='utf-8') as f:
+                f.write(text + '}\n')
+            return check('ocl', table, path + ':unary')
+        ok = run(src)
+        missing = run(src.replace('  case CTN_EW_EXP: r = 1; break;\n', ''))
+        default = run(src + '  default: r = 0;\n')
+    if ok or len(missing) != 1 or 'CTN_EW_EXP' not in missing[0] or len(default) != 1 or \
+            'default' not in default[0]:
+        print('ew_ops.py self-test failed: %r %r %r' % (ok, missing, default), file=sys.stderr)
+        return 1
+    codes_seen = [c for _, _, c, *_ in table]
+    if len(set(codes_seen)) != len(codes_seen):
+        print('ew_ops.py self-test failed: duplicate codes', file=sys.stderr)
+        return 1
+    print('ew_ops.py self-test: ok (%d ops)' % len(table))
+    return 0
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    if sys.argv[1:] == ['--self-test']:
+        return self_test()
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
+                                 epilog='ew_ops.py --self-test checks the checker itself.')
     ap.add_argument('--backend', required=True, choices=BACKENDS)
     ap.add_argument('--out', required=True, help='the header to write')
     ap.add_argument('--check', action='append', default=[], metavar='FILE:GROUPS',

@@ -84,44 +84,6 @@ ctn_status ew_kernel(void *state, const ctn_kernel_args *args) {
   return check_launch(be, st->op);
 }
 
-// Broadcast walk: flat when every input is the output's size or one element, otherwise the
-// output's dims with size-1 dims dropped and chained neighbours merged.
-ctn_status setup_geom(Backend *be, EwGeom &g, const ctn_op_signature *sig) {
-  const ctn_tensor_desc &out = *sig->output;
-  g.nin = static_cast<int>(sig->n_inputs);
-  g.n = desc_numel(out);
-  int64_t full[3][CTN_MAX_DIMS] = {};
-  for (int j = 0; j < g.nin; ++j) {
-    const ctn_tensor_desc &in = sig->inputs[j];
-    if (!broadcast_strides(in, out, full[j]))
-      return be->host->set_error(CTN_ERR_SHAPE, "cuda %s: input %d %s does not broadcast to %s",
-                                 sig->op, j, shape_str(in).c_str(), shape_str(out).c_str());
-    int64_t numel = desc_numel(in);
-    g.mode[j] = numel == g.n ? 0 : numel == 1 ? 1 : 2;
-    if (g.mode[j] == 2) g.general = true;
-  }
-  if (!g.general) return CTN_OK;
-  int nd = 0;
-  for (uint32_t k = 0; k < out.ndim; ++k) {
-    if (out.shape[k] == 1) continue;
-    bool merge = nd > 0;
-    for (int j = 0; merge && j < g.nin; ++j) merge = g.str[j][nd - 1] == full[j][k] * out.shape[k];
-    if (merge) {
-      g.shape[nd - 1] *= out.shape[k];
-      for (int j = 0; j < g.nin; ++j) g.str[j][nd - 1] = full[j][k];
-    } else {
-      g.shape[nd] = out.shape[k];
-      for (int j = 0; j < g.nin; ++j) g.str[j][nd] = full[j][k];
-      ++nd;
-    }
-  }
-  if (nd == 0) {
-    g.shape[0] = 1;
-    nd = 1;
-  }
-  g.nd = nd;
-  return CTN_OK;
-}
 
 }  // namespace
 
@@ -134,17 +96,7 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
   const ctn_host_api *host = be->host;
   const char *op = sig->op;
   const ctn_tensor_desc &o = *sig->output;
-  const uint32_t want_in = e->kind == kWhere ? 3
-                           : (e->kind == kUnary || e->kind == kUnaryInt || e->kind == kCast ||
-                              e->kind == kCopy)
-                               ? 1
-                               : 2;
-  if (sig->n_inputs != want_in)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda %s: expects %u inputs, got %u", op,
-                           want_in, sig->n_inputs);
-  auto st = std::make_unique<EwState>();
-  st->be = be;
-  st->op = e->name;
+  auto st = new_state<EwState>(be, e->name);
   st->kind = e->kind;
   st->code = e->code;
   st->f0 = sig->attrs->f[0];
@@ -156,13 +108,7 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
   switch (e->kind) {
     case kCopy:
     case kCast: {
-      if (!same_shape(sig->inputs[0], o))
-        return host->set_error(CTN_ERR_SHAPE, "cuda %s: output %s differs from input %s", op,
-                               shape_str(o).c_str(), shape_str(sig->inputs[0]).c_str());
-      const int32_t to = e->kind == kCast ? static_cast<int32_t>(sig->attrs->i[0]) : dt;
-      if (o.dtype != to)
-        return host->set_error(CTN_ERR_DTYPE, "cuda %s: output dtype %s, expected %s", op,
-                               dtype_name(o.dtype), dtype_name(to));
+      const int32_t to = o.dtype;
       st->to = to;
       st->g.n = desc_numel(o);
       if (to == dt) {
@@ -174,21 +120,9 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
       return CTN_OK;
     }
     case kWhere:
-      if (dt != CTN_BOOL)
-        return host->set_error(CTN_ERR_DTYPE, "cuda where: condition must be bool, got %s",
-                               dtype_name(dt));
       st->dtype = sig->inputs[1].dtype;
-      if (sig->inputs[2].dtype != st->dtype || o.dtype != st->dtype)
-        return host->set_error(CTN_ERR_DTYPE, "cuda where: a, b and output dtypes differ");
       break;
     default: {
-      if (sig->n_inputs == 2 && sig->inputs[1].dtype != dt)
-        return host->set_error(CTN_ERR_DTYPE, "cuda %s: input dtypes differ (%s vs %s)", op,
-                               dtype_name(dt), dtype_name(sig->inputs[1].dtype));
-      const int32_t want_out = e->kind == kCompare ? CTN_BOOL : dt;
-      if (o.dtype != want_out)
-        return host->set_error(CTN_ERR_DTYPE, "cuda %s: output dtype %s, expected %s", op,
-                               dtype_name(o.dtype), dtype_name(want_out));
       const bool ok = e->kind == kCompare ||
                       is_float(dt) ||
                       ((e->kind == kUnaryInt || e->kind == kBinaryInt) && is_int);
@@ -198,16 +132,11 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
                                e->kind == kUnaryInt || e->kind == kBinaryInt
                                    ? "f32, f64, i32, i64 only"
                                    : "f32 and f64 only");
-      if (e->kind == kUnary || e->kind == kUnaryInt || e->kind == kGrad)
-        for (uint32_t i = 0; i < sig->n_inputs; ++i)
-          if (!same_shape(sig->inputs[i], o))
-            return host->set_error(CTN_ERR_SHAPE, "cuda %s: input %u %s must have the output shape %s",
-                                   op, i, shape_str(sig->inputs[i]).c_str(), shape_str(o).c_str());
       if (e->kind != kCompare && same_shape(sig->inputs[0], o)) flags = CTN_KERNEL_INPLACE_OK;
       break;
     }
   }
-  if (ctn_status s = setup_geom(be, st->g, sig); s) return s;
+  st->g = ew_walk(sig);
   kernel_set(out, ew_kernel, st.release(), flags);
   return CTN_OK;
 }
