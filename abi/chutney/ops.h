@@ -11,6 +11,11 @@
  *    get_kernel with CTN_ERR_UNSUPPORTED.
  *  - Attributes are already normalised by the core: axes are non-negative, slice bounds are
  *    clamped, reshape targets have no -1.
+ *  - get_kernel only sees signatures the host's infer accepted: the number and dtypes of the
+ *    inputs, the output's shape and dtype and the attributes are those the op's definition
+ *    (built-in, composite part or op library) checked and produced. A kernel maker does not
+ *    re-validate them: it checks only what it supports (a dtype, a rank, a size limit) and
+ *    answers CTN_ERR_UNSUPPORTED with the reason otherwise.
  *
  * The user-facing ops in chutney.h map 1:1 onto these; the *_grad ops are what the autodiff rule
  * table emits for backward passes (backends implement them like any other op).

@@ -16,20 +16,13 @@
 
 #include "gemm.h"
 #include "thread_pool.h"
-#include "../common/desc_util.h"
+#include "../common/kernel_util.h"
 
 namespace ctn_cpu {
 
-// Shared descriptor helpers (backends/common/desc_util.h).
-using ctn_backend_util::dtype_name;
-using ctn_backend_util::dtype_size;
-using ctn_backend_util::is_float;
-using ctn_backend_util::shape_str;
-using ctn_backend_util::desc_numel;
-using ctn_backend_util::same_shape;
-using ctn_backend_util::broadcast_strides;
-using ctn_backend_util::contiguous_strides;
-using ctn_backend_util::coalesce;
+// Shared descriptor helpers and kernel-maker scaffolding (backends/common/desc_util.h,
+// kernel_util.h).
+using namespace ctn_backend_util;
 
 enum class GemmMode { kAuto, kOpenBLAS, kOwn };
 
@@ -64,6 +57,15 @@ struct KernelBase {
 };
 
 void kernel_release(void *state);
+
+// A kernel state of type S for backend `be` (be and host set).
+template <class S>
+std::unique_ptr<S> new_state(Backend *be) {
+  auto st = std::make_unique<S>();
+  st->be = be;
+  st->host = be->host;
+  return st;
+}
 
 
 

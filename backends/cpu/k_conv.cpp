@@ -274,8 +274,6 @@ ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
   return CTN_OK;
 }
 
-bool is4(const ctn_tensor_desc &d) { return d.ndim == 4; }
-
 }  // namespace
 
 ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
@@ -296,22 +294,11 @@ ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   }
   *handled = true;
   const ctn_host_api *host = be->host;
-  if (sig->n_inputs != 2)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects 2 inputs, got %u", op, sig->n_inputs);
   const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
-  if (!is_float(a.dtype))
-    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (f32, f64 only)", op,
-                           dtype_name(a.dtype));
-  if (b.dtype != a.dtype || y.dtype != a.dtype)
-    return host->set_error(CTN_ERR_DTYPE, "cpu %s: operand dtypes differ", op);
-  if (!is4(a) || !is4(b) || !is4(y))
-    return host->set_error(CTN_ERR_SHAPE, "cpu %s: operands must be 4-d: %s, %s -> %s", op, shape_str(a).c_str(),
-                           shape_str(b).c_str(), shape_str(y).c_str());
+  if (ctn_status s = need_float(host, "cpu", sig->op, a.dtype); s) return s;
   const int64_t *at = sig->attrs->i;
   ConvGeom g{};
   g.sh = at[0], g.sw = at[1], g.ph = at[2], g.pw = at[3], g.dh = at[4], g.dw = at[5], g.g = at[6];
-  if (g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0 || g.dh < 1 || g.dw < 1 || g.g < 1)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: bad convolution attributes", op);
   // Conv input/weight/output of the underlying convolution.
   const ctn_tensor_desc *cx, *cw, *cy;
   switch (kind) {
@@ -322,18 +309,9 @@ ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   g.n = cx->shape[0], g.c = cx->shape[1], g.h = cx->shape[2], g.w = cx->shape[3];
   g.o = cw->shape[0], g.kh = cw->shape[2], g.kw = cw->shape[3];
   g.ho = cy->shape[2], g.wo = cy->shape[3];
-  const int64_t span_h = g.dh * (g.kh - 1) + 1, span_w = g.dw * (g.kw - 1) + 1;
-  bool ok = g.c % g.g == 0 && g.o % g.g == 0 && cw->shape[1] * g.g == g.c && cy->shape[0] == g.n &&
-            cy->shape[1] == g.o && g.kh >= 1 && g.kw >= 1 && g.h + 2 * g.ph >= span_h && g.w + 2 * g.pw >= span_w &&
-            g.ho == (g.h + 2 * g.ph - span_h) / g.sh + 1 && g.wo == (g.w + 2 * g.pw - span_w) / g.sw + 1;
-  if (!ok)
-    return host->set_error(CTN_ERR_SHAPE, "cpu %s: inconsistent shapes %s, %s -> %s for the attributes", op,
-                           shape_str(a).c_str(), shape_str(b).c_str(), shape_str(y).c_str());
   (void)transpose;
   g.finish();
-  auto st = std::make_unique<ConvState>();
-  st->be = be;
-  st->host = host;
+  auto st = new_state<ConvState>(be);
   st->g = g;
   st->kind = kind;
   st->chunks_max = std::max(1, be->num_threads.load());

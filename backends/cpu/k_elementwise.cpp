@@ -14,18 +14,12 @@ struct Params {
   double f0 = 0, f1 = 0;
 };
 
-constexpr int kMaxIn = 3;
+constexpr int kMaxIn = kEwMaxIn;
 
-struct EwState : KernelBase {
+// The output walk (n, nin, mode, general, nd, shape, str: backends/common/kernel_util.h).
+struct EwState : KernelBase, EwWalk {
   Params p;
-  int64_t n = 0;           // output elements
   int64_t threshold = 0;   // parallel above this many elements
-  int nin = 0;
-  int mode[kMaxIn] = {};   // 0: same shape as the output, 1: one element, 2: strided
-  bool general = false;    // some input needs the strided walk
-  int nd = 0;              // coalesced dims of the strided walk
-  int64_t shape[CTN_MAX_DIMS] = {};
-  int64_t str[kMaxIn][CTN_MAX_DIMS] = {};
 };
 
 // ---- functors -------------------------------------------------------------------------------
@@ -377,72 +371,6 @@ ctn_kernel_fn cast_fn(int32_t from, int32_t to) {
   }
 }
 
-// True when `out` is exactly the broadcast of the inputs (not only compatible with them).
-bool is_broadcast_of(const ctn_op_signature *sig, uint32_t first) {
-  const ctn_tensor_desc &out = *sig->output;
-  uint32_t nd = 0;
-  for (uint32_t i = first; i < sig->n_inputs; ++i) nd = std::max(nd, sig->inputs[i].ndim);
-  if (out.ndim != nd) return false;
-  for (uint32_t k = 0; k < nd; ++k) {
-    int64_t want = 1;
-    for (uint32_t i = first; i < sig->n_inputs; ++i) {
-      const ctn_tensor_desc &in = sig->inputs[i];
-      int64_t ax = static_cast<int64_t>(k) - (nd - in.ndim);
-      if (ax < 0) continue;
-      int64_t d = in.shape[ax];
-      if (d != 1) {
-        if (want != 1 && want != d) return false;
-        want = d;
-      } else if (want == 1) {
-        want = 1;
-      }
-    }
-    // A zero-size dim broadcasts against 1 only; the loop above handles it like any size.
-    if (out.shape[k] != want) return false;
-  }
-  return true;
-}
-
-ctn_status setup_state(EwState &st, const ctn_op_signature *sig) {
-  const ctn_tensor_desc &out = *sig->output;
-  st.nin = static_cast<int>(sig->n_inputs);
-  st.n = desc_numel(out);
-  int64_t full[kMaxIn][CTN_MAX_DIMS] = {};
-  for (int j = 0; j < st.nin; ++j) {
-    const ctn_tensor_desc &in = sig->inputs[j];
-    if (!broadcast_strides(in, out, full[j]))
-      return st.host->set_error(CTN_ERR_SHAPE, "cpu %s: input %d %s does not broadcast to %s",
-                                sig->op, j, shape_str(in).c_str(), shape_str(out).c_str());
-    int64_t numel = desc_numel(in);
-    st.mode[j] = same_shape(in, out) || numel == st.n ? 0 : numel == 1 ? 1 : 2;
-    if (st.mode[j] == 2) st.general = true;
-  }
-  // Three inputs with a scalar among them go through the flat loop with stride 0.
-  if (st.general) {
-    // Coalesce: drop size-1 dims, merge neighbours whose strides chain for every input.
-    int nd = 0;
-    for (uint32_t k = 0; k < out.ndim; ++k) {
-      if (out.shape[k] == 1) continue;
-      bool merge = nd > 0;
-      for (int j = 0; merge && j < st.nin; ++j)
-        merge = st.str[j][nd - 1] == full[j][k] * out.shape[k];
-      if (merge) {
-        st.shape[nd - 1] *= out.shape[k];
-        for (int j = 0; j < st.nin; ++j) st.str[j][nd - 1] = full[j][k];
-      } else {
-        st.shape[nd] = out.shape[k];
-        for (int j = 0; j < st.nin; ++j) st.str[j][nd] = full[j][k];
-        ++nd;
-      }
-    }
-    if (nd == 0) {
-      st.shape[0] = 1;
-      nd = 1;
-    }
-    st.nd = nd;
-  }
-  return CTN_OK;
-}
 
 }  // namespace
 
@@ -456,31 +384,14 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
   const ctn_host_api *host = be->host;
   const char *op = sig->op;
   const ctn_tensor_desc &o = *sig->output;
-  uint32_t want_in = e->kind == kWhere ? 3
-                     : (e->kind == kUnary || e->kind == kUnaryInt || e->kind == kCast ||
-                        e->kind == kCopy)
-                         ? 1
-                         : 2;
-  if (sig->n_inputs != want_in)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects %u inputs, got %u", op,
-                           want_in, sig->n_inputs);
   const ctn_tensor_desc &a = sig->inputs[0];
-  auto st = std::make_unique<EwState>();
-  st->be = be;
-  st->host = host;
+  auto st = new_state<EwState>(be);
   st->p.f0 = sig->attrs->f[0];
   st->p.f1 = sig->attrs->f[1];
   st->threshold = e->heavy ? kParallelThresholdHeavy : kParallelThreshold;
   ctn_kernel_fn fn = nullptr;
   int32_t dt = a.dtype;
 
-  auto need_same_shape = [&]() -> ctn_status {
-    for (uint32_t i = 0; i < sig->n_inputs; ++i)
-      if (!same_shape(sig->inputs[i], o))
-        return host->set_error(CTN_ERR_SHAPE, "cpu %s: input %u %s must have the output shape %s",
-                               op, i, shape_str(sig->inputs[i]).c_str(), shape_str(o).c_str());
-    return CTN_OK;
-  };
   auto pick = [&]() -> ctn_kernel_fn {
     switch (dt) {
       case CTN_F32: return e->f32;
@@ -494,12 +405,8 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
   switch (e->kind) {
     case kCopy:
     case kCast: {
-      if (ctn_status s = need_same_shape(); s) return s;
-      int32_t to = e->kind == kCast ? static_cast<int32_t>(sig->attrs->i[0]) : dt;
-      if (o.dtype != to)
-        return host->set_error(CTN_ERR_DTYPE, "cpu %s: output dtype %s, expected %s", op,
-                               dtype_name(o.dtype), dtype_name(to));
-      if (o.dtype == dt) {
+      const int32_t to = o.dtype;
+      if (to == dt) {
         st->n = desc_numel(o) * static_cast<int64_t>(dtype_size(dt));
         kernel_set(out, copy_kernel, st.release(), CTN_KERNEL_INPLACE_OK);
         return CTN_OK;
@@ -510,18 +417,9 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
     case kUnary:
     case kUnaryInt:
     case kGrad:
-      if (ctn_status s = need_same_shape(); s) return s;
-      [[fallthrough]];
     case kBinary:
     case kBinaryInt:
     case kCompare: {
-      if (sig->n_inputs == 2 && sig->inputs[1].dtype != dt)
-        return host->set_error(CTN_ERR_DTYPE, "cpu %s: input dtypes differ (%s vs %s)", op,
-                               dtype_name(dt), dtype_name(sig->inputs[1].dtype));
-      int32_t want_out = e->kind == kCompare ? CTN_BOOL : dt;
-      if (o.dtype != want_out)
-        return host->set_error(CTN_ERR_DTYPE, "cpu %s: output dtype %s, expected %s", op,
-                               dtype_name(o.dtype), dtype_name(want_out));
       fn = e->kind == kCompare ? compare_fn(op, dt) : pick();
       if (!fn)
         return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (%s)", op,
@@ -531,23 +429,12 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
                                    : "f32 and f64 only");
       break;
     }
-    case kWhere: {
-      if (a.dtype != CTN_BOOL)
-        return host->set_error(CTN_ERR_DTYPE, "cpu where: condition must be bool, got %s",
-                               dtype_name(a.dtype));
+    case kWhere:
       dt = sig->inputs[1].dtype;
-      if (sig->inputs[2].dtype != dt || o.dtype != dt)
-        return host->set_error(CTN_ERR_DTYPE, "cpu where: a, b and output dtypes differ (%s, %s, %s)",
-                               dtype_name(dt), dtype_name(sig->inputs[2].dtype),
-                               dtype_name(o.dtype));
       fn = where_fn(dt);
       break;
-    }
   }
-  if (!is_broadcast_of(sig, 0))
-    return host->set_error(CTN_ERR_SHAPE, "cpu %s: output shape %s is not the broadcast of the inputs",
-                           op, shape_str(o).c_str());
-  if (ctn_status s = setup_state(*st, sig); s) return s;
+  static_cast<EwWalk &>(*st) = ew_walk(sig);
   uint32_t flags = 0;
   if (e->kind != kWhere && e->kind != kCast && e->kind != kCompare && same_shape(a, o) &&
       a.dtype == o.dtype)

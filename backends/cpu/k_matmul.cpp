@@ -16,23 +16,11 @@ struct MatmulState : KernelBase {
   int64_t m = 0, n = 0, k = 0;
   bool ta = false, tb = false;
   int64_t rsa = 0, csa = 0, rsb = 0, csb = 0;  // element strides of A(i,p), B(p,j)
-  // Batch dims of the output and A's, B's strides over them, in matrices (0: broadcast). The
-  // offsets of batch i are computed when it runs, not tabled: a table per batch is O(batches)
-  // memory at compile time (8 TB for a [1, 2^39, 2, 2] input, found by fuzz_graph).
-  uint32_t bnd = 0;
-  int64_t bshape[CTN_MAX_DIMS] = {}, bsa[CTN_MAX_DIMS] = {}, bsb[CTN_MAX_DIMS] = {};
+  // The offsets of batch i are computed when it runs (dims.offsets), not tabled: a table per
+  // batch is O(batches) memory at compile time (8 TB for a [1, 2^39, 2, 2] input, found by
+  // fuzz_graph).
+  MatmulDims dims;
   int64_t batches = 0;
-  void offsets(int64_t i, int64_t *oa, int64_t *ob) const {
-    int64_t ra = 0, rb = 0;
-    for (int d = static_cast<int>(bnd) - 1; d >= 0 && i; --d) {
-      const int64_t idx = i % bshape[d];
-      i /= bshape[d];
-      ra += idx * bsa[d];
-      rb += idx * bsb[d];
-    }
-    *oa = ra * m * k;
-    *ob = rb * k * n;
-  }
   int64_t c_step = 0;                           // elements between output matrices
   int act = -1;                                 // -1: plain matmul; else CTN_ACT_*
 };
@@ -147,7 +135,7 @@ ctn_status matmul_kernel(void *state, const ctn_kernel_args *args) {
   const int64_t batches = st->batches;
   for (int64_t i = 0; i < batches; ++i) {
     int64_t oa, ob;
-    st->offsets(i, &oa, &ob);
+    st->dims.offsets(i, &oa, &ob);
     gemm_one<T>(be, *st, a + oa, b + ob, c + i * st->c_step);
   }
   if (st->act >= 0) {
@@ -169,100 +157,24 @@ ctn_status make_matmul_kernel(Backend *be, const ctn_op_signature *sig, ctn_kern
   bool fused = !std::strcmp(op, CTN_OP_MATMUL_BIAS_ACT);
   if (!fused && std::strcmp(op, CTN_OP_MATMUL) != 0) return CTN_OK;
   *handled = true;
-  const ctn_host_api *host = be->host;
-  uint32_t n_in = fused ? 3 : 2;
-  if (sig->n_inputs != n_in)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects %u inputs, got %u", op,
-                           n_in, sig->n_inputs);
-  const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
-  if (!is_float(a.dtype))
-    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (f32, f64 only)",
-                           op, dtype_name(a.dtype));
-  for (uint32_t i = 1; i <= sig->n_inputs; ++i) {
-    const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : y;
-    if (d.dtype != a.dtype)
-      return host->set_error(CTN_ERR_DTYPE, "cpu %s: operand %u is %s, expected %s", op, i,
-                             dtype_name(d.dtype), dtype_name(a.dtype));
-  }
-  if (a.ndim < 2 || b.ndim < 2)
-    return host->set_error(CTN_ERR_SHAPE, "cpu %s: operands must be at least 2-d (%s, %s)", op,
-                           shape_str(a).c_str(), shape_str(b).c_str());
-  auto st = std::make_unique<MatmulState>();
-  st->be = be;
-  st->host = host;
-  st->ta = sig->attrs->i[0] != 0;
-  st->tb = sig->attrs->i[1] != 0;
-  const int64_t ar = a.shape[a.ndim - 2], ac = a.shape[a.ndim - 1];
-  const int64_t br = b.shape[b.ndim - 2], bc = b.shape[b.ndim - 1];
-  st->m = st->ta ? ac : ar;
-  st->k = st->ta ? ar : ac;
-  const int64_t kb = st->tb ? bc : br;
-  st->n = st->tb ? br : bc;
-  if (kb != st->k)
-    return host->set_error(CTN_ERR_SHAPE, "cpu %s: inner dims differ: %s%s @ %s%s", op,
-                           shape_str(a).c_str(), st->ta ? "^T" : "", shape_str(b).c_str(),
-                           st->tb ? "^T" : "");
-  st->rsa = st->ta ? 1 : st->k;
-  st->csa = st->ta ? st->m : 1;
-  st->rsb = st->tb ? 1 : st->n;
-  st->csb = st->tb ? st->k : 1;
-  // Batch dims: broadcast a[:-2] and b[:-2] to y[:-2].
-  ctn_tensor_desc ab{}, bb{}, yb{};
-  ab.ndim = a.ndim - 2;
-  bb.ndim = b.ndim - 2;
-  yb.ndim = y.ndim >= 2 ? y.ndim - 2 : 0;
-  for (uint32_t k = 0; k < ab.ndim; ++k) ab.shape[k] = a.shape[k];
-  for (uint32_t k = 0; k < bb.ndim; ++k) bb.shape[k] = b.shape[k];
-  for (uint32_t k = 0; k < yb.ndim; ++k) yb.shape[k] = y.shape[k];
-  ctn_tensor_desc want{};
-  want.ndim = std::max(ab.ndim, bb.ndim);
-  for (uint32_t k = 0; k < want.ndim; ++k) {
-    int64_t da = k + ab.ndim >= want.ndim ? ab.shape[k + ab.ndim - want.ndim] : 1;
-    int64_t db = k + bb.ndim >= want.ndim ? bb.shape[k + bb.ndim - want.ndim] : 1;
-    if (da != db && da != 1 && db != 1)
-      return host->set_error(CTN_ERR_SHAPE, "cpu %s: batch dims of %s and %s do not broadcast",
-                             op, shape_str(a).c_str(), shape_str(b).c_str());
-    want.shape[k] = da == 1 ? db : da;
-  }
-  want.shape[want.ndim++] = st->m;
-  want.shape[want.ndim++] = st->n;
-  if (!same_shape(want, y))
-    return host->set_error(CTN_ERR_SHAPE, "cpu %s: output shape %s, expected %s", op,
-                           shape_str(y).c_str(), shape_str(want).c_str());
-  if (fused) {
-    const ctn_tensor_desc &bias = sig->inputs[2];
-    if (bias.ndim != 1 || bias.shape[0] != st->n)
-      return host->set_error(CTN_ERR_SHAPE, "cpu %s: bias %s must be [%lld]", op,
-                             shape_str(bias).c_str(), static_cast<long long>(st->n));
-    int64_t act = sig->attrs->i[2];
-    if (act != CTN_ACT_NONE && act != CTN_ACT_RELU && act != CTN_ACT_GELU)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: unknown activation %lld", op,
-                             static_cast<long long>(act));
-    st->act = static_cast<int>(act);
-  }
-  int64_t sa[CTN_MAX_DIMS] = {}, sb[CTN_MAX_DIMS] = {};
-  broadcast_strides(ab, yb, sa);
-  broadcast_strides(bb, yb, sb);
-  st->bnd = yb.ndim;
-  for (uint32_t d = 0; d < yb.ndim; ++d) st->bshape[d] = yb.shape[d], st->bsa[d] = sa[d], st->bsb[d] = sb[d];
-  const int64_t batches = desc_numel(yb);
-  st->batches = desc_numel(y) ? batches : 0;  // an empty output: nothing to compute
-  st->c_step = st->m * st->n;
-  // [B, M, K] @ [K, N] with one shared B: a single GEMM of (B*M) rows is faster than B small
-  // ones. That needs B broadcast over every batch dim and A's batches contiguous.
-  bool fold = batches > 1 && !st->ta;
-  int64_t run = 1;
-  for (int d = static_cast<int>(yb.ndim) - 1; fold && d >= 0; --d) {
-    if (yb.shape[d] == 1) continue;
-    fold = sb[d] == 0 && sa[d] == run;
-    run *= yb.shape[d];
-  }
-  if (fold) {
-    st->m *= batches;
-    st->batches = st->batches ? 1 : 0;
-    st->bnd = 0;
-    st->c_step = st->m * st->n;
-  }
+  const ctn_tensor_desc &a = sig->inputs[0];
+  if (ctn_status s = need_float(be->host, "cpu", sig->op, a.dtype); s) return s;
+  MatmulDims d = matmul_dims(sig);
+  auto st = new_state<MatmulState>(be);
+  st->ta = d.ta;
+  st->tb = d.tb;
+  st->k = d.k;
+  st->n = d.n;
+  st->rsa = d.ta ? 1 : d.k;
+  st->csa = d.ta ? d.m : 1;
+  st->rsb = d.tb ? 1 : d.n;
+  st->csb = d.tb ? d.k : 1;
+  if (fused) st->act = d.act;
+  st->c_step = d.m * d.n;
+  if (fold_batches(d)) st->c_step = d.m * d.n;
+  st->m = d.m;
+  st->batches = desc_numel(*sig->output) ? d.batches : 0;  // an empty output: nothing to compute
+  st->dims = d;
   kernel_set(out, a.dtype == CTN_F32 ? matmul_kernel<float> : matmul_kernel<double>,
              st.release());
   return CTN_OK;

@@ -54,16 +54,9 @@ ctn_status dropout_kernel(void *state, const ctn_kernel_args *args) {
 }
 
 ctn_status make_dropout(Backend *be, const ctn_op_signature *sig, ctn_kernel *out) {
-  const ctn_host_api *host = be->host;
-  const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
-  if (sig->n_inputs != 2 || !is_float(x.dtype) || y.dtype != x.dtype || !same_shape(x, y) ||
-      sig->inputs[1].dtype != CTN_I64 || desc_numel(sig->inputs[1]) != 1)
-    return host->set_error(CTN_ERR_SHAPE, "cpu dropout: expects (x f32|f64, step i64 one element) -> x's shape");
+  const ctn_tensor_desc &x = sig->inputs[0];
   const double p = sig->attrs->f[0];
-  if (!(p >= 0 && p < 1)) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu dropout: p must be in [0, 1)");
-  auto st = std::make_unique<DropoutState>();
-  st->be = be;
-  st->host = host;
+  auto st = new_state<DropoutState>(be);
   st->seed = static_cast<uint64_t>(sig->attrs->i[0]);
   st->threshold = static_cast<uint32_t>(std::floor(p * 16777216.0));
   st->scale = 1.0 / (1.0 - p);
@@ -142,29 +135,15 @@ ctn_status emb_kernel(void *state, const ctn_kernel_args *args) {
 
 ctn_status make_embedding(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool grad) {
   const ctn_host_api *host = be->host;
-  const char *op = sig->op;
-  if (sig->n_inputs != 2) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects 2 inputs", op);
   const ctn_tensor_desc &ids = sig->inputs[grad ? 0 : 1], &vals = sig->inputs[grad ? 1 : 0], &y = *sig->output;
-  if (!is_float(vals.dtype))
-    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (f32, f64 only)", op,
-                           dtype_name(vals.dtype));
-  if (ids.dtype != CTN_I32 && ids.dtype != CTN_I64)
-    return host->set_error(CTN_ERR_DTYPE, "cpu %s: ids must be i32 or i64", op);
+  if (ctn_status s = need_float(host, "cpu", sig->op, vals.dtype); s) return s;
   const ctn_tensor_desc &table = grad ? y : vals;
-  if (y.dtype != vals.dtype || table.ndim != 2)
-    return host->set_error(CTN_ERR_SHAPE, "cpu %s: the table must be a 2-d %s value", op, dtype_name(vals.dtype));
-  auto st = std::make_unique<EmbState>();
-  st->be = be;
-  st->host = host;
+  auto st = new_state<EmbState>(be);
   st->grad = grad;
   st->v = table.shape[0];
   st->d = table.shape[1];
   st->n_ids = desc_numel(ids);
   st->id_dtype = ids.dtype;
-  const ctn_tensor_desc &rows = grad ? vals : y;
-  if (desc_numel(rows) != st->n_ids * st->d || rows.ndim != ids.ndim + 1 || rows.shape[rows.ndim - 1] != st->d)
-    return host->set_error(CTN_ERR_SHAPE, "cpu %s: ids %s do not match %s", op, shape_str(ids).c_str(),
-                           shape_str(rows).c_str());
   kernel_set(out, vals.dtype == CTN_F32 ? emb_kernel<float> : emb_kernel<double>, st.release());
   return CTN_OK;
 }

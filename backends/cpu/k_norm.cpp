@@ -259,53 +259,25 @@ ctn_status make_norm_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
     if (!std::strcmp(sig->op, k.name)) e = &k;
   if (!e) return CTN_OK;
   *handled = true;
-  const char *op = sig->op;
   const ctn_host_api *host = be->host;
-  if (sig->n_inputs != e->n_in)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects %u inputs, got %u", op, e->n_in,
-                           sig->n_inputs);
-  const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
-  if (!is_float(x.dtype))
-    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (f32, f64 only)", op,
-                           dtype_name(x.dtype));
-  for (uint32_t i = 0; i <= e->n_in; ++i) {
-    const ctn_tensor_desc &d = i < e->n_in ? sig->inputs[i] : y;
-    if (d.dtype != x.dtype) return host->set_error(CTN_ERR_DTYPE, "cpu %s: operand dtypes differ", op);
-  }
-  auto st = std::make_unique<NormState>();
-  st->be = be;
-  st->host = host;
+  const ctn_tensor_desc &x = sig->inputs[0];
+  if (ctn_status s = need_float(host, "cpu", sig->op, x.dtype); s) return s;
+  auto st = new_state<NormState>(be);
   st->kind = e->kind;
   st->eps = sig->attrs->f[0];
   uint64_t ws = 0;
   const bool ln = e->kind == NormKind::kLn || e->kind == NormKind::kLnGradInput || e->kind == NormKind::kLnGradGamma;
   if (ln) {
     const int64_t a = sig->attrs->i[0];
-    if (a < 0 || a >= static_cast<int64_t>(x.ndim))
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: first axis %lld out of range for %s", op,
-                             static_cast<long long>(a), shape_str(x).c_str());
     st->rows = 1;
     st->len = 1;
     for (uint32_t k = 0; k < x.ndim; ++k) (static_cast<int64_t>(k) < a ? st->rows : st->len) *= x.shape[k];
-    const int64_t want_out = e->kind == NormKind::kLnGradGamma ? st->len : desc_numel(x);
-    if (desc_numel(y) != want_out || (e->kind != NormKind::kLnGradGamma && !same_shape(x, y)) ||
-        desc_numel(sig->inputs[1]) != (e->kind == NormKind::kLnGradGamma ? desc_numel(x) : st->len))
-      return host->set_error(CTN_ERR_SHAPE, "cpu %s: inconsistent shapes for %s", op, shape_str(x).c_str());
     if (e->kind == NormKind::kLnGradGamma) ws = static_cast<uint64_t>(st->rows) * sizeof(Stats);
   } else {
-    if (x.ndim < 2) return host->set_error(CTN_ERR_SHAPE, "cpu %s: the input must be at least 2-d", op);
     st->outer = x.shape[0];
     st->ch = x.shape[1];
     st->inner = 1;
     for (uint32_t k = 2; k < x.ndim; ++k) st->inner *= x.shape[k];
-    bool ok = e->kind == NormKind::kBnGradGamma ? (y.ndim == 1 && y.shape[0] == st->ch && same_shape(sig->inputs[1], x))
-                                                 : same_shape(x, y);
-    for (uint32_t i = 1; ok && i < e->n_in; ++i) {
-      const ctn_tensor_desc &d = sig->inputs[i];
-      bool full = (e->kind == NormKind::kBnGradInput && i == 2) || (e->kind == NormKind::kBnGradGamma && i == 1);
-      ok = full ? same_shape(d, x) : (d.ndim == 1 && d.shape[0] == st->ch);
-    }
-    if (!ok) return host->set_error(CTN_ERR_SHAPE, "cpu %s: inconsistent shapes for %s", op, shape_str(x).c_str());
   }
   kernel_set(out, x.dtype == CTN_F32 ? norm_kernel<float> : norm_kernel<double>, st.release(), 0, ws);
   return CTN_OK;

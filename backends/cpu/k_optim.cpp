@@ -149,36 +149,9 @@ ctn_status make_optim_kernel(Backend *be, const ctn_op_signature *sig, ctn_kerne
   if (!e) return CTN_OK;
   *handled = true;
   const ctn_host_api *host = be->host;
-  const char *op = sig->op;
   const ctn_tensor_desc &o = *sig->output;
-  if (sig->n_inputs != e->n_inputs)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects %u inputs, got %u", op,
-                           e->n_inputs, sig->n_inputs);
-  if (!is_float(o.dtype))
-    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (f32 and f64 only)",
-                           op, dtype_name(o.dtype));
-  for (uint32_t i = 0; i < e->n_elementwise; ++i) {
-    const ctn_tensor_desc &in = sig->inputs[i];
-    if (in.dtype != o.dtype || !same_shape(in, o))
-      return host->set_error(CTN_ERR_SHAPE, "cpu %s: input %u is %s%s, expected %s%s", op, i,
-                             dtype_name(in.dtype), shape_str(in).c_str(), dtype_name(o.dtype),
-                             shape_str(o).c_str());
-  }
-  if (e->n_inputs > 3) {
-    const ctn_tensor_desc &lr = sig->inputs[3];
-    if (lr.dtype != o.dtype || desc_numel(lr) != 1)
-      return host->set_error(CTN_ERR_SHAPE, "cpu %s: lr must be one %s element, got %s%s", op,
-                             dtype_name(o.dtype), dtype_name(lr.dtype), shape_str(lr).c_str());
-  }
-  if (e->n_inputs > 4) {
-    const ctn_tensor_desc &step = sig->inputs[4];
-    if (step.dtype != CTN_I64 || desc_numel(step) != 1)
-      return host->set_error(CTN_ERR_SHAPE, "cpu %s: step must be one i64 element, got %s%s", op,
-                             dtype_name(step.dtype), shape_str(step).c_str());
-  }
-  auto st = std::make_unique<OptState>();
-  st->be = be;
-  st->host = host;
+  if (ctn_status s = need_float(host, "cpu", sig->op, o.dtype); s) return s;
+  auto st = new_state<OptState>(be);
   st->kind = e->kind;
   st->n = desc_numel(o);
   for (int k = 0; k < 4; ++k) st->f[k] = sig->attrs->f[k];

@@ -197,12 +197,10 @@ ctn_status pool_kernel(void *state, const ctn_kernel_args *args) {
 ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
   const char *op = sig->op;
   PoolKind kind;
-  uint32_t n_in = 1;
   if (!std::strcmp(op, CTN_OP_MAX_POOL2D)) {
     kind = PoolKind::kMax;
   } else if (!std::strcmp(op, CTN_OP_MAX_POOL2D_GRAD)) {
     kind = PoolKind::kMaxGrad;
-    n_in = 3;
   } else if (!std::strcmp(op, CTN_OP_AVG_POOL2D)) {
     kind = PoolKind::kAvg;
   } else if (!std::strcmp(op, CTN_OP_AVG_POOL2D_GRAD)) {
@@ -212,26 +210,14 @@ ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   }
   *handled = true;
   const ctn_host_api *host = be->host;
-  if (sig->n_inputs != n_in)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects %u inputs, got %u", op, n_in, sig->n_inputs);
   const ctn_tensor_desc &y = *sig->output;
-  if (!is_float(y.dtype))
-    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (f32, f64 only)", op,
-                           dtype_name(y.dtype));
-  for (uint32_t i = 0; i < n_in; ++i)
-    if (sig->inputs[i].dtype != y.dtype || sig->inputs[i].ndim != 4)
-      return host->set_error(CTN_ERR_SHAPE, "cpu %s: operand %u must be a 4-d %s value, got %s %s", op, i,
-                             dtype_name(y.dtype), dtype_name(sig->inputs[i].dtype),
-                             shape_str(sig->inputs[i]).c_str());
-  if (y.ndim != 4) return host->set_error(CTN_ERR_SHAPE, "cpu %s: the output must be 4-d", op);
+  if (ctn_status s = need_float(host, "cpu", sig->op, y.dtype); s) return s;
   const bool grad = kind == PoolKind::kMaxGrad || kind == PoolKind::kAvgGrad;
   // Full-size and pooled descriptors.
   const ctn_tensor_desc &big = kind == PoolKind::kAvgGrad ? y : sig->inputs[0];
   const ctn_tensor_desc &small = kind == PoolKind::kAvgGrad ? sig->inputs[0] : grad ? sig->inputs[2] : y;
   const int64_t *at = sig->attrs->i;
-  auto st = std::make_unique<PoolState>();
-  st->be = be;
-  st->host = host;
+  auto st = new_state<PoolState>(be);
   st->kind = kind;
   st->kh = at[0], st->kw = at[1], st->sh = at[2], st->sw = at[3], st->ph = at[4], st->pw = at[5];
   st->include_pad = (kind == PoolKind::kAvg || kind == PoolKind::kAvgGrad) && at[6] != 0;
@@ -243,9 +229,6 @@ ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
             small.shape[1] == big.shape[1] && st->h + 2 * st->ph >= st->kh && st->w + 2 * st->pw >= st->kw &&
             st->ho == (st->h + 2 * st->ph - st->kh) / st->sh + 1 && st->wo == (st->w + 2 * st->pw - st->kw) / st->sw + 1;
   if (kind == PoolKind::kMaxGrad) ok = ok && same_shape(sig->inputs[1], small) && same_shape(y, big);
-  if (!ok)
-    return host->set_error(CTN_ERR_SHAPE, "cpu %s: shapes %s -> %s do not match the pooling attributes", op,
-                           shape_str(sig->inputs[0]).c_str(), shape_str(y).c_str());
   kernel_set(out, y.dtype == CTN_F32 ? pool_kernel<float> : pool_kernel<double>, st.release());
   return CTN_OK;
 }

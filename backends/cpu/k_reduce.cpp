@@ -301,41 +301,13 @@ ctn_status ce_kernel(void *state, const ctn_kernel_args *args) {
   return CTN_OK;
 }
 
-ctn_status need_float(const ctn_host_api *host, const char *op, int32_t dt) {
-  if (is_float(dt)) return CTN_OK;
-  return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (f32, f64 only)",
-                         op, dtype_name(dt));
-}
-
 ctn_status make_reduce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, RedOp op) {
   const ctn_host_api *host = be->host;
-  if (sig->n_inputs != 1)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects 1 input", sig->op);
   const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
-  if (ctn_status s = need_float(host, sig->op, x.dtype); s) return s;
-  if (y.dtype != x.dtype)
-    return host->set_error(CTN_ERR_DTYPE, "cpu %s: output dtype %s differs from input %s",
-                           sig->op, dtype_name(y.dtype), dtype_name(x.dtype));
-  uint64_t mask = static_cast<uint64_t>(sig->attrs->i[0]);
-  bool keep = sig->attrs->i[1] != 0;
-  // An empty mask only reaches a kernel for 0-d inputs: the reduction is the identity.
-  if (x.ndim < 64 && (mask >> x.ndim) != 0)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                           "cpu %s: axes mask 0x%llx names axes beyond ndim %u",
-                           sig->op, static_cast<unsigned long long>(mask), x.ndim);
-  ctn_tensor_desc want{};
-  int64_t count = 1;
-  for (uint32_t k = 0; k < x.ndim; ++k) {
-    bool r = (mask >> k) & 1;
-    if (r) count *= x.shape[k];
-    if (!r || keep) want.shape[want.ndim++] = r ? 1 : x.shape[k];
-  }
-  if (!same_shape(want, y))
-    return host->set_error(CTN_ERR_SHAPE, "cpu %s: output shape %s, expected %s", sig->op,
-                           shape_str(y).c_str(), shape_str(want).c_str());
-  auto st = std::make_unique<RedState>();
-  st->be = be;
-  st->host = host;
+  if (ctn_status s = need_float(host, "cpu", sig->op, x.dtype); s) return s;
+  const uint64_t mask = static_cast<uint64_t>(sig->attrs->i[0]);
+  const int64_t count = reduce_count(sig);
+  auto st = new_state<RedState>(be);
   st->op = op;
   st->scale = op == kMean ? 1.0 / static_cast<double>(count) : 1.0;
   if (op == kMean && count == 0) st->scale = std::numeric_limits<double>::quiet_NaN();
@@ -379,32 +351,14 @@ ctn_status make_reduce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out
 
 ctn_status make_softmax(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, SmOp op) {
   const ctn_host_api *host = be->host;
-  uint32_t want = op == kSoftmax || op == kLogSoftmax ? 1 : 2;
-  if (sig->n_inputs != want)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects %u inputs", sig->op, want);
-  const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
-  if (ctn_status s = need_float(host, sig->op, x.dtype); s) return s;
-  for (uint32_t i = 0; i < sig->n_inputs; ++i)
-    if (!same_shape(sig->inputs[i], y) || sig->inputs[i].dtype != x.dtype)
-      return host->set_error(CTN_ERR_SHAPE, "cpu %s: input %u %s %s must match the output %s %s",
-                             sig->op, i, dtype_name(sig->inputs[i].dtype),
-                             shape_str(sig->inputs[i]).c_str(), dtype_name(y.dtype),
-                             shape_str(y).c_str());
-  if (y.dtype != x.dtype)
-    return host->set_error(CTN_ERR_DTYPE, "cpu %s: output dtype differs", sig->op);
-  int64_t axis = sig->attrs->i[0];
-  if (axis < 0 || axis >= static_cast<int64_t>(x.ndim))
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: axis %lld out of range for ndim %u",
-                           sig->op, static_cast<long long>(axis), x.ndim);
-  auto st = std::make_unique<SmState>();
-  st->be = be;
-  st->host = host;
+  const ctn_tensor_desc &x = sig->inputs[0];
+  if (ctn_status s = need_float(host, "cpu", sig->op, x.dtype); s) return s;
+  auto st = new_state<SmState>(be);
   st->op = op;
-  st->outer = 1;
-  st->inner = 1;
-  for (int64_t k = 0; k < axis; ++k) st->outer *= x.shape[k];
-  st->len = x.shape[axis];
-  for (uint32_t k = static_cast<uint32_t>(axis) + 1; k < x.ndim; ++k) st->inner *= x.shape[k];
+  const AxisDims d = axis_dims(x, sig->attrs->i[0]);
+  st->outer = d.outer;
+  st->len = d.len;
+  st->inner = d.inner;
   kernel_set(out, x.dtype == CTN_F32 ? softmax_kernel<float> : softmax_kernel<double>,
              st.release(), CTN_KERNEL_INPLACE_OK);
   return CTN_OK;
@@ -412,32 +366,9 @@ ctn_status make_softmax(Backend *be, const ctn_op_signature *sig, ctn_kernel *ou
 
 ctn_status make_ce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool grad) {
   const ctn_host_api *host = be->host;
-  uint32_t want = grad ? 3 : 2;
-  if (sig->n_inputs != want)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: expects %u inputs", sig->op, want);
-  const ctn_tensor_desc &x = sig->inputs[0], &lab = sig->inputs[1], &y = *sig->output;
-  if (ctn_status s = need_float(host, sig->op, x.dtype); s) return s;
-  if (x.ndim != 2 || lab.ndim != 1 || lab.shape[0] != x.shape[0])
-    return host->set_error(CTN_ERR_SHAPE, "cpu %s: logits %s must be [N, C] and labels %s [N]",
-                           sig->op, shape_str(x).c_str(), shape_str(lab).c_str());
-  if (lab.dtype != CTN_I32 && lab.dtype != CTN_I64)
-    return host->set_error(CTN_ERR_DTYPE, "cpu %s: labels must be i32 or i64, got %s", sig->op,
-                           dtype_name(lab.dtype));
-  if (y.dtype != x.dtype)
-    return host->set_error(CTN_ERR_DTYPE, "cpu %s: output dtype differs from logits", sig->op);
-  if (grad) {
-    const ctn_tensor_desc &dy = sig->inputs[2];
-    if (dy.dtype != x.dtype || desc_numel(dy) != 1 || !same_shape(y, x))
-      return host->set_error(CTN_ERR_SHAPE,
-                             "cpu %s: dy must be a 0-d %s and the output the logits' shape",
-                             sig->op, dtype_name(x.dtype));
-  } else if (desc_numel(y) != 1) {
-    return host->set_error(CTN_ERR_SHAPE, "cpu %s: output must be 0-d, got %s", sig->op,
-                           shape_str(y).c_str());
-  }
-  auto st = std::make_unique<CeState>();
-  st->be = be;
-  st->host = host;
+  const ctn_tensor_desc &x = sig->inputs[0], &lab = sig->inputs[1];
+  if (ctn_status s = need_float(host, "cpu", sig->op, x.dtype); s) return s;
+  auto st = new_state<CeState>(be);
   st->grad = grad;
   st->n = x.shape[0];
   st->c = x.shape[1];
@@ -454,20 +385,10 @@ ctn_status make_ce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bo
 
 ctn_status make_reduce_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
                               bool *handled) {
-  const char *op = sig->op;
-  *handled = true;
-  if (!std::strcmp(op, CTN_OP_SUM)) return make_reduce(be, sig, out, kSum);
-  if (!std::strcmp(op, CTN_OP_MEAN)) return make_reduce(be, sig, out, kMean);
-  if (!std::strcmp(op, CTN_OP_MAX)) return make_reduce(be, sig, out, kMax);
-  if (!std::strcmp(op, CTN_OP_SOFTMAX)) return make_softmax(be, sig, out, kSoftmax);
-  if (!std::strcmp(op, CTN_OP_LOG_SOFTMAX)) return make_softmax(be, sig, out, kLogSoftmax);
-  if (!std::strcmp(op, CTN_OP_SOFTMAX_GRAD)) return make_softmax(be, sig, out, kSoftmaxGrad);
-  if (!std::strcmp(op, CTN_OP_LOG_SOFTMAX_GRAD))
-    return make_softmax(be, sig, out, kLogSoftmaxGrad);
-  if (!std::strcmp(op, CTN_OP_CROSS_ENTROPY)) return make_ce(be, sig, out, false);
-  if (!std::strcmp(op, CTN_OP_CROSS_ENTROPY_GRAD)) return make_ce(be, sig, out, true);
-  *handled = false;
-  return CTN_OK;
+  return dispatch_reduce(
+      sig->op, handled, [&](int c) { return make_reduce(be, sig, out, static_cast<RedOp>(c)); },
+      [&](int c) { return make_softmax(be, sig, out, static_cast<SmOp>(c)); },
+      [&](bool grad) { return make_ce(be, sig, out, grad); });
 }
 
 }  // namespace ctn_cpu

@@ -36,12 +36,7 @@ void kernel_release(void *state) { delete static_cast<KernelBase *>(state); }
 
 void kernel_set(ctn_kernel *kernel, ctn_kernel_fn fn, KernelBase *state, uint32_t flags,
                 uint64_t workspace) {
-  kernel->fn = fn;
-  kernel->state = state;
-  kernel->release = kernel_release;
-  kernel->workspace_size = workspace;
-  kernel->flags = flags;
-  kernel->reserved = 0;
+  kernel_fill(kernel, fn, state, kernel_release, flags, workspace);
 }
 
 namespace {
@@ -373,8 +368,4 @@ constexpr ctn_backend_desc kDesc = {
 }  // namespace
 }  // namespace ctn_cpu
 
-CTN_PLUGIN_EXPORT const ctn_plugin_header *ctn_plugin_query(uint32_t host_abi_version,
-                                                            const ctn_host_api *) {
-  if (CTN_ABI_VERSION_MAJOR(host_abi_version) != CTN_ABI_MAJOR) return nullptr;
-  return &ctn_cpu::kDesc.header;
-}
+CTN_BACKEND_PLUGIN_QUERY(ctn_cpu::kDesc)

@@ -18,19 +18,13 @@
 #include <memory>
 #include <string>
 #include <vector>
-#include "../common/desc_util.h"
+#include "../common/kernel_util.h"
 
 namespace ctn_cuda {
 
-// Shared descriptor helpers (backends/common/desc_util.h).
-using ctn_backend_util::dtype_name;
-using ctn_backend_util::dtype_size;
-using ctn_backend_util::is_float;
-using ctn_backend_util::shape_str;
-using ctn_backend_util::desc_numel;
-using ctn_backend_util::same_shape;
-using ctn_backend_util::broadcast_strides;
-using ctn_backend_util::contiguous_strides;
+// Shared descriptor helpers and kernel-maker scaffolding (backends/common/desc_util.h,
+// kernel_util.h).
+using namespace ctn_backend_util;
 
 // ---- dlopen-ed libraries --------------------------------------------------------------------
 // Each table entry has the exact type of the header's declaration (decltype), so a signature
@@ -125,6 +119,7 @@ enum DeviceError : int {
   kDevErrLabel = 1,      // cross_entropy: label outside [0, C)
   kDevErrEmbedding = 2,  // embedding: id outside [0, V)
   kDevErrStep = 3,       // adam_apply: step < 1
+  kDevErrOpCode = 4,     // an elementwise kernel got an op code it has no case for
 };
 
 // Common head of every kernel state; `release` deletes through the virtual destructor.
@@ -133,6 +128,15 @@ struct KernelBase {
   const char *op = "";
   virtual ~KernelBase() = default;
 };
+
+// A kernel state of type S for backend `be` and op `op` (a string that outlives the kernel).
+template <class S>
+std::unique_ptr<S> new_state(Backend *be, const char *op) {
+  auto st = std::make_unique<S>();
+  st->be = be;
+  st->op = op;
+  return st;
+}
 
 void kernel_release(void *state);
 void kernel_set(ctn_kernel *kernel, ctn_kernel_fn fn, KernelBase *state, uint32_t flags = 0,

@@ -9,40 +9,28 @@
 
 #include <cstdint>
 
+#include "../common/kernel_util.h"
+
 namespace ctn_cuda {
 
-constexpr int kMaxDims = 8;
+constexpr int kMaxDims = CTN_MAX_DIMS;
 
 // ---- elementwise ----------------------------------------------------------------------------
-// Unary ops (also the two-input *_grad helpers, which are "binary" below).
-enum EwOp : int {
-  kNeg, kExp, kLog, kSqrt, kAbs, kSign, kTanh, kSigmoid, kRelu, kGelu, kLeakyRelu, kClamp,
-  kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum,
-  kReluGrad, kLeakyReluGrad, kGeluGrad, kClampGrad, kTanhGrad, kSigmoidGrad,
-  kEq, kNe, kLt, kLe, kGt, kGe,
-};
+// Op codes: CTN_EW_* of cuda_ew_ops.h, generated from backends/common/ew_ops.py. A code the
+// kernel has no case for (for the dtype) records an error in `err` (Backend::err_dev).
 
-// Output walk shared by the elementwise kernels: `n` output elements; when `general` is false
-// each input is either the output's shape (mode 0) or one element (mode 1) and the index is
-// flat; otherwise the output is walked as `nd` coalesced dims with per-input element strides.
-struct EwGeom {
-  int64_t n = 0;
-  int nin = 0;
-  int nd = 0;
-  bool general = false;
-  int mode[3] = {};
-  int64_t shape[kMaxDims] = {};
-  int64_t str[3][kMaxDims] = {};
-};
+// Output walk shared by the elementwise kernels (backends/common/kernel_util.h, computed by
+// ew_walk at get_kernel time; passed to the kernels by value).
+using EwGeom = ctn_backend_util::EwWalk;
 
 // dtype: ctn_dtype of the inputs (f32/f64; i32/i64 for the ops the CPU backend also offers).
 void launch_unary(cudaStream_t s, int op, int dtype, const EwGeom &g, void *out, const void *a,
-                  double f0, double f1);
+                  double f0, double f1, int *err);
 void launch_binary(cudaStream_t s, int op, int dtype, const EwGeom &g, void *out, const void *a,
-                   const void *b, double f0, double f1);
+                   const void *b, double f0, double f1, int *err);
 // Comparisons write one byte (bool) per element; dtype is the inputs' (any of the six).
 void launch_compare(cudaStream_t s, int op, int dtype, const EwGeom &g, void *out, const void *a,
-                    const void *b);
+                    const void *b, int *err);
 // where(cond u8, a, b): elem_size 1, 4 or 8 bytes (a select only moves bits).
 void launch_where(cudaStream_t s, int elem_size, const EwGeom &g, void *out, const void *cond,
                   const void *a, const void *b);

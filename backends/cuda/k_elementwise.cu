@@ -6,82 +6,88 @@
 #include <limits>
 #include <type_traits>
 
+#include "cuda_ew_ops.h"
 #include "cuda_kernels.h"
 #include "k_common.cuh"
 
 namespace ctn_cuda {
 namespace {
 
+// The switches hold one case per CTN_EW_* code of the generated list (cuda_ew_ops.h) and no
+// default: a code without a case (an integer dtype for a float-only op, or a code the list does
+// not hold) sets *bad, and the kernel reports kDevErrOpCode (cuda_backend.h) at synchronize.
 template <class T>
-__device__ __forceinline__ T unary_op(int op, T x, T f0, T f1) {
+__device__ __forceinline__ T unary_op(int op, T x, T f0, T f1, bool *bad) {
   switch (op) {
-    case kNeg: return -x;
-    case kAbs: return x < T(0) ? T(-x) : x;
-    case kSign: return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0);
-    case kRelu: return x > T(0) ? x : T(0);
-    default: break;
+    case CTN_EW_NEG: return -x;
+    case CTN_EW_ABS: return x < T(0) ? T(-x) : x;
+    case CTN_EW_SIGN: return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0);
+    case CTN_EW_RELU: return x > T(0) ? x : T(0);
   }
   if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
-      case kExp: return exp(x);
-      case kLog: return log(x);
-      case kSqrt: return sqrt(x);
-      case kTanh: return tanh(x);
-      case kSigmoid: {
+      case CTN_EW_EXP: return exp(x);
+      case CTN_EW_LOG: return log(x);
+      case CTN_EW_SQRT: return sqrt(x);
+      case CTN_EW_TANH: return tanh(x);
+      case CTN_EW_SIGMOID: {
         if (x >= T(0)) return T(1) / (T(1) + exp(-x));
         T e = exp(x);
         return e / (T(1) + e);
       }
-      case kGelu: return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
-      case kLeakyRelu: return x > T(0) ? x : x * f0;
-      case kClamp: return x < f0 ? f0 : x > f1 ? f1 : x;
-      default: break;
+      case CTN_EW_GELU: return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
+      case CTN_EW_LEAKY_RELU: return x > T(0) ? x : x * f0;
+      case CTN_EW_CLAMP: return x < f0 ? f0 : x > f1 ? f1 : x;
     }
   }
-  return x;
+  *bad = true;
+  return T(0);
 }
 
 template <class T>
-__device__ __forceinline__ T binary_op(int op, T a, T b, T f0, T f1) {
+__device__ __forceinline__ T binary_op(int op, T a, T b, T f0, T f1, bool *bad) {
   switch (op) {
-    case kAdd: return a + b;
-    case kSub: return a - b;
-    case kMul: return a * b;
-    case kMaximum: return (a > b || a != a) ? a : b;  // NaN propagates, as on the CPU
-    case kMinimum: return (a < b || a != a) ? a : b;
-    default: break;
+    case CTN_EW_ADD: return a + b;
+    case CTN_EW_SUB: return a - b;
+    case CTN_EW_MUL: return a * b;
+    case CTN_EW_MAXIMUM: return (a > b || a != a) ? a : b;  // NaN propagates, as on the CPU
+    case CTN_EW_MINIMUM: return (a < b || a != a) ? a : b;
   }
   if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
-      case kDiv: return a / b;
-      case kPow: return pow(a, b);
-      case kReluGrad: return a > T(0) ? b : T(0);
-      case kLeakyReluGrad: return a > T(0) ? b : b * f0;
-      case kGeluGrad: {
+      case CTN_EW_DIV: return a / b;
+      case CTN_EW_POW: return pow(a, b);
+      case CTN_EW_RELU_GRAD: return a > T(0) ? b : T(0);
+      case CTN_EW_LEAKY_RELU_GRAD: return a > T(0) ? b : b * f0;
+      case CTN_EW_GELU_GRAD: {
         T cdf = T(0.5) * (T(1) + erf(a * T(0.70710678118654752440)));
         T pdf = exp(T(-0.5) * a * a) * T(0.39894228040143267794);
         return b * (cdf + a * pdf);
       }
-      case kClampGrad: return (a >= f0 && a <= f1) ? b : T(0);
-      case kTanhGrad: return b * (T(1) - a * a);
-      case kSigmoidGrad: return b * a * (T(1) - a);
-      default: break;
+      case CTN_EW_CLAMP_GRAD: return (a >= f0 && a <= f1) ? b : T(0);
+      case CTN_EW_TANH_GRAD: return b * (T(1) - a * a);
+      case CTN_EW_SIGMOID_GRAD: return b * a * (T(1) - a);
     }
   }
-  return a;
+  *bad = true;
+  return T(0);
 }
 
 template <class T>
-__device__ __forceinline__ uint8_t compare_op(int op, T a, T b) {
+__device__ __forceinline__ uint8_t compare_op(int op, T a, T b, bool *bad) {
   switch (op) {
-    case kEq: return a == b;
-    case kNe: return a != b;
-    case kLt: return a < b;
-    case kLe: return a <= b;
-    case kGt: return a > b;
-    default: return a >= b;
+    case CTN_EW_EQ: return a == b;
+    case CTN_EW_NE: return a != b;
+    case CTN_EW_LT: return a < b;
+    case CTN_EW_LE: return a <= b;
+    case CTN_EW_GT: return a > b;
+    case CTN_EW_GE: return a >= b;
   }
+  *bad = true;
+  return 0;
 }
+
+constexpr int kDevErrOpCode = 4;  // cuda_backend.h DeviceError
 
 // Offset of output element i in input j (general walk).
 __device__ __forceinline__ int64_t ew_offset(const EwGeom &g, int j, int64_t i) {
@@ -101,24 +107,31 @@ __device__ __forceinline__ int64_t ew_index(const EwGeom &g, int j, int64_t i) {
 }
 
 template <class T>
-__global__ void unary_kernel(EwGeom g, int op, T *out, const T *a, T f0, T f1) {
+__global__ void unary_kernel(EwGeom g, int op, T *out, const T *a, T f0, T f1, int *err) {
+  bool bad = false;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < g.n;
        i += int64_t(gridDim.x) * blockDim.x)
-    out[i] = unary_op<T>(op, a[ew_index(g, 0, i)], f0, f1);
+    out[i] = unary_op<T>(op, a[ew_index(g, 0, i)], f0, f1, &bad);
+  if (bad) set_device_error(err, kDevErrOpCode);
 }
 
 template <class T>
-__global__ void binary_kernel(EwGeom g, int op, T *out, const T *a, const T *b, T f0, T f1) {
+__global__ void binary_kernel(EwGeom g, int op, T *out, const T *a, const T *b, T f0, T f1,
+                              int *err) {
+  bool bad = false;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < g.n;
        i += int64_t(gridDim.x) * blockDim.x)
-    out[i] = binary_op<T>(op, a[ew_index(g, 0, i)], b[ew_index(g, 1, i)], f0, f1);
+    out[i] = binary_op<T>(op, a[ew_index(g, 0, i)], b[ew_index(g, 1, i)], f0, f1, &bad);
+  if (bad) set_device_error(err, kDevErrOpCode);
 }
 
 template <class T>
-__global__ void compare_kernel(EwGeom g, int op, uint8_t *out, const T *a, const T *b) {
+__global__ void compare_kernel(EwGeom g, int op, uint8_t *out, const T *a, const T *b, int *err) {
+  bool bad = false;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < g.n;
        i += int64_t(gridDim.x) * blockDim.x)
-    out[i] = compare_op<T>(op, a[ew_index(g, 0, i)], b[ew_index(g, 1, i)]);
+    out[i] = compare_op<T>(op, a[ew_index(g, 0, i)], b[ew_index(g, 1, i)], &bad);
+  if (bad) set_device_error(err, kDevErrOpCode);
 }
 
 template <class T>
@@ -179,40 +192,40 @@ void cast_from(cudaStream_t s, int from, int64_t n, void *out, const void *in) {
 }  // namespace
 
 void launch_unary(cudaStream_t s, int op, int dtype, const EwGeom &g, void *out, const void *a,
-                  double f0, double f1) {
+                  double f0, double f1, int *err) {
   if (g.n == 0) return;
   const dim3 grid = grid_for(g.n), block(kBlock);
   switch (dtype) {
-    case 0: unary_kernel<float><<<grid, block, 0, s>>>(g, op, static_cast<float *>(out), static_cast<const float *>(a), float(f0), float(f1)); break;
-    case 1: unary_kernel<double><<<grid, block, 0, s>>>(g, op, static_cast<double *>(out), static_cast<const double *>(a), f0, f1); break;
-    case 2: unary_kernel<int32_t><<<grid, block, 0, s>>>(g, op, static_cast<int32_t *>(out), static_cast<const int32_t *>(a), 0, 0); break;
-    default: unary_kernel<int64_t><<<grid, block, 0, s>>>(g, op, static_cast<int64_t *>(out), static_cast<const int64_t *>(a), 0, 0); break;
+    case 0: unary_kernel<float><<<grid, block, 0, s>>>(g, op, static_cast<float *>(out), static_cast<const float *>(a), float(f0), float(f1), err); break;
+    case 1: unary_kernel<double><<<grid, block, 0, s>>>(g, op, static_cast<double *>(out), static_cast<const double *>(a), f0, f1, err); break;
+    case 2: unary_kernel<int32_t><<<grid, block, 0, s>>>(g, op, static_cast<int32_t *>(out), static_cast<const int32_t *>(a), 0, 0, err); break;
+    default: unary_kernel<int64_t><<<grid, block, 0, s>>>(g, op, static_cast<int64_t *>(out), static_cast<const int64_t *>(a), 0, 0, err); break;
   }
 }
 
 void launch_binary(cudaStream_t s, int op, int dtype, const EwGeom &g, void *out, const void *a,
-                   const void *b, double f0, double f1) {
+                   const void *b, double f0, double f1, int *err) {
   if (g.n == 0) return;
   const dim3 grid = grid_for(g.n), block(kBlock);
   switch (dtype) {
-    case 0: binary_kernel<float><<<grid, block, 0, s>>>(g, op, static_cast<float *>(out), static_cast<const float *>(a), static_cast<const float *>(b), float(f0), float(f1)); break;
-    case 1: binary_kernel<double><<<grid, block, 0, s>>>(g, op, static_cast<double *>(out), static_cast<const double *>(a), static_cast<const double *>(b), f0, f1); break;
-    case 2: binary_kernel<int32_t><<<grid, block, 0, s>>>(g, op, static_cast<int32_t *>(out), static_cast<const int32_t *>(a), static_cast<const int32_t *>(b), 0, 0); break;
-    default: binary_kernel<int64_t><<<grid, block, 0, s>>>(g, op, static_cast<int64_t *>(out), static_cast<const int64_t *>(a), static_cast<const int64_t *>(b), 0, 0); break;
+    case 0: binary_kernel<float><<<grid, block, 0, s>>>(g, op, static_cast<float *>(out), static_cast<const float *>(a), static_cast<const float *>(b), float(f0), float(f1), err); break;
+    case 1: binary_kernel<double><<<grid, block, 0, s>>>(g, op, static_cast<double *>(out), static_cast<const double *>(a), static_cast<const double *>(b), f0, f1, err); break;
+    case 2: binary_kernel<int32_t><<<grid, block, 0, s>>>(g, op, static_cast<int32_t *>(out), static_cast<const int32_t *>(a), static_cast<const int32_t *>(b), 0, 0, err); break;
+    default: binary_kernel<int64_t><<<grid, block, 0, s>>>(g, op, static_cast<int64_t *>(out), static_cast<const int64_t *>(a), static_cast<const int64_t *>(b), 0, 0, err); break;
   }
 }
 
 void launch_compare(cudaStream_t s, int op, int dtype, const EwGeom &g, void *out, const void *a,
-                    const void *b) {
+                    const void *b, int *err) {
   if (g.n == 0) return;
   const dim3 grid = grid_for(g.n), block(kBlock);
   uint8_t *o = static_cast<uint8_t *>(out);
   switch (dtype) {
-    case 0: compare_kernel<float><<<grid, block, 0, s>>>(g, op, o, static_cast<const float *>(a), static_cast<const float *>(b)); break;
-    case 1: compare_kernel<double><<<grid, block, 0, s>>>(g, op, o, static_cast<const double *>(a), static_cast<const double *>(b)); break;
-    case 2: compare_kernel<int32_t><<<grid, block, 0, s>>>(g, op, o, static_cast<const int32_t *>(a), static_cast<const int32_t *>(b)); break;
-    case 3: compare_kernel<int64_t><<<grid, block, 0, s>>>(g, op, o, static_cast<const int64_t *>(a), static_cast<const int64_t *>(b)); break;
-    default: compare_kernel<uint8_t><<<grid, block, 0, s>>>(g, op, o, static_cast<const uint8_t *>(a), static_cast<const uint8_t *>(b)); break;
+    case 0: compare_kernel<float><<<grid, block, 0, s>>>(g, op, o, static_cast<const float *>(a), static_cast<const float *>(b), err); break;
+    case 1: compare_kernel<double><<<grid, block, 0, s>>>(g, op, o, static_cast<const double *>(a), static_cast<const double *>(b), err); break;
+    case 2: compare_kernel<int32_t><<<grid, block, 0, s>>>(g, op, o, static_cast<const int32_t *>(a), static_cast<const int32_t *>(b), err); break;
+    case 3: compare_kernel<int64_t><<<grid, block, 0, s>>>(g, op, o, static_cast<const int64_t *>(a), static_cast<const int64_t *>(b), err); break;
+    default: compare_kernel<uint8_t><<<grid, block, 0, s>>>(g, op, o, static_cast<const uint8_t *>(a), static_cast<const uint8_t *>(b), err); break;
   }
 }
 

@@ -74,28 +74,15 @@ ctn_status make_matmul_kernel(Backend *be, const ctn_op_signature *sig, ctn_kern
   if (!be->have_cublas)
     return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: cuBLAS is not available (%s)", op,
                            be->cublas_why.c_str());
-  if (sig->n_inputs != (fused ? 3u : 2u))
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda %s: wrong number of inputs", op);
-  const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &o = *sig->output;
-  if (!is_float(a.dtype) || b.dtype != a.dtype || o.dtype != a.dtype)
-    return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: f32 and f64 only (got %s, %s)", op,
-                           dtype_name(a.dtype), dtype_name(b.dtype));
-  if (a.ndim < 2 || b.ndim < 2 || o.ndim < 2)
-    return host->set_error(CTN_ERR_SHAPE, "cuda %s: operands must be at least 2-d", op);
-  const bool ta = sig->attrs->i[0] != 0, tb = sig->attrs->i[1] != 0;
-  const int64_t m = ta ? a.shape[a.ndim - 1] : a.shape[a.ndim - 2];
-  const int64_t k = ta ? a.shape[a.ndim - 2] : a.shape[a.ndim - 1];
-  const int64_t kb = tb ? b.shape[b.ndim - 1] : b.shape[b.ndim - 2];
-  const int64_t n = tb ? b.shape[b.ndim - 2] : b.shape[b.ndim - 1];
-  if (k != kb || o.shape[o.ndim - 2] != m || o.shape[o.ndim - 1] != n)
-    return host->set_error(CTN_ERR_SHAPE, "cuda %s: %s x %s -> %s do not agree", op,
-                           shape_str(a).c_str(), shape_str(b).c_str(), shape_str(o).c_str());
+  const ctn_tensor_desc &a = sig->inputs[0], &o = *sig->output;
+  if (ctn_status s = need_float(host, "cuda", sig->op, a.dtype); s) return s;
+  const MatmulDims dims = matmul_dims(sig);
+  const bool ta = dims.ta, tb = dims.tb;
+  const int64_t m = dims.m, n = dims.n, k = dims.k;
   if (!fits_int(m) || !fits_int(n) || !fits_int(k))
     return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: a dimension exceeds cuBLAS's int range", op);
 
-  auto st = std::make_unique<MatmulState>();
-  st->be = be;
-  st->op = op;
+  auto st = new_state<MatmulState>(be, op);
   st->dtype = a.dtype;
   st->m = static_cast<int>(m);
   st->n = static_cast<int>(n);
@@ -119,11 +106,9 @@ ctn_status make_matmul_kernel(Backend *be, const ctn_op_signature *sig, ctn_kern
     for (int d = static_cast<int>(nb) - 1; d >= 0; --d) {
       const int64_t od = o.shape[d];
       const int ia = d - static_cast<int>(nb) + static_cast<int>(a.ndim - 2);
-      const int ib = d - static_cast<int>(nb) + static_cast<int>(b.ndim - 2);
-      const int64_t da = ia >= 0 ? a.shape[ia] : 1, db = ib >= 0 ? b.shape[ib] : 1;
-      if ((da != od && da != 1) || (db != od && db != 1))
-        return host->set_error(CTN_ERR_SHAPE, "cuda %s: batch dims of %s and %s do not broadcast to %s",
-                               op, shape_str(a).c_str(), shape_str(b).c_str(), shape_str(o).c_str());
+      const int ib = d - static_cast<int>(nb) + static_cast<int>(dims.b_batch.ndim);
+      const int64_t da = ia >= 0 ? a.shape[ia] : 1;
+      const int64_t db = ib >= 0 ? sig->inputs[1].shape[ib] : 1;
       bshape[d] = od;
       sa[d] = da == 1 ? 0 : ca * ma;
       sb[d] = db == 1 ? 0 : cb * mb;
@@ -176,15 +161,7 @@ ctn_status make_matmul_kernel(Backend *be, const ctn_op_signature *sig, ctn_kern
   }
   st->out_bytes = desc_numel(o) * es;
   if (fused) {
-    const ctn_tensor_desc &bias = sig->inputs[2];
-    if (bias.dtype != a.dtype || desc_numel(bias) != n)
-      return host->set_error(CTN_ERR_SHAPE, "cuda %s: bias must have %lld elements", op,
-                             static_cast<long long>(n));
-    const int64_t act = sig->attrs->i[2];
-    if (act != CTN_ACT_NONE && act != CTN_ACT_RELU && act != CTN_ACT_GELU)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda %s: unknown activation %lld", op,
-                             static_cast<long long>(act));
-    st->act = static_cast<int>(act);
+    st->act = dims.act;
     st->rows = n ? desc_numel(o) / n : 0;
   }
   kernel_set(out, matmul_kernel, st.release());

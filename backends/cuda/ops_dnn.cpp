@@ -124,20 +124,15 @@ ctn_status make_dnn_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel 
     return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: cuDNN is not available (%s)", op,
                            be->cudnn_why.c_str());
   const ctn_tensor_desc &o = *sig->output;
-  if (!is_float(o.dtype))
-    return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: f32 and f64 only", op);
+  if (ctn_status s = need_float(host, "cuda", sig->op, o.dtype); s) return s;
   for (uint32_t i = 0; i < sig->n_inputs; ++i) {
-    if (sig->inputs[i].dtype != o.dtype)
-      return host->set_error(CTN_ERR_DTYPE, "cuda %s: input %u dtype differs", op, i);
     for (uint32_t k = 0; k < sig->inputs[i].ndim; ++k)
       if (!fits_int(sig->inputs[i].shape[k]))
         return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: a dim exceeds cuDNN's int range", op);
   }
   const CudnnApi &a = be->cudnn;
   const cudnnDataType_t dt = o.dtype == CTN_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-  auto st = std::make_unique<DnnState>();
-  st->be = be;
-  st->op = op;
+  auto st = new_state<DnnState>(be, op);
   st->kind = e->kind;
   st->f64 = o.dtype == CTN_F64;
   const ctn_attrs &at = *sig->attrs;
@@ -160,18 +155,13 @@ ctn_status make_dnn_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel 
                                          static_cast<int>(dims[1]), static_cast<int>(dims[2]),
                                          static_cast<int>(dims[3])));
   };
-  auto need4 = [&](const ctn_tensor_desc &d) { return d.ndim == 4; };
 
   switch (e->kind) {
     case D::kConv:
     case D::kConvGradInput:
     case D::kConvGradWeight: {
       // Tensors: conv: (x, w) -> y; grad_input / transpose: (dy, w) -> dx; grad_weight: (x, dy) -> w
-      if (sig->n_inputs != 2)
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda %s: expects 2 inputs", op);
       const ctn_tensor_desc &i0 = sig->inputs[0], &i1 = sig->inputs[1];
-      if (!need4(i0) || !need4(i1) || !need4(o))
-        return host->set_error(CTN_ERR_SHAPE, "cuda %s: operands must be 4-d (NCHW)", op);
       const ctn_tensor_desc &wd = e->kind == D::kConvGradWeight ? o : i1;
       const int groups = static_cast<int>(at.i[6] > 0 ? at.i[6] : 1);
       tensor4(&st->t0, i0);
@@ -242,8 +232,6 @@ ctn_status make_dnn_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel 
     case D::kMaxPool:
     case D::kAvgPool:
     case D::kAvgPoolGrad: {
-      if (sig->n_inputs != 1 || !need4(sig->inputs[0]) || !need4(o))
-        return host->set_error(CTN_ERR_SHAPE, "cuda %s: expects one NCHW input", op);
       const cudnnPoolingMode_t mode = e->kind == D::kMaxPool ? CUDNN_POOLING_MAX
                                       : at.i[6]              ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                                              : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
@@ -261,8 +249,6 @@ ctn_status make_dnn_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel 
     case D::kBatchNorm:
     case D::kBatchNormGradInput: {
       const ctn_tensor_desc &x = sig->inputs[0];
-      if (x.ndim < 2 || !same_shape(x, o))
-        return host->set_error(CTN_ERR_SHAPE, "cuda %s: x must be [N, C, ...] like the output", op);
       st->eps = at.f[0];
       st->channels = x.shape[1];
       tensor4(&st->t0, x);

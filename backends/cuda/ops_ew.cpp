@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cuda_backend.h"
+#include "cuda_ew_ops.h"
 #include "cuda_kernels.h"
 
 namespace ctn_cuda {
@@ -16,22 +17,29 @@ struct OpEntry {
   int code;
 };
 
-const OpEntry kOps[] = {
-    {CTN_OP_NEG, kUnaryInt, kNeg}, {CTN_OP_EXP, kUnary, kExp}, {CTN_OP_LOG, kUnary, kLog},
-    {CTN_OP_SQRT, kUnary, kSqrt}, {CTN_OP_ABS, kUnaryInt, kAbs}, {CTN_OP_SIGN, kUnaryInt, kSign},
-    {CTN_OP_TANH, kUnary, kTanh}, {CTN_OP_SIGMOID, kUnary, kSigmoid},
-    {CTN_OP_RELU, kUnaryInt, kRelu}, {CTN_OP_GELU, kUnary, kGelu},
-    {CTN_OP_LEAKY_RELU, kUnary, kLeakyRelu}, {CTN_OP_CLAMP, kUnary, kClamp},
-    {CTN_OP_ADD, kBinaryInt, kAdd}, {CTN_OP_SUB, kBinaryInt, kSub}, {CTN_OP_MUL, kBinaryInt, kMul},
-    {CTN_OP_DIV, kBinary, kDiv}, {CTN_OP_POW, kBinary, kPow},
-    {CTN_OP_MAXIMUM, kBinaryInt, kMaximum}, {CTN_OP_MINIMUM, kBinaryInt, kMinimum},
-    {CTN_OP_RELU_GRAD, kGrad, kReluGrad}, {CTN_OP_LEAKY_RELU_GRAD, kGrad, kLeakyReluGrad},
-    {CTN_OP_GELU_GRAD, kGrad, kGeluGrad}, {CTN_OP_CLAMP_GRAD, kGrad, kClampGrad},
-    {CTN_OP_TANH_GRAD, kGrad, kTanhGrad}, {CTN_OP_SIGMOID_GRAD, kGrad, kSigmoidGrad},
-    {CTN_OP_EQ, kCompare, kEq}, {CTN_OP_NE, kCompare, kNe}, {CTN_OP_LT, kCompare, kLt},
-    {CTN_OP_LE, kCompare, kLe}, {CTN_OP_GT, kCompare, kGt}, {CTN_OP_GE, kCompare, kGe},
-    {CTN_OP_WHERE, kWhere, 0}, {CTN_OP_CAST, kCast, 0}, {CTN_OP_COPY, kCopy, 0},
-};
+// Unary, binary, backward-helper and compare ops come from the generated list (cuda_ew_ops.h);
+// where, cast and copy have their own kernels.
+bool find_entry(const char *op, OpEntry *e) {
+  if (const ctn_ew::Op *o = ctn_ew::find(op)) {
+    Kind k = kCompare;
+    switch (o->group) {
+      case ctn_ew::kUnary: k = o->ints ? kUnaryInt : kUnary; break;
+      case ctn_ew::kBinary: k = o->ints ? kBinaryInt : kBinary; break;
+      case ctn_ew::kGrad: k = kGrad; break;
+      default: k = kCompare; break;
+    }
+    *e = {o->name, k, o->code};
+    return true;
+  }
+  static const OpEntry kOther[] = {
+      {CTN_OP_WHERE, kWhere, 0}, {CTN_OP_CAST, kCast, 0}, {CTN_OP_COPY, kCopy, 0}};
+  for (const OpEntry &c : kOther)
+    if (!std::strcmp(c.name, op)) {
+      *e = c;
+      return true;
+    }
+  return false;
+}
 
 struct EwState : KernelBase {
   Kind kind = kUnary;
@@ -58,13 +66,16 @@ ctn_status ew_kernel(void *state, const ctn_kernel_args *args) {
       return CTN_OK;
     case kCast: launch_cast(s, st->dtype, st->to, st->g.n, o, a); break;
     case kUnary:
-    case kUnaryInt: launch_unary(s, st->code, st->dtype, st->g, o, a, st->f0, st->f1); break;
+    case kUnaryInt: launch_unary(s, st->code, st->dtype, st->g, o, a, st->f0, st->f1, be->err_dev); break;
     case kBinary:
     case kBinaryInt:
     case kGrad:
-      launch_binary(s, st->code, st->dtype, st->g, o, a, dptr(args->inputs[1]), st->f0, st->f1);
+      launch_binary(s, st->code, st->dtype, st->g, o, a, dptr(args->inputs[1]), st->f0, st->f1,
+                    be->err_dev);
       break;
-    case kCompare: launch_compare(s, st->code, st->dtype, st->g, o, a, dptr(args->inputs[1])); break;
+    case kCompare:
+      launch_compare(s, st->code, st->dtype, st->g, o, a, dptr(args->inputs[1]), be->err_dev);
+      break;
     case kWhere:
       launch_where(s, static_cast<int>(dtype_size(st->dtype)), st->g, o, a,
                    dptr(args->inputs[1]), dptr(args->inputs[2]));
@@ -73,68 +84,19 @@ ctn_status ew_kernel(void *state, const ctn_kernel_args *args) {
   return check_launch(be, st->op);
 }
 
-// Broadcast walk: flat when every input is the output's size or one element, otherwise the
-// output's dims with size-1 dims dropped and chained neighbours merged.
-ctn_status setup_geom(Backend *be, EwGeom &g, const ctn_op_signature *sig) {
-  const ctn_tensor_desc &out = *sig->output;
-  g.nin = static_cast<int>(sig->n_inputs);
-  g.n = desc_numel(out);
-  int64_t full[3][CTN_MAX_DIMS] = {};
-  for (int j = 0; j < g.nin; ++j) {
-    const ctn_tensor_desc &in = sig->inputs[j];
-    if (!broadcast_strides(in, out, full[j]))
-      return be->host->set_error(CTN_ERR_SHAPE, "cuda %s: input %d %s does not broadcast to %s",
-                                 sig->op, j, shape_str(in).c_str(), shape_str(out).c_str());
-    int64_t numel = desc_numel(in);
-    g.mode[j] = numel == g.n ? 0 : numel == 1 ? 1 : 2;
-    if (g.mode[j] == 2) g.general = true;
-  }
-  if (!g.general) return CTN_OK;
-  int nd = 0;
-  for (uint32_t k = 0; k < out.ndim; ++k) {
-    if (out.shape[k] == 1) continue;
-    bool merge = nd > 0;
-    for (int j = 0; merge && j < g.nin; ++j) merge = g.str[j][nd - 1] == full[j][k] * out.shape[k];
-    if (merge) {
-      g.shape[nd - 1] *= out.shape[k];
-      for (int j = 0; j < g.nin; ++j) g.str[j][nd - 1] = full[j][k];
-    } else {
-      g.shape[nd] = out.shape[k];
-      for (int j = 0; j < g.nin; ++j) g.str[j][nd] = full[j][k];
-      ++nd;
-    }
-  }
-  if (nd == 0) {
-    g.shape[0] = 1;
-    nd = 1;
-  }
-  g.nd = nd;
-  return CTN_OK;
-}
 
 }  // namespace
 
 ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
                                    bool *handled) {
-  const OpEntry *e = nullptr;
-  for (const OpEntry &c : kOps)
-    if (!std::strcmp(c.name, sig->op)) e = &c;
-  if (!e) return CTN_OK;
+  OpEntry entry;
+  if (!find_entry(sig->op, &entry)) return CTN_OK;
+  const OpEntry *e = &entry;
   *handled = true;
   const ctn_host_api *host = be->host;
   const char *op = sig->op;
   const ctn_tensor_desc &o = *sig->output;
-  const uint32_t want_in = e->kind == kWhere ? 3
-                           : (e->kind == kUnary || e->kind == kUnaryInt || e->kind == kCast ||
-                              e->kind == kCopy)
-                               ? 1
-                               : 2;
-  if (sig->n_inputs != want_in)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda %s: expects %u inputs, got %u", op,
-                           want_in, sig->n_inputs);
-  auto st = std::make_unique<EwState>();
-  st->be = be;
-  st->op = e->name;
+  auto st = new_state<EwState>(be, e->name);
   st->kind = e->kind;
   st->code = e->code;
   st->f0 = sig->attrs->f[0];
@@ -146,13 +108,7 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
   switch (e->kind) {
     case kCopy:
     case kCast: {
-      if (!same_shape(sig->inputs[0], o))
-        return host->set_error(CTN_ERR_SHAPE, "cuda %s: output %s differs from input %s", op,
-                               shape_str(o).c_str(), shape_str(sig->inputs[0]).c_str());
-      const int32_t to = e->kind == kCast ? static_cast<int32_t>(sig->attrs->i[0]) : dt;
-      if (o.dtype != to)
-        return host->set_error(CTN_ERR_DTYPE, "cuda %s: output dtype %s, expected %s", op,
-                               dtype_name(o.dtype), dtype_name(to));
+      const int32_t to = o.dtype;
       st->to = to;
       st->g.n = desc_numel(o);
       if (to == dt) {
@@ -164,21 +120,9 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
       return CTN_OK;
     }
     case kWhere:
-      if (dt != CTN_BOOL)
-        return host->set_error(CTN_ERR_DTYPE, "cuda where: condition must be bool, got %s",
-                               dtype_name(dt));
       st->dtype = sig->inputs[1].dtype;
-      if (sig->inputs[2].dtype != st->dtype || o.dtype != st->dtype)
-        return host->set_error(CTN_ERR_DTYPE, "cuda where: a, b and output dtypes differ");
       break;
     default: {
-      if (sig->n_inputs == 2 && sig->inputs[1].dtype != dt)
-        return host->set_error(CTN_ERR_DTYPE, "cuda %s: input dtypes differ (%s vs %s)", op,
-                               dtype_name(dt), dtype_name(sig->inputs[1].dtype));
-      const int32_t want_out = e->kind == kCompare ? CTN_BOOL : dt;
-      if (o.dtype != want_out)
-        return host->set_error(CTN_ERR_DTYPE, "cuda %s: output dtype %s, expected %s", op,
-                               dtype_name(o.dtype), dtype_name(want_out));
       const bool ok = e->kind == kCompare ||
                       is_float(dt) ||
                       ((e->kind == kUnaryInt || e->kind == kBinaryInt) && is_int);
@@ -188,16 +132,11 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
                                e->kind == kUnaryInt || e->kind == kBinaryInt
                                    ? "f32, f64, i32, i64 only"
                                    : "f32 and f64 only");
-      if (e->kind == kUnary || e->kind == kUnaryInt || e->kind == kGrad)
-        for (uint32_t i = 0; i < sig->n_inputs; ++i)
-          if (!same_shape(sig->inputs[i], o))
-            return host->set_error(CTN_ERR_SHAPE, "cuda %s: input %u %s must have the output shape %s",
-                                   op, i, shape_str(sig->inputs[i]).c_str(), shape_str(o).c_str());
       if (e->kind != kCompare && same_shape(sig->inputs[0], o)) flags = CTN_KERNEL_INPLACE_OK;
       break;
     }
   }
-  if (ctn_status s = setup_geom(be, st->g, sig); s) return s;
+  st->g = ew_walk(sig);
   kernel_set(out, ew_kernel, st.release(), flags);
   return CTN_OK;
 }

@@ -105,18 +105,12 @@ ctn_status make_reduce_kernel(Backend *be, const ctn_op_signature *sig, ctn_kern
   else if (!std::strcmp(op, CTN_OP_MAX)) kind = 2;
   if (kind >= 0) {
     *handled = true;
-    if (sig->n_inputs != 1)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda %s: expects 1 input", op);
     const ctn_tensor_desc &x = sig->inputs[0];
-    if (x.dtype != sig->output->dtype)
-      return host->set_error(CTN_ERR_DTYPE, "cuda %s: output dtype differs from the input", op);
     const bool ok = is_float(x.dtype) || (kind != 1 && (x.dtype == CTN_I32 || x.dtype == CTN_I64));
     if (!ok)
       return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: dtype %s is not supported", op,
                              dtype_name(x.dtype));
-    auto st = std::make_unique<RedState>();
-    st->be = be;
-    st->op = kind == 0 ? CTN_OP_SUM : kind == 1 ? CTN_OP_MEAN : CTN_OP_MAX;
+    auto st = new_state<RedState>(be, kind == 0 ? CTN_OP_SUM : kind == 1 ? CTN_OP_MEAN : CTN_OP_MAX);
     st->kind = kind;
     st->dtype = x.dtype;
     const uint64_t mask = static_cast<uint64_t>(sig->attrs->i[0]);
@@ -127,7 +121,7 @@ ctn_status make_reduce_kernel(Backend *be, const ctn_op_signature *sig, ctn_kern
     } else {
       build_geom(x, mask, st->g);
       if (st->g.n_red == 0 && kind == 2)
-        return host->set_error(CTN_ERR_SHAPE, "cuda max: reduction over an empty axis");
+        return host->set_error(CTN_ERR_UNSUPPORTED, "cuda max: a reduction over an empty axis is not supported");
     }
     kernel_set(out, reduce_kernel, st.release());
     return CTN_OK;
@@ -140,25 +134,13 @@ ctn_status make_reduce_kernel(Backend *be, const ctn_op_signature *sig, ctn_kern
   else if (!std::strcmp(op, CTN_OP_LOG_SOFTMAX_GRAD)) mode = 3;
   if (mode >= 0) {
     *handled = true;
-    const uint32_t want = mode <= 1 ? 1 : 2;
-    if (sig->n_inputs != want)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda %s: expects %u inputs", op, want);
     const ctn_tensor_desc &x = sig->inputs[0];
-    if (!is_float(x.dtype))
-      return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: f32 and f64 only", op);
-    for (uint32_t i = 0; i < sig->n_inputs; ++i)
-      if (!same_shape(sig->inputs[i], *sig->output) || sig->inputs[i].dtype != x.dtype)
-        return host->set_error(CTN_ERR_SHAPE, "cuda %s: inputs must match the output", op);
+    if (ctn_status s = need_float(host, "cuda", sig->op, x.dtype); s) return s;
     const int64_t axis = sig->attrs->i[0];
-    if (x.ndim == 0 || axis < 0 || axis >= static_cast<int64_t>(x.ndim))
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda %s: axis %lld out of range", op,
-                             static_cast<long long>(axis));
-    auto st = std::make_unique<SoftmaxState>();
-    st->be = be;
-    st->op = mode == 0   ? CTN_OP_SOFTMAX
+    auto st = new_state<SoftmaxState>(be, mode == 0   ? CTN_OP_SOFTMAX
              : mode == 1 ? CTN_OP_LOG_SOFTMAX
              : mode == 2 ? CTN_OP_SOFTMAX_GRAD
-                         : CTN_OP_LOG_SOFTMAX_GRAD;
+                         : CTN_OP_LOG_SOFTMAX_GRAD);
     st->mode = mode;
     st->dtype = x.dtype;
     for (int64_t k = 0; k < axis; ++k) st->outer *= x.shape[k];
@@ -171,18 +153,9 @@ ctn_status make_reduce_kernel(Backend *be, const ctn_op_signature *sig, ctn_kern
   const bool grad = !std::strcmp(op, CTN_OP_CROSS_ENTROPY_GRAD);
   if (grad || !std::strcmp(op, CTN_OP_CROSS_ENTROPY)) {
     *handled = true;
-    if (sig->n_inputs != (grad ? 3u : 2u))
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda %s: wrong number of inputs", op);
     const ctn_tensor_desc &lg = sig->inputs[0], &lb = sig->inputs[1];
-    if (!is_float(lg.dtype))
-      return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: f32 and f64 only", op);
-    if (lg.ndim != 2 || lb.ndim != 1 || lb.shape[0] != lg.shape[0] ||
-        (lb.dtype != CTN_I32 && lb.dtype != CTN_I64))
-      return host->set_error(CTN_ERR_SHAPE, "cuda %s: expects logits [N, C] and labels [N] i32|i64",
-                             op);
-    auto st = std::make_unique<CeState>();
-    st->be = be;
-    st->op = grad ? CTN_OP_CROSS_ENTROPY_GRAD : CTN_OP_CROSS_ENTROPY;
+    if (ctn_status s = need_float(host, "cuda", sig->op, lg.dtype); s) return s;
+    auto st = new_state<CeState>(be, grad ? CTN_OP_CROSS_ENTROPY_GRAD : CTN_OP_CROSS_ENTROPY);
     st->grad = grad;
     st->dtype = lg.dtype;
     st->label_dtype = lb.dtype;

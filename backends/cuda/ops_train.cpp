@@ -104,15 +104,8 @@ ctn_status make_train_kernel(Backend *be, const ctn_op_signature *sig, ctn_kerne
   const char *op = e->name;
   const ctn_tensor_desc &o = *sig->output;
   const ctn_attrs &at = *sig->attrs;
-  if (sig->n_inputs != e->n_inputs)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda %s: expects %u inputs, got %u", op,
-                           e->n_inputs, sig->n_inputs);
-  if (!is_float(o.dtype))
-    return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: f32 and f64 only (got %s)", op,
-                           dtype_name(o.dtype));
-  auto st = std::make_unique<TrainState>();
-  st->be = be;
-  st->op = op;
+  if (ctn_status s = need_float(host, "cuda", sig->op, o.dtype); s) return s;
+  auto st = new_state<TrainState>(be, op);
   st->kind = e->kind;
   st->sub = e->sub;
   st->dtype = o.dtype;
@@ -123,27 +116,11 @@ ctn_status make_train_kernel(Backend *be, const ctn_op_signature *sig, ctn_kerne
   uint64_t ws = 0;
   const ctn_tensor_desc &x = sig->inputs[0];
   switch (e->kind) {
-    case T::kOptim: {
-      const uint32_t n_ew = e->sub == 2 || e->sub == 3 ? 2 : 3;
-      for (uint32_t i = 0; i < n_ew; ++i)
-        if (sig->inputs[i].dtype != o.dtype || !same_shape(sig->inputs[i], o))
-          return host->set_error(CTN_ERR_SHAPE, "cuda %s: input %u must be %s%s", op, i,
-                                 dtype_name(o.dtype), shape_str(o).c_str());
-      if (e->n_inputs > 3 && (sig->inputs[3].dtype != o.dtype || desc_numel(sig->inputs[3]) != 1))
-        return host->set_error(CTN_ERR_SHAPE, "cuda %s: lr must be one %s element", op,
-                               dtype_name(o.dtype));
-      if (e->n_inputs > 4 && (sig->inputs[4].dtype != CTN_I64 || desc_numel(sig->inputs[4]) != 1))
-        return host->set_error(CTN_ERR_SHAPE, "cuda %s: step must be one i64 element", op);
+    case T::kOptim:
       flags = CTN_KERNEL_INPLACE_OK;
       break;
-    }
     case T::kDropout: {
-      if (!same_shape(x, o) || x.dtype != o.dtype || sig->inputs[1].dtype != CTN_I64 ||
-          desc_numel(sig->inputs[1]) != 1)
-        return host->set_error(CTN_ERR_SHAPE, "cuda dropout: expects (x, step i64 0-d)");
       const double p = at.f[0];
-      if (!(p >= 0.0 && p < 1.0))
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda dropout: p must be in [0, 1)");
       st->seed = static_cast<uint64_t>(at.i[0]);
       st->scale = 1.0 / (1.0 - p);
       flags = CTN_KERNEL_INPLACE_OK;
@@ -153,28 +130,17 @@ ctn_status make_train_kernel(Backend *be, const ctn_op_signature *sig, ctn_kerne
     case T::kEmbeddingGrad: {
       const bool grad = e->kind == T::kEmbeddingGrad;
       const ctn_tensor_desc &ids = grad ? sig->inputs[0] : sig->inputs[1];
-      const ctn_tensor_desc &rows = grad ? sig->inputs[1] : o;  // [..., D]
-      if (ids.dtype != CTN_I32 && ids.dtype != CTN_I64)
-        return host->set_error(CTN_ERR_DTYPE, "cuda %s: ids must be i32 or i64", op);
       const ctn_tensor_desc &table = grad ? o : sig->inputs[0];
-      if (table.ndim != 2 || rows.ndim < 1)
-        return host->set_error(CTN_ERR_SHAPE, "cuda %s: table must be [V, D]", op);
       st->idtype = ids.dtype;
       st->n = desc_numel(ids);
       st->a = table.shape[0];
       st->b = table.shape[1];
-      if (desc_numel(rows) != st->n * st->b)
-        return host->set_error(CTN_ERR_SHAPE, "cuda %s: rows %s do not match ids %s and D %lld", op,
-                               shape_str(rows).c_str(), shape_str(ids).c_str(),
-                               static_cast<long long>(st->b));
       break;
     }
     case T::kLayerNorm:
     case T::kLayerNormGradInput:
     case T::kLayerNormGradGamma: {
       const int64_t axis = at.i[0];
-      if (axis < 0 || axis > static_cast<int64_t>(x.ndim))
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda %s: axis out of range", op);
       st->a = 1;
       for (int64_t k = 0; k < axis; ++k) st->a *= x.shape[k];
       st->b = 1;
@@ -185,8 +151,6 @@ ctn_status make_train_kernel(Backend *be, const ctn_op_signature *sig, ctn_kerne
     }
     case T::kBnInference:
     case T::kBnGradGamma: {
-      if (x.ndim < 2)
-        return host->set_error(CTN_ERR_SHAPE, "cuda %s: x must be [N, C, ...]", op);
       st->a = x.shape[0];
       st->b = x.shape[1];
       st->c = 1;
@@ -195,8 +159,6 @@ ctn_status make_train_kernel(Backend *be, const ctn_op_signature *sig, ctn_kerne
     }
     case T::kMaxPoolGrad: {
       const ctn_tensor_desc &dy = sig->inputs[2];
-      if (x.ndim != 4 || dy.ndim != 4 || !same_shape(x, o))
-        return host->set_error(CTN_ERR_SHAPE, "cuda max_pool2d_grad: expects NCHW x, y, dy");
       PoolGeom &g = st->pool;
       g.n = x.shape[0];
       g.c = x.shape[1];

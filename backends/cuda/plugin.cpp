@@ -20,12 +20,7 @@ void kernel_release(void *state) { delete static_cast<KernelBase *>(state); }
 
 void kernel_set(ctn_kernel *kernel, ctn_kernel_fn fn, KernelBase *state, uint32_t flags,
                 uint64_t workspace) {
-  kernel->fn = fn;
-  kernel->state = state;
-  kernel->release = kernel_release;
-  kernel->workspace_size = workspace;
-  kernel->flags = flags;
-  kernel->reserved = 0;
+  kernel_fill(kernel, fn, state, kernel_release, flags, workspace);
 }
 
 ctn_status cuda_fail(Backend *be, cudaError_t e, const char *what) {
@@ -301,6 +296,9 @@ ctn_status cuda_synchronize(void *state) {
     case kDevErrStep:
       return be->host->set_error(CTN_ERR_INVALID_ARGUMENT,
                                  "cuda adam_apply: step must be >= 1 (the first update is step 1)");
+    case kDevErrOpCode:
+      return be->host->set_error(CTN_ERR_INTERNAL,
+                                 "cuda: an elementwise kernel got an op code it has no case for");
     default:
       return be->host->set_error(CTN_ERR_INTERNAL, "cuda: device error code %d", code);
   }
@@ -475,8 +473,4 @@ constexpr ctn_backend_desc kDesc = {
 }  // namespace
 }  // namespace ctn_cuda
 
-CTN_PLUGIN_EXPORT const ctn_plugin_header *ctn_plugin_query(uint32_t host_abi_version,
-                                                            const ctn_host_api *) {
-  if (CTN_ABI_VERSION_MAJOR(host_abi_version) != CTN_ABI_MAJOR) return nullptr;
-  return &ctn_cuda::kDesc.header;
-}
+CTN_BACKEND_PLUGIN_QUERY(ctn_cuda::kDesc)

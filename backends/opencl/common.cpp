@@ -142,12 +142,7 @@ ctn_status op_kernel_fn(void *state, const ctn_kernel_args *args) {
 void op_release(void *state) { delete static_cast<Op *>(state); }
 
 void op_set(ctn_kernel *out, Op *op, uint32_t flags) {
-  out->fn = op_kernel_fn;
-  out->state = op;
-  out->release = op_release;
-  out->workspace_size = 0;
-  out->flags = flags;
-  out->reserved = 0;
+  kernel_fill(out, op_kernel_fn, op, op_release, flags, 0);
 }
 
 }  // namespace ctn_ocl

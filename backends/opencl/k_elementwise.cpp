@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ocl_backend.h"
+#include "ocl_ew_ops.h"
 
 namespace ctn_ocl {
 namespace {
@@ -12,29 +13,30 @@ enum Kind { kUnary, kBinary, kCompare, kWhere, kCast, kCopy };
 struct Entry {
   const char *name;
   Kind kind;
-  int code;  // op code inside the kernel's switch
+  int code;   // CTN_EW_* op code inside the kernel's switch (ocl_ew_ops.h)
+  bool grad;  // a backward helper: both inputs have the output's shape
 };
 
-const Entry kOps[] = {
-    {CTN_OP_NEG, kUnary, 0},         {CTN_OP_EXP, kUnary, 1},
-    {CTN_OP_LOG, kUnary, 2},         {CTN_OP_SQRT, kUnary, 3},
-    {CTN_OP_ABS, kUnary, 4},         {CTN_OP_SIGN, kUnary, 5},
-    {CTN_OP_TANH, kUnary, 6},        {CTN_OP_SIGMOID, kUnary, 7},
-    {CTN_OP_RELU, kUnary, 8},        {CTN_OP_GELU, kUnary, 9},
-    {CTN_OP_LEAKY_RELU, kUnary, 10}, {CTN_OP_CLAMP, kUnary, 11},
-    {CTN_OP_ADD, kBinary, 0},        {CTN_OP_SUB, kBinary, 1},
-    {CTN_OP_MUL, kBinary, 2},        {CTN_OP_DIV, kBinary, 3},
-    {CTN_OP_POW, kBinary, 4},        {CTN_OP_MAXIMUM, kBinary, 5},
-    {CTN_OP_MINIMUM, kBinary, 6},    {CTN_OP_RELU_GRAD, kBinary, 7},
-    {CTN_OP_LEAKY_RELU_GRAD, kBinary, 8}, {CTN_OP_GELU_GRAD, kBinary, 9},
-    {CTN_OP_CLAMP_GRAD, kBinary, 10}, {CTN_OP_TANH_GRAD, kBinary, 11},
-    {CTN_OP_SIGMOID_GRAD, kBinary, 12},
-    {CTN_OP_EQ, kCompare, 0},        {CTN_OP_NE, kCompare, 1},
-    {CTN_OP_LT, kCompare, 2},        {CTN_OP_LE, kCompare, 3},
-    {CTN_OP_GT, kCompare, 4},        {CTN_OP_GE, kCompare, 5},
-    {CTN_OP_WHERE, kWhere, 0},       {CTN_OP_CAST, kCast, 0},
-    {CTN_OP_COPY, kCopy, 0},
-};
+// Unary, binary and compare ops come from the generated list; where, cast and copy have their
+// own kernels.
+bool find_entry(const char *op, Entry *e) {
+  if (const ctn_ew::Op *o = ctn_ew::find(op)) {
+    Kind k = o->group == ctn_ew::kUnary ? kUnary : o->group == ctn_ew::kCompare ? kCompare : kBinary;
+    *e = {o->name, k, o->code, o->group == ctn_ew::kGrad};
+    return true;
+  }
+  static const Entry kOther[] = {
+      {CTN_OP_WHERE, kWhere, 0, false},
+      {CTN_OP_CAST, kCast, 0, false},
+      {CTN_OP_COPY, kCopy, 0, false},
+  };
+  for (const Entry &c : kOther)
+    if (!std::strcmp(c.name, op)) {
+      *e = c;
+      return true;
+    }
+  return false;
+}
 
 bool is_float(int32_t dt) { return dt == CTN_F32 || dt == CTN_F64; }
 
@@ -118,75 +120,30 @@ struct EwOp : Op {
   }
 };
 
-// True when `out` is exactly the broadcast of the inputs.
-bool is_broadcast_of(const ctn_op_signature *sig) {
-  const ctn_tensor_desc &out = *sig->output;
-  uint32_t nd = 0;
-  for (uint32_t i = 0; i < sig->n_inputs; ++i) nd = std::max(nd, sig->inputs[i].ndim);
-  if (out.ndim != nd) return false;
-  for (uint32_t k = 0; k < nd; ++k) {
-    int64_t want = 1;
-    for (uint32_t i = 0; i < sig->n_inputs; ++i) {
-      const ctn_tensor_desc &in = sig->inputs[i];
-      int64_t ax = static_cast<int64_t>(k) - (nd - in.ndim);
-      if (ax < 0) continue;
-      int64_t d = in.shape[ax];
-      if (d != 1) {
-        if (want != 1 && want != d) return false;
-        want = d;
-      }
-    }
-    if (out.shape[k] != want) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
                             bool *handled) {
-  const Entry *ent = nullptr;
-  for (const Entry &c : kOps)
-    if (!std::strcmp(c.name, sig->op)) ent = &c;
-  if (!ent) return CTN_OK;
+  Entry entry;
+  if (!find_entry(sig->op, &entry)) return CTN_OK;
+  const Entry *ent = &entry;
   *handled = true;
   const ctn_host_api *host = be->host;
   const char *op = sig->op;
   const ctn_tensor_desc &y = *sig->output;
-  uint32_t want_in = ent->kind == kWhere ? 3
-                     : (ent->kind == kUnary || ent->kind == kCast || ent->kind == kCopy) ? 1
-                                                                                          : 2;
-  if (sig->n_inputs != want_in)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects %u inputs, got %u", op,
-                           want_in, sig->n_inputs);
   const ctn_tensor_desc &a = sig->inputs[0];
-  auto st = std::make_unique<EwOp>();
-  st->be = be;
-  st->name = ent->name;
+  auto st = new_op<EwOp>(be, ent->name);
   st->kind = ent->kind;
   st->code = ent->code;
   st->dt = ent->kind == kWhere ? sig->inputs[1].dtype : a.dtype;
   st->f0 = sig->attrs->f[0];
   st->f1 = sig->attrs->f[1];
   st->n = desc_numel(y);
-  if (!is_broadcast_of(sig))
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: output shape %s is not the broadcast of the inputs",
-                           op, shape_str(y).c_str());
-  if ((ent->kind == kUnary || ent->kind == kCast || ent->kind == kCopy ||
-       (ent->kind == kBinary && ent->code >= 7)) )
-    for (uint32_t i = 0; i < sig->n_inputs; ++i)
-      if (!same_shape(sig->inputs[i], y))
-        return host->set_error(CTN_ERR_SHAPE, "opencl %s: input %u %s must have the output shape %s",
-                               op, i, shape_str(sig->inputs[i]).c_str(), shape_str(y).c_str());
   std::string kname;
   uint32_t flags = 0;
   switch (ent->kind) {
     case kCopy:
     case kCast: {
-      int32_t to = ent->kind == kCast ? static_cast<int32_t>(sig->attrs->i[0]) : a.dtype;
-      if (y.dtype != to)
-        return host->set_error(CTN_ERR_DTYPE, "opencl %s: output dtype %s, expected %s", op,
-                               dtype_name(y.dtype), dtype_name(to));
       if (y.dtype == a.dtype) {
         st->kind = kCopy;
         st->bytes = static_cast<size_t>(st->n) * dtype_size(a.dtype);
@@ -199,13 +156,6 @@ ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel
     case kUnary:
     case kBinary:
     case kCompare: {
-      if (sig->n_inputs == 2 && sig->inputs[1].dtype != a.dtype)
-        return host->set_error(CTN_ERR_DTYPE, "opencl %s: input dtypes differ (%s vs %s)", op,
-                               dtype_name(a.dtype), dtype_name(sig->inputs[1].dtype));
-      int32_t want_out = ent->kind == kCompare ? CTN_BOOL : a.dtype;
-      if (y.dtype != want_out)
-        return host->set_error(CTN_ERR_DTYPE, "opencl %s: output dtype %s, expected %s", op,
-                               dtype_name(y.dtype), dtype_name(want_out));
       if (ent->kind != kCompare && !is_float(a.dtype))
         return host->set_error(CTN_ERR_UNSUPPORTED,
                                "opencl %s: dtype %s is not supported (f32 and f64 only)", op,
@@ -216,13 +166,7 @@ ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel
       break;
     }
     case kWhere: {
-      if (a.dtype != CTN_BOOL)
-        return host->set_error(CTN_ERR_DTYPE, "opencl where: condition must be bool, got %s",
-                               dtype_name(a.dtype));
-      int32_t dt = sig->inputs[1].dtype;
-      if (sig->inputs[2].dtype != dt || y.dtype != dt)
-        return host->set_error(CTN_ERR_DTYPE, "opencl where: a, b and output dtypes differ");
-      size_t es = dtype_size(dt);
+      size_t es = dtype_size(sig->inputs[1].dtype);
       kname = es == 1 ? "where_u8" : es == 4 ? "where_u32" : "where_u64";
       break;
     }
@@ -235,9 +179,7 @@ ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel
     for (uint32_t i = 0; i < sig->n_inputs; ++i) {
       const ctn_tensor_desc &in = sig->inputs[i];
       int64_t str[CTN_MAX_DIMS] = {};
-      if (y.ndim && !broadcast_strides(in, y, str))
-        return host->set_error(CTN_ERR_SHAPE, "opencl %s: input %u %s does not broadcast to %s", op,
-                               i, shape_str(in).c_str(), shape_str(y).c_str());
+      broadcast_strides(in, y, str);
       for (uint32_t k = 0; k < y.ndim; ++k) meta[(i + 1) * nd + k] = str[k];
       int64_t numel = desc_numel(in);
       st->mode[i] = numel == st->n ? 0 : numel == 1 ? 1 : 2;

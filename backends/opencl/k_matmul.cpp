@@ -116,94 +116,26 @@ ctn_status make_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel *out
   bool fused = !std::strcmp(op, CTN_OP_MATMUL_BIAS_ACT);
   if (!fused && std::strcmp(op, CTN_OP_MATMUL) != 0) return CTN_OK;
   *handled = true;
-  const ctn_host_api *host = be->host;
-  uint32_t n_in = fused ? 3 : 2;
-  if (sig->n_inputs != n_in)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects %u inputs", op, n_in);
-  const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
-  if (a.dtype != CTN_F32 && a.dtype != CTN_F64)
-    return host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: dtype %s is not supported (f32, f64 only)",
-                           op, dtype_name(a.dtype));
-  for (uint32_t i = 1; i <= sig->n_inputs; ++i) {
-    const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : y;
-    if (d.dtype != a.dtype)
-      return host->set_error(CTN_ERR_DTYPE, "opencl %s: operand %u dtype differs", op, i);
-  }
-  if (a.ndim < 2 || b.ndim < 2)
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: operands must be at least 2-d", op);
-  auto st = std::make_unique<MatmulOp>();
-  st->be = be;
-  st->name = fused ? CTN_OP_MATMUL_BIAS_ACT : CTN_OP_MATMUL;
+  const ctn_tensor_desc &a = sig->inputs[0];
+  if (ctn_status s = need_float(be->host, "opencl", sig->op, a.dtype); s) return s;
+  MatmulDims d = matmul_dims(sig);
+  auto st = new_op<MatmulOp>(be, fused ? CTN_OP_MATMUL_BIAS_ACT : CTN_OP_MATMUL);
   st->dt = a.dtype;
-  st->ta = sig->attrs->i[0] != 0;
-  st->tb = sig->attrs->i[1] != 0;
-  const int64_t ar = a.shape[a.ndim - 2], ac = a.shape[a.ndim - 1];
-  const int64_t br = b.shape[b.ndim - 2], bc = b.shape[b.ndim - 1];
-  const int64_t m = st->ta ? ac : ar, k = st->ta ? ar : ac, kb = st->tb ? bc : br,
-                n = st->tb ? br : bc;
-  if (kb != k)
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: inner dims differ: %s @ %s", op,
-                           shape_str(a).c_str(), shape_str(b).c_str());
-  st->m = static_cast<size_t>(m);
-  st->n = static_cast<size_t>(n);
-  st->k = static_cast<size_t>(k);
-  ctn_tensor_desc ab{}, bb{}, yb{};
-  ab.ndim = a.ndim - 2;
-  bb.ndim = b.ndim - 2;
-  yb.ndim = y.ndim >= 2 ? y.ndim - 2 : 0;
-  for (uint32_t i = 0; i < ab.ndim; ++i) ab.shape[i] = a.shape[i];
-  for (uint32_t i = 0; i < bb.ndim; ++i) bb.shape[i] = b.shape[i];
-  for (uint32_t i = 0; i < yb.ndim; ++i) yb.shape[i] = y.shape[i];
-  ctn_tensor_desc want{};
-  want.ndim = std::max(ab.ndim, bb.ndim);
-  for (uint32_t i = 0; i < want.ndim; ++i) {
-    int64_t da = i + ab.ndim >= want.ndim ? ab.shape[i + ab.ndim - want.ndim] : 1;
-    int64_t db = i + bb.ndim >= want.ndim ? bb.shape[i + bb.ndim - want.ndim] : 1;
-    if (da != db && da != 1 && db != 1)
-      return host->set_error(CTN_ERR_SHAPE, "opencl %s: batch dims do not broadcast", op);
-    want.shape[i] = da == 1 ? db : da;
-  }
-  want.shape[want.ndim++] = m;
-  want.shape[want.ndim++] = n;
-  if (!same_shape(want, y)) return host->set_error(CTN_ERR_SHAPE, "opencl %s: output shape %s, expected %s",
-                                                   op, shape_str(y).c_str(), shape_str(want).c_str());
+  st->ta = d.ta;
+  st->tb = d.tb;
+  st->n = static_cast<size_t>(d.n);
+  st->k = static_cast<size_t>(d.k);
   if (fused) {
-    const ctn_tensor_desc &bias = sig->inputs[2];
-    if (bias.ndim != 1 || bias.shape[0] != n)
-      return host->set_error(CTN_ERR_SHAPE, "opencl %s: bias must be [%lld]", op, static_cast<long long>(n));
-    int64_t act = sig->attrs->i[2];
-    if (act < CTN_ACT_NONE || act > CTN_ACT_GELU)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: unknown activation", op);
-    st->act = static_cast<int>(act);
+    st->act = d.act;
     st->epi = st->make_kernel(a.dtype == CTN_F64 ? "bias_act_f64" : "bias_act_f32");
     if (!st->epi) return CTN_ERR_INTERNAL;
   }
-  int64_t sa[CTN_MAX_DIMS] = {}, sb[CTN_MAX_DIMS] = {};
-  broadcast_strides(ab, yb, sa);
-  broadcast_strides(bb, yb, sb);
-  int64_t batches = desc_numel(yb);
-  for (int64_t i = 0; i < batches; ++i) {
-    int64_t rem = i, oa = 0, ob = 0;
-    for (int d = static_cast<int>(yb.ndim) - 1; d >= 0; --d) {
-      int64_t idx = rem % yb.shape[d];
-      rem /= yb.shape[d];
-      oa += idx * sa[d];
-      ob += idx * sb[d];
-    }
-    st->a_off.push_back(static_cast<size_t>(oa * m * k));
-    st->b_off.push_back(static_cast<size_t>(ob * k * n));
-  }
-  st->c_step = static_cast<size_t>(m * n);
-  // [B, M, K] @ [K, N] with one shared right operand: one GEMM of B*M rows.
-  bool fold = batches > 1 && !st->ta;
-  for (int64_t i = 0; fold && i < batches; ++i)
-    fold = st->b_off[i] == st->b_off[0] && st->a_off[i] == static_cast<size_t>(i * m * k);
-  if (fold) {
-    st->m *= static_cast<size_t>(batches);
-    st->a_off.assign(1, 0);
-    st->b_off.assign(1, st->b_off[0]);
-    st->c_step = st->m * st->n;
-  }
+  st->c_step = static_cast<size_t>(d.m * d.n);
+  if (fold_batches(d)) st->c_step = static_cast<size_t>(d.m * d.n);
+  batch_tables(d);
+  st->m = static_cast<size_t>(d.m);
+  st->a_off.assign(d.a_off.begin(), d.a_off.end());
+  st->b_off.assign(d.b_off.begin(), d.b_off.end());
   // Small GEMMs use our own kernel: CLBlast builds its kernels once per process (~0.1-0.2 s on
   // PoCL, most of a warm start), ours come with the cached program. CLBlast takes the rest.
   const double work = static_cast<double>(st->m) * static_cast<double>(st->n) *
@@ -284,18 +216,9 @@ struct DropoutOp : Op {
 };
 
 ctn_status make_dropout(Backend *be, const ctn_op_signature *sig, ctn_kernel *out) {
-  const ctn_host_api *host = be->host;
-  if (sig->n_inputs != 2)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl dropout: expects (x, step)");
-  const ctn_tensor_desc &x = sig->inputs[0], &step = sig->inputs[1], &y = *sig->output;
-  if ((x.dtype != CTN_F32 && x.dtype != CTN_F64) || step.dtype != CTN_I64 ||
-      desc_numel(step) != 1 || !same_shape(x, y) || y.dtype != x.dtype)
-    return host->set_error(CTN_ERR_SHAPE, "opencl dropout: expects (x f32|f64, step i64 one element) -> x's shape");
+  const ctn_tensor_desc &x = sig->inputs[0];
   double p = sig->attrs->f[0];
-  if (!(p >= 0 && p < 1)) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl dropout: p must be in [0, 1)");
-  auto st = std::make_unique<DropoutOp>();
-  st->be = be;
-  st->name = "dropout";
+  auto st = new_op<DropoutOp>(be, "dropout");
   st->dt = x.dtype;
   st->n = desc_numel(x);
   st->seed = static_cast<cl_ulong>(sig->attrs->i[0]);
@@ -312,7 +235,6 @@ ctn_status make_dropout(Backend *be, const ctn_op_signature *sig, ctn_kernel *ou
 ctn_status make_optim(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
   static const char *const names[] = {"sgd_velocity", "sgd_apply", "adam_moment1", "adam_moment2",
                                       "adam_apply"};
-  static const uint32_t n_in[] = {3, 4, 2, 2, 5};
   if (!std::strcmp(sig->op, "dropout")) {
     *handled = true;
     return make_dropout(be, sig, out);
@@ -323,22 +245,9 @@ ctn_status make_optim(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
   if (code < 0) return CTN_OK;
   *handled = true;
   const ctn_host_api *host = be->host;
-  if (sig->n_inputs != n_in[code])
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects %u inputs", sig->op, n_in[code]);
   const ctn_tensor_desc &w = sig->inputs[0], &y = *sig->output;
-  if (w.dtype != CTN_F32 && w.dtype != CTN_F64)
-    return host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: f32 and f64 only", sig->op);
-  uint32_t n_state = code == 1 || code == 4 ? 3 : n_in[code];
-  for (uint32_t i = 0; i < n_state; ++i)
-    if (!same_shape(sig->inputs[i], y) || sig->inputs[i].dtype != w.dtype)
-      return host->set_error(CTN_ERR_SHAPE, "opencl %s: input %u must match the output", sig->op, i);
-  if ((code == 1 || code == 4) && (desc_numel(sig->inputs[3]) != 1 || sig->inputs[3].dtype != w.dtype))
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: lr must be a 0-d %s", sig->op, dtype_name(w.dtype));
-  if (code == 4 && (desc_numel(sig->inputs[4]) != 1 || sig->inputs[4].dtype != CTN_I64))
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: step must be a 0-d i64", sig->op);
-  auto st = std::make_unique<OptimOp>();
-  st->be = be;
-  st->name = names[code];
+  if (ctn_status s = need_float(host, "opencl", sig->op, w.dtype); s) return s;
+  auto st = new_op<OptimOp>(be, names[code]);
   st->dt = w.dtype;
   st->code = code;
   st->n = desc_numel(y);

@@ -10,8 +10,6 @@
 namespace ctn_ocl {
 namespace {
 
-bool is_float(int32_t dt) { return dt == CTN_F32 || dt == CTN_F64; }
-
 std::string kname(const char *base, int32_t dt) {
   return std::string(base) + (dt == CTN_F64 ? "_f64" : "_f32");
 }
@@ -38,22 +36,10 @@ enum class ConvKind { kForward, kGradInput, kGradWeight };
 ctn_status make_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, ConvKind kind) {
   const char *op = sig->op;
   const ctn_host_api *host = be->host;
-  if (sig->n_inputs != 2)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects 2 inputs, got %u", op,
-                           sig->n_inputs);
   const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
-  if (!is_float(a.dtype))
-    return host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: dtype %s is not supported (f32, f64 only)",
-                           op, dtype_name(a.dtype));
-  if (b.dtype != a.dtype || y.dtype != a.dtype)
-    return host->set_error(CTN_ERR_DTYPE, "opencl %s: operand dtypes differ", op);
-  if (a.ndim != 4 || b.ndim != 4 || y.ndim != 4)
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: operands must be 4-d: %s, %s -> %s", op,
-                           shape_str(a).c_str(), shape_str(b).c_str(), shape_str(y).c_str());
+  if (ctn_status s = need_float(host, "opencl", sig->op, a.dtype); s) return s;
   const int64_t *at = sig->attrs->i;
   const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5], groups = at[6];
-  if (sh < 1 || sw < 1 || ph < 0 || pw < 0 || dh < 1 || dw < 1 || groups < 1)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: bad convolution attributes", op);
   // Input, weight and output of the underlying convolution.
   const ctn_tensor_desc *cx, *cw, *cy;
   switch (kind) {
@@ -64,17 +50,7 @@ ctn_status make_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
   const int64_t n = cx->shape[0], c = cx->shape[1], h = cx->shape[2], w = cx->shape[3];
   const int64_t o = cw->shape[0], kh = cw->shape[2], kw = cw->shape[3];
   const int64_t ho = cy->shape[2], wo = cy->shape[3];
-  const int64_t span_h = dh * (kh - 1) + 1, span_w = dw * (kw - 1) + 1;
-  const bool ok = c % groups == 0 && o % groups == 0 && cw->shape[1] * groups == c &&
-                  cy->shape[0] == n && cy->shape[1] == o && kh >= 1 && kw >= 1 &&
-                  h + 2 * ph >= span_h && w + 2 * pw >= span_w &&
-                  ho == (h + 2 * ph - span_h) / sh + 1 && wo == (w + 2 * pw - span_w) / sw + 1;
-  if (!ok)
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: inconsistent shapes %s, %s -> %s for the attributes",
-                           op, shape_str(a).c_str(), shape_str(b).c_str(), shape_str(y).c_str());
-  auto st = std::make_unique<GatherOp>();
-  st->be = be;
-  st->name = op;
+  auto st = new_op<GatherOp>(be, op);
   st->total = desc_numel(y);
   if (ctn_status s = st->set_meta({n, c, h, w, o, kh, kw, ho, wo, sh, sw, ph, pw, dh, dw, groups,
                                    c / groups, o / groups});
@@ -95,20 +71,8 @@ enum class PoolKind { kMax, kMaxGrad, kAvg, kAvgGrad };
 ctn_status make_pool(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, PoolKind kind) {
   const char *op = sig->op;
   const ctn_host_api *host = be->host;
-  const uint32_t n_in = kind == PoolKind::kMaxGrad ? 3 : 1;
-  if (sig->n_inputs != n_in)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects %u inputs, got %u", op, n_in,
-                           sig->n_inputs);
   const ctn_tensor_desc &y = *sig->output;
-  if (!is_float(y.dtype))
-    return host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: dtype %s is not supported (f32, f64 only)",
-                           op, dtype_name(y.dtype));
-  for (uint32_t i = 0; i < n_in; ++i)
-    if (sig->inputs[i].dtype != y.dtype || sig->inputs[i].ndim != 4)
-      return host->set_error(CTN_ERR_SHAPE, "opencl %s: operand %u must be a 4-d %s value, got %s %s",
-                             op, i, dtype_name(y.dtype), dtype_name(sig->inputs[i].dtype),
-                             shape_str(sig->inputs[i]).c_str());
-  if (y.ndim != 4) return host->set_error(CTN_ERR_SHAPE, "opencl %s: the output must be 4-d", op);
+  if (ctn_status s = need_float(host, "opencl", sig->op, y.dtype); s) return s;
   const bool grad = kind == PoolKind::kMaxGrad || kind == PoolKind::kAvgGrad;
   const ctn_tensor_desc &big = kind == PoolKind::kAvgGrad ? y : sig->inputs[0];
   const ctn_tensor_desc &small =
@@ -123,12 +87,7 @@ ctn_status make_pool(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
             h + 2 * ph >= kh && w + 2 * pw >= kw && ho == (h + 2 * ph - kh) / sh + 1 &&
             wo == (w + 2 * pw - kw) / sw + 1;
   if (kind == PoolKind::kMaxGrad) ok = ok && same_shape(sig->inputs[1], small) && same_shape(y, big);
-  if (!ok)
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: shapes %s -> %s do not match the pooling attributes",
-                           op, shape_str(sig->inputs[0]).c_str(), shape_str(y).c_str());
-  auto st = std::make_unique<GatherOp>();
-  st->be = be;
-  st->name = op;
+  auto st = new_op<GatherOp>(be, op);
   st->total = desc_numel(y);
   if (kind == PoolKind::kMaxGrad) st->in1 = 2;  // (x, y, dy): x and dy
   else st->in1 = 0;
@@ -226,35 +185,15 @@ ctn_status make_norm(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
                      uint32_t n_in) {
   const char *op = sig->op;
   const ctn_host_api *host = be->host;
-  if (sig->n_inputs != n_in)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects %u inputs, got %u", op, n_in,
-                           sig->n_inputs);
   const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
-  if (!is_float(x.dtype))
-    return host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: dtype %s is not supported (f32, f64 only)",
-                           op, dtype_name(x.dtype));
-  for (uint32_t i = 0; i <= n_in; ++i) {
-    const ctn_tensor_desc &d = i < n_in ? sig->inputs[i] : y;
-    if (d.dtype != x.dtype) return host->set_error(CTN_ERR_DTYPE, "opencl %s: operand dtypes differ", op);
-  }
+  if (ctn_status s = need_float(host, "opencl", sig->op, x.dtype); s) return s;
   const double eps = sig->attrs->f[0];
   if (ln) {
     const int64_t a = sig->attrs->i[0];
-    if (a < 0 || a >= static_cast<int64_t>(x.ndim))
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: first axis %lld out of range for %s",
-                             op, static_cast<long long>(a), shape_str(x).c_str());
     int64_t rows = 1, len = 1;
     for (uint32_t k = 0; k < x.ndim; ++k) (static_cast<int64_t>(k) < a ? rows : len) *= x.shape[k];
     const bool gg = code == 2;
-    if (desc_numel(y) != (gg ? len : desc_numel(x)) || (!gg && !same_shape(x, y)) ||
-        desc_numel(sig->inputs[1]) != (gg ? desc_numel(x) : len) ||
-        (code == 0 && desc_numel(sig->inputs[2]) != len) ||
-        (code == 1 && !same_shape(sig->inputs[2], x)))
-      return host->set_error(CTN_ERR_SHAPE, "opencl %s: inconsistent shapes for %s", op,
-                             shape_str(x).c_str());
-    auto st = std::make_unique<LayerNormOp>();
-    st->be = be;
-    st->name = op;
+    auto st = new_op<LayerNormOp>(be, op);
     st->dt = x.dtype;
     st->code = code;
     st->rows = rows;
@@ -276,7 +215,6 @@ ctn_status make_norm(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
     op_set(out, st.release());
     return CTN_OK;
   }
-  if (x.ndim < 2) return host->set_error(CTN_ERR_SHAPE, "opencl %s: the input must be at least 2-d", op);
   const int64_t outer = x.shape[0], ch = x.shape[1];
   int64_t inner = 1;
   for (uint32_t k = 2; k < x.ndim; ++k) inner *= x.shape[k];
@@ -287,11 +225,7 @@ ctn_status make_norm(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
     const bool full = (code == kBnGradInput && i == 2) || (code == kBnGradGamma && i == 1);
     ok = full ? same_shape(d, x) : (d.ndim == 1 && d.shape[0] == ch);
   }
-  if (!ok)
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: inconsistent shapes for %s", op, shape_str(x).c_str());
-  auto st = std::make_unique<BatchNormOp>();
-  st->be = be;
-  st->name = op;
+  auto st = new_op<BatchNormOp>(be, op);
   st->dt = x.dtype;
   st->code = code;
   st->outer = outer;
@@ -330,30 +264,15 @@ struct EmbOp : Op {
 ctn_status make_embedding(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool grad) {
   const char *op = sig->op;
   const ctn_host_api *host = be->host;
-  if (sig->n_inputs != 2) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects 2 inputs", op);
   const ctn_tensor_desc &ids = sig->inputs[grad ? 0 : 1], &vals = sig->inputs[grad ? 1 : 0],
                         &y = *sig->output;
-  if (!is_float(vals.dtype))
-    return host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: dtype %s is not supported (f32, f64 only)",
-                           op, dtype_name(vals.dtype));
-  if (ids.dtype != CTN_I32 && ids.dtype != CTN_I64)
-    return host->set_error(CTN_ERR_DTYPE, "opencl %s: ids must be i32 or i64", op);
+  if (ctn_status s = need_float(host, "opencl", sig->op, vals.dtype); s) return s;
   const ctn_tensor_desc &table = grad ? y : vals;
-  if (y.dtype != vals.dtype || table.ndim != 2)
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: the table must be a 2-d %s value", op,
-                           dtype_name(vals.dtype));
-  auto st = std::make_unique<EmbOp>();
-  st->be = be;
-  st->name = op;
+  auto st = new_op<EmbOp>(be, op);
   st->grad = grad;
   st->V = table.shape[0];
   st->D = table.shape[1];
   st->nids = desc_numel(ids);
-  const ctn_tensor_desc &rows = grad ? vals : y;
-  if (desc_numel(rows) != st->nids * st->D || rows.ndim != ids.ndim + 1 ||
-      rows.shape[rows.ndim - 1] != st->D)
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: ids %s do not match %s", op,
-                           shape_str(ids).c_str(), shape_str(rows).c_str());
   std::string kn = std::string(grad ? "embedding_grad_" : "embedding_") +
                    (ids.dtype == CTN_I32 ? "i32" : "i64") + (vals.dtype == CTN_F64 ? "_f64" : "_f32");
   st->k = st->make_kernel(kn.c_str());

@@ -8,12 +8,8 @@
 namespace ctn_ocl {
 namespace {
 
-bool is_float(int32_t dt) { return dt == CTN_F32 || dt == CTN_F64; }
-
 ctn_status need_float(Backend *be, const char *op, int32_t dt) {
-  if (is_float(dt)) return CTN_OK;
-  return be->host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: dtype %s is not supported (f32, f64 only)",
-                             op, dtype_name(dt));
+  return ctn_backend_util::need_float(be->host, "opencl", op, dt);
 }
 
 cl_int set_scalar(cl_kernel k, cl_uint idx, int32_t dt, double v) {
@@ -90,31 +86,11 @@ struct CeOp : Op {
 };
 
 ctn_status make_reduce_op(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, int code) {
-  const ctn_host_api *host = be->host;
-  if (sig->n_inputs != 1)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects 1 input", sig->op);
   const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
   if (ctn_status s = need_float(be, sig->op, x.dtype); s) return s;
-  if (y.dtype != x.dtype)
-    return host->set_error(CTN_ERR_DTYPE, "opencl %s: output dtype differs from the input", sig->op);
-  uint64_t mask = static_cast<uint64_t>(sig->attrs->i[0]);
-  bool keep = sig->attrs->i[1] != 0;
-  if (x.ndim < 64 && (mask >> x.ndim) != 0)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: axes mask names axes beyond ndim %u",
-                           sig->op, x.ndim);
-  ctn_tensor_desc want{};
-  int64_t count = 1;
-  for (uint32_t k = 0; k < x.ndim; ++k) {
-    bool r = (mask >> k) & 1;
-    if (r) count *= x.shape[k];
-    if (!r || keep) want.shape[want.ndim++] = r ? 1 : x.shape[k];
-  }
-  if (!same_shape(want, y))
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: output shape %s, expected %s", sig->op,
-                           shape_str(y).c_str(), shape_str(want).c_str());
-  auto st = std::make_unique<ReduceOp>();
-  st->be = be;
-  st->name = sig->op;
+  const uint64_t mask = static_cast<uint64_t>(sig->attrs->i[0]);
+  const int64_t count = reduce_count(sig);
+  auto st = new_op<ReduceOp>(be, sig->op);
   st->dt = x.dtype;
   st->code = code;
   st->nout = desc_numel(y);
@@ -152,30 +128,15 @@ ctn_status make_reduce_op(Backend *be, const ctn_op_signature *sig, ctn_kernel *
 }
 
 ctn_status make_softmax(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, int code) {
-  const ctn_host_api *host = be->host;
-  uint32_t want = code < 2 ? 1 : 2;
-  if (sig->n_inputs != want)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects %u inputs", sig->op, want);
-  const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
+  const ctn_tensor_desc &x = sig->inputs[0];
   if (ctn_status s = need_float(be, sig->op, x.dtype); s) return s;
-  for (uint32_t i = 0; i < sig->n_inputs; ++i)
-    if (!same_shape(sig->inputs[i], y) || sig->inputs[i].dtype != y.dtype)
-      return host->set_error(CTN_ERR_SHAPE, "opencl %s: input %u must match the output", sig->op, i);
-  int64_t axis = sig->attrs->i[0];
-  if (axis < 0 || axis >= static_cast<int64_t>(x.ndim))
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: axis %lld out of range", sig->op,
-                           static_cast<long long>(axis));
-  auto st = std::make_unique<SoftmaxOp>();
-  st->be = be;
-  st->name = sig->op;
+  auto st = new_op<SoftmaxOp>(be, sig->op);
   st->dt = x.dtype;
   st->code = code;
-  int64_t outer = 1, inner = 1;
-  for (int64_t k = 0; k < axis; ++k) outer *= x.shape[k];
-  for (uint32_t k = static_cast<uint32_t>(axis) + 1; k < x.ndim; ++k) inner *= x.shape[k];
-  st->len = x.shape[axis];
-  st->inner = inner;
-  st->rows = outer * inner;
+  const AxisDims d = axis_dims(x, sig->attrs->i[0]);
+  st->len = d.len;
+  st->inner = d.inner;
+  st->rows = d.outer * d.inner;
   st->k = st->make_kernel(x.dtype == CTN_F64 ? "softmax_f64" : "softmax_f32");
   if (!st->k) return CTN_ERR_INTERNAL;
   st->local = st->group_size(st->k, dtype_size(x.dtype));
@@ -185,30 +146,9 @@ ctn_status make_softmax(Backend *be, const ctn_op_signature *sig, ctn_kernel *ou
 }
 
 ctn_status make_ce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool grad) {
-  const ctn_host_api *host = be->host;
-  uint32_t want = grad ? 3 : 2;
-  if (sig->n_inputs != want)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: expects %u inputs", sig->op, want);
-  const ctn_tensor_desc &x = sig->inputs[0], &lab = sig->inputs[1], &y = *sig->output;
+  const ctn_tensor_desc &x = sig->inputs[0], &lab = sig->inputs[1];
   if (ctn_status s = need_float(be, sig->op, x.dtype); s) return s;
-  if (x.ndim != 2 || lab.ndim != 1 || lab.shape[0] != x.shape[0])
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: logits %s must be [N, C] and labels %s [N]",
-                           sig->op, shape_str(x).c_str(), shape_str(lab).c_str());
-  if (lab.dtype != CTN_I32 && lab.dtype != CTN_I64)
-    return host->set_error(CTN_ERR_DTYPE, "opencl %s: labels must be i32 or i64", sig->op);
-  if (y.dtype != x.dtype)
-    return host->set_error(CTN_ERR_DTYPE, "opencl %s: output dtype differs from logits", sig->op);
-  if (grad) {
-    const ctn_tensor_desc &dy = sig->inputs[2];
-    if (dy.dtype != x.dtype || desc_numel(dy) != 1 || !same_shape(y, x))
-      return host->set_error(CTN_ERR_SHAPE, "opencl %s: dy must be 0-d and the output the logits' shape",
-                             sig->op);
-  } else if (desc_numel(y) != 1) {
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: output must be 0-d", sig->op);
-  }
-  auto st = std::make_unique<CeOp>();
-  st->be = be;
-  st->name = sig->op;
+  auto st = new_op<CeOp>(be, sig->op);
   st->grad = grad;
   st->dt = x.dtype;
   st->N = x.shape[0];
@@ -225,19 +165,10 @@ ctn_status make_ce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bo
 }  // namespace
 
 ctn_status make_reduce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
-  const char *op = sig->op;
-  *handled = true;
-  if (!std::strcmp(op, CTN_OP_SUM)) return make_reduce_op(be, sig, out, 0);
-  if (!std::strcmp(op, CTN_OP_MEAN)) return make_reduce_op(be, sig, out, 1);
-  if (!std::strcmp(op, CTN_OP_MAX)) return make_reduce_op(be, sig, out, 2);
-  if (!std::strcmp(op, CTN_OP_SOFTMAX)) return make_softmax(be, sig, out, 0);
-  if (!std::strcmp(op, CTN_OP_LOG_SOFTMAX)) return make_softmax(be, sig, out, 1);
-  if (!std::strcmp(op, CTN_OP_SOFTMAX_GRAD)) return make_softmax(be, sig, out, 2);
-  if (!std::strcmp(op, CTN_OP_LOG_SOFTMAX_GRAD)) return make_softmax(be, sig, out, 3);
-  if (!std::strcmp(op, CTN_OP_CROSS_ENTROPY)) return make_ce(be, sig, out, false);
-  if (!std::strcmp(op, CTN_OP_CROSS_ENTROPY_GRAD)) return make_ce(be, sig, out, true);
-  *handled = false;
-  return CTN_OK;
+  return dispatch_reduce(
+      sig->op, handled, [&](int c) { return make_reduce_op(be, sig, out, c); },
+      [&](int c) { return make_softmax(be, sig, out, c); },
+      [&](bool grad) { return make_ce(be, sig, out, grad); });
 }
 
 }  // namespace ctn_ocl

@@ -83,139 +83,39 @@ struct ConcatOp : Op {
   }
 };
 
-void coalesce(std::vector<int64_t> *shape, std::vector<int64_t> *str, uint32_t ndim,
-              const int64_t *sh, const int64_t *st) {
-  ctn_backend_util::DimWalk w;
-  ctn_backend_util::coalesce(w, ndim, sh, st);
-  shape->assign(w.shape, w.shape + w.nd);
-  str->assign(w.str, w.str + w.nd);
-}
-
 }  // namespace
 
 ctn_status make_shape(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
-  const char *op = sig->op;
-  enum { kReshape, kPermute, kSlice, kSliceGrad, kConcat, kBroadcast } kind;
-  if (!std::strcmp(op, CTN_OP_RESHAPE)) kind = kReshape;
-  else if (!std::strcmp(op, CTN_OP_PERMUTE)) kind = kPermute;
-  else if (!std::strcmp(op, CTN_OP_SLICE)) kind = kSlice;
-  else if (!std::strcmp(op, CTN_OP_SLICE_GRAD)) kind = kSliceGrad;
-  else if (!std::strcmp(op, CTN_OP_CONCAT)) kind = kConcat;
-  else if (!std::strcmp(op, CTN_OP_BROADCAST_TO)) kind = kBroadcast;
-  else return CTN_OK;
+  const ShapeKind kind = shape_kind(sig->op);
+  if (kind == ShapeKind::kNone) return CTN_OK;
   *handled = true;
-  const ctn_host_api *host = be->host;
-  const ctn_attrs &at = *sig->attrs;
   const ctn_tensor_desc &y = *sig->output;
-  if (sig->n_inputs < 1 || (kind != kConcat && sig->n_inputs != 1))
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: wrong number of inputs", op);
-  const ctn_tensor_desc &x = sig->inputs[0];
-  for (uint32_t i = 0; i < sig->n_inputs; ++i)
-    if (sig->inputs[i].dtype != y.dtype)
-      return host->set_error(CTN_ERR_DTYPE, "opencl %s: input %u dtype differs from the output", op, i);
   const size_t es = dtype_size(y.dtype);
-  auto bad_shape = [&](const ctn_tensor_desc &want) {
-    return host->set_error(CTN_ERR_SHAPE, "opencl %s: output shape %s, expected %s", op,
-                           shape_str(y).c_str(), shape_str(want).c_str());
-  };
-  if (kind == kConcat) {
-    int64_t axis = at.i[0];
-    if (axis < 0 || axis >= static_cast<int64_t>(x.ndim))
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl concat: axis out of range");
-    auto cs = std::make_unique<ConcatOp>();
-    cs->be = be;
-    cs->name = CTN_OP_CONCAT;
-    ctn_tensor_desc want = x;
-    want.shape[axis] = 0;
-    int64_t inner = static_cast<int64_t>(es);
-    for (uint32_t k = static_cast<uint32_t>(axis) + 1; k < x.ndim; ++k) inner *= x.shape[k];
-    for (uint32_t i = 0; i < sig->n_inputs; ++i) {
-      const ctn_tensor_desc &in = sig->inputs[i];
-      bool ok = in.ndim == x.ndim;
-      for (uint32_t k = 0; ok && k < x.ndim; ++k)
-        ok = k == static_cast<uint32_t>(axis) || in.shape[k] == x.shape[k];
-      if (!ok) return host->set_error(CTN_ERR_SHAPE, "opencl concat: input %u does not match", i);
-      want.shape[axis] += in.shape[axis];
-      cs->chunk.push_back(in.shape[axis] * inner);
-    }
-    if (!same_shape(want, y)) return bad_shape(want);
-    cs->outer = 1;
-    for (int64_t k = 0; k < axis; ++k) cs->outer *= x.shape[k];
-    cs->out_row = want.shape[axis] * inner;
+  if (kind == ShapeKind::kConcat) {
+    const ConcatPlan plan = concat_plan(sig);
+    auto cs = new_op<ConcatOp>(be, CTN_OP_CONCAT);
+    cs->outer = plan.outer;
+    cs->out_row = plan.row * static_cast<int64_t>(es);
+    for (int64_t c : plan.chunk) cs->chunk.push_back(c * static_cast<int64_t>(es));
     op_set(out, cs.release());
     return CTN_OK;
   }
-  auto st = std::make_unique<WalkOp>();
-  st->be = be;
-  st->name = sig->op;
+  auto st = new_op<WalkOp>(be, sig->op);
   st->es = es;
-  int64_t istr[CTN_MAX_DIMS];
-  contiguous_strides(x, istr);
-  std::vector<int64_t> shape, str;
-  ctn_tensor_desc want{};
-  want.ndim = x.ndim;
-  switch (kind) {
-    case kReshape:
-      if (desc_numel(x) != desc_numel(y))
-        return host->set_error(CTN_ERR_SHAPE, "opencl reshape: %s -> %s changes the element count",
-                               shape_str(x).c_str(), shape_str(y).c_str());
-      st->plain_copy = true;
-      st->clear_bytes = static_cast<size_t>(desc_numel(x)) * es;
-      op_set(out, st.release(), CTN_KERNEL_INPLACE_OK);
-      return CTN_OK;
-    case kPermute: {
-      int64_t pstr[CTN_MAX_DIMS];
-      uint32_t seen = 0;
-      if (at.ni != x.ndim) return bad_shape(x);
-      for (uint32_t k = 0; k < x.ndim; ++k) {
-        int64_t p = at.i[k];
-        if (p < 0 || p >= static_cast<int64_t>(x.ndim) || ((seen >> p) & 1))
-          return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl permute: bad permutation");
-        seen |= 1u << p;
-        want.shape[k] = x.shape[p];
-        pstr[k] = istr[p];
-      }
-      if (!same_shape(want, y)) return bad_shape(want);
-      st->n = desc_numel(y);
-      coalesce(&shape, &str, y.ndim, y.shape, pstr);
-      break;
-    }
-    case kSlice:
-    case kSliceGrad: {
-      const ctn_tensor_desc &full = kind == kSlice ? x : y;
-      const ctn_tensor_desc &part = kind == kSlice ? y : x;
-      int64_t axis = at.i[0], start = at.i[1], stop = at.i[2], step = at.i[3];
-      if (axis < 0 || axis >= static_cast<int64_t>(full.ndim) || step <= 0 || start < 0 ||
-          stop < start || stop > full.shape[axis] ||
-          (kind == kSliceGrad && at.i[4] != full.shape[axis]))
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl %s: bad axis/start/stop/step", op);
-      want = full;
-      want.shape[axis] = (stop - start + step - 1) / step;
-      if (!same_shape(want, part)) return bad_shape(want);
-      int64_t fstr[CTN_MAX_DIMS];
-      contiguous_strides(full, fstr);
-      st->base = start * fstr[axis];
-      fstr[axis] *= step;
-      st->n = desc_numel(part);
-      st->scatter = kind == kSliceGrad;
-      st->clear_bytes = static_cast<size_t>(desc_numel(full)) * es;
-      coalesce(&shape, &str, part.ndim, part.shape, fstr);
-      break;
-    }
-    case kBroadcast: {
-      int64_t bstr[CTN_MAX_DIMS];
-      if (!broadcast_strides(x, y, bstr))
-        return host->set_error(CTN_ERR_SHAPE, "opencl broadcast_to: %s does not broadcast to %s",
-                               shape_str(x).c_str(), shape_str(y).c_str());
-      st->n = desc_numel(y);
-      coalesce(&shape, &str, y.ndim, y.shape, bstr);
-      break;
-    }
-    case kConcat: break;
+  const ShapeWalk w = shape_walk(sig, kind);
+  if (kind == ShapeKind::kReshape) {
+    st->plain_copy = true;
+    st->clear_bytes = static_cast<size_t>(w.n) * es;
+    op_set(out, st.release(), CTN_KERNEL_INPLACE_OK);
+    return CTN_OK;
   }
-  st->nd = static_cast<cl_int>(shape.size());
-  std::vector<int64_t> meta = shape;
-  meta.insert(meta.end(), str.begin(), str.end());
+  st->n = w.n;
+  st->base = w.base;
+  st->scatter = w.scatter;
+  st->clear_bytes = static_cast<size_t>(w.full) * es;
+  st->nd = static_cast<cl_int>(w.walk.nd);
+  std::vector<int64_t> meta(w.walk.shape, w.walk.shape + w.walk.nd);
+  meta.insert(meta.end(), w.walk.str, w.walk.str + w.walk.nd);
   if (ctn_status s = st->set_meta(meta); s) return s;
   std::string kname = std::string(st->scatter ? "scatter_" : "gather_") + size_suffix(es);
   st->k = st->make_kernel(kname.c_str());

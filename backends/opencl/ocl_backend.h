@@ -15,19 +15,14 @@
 #include <memory>
 #include <string>
 #include <vector>
-#include "../common/desc_util.h"
+#include "../common/kernel_util.h"
 #include "../common/placement_policy.h"
 
 namespace ctn_ocl {
 
-// Shared descriptor helpers (backends/common/desc_util.h).
-using ctn_backend_util::dtype_name;
-using ctn_backend_util::dtype_size;
-using ctn_backend_util::shape_str;
-using ctn_backend_util::desc_numel;
-using ctn_backend_util::same_shape;
-using ctn_backend_util::broadcast_strides;
-using ctn_backend_util::contiguous_strides;
+// Shared descriptor helpers and kernel-maker scaffolding (backends/common/desc_util.h,
+// kernel_util.h).
+using namespace ctn_backend_util;
 
 struct Backend {
   const ctn_host_api *host = nullptr;
@@ -88,6 +83,15 @@ struct Op {
   std::vector<cl_kernel> kernels;  // released with the op
   cl_mem meta = nullptr;
 };
+
+// An op state of type S for backend `be`, named `name` (a string that outlives the kernel).
+template <class S>
+std::unique_ptr<S> new_op(Backend *be, const char *name) {
+  auto st = std::make_unique<S>();
+  st->be = be;
+  st->name = name;
+  return st;
+}
 
 ctn_status op_kernel_fn(void *state, const ctn_kernel_args *args);
 void op_release(void *state);

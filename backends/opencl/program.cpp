@@ -108,8 +108,9 @@ std::string device_key(const Backend &be) {
 
 std::string program_source(bool fp64) {
   std::string s;
-  s.reserve((sizeof kClFloatOps + sizeof kClNnOps) * 2 + sizeof kClAnyOps + 512);
+  s.reserve((sizeof kClFloatOps + sizeof kClNnOps) * 2 + sizeof kClAnyOps + sizeof kClOclEwOps + 512);
   if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define CTN_HAVE_FP64 1\n";
+  s += kClOclEwOps;
   s += "#define T float\n#define FN(n) n##_f32\n";
   s += kClFloatOps;
   s += kClNnOps;

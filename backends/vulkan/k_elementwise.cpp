@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "vk_backend.h"
+#include "vk_ew_ops.h"
 
 namespace ctn_vk {
 namespace {
@@ -13,36 +14,29 @@ enum Kind { kFloat, kCompare, kWhere, kCast, kCopy };
 struct EwEntry {
   const char *name;
   Kind kind;
-  int code;  // ew_ops.glsl
+  int code;  // CTN_EW_* (vk_ew_ops.h, generated from backends/common/ew_ops.py)
   uint32_t nin;
 };
 
-// Codes mirror shaders/ew_ops.glsl.
-const EwEntry kOps[] = {
-    {CTN_OP_NEG, kFloat, 1, 1},          {CTN_OP_EXP, kFloat, 2, 1},
-    {CTN_OP_LOG, kFloat, 3, 1},          {CTN_OP_SQRT, kFloat, 4, 1},
-    {CTN_OP_ABS, kFloat, 5, 1},          {CTN_OP_SIGN, kFloat, 6, 1},
-    {CTN_OP_TANH, kFloat, 7, 1},         {CTN_OP_SIGMOID, kFloat, 8, 1},
-    {CTN_OP_RELU, kFloat, 9, 1},         {CTN_OP_GELU, kFloat, 10, 1},
-    {CTN_OP_LEAKY_RELU, kFloat, 11, 1},  {CTN_OP_CLAMP, kFloat, 12, 1},
-    {CTN_OP_ADD, kFloat, 20, 2},         {CTN_OP_SUB, kFloat, 21, 2},
-    {CTN_OP_MUL, kFloat, 22, 2},         {CTN_OP_DIV, kFloat, 23, 2},
-    {CTN_OP_POW, kFloat, 24, 2},         {CTN_OP_MAXIMUM, kFloat, 25, 2},
-    {CTN_OP_MINIMUM, kFloat, 26, 2},     {CTN_OP_RELU_GRAD, kFloat, 30, 2},
-    {CTN_OP_LEAKY_RELU_GRAD, kFloat, 31, 2}, {CTN_OP_GELU_GRAD, kFloat, 32, 2},
-    {CTN_OP_CLAMP_GRAD, kFloat, 33, 2},  {CTN_OP_TANH_GRAD, kFloat, 34, 2},
-    {CTN_OP_SIGMOID_GRAD, kFloat, 35, 2},
-    // Optimizer steps and dropout: the last input of codes >= 90 is an i64 step (binding 4).
-    {CTN_OP_ADAM_MOMENT1, kFloat, 40, 2}, {CTN_OP_ADAM_MOMENT2, kFloat, 41, 2},
-    {CTN_OP_SGD_VELOCITY, kFloat, 60, 3}, {CTN_OP_SGD_APPLY, kFloat, 70, 4},
-    {CTN_OP_ADAM_APPLY, kFloat, 90, 5},
-    {CTN_OP_DROPOUT, kFloat, 91, 2},
-    {CTN_OP_EQ, kCompare, 0, 2},         {CTN_OP_NE, kCompare, 1, 2},
-    {CTN_OP_LT, kCompare, 2, 2},         {CTN_OP_LE, kCompare, 3, 2},
-    {CTN_OP_GT, kCompare, 4, 2},         {CTN_OP_GE, kCompare, 5, 2},
-    {CTN_OP_WHERE, kWhere, 0, 3},        {CTN_OP_CAST, kCast, 0, 1},
-    {CTN_OP_COPY, kCopy, 0, 1},
-};
+// The ops of ew.comp and cmp.comp come from the generated list; where, cast and copy have their
+// own shaders.
+bool find_entry(const char *op, EwEntry *e) {
+  if (const ctn_ew::Op *o = ctn_ew::find(op)) {
+    *e = {o->name, o->group == ctn_ew::kCompare ? kCompare : kFloat, o->code, o->nin};
+    return true;
+  }
+  static const EwEntry kOther[] = {
+      {CTN_OP_WHERE, kWhere, 0, 3},
+      {CTN_OP_CAST, kCast, 0, 1},
+      {CTN_OP_COPY, kCopy, 0, 1},
+  };
+  for (const EwEntry &c : kOther)
+    if (!std::strcmp(c.name, op)) {
+      *e = c;
+      return true;
+    }
+  return false;
+}
 
 constexpr size_t kParamWords = 68;
 
@@ -58,28 +52,6 @@ void put_float(std::vector<uint32_t> &p, size_t at, double v) {
   std::memcpy(&p[at], &f, 4);
 }
 
-// True when `out` is exactly the broadcast of inputs [first, n).
-bool is_broadcast_of(const ctn_op_signature *sig) {
-  const ctn_tensor_desc &out = *sig->output;
-  uint32_t nd = 0;
-  for (uint32_t i = 0; i < sig->n_inputs; ++i) nd = std::max(nd, sig->inputs[i].ndim);
-  if (out.ndim != nd) return false;
-  for (uint32_t k = 0; k < nd; ++k) {
-    int64_t want = 1;
-    for (uint32_t i = 0; i < sig->n_inputs; ++i) {
-      const ctn_tensor_desc &in = sig->inputs[i];
-      int64_t ax = static_cast<int64_t>(k) - (nd - in.ndim);
-      if (ax < 0) continue;
-      int64_t d = in.shape[ax];
-      if (d != 1) {
-        if (want != 1 && want != d) return false;
-        want = d;
-      }
-    }
-    if (out.shape[k] != want) return false;
-  }
-  return true;
-}
 
 // Broadcast params (p[0..51]) and the per-input mode: 0 layout of the output, 1 one element,
 // 2 strided. False when an input does not broadcast to the output.
@@ -129,28 +101,18 @@ uint64_t window_elems(const Backend &be, uint64_t max_esize) {
 }  // namespace
 
 ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
-  const EwEntry *e = nullptr;
-  for (const EwEntry &cand : kOps)
-    if (std::strcmp(cand.name, sig->op) == 0) e = &cand;
-  if (!e) return CTN_OK;
+  EwEntry entry;
+  if (!find_entry(sig->op, &entry)) return CTN_OK;
+  const EwEntry *e = &entry;
   *handled = true;
   const ctn_host_api *host = be.host;
   const char *op = sig->op;
   const ctn_tensor_desc &o = *sig->output;
-  if (sig->n_inputs != e->nin)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: expects %u inputs, got %u", op, e->nin, sig->n_inputs);
   const ctn_tensor_desc &a = sig->inputs[0];
   const int64_t n = desc_numel(o);
   ctn_status st = CTN_OK;
 
   if (e->kind == kCopy || e->kind == kCast) {
-    if (!same_shape(a, o))
-      return host->set_error(CTN_ERR_SHAPE, "vulkan %s: input %s must have the output shape %s", op,
-                             shape_str(a).c_str(), shape_str(o).c_str());
-    int32_t to = e->kind == kCast ? static_cast<int32_t>(sig->attrs->i[0]) : a.dtype;
-    if (o.dtype != to)
-      return host->set_error(CTN_ERR_DTYPE, "vulkan %s: output dtype %s, expected %s", op, dtype_name(o.dtype),
-                             dtype_name(to));
     Kernel *k = nullptr;
     if ((st = kernel_new(be, op, {}, &k)) != CTN_OK) return st;
     if (a.dtype == o.dtype) {
@@ -185,11 +147,7 @@ ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn
       c.b[1] = Bind{kOut, 4, c0 * osz, cnt * osz};
       c.count = static_cast<uint32_t>(cnt);
       uint64_t items = osz == 1 ? (cnt + 3) / 4 : cnt;
-      if (!grid_1d(be, items, be.wg1d, &c.gx, &c.gy)) {
-        kernel_delete(k);
-        return decline(be, sig, "too many elements for one dispatch");
-      }
-      k->cmds.push_back(std::move(c));
+      if (ctn_status st = push_1d(be, sig, k, c, items); st) return st;
     }
     kernel_publish(k, out);
     return CTN_OK;
@@ -199,52 +157,30 @@ ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn
   const char *shader = nullptr;
   int32_t tdt = a.dtype;  // the T of the shader
   if (e->kind == kWhere) {
-    if (a.dtype != CTN_BOOL)
-      return host->set_error(CTN_ERR_DTYPE, "vulkan where: condition must be bool, got %s", dtype_name(a.dtype));
     tdt = sig->inputs[1].dtype;
-    if (sig->inputs[2].dtype != tdt || o.dtype != tdt)
-      return host->set_error(CTN_ERR_DTYPE, "vulkan where: a, b and output dtypes differ");
     if (!float_ok(be, sig, tdt, &st)) return st;
     shader = tdt == CTN_F32 ? "where.f32" : "where.f64";
   } else if (e->kind == kCompare) {
-    if (sig->inputs[1].dtype != a.dtype)
-      return host->set_error(CTN_ERR_DTYPE, "vulkan %s: input dtypes differ (%s vs %s)", op, dtype_name(a.dtype),
-                             dtype_name(sig->inputs[1].dtype));
-    if (o.dtype != CTN_BOOL) return host->set_error(CTN_ERR_DTYPE, "vulkan %s: output must be bool", op);
     if (a.dtype == CTN_I32) shader = "cmp.i32";
     else if (a.dtype == CTN_F32) shader = "cmp.f32";
     else if (a.dtype == CTN_F64 && be.has_f64) shader = "cmp.f64";
     else if (a.dtype == CTN_F64) return decline(be, sig, "f64 needs shaderFloat64, which %s lacks", be.props.deviceName);
     else return decline(be, sig, "comparisons of %s are not implemented (f32, f64, i32)", dtype_name(a.dtype));
   } else {
-    // Float ops; the optimizer's step input (adam_apply's last) is i64.
-    for (uint32_t i = 0; i < sig->n_inputs; ++i) {
-      int32_t want = (e->code >= 90 && i + 1 == sig->n_inputs) ? CTN_I64 : a.dtype;
-      if (sig->inputs[i].dtype != want)
-        return host->set_error(CTN_ERR_DTYPE, "vulkan %s: input %u is %s, expected %s", op, i,
-                               dtype_name(sig->inputs[i].dtype), dtype_name(want));
-    }
-    if (o.dtype != a.dtype)
-      return host->set_error(CTN_ERR_DTYPE, "vulkan %s: output dtype %s, expected %s", op, dtype_name(o.dtype),
-                             dtype_name(a.dtype));
+    // Float ops (the optimizer's step input, adam_apply's last, is i64).
     if (!float_ok(be, sig, a.dtype, &st)) return st;
     shader = a.dtype == CTN_F32 ? "ew.f32" : "ew.f64";
   }
-  if (!is_broadcast_of(sig))
-    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: output shape %s is not the broadcast of the inputs", op,
-                           shape_str(o).c_str());
   std::vector<uint32_t> p(kParamWords, 0);
   int mode[5] = {};
-  if (!broadcast_params(sig, sig->n_inputs, p, mode))
-    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: inputs do not broadcast to %s", op, shape_str(o).c_str());
+  broadcast_params(sig, sig->n_inputs, p, mode);
   p[52] = static_cast<uint32_t>(sig->attrs->i[0] != 0);
   for (int i = 0; i < 4; ++i) {
     put_float(p, 56 + i, sig->attrs->f[i]);
     put_double(p, 60 + 2 * i, sig->attrs->f[i]);
   }
-  if (e->code == 91) {  // dropout: seed, threshold and scale as the CPU backend computes them
+  if (e->code == CTN_EW_DROPOUT && e->kind == kFloat) {  // dropout: seed, threshold and scale as the CPU backend computes them
     const double pr = sig->attrs->f[0];
-    if (!(pr >= 0.0 && pr < 1.0)) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan dropout: p must be in [0, 1)");
     const uint64_t seed = static_cast<uint64_t>(sig->attrs->i[0]);
     p[49] = static_cast<uint32_t>(seed);
     p[50] = static_cast<uint32_t>(seed >> 32);
@@ -280,7 +216,7 @@ ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn
     for (uint32_t j = 0; j < sig->n_inputs; ++j) {
       const ctn_tensor_desc &in = sig->inputs[j];
       uint64_t isz = dtype_size(in.dtype);
-      const bool step = e->code >= 90 && j + 1 == sig->n_inputs;
+      const bool step = e->code >= CTN_EW_FIRST_STEP && e->kind == kFloat && j + 1 == sig->n_inputs;
       const uint32_t slot = step ? 4 : j;  // ew.comp reads the i64 step as words at binding 4
       uint32_t unit = (in.dtype == CTN_BOOL || step) ? 4 : static_cast<uint32_t>(isz);
       if (step && desc_numel(in) != 1) {
@@ -299,11 +235,7 @@ ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn
     }
     c.base = static_cast<uint32_t>(c0);
     c.count = static_cast<uint32_t>(cnt);
-    if (!grid_1d(be, cmp ? (cnt + 3) / 4 : cnt, be.wg1d, &c.gx, &c.gy)) {
-      kernel_delete(k);
-      return decline(be, sig, "too many elements for one dispatch");
-    }
-    k->cmds.push_back(std::move(c));
+    if (ctn_status st = push_1d(be, sig, k, c, cmp ? (cnt + 3) / 4 : cnt); st) return st;
   }
   uint32_t flags = 0;
   if (e->kind == kFloat && same_shape(a, o) && a.dtype == o.dtype) flags = CTN_KERNEL_INPLACE_OK;

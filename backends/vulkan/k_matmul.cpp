@@ -12,57 +12,14 @@ ctn_status make_matmul_kernel(Backend &be, const ctn_op_signature *sig, ctn_kern
   bool fused = !std::strcmp(op, CTN_OP_MATMUL_BIAS_ACT);
   if (!fused && std::strcmp(op, CTN_OP_MATMUL) != 0) return CTN_OK;
   *handled = true;
-  const ctn_host_api *host = be.host;
-  uint32_t n_in = fused ? 3 : 2;
-  if (sig->n_inputs != n_in)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: expects %u inputs, got %u", op, n_in, sig->n_inputs);
   const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
   ctn_status st = CTN_OK;
   if (!float_ok(be, sig, a.dtype, &st)) return st;
-  for (uint32_t i = 1; i <= sig->n_inputs; ++i) {
-    const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : y;
-    if (d.dtype != a.dtype)
-      return host->set_error(CTN_ERR_DTYPE, "vulkan %s: operand %u is %s, expected %s", op, i, dtype_name(d.dtype),
-                             dtype_name(a.dtype));
-  }
-  if (a.ndim < 2 || b.ndim < 2)
-    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: operands must be at least 2-d", op);
-  const bool ta = sig->attrs->i[0] != 0, tb = sig->attrs->i[1] != 0;
-  const int64_t ar = a.shape[a.ndim - 2], ac = a.shape[a.ndim - 1];
-  const int64_t br = b.shape[b.ndim - 2], bc = b.shape[b.ndim - 1];
-  const int64_t m = ta ? ac : ar, k = ta ? ar : ac, kb = tb ? bc : br, n = tb ? br : bc;
-  if (kb != k) return host->set_error(CTN_ERR_SHAPE, "vulkan %s: inner dims differ", op);
-  ctn_tensor_desc ab{}, bb{}, yb{};
-  ab.ndim = a.ndim - 2;
-  bb.ndim = b.ndim - 2;
-  yb.ndim = y.ndim >= 2 ? y.ndim - 2 : 0;
-  for (uint32_t d = 0; d < ab.ndim; ++d) ab.shape[d] = a.shape[d];
-  for (uint32_t d = 0; d < bb.ndim; ++d) bb.shape[d] = b.shape[d];
-  for (uint32_t d = 0; d < yb.ndim; ++d) yb.shape[d] = y.shape[d];
-  ctn_tensor_desc want{};
-  want.ndim = std::max(ab.ndim, bb.ndim);
-  for (uint32_t d = 0; d < want.ndim; ++d) {
-    int64_t da = d + ab.ndim >= want.ndim ? ab.shape[d + ab.ndim - want.ndim] : 1;
-    int64_t db = d + bb.ndim >= want.ndim ? bb.shape[d + bb.ndim - want.ndim] : 1;
-    if (da != db && da != 1 && db != 1)
-      return host->set_error(CTN_ERR_SHAPE, "vulkan %s: batch dims do not broadcast", op);
-    want.shape[d] = da == 1 ? db : da;
-  }
-  want.shape[want.ndim++] = m;
-  want.shape[want.ndim++] = n;
-  if (!same_shape(want, y))
-    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: output shape %s, expected %s", op, shape_str(y).c_str(),
-                           shape_str(want).c_str());
-  int act = -1;
-  if (fused) {
-    const ctn_tensor_desc &bias = sig->inputs[2];
-    if (bias.ndim != 1 || bias.shape[0] != n)
-      return host->set_error(CTN_ERR_SHAPE, "vulkan %s: bias %s must be [%lld]", op, shape_str(bias).c_str(),
-                             static_cast<long long>(n));
-    act = static_cast<int>(sig->attrs->i[2]);
-    if (act != CTN_ACT_NONE && act != CTN_ACT_RELU && act != CTN_ACT_GELU)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: unknown activation %d", op, act);
-  }
+  const MatmulDims dims = matmul_dims(sig);
+  const bool ta = dims.ta, tb = dims.tb;
+  const int64_t m = dims.m, n = dims.n, k = dims.k;
+  const ctn_tensor_desc &ab = dims.a_batch, &bb = dims.b_batch, &yb = dims.y_batch;
+  const int act = fused ? dims.act : -1;
   if (yb.ndim > 6) return decline(be, sig, "more than 6 batch dims");
   for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
     const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : y;

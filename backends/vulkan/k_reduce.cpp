@@ -52,27 +52,12 @@ void put_scale(std::vector<uint32_t> &p, size_t f32_at, size_t f64_at, double v)
 }
 
 ctn_status make_reduce(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, int op) {
-  const ctn_host_api *host = be.host;
-  if (sig->n_inputs != 1) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: expects 1 input", sig->op);
   const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
   ctn_status st = CTN_OK;
   if (!float_ok(be, sig, x.dtype, &st)) return st;
-  if (y.dtype != x.dtype) return host->set_error(CTN_ERR_DTYPE, "vulkan %s: output dtype differs", sig->op);
   if ((st = fits(be, sig)) != CTN_OK) return st;
-  uint64_t mask = static_cast<uint64_t>(sig->attrs->i[0]);
-  bool keep = sig->attrs->i[1] != 0;
-  if (x.ndim < 64 && (mask >> x.ndim) != 0)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: axes mask names axes beyond ndim %u", sig->op, x.ndim);
-  ctn_tensor_desc want{};
-  int64_t count = 1;
-  for (uint32_t k = 0; k < x.ndim; ++k) {
-    bool r = (mask >> k) & 1;
-    if (r) count *= x.shape[k];
-    if (!r || keep) want.shape[want.ndim++] = r ? 1 : x.shape[k];
-  }
-  if (!same_shape(want, y))
-    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: output shape %s, expected %s", sig->op, shape_str(y).c_str(),
-                           shape_str(want).c_str());
+  const uint64_t mask = static_cast<uint64_t>(sig->attrs->i[0]);
+  const int64_t count = reduce_count(sig);
   std::vector<uint32_t> p(40, 0);
   int64_t istr[CTN_MAX_DIMS], s = 1;
   for (int k = static_cast<int>(x.ndim) - 1; k >= 0; --k) {
@@ -117,23 +102,12 @@ ctn_status make_reduce(Backend &be, const ctn_op_signature *sig, ctn_kernel *out
 }
 
 ctn_status make_softmax(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, int op) {
-  const ctn_host_api *host = be.host;
-  uint32_t want = op <= 1 ? 1 : 2;
-  if (sig->n_inputs != want) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: expects %u inputs", sig->op, want);
-  const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
+  const ctn_tensor_desc &x = sig->inputs[0];
   ctn_status st = CTN_OK;
   if (!float_ok(be, sig, x.dtype, &st)) return st;
-  for (uint32_t i = 0; i < sig->n_inputs; ++i)
-    if (!same_shape(sig->inputs[i], y) || sig->inputs[i].dtype != x.dtype || y.dtype != x.dtype)
-      return host->set_error(CTN_ERR_SHAPE, "vulkan %s: input %u must match the output", sig->op, i);
   if ((st = fits(be, sig)) != CTN_OK) return st;
-  int64_t axis = sig->attrs->i[0];
-  if (axis < 0 || axis >= static_cast<int64_t>(x.ndim))
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: axis %lld out of range", sig->op,
-                           static_cast<long long>(axis));
-  int64_t outer = 1, inner = 1, len = x.shape[axis];
-  for (int64_t k = 0; k < axis; ++k) outer *= x.shape[k];
-  for (uint32_t k = static_cast<uint32_t>(axis) + 1; k < x.ndim; ++k) inner *= x.shape[k];
+  const AxisDims d = axis_dims(x, sig->attrs->i[0]);
+  const int64_t outer = d.outer, inner = d.inner, len = d.len;
   std::vector<uint32_t> p = {static_cast<uint32_t>(len), static_cast<uint32_t>(inner)};
   Kernel *k = nullptr;
   if ((st = kernel_new(be, sig->op, p, &k)) != CTN_OK) return st;
@@ -156,21 +130,9 @@ ctn_status make_softmax(Backend &be, const ctn_op_signature *sig, ctn_kernel *ou
 }
 
 ctn_status make_ce(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, bool grad) {
-  const ctn_host_api *host = be.host;
-  uint32_t want = grad ? 3 : 2;
-  if (sig->n_inputs != want) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan %s: expects %u inputs", sig->op, want);
   const ctn_tensor_desc &x = sig->inputs[0], &lab = sig->inputs[1], &y = *sig->output;
   ctn_status st = CTN_OK;
   if (!float_ok(be, sig, x.dtype, &st)) return st;
-  if (x.ndim != 2 || lab.ndim != 1 || lab.shape[0] != x.shape[0])
-    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: logits %s must be [N, C] and labels %s [N]", sig->op,
-                           shape_str(x).c_str(), shape_str(lab).c_str());
-  if (lab.dtype != CTN_I32 && lab.dtype != CTN_I64)
-    return host->set_error(CTN_ERR_DTYPE, "vulkan %s: labels must be i32 or i64", sig->op);
-  if (y.dtype != x.dtype) return host->set_error(CTN_ERR_DTYPE, "vulkan %s: output dtype differs", sig->op);
-  if (grad && (sig->inputs[2].dtype != x.dtype || desc_numel(sig->inputs[2]) != 1 || !same_shape(y, x)))
-    return host->set_error(CTN_ERR_SHAPE, "vulkan %s: dy must be 0-d and the output the logits' shape", sig->op);
-  if (!grad && desc_numel(y) != 1) return host->set_error(CTN_ERR_SHAPE, "vulkan %s: output must be 0-d", sig->op);
   if ((st = fits(be, sig)) != CTN_OK) return st;
   const int64_t n = x.shape[0];
   std::vector<uint32_t> p(16, 0);
@@ -210,19 +172,10 @@ ctn_status make_ce(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, bo
 }  // namespace
 
 ctn_status make_reduce_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
-  const char *op = sig->op;
-  *handled = true;
-  if (!std::strcmp(op, CTN_OP_SUM)) return make_reduce(be, sig, out, 0);
-  if (!std::strcmp(op, CTN_OP_MEAN)) return make_reduce(be, sig, out, 1);
-  if (!std::strcmp(op, CTN_OP_MAX)) return make_reduce(be, sig, out, 2);
-  if (!std::strcmp(op, CTN_OP_SOFTMAX)) return make_softmax(be, sig, out, 0);
-  if (!std::strcmp(op, CTN_OP_LOG_SOFTMAX)) return make_softmax(be, sig, out, 1);
-  if (!std::strcmp(op, CTN_OP_SOFTMAX_GRAD)) return make_softmax(be, sig, out, 2);
-  if (!std::strcmp(op, CTN_OP_LOG_SOFTMAX_GRAD)) return make_softmax(be, sig, out, 3);
-  if (!std::strcmp(op, CTN_OP_CROSS_ENTROPY)) return make_ce(be, sig, out, false);
-  if (!std::strcmp(op, CTN_OP_CROSS_ENTROPY_GRAD)) return make_ce(be, sig, out, true);
-  *handled = false;
-  return CTN_OK;
+  return dispatch_reduce(
+      sig->op, handled, [&](int c) { return make_reduce(be, sig, out, c); },
+      [&](int c) { return make_softmax(be, sig, out, c); },
+      [&](bool grad) { return make_ce(be, sig, out, grad); });
 }
 
 }  // namespace ctn_vk

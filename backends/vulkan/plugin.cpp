@@ -547,8 +547,4 @@ constexpr ctn_backend_desc kDesc = {
 }  // namespace
 }  // namespace ctn_vk
 
-CTN_PLUGIN_EXPORT const ctn_plugin_header *ctn_plugin_query(uint32_t host_abi_version,
-                                                            const ctn_host_api *) {
-  if (CTN_ABI_VERSION_MAJOR(host_abi_version) != CTN_ABI_MAJOR) return nullptr;
-  return &ctn_vk::kDesc.header;
-}
+CTN_BACKEND_PLUGIN_QUERY(ctn_vk::kDesc)

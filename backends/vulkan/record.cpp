@@ -85,12 +85,7 @@ ctn_status kernel_call(void *state, const ctn_kernel_args *args);
 
 void kernel_publish(Kernel *k, ctn_kernel *out, uint32_t flags, uint64_t workspace) {
   if (k->checks_error) k->be->checked_kernels.insert(k);
-  out->fn = kernel_call;
-  out->state = k;
-  out->release = kernel_release;
-  out->workspace_size = workspace;
-  out->flags = flags;
-  out->reserved = 0;
+  kernel_fill(out, kernel_call, k, kernel_release, flags, workspace);
 }
 
 ctn_kernel_fn kernel_entry() { return kernel_call; }

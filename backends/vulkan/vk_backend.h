@@ -18,20 +18,14 @@
 #include <vector>
 
 #include "loader.h"
-#include "../common/desc_util.h"
+#include "../common/kernel_util.h"
 #include "../common/placement_policy.h"
 
 namespace ctn_vk {
 
-// Shared descriptor helpers (backends/common/desc_util.h).
-using ctn_backend_util::dtype_name;
-using ctn_backend_util::dtype_size;
-using ctn_backend_util::shape_str;
-using ctn_backend_util::desc_numel;
-using ctn_backend_util::same_shape;
-using ctn_backend_util::broadcast_strides;
-using ctn_backend_util::contiguous_strides;
-using ctn_backend_util::coalesce;
+// Shared descriptor helpers and kernel-maker scaffolding (backends/common/desc_util.h,
+// kernel_util.h).
+using namespace ctn_backend_util;
 
 // A device buffer: what buffer_alloc hands out as the handle kernels receive in desc.data.
 struct Buffer {
@@ -221,6 +215,16 @@ void kernel_publish(Kernel *k, ctn_kernel *out, uint32_t flags = 0, uint64_t wor
 bool grid_1d(const Backend &be, uint64_t items, uint32_t wg, uint32_t *gx, uint32_t *gy);
 // Declines a node: CTN_ERR_UNSUPPORTED with "vulkan <op>: <why>".
 ctn_status decline(Backend &be, const ctn_op_signature *sig, const char *fmt, ...);
+// Appends dispatch `c` of `items` 1-d invocations to `k`; when the grid cannot hold them, deletes
+// `k` and declines the node.
+inline ctn_status push_1d(Backend &be, const ctn_op_signature *sig, Kernel *k, Cmd &c, uint64_t items) {
+  if (!grid_1d(be, items, be.wg1d, &c.gx, &c.gy)) {
+    kernel_delete(k);
+    return decline(be, sig, "too many elements for one dispatch");
+  }
+  k->cmds.push_back(std::move(c));
+  return CTN_OK;
+}
 // f64 needs shaderFloat64: the standard reason when it is absent.
 bool float_ok(Backend &be, const ctn_op_signature *sig, int32_t dtype, ctn_status *st);
 

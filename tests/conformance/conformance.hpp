@@ -100,6 +100,13 @@ std::string param_name(const std::string &s);  // gtest-safe identifier
 void matrix_record(const std::string &row, const std::string &backend, const std::string &cell);
 void matrix_declare_row(const std::string &row);
 
+// The ops of the context's registry (ctn_context_op_info), in registry order: the matrix's rows.
+struct RegisteredOp {
+  std::string name;
+  std::string origin;  // "builtin" or the op library's name
+};
+std::vector<RegisteredOp> registered_ops();
+
 // ---- cases --------------------------------------------------------------------------------------
 
 using Rng = std::mt19937_64;

@@ -121,18 +121,6 @@ int rank(const std::string &cell) {
   return 0;
 }
 
-// Every op of ops.h gets a row, so an op nobody tests shows up as "untested".
-const char *const kCatalogue[] = {
-    CTN_OP_NEG, CTN_OP_EXP, CTN_OP_LOG, CTN_OP_SQRT, CTN_OP_ABS, CTN_OP_SIGN, CTN_OP_TANH,
-    CTN_OP_SIGMOID, CTN_OP_RELU, CTN_OP_GELU, CTN_OP_LEAKY_RELU, CTN_OP_CLAMP, CTN_OP_CAST,
-    CTN_OP_COPY, CTN_OP_ADD, CTN_OP_SUB, CTN_OP_MUL, CTN_OP_DIV, CTN_OP_POW, CTN_OP_MAXIMUM,
-    CTN_OP_MINIMUM, CTN_OP_EQ, CTN_OP_NE, CTN_OP_LT, CTN_OP_LE, CTN_OP_GT, CTN_OP_GE,
-    CTN_OP_WHERE, CTN_OP_RELU_GRAD, CTN_OP_LEAKY_RELU_GRAD, CTN_OP_GELU_GRAD, CTN_OP_CLAMP_GRAD,
-    CTN_OP_TANH_GRAD, CTN_OP_SIGMOID_GRAD, CTN_OP_MATMUL, CTN_OP_MATMUL_BIAS_ACT, CTN_OP_SUM,
-    CTN_OP_MEAN, CTN_OP_MAX, CTN_OP_RESHAPE, CTN_OP_PERMUTE, CTN_OP_SLICE, CTN_OP_SLICE_GRAD,
-    CTN_OP_CONCAT, CTN_OP_BROADCAST_TO, CTN_OP_SOFTMAX, CTN_OP_LOG_SOFTMAX, CTN_OP_SOFTMAX_GRAD,
-    CTN_OP_LOG_SOFTMAX_GRAD, CTN_OP_CROSS_ENTROPY, CTN_OP_CROSS_ENTROPY_GRAD};
-
 std::string md_escape(std::string s) {
   for (char &c : s)
     if (c == '|' || c == '\n') c = ' ';
@@ -144,8 +132,9 @@ void print_matrix(std::ostream &os, bool markdown) {
   std::lock_guard<std::mutex> lock(m.mu);
   std::vector<std::string> cols;
   for (const auto &b : global().backends) cols.push_back(b.name);
+  // Every op of the registry gets a row, so an op nobody tests shows up as "untested".
   std::vector<std::string> rows;
-  for (const char *op : kCatalogue) rows.push_back(op);
+  for (const RegisteredOp &op : registered_ops()) rows.push_back(op.name);
   for (const auto &r : m.rows)
     if (std::find(rows.begin(), rows.end(), r) == rows.end()) rows.push_back(r);
   auto cell_of = [&](const std::string &r, const std::string &c) -> std::string {

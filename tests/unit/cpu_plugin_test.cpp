@@ -320,13 +320,8 @@ TEST_F(CpuPlugin, MatmulBiasActivation) {
       ASSERT_NEAR(out[i], w, 1e-12) << "act " << act;
     }
   }
-  std::vector<double> out(35);
-  EXPECT_EQ(run(CTN_OP_MATMUL_BIAS_ACT,
-                {desc(CTN_F64, {7, 9}, a.data()), desc(CTN_F64, {9, 5}, b.data()),
-                 desc(CTN_F64, {4}, bias.data())},
-                desc(CTN_F64, {7, 5}, out.data()), attrs_i({0, 0, 1})),
-            CTN_ERR_SHAPE);
-  EXPECT_NE(g_error.find("bias"), std::string::npos) << g_error;
+  // A bias of the wrong length never reaches get_kernel: the core's infer rejects it (ops.h:
+  // get_kernel only sees signatures infer accepted), so the backend does not check it again.
 }
 
 TEST_F(CpuPlugin, BroadcastBinaryAndInplaceFlag) {
@@ -348,11 +343,7 @@ TEST_F(CpuPlugin, BroadcastBinaryAndInplaceFlag) {
             CTN_OK);
   EXPECT_TRUE(flags & CTN_KERNEL_INPLACE_OK);
   for (int i = 0; i < 60; ++i) ASSERT_FLOAT_EQ(y[i], x[i] * b[0]);
-  // Shapes that do not broadcast are rejected with a message.
-  EXPECT_EQ(run(CTN_OP_ADD, {desc(CTN_F32, {3}, x.data()), desc(CTN_F32, {4}, x.data())},
-                desc(CTN_F32, {4}, y.data()), attrs_i({})),
-            CTN_ERR_SHAPE);
-  EXPECT_FALSE(g_error.empty());
+  // Shapes that do not broadcast never reach get_kernel (the core's infer rejects them).
 }
 
 TEST_F(CpuPlugin, LargeElementwiseUsesPoolAndMatchesSerial) {
@@ -430,10 +421,7 @@ TEST_F(CpuPlugin, Reductions) {
                 attrs_i({1, 0})),
             CTN_OK);
   EXPECT_NEAR(s[0], 0.1f * static_cast<double>(n), 1e-6 * n * 0.1);
-  // Wrong output shape is rejected.
-  EXPECT_EQ(run(CTN_OP_SUM, {desc(CTN_F64, {3, 4, 5}, x.data())}, desc(CTN_F64, {3}, out.data()),
-                attrs_i({0b101, 0})),
-            CTN_ERR_SHAPE);
+  // A wrong output shape never reaches get_kernel: the core's infer rejects it (ops.h).
 }
 
 TEST_F(CpuPlugin, SoftmaxFamily) {
@@ -569,14 +557,9 @@ TEST_F(CpuPlugin, UnsupportedAndBadSignatures) {
                 attrs_i({})),
             CTN_ERR_UNSUPPORTED);
   EXPECT_NE(g_error.find("no_such_op"), std::string::npos) << g_error;
+  // Mismatched inner dims or dtypes never reach get_kernel (the core's infer rejects them; ops.h),
+  // so the backend checks only what it supports.
   std::vector<float> f(64);
-  EXPECT_EQ(run(CTN_OP_MATMUL, {desc(CTN_F32, {2, 3}, f.data()), desc(CTN_F32, {4, 2}, f.data())},
-                desc(CTN_F32, {2, 2}, f.data()), attrs_i({0, 0})),
-            CTN_ERR_SHAPE);
-  EXPECT_NE(g_error.find("inner dims"), std::string::npos) << g_error;
-  EXPECT_EQ(run(CTN_OP_ADD, {desc(CTN_F32, {4}, f.data()), desc(CTN_F64, {4}, f.data())},
-                desc(CTN_F32, {4}, f.data()), attrs_i({})),
-            CTN_ERR_DTYPE);
   EXPECT_EQ(run(CTN_OP_NEG, {desc(CTN_F32, {4}, f.data())}, desc(CTN_F32, {4}, f.data()), attrs_i({})),
             CTN_OK);
 }

@@ -48,14 +48,14 @@ CTN_WALK(ulong, u64)
       long ia = ma == 0 ? i : ma == 1 ? 0 : walk_off(i, nd, meta, meta + nd);                  \
       long ib = mb == 0 ? i : mb == 1 ? 0 : walk_off(i, nd, meta, meta + 2 * nd);              \
       E u = a[ao + ia], v = b[bo + ib];                                                         \
-      int r;                                                                                    \
+      int r = 0;                                                                                \
       switch (op) {                                                                             \
-        case 0: r = u == v; break;                                                              \
-        case 1: r = u != v; break;                                                              \
-        case 2: r = u < v; break;                                                               \
-        case 3: r = u <= v; break;                                                              \
-        case 4: r = u > v; break;                                                               \
-        default: r = u >= v; break;                                                             \
+        case CTN_EW_EQ: r = u == v; break;                                                              \
+        case CTN_EW_NE: r = u != v; break;                                                              \
+        case CTN_EW_LT: r = u < v; break;                                                               \
+        case CTN_EW_LE: r = u <= v; break;                                                              \
+        case CTN_EW_GT: r = u > v; break;                                                               \
+        case CTN_EW_GE: r = u >= v; break;                                                      \
       }                                                                                         \
       y[yo + i] = (uchar)r;                                                                     \
     }                                                                                           \

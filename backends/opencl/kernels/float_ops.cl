@@ -5,28 +5,30 @@
  * Every kernel walks its range with a grid-stride loop, so any global size the host picks is
  * correct. Offsets are in elements. */
 
-/* ---- elementwise unary (op codes: see ocl_kernels.cpp kUnary) ---- */
+/* ---- elementwise unary. Op codes: CTN_EW_* from backends/common/ew_ops.py (prepended by the
+ * host). The switches have no default: the build checks that every code the host table holds
+ * has its case here, and the host only passes codes from that table. ---- */
 __kernel void FN(unary)(int op, long n, __global const T *x, long xo, __global T *y, long yo,
                         T f0, T f1) {
   for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
-    T v = x[xo + i], r;
+    T v = x[xo + i], r = (T)NAN;
     switch (op) {
-      case 0: r = -v; break;
-      case 1: r = exp(v); break;
-      case 2: r = log(v); break;
-      case 3: r = sqrt(v); break;
-      case 4: r = v < (T)0 ? -v : v; break;
-      case 5: r = v > (T)0 ? (T)1 : v < (T)0 ? (T)-1 : (T)0; break;
-      case 6: r = tanh(v); break;
-      case 7: {
+      case CTN_EW_NEG: r = -v; break;
+      case CTN_EW_EXP: r = exp(v); break;
+      case CTN_EW_LOG: r = log(v); break;
+      case CTN_EW_SQRT: r = sqrt(v); break;
+      case CTN_EW_ABS: r = v < (T)0 ? -v : v; break;
+      case CTN_EW_SIGN: r = v > (T)0 ? (T)1 : v < (T)0 ? (T)-1 : (T)0; break;
+      case CTN_EW_TANH: r = tanh(v); break;
+      case CTN_EW_SIGMOID: {
         if (v >= (T)0) r = (T)1 / ((T)1 + exp(-v));
         else { T e = exp(v); r = e / ((T)1 + e); }
         break;
       }
-      case 8: r = v > (T)0 ? v : (T)0; break;
-      case 9: r = (T)0.5 * v * ((T)1 + erf(v * (T)0.70710678118654752440)); break;
-      case 10: r = v > (T)0 ? v : v * f0; break;
-      default: r = v < f0 ? f0 : v > f1 ? f1 : v; break;
+      case CTN_EW_RELU: r = v > (T)0 ? v : (T)0; break;
+      case CTN_EW_GELU: r = (T)0.5 * v * ((T)1 + erf(v * (T)0.70710678118654752440)); break;
+      case CTN_EW_LEAKY_RELU: r = v > (T)0 ? v : v * f0; break;
+      case CTN_EW_CLAMP: r = v < f0 ? f0 : v > f1 ? f1 : v; break;
     }
     y[yo + i] = r;
   }
@@ -55,26 +57,26 @@ __kernel void FN(binary)(int op, long n, int nd, __global const long *meta, int 
   for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
     long ia = ma == 0 ? i : ma == 1 ? 0 : bcast_off(i, nd, meta, meta + nd);
     long ib = mb == 0 ? i : mb == 1 ? 0 : bcast_off(i, nd, meta, meta + 2 * nd);
-    T u = a[ao + ia], v = b[bo + ib], r;
+    T u = a[ao + ia], v = b[bo + ib], r = (T)NAN;
     switch (op) {
-      case 0: r = u + v; break;
-      case 1: r = u - v; break;
-      case 2: r = u * v; break;
-      case 3: r = u / v; break;
-      case 4: r = pow(u, v); break;
-      case 5: r = (u > v || u != u) ? u : v; break;
-      case 6: r = (u < v || u != u) ? u : v; break;
-      case 7: r = u > (T)0 ? v : (T)0; break;                       /* relu_grad */
-      case 8: r = u > (T)0 ? v : v * f0; break;                     /* leaky_relu_grad */
-      case 9: {                                                     /* gelu_grad */
+      case CTN_EW_ADD: r = u + v; break;
+      case CTN_EW_SUB: r = u - v; break;
+      case CTN_EW_MUL: r = u * v; break;
+      case CTN_EW_DIV: r = u / v; break;
+      case CTN_EW_POW: r = pow(u, v); break;
+      case CTN_EW_MAXIMUM: r = (u > v || u != u) ? u : v; break;
+      case CTN_EW_MINIMUM: r = (u < v || u != u) ? u : v; break;
+      case CTN_EW_RELU_GRAD: r = u > (T)0 ? v : (T)0; break;
+      case CTN_EW_LEAKY_RELU_GRAD: r = u > (T)0 ? v : v * f0; break;
+      case CTN_EW_GELU_GRAD: {
         T cdf = (T)0.5 * ((T)1 + erf(u * (T)0.70710678118654752440));
         T pdf = exp((T)-0.5 * u * u) * (T)0.39894228040143267794;
         r = v * (cdf + u * pdf);
         break;
       }
-      case 10: r = (u >= f0 && u <= f1) ? v : (T)0; break;          /* clamp_grad */
-      case 11: r = v * ((T)1 - u * u); break;                       /* tanh_grad */
-      default: r = v * u * ((T)1 - u); break;                       /* sigmoid_grad */
+      case CTN_EW_CLAMP_GRAD: r = (u >= f0 && u <= f1) ? v : (T)0; break;
+      case CTN_EW_TANH_GRAD: r = v * ((T)1 - u * u); break;
+      case CTN_EW_SIGMOID_GRAD: r = v * u * ((T)1 - u); break;
     }
     y[yo + i] = r;
   }
@@ -88,14 +90,14 @@ __kernel void FN(compare)(int op, long n, int nd, __global const long *meta, int
     long ia = ma == 0 ? i : ma == 1 ? 0 : bcast_off(i, nd, meta, meta + nd);
     long ib = mb == 0 ? i : mb == 1 ? 0 : bcast_off(i, nd, meta, meta + 2 * nd);
     T u = a[ao + ia], v = b[bo + ib];
-    int r;
+    int r = 0;
     switch (op) {
-      case 0: r = u == v; break;
-      case 1: r = u != v; break;
-      case 2: r = u < v; break;
-      case 3: r = u <= v; break;
-      case 4: r = u > v; break;
-      default: r = u >= v; break;
+      case CTN_EW_EQ: r = u == v; break;
+      case CTN_EW_NE: r = u != v; break;
+      case CTN_EW_LT: r = u < v; break;
+      case CTN_EW_LE: r = u <= v; break;
+      case CTN_EW_GT: r = u > v; break;
+      case CTN_EW_GE: r = u >= v; break;
     }
     y[yo + i] = (uchar)r;
   }

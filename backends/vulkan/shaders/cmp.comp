@@ -2,8 +2,9 @@
 // Comparisons with broadcasting -> bool (one byte per element). One invocation writes one 32-bit
 // word, i.e. four outputs, so no two invocations share a word. T may be float, double or int.
 #include "common.glsl"
+#include "vk_ew_ops.h"
 
-layout(constant_id = 2) const int OP = 0;  // 0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge
+layout(constant_id = 2) const int OP = 0;  // CTN_EW_EQ ... CTN_EW_GE
 layout(constant_id = 3) const int MODE0 = 0;
 layout(constant_id = 4) const int MODE1 = 0;
 
@@ -22,13 +23,14 @@ uint in_index(int mode, uint li, uint gi, int j) {
 
 bool cmp(T x, T z) {
   switch (OP) {
-    case 0: return x == z;
-    case 1: return x != z;
-    case 2: return x < z;
-    case 3: return x <= z;
-    case 4: return x > z;
+    case CTN_EW_EQ: return x == z;
+    case CTN_EW_NE: return x != z;
+    case CTN_EW_LT: return x < z;
+    case CTN_EW_LE: return x <= z;
+    case CTN_EW_GT: return x > z;
+    case CTN_EW_GE: return x >= z;
   }
-  return x >= z;
+  return false;  // not reached: the host only passes codes of its generated table
 }
 
 void main() {

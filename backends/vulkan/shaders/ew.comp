@@ -47,11 +47,12 @@ void main() {
 #else
   T v0 = a[pc.off[0] + in_index(MODE0, li, gi, 0)];
   T v1 = T(0), v2 = T(0), v3 = T(0);
-  if (OP >= 20 && OP != EW_DROPOUT) v1 = b[pc.off[1] + in_index(MODE1, li, gi, 1)];
-  if (OP >= 60) v2 = c[pc.off[2] + in_index(MODE2, li, gi, 2)];
-  if (OP >= 70) v3 = d[pc.off[3] + in_index(MODE3, li, gi, 3)];
+  if (OP >= CTN_EW_FIRST_BINARY && OP != CTN_EW_DROPOUT)
+    v1 = b[pc.off[1] + in_index(MODE1, li, gi, 1)];
+  if (OP >= CTN_EW_FIRST_OPTIM3) v2 = c[pc.off[2] + in_index(MODE2, li, gi, 2)];
+  if (OP >= CTN_EW_FIRST_OPTIM4) v3 = d[pc.off[3] + in_index(MODE3, li, gi, 3)];
   uvec2 step = uvec2(0u);
-  if (OP >= 90) step = uvec2(sw[pc.off[4]], sw[pc.off[4] + 1u]);
+  if (OP >= CTN_EW_FIRST_STEP) step = uvec2(sw[pc.off[4]], sw[pc.off[4] + 1u]);
   y[pc.off[5] + li] = ew_apply(OP, v0, v1, v2, v3, step, gi);
 #endif
 }

@@ -1,36 +1,8 @@
-// Op codes of ew.comp, mirrored by k_elementwise.cpp. Ranges tell the arity:
-// 1-19 unary, 20-59 two inputs, 60-69 three, 70-79 four, 90+ read an i64 step (binding 4).
-#define EW_NEG 1
-#define EW_EXP 2
-#define EW_LOG 3
-#define EW_SQRT 4
-#define EW_ABS 5
-#define EW_SIGN 6
-#define EW_TANH 7
-#define EW_SIGMOID 8
-#define EW_RELU 9
-#define EW_GELU 10
-#define EW_LEAKY_RELU 11
-#define EW_CLAMP 12
-#define EW_ADD 20
-#define EW_SUB 21
-#define EW_MUL 22
-#define EW_DIV 23
-#define EW_POW 24
-#define EW_MAXIMUM 25
-#define EW_MINIMUM 26
-#define EW_RELU_GRAD 30
-#define EW_LEAKY_RELU_GRAD 31
-#define EW_GELU_GRAD 32
-#define EW_CLAMP_GRAD 33
-#define EW_TANH_GRAD 34
-#define EW_SIGMOID_GRAD 35
-#define EW_ADAM_M1 40
-#define EW_ADAM_M2 41
-#define EW_SGD_VELOCITY 60
-#define EW_SGD_APPLY 70
-#define EW_ADAM_APPLY 90
-#define EW_DROPOUT 91
+// Op codes of ew.comp: CTN_EW_* from backends/common/ew_ops.py (vk_ew_ops.h, generated). Code
+// ranges tell the arity: a code >= CTN_EW_FIRST_BINARY reads a second input, >= FIRST_OPTIM3 a
+// third, >= FIRST_OPTIM4 a fourth, >= FIRST_STEP an i64 step (binding 4). The build checks that
+// every code of the host table has its case in ew_apply, which has no default.
+#include "vk_ew_ops.h"
 
 // 64-bit unsigned arithmetic on (lo, hi) words: no shaderInt64 needed.
 uvec2 add64(uvec2 a, uvec2 b) {
@@ -67,44 +39,44 @@ T step_value(uvec2 s) { return T(int(s.y)) * T(4294967296.0) + T(s.x); }
 
 T ew_apply(int op, T x, T u, T v, T w, uvec2 step, uint gi) {
   switch (op) {
-    case EW_NEG: return -x;
-    case EW_EXP: return m_exp(x);
-    case EW_LOG: return m_log(x);
-    case EW_SQRT: return sqrt(x);
-    case EW_ABS: return abs(x);
-    case EW_SIGN: return sign(x);
-    case EW_TANH: return m_tanh(x);
-    case EW_SIGMOID: return m_sigmoid(x);
-    case EW_RELU: return x > T(0) ? x : T(0);
-    case EW_GELU: return m_gelu(x);
-    case EW_LEAKY_RELU: return x > T(0) ? x : x * attr_f(0);
-    case EW_CLAMP: {
+    case CTN_EW_NEG: return -x;
+    case CTN_EW_EXP: return m_exp(x);
+    case CTN_EW_LOG: return m_log(x);
+    case CTN_EW_SQRT: return sqrt(x);
+    case CTN_EW_ABS: return abs(x);
+    case CTN_EW_SIGN: return sign(x);
+    case CTN_EW_TANH: return m_tanh(x);
+    case CTN_EW_SIGMOID: return m_sigmoid(x);
+    case CTN_EW_RELU: return x > T(0) ? x : T(0);
+    case CTN_EW_GELU: return m_gelu(x);
+    case CTN_EW_LEAKY_RELU: return x > T(0) ? x : x * attr_f(0);
+    case CTN_EW_CLAMP: {
       T lo = attr_f(0), hi = attr_f(1);
       return x < lo ? lo : (x > hi ? hi : x);
     }
-    case EW_ADD: return x + u;
-    case EW_SUB: return x - u;
-    case EW_MUL: return x * u;
-    case EW_DIV: return x / u;
-    case EW_POW: return m_pow(x, u);
-    case EW_MAXIMUM: return (x > u || isnan(x)) ? x : u;
-    case EW_MINIMUM: return (x < u || isnan(x)) ? x : u;
-    case EW_RELU_GRAD: return x > T(0) ? u : T(0);
-    case EW_LEAKY_RELU_GRAD: return x > T(0) ? u : u * attr_f(0);
-    case EW_GELU_GRAD: return m_gelu_grad(x, u);
-    case EW_CLAMP_GRAD: return (x >= attr_f(0) && x <= attr_f(1)) ? u : T(0);
-    case EW_TANH_GRAD: return u * (T(1) - x * x);
-    case EW_SIGMOID_GRAD: return u * x * (T(1) - x);
+    case CTN_EW_ADD: return x + u;
+    case CTN_EW_SUB: return x - u;
+    case CTN_EW_MUL: return x * u;
+    case CTN_EW_DIV: return x / u;
+    case CTN_EW_POW: return m_pow(x, u);
+    case CTN_EW_MAXIMUM: return (x > u || isnan(x)) ? x : u;
+    case CTN_EW_MINIMUM: return (x < u || isnan(x)) ? x : u;
+    case CTN_EW_RELU_GRAD: return x > T(0) ? u : T(0);
+    case CTN_EW_LEAKY_RELU_GRAD: return x > T(0) ? u : u * attr_f(0);
+    case CTN_EW_GELU_GRAD: return m_gelu_grad(x, u);
+    case CTN_EW_CLAMP_GRAD: return (x >= attr_f(0) && x <= attr_f(1)) ? u : T(0);
+    case CTN_EW_TANH_GRAD: return u * (T(1) - x * x);
+    case CTN_EW_SIGMOID_GRAD: return u * x * (T(1) - x);
     // Optimizer steps (inputs in ops.h order).
-    case EW_ADAM_M1: return attr_f(0) * x + (T(1) - attr_f(0)) * u;          // (m, g)
-    case EW_ADAM_M2: return attr_f(0) * x + (T(1) - attr_f(0)) * u * u;      // (v, g)
-    case EW_SGD_VELOCITY: return attr_f(0) * x + (u + attr_f(1) * v);        // (v, g, w)
-    case EW_SGD_APPLY: {                                                     // (w, v', g, lr)
+    case CTN_EW_ADAM_MOMENT1: return attr_f(0) * x + (T(1) - attr_f(0)) * u;          // (m, g)
+    case CTN_EW_ADAM_MOMENT2: return attr_f(0) * x + (T(1) - attr_f(0)) * u * u;      // (v, g)
+    case CTN_EW_SGD_VELOCITY: return attr_f(0) * x + (u + attr_f(1) * v);        // (v, g, w)
+    case CTN_EW_SGD_APPLY: {                                                     // (w, v', g, lr)
       T mom = attr_f(0), wd = attr_f(1);
       T upd = p[P_I0] != 0u ? (v + wd * x) + mom * u : u;
       return x - w * upd;
     }
-    case EW_ADAM_APPLY: {                                                    // (w, m', v', lr, step)
+    case CTN_EW_ADAM_APPLY: {                                                    // (w, m', v', lr, step)
       T b1 = attr_f(0), b2 = attr_f(1), eps = attr_f(2), wd = attr_f(3);
       T t = step_value(step);
       T mhat = u / (T(1) - m_pow(b1, t));
@@ -113,7 +85,7 @@ T ew_apply(int op, T x, T u, T v, T w, uvec2 step, uint gi) {
       if (p[P_I0] != 0u) r += wd * x;
       return x - w * r;
     }
-    case EW_DROPOUT: return dropout_keep(step, gi) ? x * attr_f(1) : T(0);  // (x, step)
+    case CTN_EW_DROPOUT: return dropout_keep(step, gi) ? x * attr_f(1) : T(0);  // (x, step)
   }
-  return x;
+  return t_nan();  // not reached: the host only passes codes of its generated table
 }

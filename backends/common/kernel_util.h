@@ -1,0 +1,146 @@
+// Kernel-maker scaffolding shared by the backend plugins, built as a hidden-visibility static
+// library (ctn_backend_common) that each plugin links: nothing here is exported, and plugins
+// still never link libchutney. get_kernel only sees signatures the host's infer accepted
+// (abi/chutney/ops.h), so these helpers read shapes and attributes without re-validating them;
+// a backend checks only what it supports (dtype, rank limits, buffer sizes).
+#pragma once
+
+#include <chutney/ops.h>
+#include <chutney/backend.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "desc_util.h"
+
+// Defines a backend plugin's one exported symbol: the descriptor `desc`'s header, for a host of
+// the same ABI major (any minor), nullptr otherwise.
+#define CTN_BACKEND_PLUGIN_QUERY(desc)                                                      \
+  CTN_PLUGIN_EXPORT const ctn_plugin_header *ctn_plugin_query(uint32_t host_abi_version,   \
+                                                              const ctn_host_api *) {       \
+    return CTN_ABI_VERSION_MAJOR(host_abi_version) == CTN_ABI_MAJOR ? &(desc).header : nullptr; \
+  }
+
+namespace ctn_backend_util {
+
+// Fills get_kernel's answer: fn(state), freed by release(state), with flags (CTN_KERNEL_*) and
+// workspace bytes.
+inline void kernel_fill(ctn_kernel *out, ctn_kernel_fn fn, void *state, void (*release)(void *),
+                        uint32_t flags, uint64_t workspace) {
+  *out = ctn_kernel{fn, state, release, workspace, flags, 0};
+}
+
+// CTN_ERR_UNSUPPORTED "<backend> <op>: dtype <dt> is not supported (f32, f64 only)" unless `dt`
+// is f32 or f64; CTN_OK otherwise.
+ctn_status need_float(const ctn_host_api *host, const char *backend, const char *op, int32_t dt);
+
+// ---- elementwise with broadcasting ----------------------------------------------------------
+// The output walk of an elementwise op of up to kEwMaxIn inputs: `n` output elements; mode[j] 0
+// when input j has the output's element count (same index), 1 when it is one element, 2 when it
+// needs the strided walk (general). For the general walk, the output's dims with size-1 dims
+// dropped and neighbours whose strides chain for every input merged (at least one dim), and per
+// input its element strides (0 on broadcast axes).
+constexpr int kEwMaxIn = 3;
+struct EwWalk {
+  int64_t n = 0;
+  int nin = 0;
+  int mode[kEwMaxIn] = {};
+  bool general = false;
+  int nd = 0;
+  int64_t shape[CTN_MAX_DIMS] = {};
+  int64_t str[kEwMaxIn][CTN_MAX_DIMS] = {};
+};
+EwWalk ew_walk(const ctn_op_signature *sig);
+
+// ---- matmul / matmul_bias_act ------------------------------------------------------------------
+struct MatmulDims {
+  bool ta = false, tb = false;  // attrs i[0], i[1]
+  int64_t m = 0, n = 0, k = 0;
+  int act = 0;                  // matmul_bias_act: attrs i[2] (CTN_ACT_*)
+  ctn_tensor_desc a_batch{}, b_batch{}, y_batch{};  // the leading (batch) dims
+  int64_t batches = 1;          // elements of y_batch
+  // Strides of a's and b's matrices over y_batch's dims, in matrices (0: broadcast).
+  int64_t sa[CTN_MAX_DIMS] = {}, sb[CTN_MAX_DIMS] = {};
+  // Per batch of y: the offsets of a's and b's matrices, in elements; filled by batch_tables
+  // only, for backends that hand the kernel a table. Memory proportional to the batch count:
+  // the CPU backend computes offsets() as each batch runs instead (a [1, 2^39, 2, 2] operand
+  // made an 8 TB table, found by fuzz_graph).
+  std::vector<int64_t> a_off, b_off;
+  // The element offsets of a's and b's matrices of batch i of y.
+  void offsets(int64_t i, int64_t *oa, int64_t *ob) const {
+    int64_t ra = 0, rb = 0;
+    for (int k = static_cast<int>(y_batch.ndim) - 1; k >= 0 && i; --k) {
+      const int64_t idx = i % y_batch.shape[k];
+      i /= y_batch.shape[k];
+      ra += idx * sa[k];
+      rb += idx * sb[k];
+    }
+    *oa = ra * m * k;
+    *ob = rb * k * n;
+  }
+};
+MatmulDims matmul_dims(const ctn_op_signature *sig);
+// [B, M, K] @ [K, N] with one shared right operand: one GEMM of B*M rows is faster than B small
+// ones. Folds the batches into m when that holds (not for a transposed a); true when it did.
+// Afterwards batches == 1 and the batch dims are gone.
+bool fold_batches(MatmulDims &d);
+// Fills d.a_off and d.b_off (d.batches entries each).
+void batch_tables(MatmulDims &d);
+
+// ---- shape ops (reshape, permute, slice, slice_grad, concat, broadcast_to) ---------------------
+enum class ShapeKind { kNone, kReshape, kPermute, kSlice, kSliceGrad, kConcat, kBroadcast };
+ShapeKind shape_kind(const char *op);
+
+// permute, slice, slice_grad and broadcast_to as one strided walk: element i of `n` (in the order
+// of the walked tensor: the output, or dy for slice_grad) is element base + walk(i) of the other
+// one (source; for slice_grad the destination, which is cleared first).
+struct ShapeWalk {
+  int64_t n = 0;
+  int64_t base = 0;
+  DimWalk walk;          // coalesced; a scalar or empty walk is [1] with stride 0
+  bool scatter = false;  // slice_grad
+  int64_t full = 0;      // slice_grad: elements of the output to clear
+};
+ShapeWalk shape_walk(const ctn_op_signature *sig, ShapeKind kind);
+
+// concat along attrs i[0]: outer rows, each holding chunk[i] elements of input i in turn.
+struct ConcatPlan {
+  int64_t outer = 1;
+  int64_t row = 0;             // elements of one output row
+  std::vector<int64_t> chunk;  // elements of one row of each input
+};
+ConcatPlan concat_plan(const ctn_op_signature *sig);
+
+// ---- reductions, softmax family, cross-entropy -----------------------------------------------
+// The family of a reduce-like op and its code within it: reduce (0 sum, 1 mean, 2 max), softmax
+// (0 softmax, 1 log_softmax, 2 softmax_grad, 3 log_softmax_grad), cross-entropy (0 forward,
+// 1 grad); kNone for any other op.
+enum class ReduceFamily { kNone, kReduce, kSoftmax, kCrossEntropy };
+ReduceFamily reduce_family(const char *op, int *code);
+
+// get_kernel's dispatch over the family: reduce(code), softmax(code) or cross_entropy(grad);
+// *handled false (and CTN_OK) for any other op.
+template <class Reduce, class Softmax, class CrossEntropy>
+ctn_status dispatch_reduce(const char *op, bool *handled, Reduce reduce, Softmax softmax,
+                           CrossEntropy cross_entropy) {
+  int code = 0;
+  const ReduceFamily f = reduce_family(op, &code);
+  *handled = f != ReduceFamily::kNone;
+  if (f == ReduceFamily::kReduce) return reduce(code);
+  if (f == ReduceFamily::kSoftmax) return softmax(code);
+  return f == ReduceFamily::kCrossEntropy ? cross_entropy(code == 1) : CTN_OK;
+}
+
+// sum / mean / max: the number of input elements reduced into each output element (attrs i[0]
+// is the mask of reduced axes).
+int64_t reduce_count(const ctn_op_signature *sig);
+
+// softmax family over axis attrs i[0] of x: outer x len x inner.
+struct AxisDims {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+AxisDims axis_dims(const ctn_tensor_desc &x, int64_t axis);
+
+}  // namespace ctn_backend_util
