@@ -127,9 +127,15 @@ struct GemmScratch {
 // which allocates, and glibc aborts the process when that fails ("failed to register TLS
 // destructor") -- as it did for workers started under an address-space limit
 // (thread_limits_test). Other threads (callers of kernels) use t_own.
-thread_local GemmScratch *t_scratch_ptr = nullptr;  // trivially destructible: no registration
-thread_local bool t_worker = false;                 // t_scratch_ptr is gemm_worker_init's
-thread_local GemmScratch t_own;                     // touched only by threads that are not workers
+// Initial-exec TLS: this plugin is dlopen'ed, and a dlopen'ed module's thread_locals otherwise
+// live in dynamic TLS, which glibc allocates on a thread's first access and aborts when it
+// cannot ("cannot allocate memory for thread-local data: ABORT", exit 127, seen for workers
+// under RLIMIT_AS). With it the module's 48-byte TLS block sits in the static TLS every thread
+// is created with.
+#define CTN_STATIC_TLS __attribute__((tls_model("initial-exec")))
+thread_local GemmScratch *t_scratch_ptr CTN_STATIC_TLS = nullptr;  // trivially destructible
+thread_local bool t_worker CTN_STATIC_TLS = false;                 // t_scratch_ptr is gemm_worker_init's
+thread_local GemmScratch t_own CTN_STATIC_TLS;                     // only threads that are not workers
 GemmScratch &scratch() {
   if (!t_scratch_ptr) t_scratch_ptr = &t_own;
   return *t_scratch_ptr;
