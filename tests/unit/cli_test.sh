@@ -54,7 +54,7 @@ done
 run unknown-command 2 frobnicate && contains unknown-command err "unknown command 'frobnicate'"
 run unknown-option 2 train --no-such-option && contains unknown-option err "unknown option '--no-such-option'"
 run bad-number 2 train --epochs many && contains bad-number err "--epochs"
-run bad-widths 2 train --model cnn --cnn-widths 16,32,64,xx && contains bad-widths err "C1,C2,FC[,bn][,valid]"
+run bad-widths 2 train --model cnn --cnn-widths 16,32,64,xx && contains bad-widths err "C1,C2[,C3],FC[,bn][,valid][,k3]"
 run bad-budget 2 train --memory-budget lots && contains bad-budget err "--memory-budget"
 run no-command 2
 
