@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <vector>
@@ -13,7 +14,6 @@ namespace ctn_cli {
 CnnWidths parse_widths(const std::string &text, const std::string &option) {
   CnnWidths w;
   long long v[5] = {};
-  char tail = 0;
   std::string t = text;
   for (bool more = true; more;) {
     more = false;
@@ -28,8 +28,18 @@ CnnWidths parse_widths(const std::string &text, const std::string &option) {
       }
     }
   }
-  const int got = std::sscanf(t.c_str(), "%lld,%lld,%lld,%lld%c", &v[0], &v[1], &v[2], &v[3], &tail);
-  bool ok = got == 3 || got == 4;
+  // Three or four positive integers separated by commas, nothing else.
+  int got = 0;
+  bool ok = true;
+  for (size_t pos = 0; ok && pos <= t.size();) {
+    const size_t comma = t.find(',', pos), end = comma == std::string::npos ? t.size() : comma;
+    const std::string item = t.substr(pos, end - pos);
+    ok = got < 4 && !item.empty() && item.size() <= 6 && item.find_first_not_of("0123456789") == std::string::npos;
+    if (ok) v[got++] = std::atoll(item.c_str());
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  ok = ok && (got == 3 || got == 4);
   for (int i = 0; ok && i < got; ++i) ok = v[i] >= 1 && v[i] <= (i == got - 1 ? 65536 : 4096);
   if (ok) {
     w.c1 = v[0];
