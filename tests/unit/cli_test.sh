@@ -257,6 +257,18 @@ if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
       fail "time budget: $steps updates, lr '$lr_first' -> '$lr_last' (expected < 1406 updates and a falling rate)"
     fi
   fi
+  # A budget the run does not need changes nothing: the same updates, bit for bit.
+  if run nobudget 0 train --model mlp --epochs 1 --limit 1280 --data-dir "$DATA_DIR" --quiet \
+        --eval-batch-size 1000 --print-steps &&
+      run bigbudget 0 train --model mlp --epochs 1 --limit 1280 --time-budget 1000 --data-dir "$DATA_DIR" \
+        --quiet --eval-batch-size 1000 --print-steps; then
+    if grep '^step ' "$TMP/nobudget.out" > "$TMP/nobudget.steps" && grep '^step ' "$TMP/bigbudget.out" > "$TMP/bigbudget.steps" &&
+        cmp -s "$TMP/nobudget.steps" "$TMP/bigbudget.steps"; then
+      pass "time budget: an unneeded budget leaves the $(wc -l < "$TMP/nobudget.steps") updates identical"
+    else
+      fail "time budget: an unneeded budget changed the updates"
+    fi
+  fi
   run budget-zero 2 train --time-budget 0 && contains budget-zero err "--time-budget"
   run budget-dist 2 train --time-budget 10 --distributed mpi && contains budget-dist err "--time-budget cannot be combined with --distributed"
 

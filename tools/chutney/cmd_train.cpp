@@ -372,15 +372,20 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
 }
 
 // The learning rate of update `step` (from 1); `total` is the number of updates of the run.
-// `elapsed` (seconds of training so far) replaces step / total when --time-budget is given: the
-// warm-up still counts updates, then the cosine or linear decay goes from the base rate at 0 s to
-// 0 at the budget's end.
+// With --time-budget, the cosine or linear decay follows whichever is further along: the
+// updates (step / total, as without a budget) or the clock (`elapsed` seconds of training over
+// the budget), the clock only once it is more than 1 % of the run ahead. So a machine that
+// finishes --epochs within the budget at a steady pace gets exactly the schedule (and the
+// results) of a run without it, and a slower one decays with the clock and stops at the
+// budget's end. The warm-up counts updates.
 double lr_at(const TrainOptions &o, int64_t step, int64_t per_epoch, int64_t total, double elapsed) {
-  if (o.time_budget > 0 && (o.schedule == "cosine" || o.schedule == "linear")) {
-    if (step <= o.warmup) return o.optim.lr * static_cast<double>(step) / static_cast<double>(o.warmup);
+  if (o.time_budget > 0 && (o.schedule == "cosine" || o.schedule == "linear") && step > o.warmup) {
+    const int64_t span = std::max(total, o.warmup + 1) - o.warmup;
+    const double by_steps = std::min(1.0, static_cast<double>(step - o.warmup - 1) / static_cast<double>(span));
     const double f = std::clamp(elapsed / o.time_budget, 0.0, 1.0);
-    return o.schedule == "cosine" ? o.optim.lr * 0.5 * (1.0 + std::cos(3.14159265358979323846 * f))
-                                  : o.optim.lr * (1.0 - f);
+    if (f > by_steps + 0.01)
+      return o.schedule == "cosine" ? o.optim.lr * 0.5 * (1.0 + std::cos(3.14159265358979323846 * f))
+                                    : o.optim.lr * (1.0 - f);
   }
   ctn_lr_schedule s{};
   s.base_lr = o.optim.lr;
@@ -891,9 +896,10 @@ const CommandSpec &train_command() {
           {"schedule", "NAME",
            "lr schedule: none, step (halve every epoch), cosine, linear (decay to 0; default cosine)"},
           {"time-budget", "SECONDS",
-           "stop training after SECONDS of updates (evaluation not counted) and run the cosine/linear "
-           "schedule over that time, so a slower machine trains fewer images instead of longer; "
-           "--epochs then only caps the run (default 1000); not with --resume or --distributed"},
+           "stop training after SECONDS of updates (evaluation not counted); the cosine/linear schedule "
+           "follows the clock or the updates, whichever is further along, so a slow machine trains fewer "
+           "images instead of longer and a fast one runs --epochs exactly (default --epochs: 1000, "
+           "i.e. the clock); not with --resume or --distributed"},
           {"warmup", "N", "linear warm-up over the first N updates (default 0)"},
           {"augment", nullptr, "random crop (padding 2) and horizontal flip of training images"},
           {"backend", "NAME", "preferred backends, ','-separated (default: $CHUTNEY_BACKEND, cpu)"},
