@@ -565,7 +565,7 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
   if (ctn_status s = setup_state(*st, sig); s) return s;
   if (e->kind == kUnary && dt == CTN_F32 && !st->general) {
     const VmathIsa &vm = vmath_for(be->gemm_isa.load()->name);
-    const bool is_exp = fn == e->f32 && !std::strcmp(op, CTN_OP_EXP), is_log = !std::strcmp(op, CTN_OP_LOG),
+    const bool is_exp = !std::strcmp(op, CTN_OP_EXP), is_log = !std::strcmp(op, CTN_OP_LOG),
                is_tanh = !std::strcmp(op, CTN_OP_TANH), is_sig = !std::strcmp(op, CTN_OP_SIGMOID);
     st->vm = is_exp ? vm.exp : is_log ? vm.log : is_tanh ? vm.tanh : is_sig ? vm.sigmoid : nullptr;
     if (st->vm) fn = vm_kernel;
