@@ -6,6 +6,8 @@
 #include <type_traits>
 
 #include "cpu_backend.h"
+#include "gemm.h"
+#include "vmath.h"
 
 namespace ctn_cpu {
 namespace {
@@ -20,6 +22,7 @@ constexpr int kMaxIn = kEwMaxIn;
 struct EwState : KernelBase, EwWalk {
   Params p;
   int64_t threshold = 0;   // parallel above this many elements
+  VmathFn vm = nullptr;    // f32 exp/log/tanh/sigmoid: the vectorised array function (vmath.h)
 };
 
 // ---- functors -------------------------------------------------------------------------------
@@ -248,6 +251,25 @@ ctn_status ew_kernel(void *state, const ctn_kernel_args *args) {
   return CTN_OK;
 }
 
+// f32 exp, log, tanh, sigmoid: the vectorised array functions, in chunks over the pool.
+void vm_part(void *ctx, int64_t i0, int64_t i1, int) {
+  const auto *c = static_cast<const std::pair<const EwState *, const ctn_kernel_args *> *>(ctx);
+  const float *x = desc_ptr<const float>(c->second->inputs[0]);
+  float *y = desc_ptr<float>(c->second->outputs[0]);
+  c->first->vm(x + i0, y + i0, i1 - i0);
+}
+
+ctn_status vm_kernel(void *state, const ctn_kernel_args *args) {
+  const auto *st = static_cast<const EwState *>(state);
+  std::pair<const EwState *, const ctn_kernel_args *> ctx{st, args};
+  if (st->n < st->threshold || st->be->pool->size() == 1) {
+    vm_part(&ctx, 0, st->n, 0);
+  } else {
+    st->be->pool->parallel_for(st->n, st->threshold / 2, vm_part, &ctx);
+  }
+  return CTN_OK;
+}
+
 ctn_status copy_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const EwState *>(state);
   void *dst = desc_ptr<char>(args->outputs[0]);
@@ -435,6 +457,13 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
       break;
   }
   static_cast<EwWalk &>(*st) = ew_walk(sig);
+  if (e->kind == kUnary && dt == CTN_F32 && !st->general) {
+    const VmathIsa &vm = vmath_for(be->gemm_isa.load()->name);
+    const bool is_exp = !std::strcmp(op, CTN_OP_EXP), is_log = !std::strcmp(op, CTN_OP_LOG),
+               is_tanh = !std::strcmp(op, CTN_OP_TANH), is_sig = !std::strcmp(op, CTN_OP_SIGMOID);
+    st->vm = is_exp ? vm.exp : is_log ? vm.log : is_tanh ? vm.tanh : is_sig ? vm.sigmoid : nullptr;
+    if (st->vm) fn = vm_kernel;
+  }
   uint32_t flags = 0;
   if (e->kind != kWhere && e->kind != kCast && e->kind != kCompare && same_shape(a, o) &&
       a.dtype == o.dtype)

@@ -182,8 +182,9 @@ bad flag-threads-zero 2 "--threads" $T --data-dir "$DATA_DIR" --threads 0
 bad flag-workers-huge 2 "--workers" $T --data-dir "$DATA_DIR" --workers 100000
 bad flag-model 2 "transformer" $T --data-dir "$DATA_DIR" --model transformer
 bad flag-optimizer 2 "rmsprop" $T --data-dir "$DATA_DIR" --optimizer rmsprop
-bad flag-schedule 2 "linear" $T --data-dir "$DATA_DIR" --schedule linear
+bad flag-schedule 2 "exponential" $T --data-dir "$DATA_DIR" --schedule exponential
 bad flag-widths 2 "--cnn-widths" $T --data-dir "$DATA_DIR" --model cnn --cnn-widths 0,0,0
+bad flag-time-budget 2 "--time-budget" $T --data-dir "$DATA_DIR" --time-budget -1
 bad flag-limit-small 2 "--limit" $T --data-dir "$DATA_DIR" --limit 3
 bad flag-keep-last-neg 2 "--keep-last" $T --data-dir "$DATA_DIR" --keep-last -1
 bad flag-missing-value 2 "--epochs" $T --data-dir "$DATA_DIR" --epochs

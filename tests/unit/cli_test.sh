@@ -54,7 +54,7 @@ done
 run unknown-command 2 frobnicate && contains unknown-command err "unknown command 'frobnicate'"
 run unknown-option 2 train --no-such-option && contains unknown-option err "unknown option '--no-such-option'"
 run bad-number 2 train --epochs many && contains bad-number err "--epochs"
-run bad-widths 2 train --model cnn --cnn-widths 16,32,64,xx && contains bad-widths err "C1,C2,FC[,bn][,valid]"
+run bad-widths 2 train --model cnn --cnn-widths 16,32,64,xx && contains bad-widths err "C1,C2[,C3],FC[,bn][,valid][,k3]"
 run bad-budget 2 train --memory-budget lots && contains bad-budget err "--memory-budget"
 run no-command 2
 
@@ -224,6 +224,53 @@ if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
       fi
     fi
   fi
+
+  # Three conv blocks with 3x3 kernels: trains, names its layers, and eval rebuilds the same
+  # network from the checkpoint's "cnn_widths" metadata (the accuracy reproduces exactly).
+  if run train-cnn3 0 train --model cnn --cnn-widths 8,16,16,32,bn,k3 --epochs 1 --limit 512 \
+      --data-dir "$DATA_DIR" --quiet --eval-batch-size 1000 --checkpoint-dir "$TMP/ckcnn3"; then
+    contains train-cnn3 out "conv3x3(16->16) batchnorm relu maxpool2, fc 144-32"
+    acc3=$(final_acc train-cnn3)
+    if run eval-cnn3 0 eval --checkpoint "$TMP/ckcnn3/cnn-epoch001.safetensors" --data-dir "$DATA_DIR"; then
+      a_eval=$(sed -n 's/^test accuracy: \([0-9.]*\)$/\1/p' "$TMP/eval-cnn3.out")
+      if [ -n "$a_eval" ] && [ "$a_eval" = "$acc3" ]; then
+        pass "eval: 3-block k3 cnn checkpoint accuracy $a_eval equals the training run's"
+      else
+        fail "eval: 3-block k3 cnn checkpoint accuracy '$a_eval' differs from the training run's '$acc3'"
+      fi
+    fi
+  fi
+
+  # --time-budget: training stops when the budget is spent (0.3 s is well under one MLP epoch of
+  # 60000 images) and the cosine schedule follows the clock: the rate falls from the first update.
+  if run budget 0 train --model mlp --epochs 3 --time-budget 0.3 --data-dir "$DATA_DIR" --quiet \
+      --eval-batch-size 1000 --print-steps; then
+    contains budget out "time budget of 0.3 s reached after"
+    contains budget out "final test accuracy:"
+    lr_first=$(sed -n 's/^step 1 lr \([^ ]*\) .*/\1/p' "$TMP/budget.out")
+    lr_last=$(sed -n 's/^step [0-9]* lr \([^ ]*\) .*/\1/p' "$TMP/budget.out" | tail -n 1)
+    steps=$(grep -c '^step ' "$TMP/budget.out")
+    if [ -n "$lr_first" ] && [ -n "$lr_last" ] && [ "$steps" -lt 1406 ] &&
+        awk -v a="$lr_first" -v b="$lr_last" 'BEGIN { exit !(b < a) }'; then
+      pass "time budget: stopped after $steps updates (< 3 epochs), lr $lr_first -> $lr_last"
+    else
+      fail "time budget: $steps updates, lr '$lr_first' -> '$lr_last' (expected < 1406 updates and a falling rate)"
+    fi
+  fi
+  # A budget the run does not need changes nothing: the same updates, bit for bit.
+  if run nobudget 0 train --model mlp --epochs 1 --limit 1280 --data-dir "$DATA_DIR" --quiet \
+        --eval-batch-size 1000 --print-steps &&
+      run bigbudget 0 train --model mlp --epochs 1 --limit 1280 --time-budget 1000 --data-dir "$DATA_DIR" \
+        --quiet --eval-batch-size 1000 --print-steps; then
+    if grep '^step ' "$TMP/nobudget.out" > "$TMP/nobudget.steps" && grep '^step ' "$TMP/bigbudget.out" > "$TMP/bigbudget.steps" &&
+        cmp -s "$TMP/nobudget.steps" "$TMP/bigbudget.steps"; then
+      pass "time budget: an unneeded budget leaves the $(wc -l < "$TMP/nobudget.steps") updates identical"
+    else
+      fail "time budget: an unneeded budget changed the updates"
+    fi
+  fi
+  run budget-zero 2 train --time-budget 0 && contains budget-zero err "--time-budget"
+  run budget-dist 2 train --time-budget 10 --distributed mpi && contains budget-dist err "--time-budget cannot be combined with --distributed"
 
   # Checkpoint + resume: epoch 2 of a resumed run reproduces the uninterrupted run's loss (with
   # momentum state, a cosine schedule with warm-up, and the options taken from the checkpoint).

@@ -63,7 +63,7 @@ const CommandSpec &eval_command() {
       {
           {"checkpoint", "FILE", "safetensors checkpoint to evaluate (required)"},
           {"model", "NAME", "mlp or cnn (default: the checkpoint's)"},
-          {"cnn-widths", "C1,C2,FC[,bn][,valid]", "cnn widths (default: the checkpoint's, else 32,64,128)"},
+          {"cnn-widths", "C1,C2[,C3],FC[,bn][,valid][,k3]", "cnn widths (default: the checkpoint's, else 32,64,128)"},
           {"batch-size", "B", "images per evaluation step (default 1000)"},
           {"data-dir", "DIR", "directory of the Fashion-MNIST IDX files"},
           {"backend", "NAME", "preferred backends, ','-separated"},

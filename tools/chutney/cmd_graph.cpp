@@ -106,7 +106,7 @@ const CommandSpec &graph_command() {
       {
           {"model", "NAME", "mlp or cnn (default mlp)"},
           {"out", "FILE", "the DOT file to write (required)"},
-          {"cnn-widths", "C1,C2,FC[,bn][,valid]", "cnn widths (default 32,64,128)"},
+          {"cnn-widths", "C1,C2[,C3],FC[,bn][,valid][,k3]", "cnn widths (default 32,64,128)"},
           {"batch-size", "B", "batch size of the graph's inputs (default: mlp 128, cnn 64)"},
           {"optimizer", "NAME", "optimizer whose updates the graph holds (default adam)"},
           {"no-svg", nullptr, "do not render SVG even when `dot` is available"},

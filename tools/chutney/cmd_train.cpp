@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <ctime>
 #include <cstdlib>
 
 #include <algorithm>
@@ -137,6 +138,9 @@ struct TrainOptions {
   int32_t fault_rank = 0;
   int fault_signal = 0;
   uint64_t memory_budget = 0;  // ctn_compile_options.memory_budget of the training plan
+  // --time-budget: > 0: training (the updates, not the evaluations) stops after this many
+  // seconds and the cosine/linear schedule runs over that time instead of over the updates.
+  double time_budget = 0;
 };
 
 struct CollectiveDeleter {
@@ -304,12 +308,18 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
                                  0.0, 10.0);
   // Cosine decay: +2.3 points of CNN test accuracy at epoch 3 over a constant Adam rate.
   o.schedule = pick(args, r, "schedule", "schedule", "cosine");
-  if (o.schedule != "none" && o.schedule != "step" && o.schedule != "cosine") {
-    throw UsageError("unknown schedule '" + o.schedule + "' (available: none, step, cosine)");
+  if (o.schedule != "none" && o.schedule != "step" && o.schedule != "cosine" && o.schedule != "linear") {
+    throw UsageError("unknown schedule '" + o.schedule + "' (available: none, step, cosine, linear)");
   }
   o.warmup = to_int("warmup", pick(args, r, "warmup", "warmup", "0"), 0, INT64_MAX / 2);
   o.seed = static_cast<uint64_t>(to_int("seed", pick(args, r, "seed", "seed", "1"), 0, INT64_MAX));
-  o.epochs = to_int("epochs", pick(args, r, "epochs", "epochs", "2"), 1, 1000);
+  if (args.has("time-budget")) {
+    o.time_budget = to_real("time-budget", args.str("time-budget", ""), 0.001, 1e7);
+    // The schedule follows the clock: neither resumable nor the same on every rank.
+    if (r != nullptr) throw UsageError("--time-budget cannot be combined with --resume");
+  }
+  // With a time budget, --epochs only caps the run (default: as many as the time allows).
+  o.epochs = to_int("epochs", pick(args, r, "epochs", "epochs", o.time_budget > 0 ? "1000" : "2"), 1, 1000);
   o.limit = to_int("limit", pick(args, r, "limit", "limit", "0"), 0, 60000);
   o.augment = pick(args, r, "augment", "augment", "0") != "0";
   o.eval_batch = args.integer("eval-batch-size", o.batch, 1, 10000);
@@ -344,6 +354,9 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
     o.fault_rank = rk;
     o.fault_signal = std::strcmp(kind, "kill") == 0 ? SIGKILL : SIGSTOP;
   }
+  if (!o.distributed.empty() && o.time_budget > 0) {
+    throw UsageError("--time-budget cannot be combined with --distributed (the ranks' clocks would give different learning rates)");
+  }
   if (o.distributed.empty() && (args.has("bucket-bytes") || args.has("collective-timeout") || o.rank_checkpoints ||
                                 args.has("fault"))) {
     throw UsageError("--bucket-bytes, --collective-timeout, --rank-checkpoints and --fault need --distributed");
@@ -359,7 +372,21 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
 }
 
 // The learning rate of update `step` (from 1); `total` is the number of updates of the run.
-double lr_at(const TrainOptions &o, int64_t step, int64_t per_epoch, int64_t total) {
+// With --time-budget, the cosine or linear decay follows whichever is further along: the
+// updates (step / total, as without a budget) or the clock (`elapsed` seconds of training over
+// the budget), the clock only once it is more than 1 % of the run ahead. So a machine that
+// finishes --epochs within the budget at a steady pace gets exactly the schedule (and the
+// results) of a run without it, and a slower one decays with the clock and stops at the
+// budget's end. The warm-up counts updates.
+double lr_at(const TrainOptions &o, int64_t step, int64_t per_epoch, int64_t total, double elapsed) {
+  if (o.time_budget > 0 && (o.schedule == "cosine" || o.schedule == "linear") && step > o.warmup) {
+    const int64_t span = std::max(total, o.warmup + 1) - o.warmup;
+    const double by_steps = std::min(1.0, static_cast<double>(step - o.warmup - 1) / static_cast<double>(span));
+    const double f = std::clamp(elapsed / o.time_budget, 0.0, 1.0);
+    if (f > by_steps + 0.01)
+      return o.schedule == "cosine" ? o.optim.lr * 0.5 * (1.0 + std::cos(3.14159265358979323846 * f))
+                                    : o.optim.lr * (1.0 - f);
+  }
   ctn_lr_schedule s{};
   s.base_lr = o.optim.lr;
   s.warmup_steps = o.warmup;
@@ -367,8 +394,8 @@ double lr_at(const TrainOptions &o, int64_t step, int64_t per_epoch, int64_t tot
     s.kind = CTN_LR_STEP;  // halve the rate every epoch
     s.step_size = std::max<int64_t>(per_epoch, 1);
     s.gamma = 0.5;
-  } else if (o.schedule == "cosine") {
-    s.kind = CTN_LR_COSINE;
+  } else if (o.schedule == "cosine" || o.schedule == "linear") {
+    s.kind = o.schedule == "cosine" ? CTN_LR_COSINE : CTN_LR_LINEAR;
     s.total_steps = std::max(total, o.warmup + 1);
     s.min_lr = 0.0;
   } else {
@@ -476,6 +503,14 @@ void print_memory_report(ctn_plan *p) {
   }
   for (const std::string &line : seen) std::printf("  recomputed: %s%s\n", line.c_str(),
                                                    count[line] > 1 ? (" x" + std::to_string(count[line])).c_str() : "");
+}
+
+// CPU time of the whole process (every thread), seconds: on a shared machine, work per image
+// is steadier than wall time.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 double loader_wait(ctn_loader *l) {
@@ -678,18 +713,26 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
   ctn_tensor *outs[1] = {loss.get()};
   const int64_t total_steps = o.epochs * batches;
 
-  double train_seconds_run = 0.0, wait_run = 0.0;
+  double train_seconds_run = 0.0, wait_run = 0.0, cpu_seconds_run = 0.0;
   int64_t images_run = 0;
+  bool out_of_time = false;
   const int64_t last_epoch =
       o.stop_after > 0 ? std::min(o.epochs, first_epoch - 1 + o.stop_after) : o.epochs;
-  for (int64_t epoch = first_epoch; epoch <= last_epoch; ++epoch) {
+  for (int64_t epoch = first_epoch; epoch <= last_epoch && !out_of_time; ++epoch) {
     check(ctn_loader_reset(train_loader.get(), epoch - 1), "ctn_loader_reset");
     const double wait0 = loader_wait(train_loader.get());
-    Progress progress("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs), batches,
+    Progress progress("epoch " + std::to_string(epoch) + (o.time_budget > 0 ? "" : "/" + std::to_string(o.epochs)), batches,
                       global_batch, !o.quiet);
     Clock::time_point t0 = Clock::now();
+    const double cpu0 = process_cpu_seconds();
     double loss_sum = 0.0;
+    int64_t done = 0;  // updates of this epoch
     for (int64_t b = 0; b < batches; ++b) {
+      const double elapsed = train_seconds_run + std::chrono::duration<double>(Clock::now() - t0).count();
+      if (o.time_budget > 0 && elapsed >= o.time_budget) {
+        out_of_time = true;
+        break;
+      }
       int32_t n = 0;
       check(ctn_loader_next(train_loader.get(), x.get(), y.get(), &n), "ctn_loader_next");
       if (n != o.batch) throw Failure("the loader returned a short batch");
@@ -700,7 +743,7 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
         std::raise(o.fault_signal);
       }
       check(ctn_model_set_step(tm.model.get(), step), "ctn_model_set_step");
-      const double lr = lr_at(o, step, batches, total_steps);
+      const double lr = lr_at(o, step, batches, total_steps, elapsed);
       check(ctn_model_set_lr(tm.model.get(), lr), "ctn_model_set_lr");
       check(ctn_model_run(tm.model.get(), train_plan.get(), 2, feed_nodes, feeds, 1, outs),
             "ctn_model_run (train)");
@@ -716,10 +759,14 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
       // with the same seed can be compared bit for bit.
       if (o.print_steps) std::printf("step %lld lr %.17g loss %.9g\n", static_cast<long long>(step), lr, value);
       loss_sum += value;
+      done = b + 1;
       progress.update(b + 1, loss_sum / static_cast<double>(b + 1));
     }
     progress.finish();
     Clock::time_point t1 = Clock::now();
+    cpu_seconds_run += process_cpu_seconds() - cpu0;
+    if (done == 0) break;  // the budget ended exactly at an epoch's end
+    const int64_t epoch_images = done * global_batch;
     const double wait = loader_wait(train_loader.get()) - wait0;
     if (comm) {
       // The epoch's loss over every rank's images (each rank's mean, averaged).
@@ -736,16 +783,20 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
 
     EpochLog e;
     e.epoch = static_cast<int>(epoch);
-    e.train_loss = loss_sum / static_cast<double>(batches);
+    e.train_loss = loss_sum / static_cast<double>(done);
     e.test_accuracy = acc;
     e.train_seconds = std::chrono::duration<double>(t1 - t0).count();
     e.eval_seconds = std::chrono::duration<double>(t2 - t1).count();
-    e.images_per_s = static_cast<double>(train_images) / std::max(e.train_seconds, 1e-9);
+    e.images_per_s = static_cast<double>(epoch_images) / std::max(e.train_seconds, 1e-9);
     e.wait_seconds = wait;
     log.push_back(e);
     train_seconds_run += e.train_seconds;
     wait_run += wait;
-    images_run += train_images;
+    images_run += epoch_images;
+    if (done < batches) {
+      std::printf("time budget of %g s reached after %lld of %lld batches of epoch %d\n", o.time_budget,
+                  static_cast<long long>(done), static_cast<long long>(batches), e.epoch);
+    }
     std::printf("epoch %d/%lld: train loss %.4f, test accuracy %.4f, %.0f images/s, "
                 "%.2f s (train %.2f s, eval %.2f s), loader wait %.3f s\n",
                 e.epoch, static_cast<long long>(o.epochs), e.train_loss, e.test_accuracy,
@@ -783,9 +834,9 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
   const double ips = train_seconds_run > 0 ? static_cast<double>(images_run) / train_seconds_run : 0.0;
   std::printf("final test accuracy: %.4f\n", log.back().test_accuracy);
   std::printf("training: %lld images in %.2f s, %.0f images/s; loader wait %.3f s (%.2f%% of "
-              "training time)\n",
+              "training time); process CPU time %.2f s\n",
               static_cast<long long>(images_run), train_seconds_run, ips, wait_run,
-              train_seconds_run > 0 ? 100.0 * wait_run / train_seconds_run : 0.0);
+              train_seconds_run > 0 ? 100.0 * wait_run / train_seconds_run : 0.0, cpu_seconds_run);
   double ratio = stats.naive_bytes > 0 ? static_cast<double>(stats.planned_peak_bytes) /
                                              static_cast<double>(stats.naive_bytes)
                                        : 0.0;
@@ -835,7 +886,7 @@ const CommandSpec &train_command() {
       "accuracy; temporary files left in DIR by a killed writer are removed when it is opened.\n",
       {
           {"model", "NAME", "model to train: mlp (784-512-256-10) or cnn (default mlp)"},
-          {"cnn-widths", "C1,C2,FC[,bn][,valid]", "cnn: conv channels and hidden units; ,bn: batch norm after each conv; ,valid: unpadded convs (default 32,64,128)"},
+          {"cnn-widths", "C1,C2[,C3],FC[,bn][,valid][,k3]", "cnn: conv channels (two or three blocks) and hidden units; ,bn: batch norm after each conv; ,valid: unpadded convs; ,k3: 3x3 kernels instead of 5x5 (default 32,64,128)"},
           {"epochs", "N", "total passes over the training set (default 2)"},
           {"batch-size", "B", "images per training step, per rank with --distributed (default: mlp 128, cnn 64; distributed: that over the ranks)"},
           {"optimizer", "NAME", "sgd, adam or adamw (default: mlp sgd, cnn adam)"},
@@ -843,7 +894,12 @@ const CommandSpec &train_command() {
           {"momentum", "M", "SGD momentum (default 0.9)"},
           {"weight-decay", "W", "weight decay (default: adamw 0.01, else 0)"},
           {"schedule", "NAME",
-           "lr schedule: none, step (halve every epoch), cosine (default cosine)"},
+           "lr schedule: none, step (halve every epoch), cosine, linear (decay to 0; default cosine)"},
+          {"time-budget", "SECONDS",
+           "stop training after SECONDS of updates (evaluation not counted); the cosine/linear schedule "
+           "follows the clock or the updates, whichever is further along, so a slow machine trains fewer "
+           "images instead of longer and a fast one runs --epochs exactly (default --epochs: 1000, "
+           "i.e. the clock); not with --resume or --distributed"},
           {"warmup", "N", "linear warm-up over the first N updates (default 0)"},
           {"augment", nullptr, "random crop (padding 2) and horizontal flip of training images"},
           {"backend", "NAME", "preferred backends, ','-separated (default: $CHUTNEY_BACKEND, cpu)"},

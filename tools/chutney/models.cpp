@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <vector>
@@ -12,46 +13,68 @@ namespace ctn_cli {
 
 CnnWidths parse_widths(const std::string &text, const std::string &option) {
   CnnWidths w;
-  long long a = 0, b = 0, c = 0;
-  char tail = 0;
+  long long v[5] = {};
   std::string t = text;
   for (bool more = true; more;) {
     more = false;
-    for (const char *flag : {",bn", ",valid"}) {
+    for (const char *flag : {",bn", ",valid", ",k3", ",k5"}) {
       const size_t n = std::strlen(flag);
       if (t.size() > n && t.compare(t.size() - n, n, flag) == 0) {
-        (flag[1] == 'b' ? w.bn : w.valid) = true;
+        if (flag[1] == 'b') w.bn = true;
+        else if (flag[1] == 'v') w.valid = true;
+        else w.kernel = flag[2] - '0';
         t.resize(t.size() - n);
         more = true;
       }
     }
   }
-  if (std::sscanf(t.c_str(), "%lld,%lld,%lld%c", &a, &b, &c, &tail) != 3 || a < 1 ||
-      b < 1 || c < 1 || a > 4096 || b > 4096 || c > 65536) {
-    throw UsageError(option + " expects C1,C2,FC[,bn][,valid] (positive integers, e.g. 32,64,128 or 32,64,128,bn,valid), got '" +
+  // Three or four positive integers separated by commas, nothing else.
+  int got = 0;
+  bool ok = true;
+  for (size_t pos = 0; ok && pos <= t.size();) {
+    const size_t comma = t.find(',', pos), end = comma == std::string::npos ? t.size() : comma;
+    const std::string item = t.substr(pos, end - pos);
+    ok = got < 4 && !item.empty() && item.size() <= 6 && item.find_first_not_of("0123456789") == std::string::npos;
+    if (ok) v[got++] = std::atoll(item.c_str());
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  ok = ok && (got == 3 || got == 4);
+  for (int i = 0; ok && i < got; ++i) ok = v[i] >= 1 && v[i] <= (i == got - 1 ? 65536 : 4096);
+  if (ok) {
+    w.c1 = v[0];
+    w.c2 = v[1];
+    w.c3 = got == 4 ? v[2] : 0;
+    w.fc = v[got - 1];
+  }
+  if (!ok || w.side() < 1) {
+    throw UsageError(option + " expects C1,C2[,C3],FC[,bn][,valid][,k3] (positive integers, e.g. 32,64,128 or 32,64,128,bn,valid), got '" +
                      text + "'");
   }
-  w.c1 = a;
-  w.c2 = b;
-  w.fc = c;
   return w;
 }
 
 std::string widths_text(const CnnWidths &w) {
-  return std::to_string(w.c1) + "," + std::to_string(w.c2) + "," + std::to_string(w.fc) + (w.bn ? ",bn" : "") +
-         (w.valid ? ",valid" : "");
+  return std::to_string(w.c1) + "," + std::to_string(w.c2) + "," + (w.c3 > 0 ? std::to_string(w.c3) + "," : "") +
+         std::to_string(w.fc) + (w.bn ? ",bn" : "") + (w.valid ? ",valid" : "") + (w.kernel != 5 ? ",k" + std::to_string(w.kernel) : "");
 }
 
 ModelSpec model_spec(const std::string &name, const CnnWidths &w) {
   if (name == "mlp") return {"mlp", 128, "mlp 784-512-256-10"};
   if (name == "cnn") {
-    const std::string c1 = std::to_string(w.c1), c2 = std::to_string(w.c2),
-                      fc = std::to_string(w.fc);
     const std::string bn = w.bn ? " batchnorm" : "", pad = w.valid ? " valid" : "";
-    return {"cnn", 64,
-            "cnn conv5x5" + pad + "(1->" + c1 + ")" + bn + " relu maxpool2, conv5x5" + pad + "(" + c1 + "->" + c2 +
-                ")" + bn + " relu maxpool2, fc " + std::to_string(w.c2 * w.side() * w.side()) + "-" + fc +
-                " relu, fc " + fc + "-10"};
+    const std::string k = std::to_string(w.kernel);
+    std::string d = "cnn";
+    int64_t in = 1;
+    for (int64_t c : {w.c1, w.c2, w.c3}) {
+      if (c <= 0) continue;
+      d += std::string(in == 1 ? " " : ", ") + "conv" + k + "x" + k + pad + "(" + std::to_string(in) + "->" +
+           std::to_string(c) + ")" + bn + " relu maxpool2";
+      in = c;
+    }
+    d += ", fc " + std::to_string(w.last() * w.side() * w.side()) + "-" + std::to_string(w.fc) + " relu, fc " +
+         std::to_string(w.fc) + "-10";
+    return {"cnn", 64, d};
   }
   throw UsageError("unknown model '" + name + "' (available: mlp, cnn)");
 }
@@ -79,17 +102,18 @@ BuiltModel build_model(ctn_context *ctx, const std::string &name, int64_t batch,
   } else {
     const int64_t shape[4] = {batch, 1, 28, 28};
     check(ctn_input(g, "x", CTN_F32, 4, shape, &b.x), "ctn_input (x)");
-    const auto c1 = static_cast<int32_t>(w.c1), c2 = static_cast<int32_t>(w.c2),
-               fc = static_cast<int32_t>(w.fc);
+    const auto fc = static_cast<int32_t>(w.fc), k = static_cast<int32_t>(w.kernel);
     std::vector<ctn_layer> layers;
-    for (int32_t ch : {c1, c2}) {
-      const int32_t pad = w.valid ? 0 : 2;  // same: 28, 14; valid: 24, 8
+    for (int64_t c : {w.c1, w.c2, w.c3}) {
+      if (c <= 0) continue;
+      const auto ch = static_cast<int32_t>(c);
+      const int32_t pad = w.valid ? 0 : k / 2;  // same: 28, 14(, 7); valid: shrinks by k - 1
       // A batch norm's shift makes a conv bias redundant: leave it out (one pass less each way).
-      const ctn_layer conv = CTN_NN_CONV2D(ch, 5, 1, pad), conv_nb = CTN_NN_CONV2D_NO_BIAS(ch, 5, 1, pad);
+      const ctn_layer conv = CTN_NN_CONV2D(ch, k, 1, pad), conv_nb = CTN_NN_CONV2D_NO_BIAS(ch, k, 1, pad);
       layers.push_back(w.bn ? conv_nb : conv);
       if (w.bn) layers.push_back(CTN_NN_BATCH_NORM());
       layers.push_back(CTN_NN_RELU());
-      layers.push_back(CTN_NN_MAX_POOL2D(2));  // halves
+      layers.push_back(CTN_NN_MAX_POOL2D(2));  // halves (floor)
     }
     const ctn_layer head[] = {CTN_NN_FLATTEN(), CTN_NN_LINEAR(fc), CTN_NN_RELU(), CTN_NN_LINEAR(10)};
     layers.insert(layers.end(), std::begin(head), std::end(head));

@@ -27,18 +27,26 @@ struct OptimConfig {
   double clip_norm = 0.0;
 };
 
-// Shape of the CNN: conv5x5(1->c1) [batch norm] relu pool2, conv5x5(c1->c2) [batch norm] relu
-// pool2, fc(c2*S->fc) relu, fc(fc->10), S = 7*7 with "same" padding (28-14-7) or 4*4 with
-// "valid" convolutions (28-24-12-8-4: a third of the work). Stored in checkpoints' metadata
-// ("cnn_widths": "32,64,128", "32,64,128,bn,valid"...).
+// Shape of the CNN: conv KxK(1->c1) [batch norm] relu pool2, conv KxK(c1->c2) [batch norm] relu
+// pool2, [conv KxK(c2->c3) [batch norm] relu pool2,] fc(last*S->fc) relu, fc(fc->10). K is 5
+// (default) or 3 (",k3"); "same" padding gives 28-14-7(-3), "valid" convolutions shrink by K-1
+// first (28-24-12-8-4 for K = 5: a third of the work). Stored in checkpoints' metadata
+// ("cnn_widths": "32,64,128", "32,64,128,bn,valid", "32,64,128,128,bn,k3"...).
 struct CnnWidths {
-  int64_t c1 = 32, c2 = 64, fc = 128;
+  int64_t c1 = 32, c2 = 64, c3 = 0, fc = 128;  // c3 0: two conv blocks
+  int64_t kernel = 5;
   bool bn = false;     // batch norm after each convolution
   bool valid = false;  // no padding
-  int64_t side() const { return valid ? 4 : 7; }  // feature-map side before the fc layers
+  int64_t last() const { return c3 > 0 ? c3 : c2; }  // channels before the fc layers
+  int64_t side() const {                             // feature-map side before the fc layers
+    int64_t s = 28;
+    for (int i = 0; i < (c3 > 0 ? 3 : 2); ++i) s = (s - (valid ? kernel - 1 : 0)) / 2;
+    return s;
+  }
 };
 
-// Parses "C1,C2,FC" followed by any of ",bn" and ",valid" (throws UsageError naming `option`).
+// Parses "C1,C2[,C3],FC" followed by any of ",bn", ",valid" and ",k3" / ",k5" (throws UsageError
+// naming `option`, also when a valid network would shrink to nothing).
 CnnWidths parse_widths(const std::string &text, const std::string &option);
 std::string widths_text(const CnnWidths &w);
 

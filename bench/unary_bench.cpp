@@ -1,0 +1,131 @@
+// unary_bench: f32 exp, log, tanh and sigmoid through a compiled plan on the preferred backend
+// (the CPU's vectorised kernels, backends/cpu/vmath.h) next to a plain loop over glibc's float
+// function on the same array (what the CPU kernel ran before), interleaved, best of --reps.
+// Process CPU time per element, so that a loaded machine still gives a fair A/B at --threads 1.
+// Prints JSON.
+#include <chutney/chutney.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+namespace {
+
+#define CK(x)                                                             \
+  do {                                                                    \
+    if ((x) != CTN_OK) {                                                  \
+      std::fprintf(stderr, "unary_bench: %s: %s\n", #x, ctn_last_error()); \
+      std::exit(1);                                                       \
+    }                                                                     \
+  } while (0)
+
+double cpu_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+float sigmoid_ref(float x) {
+  if (x >= 0) return 1.0f / (1.0f + std::exp(-x));
+  const float e = std::exp(x);
+  return e / (1.0f + e);
+}
+
+struct Op {
+  const char *name;
+  ctn_status (*build)(ctn_graph *, ctn_node, ctn_node *);
+  float (*ref)(float);
+  float lo, hi;  // input range
+};
+
+float exp_ref(float x) { return std::exp(x); }
+float log_ref(float x) { return std::log(x); }
+float tanh_ref(float x) { return std::tanh(x); }
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  int64_t n = 1 << 20;
+  int reps = 20, threads = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::printf("usage: unary_bench [--n ELEMENTS] [--reps R] [--threads T]\n"
+                  "f32 exp/log/tanh/sigmoid: the backend's kernel vs a loop over glibc's float function,\n"
+                  "ns of process CPU time per element (best of R, interleaved); JSON on stdout.\n"
+                  "defaults: --n 1048576 --reps 20 --threads 1\n");
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "unary_bench: %s needs a value (see --help)\n", argv[i]);
+      return 2;
+    }
+    const char *v = argv[++i];
+    if (!std::strcmp(argv[i - 1], "--n")) n = std::atoll(v);
+    else if (!std::strcmp(argv[i - 1], "--reps")) reps = std::atoi(v);
+    else if (!std::strcmp(argv[i - 1], "--threads")) threads = std::atoi(v);
+    else {
+      std::fprintf(stderr, "unary_bench: unknown option %s (see --help)\n", argv[i - 1]);
+      return 2;
+    }
+  }
+  if (n < 1 || reps < 1 || threads < 1) {
+    std::fprintf(stderr, "unary_bench: --n, --reps and --threads must be >= 1\n");
+    return 2;
+  }
+  ctn_context *ctx = nullptr;
+  CK(ctn_context_create(nullptr, &ctx));
+  CK(ctn_context_set_num_threads(ctx, threads));
+  const Op ops[] = {{"exp", ctn_exp, exp_ref, -10, 10},
+                    {"log", ctn_log, log_ref, 1e-3f, 100},
+                    {"tanh", ctn_tanh, tanh_ref, -5, 5},
+                    {"sigmoid", ctn_sigmoid, sigmoid_ref, -10, 10}};
+  std::printf("{\n  \"n\": %lld, \"threads\": %d, \"reps\": %d,\n  \"ops\": [\n", static_cast<long long>(n), threads,
+              reps);
+  for (size_t k = 0; k < std::size(ops); ++k) {
+    const Op &op = ops[k];
+    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      x[static_cast<size_t>(i)] = op.lo + (op.hi - op.lo) * static_cast<float>(i) / static_cast<float>(n);
+    ctn_graph *g = nullptr;
+    CK(ctn_graph_create(ctx, 0, &g));
+    ctn_node in = CTN_NODE_NONE, out = CTN_NODE_NONE;
+    CK(ctn_input(g, "x", CTN_F32, 1, &n, &in));
+    CK(op.build(g, in, &out));
+    ctn_plan *p = nullptr;
+    CK(ctn_plan_compile(g, 1, &out, nullptr, &p));
+    ctn_tensor *xt = nullptr, *yt = nullptr;
+    CK(ctn_tensor_create(CTN_F32, 1, &n, x.data(), &xt));
+    CK(ctn_plan_output_create(p, 0, &yt));
+    const ctn_tensor *feeds[] = {xt};
+    ctn_tensor *outs[] = {yt};
+    double best_plan = 1e30, best_libm = 1e30;
+    volatile float sink = 0;
+    for (int r = 0; r < reps + 2; ++r) {
+      double t0 = cpu_now();
+      CK(ctn_plan_run(p, 1, &in, feeds, 1, outs));
+      double t1 = cpu_now();
+      for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = op.ref(x[static_cast<size_t>(i)]);
+      double t2 = cpu_now();
+      sink = sink + y[static_cast<size_t>(n / 2)];
+      if (r >= 2) {  // two warm-ups
+        best_plan = std::min(best_plan, t1 - t0);
+        best_libm = std::min(best_libm, t2 - t1);
+      }
+    }
+    const double ns_plan = 1e9 * best_plan / static_cast<double>(n), ns_libm = 1e9 * best_libm / static_cast<double>(n);
+    std::printf("    {\"op\": \"%s\", \"plan_ns_per_elem\": %.3f, \"libm_loop_ns_per_elem\": %.3f, \"speedup\": %.2f}%s\n",
+                op.name, ns_plan, ns_libm, ns_libm / ns_plan, k + 1 < std::size(ops) ? "," : "");
+    ctn_tensor_release(xt);
+    ctn_tensor_release(yt);
+    ctn_plan_release(p);
+    ctn_graph_release(g);
+  }
+  std::printf("  ]\n}\n");
+  ctn_context_release(ctx);
+  return 0;
+}
