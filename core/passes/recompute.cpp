@@ -35,6 +35,14 @@ bool is_view(const Node &nd) { return nd.kind == NodeKind::Op && (nd.op->flags &
 uint64_t numel(const ValueInfo &v) { return static_cast<uint64_t>(v.shape.numel()); }
 uint64_t bytes_of(const ValueInfo &v) { return numel(v) * dtype_size(v.dtype); }
 
+// A FLOP estimate as an integer, saturated at 2^52: declared shapes may be astronomically large
+// (a double past uint64 made the cast undefined, found by fuzz_graph), and the plan's total of
+// such estimates must not wrap either.
+uint64_t sat_flops(double f) {
+  constexpr double kMax = 4503599627370496.0;  // 2^52
+  return f >= kMax ? static_cast<uint64_t>(kMax) : f <= 0 ? 0 : static_cast<uint64_t>(f);
+}
+
 // Estimated floating-point operations of one node: 2·M·N·K for matmuls, 2 per multiply-add of
 // a convolution, else one per element read or written (the larger).
 uint64_t flops_of(const Graph &g, ctn_node v) {
@@ -46,17 +54,17 @@ uint64_t flops_of(const Graph &g, ctn_node v) {
     // A[.., M, K] · B[.., K, N] = C[.., M, N]: |A|·|B| / |C| = K² (exact without batching).
     const double k = std::sqrt(static_cast<double>(numel(g.info(nd.inputs[0]))) *
                                static_cast<double>(numel(g.info(nd.inputs[1]))) / static_cast<double>(out));
-    return static_cast<uint64_t>(2.0 * static_cast<double>(out) * std::max(1.0, std::round(k)));
+    return sat_flops(2.0 * static_cast<double>(out) * std::max(1.0, std::round(k)));
   }
   if ((op == "conv2d" || op == "conv_transpose2d") && nd.inputs.size() >= 2) {
     const ValueInfo &w = g.info(nd.inputs[1]);
     const uint64_t lead = w.shape.ndim ? static_cast<uint64_t>(std::max<int64_t>(1, w.shape[0])) : 1;
     const uint64_t big = op == "conv2d" ? out : numel(g.info(nd.inputs[0]));
-    return 2 * big * (numel(w) / lead);
+    return sat_flops(2.0 * static_cast<double>(big) * static_cast<double>(numel(w) / lead));
   }
-  uint64_t in = 0;
-  for (ctn_node i : nd.inputs) in += numel(g.info(i));
-  return std::max(out, in);
+  double in = 0;
+  for (ctn_node i : nd.inputs) in += static_cast<double>(numel(g.info(i)));
+  return sat_flops(std::max(static_cast<double>(out), in));
 }
 
 bool inplace_candidate(const Node &nd, const ctn_kernel &k, const Graph &g) {
