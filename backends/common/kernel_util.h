@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <vector>
 
 #include "desc_util.h"
@@ -24,6 +26,66 @@
   }
 
 namespace ctn_backend_util {
+
+// Runs body() (which returns a ctn_status) for a C ABI entry point: std::bad_alloc becomes
+// CTN_ERR_OUT_OF_MEMORY "<what>[(<arg>)]: out of memory", any other std::exception
+// CTN_ERR_INTERNAL "<what>: <e.what()>".
+template <class F>
+ctn_status guarded(const ctn_host_api *host, const char *what, F &&body, const char *arg = nullptr) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    if (arg) return host->set_error(CTN_ERR_OUT_OF_MEMORY, "%s(%s): out of memory", what, arg);
+    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+  } catch (const std::exception &e) {
+    return host->set_error(CTN_ERR_INTERNAL, "%s: %s", what, e.what());
+  }
+}
+
+// A get_proc_address table: name -> function.
+struct ProcEntry {
+  const char *name;
+  void *fn;
+};
+#define CTN_PROC_ENTRY(name, fn) ::ctn_backend_util::ProcEntry{name, reinterpret_cast<void *>(&(fn))}
+// The entry named `name` in `table`, nullptr when none is.
+template <size_t N>
+void *proc_lookup(const ProcEntry (&table)[N], const char *name) {
+  if (!name) return nullptr;
+  for (const ProcEntry &e : table)
+    if (std::strcmp(e.name, name) == 0) return e.fn;
+  return nullptr;
+}
+
+// The interop extras (abi/chutney/{opencl,vulkan,cuda}.h). get_proc_address's answer: `fill`
+// when `name` is the extra's `proc` name, nullptr otherwise.
+template <class Fn>
+void *interop_proc_entry(const char *name, const char *proc, Fn fill) {
+  return name && std::strcmp(name, proc) == 0 ? reinterpret_cast<void *>(fill) : nullptr;
+}
+// The extra's fill function: CTN_ERR_INVALID_ARGUMENT unless `state` and `out` are set and the
+// caller's out->struct_size covers Io; otherwise fill(io) fills a zeroed Io whose struct_size
+// (the caller's) and version are set, and only when it returns CTN_OK is *out overwritten (later
+// versions fill only what fits: struct_size).
+template <class Io, class Fill>
+ctn_status interop_answer(void *state, Io *out, uint32_t version, Fill &&fill) {
+  if (!state || !out || out->struct_size < sizeof(Io)) return CTN_ERR_INVALID_ARGUMENT;
+  Io io{};
+  io.struct_size = out->struct_size;
+  io.version = version;
+  if (ctn_status st = fill(io); st != CTN_OK) return st;
+  std::memcpy(out, &io, sizeof io);
+  return CTN_OK;
+}
+
+// The "placement" option and CHUTNEY_<BACKEND>_PLACEMENT: "always" (false) or "auto" (true) into
+// *auto_mode; false for any other value (then *auto_mode is unchanged).
+inline bool parse_placement(const char *value, bool *auto_mode) {
+  if (std::strcmp(value, "always") == 0) *auto_mode = false;
+  else if (std::strcmp(value, "auto") == 0) *auto_mode = true;
+  else return false;
+  return true;
+}
 
 // Fills get_kernel's answer: fn(state), freed by release(state), with flags (CTN_KERNEL_*) and
 // workspace bytes.

@@ -190,15 +190,11 @@ ctn_status init_impl(const ctn_host_api *host, void **out_state) {
 ctn_status cuda_init(const ctn_host_api *host, const ctn_backend_config *config,
                      void **out_state) {
   if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
-  try {
+  return ctn_backend_util::guarded(host, "cuda init", [&]() -> ctn_status {
     if (!config || !out_state)
       return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda init: NULL config or out_state");
     return init_impl(host, out_state);
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "cuda init: out of memory");
-  } catch (const std::exception &e) {
-    return host->set_error(CTN_ERR_INTERNAL, "cuda init: %s", e.what());
-  }
+  });
 }
 
 void cuda_shutdown(void *state) {
@@ -307,7 +303,7 @@ ctn_status cuda_synchronize(void *state) {
 ctn_status cuda_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
-  try {
+  return ctn_backend_util::guarded(host, "cuda get_kernel", [&]() -> ctn_status {
     if (!sig || !out || !sig->op || !sig->output || !sig->attrs || (sig->n_inputs && !sig->inputs))
       return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda get_kernel: incomplete signature");
     for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
@@ -328,12 +324,7 @@ ctn_status cuda_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel 
       if (handled) return st;
     }
     return host->set_error(CTN_ERR_UNSUPPORTED, "cuda backend: op '%s' is not implemented", sig->op);
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "cuda get_kernel(%s): out of memory",
-                           sig && sig->op ? sig->op : "?");
-  } catch (const std::exception &e) {
-    return host->set_error(CTN_ERR_INTERNAL, "cuda get_kernel: %s", e.what());
-  }
+  }, sig && sig->op ? sig->op : "?");
 }
 
 bool parse_bool(const char *v, bool *out) {
@@ -346,7 +337,7 @@ bool parse_bool(const char *v, bool *out) {
 ctn_status cuda_set_option(void *state, const char *key, const char *value) {
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
-  try {
+  return ctn_backend_util::guarded(host, "cuda set_option", [&]() -> ctn_status {
     if (!key || !value)
       return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda set_option: NULL key or value");
     if (!std::strcmp(key, "placement")) {
@@ -367,18 +358,18 @@ ctn_status cuda_set_option(void *state, const char *key, const char *value) {
     }
     update_description(*be);
     return CTN_OK;
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "cuda set_option: out of memory");
-  }
+  });
 }
 
 void *proc_stream(void *state) { return static_cast<Backend *>(state)->stream; }
 int proc_device(void *state) { return static_cast<Backend *>(state)->device; }
 
 void *cuda_get_proc_address(void *, const char *name) {
-  if (!name) return nullptr;
-  if (!std::strcmp(name, "ctn_cuda_stream")) return reinterpret_cast<void *>(&proc_stream);
-  if (!std::strcmp(name, "ctn_cuda_device")) return reinterpret_cast<void *>(&proc_device);
+  static const ctn_backend_util::ProcEntry table[] = {
+      CTN_PROC_ENTRY("ctn_cuda_stream", proc_stream),
+      CTN_PROC_ENTRY("ctn_cuda_device", proc_device),
+  };
+  if (void *fn = ctn_backend_util::proc_lookup(table, name)) return fn;
   return interop_proc(name);  // "ctn_cuda_interop" (interop.cpp)
 }
 
@@ -392,7 +383,7 @@ ctn_status run_calls(const std::vector<ctn_plan_call> &calls) {
 ctn_status cuda_plan_prepare(void *state, uint32_t n_calls, const ctn_plan_call *calls,
                              void **out_segment) {
   auto *be = static_cast<Backend *>(state);
-  try {
+  return ctn_backend_util::guarded(be->host, "cuda plan_prepare", [&]() -> ctn_status {
     if (!out_segment || (n_calls && !calls))
       return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda plan_prepare: NULL argument");
     cudaSetDevice(be->device);
@@ -425,9 +416,7 @@ ctn_status cuda_plan_prepare(void *state, uint32_t n_calls, const ctn_plan_call 
     }
     *out_segment = seg.release();
     return CTN_OK;
-  } catch (const std::bad_alloc &) {
-    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "cuda plan_prepare: out of memory");
-  }
+  });
 }
 
 ctn_status cuda_plan_run(void *state, void *segment) {

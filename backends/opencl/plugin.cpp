@@ -89,7 +89,7 @@ void update_description(Backend &be) {
 ctn_status ocl_init(const ctn_host_api *host, const ctn_backend_config *config,
                     void **out_state) {
   if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
-  try {
+  return ctn_backend_util::guarded(host, "opencl init", [&]() -> ctn_status {
     if (!config || !out_state)
       return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl init: NULL config or out_state");
     auto be = std::make_unique<Backend>();
@@ -148,11 +148,7 @@ ctn_status ocl_init(const ctn_host_api *host, const ctn_backend_config *config,
     update_description(*be);
     *out_state = be.release();
     return CTN_OK;
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "opencl init: out of memory");
-  } catch (const std::exception &ex) {
-    return host->set_error(CTN_ERR_INTERNAL, "opencl init: %s", ex.what());
-  }
+  });
 }
 
 void ocl_shutdown(void *state) {
@@ -250,7 +246,7 @@ ctn_status ocl_synchronize(void *state) {
 ctn_status ocl_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
-  try {
+  return ctn_backend_util::guarded(host, "opencl get_kernel", [&]() -> ctn_status {
     if (!sig || !out || !sig->op || !sig->output || !sig->attrs || (sig->n_inputs && !sig->inputs))
       return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl get_kernel: incomplete signature");
     for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
@@ -277,12 +273,7 @@ ctn_status ocl_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
     }
     return host->set_error(CTN_ERR_UNSUPPORTED, "opencl backend: op '%s' is not implemented",
                            sig->op);
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "opencl get_kernel(%s): out of memory",
-                           sig && sig->op ? sig->op : "?");
-  } catch (const std::exception &ex) {
-    return host->set_error(CTN_ERR_INTERNAL, "opencl get_kernel: %s", ex.what());
-  }
+  }, sig && sig->op ? sig->op : "?");
 }
 
 ctn_status ocl_set_option(void *state, const char *key, const char *value) {
@@ -330,7 +321,7 @@ struct Segment {
 
 ctn_status ocl_plan_prepare(void *state, uint32_t n, const ctn_plan_call *calls, void **out) {
   auto *be = static_cast<Backend *>(state);
-  try {
+  return ctn_backend_util::guarded(be->host, "opencl plan_prepare", [&]() -> ctn_status {
     auto seg = std::make_unique<Segment>();
     for (uint32_t i = 0; i < n; ++i) {
       const ctn_kernel *k = calls[i].kernel;
@@ -344,9 +335,7 @@ ctn_status ocl_plan_prepare(void *state, uint32_t n, const ctn_plan_call *calls,
     }
     *out = seg.release();
     return CTN_OK;
-  } catch (const std::bad_alloc &) {
-    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "opencl plan_prepare: out of memory");
-  }
+  });
 }
 
 ctn_status ocl_plan_run(void *, void *segment) {
@@ -375,11 +364,13 @@ cl_command_queue proc_queue(void *state) { return static_cast<Backend *>(state)-
 cl_context proc_context(void *state) { return static_cast<Backend *>(state)->context; }
 
 void *ocl_get_proc_address(void *, const char *name) {
-  if (!name) return nullptr;
-  if (!std::strcmp(name, "ctn_opencl_policy_report")) return reinterpret_cast<void *>(&proc_policy);
-  if (!std::strcmp(name, "ctn_placement_explain")) return reinterpret_cast<void *>(&proc_placement_explain);
-  if (!std::strcmp(name, "ctn_opencl_queue")) return reinterpret_cast<void *>(&proc_queue);
-  if (!std::strcmp(name, "ctn_opencl_context")) return reinterpret_cast<void *>(&proc_context);
+  static const ctn_backend_util::ProcEntry table[] = {
+      CTN_PROC_ENTRY("ctn_opencl_policy_report", proc_policy),
+      CTN_PROC_ENTRY("ctn_placement_explain", proc_placement_explain),
+      CTN_PROC_ENTRY("ctn_opencl_queue", proc_queue),
+      CTN_PROC_ENTRY("ctn_opencl_context", proc_context),
+  };
+  if (void *fn = ctn_backend_util::proc_lookup(table, name)) return fn;
   return interop_proc(name);  // "ctn_opencl_interop" (interop.cpp)
 }
 
