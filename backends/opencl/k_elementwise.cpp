@@ -55,9 +55,7 @@ struct EwOp : Op {
   size_t src_off = 0, dst_off = 0;
 
   ctn_status bind(const ctn_kernel_args &a) override {
-    for (uint32_t i = 0; i < a.n_inputs; ++i)
-      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
-    if (ctn_status s = check_offset(be, name, a.outputs[0]); s) return s;
+    if (ctn_status s = check_args(a); s) return s;
     const ctn_tensor_desc &y = a.outputs[0];
     if (kind == kCopy) {
       src = mem_of(a.inputs[0]);
@@ -187,10 +185,7 @@ ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel
     st->nd = static_cast<cl_int>(nd);
     if (ctn_status s = st->set_meta(meta); s) return s;
   }
-  st->k = st->make_kernel(kname.c_str());
-  if (!st->k) return CTN_ERR_INTERNAL;
-  op_set(out, st.release(), flags);
-  return CTN_OK;
+  return op_finish(std::move(st), kname.c_str(), out, flags);
 }
 
 }  // namespace ctn_ocl
