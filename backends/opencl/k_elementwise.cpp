@@ -83,15 +83,11 @@ struct EwOp : Op {
         if (e == CL_SUCCESS) e = fl(6);
         break;
       case kBinary:
+      case kCompare:  // the binary kernel's arguments without its scalar ones
         e = set_args(k, cl_int(code), n, nd, meta, mode[0], mode[1], mem_of(in[0]),
                      cl_long(elem_off(in[0])), mem_of(in[1]), cl_long(elem_off(in[1])), mem_of(y),
                      cl_long(elem_off(y)));
-        if (e == CL_SUCCESS) e = fl(12);
-        break;
-      case kCompare:
-        e = set_args(k, cl_int(code), n, nd, meta, mode[0], mode[1], mem_of(in[0]),
-                     cl_long(elem_off(in[0])), mem_of(in[1]), cl_long(elem_off(in[1])), mem_of(y),
-                     cl_long(elem_off(y)));
+        if (e == CL_SUCCESS && kind == kBinary) e = fl(12);
         break;
       case kWhere:
         e = set_args(k, n, nd, meta, mode[0], mode[1], mode[2], mem_of(in[0]),

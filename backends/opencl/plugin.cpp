@@ -12,22 +12,22 @@
 namespace ctn_ocl {
 namespace {
 
-std::string device_string(cl_device_id d, cl_device_info what) {
+// A string query of clGetDeviceInfo / clGetPlatformInfo (`get`) without its trailing NULs and
+// spaces; "" when the query fails.
+template <class Get, class Obj, class Info>
+std::string info_string(Get get, Obj obj, Info what) {
   size_t n = 0;
-  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  if (get(obj, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
   std::string s(n, '\0');
-  if (clGetDeviceInfo(d, what, n, s.data(), nullptr) != CL_SUCCESS) return "";
+  if (get(obj, what, n, s.data(), nullptr) != CL_SUCCESS) return "";
   while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
   return s;
 }
-
+std::string device_string(cl_device_id d, cl_device_info what) {
+  return info_string(clGetDeviceInfo, d, what);
+}
 std::string platform_string(cl_platform_id p, cl_platform_info what) {
-  size_t n = 0;
-  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
-  std::string s(n, '\0');
-  if (clGetPlatformInfo(p, what, n, s.data(), nullptr) != CL_SUCCESS) return "";
-  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
-  return s;
+  return info_string(clGetPlatformInfo, p, what);
 }
 
 void release_all(Backend &be) {

@@ -28,17 +28,8 @@ struct Token {
 
 ctn_status make_pool(Backend &be, uint32_t n_sets, uint32_t n_desc, VkDescriptorPool *out) {
   *out = VK_NULL_HANDLE;
-  if (n_sets == 0) return CTN_OK;
-  VkDescriptorPoolSize ps{};
-  ps.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-  ps.descriptorCount = n_desc ? n_desc : 1;
-  VkDescriptorPoolCreateInfo pi{};
-  pi.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
-  pi.maxSets = n_sets;
-  pi.poolSizeCount = 1;
-  pi.pPoolSizes = &ps;
-  VkResult r = be.vk.vkCreateDescriptorPool(be.dev, &pi, nullptr, out);
-  return r == VK_SUCCESS ? CTN_OK : vk_fail(be, r, "vkCreateDescriptorPool (op library)");
+  return create_descriptor_pool(be, n_sets, out, n_desc ? n_desc : 1,
+                                "vkCreateDescriptorPool (op library)");
 }
 
 ctn_status begin_commands(void *state, uint32_t n_sets, uint32_t n_desc, ctn_vulkan_commands *out) {

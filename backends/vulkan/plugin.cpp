@@ -346,36 +346,32 @@ ctn_status staged_copy(Backend &be, Buffer *dev, uint64_t offset, const void *sr
   return CTN_OK;
 }
 
-ctn_status vk_upload(void *state, void *handle, uint64_t offset, const void *src, uint64_t bytes) {
+// upload (src) or download (dst): after the submitted work, through the mapping or the staging
+// buffer.
+ctn_status transfer(void *state, void *handle, uint64_t offset, const void *src, void *dst,
+                    uint64_t bytes, const char *what) {
   auto *be = static_cast<Backend *>(state);
-  return ctn_backend_util::guarded(be->host, "vulkan upload", [&]() -> ctn_status {
+  return ctn_backend_util::guarded(be->host, what, [&]() -> ctn_status {
     auto *b = static_cast<Buffer *>(handle);
-    if (!b || (!src && bytes) || offset + bytes > b->size)
-      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan upload: bad buffer or range");
+    if (!b || (!src && !dst && bytes) || offset + bytes > b->size)
+      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "%s: bad buffer or range", what);
     if (ctn_status st = drain(*be); st != CTN_OK) return st;
     if (!bytes) return CTN_OK;
     if (b->map) {
-      std::memcpy(b->map + offset, src, bytes);
+      if (src) std::memcpy(b->map + offset, src, bytes);
+      else std::memcpy(dst, b->map + offset, bytes);
       return CTN_OK;
     }
-    return staged_copy(*be, b, offset, src, nullptr, bytes);
+    return staged_copy(*be, b, offset, src, dst, bytes);
   });
 }
 
+ctn_status vk_upload(void *state, void *handle, uint64_t offset, const void *src, uint64_t bytes) {
+  return transfer(state, handle, offset, src, nullptr, bytes, "vulkan upload");
+}
+
 ctn_status vk_download(void *state, void *handle, uint64_t offset, void *dst, uint64_t bytes) {
-  auto *be = static_cast<Backend *>(state);
-  return ctn_backend_util::guarded(be->host, "vulkan download", [&]() -> ctn_status {
-    auto *b = static_cast<Buffer *>(handle);
-    if (!b || (!dst && bytes) || offset + bytes > b->size)
-      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan download: bad buffer or range");
-    if (ctn_status st = drain(*be); st != CTN_OK) return st;
-    if (!bytes) return CTN_OK;
-    if (b->map) {
-      std::memcpy(dst, b->map + offset, bytes);
-      return CTN_OK;
-    }
-    return staged_copy(*be, b, offset, nullptr, dst, bytes);
-  });
+  return transfer(state, handle, offset, nullptr, dst, bytes, "vulkan download");
 }
 
 ctn_status vk_synchronize(void *state) {
