@@ -182,32 +182,36 @@ void ocl_buffer_free(void *state, void *handle) {
   clReleaseMemObject(static_cast<cl_mem>(handle));
 }
 
-ctn_status ocl_upload(void *state, void *handle, uint64_t offset, const void *src,
-                      uint64_t bytes) {
-  auto *be = static_cast<Backend *>(state);
-  if (!handle || (!src && bytes))
-    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl upload: NULL pointer");
+// upload (src) or download (dst): one blocking write or read.
+ctn_status transfer(Backend *be, void *handle, uint64_t offset, const void *src, void *dst,
+                    uint64_t bytes, const char *what) {
+  if (!handle || (!src && !dst && bytes))
+    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "%s: NULL pointer", what);
   if (!bytes) return CTN_OK;
-  cl_int e = clEnqueueWriteBuffer(be->queue, static_cast<cl_mem>(handle), CL_TRUE, offset, bytes,
-                                  src, 0, nullptr, nullptr);
+  cl_mem m = static_cast<cl_mem>(handle);
+  cl_int e = src ? clEnqueueWriteBuffer(be->queue, m, CL_TRUE, offset, bytes, src, 0, nullptr,
+                                        nullptr)
+                 : clEnqueueReadBuffer(be->queue, m, CL_TRUE, offset, bytes, dst, 0, nullptr,
+                                       nullptr);
   if (e != CL_SUCCESS)
-    return be->host->set_error(CTN_ERR_INTERNAL, "opencl upload of %" PRIu64 " bytes: %s", bytes,
+    return be->host->set_error(CTN_ERR_INTERNAL, "%s of %" PRIu64 " bytes: %s", what, bytes,
                                cl_error_name(e));
   return CTN_OK;
+}
+
+ctn_status ocl_upload(void *state, void *handle, uint64_t offset, const void *src,
+                      uint64_t bytes) {
+  return transfer(static_cast<Backend *>(state), handle, offset, src, nullptr, bytes,
+                  "opencl upload");
 }
 
 ctn_status check_errors(Backend &be);
 
 ctn_status ocl_download(void *state, void *handle, uint64_t offset, void *dst, uint64_t bytes) {
   auto *be = static_cast<Backend *>(state);
-  if (!handle || (!dst && bytes))
-    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl download: NULL pointer");
+  if (ctn_status st = transfer(be, handle, offset, nullptr, dst, bytes, "opencl download"); st)
+    return st;
   if (!bytes) return CTN_OK;
-  cl_int e = clEnqueueReadBuffer(be->queue, static_cast<cl_mem>(handle), CL_TRUE, offset, bytes,
-                                 dst, 0, nullptr, nullptr);
-  if (e != CL_SUCCESS)
-    return be->host->set_error(CTN_ERR_INTERNAL, "opencl download of %" PRIu64 " bytes: %s",
-                               bytes, cl_error_name(e));
   return check_errors(*be);
 }
 
