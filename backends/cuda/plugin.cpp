@@ -281,23 +281,23 @@ ctn_status cuda_synchronize(void *state) {
   cudaError_t e = cudaStreamSynchronize(be->stream);
   if (e != cudaSuccess) return cuda_fail(be, e, "synchronize");
   int code = __atomic_exchange_n(be->err_host, 0, __ATOMIC_SEQ_CST);
-  switch (code) {
-    case kDevErrNone: return CTN_OK;
-    case kDevErrLabel:
-      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                                 "cuda cross_entropy: a label is outside [0, C)");
-    case kDevErrEmbedding:
-      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                                 "cuda embedding: an id is outside [0, V)");
-    case kDevErrStep:
-      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                                 "cuda adam_apply: step must be >= 1 (the first update is step 1)");
-    case kDevErrOpCode:
-      return be->host->set_error(CTN_ERR_INTERNAL,
-                                 "cuda: an elementwise kernel got an op code it has no case for");
-    default:
-      return be->host->set_error(CTN_ERR_INTERNAL, "cuda: device error code %d", code);
-  }
+  if (code == kDevErrNone) return CTN_OK;
+  // What a device error code (DeviceError) reports, indexed by the code.
+  static const struct {
+    ctn_status status;
+    const char *message;
+  } kReports[] = {
+      {CTN_OK, nullptr},  // kDevErrNone
+      {CTN_ERR_INVALID_ARGUMENT, "cuda cross_entropy: a label is outside [0, C)"},
+      {CTN_ERR_INVALID_ARGUMENT, "cuda embedding: an id is outside [0, V)"},
+      {CTN_ERR_INVALID_ARGUMENT, "cuda adam_apply: step must be >= 1 (the first update is step 1)"},
+      {CTN_ERR_INTERNAL, "cuda: an elementwise kernel got an op code it has no case for"},
+  };
+  static_assert(sizeof kReports / sizeof kReports[0] == kDevErrOpCode + 1,
+                "one report per device error code");
+  if (code > kDevErrNone && code <= kDevErrOpCode)
+    return be->host->set_error(kReports[code].status, "%s", kReports[code].message);
+  return be->host->set_error(CTN_ERR_INTERNAL, "cuda: device error code %d", code);
 }
 
 ctn_status cuda_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
