@@ -42,6 +42,38 @@ ctn_status guarded(const ctn_host_api *host, const char *what, F &&body, const c
   }
 }
 
+// get_kernel's first checks, in order: a complete signature ("<backend> get_kernel: incomplete
+// signature"); then per operand i (the inputs, then the output as operand n_inputs) a known
+// dtype and ndim <= CTN_MAX_DIMS, with negative_dims no negative dim (CTN_ERR_SHAPE), and last
+// each(i, d), the backend's own check of it (CTN_OK to go on).
+template <class Each>
+ctn_status check_signature(const ctn_host_api *host, const char *backend,
+                           const ctn_op_signature *sig, const ctn_kernel *out, bool negative_dims,
+                           Each &&each) {
+  if (!sig || !out || !sig->op || !sig->output || !sig->attrs || (sig->n_inputs && !sig->inputs))
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "%s get_kernel: incomplete signature",
+                           backend);
+  for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
+    const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
+    if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                             "%s %s: operand %u has ndim %u / dtype %d out of range", backend,
+                             sig->op, i, d.ndim, static_cast<int>(d.dtype));
+    for (uint32_t k = 0; negative_dims && k < d.ndim; ++k)
+      if (d.shape[k] < 0)
+        return host->set_error(CTN_ERR_SHAPE, "%s %s: operand %u has a negative dim", backend,
+                               sig->op, i);
+    if (ctn_status st = each(i, d); st != CTN_OK) return st;
+  }
+  return CTN_OK;
+}
+// The same with every check on and no check of the backend's own.
+inline ctn_status check_signature(const ctn_host_api *host, const char *backend,
+                                  const ctn_op_signature *sig, const ctn_kernel *out) {
+  return check_signature(host, backend, sig, out, true,
+                         [](uint32_t, const ctn_tensor_desc &) -> ctn_status { return CTN_OK; });
+}
+
 // A get_proc_address table: name -> function.
 struct ProcEntry {
   const char *name;

@@ -230,20 +230,8 @@ ctn_status cpu_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
   return ctn_backend_util::guarded(host, "cpu get_kernel", [&]() -> ctn_status {
-    if (!sig || !out || !sig->op || !sig->output || !sig->attrs ||
-        (sig->n_inputs && !sig->inputs))
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu get_kernel: incomplete signature");
-    for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
-      const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
-      if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                               "cpu %s: operand %u has ndim %u / dtype %d out of range", sig->op,
-                               i, d.ndim, static_cast<int>(d.dtype));
-      for (uint32_t k = 0; k < d.ndim; ++k)
-        if (d.shape[k] < 0)
-          return host->set_error(CTN_ERR_SHAPE, "cpu %s: operand %u has a negative dim",
-                                 sig->op, i);
-    }
+    if (ctn_status st = ctn_backend_util::check_signature(host, "cpu", sig, out); st != CTN_OK)
+      return st;
     bool handled = false;
     using Maker = ctn_status (*)(Backend *, const ctn_op_signature *, ctn_kernel *, bool *);
     for (Maker m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,

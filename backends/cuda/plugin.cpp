@@ -304,18 +304,8 @@ ctn_status cuda_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel 
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
   return ctn_backend_util::guarded(host, "cuda get_kernel", [&]() -> ctn_status {
-    if (!sig || !out || !sig->op || !sig->output || !sig->attrs || (sig->n_inputs && !sig->inputs))
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda get_kernel: incomplete signature");
-    for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
-      const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
-      if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                               "cuda %s: operand %u has ndim %u / dtype %d out of range", sig->op, i,
-                               d.ndim, static_cast<int>(d.dtype));
-      for (uint32_t k = 0; k < d.ndim; ++k)
-        if (d.shape[k] < 0)
-          return host->set_error(CTN_ERR_SHAPE, "cuda %s: operand %u has a negative dim", sig->op, i);
-    }
+    if (ctn_status st = ctn_backend_util::check_signature(host, "cuda", sig, out); st != CTN_OK)
+      return st;
     cudaSetDevice(be->device);
     bool handled = false;
     for (Maker m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,

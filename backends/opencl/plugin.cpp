@@ -251,19 +251,17 @@ ctn_status ocl_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
   return ctn_backend_util::guarded(host, "opencl get_kernel", [&]() -> ctn_status {
-    if (!sig || !out || !sig->op || !sig->output || !sig->attrs || (sig->n_inputs && !sig->inputs))
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl get_kernel: incomplete signature");
-    for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
-      const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
-      if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                               "opencl %s: operand %u has ndim %u / dtype %d out of range", sig->op,
-                               i, d.ndim, static_cast<int>(d.dtype));
-      if (d.dtype == CTN_F64 && !be->fp64)
-        return host->set_error(CTN_ERR_UNSUPPORTED,
-                               "opencl %s: f64 needs cl_khr_fp64, which %s does not offer", sig->op,
-                               be->device_name.c_str());
-    }
+    if (ctn_status st = ctn_backend_util::check_signature(
+            host, "opencl", sig, out, false,
+            [&](uint32_t, const ctn_tensor_desc &d) -> ctn_status {
+              if (d.dtype == CTN_F64 && !be->fp64)
+                return host->set_error(CTN_ERR_UNSUPPORTED,
+                                       "opencl %s: f64 needs cl_khr_fp64, which %s does not offer",
+                                       sig->op, be->device_name.c_str());
+              return CTN_OK;
+            });
+        st != CTN_OK)
+      return st;
     if (be->policy.auto_mode) {
       if (!be->policy.ready()) policy_prepare(*be);
       if (std::string why = be->policy.decline_reason(sig); !why.empty())
