@@ -141,9 +141,8 @@ ctn_status ocl_init(const ctn_host_api *host, const ctn_backend_config *config,
                              be->device_name.c_str(), cl_error_name(e));
     }
     if (const char *v = std::getenv("CHUTNEY_OPENCL_PLACEMENT"); v && *v) {
-      if (!std::strcmp(v, "always")) be->policy.auto_mode = false;
-      else if (!std::strcmp(v, "auto")) be->policy.auto_mode = true;
-      else if (host->log) host->log(CTN_LOG_WARN, "opencl", "CHUTNEY_OPENCL_PLACEMENT must be always or auto");
+      if (!ctn_backend_util::parse_placement(v, &be->policy.auto_mode) && host->log)
+        host->log(CTN_LOG_WARN, "opencl", "CHUTNEY_OPENCL_PLACEMENT must be always or auto");
     }
     update_description(*be);
     *out_state = be.release();
@@ -285,9 +284,7 @@ ctn_status ocl_set_option(void *state, const char *key, const char *value) {
     return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl set_option: NULL key or value");
   try {
     if (!std::strcmp(key, "placement")) {
-      if (!std::strcmp(value, "always")) be->policy.auto_mode = false;
-      else if (!std::strcmp(value, "auto")) be->policy.auto_mode = true;
-      else
+      if (!ctn_backend_util::parse_placement(value, &be->policy.auto_mode))
         return host->set_error(CTN_ERR_INVALID_ARGUMENT,
                                "opencl: placement must be 'always' or 'auto', got '%s'", value);
       update_description(*be);

@@ -249,9 +249,8 @@ ctn_status vk_init(const ctn_host_api *host, const ctn_backend_config *, void **
     if (const char *st = std::getenv("CHUTNEY_VULKAN_STAGING"); st && std::strcmp(st, "1") == 0)
       be->force_staging = true;
     if (const char *v = std::getenv("CHUTNEY_VULKAN_PLACEMENT"); v && *v) {
-      if (!std::strcmp(v, "always")) be->policy.auto_mode = false;
-      else if (!std::strcmp(v, "auto")) be->policy.auto_mode = true;
-      else if (host->log) host->log(CTN_LOG_WARN, "vulkan", "CHUTNEY_VULKAN_PLACEMENT must be always or auto");
+      if (!ctn_backend_util::parse_placement(v, &be->policy.auto_mode) && host->log)
+        host->log(CTN_LOG_WARN, "vulkan", "CHUTNEY_VULKAN_PLACEMENT must be always or auto");
     }
     if (ctn_status st = buffer_create(*be, 256, true, &be->dummy); st != CTN_OK) {
       destroy(be);
@@ -426,9 +425,8 @@ ctn_status vk_set_option(void *state, const char *key, const char *value) {
   if (!key || !value) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan set_option: NULL key or value");
   if (std::strcmp(key, "placement") == 0) {
     // "auto" declines the op classes the device measured slower at; "always" takes every op.
-    if (std::strcmp(value, "always") == 0) be->policy.auto_mode = false;
-    else if (std::strcmp(value, "auto") == 0) be->policy.auto_mode = true;
-    else return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan: placement must be 'always' or 'auto', got '%s'", value);
+    if (!ctn_backend_util::parse_placement(value, &be->policy.auto_mode))
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan: placement must be 'always' or 'auto', got '%s'", value);
     return CTN_OK;
   }
   if (std::strcmp(key, "policy") == 0) {
