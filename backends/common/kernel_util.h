@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <vector>
 
 #include "desc_util.h"
@@ -24,6 +26,98 @@
   }
 
 namespace ctn_backend_util {
+
+// Runs body() (which returns a ctn_status) for a C ABI entry point: std::bad_alloc becomes
+// CTN_ERR_OUT_OF_MEMORY "<what>[(<arg>)]: out of memory", any other std::exception
+// CTN_ERR_INTERNAL "<what>: <e.what()>".
+template <class F>
+ctn_status guarded(const ctn_host_api *host, const char *what, F &&body, const char *arg = nullptr) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    if (arg) return host->set_error(CTN_ERR_OUT_OF_MEMORY, "%s(%s): out of memory", what, arg);
+    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+  } catch (const std::exception &e) {
+    return host->set_error(CTN_ERR_INTERNAL, "%s: %s", what, e.what());
+  }
+}
+
+// get_kernel's first checks, in order: a complete signature ("<backend> get_kernel: incomplete
+// signature"); then per operand i (the inputs, then the output as operand n_inputs) a known
+// dtype and ndim <= CTN_MAX_DIMS, with negative_dims no negative dim (CTN_ERR_SHAPE), and last
+// each(i, d), the backend's own check of it (CTN_OK to go on).
+template <class Each>
+ctn_status check_signature(const ctn_host_api *host, const char *backend,
+                           const ctn_op_signature *sig, const ctn_kernel *out, bool negative_dims,
+                           Each &&each) {
+  if (!sig || !out || !sig->op || !sig->output || !sig->attrs || (sig->n_inputs && !sig->inputs))
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "%s get_kernel: incomplete signature",
+                           backend);
+  for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
+    const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
+    if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                             "%s %s: operand %u has ndim %u / dtype %d out of range", backend,
+                             sig->op, i, d.ndim, static_cast<int>(d.dtype));
+    for (uint32_t k = 0; negative_dims && k < d.ndim; ++k)
+      if (d.shape[k] < 0)
+        return host->set_error(CTN_ERR_SHAPE, "%s %s: operand %u has a negative dim", backend,
+                               sig->op, i);
+    if (ctn_status st = each(i, d); st != CTN_OK) return st;
+  }
+  return CTN_OK;
+}
+// The same with every check on and no check of the backend's own.
+inline ctn_status check_signature(const ctn_host_api *host, const char *backend,
+                                  const ctn_op_signature *sig, const ctn_kernel *out) {
+  return check_signature(host, backend, sig, out, true,
+                         [](uint32_t, const ctn_tensor_desc &) -> ctn_status { return CTN_OK; });
+}
+
+// A get_proc_address table: name -> function.
+struct ProcEntry {
+  const char *name;
+  void *fn;
+};
+#define CTN_PROC_ENTRY(name, fn) ::ctn_backend_util::ProcEntry{name, reinterpret_cast<void *>(&(fn))}
+// The entry named `name` in `table`, nullptr when none is.
+template <size_t N>
+void *proc_lookup(const ProcEntry (&table)[N], const char *name) {
+  if (!name) return nullptr;
+  for (const ProcEntry &e : table)
+    if (std::strcmp(e.name, name) == 0) return e.fn;
+  return nullptr;
+}
+
+// The interop extras (abi/chutney/{opencl,vulkan,cuda}.h). get_proc_address's answer: `fill`
+// when `name` is the extra's `proc` name, nullptr otherwise.
+template <class Fn>
+void *interop_proc_entry(const char *name, const char *proc, Fn fill) {
+  return name && std::strcmp(name, proc) == 0 ? reinterpret_cast<void *>(fill) : nullptr;
+}
+// The extra's fill function: CTN_ERR_INVALID_ARGUMENT unless `state` and `out` are set and the
+// caller's out->struct_size covers Io; otherwise fill(io) fills a zeroed Io whose struct_size
+// (the caller's) and version are set, and only when it returns CTN_OK is *out overwritten (later
+// versions fill only what fits: struct_size).
+template <class Io, class Fill>
+ctn_status interop_answer(void *state, Io *out, uint32_t version, Fill &&fill) {
+  if (!state || !out || out->struct_size < sizeof(Io)) return CTN_ERR_INVALID_ARGUMENT;
+  Io io{};
+  io.struct_size = out->struct_size;
+  io.version = version;
+  if (ctn_status st = fill(io); st != CTN_OK) return st;
+  std::memcpy(out, &io, sizeof io);
+  return CTN_OK;
+}
+
+// The "placement" option and CHUTNEY_<BACKEND>_PLACEMENT: "always" (false) or "auto" (true) into
+// *auto_mode; false for any other value (then *auto_mode is unchanged).
+inline bool parse_placement(const char *value, bool *auto_mode) {
+  if (std::strcmp(value, "always") == 0) *auto_mode = false;
+  else if (std::strcmp(value, "auto") == 0) *auto_mode = true;
+  else return false;
+  return true;
+}
 
 // Fills get_kernel's answer: fn(state), freed by release(state), with flags (CTN_KERNEL_*) and
 // workspace bytes.

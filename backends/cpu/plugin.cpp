@@ -131,7 +131,7 @@ bool parse_gemm_mode(const char *v, GemmMode *out) {
 ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
                     void **out_state) {
   if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
-  try {
+  return ctn_backend_util::guarded(host, "cpu init", [&]() -> ctn_status {
     if (!config || !out_state)
       return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu init: NULL config or out_state");
     if (config->struct_size < sizeof(uint32_t) + sizeof(int32_t) || config->num_threads < 1 ||
@@ -172,11 +172,7 @@ ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
     update_description(*be);
     *out_state = be.release();
     return CTN_OK;
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu init: out of memory");
-  } catch (const std::exception &e) {
-    return host->set_error(CTN_ERR_INTERNAL, "cpu init: %s", e.what());
-  }
+  });
 }
 
 void cpu_shutdown(void *state) {
@@ -233,21 +229,9 @@ ctn_status cpu_download(void *state, void *handle, uint64_t offset, void *dst,
 ctn_status cpu_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
-  try {
-    if (!sig || !out || !sig->op || !sig->output || !sig->attrs ||
-        (sig->n_inputs && !sig->inputs))
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu get_kernel: incomplete signature");
-    for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
-      const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
-      if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                               "cpu %s: operand %u has ndim %u / dtype %d out of range", sig->op,
-                               i, d.ndim, static_cast<int>(d.dtype));
-      for (uint32_t k = 0; k < d.ndim; ++k)
-        if (d.shape[k] < 0)
-          return host->set_error(CTN_ERR_SHAPE, "cpu %s: operand %u has a negative dim",
-                                 sig->op, i);
-    }
+  return ctn_backend_util::guarded(host, "cpu get_kernel", [&]() -> ctn_status {
+    if (ctn_status st = ctn_backend_util::check_signature(host, "cpu", sig, out); st != CTN_OK)
+      return st;
     bool handled = false;
     using Maker = ctn_status (*)(Backend *, const ctn_op_signature *, ctn_kernel *, bool *);
     for (Maker m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,
@@ -257,18 +241,13 @@ ctn_status cpu_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
       if (handled) return st;
     }
     return host->set_error(CTN_ERR_UNSUPPORTED, "cpu backend: unknown op '%s'", sig->op);
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu get_kernel(%s): out of memory",
-                           sig && sig->op ? sig->op : "?");
-  } catch (const std::exception &e) {
-    return host->set_error(CTN_ERR_INTERNAL, "cpu get_kernel: %s", e.what());
-  }
+  }, sig && sig->op ? sig->op : "?");
 }
 
 ctn_status cpu_set_option(void *state, const char *key, const char *value) {
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
-  try {
+  return ctn_backend_util::guarded(host, "cpu set_option", [&]() -> ctn_status {
     if (!key || !value)
       return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu set_option: NULL key or value");
     std::lock_guard<std::mutex> lock(be->option_mu);
@@ -316,11 +295,7 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
     }
     update_description(*be);
     return CTN_OK;
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu set_option: out of memory");
-  } catch (const std::exception &e) {
-    return host->set_error(CTN_ERR_INTERNAL, "cpu set_option: %s", e.what());
-  }
+  });
 }
 
 const char *proc_gemm_name(void *state) {
@@ -330,14 +305,12 @@ const char *proc_gemm_isa(void *state) { return static_cast<Backend *>(state)->g
 int proc_num_threads(void *state) { return static_cast<Backend *>(state)->num_threads.load(); }
 
 void *cpu_get_proc_address(void *, const char *name) {
-  if (!name) return nullptr;
-  if (std::strcmp(name, "ctn_cpu_gemm_name") == 0)
-    return reinterpret_cast<void *>(&proc_gemm_name);
-  if (std::strcmp(name, "ctn_cpu_gemm_isa") == 0)
-    return reinterpret_cast<void *>(&proc_gemm_isa);
-  if (std::strcmp(name, "ctn_cpu_num_threads") == 0)
-    return reinterpret_cast<void *>(&proc_num_threads);
-  return nullptr;
+  static const ctn_backend_util::ProcEntry table[] = {
+      CTN_PROC_ENTRY("ctn_cpu_gemm_name", proc_gemm_name),
+      CTN_PROC_ENTRY("ctn_cpu_gemm_isa", proc_gemm_isa),
+      CTN_PROC_ENTRY("ctn_cpu_num_threads", proc_num_threads),
+  };
+  return ctn_backend_util::proc_lookup(table, name);
 }
 
 // Constant-initialised: no code runs when the plugin is loaded.

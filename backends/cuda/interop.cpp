@@ -24,37 +24,32 @@ ctn_cuda_fn driver_function(void *state, const char *name) {
 }
 
 ctn_status fill_interop(void *state, ctn_cuda_interop *out) {
-  if (!state || !out || out->struct_size < sizeof(ctn_cuda_interop)) return CTN_ERR_INVALID_ARGUMENT;
-  auto *be = static_cast<Backend *>(state);
-  // The primary context, current after cudaSetDevice + a runtime call (cudaFree(0) makes it so).
-  using CtxGetCurrent = int (*)(void **);
-  void *sym = be->driver ? dlsym(be->driver, "cuCtxGetCurrent") : nullptr;
-  void *ctx = nullptr;
-  if (!sym || cudaSetDevice(be->device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess)
-    return be->host->set_error(CTN_ERR_INTERNAL, "cuda interop: cannot make the device's context current");
-  CtxGetCurrent get = nullptr;
-  std::memcpy(&get, &sym, sizeof get);
-  if (get(&ctx) != 0 || !ctx) return be->host->set_error(CTN_ERR_INTERNAL, "cuda interop: cuCtxGetCurrent failed");
-  ctn_cuda_interop io{};
-  io.struct_size = out->struct_size;
-  io.version = CTN_CUDA_INTEROP_VERSION;
-  io.device = be->device;
-  io.compute_capability = be->prop.major * 10 + be->prop.minor;
-  io.context = ctx;
-  io.stream = be->stream;
-  io.get_driver_function = driver_function;
-  std::memcpy(out, &io, sizeof io);
-  return CTN_OK;
+  return ctn_backend_util::interop_answer(
+      state, out, CTN_CUDA_INTEROP_VERSION, [&](ctn_cuda_interop &io) -> ctn_status {
+    auto *be = static_cast<Backend *>(state);
+    // The primary context, current after cudaSetDevice + a runtime call (cudaFree(0) makes it so).
+    using CtxGetCurrent = int (*)(void **);
+    void *sym = be->driver ? dlsym(be->driver, "cuCtxGetCurrent") : nullptr;
+    void *ctx = nullptr;
+    if (!sym || cudaSetDevice(be->device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess)
+      return be->host->set_error(CTN_ERR_INTERNAL, "cuda interop: cannot make the device's context current");
+    CtxGetCurrent get = nullptr;
+    std::memcpy(&get, &sym, sizeof get);
+    if (get(&ctx) != 0 || !ctx) return be->host->set_error(CTN_ERR_INTERNAL, "cuda interop: cuCtxGetCurrent failed");
+    io.device = be->device;
+    io.compute_capability = be->prop.major * 10 + be->prop.minor;
+    io.context = ctx;
+    io.stream = be->stream;
+    io.get_driver_function = driver_function;
+    return CTN_OK;
+  });
 }
 
 }  // namespace
 
 void *interop_proc(const char *name) {
-  if (name && !std::strcmp(name, CTN_CUDA_INTEROP_PROC)) {
-    ctn_cuda_interop_fn f = fill_interop;
-    return reinterpret_cast<void *>(f);
-  }
-  return nullptr;
+  return ctn_backend_util::interop_proc_entry(name, CTN_CUDA_INTEROP_PROC,
+                                              static_cast<ctn_cuda_interop_fn>(fill_interop));
 }
 
 }  // namespace ctn_cuda

@@ -172,18 +172,28 @@ __device__ __forceinline__ bool label_at(const void *labels, int64_t r, int64_t 
   return l >= 0 && l < c;
 }
 
+// A row of c logits, reduced over the block: its max m (NaN wins) and sum of exp(x - m); every
+// thread gets both.
+template <class T>
+__device__ void row_max_sumexp(const T *x, int64_t c, T *sh, T *m_out, T *sum_out) {
+  T m = T(-INFINITY);
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) m = (x[k] > m || x[k] != x[k]) ? x[k] : m;
+  m = block_max<T>(m, sh, T(-INFINITY));
+  T sum = T(0);
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) sum += exp(x[k] - m);
+  sum = block_sum<T>(sum, sh);
+  *m_out = m;
+  *sum_out = sum;
+}
+
 template <class T, class L>
 __global__ void ce_rows_kernel(int64_t n, int64_t c, const T *logits, const void *labels,
                                T *rows, int *err) {
   __shared__ T sh[32];
   for (int64_t r = blockIdx.x; r < n; r += gridDim.x) {
     const T *x = logits + r * c;
-    T m = T(-INFINITY);
-    for (int64_t k = threadIdx.x; k < c; k += blockDim.x) m = (x[k] > m || x[k] != x[k]) ? x[k] : m;
-    m = block_max<T>(m, sh, T(-INFINITY));
-    T sum = T(0);
-    for (int64_t k = threadIdx.x; k < c; k += blockDim.x) sum += exp(x[k] - m);
-    sum = block_sum<T>(sum, sh);
+    T m, sum;
+    row_max_sumexp<T>(x, c, sh, &m, &sum);
     if (threadIdx.x == 0) {
       int64_t l;
       if (!label_at<L>(labels, r, c, &l)) {
@@ -213,12 +223,8 @@ __global__ void ce_grad_kernel(int64_t n, int64_t c, const T *logits, const void
   for (int64_t r = blockIdx.x; r < n; r += gridDim.x) {
     const T *x = logits + r * c;
     T *o = out + r * c;
-    T m = T(-INFINITY);
-    for (int64_t k = threadIdx.x; k < c; k += blockDim.x) m = (x[k] > m || x[k] != x[k]) ? x[k] : m;
-    m = block_max<T>(m, sh, T(-INFINITY));
-    T sum = T(0);
-    for (int64_t k = threadIdx.x; k < c; k += blockDim.x) sum += exp(x[k] - m);
-    sum = block_sum<T>(sum, sh);
+    T m, sum;
+    row_max_sumexp<T>(x, c, sh, &m, &sum);
     int64_t l;
     bool ok = label_at<L>(labels, r, c, &l);
     if (!ok && threadIdx.x == 0) set_device_error(err, 1);

@@ -377,13 +377,24 @@ void launch_bn_inference(cudaStream_t s, int dtype, int64_t n, int64_t c, int64_
     bn_inference_kernel<double><<<grid_for(total), kBlock, 0, s>>>(total, c, sp, eps, static_cast<const double *>(x), static_cast<const double *>(gamma), static_cast<const double *>(beta), static_cast<const double *>(mean), static_cast<const double *>(var), static_cast<double *>(y));
 }
 
+// The layer-norm row kernels (layer_norm, layer_norm_grad_input): one block per row of d, three
+// inputs and one output.
+template <class T>
+using LnRowKernel = void (*)(int64_t, int64_t, T, const T *, const T *, const T *, T *);
+
+template <class T>
+void launch_ln_rows(cudaStream_t s, LnRowKernel<T> k, int64_t rows, int64_t d, double eps,
+                    const void *a, const void *b, const void *c, void *y) {
+  k<<<row_blocks(rows), kBlock, 0, s>>>(rows, d, T(eps), static_cast<const T *>(a),
+                                        static_cast<const T *>(b), static_cast<const T *>(c),
+                                        static_cast<T *>(y));
+}
+
 void launch_layer_norm(cudaStream_t s, int dtype, int64_t rows, int64_t d, double eps,
                        const void *x, const void *gamma, const void *beta, void *y) {
   if (rows * d == 0) return;
-  if (dtype == 0)
-    layer_norm_kernel<float><<<row_blocks(rows), kBlock, 0, s>>>(rows, d, float(eps), static_cast<const float *>(x), static_cast<const float *>(gamma), static_cast<const float *>(beta), static_cast<float *>(y));
-  else
-    layer_norm_kernel<double><<<row_blocks(rows), kBlock, 0, s>>>(rows, d, eps, static_cast<const double *>(x), static_cast<const double *>(gamma), static_cast<const double *>(beta), static_cast<double *>(y));
+  if (dtype == 0) launch_ln_rows<float>(s, layer_norm_kernel<float>, rows, d, eps, x, gamma, beta, y);
+  else launch_ln_rows<double>(s, layer_norm_kernel<double>, rows, d, eps, x, gamma, beta, y);
 }
 
 void launch_layer_norm_grad_input(cudaStream_t s, int dtype, int64_t rows, int64_t d,
@@ -391,9 +402,9 @@ void launch_layer_norm_grad_input(cudaStream_t s, int dtype, int64_t rows, int64
                                   void *dx) {
   if (rows * d == 0) return;
   if (dtype == 0)
-    layer_norm_grad_input_kernel<float><<<row_blocks(rows), kBlock, 0, s>>>(rows, d, float(eps), static_cast<const float *>(x), static_cast<const float *>(gamma), static_cast<const float *>(dy), static_cast<float *>(dx));
+    launch_ln_rows<float>(s, layer_norm_grad_input_kernel<float>, rows, d, eps, x, gamma, dy, dx);
   else
-    layer_norm_grad_input_kernel<double><<<row_blocks(rows), kBlock, 0, s>>>(rows, d, eps, static_cast<const double *>(x), static_cast<const double *>(gamma), static_cast<const double *>(dy), static_cast<double *>(dx));
+    launch_ln_rows<double>(s, layer_norm_grad_input_kernel<double>, rows, d, eps, x, gamma, dy, dx);
 }
 
 void launch_layer_norm_grad_gamma(cudaStream_t s, int dtype, int64_t rows, int64_t d,

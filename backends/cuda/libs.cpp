@@ -32,6 +32,13 @@ bool resolve(Api *api, const char *name, void **slot, std::string *why) {
   return true;
 }
 
+// Resolves api->f into its slot; on failure unloads the table (unload(api)) and returns false.
+#define CTN_RESOLVE_OR_UNLOAD(f, unload)                                \
+  if (!resolve(api, #f, reinterpret_cast<void **>(&api->f), why)) {     \
+    unload(api);                                                        \
+    return false;                                                       \
+  }
+
 }  // namespace
 
 bool probe_driver(void **handle, std::string *why) {
@@ -59,11 +66,7 @@ bool load_cublas(CublasApi *api, std::string *why) {
   api->lib = open_first(names, why);
   dlclose(lt_handle);  // libcublas holds its own reference now
   if (!api->lib) return false;
-#define CTN_RESOLVE(f)                                                                          \
-  if (!resolve(api, #f, reinterpret_cast<void **>(&api->f), why)) {                             \
-    unload_cublas(api);                                                                         \
-    return false;                                                                               \
-  }
+#define CTN_RESOLVE(f) CTN_RESOLVE_OR_UNLOAD(f, unload_cublas)
   CTN_CUBLAS_FUNCS(CTN_RESOLVE)
   CTN_RESOLVE(cublasGemmStridedBatchedEx)
 #undef CTN_RESOLVE
@@ -75,11 +78,7 @@ bool load_cudnn(CudnnApi *api, std::string *why) {
   static const char *const names[] = {"libcudnn.so.9", nullptr};
   api->lib = open_first(names, why);
   if (!api->lib) return false;
-#define CTN_RESOLVE(f)                                                                          \
-  if (!resolve(api, #f, reinterpret_cast<void **>(&api->f), why)) {                             \
-    unload_cudnn(api);                                                                          \
-    return false;                                                                               \
-  }
+#define CTN_RESOLVE(f) CTN_RESOLVE_OR_UNLOAD(f, unload_cudnn)
   CTN_CUDNN_FUNCS(CTN_RESOLVE)
 #undef CTN_RESOLVE
   return true;

@@ -190,15 +190,11 @@ ctn_status init_impl(const ctn_host_api *host, void **out_state) {
 ctn_status cuda_init(const ctn_host_api *host, const ctn_backend_config *config,
                      void **out_state) {
   if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
-  try {
+  return ctn_backend_util::guarded(host, "cuda init", [&]() -> ctn_status {
     if (!config || !out_state)
       return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda init: NULL config or out_state");
     return init_impl(host, out_state);
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "cuda init: out of memory");
-  } catch (const std::exception &e) {
-    return host->set_error(CTN_ERR_INTERNAL, "cuda init: %s", e.what());
-  }
+  });
 }
 
 void cuda_shutdown(void *state) {
@@ -285,41 +281,31 @@ ctn_status cuda_synchronize(void *state) {
   cudaError_t e = cudaStreamSynchronize(be->stream);
   if (e != cudaSuccess) return cuda_fail(be, e, "synchronize");
   int code = __atomic_exchange_n(be->err_host, 0, __ATOMIC_SEQ_CST);
-  switch (code) {
-    case kDevErrNone: return CTN_OK;
-    case kDevErrLabel:
-      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                                 "cuda cross_entropy: a label is outside [0, C)");
-    case kDevErrEmbedding:
-      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                                 "cuda embedding: an id is outside [0, V)");
-    case kDevErrStep:
-      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                                 "cuda adam_apply: step must be >= 1 (the first update is step 1)");
-    case kDevErrOpCode:
-      return be->host->set_error(CTN_ERR_INTERNAL,
-                                 "cuda: an elementwise kernel got an op code it has no case for");
-    default:
-      return be->host->set_error(CTN_ERR_INTERNAL, "cuda: device error code %d", code);
-  }
+  if (code == kDevErrNone) return CTN_OK;
+  // What a device error code (DeviceError) reports, indexed by the code.
+  static const struct {
+    ctn_status status;
+    const char *message;
+  } kReports[] = {
+      {CTN_OK, nullptr},  // kDevErrNone
+      {CTN_ERR_INVALID_ARGUMENT, "cuda cross_entropy: a label is outside [0, C)"},
+      {CTN_ERR_INVALID_ARGUMENT, "cuda embedding: an id is outside [0, V)"},
+      {CTN_ERR_INVALID_ARGUMENT, "cuda adam_apply: step must be >= 1 (the first update is step 1)"},
+      {CTN_ERR_INTERNAL, "cuda: an elementwise kernel got an op code it has no case for"},
+  };
+  static_assert(sizeof kReports / sizeof kReports[0] == kDevErrOpCode + 1,
+                "one report per device error code");
+  if (code > kDevErrNone && code <= kDevErrOpCode)
+    return be->host->set_error(kReports[code].status, "%s", kReports[code].message);
+  return be->host->set_error(CTN_ERR_INTERNAL, "cuda: device error code %d", code);
 }
 
 ctn_status cuda_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
-  try {
-    if (!sig || !out || !sig->op || !sig->output || !sig->attrs || (sig->n_inputs && !sig->inputs))
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda get_kernel: incomplete signature");
-    for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
-      const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
-      if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                               "cuda %s: operand %u has ndim %u / dtype %d out of range", sig->op, i,
-                               d.ndim, static_cast<int>(d.dtype));
-      for (uint32_t k = 0; k < d.ndim; ++k)
-        if (d.shape[k] < 0)
-          return host->set_error(CTN_ERR_SHAPE, "cuda %s: operand %u has a negative dim", sig->op, i);
-    }
+  return ctn_backend_util::guarded(host, "cuda get_kernel", [&]() -> ctn_status {
+    if (ctn_status st = ctn_backend_util::check_signature(host, "cuda", sig, out); st != CTN_OK)
+      return st;
     cudaSetDevice(be->device);
     bool handled = false;
     for (Maker m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,
@@ -328,12 +314,7 @@ ctn_status cuda_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel 
       if (handled) return st;
     }
     return host->set_error(CTN_ERR_UNSUPPORTED, "cuda backend: op '%s' is not implemented", sig->op);
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "cuda get_kernel(%s): out of memory",
-                           sig && sig->op ? sig->op : "?");
-  } catch (const std::exception &e) {
-    return host->set_error(CTN_ERR_INTERNAL, "cuda get_kernel: %s", e.what());
-  }
+  }, sig && sig->op ? sig->op : "?");
 }
 
 bool parse_bool(const char *v, bool *out) {
@@ -346,7 +327,7 @@ bool parse_bool(const char *v, bool *out) {
 ctn_status cuda_set_option(void *state, const char *key, const char *value) {
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
-  try {
+  return ctn_backend_util::guarded(host, "cuda set_option", [&]() -> ctn_status {
     if (!key || !value)
       return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda set_option: NULL key or value");
     if (!std::strcmp(key, "placement")) {
@@ -367,18 +348,18 @@ ctn_status cuda_set_option(void *state, const char *key, const char *value) {
     }
     update_description(*be);
     return CTN_OK;
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "cuda set_option: out of memory");
-  }
+  });
 }
 
 void *proc_stream(void *state) { return static_cast<Backend *>(state)->stream; }
 int proc_device(void *state) { return static_cast<Backend *>(state)->device; }
 
 void *cuda_get_proc_address(void *, const char *name) {
-  if (!name) return nullptr;
-  if (!std::strcmp(name, "ctn_cuda_stream")) return reinterpret_cast<void *>(&proc_stream);
-  if (!std::strcmp(name, "ctn_cuda_device")) return reinterpret_cast<void *>(&proc_device);
+  static const ctn_backend_util::ProcEntry table[] = {
+      CTN_PROC_ENTRY("ctn_cuda_stream", proc_stream),
+      CTN_PROC_ENTRY("ctn_cuda_device", proc_device),
+  };
+  if (void *fn = ctn_backend_util::proc_lookup(table, name)) return fn;
   return interop_proc(name);  // "ctn_cuda_interop" (interop.cpp)
 }
 
@@ -392,7 +373,7 @@ ctn_status run_calls(const std::vector<ctn_plan_call> &calls) {
 ctn_status cuda_plan_prepare(void *state, uint32_t n_calls, const ctn_plan_call *calls,
                              void **out_segment) {
   auto *be = static_cast<Backend *>(state);
-  try {
+  return ctn_backend_util::guarded(be->host, "cuda plan_prepare", [&]() -> ctn_status {
     if (!out_segment || (n_calls && !calls))
       return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda plan_prepare: NULL argument");
     cudaSetDevice(be->device);
@@ -425,9 +406,7 @@ ctn_status cuda_plan_prepare(void *state, uint32_t n_calls, const ctn_plan_call 
     }
     *out_segment = seg.release();
     return CTN_OK;
-  } catch (const std::bad_alloc &) {
-    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "cuda plan_prepare: out of memory");
-  }
+  });
 }
 
 ctn_status cuda_plan_run(void *state, void *segment) {

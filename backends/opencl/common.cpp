@@ -156,4 +156,10 @@ ctn_status check_offset(Backend *be, const char *op, const ctn_tensor_desc &d) {
                                d.data, static_cast<unsigned long long>(d.offset), es);
   return CTN_OK;
 }
+
+ctn_status Op::check_args(const ctn_kernel_args &a) {
+  for (uint32_t i = 0; i < a.n_inputs; ++i)
+    if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
+  return check_offset(be, name, a.outputs[0]);
+}
 }  // namespace ctn_ocl

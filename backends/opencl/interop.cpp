@@ -44,30 +44,25 @@ ctn_opencl_fn get_function(const char *name) {
 }
 
 ctn_status fill_interop(void *state, ctn_opencl_interop *out) {
-  if (!state || !out || out->struct_size < sizeof(ctn_opencl_interop)) return CTN_ERR_INVALID_ARGUMENT;
-  const auto *be = static_cast<const Backend *>(state);
-  // Version 1 is the whole struct of 1.2; later versions fill only what fits (struct_size).
-  ctn_opencl_interop io{};
-  io.struct_size = out->struct_size;
-  io.version = CTN_OPENCL_INTEROP_VERSION;
-  io.platform = be->platform;
-  io.device = be->device;
-  io.context = be->context;
-  io.queue = be->queue;
-  io.get_function = get_function;
-  io.fp64 = be->fp64 ? 1u : 0u;
-  std::memcpy(out, &io, sizeof io);
-  return CTN_OK;
+  return ctn_backend_util::interop_answer(
+      state, out, CTN_OPENCL_INTEROP_VERSION, [&](ctn_opencl_interop &io) -> ctn_status {
+    const auto *be = static_cast<const Backend *>(state);
+    // Version 1 is the whole struct of 1.2; later versions fill only what fits (struct_size).
+    io.platform = be->platform;
+    io.device = be->device;
+    io.context = be->context;
+    io.queue = be->queue;
+    io.get_function = get_function;
+    io.fp64 = be->fp64 ? 1u : 0u;
+    return CTN_OK;
+  });
 }
 
 }  // namespace
 
 void *interop_proc(const char *name) {
-  if (name && !std::strcmp(name, CTN_OPENCL_INTEROP_PROC)) {
-    ctn_opencl_interop_fn f = fill_interop;
-    return reinterpret_cast<void *>(f);
-  }
-  return nullptr;
+  return ctn_backend_util::interop_proc_entry(name, CTN_OPENCL_INTEROP_PROC,
+                                              static_cast<ctn_opencl_interop_fn>(fill_interop));
 }
 
 }  // namespace ctn_ocl

@@ -55,9 +55,7 @@ struct EwOp : Op {
   size_t src_off = 0, dst_off = 0;
 
   ctn_status bind(const ctn_kernel_args &a) override {
-    for (uint32_t i = 0; i < a.n_inputs; ++i)
-      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
-    if (ctn_status s = check_offset(be, name, a.outputs[0]); s) return s;
+    if (ctn_status s = check_args(a); s) return s;
     const ctn_tensor_desc &y = a.outputs[0];
     if (kind == kCopy) {
       src = mem_of(a.inputs[0]);
@@ -85,15 +83,11 @@ struct EwOp : Op {
         if (e == CL_SUCCESS) e = fl(6);
         break;
       case kBinary:
+      case kCompare:  // the binary kernel's arguments without its scalar ones
         e = set_args(k, cl_int(code), n, nd, meta, mode[0], mode[1], mem_of(in[0]),
                      cl_long(elem_off(in[0])), mem_of(in[1]), cl_long(elem_off(in[1])), mem_of(y),
                      cl_long(elem_off(y)));
-        if (e == CL_SUCCESS) e = fl(12);
-        break;
-      case kCompare:
-        e = set_args(k, cl_int(code), n, nd, meta, mode[0], mode[1], mem_of(in[0]),
-                     cl_long(elem_off(in[0])), mem_of(in[1]), cl_long(elem_off(in[1])), mem_of(y),
-                     cl_long(elem_off(y)));
+        if (e == CL_SUCCESS && kind == kBinary) e = fl(12);
         break;
       case kWhere:
         e = set_args(k, n, nd, meta, mode[0], mode[1], mode[2], mem_of(in[0]),
@@ -187,10 +181,7 @@ ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel
     st->nd = static_cast<cl_int>(nd);
     if (ctn_status s = st->set_meta(meta); s) return s;
   }
-  st->k = st->make_kernel(kname.c_str());
-  if (!st->k) return CTN_ERR_INTERNAL;
-  op_set(out, st.release(), flags);
-  return CTN_OK;
+  return op_finish(std::move(st), kname.c_str(), out, flags);
 }
 
 }  // namespace ctn_ocl

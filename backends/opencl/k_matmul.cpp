@@ -28,9 +28,7 @@ struct MatmulOp : Op {
   std::vector<double> alph64, beta64;
 
   ctn_status bind(const ctn_kernel_args &a) override {
-    for (uint32_t i = 0; i < a.n_inputs; ++i)
-      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
-    if (ctn_status s = check_offset(be, name, a.outputs[0]); s) return s;
+    if (ctn_status s = check_args(a); s) return s;
     A = mem_of(a.inputs[0]);
     B = mem_of(a.inputs[1]);
     C = mem_of(a.outputs[0]);
@@ -168,9 +166,7 @@ struct OptimOp : Op {
   cl_long n = 0;
   double f[4] = {0, 0, 0, 0};
   ctn_status bind(const ctn_kernel_args &a) override {
-    for (uint32_t i = 0; i < a.n_inputs; ++i)
-      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
-    if (ctn_status s = check_offset(be, name, a.outputs[0]); s) return s;
+    if (ctn_status s = check_args(a); s) return s;
     // Unused operand slots repeat the first input (never read by that op code).
     auto in = [&](uint32_t i) -> const ctn_tensor_desc & {
       return i < a.n_inputs ? a.inputs[i] : a.inputs[0];
@@ -201,10 +197,8 @@ struct DropoutOp : Op {
   cl_uint thr = 0;
   double scale = 1;
   ctn_status bind(const ctn_kernel_args &a) override {
-    for (uint32_t i = 0; i < a.n_inputs; ++i)
-      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
+    if (ctn_status s = check_args(a); s) return s;
     const ctn_tensor_desc &x = a.inputs[0], &st = a.inputs[1], &y = a.outputs[0];
-    if (ctn_status s = check_offset(be, name, y); s) return s;
     cl_int e = set_args(k, n, mem_of(x), cl_long(elem_off(x)), mem_of(st), cl_long(elem_off(st)),
                         mem_of(y), cl_long(elem_off(y)), seed, thr);
     if (e == CL_SUCCESS)
@@ -224,10 +218,7 @@ ctn_status make_dropout(Backend *be, const ctn_op_signature *sig, ctn_kernel *ou
   st->seed = static_cast<cl_ulong>(sig->attrs->i[0]);
   st->thr = static_cast<cl_uint>(std::floor(p * 16777216.0));
   st->scale = 1.0 / (1.0 - p);
-  st->k = st->make_kernel(x.dtype == CTN_F64 ? "dropout_f64" : "dropout_f32");
-  if (!st->k) return CTN_ERR_INTERNAL;
-  op_set(out, st.release());
-  return CTN_OK;
+  return op_finish(std::move(st), x.dtype == CTN_F64 ? "dropout_f64" : "dropout_f32", out);
 }
 
 }  // namespace
@@ -253,10 +244,7 @@ ctn_status make_optim(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
   st->n = desc_numel(y);
   st->flag = static_cast<cl_int>(sig->attrs->i[0] != 0);
   for (int i = 0; i < 4; ++i) st->f[i] = sig->attrs->f[i];
-  st->k = st->make_kernel(w.dtype == CTN_F64 ? "optim_f64" : "optim_f32");
-  if (!st->k) return CTN_ERR_INTERNAL;
-  op_set(out, st.release(), CTN_KERNEL_INPLACE_OK);
-  return CTN_OK;
+  return op_finish(std::move(st), w.dtype == CTN_F64 ? "optim_f64" : "optim_f32", out, CTN_KERNEL_INPLACE_OK);
 }
 
 }  // namespace ctn_ocl

@@ -59,10 +59,7 @@ ctn_status make_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
   const char *base = kind == ConvKind::kForward     ? "conv2d"
                      : kind == ConvKind::kGradInput ? "conv2d_grad_input"
                                                     : "conv2d_grad_weight";
-  st->k = st->make_kernel(kname(base, a.dtype).c_str());
-  if (!st->k) return CTN_ERR_INTERNAL;
-  op_set(out, st.release());
-  return CTN_OK;
+  return op_finish(std::move(st), kname(base, a.dtype).c_str(), out);
 }
 
 // ---- pooling ----------------------------------------------------------------------------------
@@ -96,10 +93,7 @@ ctn_status make_pool(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
                      : kind == PoolKind::kMaxGrad ? "max_pool2d_grad"
                      : kind == PoolKind::kAvg     ? "avg_pool2d"
                                                   : "avg_pool2d_grad";
-  st->k = st->make_kernel(kname(base, y.dtype).c_str());
-  if (!st->k) return CTN_ERR_INTERNAL;
-  op_set(out, st.release());
-  return CTN_OK;
+  return op_finish(std::move(st), kname(base, y.dtype).c_str(), out);
 }
 
 // ---- normalisation ----------------------------------------------------------------------------
@@ -120,9 +114,7 @@ struct BatchNormOp : Op {
   double eps = 0;
   size_t local = 1;
   ctn_status bind(const ctn_kernel_args &a) override {
-    for (uint32_t i = 0; i < a.n_inputs; ++i)
-      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
-    if (ctn_status s = check_offset(be, name, a.outputs[0]); s) return s;
+    if (ctn_status s = check_args(a); s) return s;
     const ctn_tensor_desc &x = a.inputs[0], &y = a.outputs[0];
     // Slots a (gamma), b (beta), d (dy), rm, rv; unused ones repeat x (never read).
     const ctn_tensor_desc *ga = &x, *be_ = &x, *d = &x, *rm = &x, *rv = &x;
@@ -155,9 +147,7 @@ struct LayerNormOp : Op {
     if (stats) clReleaseMemObject(stats);
   }
   ctn_status bind(const ctn_kernel_args &a) override {
-    for (uint32_t i = 0; i < a.n_inputs; ++i)
-      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
-    if (ctn_status s = check_offset(be, name, a.outputs[0]); s) return s;
+    if (ctn_status s = check_args(a); s) return s;
     const ctn_tensor_desc &x = a.inputs[0], &y = a.outputs[0];
     const ctn_tensor_desc *ga = &x, *bt = &x, *d = &x;
     if (code == 0) ga = &a.inputs[1], bt = &a.inputs[2];
@@ -246,10 +236,8 @@ struct EmbOp : Op {
   bool grad = false;
   cl_long nids = 0, V = 0, D = 0;
   ctn_status bind(const ctn_kernel_args &a) override {
-    for (uint32_t i = 0; i < a.n_inputs; ++i)
-      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
+    if (ctn_status s = check_args(a); s) return s;
     const ctn_tensor_desc &y = a.outputs[0];
-    if (ctn_status s = check_offset(be, name, y); s) return s;
     const ctn_tensor_desc &p = a.inputs[0], &q = a.inputs[1];
     cl_int e = set_args(k, nids, V, D, mem_of(p), cl_long(elem_off(p)), mem_of(q),
                         cl_long(elem_off(q)), mem_of(y), cl_long(elem_off(y)), be->err);
@@ -275,10 +263,7 @@ ctn_status make_embedding(Backend *be, const ctn_op_signature *sig, ctn_kernel *
   st->nids = desc_numel(ids);
   std::string kn = std::string(grad ? "embedding_grad_" : "embedding_") +
                    (ids.dtype == CTN_I32 ? "i32" : "i64") + (vals.dtype == CTN_F64 ? "_f64" : "_f32");
-  st->k = st->make_kernel(kn.c_str());
-  if (!st->k) return CTN_ERR_INTERNAL;
-  op_set(out, st.release());
-  return CTN_OK;
+  return op_finish(std::move(st), kn.c_str(), out);
 }
 
 }  // namespace

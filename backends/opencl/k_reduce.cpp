@@ -63,10 +63,8 @@ struct CeOp : Op {
   cl_long N = 0, C = 0;
   size_t local = 1;
   ctn_status bind(const ctn_kernel_args &a) override {
-    for (uint32_t i = 0; i < a.n_inputs; ++i)
-      if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
+    if (ctn_status s = check_args(a); s) return s;
     const ctn_tensor_desc &x = a.inputs[0], &lab = a.inputs[1], &y = a.outputs[0];
-    if (ctn_status s = check_offset(be, name, y); s) return s;
     cl_int e;
     if (!grad) {
       e = set_args(k, N, C, mem_of(x), cl_long(elem_off(x)), mem_of(lab), cl_long(elem_off(lab)),

@@ -118,10 +118,7 @@ ctn_status make_shape(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
   meta.insert(meta.end(), w.walk.str, w.walk.str + w.walk.nd);
   if (ctn_status s = st->set_meta(meta); s) return s;
   std::string kname = std::string(st->scatter ? "scatter_" : "gather_") + size_suffix(es);
-  st->k = st->make_kernel(kname.c_str());
-  if (!st->k) return CTN_ERR_INTERNAL;
-  op_set(out, st.release());
-  return CTN_OK;
+  return op_finish(std::move(st), kname.c_str(), out);
 }
 
 }  // namespace ctn_ocl

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 #include "../common/kernel_util.h"
@@ -80,6 +81,8 @@ struct Op {
   ctn_status launch_rows(cl_kernel k, int64_t units, size_t local);
   size_t group_size(cl_kernel k, size_t elem_bytes);         // power of two for local reductions
   ctn_status fail(cl_int e, const char *what);
+  // bind()'s checks: every input, then outputs[0], sits at a whole element of a buffer.
+  ctn_status check_args(const ctn_kernel_args &a);
   std::vector<cl_kernel> kernels;  // released with the op
   cl_mem meta = nullptr;
 };
@@ -96,6 +99,15 @@ std::unique_ptr<S> new_op(Backend *be, const char *name) {
 ctn_status op_kernel_fn(void *state, const ctn_kernel_args *args);
 void op_release(void *state);
 void op_set(ctn_kernel *out, Op *op, uint32_t flags = 0);
+// A maker's last step: st->k becomes kernel `kname` of the program, and *out the op (flags);
+// CTN_ERR_INTERNAL (error recorded) when the kernel cannot be made.
+template <class S>
+ctn_status op_finish(std::unique_ptr<S> st, const char *kname, ctn_kernel *out, uint32_t flags = 0) {
+  st->k = st->make_kernel(kname);
+  if (!st->k) return CTN_ERR_INTERNAL;
+  op_set(out, st.release(), flags);
+  return CTN_OK;
+}
 
 // get_kernel makers, one per op family: *handled = true when the op belongs to the family.
 ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,

@@ -12,22 +12,22 @@
 namespace ctn_ocl {
 namespace {
 
-std::string device_string(cl_device_id d, cl_device_info what) {
+// A string query of clGetDeviceInfo / clGetPlatformInfo (`get`) without its trailing NULs and
+// spaces; "" when the query fails.
+template <class Get, class Obj, class Info>
+std::string info_string(Get get, Obj obj, Info what) {
   size_t n = 0;
-  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  if (get(obj, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
   std::string s(n, '\0');
-  if (clGetDeviceInfo(d, what, n, s.data(), nullptr) != CL_SUCCESS) return "";
+  if (get(obj, what, n, s.data(), nullptr) != CL_SUCCESS) return "";
   while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
   return s;
 }
-
+std::string device_string(cl_device_id d, cl_device_info what) {
+  return info_string(clGetDeviceInfo, d, what);
+}
 std::string platform_string(cl_platform_id p, cl_platform_info what) {
-  size_t n = 0;
-  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
-  std::string s(n, '\0');
-  if (clGetPlatformInfo(p, what, n, s.data(), nullptr) != CL_SUCCESS) return "";
-  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
-  return s;
+  return info_string(clGetPlatformInfo, p, what);
 }
 
 void release_all(Backend &be) {
@@ -89,7 +89,7 @@ void update_description(Backend &be) {
 ctn_status ocl_init(const ctn_host_api *host, const ctn_backend_config *config,
                     void **out_state) {
   if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
-  try {
+  return ctn_backend_util::guarded(host, "opencl init", [&]() -> ctn_status {
     if (!config || !out_state)
       return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl init: NULL config or out_state");
     auto be = std::make_unique<Backend>();
@@ -141,18 +141,13 @@ ctn_status ocl_init(const ctn_host_api *host, const ctn_backend_config *config,
                              be->device_name.c_str(), cl_error_name(e));
     }
     if (const char *v = std::getenv("CHUTNEY_OPENCL_PLACEMENT"); v && *v) {
-      if (!std::strcmp(v, "always")) be->policy.auto_mode = false;
-      else if (!std::strcmp(v, "auto")) be->policy.auto_mode = true;
-      else if (host->log) host->log(CTN_LOG_WARN, "opencl", "CHUTNEY_OPENCL_PLACEMENT must be always or auto");
+      if (!ctn_backend_util::parse_placement(v, &be->policy.auto_mode) && host->log)
+        host->log(CTN_LOG_WARN, "opencl", "CHUTNEY_OPENCL_PLACEMENT must be always or auto");
     }
     update_description(*be);
     *out_state = be.release();
     return CTN_OK;
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "opencl init: out of memory");
-  } catch (const std::exception &ex) {
-    return host->set_error(CTN_ERR_INTERNAL, "opencl init: %s", ex.what());
-  }
+  });
 }
 
 void ocl_shutdown(void *state) {
@@ -186,32 +181,36 @@ void ocl_buffer_free(void *state, void *handle) {
   clReleaseMemObject(static_cast<cl_mem>(handle));
 }
 
-ctn_status ocl_upload(void *state, void *handle, uint64_t offset, const void *src,
-                      uint64_t bytes) {
-  auto *be = static_cast<Backend *>(state);
-  if (!handle || (!src && bytes))
-    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl upload: NULL pointer");
+// upload (src) or download (dst): one blocking write or read.
+ctn_status transfer(Backend *be, void *handle, uint64_t offset, const void *src, void *dst,
+                    uint64_t bytes, const char *what) {
+  if (!handle || (!src && !dst && bytes))
+    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "%s: NULL pointer", what);
   if (!bytes) return CTN_OK;
-  cl_int e = clEnqueueWriteBuffer(be->queue, static_cast<cl_mem>(handle), CL_TRUE, offset, bytes,
-                                  src, 0, nullptr, nullptr);
+  cl_mem m = static_cast<cl_mem>(handle);
+  cl_int e = src ? clEnqueueWriteBuffer(be->queue, m, CL_TRUE, offset, bytes, src, 0, nullptr,
+                                        nullptr)
+                 : clEnqueueReadBuffer(be->queue, m, CL_TRUE, offset, bytes, dst, 0, nullptr,
+                                       nullptr);
   if (e != CL_SUCCESS)
-    return be->host->set_error(CTN_ERR_INTERNAL, "opencl upload of %" PRIu64 " bytes: %s", bytes,
+    return be->host->set_error(CTN_ERR_INTERNAL, "%s of %" PRIu64 " bytes: %s", what, bytes,
                                cl_error_name(e));
   return CTN_OK;
+}
+
+ctn_status ocl_upload(void *state, void *handle, uint64_t offset, const void *src,
+                      uint64_t bytes) {
+  return transfer(static_cast<Backend *>(state), handle, offset, src, nullptr, bytes,
+                  "opencl upload");
 }
 
 ctn_status check_errors(Backend &be);
 
 ctn_status ocl_download(void *state, void *handle, uint64_t offset, void *dst, uint64_t bytes) {
   auto *be = static_cast<Backend *>(state);
-  if (!handle || (!dst && bytes))
-    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl download: NULL pointer");
+  if (ctn_status st = transfer(be, handle, offset, nullptr, dst, bytes, "opencl download"); st)
+    return st;
   if (!bytes) return CTN_OK;
-  cl_int e = clEnqueueReadBuffer(be->queue, static_cast<cl_mem>(handle), CL_TRUE, offset, bytes,
-                                 dst, 0, nullptr, nullptr);
-  if (e != CL_SUCCESS)
-    return be->host->set_error(CTN_ERR_INTERNAL, "opencl download of %" PRIu64 " bytes: %s",
-                               bytes, cl_error_name(e));
   return check_errors(*be);
 }
 
@@ -250,20 +249,18 @@ ctn_status ocl_synchronize(void *state) {
 ctn_status ocl_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
-  try {
-    if (!sig || !out || !sig->op || !sig->output || !sig->attrs || (sig->n_inputs && !sig->inputs))
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl get_kernel: incomplete signature");
-    for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
-      const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
-      if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                               "opencl %s: operand %u has ndim %u / dtype %d out of range", sig->op,
-                               i, d.ndim, static_cast<int>(d.dtype));
-      if (d.dtype == CTN_F64 && !be->fp64)
-        return host->set_error(CTN_ERR_UNSUPPORTED,
-                               "opencl %s: f64 needs cl_khr_fp64, which %s does not offer", sig->op,
-                               be->device_name.c_str());
-    }
+  return ctn_backend_util::guarded(host, "opencl get_kernel", [&]() -> ctn_status {
+    if (ctn_status st = ctn_backend_util::check_signature(
+            host, "opencl", sig, out, false,
+            [&](uint32_t, const ctn_tensor_desc &d) -> ctn_status {
+              if (d.dtype == CTN_F64 && !be->fp64)
+                return host->set_error(CTN_ERR_UNSUPPORTED,
+                                       "opencl %s: f64 needs cl_khr_fp64, which %s does not offer",
+                                       sig->op, be->device_name.c_str());
+              return CTN_OK;
+            });
+        st != CTN_OK)
+      return st;
     if (be->policy.auto_mode) {
       if (!be->policy.ready()) policy_prepare(*be);
       if (std::string why = be->policy.decline_reason(sig); !why.empty())
@@ -277,12 +274,7 @@ ctn_status ocl_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
     }
     return host->set_error(CTN_ERR_UNSUPPORTED, "opencl backend: op '%s' is not implemented",
                            sig->op);
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "opencl get_kernel(%s): out of memory",
-                           sig && sig->op ? sig->op : "?");
-  } catch (const std::exception &ex) {
-    return host->set_error(CTN_ERR_INTERNAL, "opencl get_kernel: %s", ex.what());
-  }
+  }, sig && sig->op ? sig->op : "?");
 }
 
 ctn_status ocl_set_option(void *state, const char *key, const char *value) {
@@ -292,9 +284,7 @@ ctn_status ocl_set_option(void *state, const char *key, const char *value) {
     return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl set_option: NULL key or value");
   try {
     if (!std::strcmp(key, "placement")) {
-      if (!std::strcmp(value, "always")) be->policy.auto_mode = false;
-      else if (!std::strcmp(value, "auto")) be->policy.auto_mode = true;
-      else
+      if (!ctn_backend_util::parse_placement(value, &be->policy.auto_mode))
         return host->set_error(CTN_ERR_INVALID_ARGUMENT,
                                "opencl: placement must be 'always' or 'auto', got '%s'", value);
       update_description(*be);
@@ -330,7 +320,7 @@ struct Segment {
 
 ctn_status ocl_plan_prepare(void *state, uint32_t n, const ctn_plan_call *calls, void **out) {
   auto *be = static_cast<Backend *>(state);
-  try {
+  return ctn_backend_util::guarded(be->host, "opencl plan_prepare", [&]() -> ctn_status {
     auto seg = std::make_unique<Segment>();
     for (uint32_t i = 0; i < n; ++i) {
       const ctn_kernel *k = calls[i].kernel;
@@ -344,9 +334,7 @@ ctn_status ocl_plan_prepare(void *state, uint32_t n, const ctn_plan_call *calls,
     }
     *out = seg.release();
     return CTN_OK;
-  } catch (const std::bad_alloc &) {
-    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "opencl plan_prepare: out of memory");
-  }
+  });
 }
 
 ctn_status ocl_plan_run(void *, void *segment) {
@@ -375,11 +363,13 @@ cl_command_queue proc_queue(void *state) { return static_cast<Backend *>(state)-
 cl_context proc_context(void *state) { return static_cast<Backend *>(state)->context; }
 
 void *ocl_get_proc_address(void *, const char *name) {
-  if (!name) return nullptr;
-  if (!std::strcmp(name, "ctn_opencl_policy_report")) return reinterpret_cast<void *>(&proc_policy);
-  if (!std::strcmp(name, "ctn_placement_explain")) return reinterpret_cast<void *>(&proc_placement_explain);
-  if (!std::strcmp(name, "ctn_opencl_queue")) return reinterpret_cast<void *>(&proc_queue);
-  if (!std::strcmp(name, "ctn_opencl_context")) return reinterpret_cast<void *>(&proc_context);
+  static const ctn_backend_util::ProcEntry table[] = {
+      CTN_PROC_ENTRY("ctn_opencl_policy_report", proc_policy),
+      CTN_PROC_ENTRY("ctn_placement_explain", proc_placement_explain),
+      CTN_PROC_ENTRY("ctn_opencl_queue", proc_queue),
+      CTN_PROC_ENTRY("ctn_opencl_context", proc_context),
+  };
+  if (void *fn = ctn_backend_util::proc_lookup(table, name)) return fn;
   return interop_proc(name);  // "ctn_opencl_interop" (interop.cpp)
 }
 

@@ -28,17 +28,8 @@ struct Token {
 
 ctn_status make_pool(Backend &be, uint32_t n_sets, uint32_t n_desc, VkDescriptorPool *out) {
   *out = VK_NULL_HANDLE;
-  if (n_sets == 0) return CTN_OK;
-  VkDescriptorPoolSize ps{};
-  ps.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-  ps.descriptorCount = n_desc ? n_desc : 1;
-  VkDescriptorPoolCreateInfo pi{};
-  pi.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
-  pi.maxSets = n_sets;
-  pi.poolSizeCount = 1;
-  pi.pPoolSizes = &ps;
-  VkResult r = be.vk.vkCreateDescriptorPool(be.dev, &pi, nullptr, out);
-  return r == VK_SUCCESS ? CTN_OK : vk_fail(be, r, "vkCreateDescriptorPool (op library)");
+  return create_descriptor_pool(be, n_sets, out, n_desc ? n_desc : 1,
+                                "vkCreateDescriptorPool (op library)");
 }
 
 ctn_status begin_commands(void *state, uint32_t n_sets, uint32_t n_desc, ctn_vulkan_commands *out) {
@@ -106,36 +97,31 @@ ctn_status buffer_info(void *, void *data, uint64_t *out_buffer, uint64_t *out_s
 }
 
 ctn_status fill_interop(void *state, ctn_vulkan_interop *out) {
-  if (!state || !out || out->struct_size < sizeof(ctn_vulkan_interop)) return CTN_ERR_INVALID_ARGUMENT;
-  const auto *be = static_cast<const Backend *>(state);
-  ctn_vulkan_interop io{};
-  io.struct_size = out->struct_size;
-  io.version = CTN_VULKAN_INTEROP_VERSION;
-  io.instance = be->instance;
-  io.physical_device = be->phys;
-  io.device = be->dev;
-  io.queue = be->queue;
-  io.queue_family = be->qfamily;
-  io.api_version = VK_API_VERSION_1_1;
-  io.get_instance_proc_addr = reinterpret_cast<ctn_vulkan_fn (*)(void *, const char *)>(be->vk.vkGetInstanceProcAddr);
-  io.shader_float64 = be->has_f64 ? 1u : 0u;
-  io.storage_offset_alignment = be->align;
-  io.max_storage_range = be->max_range;
-  io.buffer_info = buffer_info;
-  io.begin_commands = begin_commands;
-  io.end_commands = end_commands;
-  std::memcpy(out, &io, sizeof io);
-  return CTN_OK;
+  return ctn_backend_util::interop_answer(
+      state, out, CTN_VULKAN_INTEROP_VERSION, [&](ctn_vulkan_interop &io) -> ctn_status {
+    const auto *be = static_cast<const Backend *>(state);
+    io.instance = be->instance;
+    io.physical_device = be->phys;
+    io.device = be->dev;
+    io.queue = be->queue;
+    io.queue_family = be->qfamily;
+    io.api_version = VK_API_VERSION_1_1;
+    io.get_instance_proc_addr = reinterpret_cast<ctn_vulkan_fn (*)(void *, const char *)>(be->vk.vkGetInstanceProcAddr);
+    io.shader_float64 = be->has_f64 ? 1u : 0u;
+    io.storage_offset_alignment = be->align;
+    io.max_storage_range = be->max_range;
+    io.buffer_info = buffer_info;
+    io.begin_commands = begin_commands;
+    io.end_commands = end_commands;
+    return CTN_OK;
+  });
 }
 
 }  // namespace
 
 void *interop_proc(const char *name) {
-  if (name && !std::strcmp(name, CTN_VULKAN_INTEROP_PROC)) {
-    ctn_vulkan_interop_fn f = fill_interop;
-    return reinterpret_cast<void *>(f);
-  }
-  return nullptr;
+  return ctn_backend_util::interop_proc_entry(name, CTN_VULKAN_INTEROP_PROC,
+                                              static_cast<ctn_vulkan_interop_fn>(fill_interop));
 }
 
 ctn_status record_foreign(Backend &be, VkCommandBuffer cb, std::vector<VkDescriptorPool> &pools,

@@ -6,6 +6,24 @@
 
 namespace ctn_vk {
 
+// Loads vk.fn with get(handle, "fn"); when it is missing, *why = what + "fn" + tail and the
+// loader returns false.
+#define CTN_VK_LOAD_WITH(get, handle, what, tail, fn)                  \
+  vk.fn = reinterpret_cast<PFN_##fn>(vk.get(handle, #fn));             \
+  if (!vk.fn) {                                                         \
+    *why = what + std::string(#fn) + tail;                              \
+    return false;                                                       \
+  }
+// The three tables (loader.h): the global functions of library `name`, the instance's and the
+// device's.
+#define CTN_VK_LOAD_GLOBAL(fn) \
+  CTN_VK_LOAD_WITH(vkGetInstanceProcAddr, VK_NULL_HANDLE, std::string(name) + ": ", " is missing", \
+                   fn)
+#define CTN_VK_LOAD_INSTANCE(fn) \
+  CTN_VK_LOAD_WITH(vkGetInstanceProcAddr, instance, "the Vulkan loader lacks ", "", fn)
+#define CTN_VK_LOAD_DEVICE(fn) \
+  CTN_VK_LOAD_WITH(vkGetDeviceProcAddr, device, "the Vulkan device lacks ", "", fn)
+
 bool vk_load_global(Vk &vk, std::string *why) {
   const char *env = std::getenv("CHUTNEY_VULKAN_LOADER");
   const char *name = env && *env ? env : "libvulkan.so.1";
@@ -21,26 +39,12 @@ bool vk_load_global(Vk &vk, std::string *why) {
     *why = std::string(name) + " has no vkGetInstanceProcAddr";
     return false;
   }
-#define CTN_VK_LOAD_GLOBAL(fn)                                                             \
-  vk.fn = reinterpret_cast<PFN_##fn>(vk.vkGetInstanceProcAddr(VK_NULL_HANDLE, #fn));       \
-  if (!vk.fn) {                                                                            \
-    *why = std::string(name) + ": " #fn " is missing";                                     \
-    return false;                                                                          \
-  }
   CTN_VK_GLOBAL_FNS(CTN_VK_LOAD_GLOBAL)
-#undef CTN_VK_LOAD_GLOBAL
   return true;
 }
 
 bool vk_load_instance(Vk &vk, VkInstance instance, std::string *why) {
-#define CTN_VK_LOAD_INSTANCE(fn)                                                   \
-  vk.fn = reinterpret_cast<PFN_##fn>(vk.vkGetInstanceProcAddr(instance, #fn));     \
-  if (!vk.fn) {                                                                    \
-    *why = "the Vulkan loader lacks " #fn;                                         \
-    return false;                                                                  \
-  }
   CTN_VK_INSTANCE_FNS(CTN_VK_LOAD_INSTANCE)
-#undef CTN_VK_LOAD_INSTANCE
   vk.vkCreateDebugUtilsMessengerEXT = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
       vk.vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
   vk.vkDestroyDebugUtilsMessengerEXT = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
@@ -51,16 +55,14 @@ bool vk_load_instance(Vk &vk, VkInstance instance, std::string *why) {
 }
 
 bool vk_load_device(Vk &vk, VkDevice device, std::string *why) {
-#define CTN_VK_LOAD_DEVICE(fn)                                                   \
-  vk.fn = reinterpret_cast<PFN_##fn>(vk.vkGetDeviceProcAddr(device, #fn));       \
-  if (!vk.fn) {                                                                  \
-    *why = "the Vulkan device lacks " #fn;                                       \
-    return false;                                                                \
-  }
   CTN_VK_DEVICE_FNS(CTN_VK_LOAD_DEVICE)
-#undef CTN_VK_LOAD_DEVICE
   return true;
 }
+
+#undef CTN_VK_LOAD_GLOBAL
+#undef CTN_VK_LOAD_INSTANCE
+#undef CTN_VK_LOAD_DEVICE
+#undef CTN_VK_LOAD_WITH
 
 void vk_unload(Vk &vk) {
   if (vk.lib) dlclose(vk.lib);

@@ -249,9 +249,8 @@ ctn_status vk_init(const ctn_host_api *host, const ctn_backend_config *, void **
     if (const char *st = std::getenv("CHUTNEY_VULKAN_STAGING"); st && std::strcmp(st, "1") == 0)
       be->force_staging = true;
     if (const char *v = std::getenv("CHUTNEY_VULKAN_PLACEMENT"); v && *v) {
-      if (!std::strcmp(v, "always")) be->policy.auto_mode = false;
-      else if (!std::strcmp(v, "auto")) be->policy.auto_mode = true;
-      else if (host->log) host->log(CTN_LOG_WARN, "vulkan", "CHUTNEY_VULKAN_PLACEMENT must be always or auto");
+      if (!ctn_backend_util::parse_placement(v, &be->policy.auto_mode) && host->log)
+        host->log(CTN_LOG_WARN, "vulkan", "CHUTNEY_VULKAN_PLACEMENT must be always or auto");
     }
     if (ctn_status st = buffer_create(*be, 256, true, &be->dummy); st != CTN_OK) {
       destroy(be);
@@ -292,15 +291,13 @@ const char *vk_describe(void *state) { return static_cast<Backend *>(state)->des
 
 ctn_status vk_buffer_alloc(void *state, uint64_t bytes, void **out_handle) {
   auto *be = static_cast<Backend *>(state);
-  try {
+  return ctn_backend_util::guarded(be->host, "vulkan", [&]() -> ctn_status {
     if (!out_handle) return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan: NULL out_handle");
     Buffer *b = nullptr;
     if (ctn_status st = buffer_create(*be, bytes, false, &b); st != CTN_OK) return st;
     *out_handle = b;
     return CTN_OK;
-  } catch (const std::bad_alloc &) {
-    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
-  }
+  });
 }
 
 void vk_buffer_free(void *state, void *handle) {
@@ -348,40 +345,32 @@ ctn_status staged_copy(Backend &be, Buffer *dev, uint64_t offset, const void *sr
   return CTN_OK;
 }
 
-ctn_status vk_upload(void *state, void *handle, uint64_t offset, const void *src, uint64_t bytes) {
+// upload (src) or download (dst): after the submitted work, through the mapping or the staging
+// buffer.
+ctn_status transfer(void *state, void *handle, uint64_t offset, const void *src, void *dst,
+                    uint64_t bytes, const char *what) {
   auto *be = static_cast<Backend *>(state);
-  try {
+  return ctn_backend_util::guarded(be->host, what, [&]() -> ctn_status {
     auto *b = static_cast<Buffer *>(handle);
-    if (!b || (!src && bytes) || offset + bytes > b->size)
-      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan upload: bad buffer or range");
+    if (!b || (!src && !dst && bytes) || offset + bytes > b->size)
+      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "%s: bad buffer or range", what);
     if (ctn_status st = drain(*be); st != CTN_OK) return st;
     if (!bytes) return CTN_OK;
     if (b->map) {
-      std::memcpy(b->map + offset, src, bytes);
+      if (src) std::memcpy(b->map + offset, src, bytes);
+      else std::memcpy(dst, b->map + offset, bytes);
       return CTN_OK;
     }
-    return staged_copy(*be, b, offset, src, nullptr, bytes);
-  } catch (const std::bad_alloc &) {
-    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "vulkan upload: out of memory");
-  }
+    return staged_copy(*be, b, offset, src, dst, bytes);
+  });
+}
+
+ctn_status vk_upload(void *state, void *handle, uint64_t offset, const void *src, uint64_t bytes) {
+  return transfer(state, handle, offset, src, nullptr, bytes, "vulkan upload");
 }
 
 ctn_status vk_download(void *state, void *handle, uint64_t offset, void *dst, uint64_t bytes) {
-  auto *be = static_cast<Backend *>(state);
-  try {
-    auto *b = static_cast<Buffer *>(handle);
-    if (!b || (!dst && bytes) || offset + bytes > b->size)
-      return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan download: bad buffer or range");
-    if (ctn_status st = drain(*be); st != CTN_OK) return st;
-    if (!bytes) return CTN_OK;
-    if (b->map) {
-      std::memcpy(dst, b->map + offset, bytes);
-      return CTN_OK;
-    }
-    return staged_copy(*be, b, offset, nullptr, dst, bytes);
-  } catch (const std::bad_alloc &) {
-    return be->host->set_error(CTN_ERR_OUT_OF_MEMORY, "vulkan download: out of memory");
-  }
+  return transfer(state, handle, offset, nullptr, dst, bytes, "vulkan download");
 }
 
 ctn_status vk_synchronize(void *state) {
@@ -396,7 +385,7 @@ ctn_status vk_synchronize(void *state) {
 ctn_status vk_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
-  try {
+  return ctn_backend_util::guarded(host, "vulkan get_kernel", [&]() -> ctn_status {
     if (!sig || !out || !sig->op || !sig->output || !sig->attrs || (sig->n_inputs && !sig->inputs))
       return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan get_kernel: incomplete signature");
     if (sig->n_inputs > 8) return decline(*be, sig, "more than 8 inputs");
@@ -427,12 +416,7 @@ ctn_status vk_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *o
       if (handled) return st;
     }
     return decline(*be, sig, "op not implemented by this backend");
-  } catch (const std::bad_alloc &) {
-    return host->set_error(CTN_ERR_OUT_OF_MEMORY, "vulkan get_kernel(%s): out of memory",
-                           sig && sig->op ? sig->op : "?");
-  } catch (const std::exception &e) {
-    return host->set_error(CTN_ERR_INTERNAL, "vulkan get_kernel: %s", e.what());
-  }
+  }, sig && sig->op ? sig->op : "?");
 }
 
 ctn_status vk_set_option(void *state, const char *key, const char *value) {
@@ -441,9 +425,8 @@ ctn_status vk_set_option(void *state, const char *key, const char *value) {
   if (!key || !value) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan set_option: NULL key or value");
   if (std::strcmp(key, "placement") == 0) {
     // "auto" declines the op classes the device measured slower at; "always" takes every op.
-    if (std::strcmp(value, "always") == 0) be->policy.auto_mode = false;
-    else if (std::strcmp(value, "auto") == 0) be->policy.auto_mode = true;
-    else return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan: placement must be 'always' or 'auto', got '%s'", value);
+    if (!ctn_backend_util::parse_placement(value, &be->policy.auto_mode))
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "vulkan: placement must be 'always' or 'auto', got '%s'", value);
     return CTN_OK;
   }
   if (std::strcmp(key, "policy") == 0) {
@@ -503,23 +486,17 @@ const char *proc_placement_explain(void *state) {
 }
 
 void *vk_get_proc_address(void *, const char *name) {
-  if (!name) return nullptr;
-  struct Entry {
-    const char *name;
-    void *fn;
+  static const ctn_backend_util::ProcEntry table[] = {
+      CTN_PROC_ENTRY("ctn_vulkan_validation_errors", proc_validation_errors),
+      CTN_PROC_ENTRY("ctn_vulkan_validation_enabled", proc_validation_enabled),
+      CTN_PROC_ENTRY("ctn_vulkan_submits", proc_submits),
+      CTN_PROC_ENTRY("ctn_vulkan_pipelines_created", proc_pipelines_created),
+      CTN_PROC_ENTRY("ctn_vulkan_cache_note", proc_cache_note),
+      CTN_PROC_ENTRY("ctn_vulkan_cache_path", proc_cache_path),
+      CTN_PROC_ENTRY("ctn_vulkan_policy_report", proc_policy_report),
+      CTN_PROC_ENTRY("ctn_placement_explain", proc_placement_explain),
   };
-  const Entry entries[] = {
-      {"ctn_vulkan_validation_errors", reinterpret_cast<void *>(&proc_validation_errors)},
-      {"ctn_vulkan_validation_enabled", reinterpret_cast<void *>(&proc_validation_enabled)},
-      {"ctn_vulkan_submits", reinterpret_cast<void *>(&proc_submits)},
-      {"ctn_vulkan_pipelines_created", reinterpret_cast<void *>(&proc_pipelines_created)},
-      {"ctn_vulkan_cache_note", reinterpret_cast<void *>(&proc_cache_note)},
-      {"ctn_vulkan_cache_path", reinterpret_cast<void *>(&proc_cache_path)},
-      {"ctn_vulkan_policy_report", reinterpret_cast<void *>(&proc_policy_report)},
-      {"ctn_placement_explain", reinterpret_cast<void *>(&proc_placement_explain)},
-  };
-  for (const Entry &e : entries)
-    if (std::strcmp(e.name, name) == 0) return e.fn;
+  if (void *fn = ctn_backend_util::proc_lookup(table, name)) return fn;
   return interop_proc(name);  // "ctn_vulkan_interop" (interop.cpp)
 }
 

@@ -109,21 +109,22 @@ void cmd_barrier(Backend &be, VkCommandBuffer cb, bool from_all) {
   be.vk.vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
-ctn_status create_descriptor_pool(Backend &be, uint32_t n_sets, VkDescriptorPool *out) {
+ctn_status create_descriptor_pool(Backend &be, uint32_t n_sets, VkDescriptorPool *out,
+                                  uint32_t n_desc, const char *what) {
   if (n_sets == 0) {
     *out = VK_NULL_HANDLE;
     return CTN_OK;
   }
   VkDescriptorPoolSize ps{};
   ps.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-  ps.descriptorCount = n_sets * kMaxBind;
+  ps.descriptorCount = n_desc ? n_desc : n_sets * kMaxBind;
   VkDescriptorPoolCreateInfo pi{};
   pi.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
   pi.maxSets = n_sets;
   pi.poolSizeCount = 1;
   pi.pPoolSizes = &ps;
   VkResult r = be.vk.vkCreateDescriptorPool(be.dev, &pi, nullptr, out);
-  return r == VK_SUCCESS ? CTN_OK : vk_fail(be, r, "vkCreateDescriptorPool");
+  return r == VK_SUCCESS ? CTN_OK : vk_fail(be, r, what);
 }
 
 ctn_status begin_cb(Backend &be, VkCommandBuffer *out) {

@@ -187,7 +187,10 @@ void pipelines_destroy(Backend &be);
 void cmd_barrier(Backend &be, VkCommandBuffer cb, bool from_host_or_all);
 ctn_status record_kernel(Backend &be, VkCommandBuffer cb, VkDescriptorPool pool,
                          const Kernel &k, const ctn_kernel_args &args);
-ctn_status create_descriptor_pool(Backend &be, uint32_t n_sets, VkDescriptorPool *out);
+// A pool of n_sets storage-buffer descriptor sets holding n_desc descriptors (0: n_sets * kMaxBind)
+// in all; VK_NULL_HANDLE for no sets. `what` names the call in the error.
+ctn_status create_descriptor_pool(Backend &be, uint32_t n_sets, VkDescriptorPool *out,
+                                  uint32_t n_desc = 0, const char *what = "vkCreateDescriptorPool");
 ctn_status begin_cb(Backend &be, VkCommandBuffer *out);
 ctn_kernel_fn kernel_entry();
 void kernel_release(void *state);

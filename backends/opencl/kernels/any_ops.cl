@@ -1,15 +1,8 @@
 /* Kernels that only move bits or convert between dtypes, compiled once. Element types by size:
  * u8 (uchar), u32 (uint), u64 (ulong). CTN_HAVE_FP64 is defined when the device has cl_khr_fp64. */
 
-inline long walk_off(long i, int nd, __global const long *shape, __global const long *str) {
-  long off = 0;
-  for (int k = nd - 1; k >= 0; --k) {
-    long s = shape[k], q = i / s;
-    off += (i - q * s) * str[k];
-    i = q;
-  }
-  return off;
-}
+/* bcast_off (float_ops.cl, which the program holds before this file): the element offset of
+ * flat index i of a strided walk. */
 
 /* gather: dst[i] = src[base + walk(i)] (permute, slice, broadcast_to); scatter: the reverse
  * (slice_grad, after the host clears the destination). meta = shape[nd], stride[nd]. */
@@ -17,20 +10,20 @@ inline long walk_off(long i, int nd, __global const long *shape, __global const 
   __kernel void gather_##S(long n, int nd, __global const long *meta, long base,               \
                            __global const E *src, long so, __global E *dst, long dso) {        \
     for (long i = get_global_id(0); i < n; i += get_global_size(0))                            \
-      dst[dso + i] = src[so + base + walk_off(i, nd, meta, meta + nd)];                        \
+      dst[dso + i] = src[so + base + bcast_off(i, nd, meta, meta + nd)];                       \
   }                                                                                             \
   __kernel void scatter_##S(long n, int nd, __global const long *meta, long base,              \
                             __global const E *src, long so, __global E *dst, long dso) {       \
     for (long i = get_global_id(0); i < n; i += get_global_size(0))                            \
-      dst[dso + base + walk_off(i, nd, meta, meta + nd)] = src[so + i];                        \
+      dst[dso + base + bcast_off(i, nd, meta, meta + nd)] = src[so + i];                       \
   }                                                                                             \
   __kernel void where_##S(long n, int nd, __global const long *meta, int mc, int ma, int mb,   \
                           __global const uchar *c, long co, __global const E *a, long ao,      \
                           __global const E *b, long bo, __global E *y, long yo) {              \
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) {                          \
-      long ic = mc == 0 ? i : mc == 1 ? 0 : walk_off(i, nd, meta, meta + nd);                  \
-      long ia = ma == 0 ? i : ma == 1 ? 0 : walk_off(i, nd, meta, meta + 2 * nd);              \
-      long ib = mb == 0 ? i : mb == 1 ? 0 : walk_off(i, nd, meta, meta + 3 * nd);              \
+      long ic = mc == 0 ? i : mc == 1 ? 0 : bcast_off(i, nd, meta, meta + nd);                 \
+      long ia = ma == 0 ? i : ma == 1 ? 0 : bcast_off(i, nd, meta, meta + 2 * nd);             \
+      long ib = mb == 0 ? i : mb == 1 ? 0 : bcast_off(i, nd, meta, meta + 3 * nd);             \
       y[yo + i] = c[co + ic] ? a[ao + ia] : b[bo + ib];                                        \
     }                                                                                           \
   }
@@ -45,8 +38,8 @@ CTN_WALK(ulong, u64)
                             __global const E *a, long ao, __global const E *b, long bo,        \
                             __global uchar *y, long yo) {                                      \
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) {                          \
-      long ia = ma == 0 ? i : ma == 1 ? 0 : walk_off(i, nd, meta, meta + nd);                  \
-      long ib = mb == 0 ? i : mb == 1 ? 0 : walk_off(i, nd, meta, meta + 2 * nd);              \
+      long ia = ma == 0 ? i : ma == 1 ? 0 : bcast_off(i, nd, meta, meta + nd);                 \
+      long ib = mb == 0 ? i : mb == 1 ? 0 : bcast_off(i, nd, meta, meta + 2 * nd);             \
       E u = a[ao + ia], v = b[bo + ib];                                                         \
       int r = 0;                                                                                \
       switch (op) {                                                                             \

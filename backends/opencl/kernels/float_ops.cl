@@ -36,7 +36,8 @@ __kernel void FN(unary)(int op, long n, __global const T *x, long xo, __global T
 
 #ifndef CTN_BCAST_OFF
 #define CTN_BCAST_OFF
-/* Element offset of flat index i of a shape[nd] walk with per-axis strides str[nd]. */
+/* Element offset of flat index i of a shape[nd] walk with per-axis strides str[nd] (any_ops.cl,
+ * which the program holds after this file, uses it too). */
 inline long bcast_off(long i, int nd, __global const long *shape, __global const long *str) {
   long off = 0;
   for (int k = nd - 1; k >= 0; --k) {
@@ -133,31 +134,27 @@ __kernel void FN(reduce)(int op, long nout, long R, int nk, int nr, __global con
   if (lid == 0 && o < nout) y[yo + o] = op == 1 ? scratch[0] * scale : scratch[0];
 }
 
-/* Work-group tree reduction helpers (ls a power of two). */
-inline T FN(wg_sum)(T v, __local T *s) {
-  const int lid = get_local_id(0), ls = get_local_size(0);
-  s[lid] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int k = ls / 2; k > 0; k >>= 1) {
-    if (lid < k) s[lid] += s[lid + k];
-    barrier(CLK_LOCAL_MEM_FENCE);
+/* Work-group tree reduction helpers (ls a power of two): NAME(v, s) combines every lane's v of
+ * type TYPE with COMBINE(a, b) through local scratch s; every lane gets the result. nn_ops.cl
+ * makes its ACC sum with it too. */
+#ifndef CTN_WG_REDUCE
+#define CTN_WG_REDUCE(NAME, TYPE, COMBINE)                                                       \
+  inline TYPE NAME(TYPE v, __local TYPE *s) {                                                    \
+    const int lid = get_local_id(0), ls = get_local_size(0);                                     \
+    s[lid] = v;                                                                                  \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+    for (int k = ls / 2; k > 0; k >>= 1) {                                                       \
+      if (lid < k) s[lid] = COMBINE(s[lid], s[lid + k]);                                         \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    }                                                                                            \
+    TYPE r = s[0];                                                                               \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+    return r;                                                                                    \
   }
-  T r = s[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
-}
-inline T FN(wg_max)(T v, __local T *s) {
-  const int lid = get_local_id(0), ls = get_local_size(0);
-  s[lid] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int k = ls / 2; k > 0; k >>= 1) {
-    if (lid < k) s[lid] = fmax(s[lid], s[lid + k]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  T r = s[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
-}
+#define CTN_WG_ADD(a, b) ((a) + (b))
+#endif
+CTN_WG_REDUCE(FN(wg_sum), T, CTN_WG_ADD)
+CTN_WG_REDUCE(FN(wg_max), T, fmax)
 
 /* ---- softmax family: one work-group per row, launched by launch_rows; a row is len elements
  * `inner` apart. op: 0 softmax, 1 log_softmax, 2 softmax_grad (x = y), 3 log_softmax_grad (x = y).

@@ -227,18 +227,7 @@ __kernel void FN(avg_pool2d_grad)(long total, __global const long *g, __global c
 }
 
 /* ---- normalisation: work-group reductions in ACC (ls a power of two). ---- */
-inline ACC FN(wg_sum_acc)(ACC v, __local ACC *s) {
-  const int lid = get_local_id(0), ls = get_local_size(0);
-  s[lid] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int k = ls / 2; k > 0; k >>= 1) {
-    if (lid < k) s[lid] += s[lid + k];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  ACC r = s[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
-}
+CTN_WG_REDUCE(FN(wg_sum_acc), ACC, CTN_WG_ADD)  /* float_ops.cl */
 
 /* Batch norm, one work-group per channel (launch_rows). x viewed as [outer, ch, inner].
  * op 0 batch_norm (a = gamma, b = beta) -> y; 1 grad_input (a = gamma, d = dy) -> dx;
