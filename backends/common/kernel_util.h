@@ -165,11 +165,11 @@ struct MatmulDims {
   // The element offsets of a's and b's matrices of batch i of y.
   void offsets(int64_t i, int64_t *oa, int64_t *ob) const {
     int64_t ra = 0, rb = 0;
-    for (int k = static_cast<int>(y_batch.ndim) - 1; k >= 0 && i; --k) {
-      const int64_t idx = i % y_batch.shape[k];
-      i /= y_batch.shape[k];
-      ra += idx * sa[k];
-      rb += idx * sb[k];
+    for (int d = static_cast<int>(y_batch.ndim) - 1; d >= 0 && i; --d) {
+      const int64_t idx = i % y_batch.shape[d];
+      i /= y_batch.shape[d];
+      ra += idx * sa[d];
+      rb += idx * sb[d];
     }
     *oa = ra * m * k;
     *ob = rb * k * n;
