@@ -195,6 +195,27 @@ def main():
     def normalise(u8):
         return u8.float().div_(255.0).sub_(PIXEL_MEAN).div_(PIXEL_STD)
 
+    def rss_kib(field):
+        """VmRSS / VmHWM of this process in KiB (Linux), or None."""
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith(field + ":"):
+                        return int(line.split()[1])
+        except OSError:
+            pass
+        return None
+
+    # The memory training itself adds: the peak resident size during the batch loops minus the
+    # size before them (data, model and libraries loaded). Writing 5 to clear_refs resets the
+    # peak (VmHWM) to the current size (Linux >= 4.0).
+    rss_before = rss_kib("VmRSS")
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        rss_before = None
+
     epochs = []
     step = 0
     for epoch in range(1, a.epochs + 1):
@@ -264,6 +285,7 @@ def main():
         "interop_threads": torch.get_num_interop_threads(),
         "train_images": batches * batch,
         "checkpoint_segments": a.checkpoint_segments,
+        "train_peak_growth_mib": (rss_kib("VmHWM") - rss_before) / 1024.0 if rss_before is not None else None,
         "epochs": epochs,
         "images_per_s": epochs[-1]["images_per_s"],
         "parallel_info": torch.__config__.parallel_info(),
