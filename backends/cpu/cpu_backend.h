@@ -25,6 +25,9 @@ namespace ctn_cpu {
 using namespace ctn_backend_util;
 
 enum class GemmMode { kAuto, kOpenBLAS, kOwn };
+// Convolution provider: oneDNN where it has a JIT kernel for the shape (f32), the own im2col +
+// GEMM otherwise (k_conv.cpp, k_conv_dnnl.cpp).
+enum class ConvMode { kAuto, kOneDNN, kOwn };
 
 // Kernels run on whichever thread calls them, several at once (plans and eager graphs on one
 // context from several threads; the eager cache shares one kernel between graphs): a kernel's
@@ -35,6 +38,8 @@ struct Backend {
   std::unique_ptr<ThreadPool> pool;  // created by init, resized in place: never replaced
   std::atomic<GemmMode> gemm_mode{GemmMode::kAuto};
   std::atomic<const GemmIsa *> gemm_isa{nullptr};
+  std::atomic<ConvMode> conv_mode{ConvMode::kAuto};
+  std::atomic<uint64_t> onednn_kernels{0};  // conv kernels made by oneDNN (tests, diagnostics)
   std::atomic<int> num_threads{1};
   std::mutex option_mu;  // serialises set_option (and the description it rewrites)
   std::string description;
@@ -43,6 +48,8 @@ struct Backend {
 // True when OpenBLAS runs the GEMM calls now.
 bool gemm_uses_openblas(const Backend &be);
 const char *gemm_active_name(const Backend &be);
+// "onednn", "own" or "auto" (oneDNN where it is faster per shape); "own" without oneDNN.
+const char *conv_active_name(const Backend &be);
 
 // Elements below which a kernel stays on the calling thread: waking the pool costs a few us,
 // which is more than a cheap pass over this many elements.
@@ -102,6 +109,17 @@ ctn_status make_norm_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
                             bool *handled);
 ctn_status make_nn_misc_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
                                bool *handled);
+
+// oneDNN (k_conv_dnnl.cpp): whether the plugin is built with it, its version, and the kernel
+// maker for an f32 convolution of x [N,C,H,W], w [O,C/G,KH,KW] -> y [N,O,Ho,Wo] (`kind`: 0
+// forward, 1 grad-input, 2 grad-weight; `attrs`: the conv2d attributes). make_onednn_conv
+// returns false with the reason in `why` when oneDNN has no fast kernel for the shape.
+bool onednn_built_in();
+std::string onednn_version();
+// Caps oneDNN's JIT at CHUTNEY_CPU_ISA's level (avx2, avx512, generic); before any primitive.
+void onednn_limit_isa(const char *isa);
+bool make_onednn_conv(Backend *be, int kind, const int64_t *x, const int64_t *w, const int64_t *y,
+                      const int64_t *attrs, ctn_kernel *out, std::string *why);
 
 // Broadcast of `in` (numpy rules, right-aligned) to `out`'s shape: element strides of `in`
 // indexed by out's axes (0 on broadcast axes). False when the shapes do not broadcast.

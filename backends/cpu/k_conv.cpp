@@ -11,7 +11,10 @@
 namespace ctn_cpu {
 namespace {
 
-enum class ConvKind { kForward, kGradInput, kGradWeight };
+enum class ConvKind { kForward, kGradInput, kGradWeight };  // make_onednn_conv's 0, 1, 2
+
+// Input channels per group from which ConvMode::kAuto picks oneDNN for the backward kernels.
+constexpr int64_t kOneDNNMinChannels = 8;
 
 // A convolution of input [N,C,H,W] with weight [O,C/G,KH,KW] to output [N,O,Ho,Wo], whatever
 // the op: grad-input and conv_transpose2d run it backwards, grad-weight reduces over N.
@@ -309,8 +312,21 @@ ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   g.n = cx->shape[0], g.c = cx->shape[1], g.h = cx->shape[2], g.w = cx->shape[3];
   g.o = cw->shape[0], g.kh = cw->shape[2], g.kw = cw->shape[3];
   g.ho = cy->shape[2], g.wo = cy->shape[3];
-  (void)transpose;
   g.finish();
+  // oneDNN for f32 convolutions (not conv_transpose2d) where it has a JIT kernel; auto keeps
+  // the own backward kernels for few input channels per group (conv1 of the CNN: 1 channel),
+  // where im2col + GEMM measured faster (docs/BENCHMARKS.md).
+  const ConvMode mode = be->conv_mode.load();
+  const bool auto_onednn = kind == ConvKind::kForward || g.cg >= kOneDNNMinChannels;
+  if (a.dtype == CTN_F32 && !transpose && onednn_built_in() &&
+      (mode == ConvMode::kOneDNN || (mode == ConvMode::kAuto && auto_onednn))) {
+    std::string why;
+    if (make_onednn_conv(be, static_cast<int>(kind), cx->shape, cw->shape, cy->shape, at, out,
+                         &why))
+      return CTN_OK;
+    if (mode == ConvMode::kOneDNN && host->log)
+      host->log(CTN_LOG_DEBUG, "cpu", ("conv: own kernel, " + why).c_str());
+  }
   auto st = new_state<ConvState>(be);
   st->g = g;
   st->kind = kind;

@@ -27,6 +27,16 @@ const char *gemm_active_name(const Backend &be) {
   return gemm_uses_openblas(be) ? "openblas" : "own";
 }
 
+// "auto" with oneDNN picks per shape (k_conv.cpp); without it every convolution is the own one.
+const char *conv_active_name(const Backend &be) {
+  if (!onednn_built_in()) return "own";
+  switch (be.conv_mode.load(std::memory_order_relaxed)) {
+    case ConvMode::kOneDNN: return "onednn";
+    case ConvMode::kOwn: return "own";
+    default: return "auto";
+  }
+}
+
 
 
 
@@ -110,12 +120,23 @@ void update_description(Backend &be) {
 #else
   d += " (" + std::string(be.gemm_isa.load()->name) + ", OpenBLAS not built in)";
 #endif
+  d += ", conv ";
+  d += conv_active_name(be);
+  if (onednn_built_in()) d += " (oneDNN " + onednn_version() + ")";
   be.description = d;
 }
 
 bool parse_pool_mode(const char *v, ThreadPool::Mode *out) {
   if (std::strcmp(v, "shared") == 0) *out = ThreadPool::Mode::kShared;
   else if (std::strcmp(v, "per_caller") == 0) *out = ThreadPool::Mode::kPerCaller;
+  else return false;
+  return true;
+}
+
+bool parse_conv_mode(const char *v, ConvMode *out) {
+  if (std::strcmp(v, "auto") == 0) *out = ConvMode::kAuto;
+  else if (std::strcmp(v, "onednn") == 0) *out = ConvMode::kOneDNN;
+  else if (std::strcmp(v, "own") == 0) *out = ConvMode::kOwn;
   else return false;
   return true;
 }
@@ -145,6 +166,7 @@ ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
     // CHUTNEY_CPU_ISA forces a kernel variant: "generic" is the scalar path on 32-bit ARM (tests
     // run the conformance suite on it), "neon"/"avx2"/"avx512" a vector one the CPU must have.
     if (const char *isa = std::getenv("CHUTNEY_CPU_ISA"); isa && *isa) {
+      onednn_limit_isa(isa);
       if (const GemmIsa *v = gemm_isa_select(isa)) be->gemm_isa = v;
       else if (host->log)
         host->log(CTN_LOG_WARN, "cpu", "CHUTNEY_CPU_ISA names a variant this CPU lacks; using auto");
@@ -158,6 +180,15 @@ ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
         host->log(CTN_LOG_WARN, "cpu",
                   "CHUTNEY_CPU_GEMM=openblas but OpenBLAS is not built in; using own GEMM");
       be->gemm_mode = mode;
+    }
+    if (const char *env = std::getenv("CHUTNEY_CPU_CONV"); env && *env) {
+      ConvMode mode = ConvMode::kAuto;
+      if (!parse_conv_mode(env, &mode) && host->log)
+        host->log(CTN_LOG_WARN, "cpu", "CHUTNEY_CPU_CONV must be onednn, own or auto; using auto");
+      if (mode == ConvMode::kOneDNN && !onednn_built_in() && host->log)
+        host->log(CTN_LOG_WARN, "cpu",
+                  "CHUTNEY_CPU_CONV=onednn but oneDNN is not built in; using the own convolution");
+      be->conv_mode = mode;
     }
     // Pool workers get their GEMM packing scratch when they start (a crew whose workers cannot
     // have it is not built).
@@ -281,6 +312,16 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
         return host->set_error(CTN_ERR_UNAVAILABLE,
                                "cpu: gemm 'openblas' requested but this build has no OpenBLAS");
       be->gemm_mode = mode;
+    } else if (std::strcmp(key, "conv") == 0) {
+      ConvMode mode;
+      if (!parse_conv_mode(value, &mode))
+        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                               "cpu: conv must be 'onednn', 'own' or 'auto', got '%s'", value);
+      if (mode == ConvMode::kOneDNN && !onednn_built_in())
+        return host->set_error(CTN_ERR_UNAVAILABLE,
+                               "cpu: conv 'onednn' requested but this build has no oneDNN "
+                               "(libdnnl-dev; meson option cpu_onednn)");
+      be->conv_mode = mode;
     } else if (std::strcmp(key, "gemm_isa") == 0) {
       const GemmIsa *isa = gemm_isa_select(value);
       if (!isa)
@@ -291,7 +332,8 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
       be->gemm_isa = isa;
     } else {
       return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                             "cpu: unknown option '%s' (num_threads, gemm, gemm_isa)", key);
+                             "cpu: unknown option '%s' (num_threads, pool, gemm, gemm_isa, conv)",
+                             key);
     }
     update_description(*be);
     return CTN_OK;
@@ -301,6 +343,12 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
 const char *proc_gemm_name(void *state) {
   return gemm_active_name(*static_cast<Backend *>(state));
 }
+const char *proc_conv_name(void *state) {
+  return conv_active_name(*static_cast<Backend *>(state));
+}
+uint64_t proc_onednn_kernels(void *state) {
+  return static_cast<Backend *>(state)->onednn_kernels.load();
+}
 const char *proc_gemm_isa(void *state) { return static_cast<Backend *>(state)->gemm_isa.load()->name; }
 int proc_num_threads(void *state) { return static_cast<Backend *>(state)->num_threads.load(); }
 
@@ -309,6 +357,8 @@ void *cpu_get_proc_address(void *, const char *name) {
       CTN_PROC_ENTRY("ctn_cpu_gemm_name", proc_gemm_name),
       CTN_PROC_ENTRY("ctn_cpu_gemm_isa", proc_gemm_isa),
       CTN_PROC_ENTRY("ctn_cpu_num_threads", proc_num_threads),
+      CTN_PROC_ENTRY("ctn_cpu_conv_name", proc_conv_name),
+      CTN_PROC_ENTRY("ctn_cpu_onednn_kernels", proc_onednn_kernels),
   };
   return ctn_backend_util::proc_lookup(table, name);
 }

@@ -590,6 +590,76 @@ TEST_F(CpuPlugin, SetOptionErrorsAndGemmName) {
   EXPECT_NE(std::string(d_->describe(be_)).find("3 threads"), std::string::npos);
 }
 
+// The oneDNN convolutions (when the plugin has them) against the own im2col + GEMM ones, which
+// the conformance suite checks against a double reference: every direction, strides, floor
+// output sizes, dilation, groups, one input channel, 1x1, and batches that split unevenly over
+// 1-3 threads (two primitive batch sizes). The kernel counter proves oneDNN made each kernel.
+TEST_F(CpuPlugin, ConvOneDNNMatchesOwn) {
+  auto conv_name = reinterpret_cast<const char *(*)(void *)>(d_->get_proc_address(be_, "ctn_cpu_conv_name"));
+  auto made = reinterpret_cast<uint64_t (*)(void *)>(d_->get_proc_address(be_, "ctn_cpu_onednn_kernels"));
+  ASSERT_NE(conv_name, nullptr);
+  ASSERT_NE(made, nullptr);
+  EXPECT_EQ(d_->set_option(be_, "conv", "fastest"), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(g_error.find("fastest"), std::string::npos);
+  ASSERT_EQ(d_->set_option(be_, "conv", "own"), CTN_OK);
+  EXPECT_STREQ(conv_name(be_), "own");
+  if (d_->set_option(be_, "conv", "onednn") != CTN_OK) {
+    EXPECT_NE(g_error.find("no oneDNN"), std::string::npos) << g_error;
+    GTEST_SKIP() << "this build has no oneDNN (libdnnl-dev): " << g_error;
+  }
+  EXPECT_STREQ(conv_name(be_), "onednn");
+  EXPECT_NE(std::string(d_->describe(be_)).find("oneDNN"), std::string::npos);
+  struct Case { int64_t n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, g; };
+  const std::vector<Case> cases = {
+      {2, 3, 7, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1},   {5, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2, 1, 1, 1},
+      {3, 8, 11, 10, 8, 3, 3, 2, 2, 0, 1, 1, 1, 1}, {2, 8, 9, 9, 8, 3, 3, 1, 1, 2, 2, 2, 2, 1},
+      {4, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 4}, {1, 1, 28, 28, 32, 5, 5, 1, 1, 2, 2, 1, 1, 1},
+      {7, 12, 6, 6, 24, 1, 1, 1, 1, 0, 0, 1, 1, 1},
+  };
+  unsigned seed = 40;
+  for (const char *threads : {"1", "2", "3"})
+    for (size_t ci = 0; ci < cases.size(); ++ci) {
+      ASSERT_EQ(d_->set_option(be_, "num_threads", threads), CTN_OK) << g_error;
+      const Case &k = cases[ci];
+      const int64_t ho = (k.h + 2 * k.ph - k.dh * (k.kh - 1) - 1) / k.sh + 1;
+      const int64_t wo = (k.w + 2 * k.pw - k.dw * (k.kw - 1) - 1) / k.sw + 1;
+      const std::vector<int64_t> xs = {k.n, k.c, k.h, k.w}, ws = {k.o, k.c / k.g, k.kh, k.kw},
+                                 ys = {k.n, k.o, ho, wo};
+      auto numel = [](const std::vector<int64_t> &s) {
+        int64_t n = 1;
+        for (int64_t d : s) n *= d;
+        return static_cast<size_t>(n);
+      };
+      auto x = conv<float>(randn(numel(xs), ++seed)), w = conv<float>(randn(numel(ws), ++seed)),
+           dy = conv<float>(randn(numel(ys), ++seed));
+      const ctn_attrs at = attrs_i({k.sh, k.sw, k.ph, k.pw, k.dh, k.dw, k.g});
+      struct Dir { const char *op; std::vector<ctn_tensor_desc> in; std::vector<int64_t> out; };
+      const std::vector<Dir> dirs = {
+          {CTN_OP_CONV2D, {desc(CTN_F32, xs, x.data()), desc(CTN_F32, ws, w.data())}, ys},
+          {CTN_OP_CONV2D_GRAD_INPUT, {desc(CTN_F32, ys, dy.data()), desc(CTN_F32, ws, w.data())}, xs},
+          {CTN_OP_CONV2D_GRAD_WEIGHT, {desc(CTN_F32, xs, x.data()), desc(CTN_F32, ys, dy.data())}, ws},
+      };
+      for (const Dir &d : dirs) {
+        const std::string label = std::string(d.op) + " case " + std::to_string(ci) + " threads " + threads;
+        std::vector<float> own(numel(d.out), -7.f), dnnl(numel(d.out), 7.f);
+        ASSERT_EQ(d_->set_option(be_, "conv", "own"), CTN_OK);
+        ASSERT_EQ(run(d.op, d.in, desc(CTN_F32, d.out, own.data()), at), CTN_OK) << label << ": " << g_error;
+        ASSERT_EQ(d_->set_option(be_, "conv", "onednn"), CTN_OK);
+        const uint64_t before = made(be_);
+        ASSERT_EQ(run(d.op, d.in, desc(CTN_F32, d.out, dnnl.data()), at), CTN_OK) << label << ": " << g_error;
+        EXPECT_EQ(made(be_), before + 1) << label << ": oneDNN did not make this kernel";
+        double scale = 1e-30, err = 0;
+        for (size_t i = 0; i < own.size(); ++i) {
+          scale = std::max(scale, std::fabs(static_cast<double>(own[i])));
+          err = std::max(err, std::fabs(static_cast<double>(own[i]) - dnnl[i]));
+        }
+        EXPECT_LE(err, 2e-5 * scale) << label << ": max |own - onednn| " << err << " of " << scale;
+      }
+    }
+  ASSERT_EQ(d_->set_option(be_, "conv", "auto"), CTN_OK);
+  EXPECT_STREQ(conv_name(be_), "auto");
+}
+
 TEST_F(CpuPlugin, TinyKernelDispatchIsCheap) {
   std::vector<float> a(16, 1.f), b(16, 2.f), c(16);
   ctn_tensor_desc in[2] = {desc(CTN_F32, {16}, a.data()), desc(CTN_F32, {16}, b.data())};

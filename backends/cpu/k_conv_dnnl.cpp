@@ -1,0 +1,362 @@
+// f32 conv2d, conv2d_grad_input and conv2d_grad_weight through oneDNN (Debian's libdnnl, the
+// library PyTorch uses on the CPU), when the plugin is built with it (-Dcpu_onednn, auto).
+//
+// Threads: the batch is split into one part per pool participant, and each part runs a
+// single-threaded oneDNN primitive on the thread that takes it. oneDNN's own OpenMP team is
+// never used: libgomp's idle workers spin for milliseconds after every parallel region, and on
+// a 2-core machine that spinning stole the cores from the pool's next kernels (the CNN step did
+// not get faster at all although its convolutions did; docs/BENCHMARKS.md). Grad-weight sums
+// the parts' gradients in part order, so results depend on the thread count only, like the own
+// kernels.
+//
+// A kernel holds primitives created at get_kernel for its exact part shapes (at most two batch
+// sizes) with `any` layouts, so oneDNN picks its blocked JIT layout (nChw16c on AVX-512): a part
+// reorders its NCHW inputs into its slot of the call's workspace, runs the primitive and
+// reorders the result back. The scratchpads live in the slots too (scratchpad_mode::user), so
+// several threads may run one kernel at once.
+#include "cpu_backend.h"
+
+#ifdef CTN_CPU_HAVE_DNNL
+
+#include <omp.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdio>
+#include <algorithm>
+#include <memory>
+#include <new>
+#include <unordered_map>
+
+namespace ctn_cpu {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+using Dt = memory::data_type;
+
+dnnl::engine &cpu_engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+constexpr size_t kAlign = 64;
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// One tensor argument of the primitive: the caller's plain NCHW/OIHW memory and the layout the
+// primitive wants; when they differ the call reorders through the workspace at `offset`.
+struct Arg {
+  int role = 0;  // DNNL_ARG_*
+  memory::desc user, prim;
+  bool reorder = false;
+  dnnl::reorder r;
+  memory::desc r_scratch;
+  size_t offset = 0, r_scratch_offset = 0;
+};
+
+// The primitive for one batch size with its arguments and scratchpad (offsets within a slot).
+struct Variant {
+  int64_t n = 0;
+  dnnl::primitive prim;
+  Arg in[2], out;
+  memory::desc scratch;
+  size_t scratch_offset = 0;
+  size_t bytes = 0;  // slot bytes it needs
+};
+
+struct DnnlConvState : KernelBase {
+  int kind = 0;  // 0 forward, 1 grad-input, 2 grad-weight
+  int64_t n = 0, parts = 1;
+  int64_t per_image[3] = {0, 0, 0};  // elements per image of inputs 0, 1 and the output (0: not batched)
+  int64_t dw_elems = 0;              // grad-weight: elements of the weight gradient
+  Variant v[2];
+  size_t slot_bytes = 0;
+  std::string impl;
+};
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr a;
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return a;
+}
+
+// Lays out the argument's reorder buffer and scratchpad in the slot (ws: running size).
+void plan_arg(Arg &a, int role, const memory::desc &user, const memory::desc &prim, bool to_prim,
+              size_t *ws) {
+  a.role = role;
+  a.user = user;
+  a.prim = prim;
+  a.reorder = user != prim;
+  if (!a.reorder) return;
+  dnnl::engine &eng = cpu_engine();
+  auto pd = to_prim ? dnnl::reorder::primitive_desc(eng, user, eng, prim, user_scratchpad())
+                    : dnnl::reorder::primitive_desc(eng, prim, eng, user, user_scratchpad());
+  a.r = dnnl::reorder(pd);
+  a.r_scratch = pd.scratchpad_desc();
+  a.offset = *ws;
+  *ws += align_up(prim.get_size());
+  a.r_scratch_offset = *ws;
+  *ws += align_up(a.r_scratch.get_size());
+}
+
+memory scratch_mem(const memory::desc &d, char *ws, size_t off) {
+  return memory(d, cpu_engine(), d.get_size() ? ws + off : nullptr);
+}
+
+struct DnnlCall {
+  const DnnlConvState *st;
+  const float *in[2];
+  float *out;
+  char *ws;
+  std::string error[64];  // per part (parts <= 64), reported by the calling thread
+  ctn_status code[64] = {};
+
+  // Runs part `p` (images [n0, n1)) on the calling thread with one OpenMP thread.
+  void run_part(int64_t p) {
+    const DnnlConvState &s = *st;
+    const int64_t n0 = s.n * p / s.parts, n1 = s.n * (p + 1) / s.parts;
+    const Variant &v = s.v[n1 - n0 == s.v[0].n ? 0 : 1];
+    char *slot = ws + static_cast<size_t>(p) * s.slot_bytes;
+    try {
+      dnnl::engine &eng = cpu_engine();
+      dnnl::stream strm(eng);
+      std::unordered_map<int, memory> m;
+      m.reserve(4);
+      for (int i = 0; i < 2; ++i) {
+        const Arg &a = v.in[i];
+        memory user(a.user, eng, const_cast<float *>(in[i]) + n0 * s.per_image[i]);
+        if (!a.reorder) {
+          m.emplace(a.role, user);
+          continue;
+        }
+        memory pm(a.prim, eng, slot + a.offset);
+        a.r.execute(strm, {{DNNL_ARG_FROM, user},
+                           {DNNL_ARG_TO, pm},
+                           {DNNL_ARG_SCRATCHPAD, scratch_mem(a.r_scratch, slot, a.r_scratch_offset)}});
+        m.emplace(a.role, pm);
+      }
+      // Grad-weight: part 0 writes the output, the others their slot's tail (summed after).
+      float *dst = s.kind == 2 ? (p == 0 ? out : reinterpret_cast<float *>(slot + v.bytes))
+                               : out + n0 * s.per_image[2];
+      const Arg &o = v.out;
+      memory user_out(o.user, eng, dst);
+      memory prim_out = o.reorder ? memory(o.prim, eng, slot + o.offset) : user_out;
+      m.emplace(o.role, prim_out);
+      m.emplace(DNNL_ARG_SCRATCHPAD, scratch_mem(v.scratch, slot, v.scratch_offset));
+      v.prim.execute(strm, m);
+      if (o.reorder)
+        o.r.execute(strm, {{DNNL_ARG_FROM, prim_out},
+                           {DNNL_ARG_TO, user_out},
+                           {DNNL_ARG_SCRATCHPAD, scratch_mem(o.r_scratch, slot, o.r_scratch_offset)}});
+      strm.wait();
+    } catch (const dnnl::error &e) {
+      code[p] = e.status == dnnl_out_of_memory ? CTN_ERR_OUT_OF_MEMORY : CTN_ERR_INTERNAL;
+      error[p] = e.what();
+    } catch (const std::bad_alloc &) {
+      code[p] = CTN_ERR_OUT_OF_MEMORY;
+      error[p] = "out of memory";
+    }
+  }
+
+  static void part_fn(void *ctx, int64_t p0, int64_t p1, int) {
+    auto *call = static_cast<DnnlCall *>(ctx);
+    omp_set_num_threads(1);  // a pool worker: oneDNN stays on this thread
+    for (int64_t p = p0; p < p1; ++p) call->run_part(p);
+  }
+};
+
+ctn_status dnnl_conv_kernel(void *state, const ctn_kernel_args *args) {
+  const auto *st = static_cast<const DnnlConvState *>(state);
+  auto call = std::make_unique<DnnlCall>();
+  call->st = st;
+  call->in[0] = desc_ptr<const float>(args->inputs[0]);
+  call->in[1] = desc_ptr<const float>(args->inputs[1]);
+  call->out = desc_ptr<float>(args->outputs[0]);
+  // The workspace has kAlign spare bytes: oneDNN's blocked buffers start on a cache line.
+  const auto base = reinterpret_cast<uintptr_t>(args->workspace);
+  call->ws = static_cast<char *>(args->workspace) + (align_up(base) - base);
+  // The calling thread may belong to an application that uses OpenMP: restore its setting.
+  const int caller_threads = omp_get_max_threads();
+  if (st->parts > 1)
+    st->be->pool->parallel_for(st->parts, 1, DnnlCall::part_fn, call.get());
+  else
+    DnnlCall::part_fn(call.get(), 0, 1, 0);
+  omp_set_num_threads(caller_threads);
+  for (int64_t p = 0; p < st->parts; ++p)
+    if (call->code[p] != CTN_OK)
+      return st->host->set_error(call->code[p], "cpu conv (oneDNN %s): %s", st->impl.c_str(),
+                                 call->error[p].c_str());
+  if (st->kind == 2)
+    for (int64_t p = 1; p < st->parts; ++p) {
+      const Variant &v = st->v[(st->n * (p + 1) / st->parts - st->n * p / st->parts) == st->v[0].n ? 0 : 1];
+      const float *part = reinterpret_cast<const float *>(call->ws + static_cast<size_t>(p) * st->slot_bytes + v.bytes);
+      float *dw = call->out;
+      for (int64_t i = 0; i < st->dw_elems; ++i) dw[i] += part[i];
+    }
+  return CTN_OK;
+}
+
+// Builds the primitive of one part of `n` images into `v` (0 forward, 1 grad-input, 2
+// grad-weight); returns oneDNN's implementation name.
+std::string make_variant(int kind, int64_t n, const int64_t *xs, const int64_t *ws_,
+                         const int64_t *ys, const int64_t *at, const memory::dims &pr,
+                         Variant *v) {
+  const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5],
+                groups = at[6];
+  dnnl::engine &eng = cpu_engine();
+  memory::dims x{n, xs[1], xs[2], xs[3]}, y{n, ys[1], ys[2], ys[3]};
+  memory::dims w = groups == 1 ? memory::dims{ws_[0], ws_[1], ws_[2], ws_[3]}
+                               : memory::dims{groups, ws_[0] / groups, ws_[1], ws_[2], ws_[3]};
+  memory::desc ux(x, Dt::f32, Tag::nchw), uy(y, Dt::f32, Tag::nchw),
+      uw(w, Dt::f32, groups == 1 ? Tag::oihw : Tag::goihw);
+  memory::desc ax(x, Dt::f32, Tag::any), ay(y, Dt::f32, Tag::any), aw(w, Dt::f32, Tag::any);
+  const memory::dims strides{sh, sw}, dil{dh - 1, dw - 1}, pl{ph, pw};
+  dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training,
+                                     dnnl::algorithm::convolution_direct, ax, aw, ay, strides, dil,
+                                     pl, pr);
+  dnnl::primitive_attr attr = user_scratchpad();
+  dnnl::convolution_forward::primitive_desc fpd(fd, attr, eng);
+  v->n = n;
+  size_t ws = 0;
+  const char *impl = nullptr;
+  switch (kind) {
+    case 0:
+      impl = fpd.impl_info_str();
+      plan_arg(v->in[0], DNNL_ARG_SRC, ux, fpd.src_desc(), true, &ws);
+      plan_arg(v->in[1], DNNL_ARG_WEIGHTS, uw, fpd.weights_desc(), true, &ws);
+      plan_arg(v->out, DNNL_ARG_DST, uy, fpd.dst_desc(), false, &ws);
+      v->scratch = fpd.scratchpad_desc();
+      v->prim = dnnl::convolution_forward(fpd);
+      break;
+    case 1: {  // inputs: dy, w; output dx
+      dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, ax, aw, ay,
+                                               strides, dil, pl, pr);
+      dnnl::convolution_backward_data::primitive_desc bpd(bd, attr, eng, fpd);
+      impl = bpd.impl_info_str();
+      plan_arg(v->in[0], DNNL_ARG_DIFF_DST, uy, bpd.diff_dst_desc(), true, &ws);
+      plan_arg(v->in[1], DNNL_ARG_WEIGHTS, uw, bpd.weights_desc(), true, &ws);
+      plan_arg(v->out, DNNL_ARG_DIFF_SRC, ux, bpd.diff_src_desc(), false, &ws);
+      v->scratch = bpd.scratchpad_desc();
+      v->prim = dnnl::convolution_backward_data(bpd);
+      break;
+    }
+    default: {  // inputs: x, dy; output dw
+      dnnl::convolution_backward_weights::desc bd(dnnl::algorithm::convolution_direct, ax, aw,
+                                                  ay, strides, dil, pl, pr);
+      dnnl::convolution_backward_weights::primitive_desc bpd(bd, attr, eng, fpd);
+      impl = bpd.impl_info_str();
+      plan_arg(v->in[0], DNNL_ARG_SRC, ux, bpd.src_desc(), true, &ws);
+      plan_arg(v->in[1], DNNL_ARG_DIFF_DST, uy, bpd.diff_dst_desc(), true, &ws);
+      plan_arg(v->out, DNNL_ARG_DIFF_WEIGHTS, uw, bpd.diff_weights_desc(), false, &ws);
+      v->scratch = bpd.scratchpad_desc();
+      v->prim = dnnl::convolution_backward_weights(bpd);
+      break;
+    }
+  }
+  v->scratch_offset = ws;
+  ws += align_up(v->scratch.get_size());
+  v->bytes = ws;
+  return impl ? impl : "?";
+}
+
+}  // namespace
+
+bool onednn_built_in() { return true; }
+
+std::string onednn_version() {
+  const dnnl_version_t *v = dnnl_version();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%d.%d.%d", v->major, v->minor, v->patch);
+  return buf;
+}
+
+void onednn_limit_isa(const char *isa) {
+  dnnl::cpu_isa max = dnnl::cpu_isa::all;
+  if (!std::strcmp(isa, "avx2")) max = dnnl::cpu_isa::avx2;
+  else if (!std::strcmp(isa, "avx512")) max = dnnl::cpu_isa::avx512_core;
+  else if (!std::strcmp(isa, "generic")) max = dnnl::cpu_isa::sse41;
+  try {
+    dnnl::set_max_cpu_isa(max);  // fails once a primitive was created: the first context wins
+  } catch (const dnnl::error &) {
+  }
+}
+
+// Makes the oneDNN kernel for a convolution of x [N,C,H,W], w [O,C/G,KH,KW] -> y [N,O,Ho,Wo] in
+// direction `kind` (0 forward, 1 grad-input, 2 grad-weight). False (no kernel, the caller uses
+// its own) when oneDNN has only its reference implementation for the shape or refuses it;
+// `why` says which.
+bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *ws_,
+                      const int64_t *ys, const int64_t *at, ctn_kernel *out, std::string *why) {
+  const int caller_threads = omp_get_max_threads();
+  try {
+    const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5];
+    // Right padding that gives oneDNN's output size (it may be negative for a floor output:
+    // any value within a stride of it gives the same size).
+    int64_t prh = (ys[2] - 1) * sh + (ws_[2] - 1) * dh + 1 - xs[2] - ph;
+    int64_t prw = (ys[3] - 1) * sw + (ws_[3] - 1) * dw + 1 - xs[3] - pw;
+    if (prh < 0 && prh + sh - 1 >= 0) prh = 0;
+    if (prw < 0 && prw + sw - 1 >= 0) prw = 0;
+    if (prh < 0 || prw < 0) {
+      *why = "right padding below zero";
+      return false;
+    }
+    for (int k = 0; k < 4; ++k)
+      if (xs[k] == 0 || ws_[k] == 0 || ys[k] == 0) {
+        *why = "empty tensor";
+        return false;
+      }
+    auto st = new_state<DnnlConvState>(be);
+    st->kind = kind;
+    st->n = xs[0];
+    st->parts = std::min<int64_t>({std::max(1, be->num_threads.load()), st->n, 64});
+    const int64_t x_img = xs[1] * xs[2] * xs[3], y_img = ys[1] * ys[2] * ys[3];
+    st->dw_elems = ws_[0] * ws_[1] * ws_[2] * ws_[3];
+    switch (kind) {
+      case 0: st->per_image[0] = x_img, st->per_image[2] = y_img; break;
+      case 1: st->per_image[0] = y_img, st->per_image[2] = x_img; break;
+      default: st->per_image[0] = x_img, st->per_image[1] = y_img; break;
+    }
+    omp_set_num_threads(1);  // primitives built for the one thread that runs each part
+    const memory::dims pr{prh, prw};
+    const int64_t lo = st->n / st->parts, hi = (st->n + st->parts - 1) / st->parts;
+    st->impl = make_variant(kind, lo, xs, ws_, ys, at, pr, &st->v[0]);
+    if (hi != lo) make_variant(kind, hi, xs, ws_, ys, at, pr, &st->v[1]);
+    omp_set_num_threads(caller_threads);
+    // The reference implementation is far slower than the own im2col + GEMM.
+    if (st->impl.rfind("ref", 0) == 0) {
+      *why = "oneDNN has only its reference implementation (" + st->impl + ")";
+      return false;
+    }
+    size_t slot = std::max(st->v[0].bytes, st->v[1].bytes);
+    if (kind == 2) slot += static_cast<size_t>(st->dw_elems) * sizeof(float);
+    st->slot_bytes = align_up(slot);
+    const uint64_t ws =
+        static_cast<uint64_t>(st->slot_bytes) * static_cast<uint64_t>(st->parts) + kAlign;
+    kernel_set(out, dnnl_conv_kernel, st.release(), 0, ws);
+    be->onednn_kernels.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  } catch (const dnnl::error &e) {
+    omp_set_num_threads(caller_threads);
+    *why = std::string("oneDNN: ") + e.what();
+    return false;
+  }
+}
+
+}  // namespace ctn_cpu
+
+#else  // !CTN_CPU_HAVE_DNNL
+
+namespace ctn_cpu {
+
+bool onednn_built_in() { return false; }
+std::string onednn_version() { return ""; }
+void onednn_limit_isa(const char *) {}
+bool make_onednn_conv(Backend *, int, const int64_t *, const int64_t *, const int64_t *,
+                      const int64_t *, ctn_kernel *, std::string *why) {
+  *why = "this build has no oneDNN";
+  return false;
+}
+
+}  // namespace ctn_cpu
+
+#endif
