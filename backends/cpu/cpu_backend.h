@@ -116,6 +116,8 @@ ctn_status make_nn_misc_kernel(Backend *be, const ctn_op_signature *sig, ctn_ker
 // returns false with the reason in `why` when oneDNN has no fast kernel for the shape.
 bool onednn_built_in();
 std::string onednn_version();
+// Keeps libdnnl and libgomp loaded for the life of the process (their TLS; k_conv_dnnl.cpp).
+void onednn_pin_libraries();
 // Caps oneDNN's JIT at CHUTNEY_CPU_ISA's level (avx2, avx512, generic); before any primitive.
 void onednn_limit_isa(const char *isa);
 bool make_onednn_conv(Backend *be, int kind, const int64_t *x, const int64_t *w, const int64_t *y,

@@ -18,6 +18,7 @@
 
 #ifdef CTN_CPU_HAVE_DNNL
 
+#include <dlfcn.h>
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -263,6 +264,19 @@ std::string make_variant(int kind, int64_t n, const int64_t *xs, const int64_t *
 
 bool onednn_built_in() { return true; }
 
+// libgomp and libdnnl use initial-exec TLS, which comes from the process's small static TLS
+// block: unloaded and loaded again with every context (the plugin is dlclose-d with the last one)
+// while other plugins' libraries (PoCL, Mesa) sit between them, they ran it out after eight
+// contexts ("cannot allocate memory in static TLS block"). Once loaded, they stay loaded.
+void onednn_pin_libraries() {
+  for (void *sym : {reinterpret_cast<void *>(&dnnl_version),
+                    reinterpret_cast<void *>(&omp_set_num_threads)}) {
+    Dl_info info{};
+    if (dladdr(sym, &info) && info.dli_fname)
+      dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);  // the handle is never closed
+  }
+}
+
 std::string onednn_version() {
   const dnnl_version_t *v = dnnl_version();
   char buf[64];
@@ -349,6 +363,7 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
 namespace ctn_cpu {
 
 bool onednn_built_in() { return false; }
+void onednn_pin_libraries() {}
 std::string onednn_version() { return ""; }
 void onednn_limit_isa(const char *) {}
 bool make_onednn_conv(Backend *, int, const int64_t *, const int64_t *, const int64_t *,

@@ -162,6 +162,7 @@ ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
                              static_cast<int>(config->num_threads));
     auto be = std::make_unique<Backend>();
     be->host = host;
+    onednn_pin_libraries();
     be->gemm_isa = gemm_isa_select(nullptr);
     // CHUTNEY_CPU_ISA forces a kernel variant: "generic" is the scalar path on 32-bit ARM (tests
     // run the conformance suite on it), "neon"/"avx2"/"avx512" a vector one the CPU must have.

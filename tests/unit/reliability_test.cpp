@@ -360,4 +360,17 @@ TEST(Reliability, CheckpointOnAFullFileSystemKeepsThePreviousOne) {
   rmdir(dir.c_str());
 }
 
+// The CPU plugin is dlclose-d with the last context and loaded again with the next. Its
+// libraries' initial-exec TLS (libgomp, libdnnl) came out of the static TLS block anew each
+// time while PoCL's and Mesa's libraries stayed between them: the ninth context had no CPU
+// backend ("cannot allocate memory in static TLS block").
+TEST(Reliability, ManyContextsOneAfterAnotherAllHaveTheCpuBackend) {
+  for (int i = 0; i < 24; ++i) {
+    Ctx c;
+    const char *report = nullptr;
+    ASSERT_EQ(ctn_context_plugin_report(c.ctx, &report), CTN_OK) << ctn_last_error();
+    ASSERT_TRUE(contains(report, "backend \"cpu\"")) << "context " << i << ":\n" << report;
+  }
+}
+
 }  // namespace
