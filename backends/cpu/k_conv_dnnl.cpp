@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <unordered_map>
 
@@ -330,6 +331,12 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
       case 1: st->per_image[0] = y_img, st->per_image[2] = x_img; break;
       default: st->per_image[0] = x_img, st->per_image[1] = y_img; break;
     }
+    // Creation is serialised: oneDNN's primitive cache and JIT are thread-safe by their
+    // documentation, but their synchronisation is invisible to ThreadSanitizer (the library is
+    // not instrumented; the tsan stage reported its cache lock as a race). Kernels are made once
+    // per plan, so nothing waits here in a training loop.
+    static std::mutex create_mu;
+    std::lock_guard<std::mutex> lock(create_mu);
     omp_set_num_threads(1);  // primitives built for the one thread that runs each part
     const memory::dims pr{prh, prw};
     const int64_t lo = st->n / st->parts, hi = (st->n + st->parts - 1) / st->parts;
