@@ -2,7 +2,9 @@
 // independent, so planes are split over the pool; within a plane the window bounds are clipped
 // once per output row and column instead of testing every tap.
 #include <algorithm>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "cpu_backend.h"
 
@@ -124,32 +126,72 @@ struct PoolCall {
   void max_plane_2x2(const T *xp, T *yp) const {
     const PoolState &s = *st;
     for (int64_t oh = 0; oh < s.ho; ++oh) {
-      const T *r0 = xp + 2 * oh * s.w, *r1 = r0 + s.w;
-      T *yr = yp + oh * s.wo;
+      const T *__restrict r0 = xp + 2 * oh * s.w;
+      const T *__restrict r1 = r0 + s.w;
+      T *__restrict yr = yp + oh * s.wo;
       for (int64_t ow = 0; ow < s.wo; ++ow) yr[ow] = max4(r0[2 * ow], r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]);
     }
   }
+  // f32, 4 lanes (two windows) at a time with GCC vector extensions (SSE2 / NEON / plain 4-lane
+  // code on 32-bit ARM). `a` and `b` hold the two input rows of two windows; the window maximum
+  // m is broadcast to each window's lanes, the taps equal to it (or NaN) are the hits, and the
+  // first hit in row-major order (a's even lane, a's odd lane, b's even lane, b's odd lane) gets
+  // the gradient. Returns the number of output columns done; the caller finishes the rest.
+  static int64_t max_grad_row_f32(const float *r0, const float *r1, const float *g, float *d0, float *d1,
+                                  int64_t wo) {
+    typedef float F __attribute__((vector_size(16)));
+    typedef int32_t I __attribute__((vector_size(16)));
+    const I swap = {1, 0, 3, 2}, odd = {0, -1, 0, -1}, dup = {0, 0, 1, 1};
+    int64_t ow = 0;
+    for (; ow + 2 <= wo; ow += 2) {
+      F a, b;
+      float gg[4] = {g[ow], g[ow + 1], 0.f, 0.f};
+      std::memcpy(&a, r0 + 2 * ow, sizeof a);
+      std::memcpy(&b, r1 + 2 * ow, sizeof b);
+      const I bnan = b != b, anan = a != a;
+      const F col = (F)(((I)b & ((b > a) | bnan)) | ((I)a & ~((b > a) | bnan)));  // b if b > a or NaN
+      const F other = __builtin_shuffle(col, swap);
+      const I onan = other != other;
+      const F m = (F)(((I)other & ((other > col) | onan)) | ((I)col & ~((other > col) | onan)));
+      const I ha = (a == m) | anan, hb = (b == m) | bnan;
+      const I ha_s = __builtin_shuffle(ha, swap), hb_s = __builtin_shuffle(hb, swap);
+      const I ta = ha & ~(ha_s & odd);
+      const I tb = hb & ~((ha | ha_s) | (hb_s & odd));
+      F gv;
+      std::memcpy(&gv, gg, sizeof gv);
+      gv = __builtin_shuffle(gv, dup);
+      const F da = (F)((I)gv & ta), db = (F)((I)gv & tb);
+      std::memcpy(d0 + 2 * ow, &da, sizeof da);
+      std::memcpy(d1 + 2 * ow, &db, sizeof db);
+    }
+    return ow;
+  }
+
+  // Branch-free, so that the compiler vectorises it: the window's maximum m (NaN if any tap is
+  // NaN) is taken as in the forward pass, and the gradient goes to the first tap that is m (or
+  // NaN), the same tap as the general loop's first maximum in row-major order.
   void max_grad_plane_2x2(const T *xp, const T *dyp, T *dxp) const {
     const PoolState &s = *st;
+    const int64_t wo = s.wo;
     for (int64_t oh = 0; oh < s.ho; ++oh) {
-      const T *r0 = xp + 2 * oh * s.w, *r1 = r0 + s.w;
-      T *d0 = dxp + 2 * oh * s.w, *d1 = d0 + s.w;
-      const T *g = dyp + oh * s.wo;
-      for (int64_t ow = 0; ow < s.wo; ++ow) {
-        const T v[4] = {r0[2 * ow], r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]};
-        T m = -std::numeric_limits<T>::infinity();
-        int arg = 0;
-        for (int i = 0; i < 4; ++i)
-          if (v[i] > m || (v[i] != v[i] && m == m)) {
-            m = v[i];
-            arg = i;
-          }
-        d0[2 * ow] = arg == 0 ? g[ow] : T(0);
-        d0[2 * ow + 1] = arg == 1 ? g[ow] : T(0);
-        d1[2 * ow] = arg == 2 ? g[ow] : T(0);
-        d1[2 * ow + 1] = arg == 3 ? g[ow] : T(0);
+      const T *__restrict r0 = xp + 2 * oh * s.w;
+      const T *__restrict r1 = r0 + s.w;
+      T *__restrict d0 = dxp + 2 * oh * s.w;
+      T *__restrict d1 = d0 + s.w;
+      const T *__restrict g = dyp + oh * wo;
+      int64_t ow = 0;
+      if constexpr (std::is_same_v<T, float>) ow = max_grad_row_f32(r0, r1, g, d0, d1, wo);
+      for (; ow < wo; ++ow) {
+        const T v0 = r0[2 * ow], v1 = r0[2 * ow + 1], v2 = r1[2 * ow], v3 = r1[2 * ow + 1];
+        const T m = max4(v0, v1, v2, v3);
+        const bool h0 = v0 == m || v0 != v0, h1 = v1 == m || v1 != v1, h2 = v2 == m || v2 != v2;
+        const T gv = g[ow];
+        d0[2 * ow] = h0 ? gv : T(0);
+        d0[2 * ow + 1] = (h1 && !h0) ? gv : T(0);
+        d1[2 * ow] = (h2 && !h0 && !h1) ? gv : T(0);
+        d1[2 * ow + 1] = (h0 || h1 || h2) ? T(0) : gv;
       }
-      for (int64_t iw = 2 * s.wo; iw < s.w; ++iw) d0[iw] = d1[iw] = T(0);  // odd width
+      for (int64_t iw = 2 * wo; iw < s.w; ++iw) d0[iw] = d1[iw] = T(0);  // odd width
     }
     for (int64_t ih = 2 * s.ho; ih < s.h; ++ih) std::fill(dxp + ih * s.w, dxp + (ih + 1) * s.w, T(0));
   }

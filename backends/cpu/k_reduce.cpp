@@ -48,6 +48,22 @@ double row_reduce(const T *x, int64_t len, RedOp op) {
   return (s0 + s1) + (s2 + s3);
 }
 
+// Sum of a contiguous run in double with 16 independent lanes: the f32 -> f64 conversions and
+// adds vectorise, and no serial dependency chain limits the pass. Lane order is fixed, so the
+// result does not depend on the thread count.
+template <class T>
+inline double lane_sum_d(const T *x, int64_t len) {
+  double a[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= len; i += 16)
+    for (int j = 0; j < 16; ++j) a[j] += static_cast<double>(x[i + j]);
+  double s = 0;
+  for (; i < len; ++i) s += static_cast<double>(x[i]);
+  for (int j = 0; j < 8; ++j) a[j] += a[j + 8];
+  for (int j = 0; j < 4; ++j) a[j] += a[j + 4];
+  return s + ((a[0] + a[1]) + (a[2] + a[3]));
+}
+
 template <class T>
 struct RedCall {
   const RedState *st;
@@ -96,6 +112,28 @@ struct RedCall {
       }
     }
   }
+  // Case "planes": dims are [reduced, kept, reduced] (sum or mean of NCHW over axes 0, 2, 3: the
+  // per-channel statistics). Each kept index k is an independent output, the sum over the outer
+  // index of contiguous inner runs, so threads split k and each run is summed with vector lanes.
+  void planes(int64_t k0, int64_t k1) const {
+    const int64_t outer = st->shape[0], mid = st->shape[1], inner = st->shape[2];
+    for (int64_t k = k0; k < k1; ++k) {
+      double a = 0;
+      if (st->op == kMax) {
+        a = -std::numeric_limits<double>::infinity();
+        for (int64_t o = 0; o < outer; ++o) {
+          double v = row_reduce(x + (o * mid + k) * inner, inner, kMax);
+          a = (v > a || v != v || a != a) ? v : a;
+        }
+      } else {
+        for (int64_t o = 0; o < outer; ++o) a += lane_sum_d(x + (o * mid + k) * inner, inner);
+      }
+      y[k] = static_cast<T>(a * st->scale);
+    }
+  }
+  static void planes_part(void *ctx, int64_t a, int64_t b, int) {
+    static_cast<const RedCall *>(ctx)->planes(a, b);
+  }
   static void rows_part(void *ctx, int64_t a, int64_t b, int) {
     static_cast<const RedCall *>(ctx)->rows(a, b);
   }
@@ -127,6 +165,12 @@ ctn_status reduce_kernel(void *state, const ctn_kernel_args *args) {
     int64_t nrows = st->out_numel;
     if (par) pool.parallel_for(nrows, 1, RedCall<T>::rows_part, &call);
     else call.rows(0, nrows);
+    return CTN_OK;
+  }
+  if (nd == 3 && st->red[0] && !st->red[1] && st->red[2]) {
+    const int64_t mid = st->shape[1];
+    if (par && mid > 1) pool.parallel_for(mid, 1, RedCall<T>::planes_part, &call);
+    else call.planes(0, mid);
     return CTN_OK;
   }
   double init = st->op == kMax ? -std::numeric_limits<double>::infinity() : 0.0;

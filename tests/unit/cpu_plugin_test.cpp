@@ -424,6 +424,87 @@ TEST_F(CpuPlugin, Reductions) {
   // A wrong output shape never reaches get_kernel: the core's infer rejects it (ops.h).
 }
 
+// Per-channel sum/mean/max of NCHW over axes {0, 2, 3} (the batch-norm statistics): the
+// channel-parallel path, large enough for the pool, against a plain double loop.
+TEST_F(CpuPlugin, PerChannelReductionsMatchNaive) {
+  const int64_t N = 8, C = 12, HW = 29 * 31;
+  auto xd = randn(static_cast<size_t>(N * C * HW), 21);
+  for (auto &v : xd) v += 3.0;  // an offset, as activations have
+  auto x = conv<float>(xd);
+  for (int32_t op = 0; op < 3; ++op) {
+    const char *name = op == 0 ? CTN_OP_SUM : op == 1 ? CTN_OP_MEAN : CTN_OP_MAX;
+    std::vector<float> out(C);
+    ASSERT_EQ(run(name, {desc(CTN_F32, {N, C, 29, 31}, x.data())}, desc(CTN_F32, {C}, out.data()),
+                  attrs_i({0b1101, 0})),
+              CTN_OK)
+        << name << ": " << g_error;
+    for (int64_t c = 0; c < C; ++c) {
+      double s = 0, m = -INFINITY;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < HW; ++i) {
+          s += x[(n * C + c) * HW + i];
+          m = std::max<double>(m, x[(n * C + c) * HW + i]);
+        }
+      const double want = op == 0 ? s : op == 1 ? s / static_cast<double>(N * HW) : m;
+      EXPECT_NEAR(out[c], want, std::abs(want) * 2e-7) << name << " channel " << c;
+    }
+  }
+}
+
+// max_pool2d_grad's 2x2 stride-2 path (vector lanes for f32, scalar for f64 and the tails)
+// against the rule of the general loop: each window's gradient goes to its first maximum in
+// row-major order, or to its first NaN; ties, NaN and -inf windows, odd sizes, pool and serial.
+TEST_F(CpuPlugin, MaxPoolGrad2x2FirstMaximumNaNAndTies) {
+  for (int64_t big = 0; big < 2; ++big) {
+    const int64_t N = big ? 4 : 1, C = big ? 16 : 3, H = big ? 29 : 7, W = big ? 31 : 9;
+    const int64_t Ho = H / 2, Wo = W / 2;
+    std::vector<double> x(static_cast<size_t>(N * C * H * W)), dy(static_cast<size_t>(N * C * Ho * Wo));
+    unsigned r = 7;
+    for (auto &v : x) {
+      r = r * 1103515245u + 12345u;
+      const unsigned k = (r >> 16) % 23;
+      v = k == 0 ? NAN : k == 1 ? -INFINITY : static_cast<double>(static_cast<int>(k % 4) - 2);  // many ties
+    }
+    for (size_t i = 0; i < dy.size(); ++i) dy[i] = 1.0 + static_cast<double>(i % 13);
+    std::vector<double> want(x.size(), 0.0);
+    for (int64_t p = 0; p < N * C; ++p)
+      for (int64_t oh = 0; oh < Ho; ++oh)
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          int64_t arg = (p * H + 2 * oh) * W + 2 * ow;  // the general loop's rule, verbatim
+          double m = -INFINITY;
+          for (int64_t ih = 2 * oh; ih < 2 * oh + 2; ++ih)
+            for (int64_t iw = 2 * ow; iw < 2 * ow + 2; ++iw) {
+              const int64_t at = (p * H + ih) * W + iw;
+              if (x[at] > m || (std::isnan(x[at]) && !std::isnan(m))) {
+                m = x[at];
+                arg = at;
+              }
+            }
+          want[arg] = dy[(p * Ho + oh) * Wo + ow];
+        }
+    const ctn_attrs at = attrs_i({2, 2, 2, 2, 0, 0});
+    std::vector<double> y(dy.size(), 0.0), dx(x.size(), -7.0);
+    ASSERT_EQ(run(CTN_OP_MAX_POOL2D_GRAD,
+                  {desc(CTN_F64, {N, C, H, W}, x.data()), desc(CTN_F64, {N, C, Ho, Wo}, y.data()),
+                   desc(CTN_F64, {N, C, Ho, Wo}, dy.data())},
+                  desc(CTN_F64, {N, C, H, W}, dx.data()), at),
+              CTN_OK)
+        << g_error;
+    auto xf = conv<float>(x), yf = conv<float>(y), dyf = conv<float>(dy);
+    std::vector<float> dxf(x.size(), -7.0f);
+    ASSERT_EQ(run(CTN_OP_MAX_POOL2D_GRAD,
+                  {desc(CTN_F32, {N, C, H, W}, xf.data()), desc(CTN_F32, {N, C, Ho, Wo}, yf.data()),
+                   desc(CTN_F32, {N, C, Ho, Wo}, dyf.data())},
+                  desc(CTN_F32, {N, C, H, W}, dxf.data()), at),
+              CTN_OK)
+        << g_error;
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(dx[i], want[i]) << "f64 element " << i << " size " << big;
+      ASSERT_EQ(dxf[i], static_cast<float>(want[i])) << "f32 element " << i << " size " << big;
+    }
+  }
+}
+
 TEST_F(CpuPlugin, SoftmaxFamily) {
   auto x = randn(2 * 3 * 4, 12);
   for (int axis : {1, 2}) {
