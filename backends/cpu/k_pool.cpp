@@ -132,44 +132,64 @@ struct PoolCall {
       for (int64_t ow = 0; ow < s.wo; ++ow) yr[ow] = max4(r0[2 * ow], r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]);
     }
   }
-  // f32, 4 lanes (two windows) at a time with GCC vector extensions (SSE2 / NEON / plain 4-lane
-  // code on 32-bit ARM). `a` and `b` hold the two input rows of two windows; the window maximum
-  // m is broadcast to each window's lanes, the taps equal to it (or NaN) are the hits, and the
-  // first hit in row-major order (a's even lane, a's odd lane, b's even lane, b's odd lane) gets
-  // the gradient. Returns the number of output columns done; the caller finishes the rest.
+  // One window of the 2x2 gradient, branch-free: the window's maximum m (NaN if any tap is NaN)
+  // as in the forward pass, and the gradient to the first tap that is m (or NaN): the same tap
+  // as the general loop's first maximum in row-major order.
+  static void max_grad_window(const T *r0, const T *r1, T gv, T *d0, T *d1, int64_t ow) {
+    const T v0 = r0[2 * ow], v1 = r0[2 * ow + 1], v2 = r1[2 * ow], v3 = r1[2 * ow + 1];
+    const T m = max4(v0, v1, v2, v3);
+    const bool h0 = v0 == m || v0 != v0, h1 = v1 == m || v1 != v1, h2 = v2 == m || v2 != v2;
+    d0[2 * ow] = h0 ? gv : T(0);
+    d0[2 * ow + 1] = (h1 && !h0) ? gv : T(0);
+    d1[2 * ow] = (h2 && !h0 && !h1) ? gv : T(0);
+    d1[2 * ow + 1] = (h0 || h1 || h2) ? T(0) : gv;
+  }
+
+  // f32, four windows at a time in 4-lane vectors (GCC vector extensions: SSE2, NEON, plain
+  // code on 32-bit ARM). Each vector holds two windows' taps of one input row; the column
+  // maximum, swapped within lane pairs, gives each window's maximum m on its lanes; the taps
+  // equal to m are the hits, and the first hit in row-major order (row 0 even, row 0 odd, row 1
+  // even, row 1 odd) gets the gradient. A block with a NaN takes max_grad_window. Returns the
+  // number of output columns done; the caller finishes the rest.
   static int64_t max_grad_row_f32(const float *r0, const float *r1, const float *g, float *d0, float *d1,
                                   int64_t wo) {
     typedef float F __attribute__((vector_size(16)));
     typedef int32_t I __attribute__((vector_size(16)));
-    const I swap = {1, 0, 3, 2}, odd = {0, -1, 0, -1}, dup = {0, 0, 1, 1};
+    const I swap = {1, 0, 3, 2}, odd = {0, -1, 0, -1}, lo = {0, 0, 1, 1}, hi = {2, 2, 3, 3};
+    auto ld = [](const float *p) {
+      F v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    };
+    auto sto = [](float *p, F v) { std::memcpy(p, &v, sizeof v); };
     int64_t ow = 0;
-    for (; ow + 2 <= wo; ow += 2) {
-      F a, b;
-      float gg[4] = {g[ow], g[ow + 1], 0.f, 0.f};
-      std::memcpy(&a, r0 + 2 * ow, sizeof a);
-      std::memcpy(&b, r1 + 2 * ow, sizeof b);
-      const I bnan = b != b, anan = a != a;
-      const F col = (F)(((I)b & ((b > a) | bnan)) | ((I)a & ~((b > a) | bnan)));  // b if b > a or NaN
-      const F other = __builtin_shuffle(col, swap);
-      const I onan = other != other;
-      const F m = (F)(((I)other & ((other > col) | onan)) | ((I)col & ~((other > col) | onan)));
-      const I ha = (a == m) | anan, hb = (b == m) | bnan;
-      const I ha_s = __builtin_shuffle(ha, swap), hb_s = __builtin_shuffle(hb, swap);
-      const I ta = ha & ~(ha_s & odd);
-      const I tb = hb & ~((ha | ha_s) | (hb_s & odd));
-      F gv;
-      std::memcpy(&gv, gg, sizeof gv);
-      gv = __builtin_shuffle(gv, dup);
-      const F da = (F)((I)gv & ta), db = (F)((I)gv & tb);
-      std::memcpy(d0 + 2 * ow, &da, sizeof da);
-      std::memcpy(d1 + 2 * ow, &db, sizeof db);
+    for (; ow + 4 <= wo; ow += 4) {
+      const F a0 = ld(r0 + 2 * ow), a1 = ld(r0 + 2 * ow + 4), b0 = ld(r1 + 2 * ow), b1 = ld(r1 + 2 * ow + 4);
+      const I nan = (a0 != a0) | (a1 != a1) | (b0 != b0) | (b1 != b1);
+      uint64_t any[2];
+      std::memcpy(any, &nan, sizeof any);
+      const F gv = ld(g + ow);
+      if (any[0] | any[1]) {
+        for (int64_t k = ow; k < ow + 4; ++k) max_grad_window(r0, r1, g[k], d0, d1, k);
+        continue;
+      }
+      const F g0 = __builtin_shuffle(gv, lo), g1 = __builtin_shuffle(gv, hi);
+      const auto half = [&](F a, F b, F gg, float *da, float *db) {
+        const F col = a > b ? a : b;
+        const F oth = __builtin_shuffle(col, swap);
+        const F m = col > oth ? col : oth;
+        const I ha = a == m, hb = b == m;
+        const I ha_s = __builtin_shuffle(ha, swap), hb_s = __builtin_shuffle(hb, swap);
+        const I ta = ha & ~(ha_s & odd), tb = hb & ~(ha | ha_s | (hb_s & odd));
+        sto(da, (F)((I)gg & ta));
+        sto(db, (F)((I)gg & tb));
+      };
+      half(a0, b0, g0, d0 + 2 * ow, d1 + 2 * ow);
+      half(a1, b1, g1, d0 + 2 * ow + 4, d1 + 2 * ow + 4);
     }
     return ow;
   }
 
-  // Branch-free, so that the compiler vectorises it: the window's maximum m (NaN if any tap is
-  // NaN) is taken as in the forward pass, and the gradient goes to the first tap that is m (or
-  // NaN), the same tap as the general loop's first maximum in row-major order.
   void max_grad_plane_2x2(const T *xp, const T *dyp, T *dxp) const {
     const PoolState &s = *st;
     const int64_t wo = s.wo;
@@ -181,16 +201,7 @@ struct PoolCall {
       const T *__restrict g = dyp + oh * wo;
       int64_t ow = 0;
       if constexpr (std::is_same_v<T, float>) ow = max_grad_row_f32(r0, r1, g, d0, d1, wo);
-      for (; ow < wo; ++ow) {
-        const T v0 = r0[2 * ow], v1 = r0[2 * ow + 1], v2 = r1[2 * ow], v3 = r1[2 * ow + 1];
-        const T m = max4(v0, v1, v2, v3);
-        const bool h0 = v0 == m || v0 != v0, h1 = v1 == m || v1 != v1, h2 = v2 == m || v2 != v2;
-        const T gv = g[ow];
-        d0[2 * ow] = h0 ? gv : T(0);
-        d0[2 * ow + 1] = (h1 && !h0) ? gv : T(0);
-        d1[2 * ow] = (h2 && !h0 && !h1) ? gv : T(0);
-        d1[2 * ow + 1] = (h0 || h1 || h2) ? T(0) : gv;
-      }
+      for (; ow < wo; ++ow) max_grad_window(r0, r1, g[ow], d0, d1, ow);
       for (int64_t iw = 2 * wo; iw < s.w; ++iw) d0[iw] = d1[iw] = T(0);  // odd width
     }
     for (int64_t ih = 2 * s.ho; ih < s.h; ++ih) std::fill(dxp + ih * s.w, dxp + (ih + 1) * s.w, T(0));

@@ -113,20 +113,25 @@ struct RedCall {
     }
   }
   // Case "planes": dims are [reduced, kept, reduced] (sum or mean of NCHW over axes 0, 2, 3: the
-  // per-channel statistics). Each kept index k is an independent output, the sum over the outer
-  // index of contiguous inner runs, so threads split k and each run is summed with vector lanes.
-  void planes(int64_t k0, int64_t k1) const {
-    const int64_t outer = st->shape[0], mid = st->shape[1], inner = st->shape[2];
-    for (int64_t k = k0; k < k1; ++k) {
-      double a = 0;
-      if (st->op == kMax) {
-        a = -std::numeric_limits<double>::infinity();
-        for (int64_t o = 0; o < outer; ++o) {
-          double v = row_reduce(x + (o * mid + k) * inner, inner, kMax);
-          a = (v > a || v != v || a != a) ? v : a;
-        }
-      } else {
-        for (int64_t o = 0; o < outer; ++o) a += lane_sum_d(x + (o * mid + k) * inner, inner);
+  // per-channel statistics). Threads split the outer index (images), so that each walks its
+  // part of memory in order, and reduce every contiguous inner run (one (n, c) plane) with vector
+  // lanes into acc[o * kept + k]; `planes_finish` then folds acc over o in a fixed order, so the
+  // result does not depend on the thread count.
+  void planes(int64_t o0, int64_t o1) const {
+    const int64_t mid = st->shape[1], inner = st->shape[2];
+    for (int64_t o = o0; o < o1; ++o)
+      for (int64_t k = 0; k < mid; ++k) {
+        const T *row = x + (o * mid + k) * inner;
+        acc[o * mid + k] = st->op == kMax ? row_reduce(row, inner, kMax) : lane_sum_d(row, inner);
+      }
+  }
+  void planes_finish() const {
+    const int64_t outer = st->shape[0], mid = st->shape[1];
+    for (int64_t k = 0; k < mid; ++k) {
+      double a = st->op == kMax ? -std::numeric_limits<double>::infinity() : 0.0;
+      for (int64_t o = 0; o < outer; ++o) {
+        const double v = acc[o * mid + k];
+        a = st->op == kMax ? ((v > a || v != v || a != a) ? v : a) : a + v;
       }
       y[k] = static_cast<T>(a * st->scale);
     }
@@ -168,9 +173,10 @@ ctn_status reduce_kernel(void *state, const ctn_kernel_args *args) {
     return CTN_OK;
   }
   if (nd == 3 && st->red[0] && !st->red[1] && st->red[2]) {
-    const int64_t mid = st->shape[1];
-    if (par && mid > 1) pool.parallel_for(mid, 1, RedCall<T>::planes_part, &call);
-    else call.planes(0, mid);
+    const int64_t outer = st->shape[0];
+    if (par) pool.parallel_for(outer, 1, RedCall<T>::planes_part, &call);
+    else call.planes(0, outer);
+    call.planes_finish();
     return CTN_OK;
   }
   double init = st->op == kMax ? -std::numeric_limits<double>::infinity() : 0.0;
@@ -388,6 +394,8 @@ ctn_status make_reduce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out
   }
   st->nd = nd;
   uint64_t ws = static_cast<uint64_t>(st->out_numel) * sizeof(double);
+  if (nd == 3 && st->red[0] && !st->red[1] && st->red[2])  // "planes": one partial per (outer, kept)
+    ws = static_cast<uint64_t>(st->shape[0] * st->shape[1]) * sizeof(double);
   kernel_set(out, x.dtype == CTN_F32 ? reduce_kernel<float> : reduce_kernel<double>,
              st.release(), 0, ws);
   return CTN_OK;
