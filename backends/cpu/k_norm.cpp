@@ -1,6 +1,8 @@
 // batch_norm (training and inference) and layer_norm with their *_grad ops. Statistics are
-// taken in double with two passes (mean, then the mean of squared deviations), so f32 results
-// do not suffer from cancellation. Batch norm splits channels over the pool, layer norm rows.
+// taken with two passes (mean, then the mean of squared deviations), each run of a plane summed
+// in vector lanes of T and the runs added in double, so f32 results do not suffer from
+// cancellation. Batch norm splits channels over the pool (a channel's planes, re-read by the
+// later passes, stay in the core's L2 at the CNN's sizes), layer norm rows.
 #include <cmath>
 #include <cstring>
 
@@ -125,10 +127,21 @@ struct BnCall {
     for (int64_t n = 0; n < st->outer; ++n) f((n * st->ch + c) * st->inner);
   }
 
+  // The runs of a channel are one plane per image, far apart: the first pass over them (from
+  // memory) asks for the next image's run while it sums this one.
+  void prefetch_next(const T *p, int64_t o) const {
+    const int64_t next = o + st->ch * st->inner;
+    if (next >= st->outer * st->ch * st->inner) return;
+    for (int64_t i = 0; i < st->inner; i += 64 / static_cast<int64_t>(sizeof(T))) __builtin_prefetch(p + next + i);
+  }
+
   double mean_of(const T *x, int64_t c) const {
     const int64_t inner = st->inner;
     double s = 0;
-    each(c, [&](int64_t o) { s += run_sum<T, false>(x + o, inner, T(0)); });
+    each(c, [&](int64_t o) {
+      prefetch_next(x, o);
+      s += run_sum<T, false>(x + o, inner, T(0));
+    });
     return s / static_cast<double>(st->outer * st->inner);
   }
   double rstd_of(double v) const { return 1.0 / std::sqrt(v / static_cast<double>(st->outer * st->inner) + st->eps); }
@@ -149,7 +162,10 @@ struct BnCall {
     const T m = static_cast<T>(s->mean);
     double v = 0;
     *sdy = *sdyx = 0;
-    each(c, [&](int64_t o) { grad_sums(x + o, dy + o, inner, m, &v, sdy, sdyx); });
+    each(c, [&](int64_t o) {
+      prefetch_next(dy, o);
+      grad_sums(x + o, dy + o, inner, m, &v, sdy, sdyx);
+    });
     s->rstd = rstd_of(v);
   }
 
