@@ -155,7 +155,12 @@ struct PoolCall {
                                   int64_t wo) {
     typedef float F __attribute__((vector_size(16)));
     typedef int32_t I __attribute__((vector_size(16)));
-    const I swap = {1, 0, 3, 2}, odd = {0, -1, 0, -1}, lo = {0, 0, 1, 1}, hi = {2, 2, 3, 3};
+    const I odd = {0, -1, 0, -1};
+#if defined(__clang__)
+#define CTN_POOL_SHUF(v, a, b, c, d) __builtin_shufflevector(v, v, a, b, c, d)
+#else
+#define CTN_POOL_SHUF(v, a, b, c, d) __builtin_shuffle(v, I{a, b, c, d})
+#endif
     auto ld = [](const float *p) {
       F v;
       std::memcpy(&v, p, sizeof v);
@@ -173,13 +178,13 @@ struct PoolCall {
         for (int64_t k = ow; k < ow + 4; ++k) max_grad_window(r0, r1, g[k], d0, d1, k);
         continue;
       }
-      const F g0 = __builtin_shuffle(gv, lo), g1 = __builtin_shuffle(gv, hi);
+      const F g0 = CTN_POOL_SHUF(gv, 0, 0, 1, 1), g1 = CTN_POOL_SHUF(gv, 2, 2, 3, 3);
       const auto half = [&](F a, F b, F gg, float *da, float *db) {
         const F col = a > b ? a : b;
-        const F oth = __builtin_shuffle(col, swap);
+        const F oth = CTN_POOL_SHUF(col, 1, 0, 3, 2);
         const F m = col > oth ? col : oth;
         const I ha = a == m, hb = b == m;
-        const I ha_s = __builtin_shuffle(ha, swap), hb_s = __builtin_shuffle(hb, swap);
+        const I ha_s = CTN_POOL_SHUF(ha, 1, 0, 3, 2), hb_s = CTN_POOL_SHUF(hb, 1, 0, 3, 2);
         const I ta = ha & ~(ha_s & odd), tb = hb & ~(ha | ha_s | (hb_s & odd));
         sto(da, (F)((I)gg & ta));
         sto(db, (F)((I)gg & tb));
@@ -188,6 +193,7 @@ struct PoolCall {
       half(a1, b1, g1, d0 + 2 * ow + 4, d1 + 2 * ow + 4);
     }
     return ow;
+#undef CTN_POOL_SHUF
   }
 
   void max_grad_plane_2x2(const T *xp, const T *dyp, T *dxp) const {
