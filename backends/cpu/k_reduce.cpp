@@ -22,6 +22,9 @@ struct RedState : KernelBase {
   int64_t istr[CTN_MAX_DIMS] = {};
   int64_t ostr[CTN_MAX_DIMS] = {};
   bool red[CTN_MAX_DIMS] = {};
+  // [reduced, kept, reduced] with inner runs long enough for vector lanes: the "planes" case
+  // (one double of workspace per (outer, kept) pair, at most 1/2 of the input's bytes for f32).
+  bool planes = false;
 };
 
 template <class T>
@@ -172,7 +175,7 @@ ctn_status reduce_kernel(void *state, const ctn_kernel_args *args) {
     else call.rows(0, nrows);
     return CTN_OK;
   }
-  if (nd == 3 && st->red[0] && !st->red[1] && st->red[2]) {
+  if (st->planes) {
     const int64_t outer = st->shape[0];
     if (par) pool.parallel_for(outer, 1, RedCall<T>::planes_part, &call);
     else call.planes(0, outer);
@@ -394,8 +397,8 @@ ctn_status make_reduce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out
   }
   st->nd = nd;
   uint64_t ws = static_cast<uint64_t>(st->out_numel) * sizeof(double);
-  if (nd == 3 && st->red[0] && !st->red[1] && st->red[2])  // "planes": one partial per (outer, kept)
-    ws = static_cast<uint64_t>(st->shape[0] * st->shape[1]) * sizeof(double);
+  st->planes = nd == 3 && st->red[0] && !st->red[1] && st->red[2] && st->shape[2] >= 16;
+  if (st->planes) ws = static_cast<uint64_t>(st->shape[0] * st->shape[1]) * sizeof(double);
   kernel_set(out, x.dtype == CTN_F32 ? reduce_kernel<float> : reduce_kernel<double>,
              st.release(), 0, ws);
   return CTN_OK;

@@ -424,29 +424,35 @@ TEST_F(CpuPlugin, Reductions) {
   // A wrong output shape never reaches get_kernel: the core's infer rejects it (ops.h).
 }
 
-// Per-channel sum/mean/max of NCHW over axes {0, 2, 3} (the batch-norm statistics): the
-// channel-parallel path, large enough for the pool, against a plain double loop.
+// Per-channel sum/mean/max of NCHW over axes {0, 2, 3} (the batch-norm statistics) against a
+// plain double loop: the image-parallel "planes" path (large enough for the pool), the same
+// path serial, and short planes (the general loop).
 TEST_F(CpuPlugin, PerChannelReductionsMatchNaive) {
-  const int64_t N = 8, C = 12, HW = 29 * 31;
-  auto xd = randn(static_cast<size_t>(N * C * HW), 21);
-  for (auto &v : xd) v += 3.0;  // an offset, as activations have
-  auto x = conv<float>(xd);
-  for (int32_t op = 0; op < 3; ++op) {
-    const char *name = op == 0 ? CTN_OP_SUM : op == 1 ? CTN_OP_MEAN : CTN_OP_MAX;
-    std::vector<float> out(C);
-    ASSERT_EQ(run(name, {desc(CTN_F32, {N, C, 29, 31}, x.data())}, desc(CTN_F32, {C}, out.data()),
-                  attrs_i({0b1101, 0})),
-              CTN_OK)
-        << name << ": " << g_error;
-    for (int64_t c = 0; c < C; ++c) {
-      double s = 0, m = -INFINITY;
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t i = 0; i < HW; ++i) {
-          s += x[(n * C + c) * HW + i];
-          m = std::max<double>(m, x[(n * C + c) * HW + i]);
-        }
-      const double want = op == 0 ? s : op == 1 ? s / static_cast<double>(N * HW) : m;
-      EXPECT_NEAR(out[c], want, std::abs(want) * 2e-7) << name << " channel " << c;
+  struct Sz {
+    int64_t n, c, h, w;
+  };
+  for (const Sz z : {Sz{8, 12, 29, 31}, Sz{2, 3, 4, 5}, Sz{3, 2, 2, 3}}) {
+    const int64_t N = z.n, C = z.c, HW = z.h * z.w;
+    auto xd = randn(static_cast<size_t>(N * C * HW), 21);
+    for (auto &v : xd) v += 3.0;  // an offset, as activations have
+    auto x = conv<float>(xd);
+    for (int32_t op = 0; op < 3; ++op) {
+      const char *name = op == 0 ? CTN_OP_SUM : op == 1 ? CTN_OP_MEAN : CTN_OP_MAX;
+      std::vector<float> out(C);
+      ASSERT_EQ(run(name, {desc(CTN_F32, {N, C, z.h, z.w}, x.data())}, desc(CTN_F32, {C}, out.data()),
+                    attrs_i({0b1101, 0})),
+                CTN_OK)
+          << name << ": " << g_error;
+      for (int64_t c = 0; c < C; ++c) {
+        double s = 0, m = -INFINITY;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t i = 0; i < HW; ++i) {
+            s += x[(n * C + c) * HW + i];
+            m = std::max<double>(m, x[(n * C + c) * HW + i]);
+          }
+        const double want = op == 0 ? s : op == 1 ? s / static_cast<double>(N * HW) : m;
+        EXPECT_NEAR(out[c], want, std::abs(want) * 2e-7) << name << " channel " << c << " N " << N;
+      }
     }
   }
 }
