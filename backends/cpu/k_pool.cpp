@@ -149,8 +149,8 @@ struct PoolCall {
   // code on 32-bit ARM). Each vector holds two windows' taps of one input row; the column
   // maximum, swapped within lane pairs, gives each window's maximum m on its lanes; the taps
   // equal to m are the hits, and the first hit in row-major order (row 0 even, row 0 odd, row 1
-  // even, row 1 odd) gets the gradient. A block with a NaN takes max_grad_window. Returns the
-  // number of output columns done; the caller finishes the rest.
+  // even, row 1 odd) gets the gradient. A block with a NaN takes max_grad_window. Rows of fewer
+  // than four windows are left to the caller (returns the number of output columns done).
   static int64_t max_grad_row_f32(const float *r0, const float *r1, const float *g, float *d0, float *d1,
                                   int64_t wo) {
     typedef float F __attribute__((vector_size(16)));
@@ -167,17 +167,16 @@ struct PoolCall {
       return v;
     };
     auto sto = [](float *p, F v) { std::memcpy(p, &v, sizeof v); };
-    int64_t ow = 0;
-    for (; ow + 4 <= wo; ow += 4) {
+    const auto block = [&](int64_t ow) {
       const F a0 = ld(r0 + 2 * ow), a1 = ld(r0 + 2 * ow + 4), b0 = ld(r1 + 2 * ow), b1 = ld(r1 + 2 * ow + 4);
       const I nan = (a0 != a0) | (a1 != a1) | (b0 != b0) | (b1 != b1);
       uint64_t any[2];
       std::memcpy(any, &nan, sizeof any);
-      const F gv = ld(g + ow);
       if (any[0] | any[1]) {
         for (int64_t k = ow; k < ow + 4; ++k) max_grad_window(r0, r1, g[k], d0, d1, k);
-        continue;
+        return;
       }
+      const F gv = ld(g + ow);
       const F g0 = CTN_POOL_SHUF(gv, 0, 0, 1, 1), g1 = CTN_POOL_SHUF(gv, 2, 2, 3, 3);
       const auto half = [&](F a, F b, F gg, float *da, float *db) {
         const F col = a > b ? a : b;
@@ -191,8 +190,14 @@ struct PoolCall {
       };
       half(a0, b0, g0, d0 + 2 * ow, d1 + 2 * ow);
       half(a1, b1, g1, d0 + 2 * ow + 4, d1 + 2 * ow + 4);
-    }
-    return ow;
+    };
+    if (wo < 4) return 0;
+    int64_t ow = 0;
+    for (; ow + 4 <= wo; ow += 4) block(ow);
+    // The last windows: one more block ending at the last window, overlapping windows already
+    // done (each window's result depends on its own inputs only, so rewriting them is harmless).
+    if (ow < wo) block(wo - 4);
+    return wo;
 #undef CTN_POOL_SHUF
   }
 
