@@ -3,6 +3,7 @@
 // in vector lanes of T and the runs added in double, so f32 results do not suffer from
 // cancellation. Batch norm splits channels over the pool (a channel's planes, re-read by the
 // later passes, stay in the core's L2 at the CNN's sizes), layer norm rows.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -55,32 +56,40 @@ inline double hsum(V v) {
   return s;
 }
 
+// Vector partial sums cover at most this many elements before they go into the double sum, so
+// that the f32 rounding error does not grow with the plane's size (1 024: ~64 adds per lane).
+constexpr int64_t kChunk = 1024;
+
 // Sum of x[i] - m (m = 0: the plain sum) or, when `square`, of (x[i] - m)^2.
 template <class T, bool square>
 inline double run_sum(const T *x, int64_t n, T m) {
   typedef typename Vec<T>::V V;
   constexpr int W = sizeof(V) / sizeof(T);
-  V a0 = {}, a1 = {}, a2 = {}, a3 = {};
-  int64_t i = 0;
-  for (; i + 4 * W <= n; i += 4 * W) {
-    V d0 = vload(x + i) - m, d1 = vload(x + i + W) - m, d2 = vload(x + i + 2 * W) - m, d3 = vload(x + i + 3 * W) - m;
-    if (square) {
-      d0 *= d0;
-      d1 *= d1;
-      d2 *= d2;
-      d3 *= d3;
-    }
-    a0 += d0;
-    a1 += d1;
-    a2 += d2;
-    a3 += d3;
-  }
   double s = 0;
+  int64_t i = 0;
+  while (i + 4 * W <= n) {
+    V a0 = {}, a1 = {}, a2 = {}, a3 = {};
+    const int64_t end = std::min(n, i + kChunk);
+    for (; i + 4 * W <= end; i += 4 * W) {
+      V d0 = vload(x + i) - m, d1 = vload(x + i + W) - m, d2 = vload(x + i + 2 * W) - m, d3 = vload(x + i + 3 * W) - m;
+      if (square) {
+        d0 *= d0;
+        d1 *= d1;
+        d2 *= d2;
+        d3 *= d3;
+      }
+      a0 += d0;
+      a1 += d1;
+      a2 += d2;
+      a3 += d3;
+    }
+    s += (hsum<T>(a0) + hsum<T>(a1)) + (hsum<T>(a2) + hsum<T>(a3));
+  }
   for (; i < n; ++i) {
     T d = x[i] - m;
     s += static_cast<double>(square ? d * d : d);
   }
-  return s + (hsum<T>(a0) + hsum<T>(a1)) + (hsum<T>(a2) + hsum<T>(a3));
+  return s;
 }
 
 // One pass over a run of x and dy for the batch-norm gradients: the squared deviations from m
@@ -89,28 +98,34 @@ template <class T>
 inline void grad_sums(const T *x, const T *dy, int64_t n, T m, double *v, double *sdy, double *sdyx) {
   typedef typename Vec<T>::V V;
   constexpr int W = sizeof(V) / sizeof(T);
-  V v0 = {}, v1 = {}, g0 = {}, g1 = {}, p0 = {}, p1 = {};
-  int64_t i = 0;
-  for (; i + 2 * W <= n; i += 2 * W) {
-    const V d0 = vload(x + i) - m, d1 = vload(x + i + W) - m;
-    const V e0 = vload(dy + i), e1 = vload(dy + i + W);
-    v0 += d0 * d0;
-    v1 += d1 * d1;
-    g0 += e0;
-    g1 += e1;
-    p0 += e0 * d0;
-    p1 += e1 * d1;
-  }
   double sv = 0, sd = 0, sp = 0;
+  int64_t i = 0;
+  while (i + 2 * W <= n) {
+    V v0 = {}, v1 = {}, g0 = {}, g1 = {}, p0 = {}, p1 = {};
+    const int64_t end = std::min(n, i + kChunk);
+    for (; i + 2 * W <= end; i += 2 * W) {
+      const V d0 = vload(x + i) - m, d1 = vload(x + i + W) - m;
+      const V e0 = vload(dy + i), e1 = vload(dy + i + W);
+      v0 += d0 * d0;
+      v1 += d1 * d1;
+      g0 += e0;
+      g1 += e1;
+      p0 += e0 * d0;
+      p1 += e1 * d1;
+    }
+    sv += hsum<T>(v0) + hsum<T>(v1);
+    sd += hsum<T>(g0) + hsum<T>(g1);
+    sp += hsum<T>(p0) + hsum<T>(p1);
+  }
   for (; i < n; ++i) {
     const T d = x[i] - m, g = dy[i];
     sv += static_cast<double>(d * d);
     sd += static_cast<double>(g);
     sp += static_cast<double>(g * d);
   }
-  *v += sv + (hsum<T>(v0) + hsum<T>(v1));
-  *sdy += sd + (hsum<T>(g0) + hsum<T>(g1));
-  *sdyx += sp + (hsum<T>(p0) + hsum<T>(p1));
+  *v += sv;
+  *sdy += sd;
+  *sdyx += sp;
 }
 
 // ---- batch norm -------------------------------------------------------------------------------
@@ -152,6 +167,8 @@ struct BnCall {
     const T m = static_cast<T>(mean);
     double v = 0;
     each(c, [&](int64_t o) { v += run_sum<T, true>(x + o, inner, m); });
+    const double delta = static_cast<double>(m) - mean;  // as in grad_stats
+    v = std::max(0.0, v - static_cast<double>(st->outer * inner) * delta * delta);
     return {mean, rstd_of(v)};
   }
 
@@ -166,6 +183,11 @@ struct BnCall {
       prefetch_next(dy, o);
       grad_sums(x + o, dy + o, inner, m, &v, sdy, sdyx);
     });
+    // The passes used m, the mean rounded to T: sum(dy (x - mean)) = sum(dy (x - m)) + (m - mean)
+    // sum(dy), and sum((x - mean)^2) = sum((x - m)^2) - count (m - mean)^2 (exactly, in double).
+    const double delta = static_cast<double>(m) - s->mean;
+    *sdyx += delta * *sdy;
+    v = std::max(0.0, v - static_cast<double>(st->outer * inner) * delta * delta);
     s->rstd = rstd_of(v);
   }
 

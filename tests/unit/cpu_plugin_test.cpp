@@ -457,6 +457,62 @@ TEST_F(CpuPlugin, PerChannelReductionsMatchNaive) {
   }
 }
 
+// Batch norm on large planes (f32, an offset much larger than the spread): the vector partial
+// sums go into double every 1 024 elements, so the statistics stay accurate however long the
+// plane; y, dx and dgamma against a double reference.
+TEST_F(CpuPlugin, BatchNormLargePlanesAccurate) {
+  const int64_t N = 2, C = 3, H = 300, W = 300, HW = H * W;
+  auto xd = randn(static_cast<size_t>(N * C * HW), 31), dyd = randn(static_cast<size_t>(N * C * HW), 32);
+  for (auto &v : xd) v = 1000.0 + 0.5 * v;
+  auto x = conv<float>(xd), dy = conv<float>(dyd);
+  std::vector<float> gamma = {1.5f, -0.5f, 2.0f}, beta = {0.1f, 0.2f, -0.3f};
+  const double eps = 1e-5;
+  const ctn_attrs at = attrs_i({}, {eps});
+  std::vector<float> y(x.size()), dx(x.size()), dg(C);
+  const std::vector<int64_t> xs = {N, C, H, W};
+  ASSERT_EQ(run(CTN_OP_BATCH_NORM, {desc(CTN_F32, xs, x.data()), desc(CTN_F32, {C}, gamma.data()), desc(CTN_F32, {C}, beta.data())},
+                desc(CTN_F32, xs, y.data()), at),
+            CTN_OK)
+      << g_error;
+  ASSERT_EQ(run(CTN_OP_BATCH_NORM_GRAD_INPUT,
+                {desc(CTN_F32, xs, x.data()), desc(CTN_F32, {C}, gamma.data()), desc(CTN_F32, xs, dy.data())},
+                desc(CTN_F32, xs, dx.data()), at),
+            CTN_OK)
+      << g_error;
+  ASSERT_EQ(run(CTN_OP_BATCH_NORM_GRAD_GAMMA, {desc(CTN_F32, xs, x.data()), desc(CTN_F32, xs, dy.data())},
+                desc(CTN_F32, {C}, dg.data()), at),
+            CTN_OK)
+      << g_error;
+  const double cnt = static_cast<double>(N * HW);
+  for (int64_t c = 0; c < C; ++c) {
+    double s = 0, v = 0, sdy = 0, sdyx = 0;
+    auto at_ = [&](int64_t n, int64_t i) { return (n * C + c) * HW + i; };
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < HW; ++i) s += x[at_(n, i)];
+    const double mean = s / cnt;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < HW; ++i) {
+        const double d = x[at_(n, i)] - mean;
+        v += d * d;
+        sdy += dy[at_(n, i)];
+        sdyx += dy[at_(n, i)] * d;
+      }
+    const double rstd = 1.0 / std::sqrt(v / cnt + eps);
+    EXPECT_NEAR(dg[c], sdyx * rstd, 2e-5 * std::sqrt(cnt)) << "channel " << c;
+    const double k = gamma[c] * rstd, mdy = sdy / cnt, mdyx = sdyx * rstd * rstd / cnt;
+    double ey = 0, edx = 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < HW; i += 7) {
+        const double d = x[at_(n, i)] - mean;
+        ey = std::max(ey, std::abs(y[at_(n, i)] - (d * k + beta[c])));
+        edx = std::max(edx, std::abs(dx[at_(n, i)] - k * (dy[at_(n, i)] - mdy - d * mdyx)));
+      }
+    // x carries ~1e-4 of f32 rounding at 1000 (in 0.5 units of spread): y and dx to ~1e-3.
+    EXPECT_LT(ey, 2e-3) << "channel " << c;
+    EXPECT_LT(edx, 2e-3) << "channel " << c;
+  }
+}
+
 // max_pool2d_grad's 2x2 stride-2 path (vector lanes for f32, scalar for f64 and the tails)
 // against the rule of the general loop: each window's gradient goes to its first maximum in
 // row-major order, or to its first NaN; ties, NaN and -inf windows, odd sizes, pool and serial.
