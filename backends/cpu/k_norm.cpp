@@ -1,7 +1,11 @@
 // batch_norm (training and inference) and layer_norm with their *_grad ops. Statistics are
-// taken in double with two passes (mean, then the mean of squared deviations), so f32 results
-// do not suffer from cancellation. Batch norm splits channels over the pool, layer norm rows.
+// taken with two passes (mean, then the mean of squared deviations), each run of a plane summed
+// in vector lanes of T and the runs added in double, so f32 results do not suffer from
+// cancellation. Batch norm splits channels over the pool (a channel's planes, re-read by the
+// later passes, stay in the core's L2 at the CNN's sizes), layer norm rows.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "cpu_backend.h"
 
@@ -22,19 +26,106 @@ struct Stats {
   double mean, rstd;
 };
 
-// Sums over one contiguous run in T with 8 independent lanes (vectorisable, no serial double
-// dependency chain), returned in double: runs are one image's plane of one channel, so the
-// statistics still add up in double across the batch.
-template <class T, class F>
-inline double lane_sum(int64_t n, F &&f) {
-  T a[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) a[j] += f(i + j);
+// Batch-norm passes over one contiguous run (one image's plane of one channel) in 16-byte
+// vectors of T (SSE2 / NEON; GCC vector extensions, so 32-bit ARM gets plain code), with
+// several independent accumulators so that no serial dependency chain limits the pass. The
+// partial sums are added in double in a fixed order: the statistics add up in double across the
+// batch, and the results do not depend on the thread count.
+template <class T>
+struct Vec;
+template <>
+struct Vec<float> {
+  typedef float V __attribute__((vector_size(16)));
+};
+template <>
+struct Vec<double> {
+  typedef double V __attribute__((vector_size(16)));
+};
+
+template <class T>
+inline typename Vec<T>::V vload(const T *p) {
+  typename Vec<T>::V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <class T, class V>
+inline double hsum(V v) {
   double s = 0;
-  for (; i < n; ++i) s += static_cast<double>(f(i));
-  for (int j = 0; j < 8; ++j) s += static_cast<double>(a[j]);
+  for (int j = 0; j < static_cast<int>(sizeof(V) / sizeof(T)); ++j) s += static_cast<double>(v[j]);
   return s;
+}
+
+// Vector partial sums cover at most this many elements before they go into the double sum, so
+// that the f32 rounding error does not grow with the plane's size (1 024: ~64 adds per lane).
+constexpr int64_t kChunk = 1024;
+
+// Sum of x[i] - m (m = 0: the plain sum) or, when `square`, of (x[i] - m)^2.
+template <class T, bool square>
+inline double run_sum(const T *x, int64_t n, T m) {
+  typedef typename Vec<T>::V V;
+  constexpr int W = sizeof(V) / sizeof(T);
+  double s = 0;
+  int64_t i = 0;
+  while (i + 4 * W <= n) {
+    V a0 = {}, a1 = {}, a2 = {}, a3 = {};
+    const int64_t end = std::min(n, i + kChunk);
+    for (; i + 4 * W <= end; i += 4 * W) {
+      V d0 = vload(x + i) - m, d1 = vload(x + i + W) - m, d2 = vload(x + i + 2 * W) - m, d3 = vload(x + i + 3 * W) - m;
+      if (square) {
+        d0 *= d0;
+        d1 *= d1;
+        d2 *= d2;
+        d3 *= d3;
+      }
+      a0 += d0;
+      a1 += d1;
+      a2 += d2;
+      a3 += d3;
+    }
+    s += (hsum<T>(a0) + hsum<T>(a1)) + (hsum<T>(a2) + hsum<T>(a3));
+  }
+  for (; i < n; ++i) {
+    T d = x[i] - m;
+    s += static_cast<double>(square ? d * d : d);
+  }
+  return s;
+}
+
+// One pass over a run of x and dy for the batch-norm gradients: the squared deviations from m
+// (the variance), dy, and dy * (x - m), added to v, sdy, sdyx.
+template <class T>
+inline void grad_sums(const T *x, const T *dy, int64_t n, T m, double *v, double *sdy, double *sdyx) {
+  typedef typename Vec<T>::V V;
+  constexpr int W = sizeof(V) / sizeof(T);
+  double sv = 0, sd = 0, sp = 0;
+  int64_t i = 0;
+  while (i + 2 * W <= n) {
+    V v0 = {}, v1 = {}, g0 = {}, g1 = {}, p0 = {}, p1 = {};
+    const int64_t end = std::min(n, i + kChunk);
+    for (; i + 2 * W <= end; i += 2 * W) {
+      const V d0 = vload(x + i) - m, d1 = vload(x + i + W) - m;
+      const V e0 = vload(dy + i), e1 = vload(dy + i + W);
+      v0 += d0 * d0;
+      v1 += d1 * d1;
+      g0 += e0;
+      g1 += e1;
+      p0 += e0 * d0;
+      p1 += e1 * d1;
+    }
+    sv += hsum<T>(v0) + hsum<T>(v1);
+    sd += hsum<T>(g0) + hsum<T>(g1);
+    sp += hsum<T>(p0) + hsum<T>(p1);
+  }
+  for (; i < n; ++i) {
+    const T d = x[i] - m, g = dy[i];
+    sv += static_cast<double>(d * d);
+    sd += static_cast<double>(g);
+    sp += static_cast<double>(g * d);
+  }
+  *v += sv;
+  *sdy += sd;
+  *sdyx += sp;
 }
 
 // ---- batch norm -------------------------------------------------------------------------------
@@ -51,21 +142,53 @@ struct BnCall {
     for (int64_t n = 0; n < st->outer; ++n) f((n * st->ch + c) * st->inner);
   }
 
-  Stats stats(const T *x, int64_t c) const {
-    const double count = static_cast<double>(st->outer * st->inner);
+  // The runs of a channel are one plane per image, far apart: the first pass over them (from
+  // memory) asks for the next image's run while it sums this one.
+  void prefetch_next(const T *p, int64_t o) const {
+    const int64_t next = o + st->ch * st->inner;
+    if (next >= st->outer * st->ch * st->inner) return;
+    for (int64_t i = 0; i < st->inner; i += 64 / static_cast<int64_t>(sizeof(T))) __builtin_prefetch(p + next + i);
+  }
+
+  double mean_of(const T *x, int64_t c) const {
     const int64_t inner = st->inner;
     double s = 0;
-    each(c, [&](int64_t o) { s += lane_sum<T>(inner, [&](int64_t i) { return x[o + i]; }); });
-    const double mean = s / count;
+    each(c, [&](int64_t o) {
+      prefetch_next(x, o);
+      s += run_sum<T, false>(x + o, inner, T(0));
+    });
+    return s / static_cast<double>(st->outer * st->inner);
+  }
+  double rstd_of(double v) const { return 1.0 / std::sqrt(v / static_cast<double>(st->outer * st->inner) + st->eps); }
+
+  Stats stats(const T *x, int64_t c) const {
+    const int64_t inner = st->inner;
+    const double mean = mean_of(x, c);
     const T m = static_cast<T>(mean);
     double v = 0;
+    each(c, [&](int64_t o) { v += run_sum<T, true>(x + o, inner, m); });
+    const double delta = static_cast<double>(m) - mean;  // as in grad_stats
+    v = std::max(0.0, v - static_cast<double>(st->outer * inner) * delta * delta);
+    return {mean, rstd_of(v)};
+  }
+
+  // Batch-norm gradient statistics in two passes over x (the mean, then everything else).
+  void grad_stats(const T *x, const T *dy, int64_t c, Stats *s, double *sdy, double *sdyx) const {
+    const int64_t inner = st->inner;
+    s->mean = mean_of(x, c);
+    const T m = static_cast<T>(s->mean);
+    double v = 0;
+    *sdy = *sdyx = 0;
     each(c, [&](int64_t o) {
-      v += lane_sum<T>(inner, [&](int64_t i) {
-        T d = x[o + i] - m;
-        return d * d;
-      });
+      prefetch_next(dy, o);
+      grad_sums(x + o, dy + o, inner, m, &v, sdy, sdyx);
     });
-    return {mean, 1.0 / std::sqrt(v / count + st->eps)};
+    // The passes used m, the mean rounded to T: sum(dy (x - mean)) = sum(dy (x - m)) + (m - mean)
+    // sum(dy), and sum((x - mean)^2) = sum((x - m)^2) - count (m - mean)^2 (exactly, in double).
+    const double delta = static_cast<double>(m) - s->mean;
+    *sdyx += delta * *sdy;
+    v = std::max(0.0, v - static_cast<double>(st->outer * inner) * delta * delta);
+    s->rstd = rstd_of(v);
   }
 
   void channel(int64_t c) const {
@@ -92,13 +215,9 @@ struct BnCall {
       case NormKind::kBnGradInput: {
         // dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat))
         const T *dy = in(2);
-        const Stats s = stats(x, c);
-        double sdy = 0, sdyx = 0;
-        const T m = static_cast<T>(s.mean);
-        each(c, [&](int64_t o) {
-          sdy += lane_sum<T>(inner, [&](int64_t i) { return dy[o + i]; });
-          sdyx += lane_sum<T>(inner, [&](int64_t i) { return dy[o + i] * (x[o + i] - m); });
-        });
+        Stats s;
+        double sdy, sdyx;
+        grad_stats(x, dy, c, &s, &sdy, &sdyx);
         const double count = static_cast<double>(st->outer * inner);
         const double k = in(1)[c] * s.rstd;
         const double mdy = sdy / count, mdyx = sdyx * s.rstd * s.rstd / count;
@@ -112,10 +231,9 @@ struct BnCall {
       }
       case NormKind::kBnGradGamma: {
         const T *dy = in(1);
-        const Stats s = stats(x, c);
-        double acc = 0;
-        const T m = static_cast<T>(s.mean);
-        each(c, [&](int64_t o) { acc += lane_sum<T>(inner, [&](int64_t i) { return dy[o + i] * (x[o + i] - m); }); });
+        Stats s;
+        double sdy, acc;
+        grad_stats(x, dy, c, &s, &sdy, &acc);
         out[c] = static_cast<T>(acc * s.rstd);
         break;
       }

@@ -2,7 +2,9 @@
 // independent, so planes are split over the pool; within a plane the window bounds are clipped
 // once per output row and column instead of testing every tap.
 #include <algorithm>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "cpu_backend.h"
 
@@ -124,32 +126,94 @@ struct PoolCall {
   void max_plane_2x2(const T *xp, T *yp) const {
     const PoolState &s = *st;
     for (int64_t oh = 0; oh < s.ho; ++oh) {
-      const T *r0 = xp + 2 * oh * s.w, *r1 = r0 + s.w;
-      T *yr = yp + oh * s.wo;
+      const T *__restrict r0 = xp + 2 * oh * s.w;
+      const T *__restrict r1 = r0 + s.w;
+      T *__restrict yr = yp + oh * s.wo;
       for (int64_t ow = 0; ow < s.wo; ++ow) yr[ow] = max4(r0[2 * ow], r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]);
     }
   }
+  // One window of the 2x2 gradient, branch-free: the window's maximum m (NaN if any tap is NaN)
+  // as in the forward pass, and the gradient to the first tap that is m (or NaN): the same tap
+  // as the general loop's first maximum in row-major order.
+  static void max_grad_window(const T *r0, const T *r1, T gv, T *d0, T *d1, int64_t ow) {
+    const T v0 = r0[2 * ow], v1 = r0[2 * ow + 1], v2 = r1[2 * ow], v3 = r1[2 * ow + 1];
+    const T m = max4(v0, v1, v2, v3);
+    const bool h0 = v0 == m || v0 != v0, h1 = v1 == m || v1 != v1, h2 = v2 == m || v2 != v2;
+    d0[2 * ow] = h0 ? gv : T(0);
+    d0[2 * ow + 1] = (h1 && !h0) ? gv : T(0);
+    d1[2 * ow] = (h2 && !h0 && !h1) ? gv : T(0);
+    d1[2 * ow + 1] = (h0 || h1 || h2) ? T(0) : gv;
+  }
+
+  // f32, four windows at a time in 4-lane vectors (GCC vector extensions: SSE2, NEON, plain
+  // code on 32-bit ARM). Each vector holds two windows' taps of one input row; the column
+  // maximum, swapped within lane pairs, gives each window's maximum m on its lanes; the taps
+  // equal to m are the hits, and the first hit in row-major order (row 0 even, row 0 odd, row 1
+  // even, row 1 odd) gets the gradient. A block with a NaN takes max_grad_window. Rows of fewer
+  // than four windows are left to the caller (returns the number of output columns done).
+  static int64_t max_grad_row_f32(const float *r0, const float *r1, const float *g, float *d0, float *d1,
+                                  int64_t wo) {
+    typedef float F __attribute__((vector_size(16)));
+    typedef int32_t I __attribute__((vector_size(16)));
+    const I odd = {0, -1, 0, -1};
+#if defined(__clang__)
+#define CTN_POOL_SHUF(v, a, b, c, d) __builtin_shufflevector(v, v, a, b, c, d)
+#else
+#define CTN_POOL_SHUF(v, a, b, c, d) __builtin_shuffle(v, I{a, b, c, d})
+#endif
+    auto ld = [](const float *p) {
+      F v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    };
+    auto sto = [](float *p, F v) { std::memcpy(p, &v, sizeof v); };
+    const auto block = [&](int64_t ow) {
+      const F a0 = ld(r0 + 2 * ow), a1 = ld(r0 + 2 * ow + 4), b0 = ld(r1 + 2 * ow), b1 = ld(r1 + 2 * ow + 4);
+      const I nan = (a0 != a0) | (a1 != a1) | (b0 != b0) | (b1 != b1);
+      uint64_t any[2];
+      std::memcpy(any, &nan, sizeof any);
+      if (any[0] | any[1]) {
+        for (int64_t k = ow; k < ow + 4; ++k) max_grad_window(r0, r1, g[k], d0, d1, k);
+        return;
+      }
+      const F gv = ld(g + ow);
+      const F g0 = CTN_POOL_SHUF(gv, 0, 0, 1, 1), g1 = CTN_POOL_SHUF(gv, 2, 2, 3, 3);
+      const auto half = [&](F a, F b, F gg, float *da, float *db) {
+        const F col = a > b ? a : b;
+        const F oth = CTN_POOL_SHUF(col, 1, 0, 3, 2);
+        const F m = col > oth ? col : oth;
+        const I ha = a == m, hb = b == m;
+        const I ha_s = CTN_POOL_SHUF(ha, 1, 0, 3, 2), hb_s = CTN_POOL_SHUF(hb, 1, 0, 3, 2);
+        const I ta = ha & ~(ha_s & odd), tb = hb & ~(ha | ha_s | (hb_s & odd));
+        sto(da, (F)((I)gg & ta));
+        sto(db, (F)((I)gg & tb));
+      };
+      half(a0, b0, g0, d0 + 2 * ow, d1 + 2 * ow);
+      half(a1, b1, g1, d0 + 2 * ow + 4, d1 + 2 * ow + 4);
+    };
+    if (wo < 4) return 0;
+    int64_t ow = 0;
+    for (; ow + 4 <= wo; ow += 4) block(ow);
+    // The last windows: one more block ending at the last window, overlapping windows already
+    // done (each window's result depends on its own inputs only, so rewriting them is harmless).
+    if (ow < wo) block(wo - 4);
+    return wo;
+#undef CTN_POOL_SHUF
+  }
+
   void max_grad_plane_2x2(const T *xp, const T *dyp, T *dxp) const {
     const PoolState &s = *st;
+    const int64_t wo = s.wo;
     for (int64_t oh = 0; oh < s.ho; ++oh) {
-      const T *r0 = xp + 2 * oh * s.w, *r1 = r0 + s.w;
-      T *d0 = dxp + 2 * oh * s.w, *d1 = d0 + s.w;
-      const T *g = dyp + oh * s.wo;
-      for (int64_t ow = 0; ow < s.wo; ++ow) {
-        const T v[4] = {r0[2 * ow], r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]};
-        T m = -std::numeric_limits<T>::infinity();
-        int arg = 0;
-        for (int i = 0; i < 4; ++i)
-          if (v[i] > m || (v[i] != v[i] && m == m)) {
-            m = v[i];
-            arg = i;
-          }
-        d0[2 * ow] = arg == 0 ? g[ow] : T(0);
-        d0[2 * ow + 1] = arg == 1 ? g[ow] : T(0);
-        d1[2 * ow] = arg == 2 ? g[ow] : T(0);
-        d1[2 * ow + 1] = arg == 3 ? g[ow] : T(0);
-      }
-      for (int64_t iw = 2 * s.wo; iw < s.w; ++iw) d0[iw] = d1[iw] = T(0);  // odd width
+      const T *__restrict r0 = xp + 2 * oh * s.w;
+      const T *__restrict r1 = r0 + s.w;
+      T *__restrict d0 = dxp + 2 * oh * s.w;
+      T *__restrict d1 = d0 + s.w;
+      const T *__restrict g = dyp + oh * wo;
+      int64_t ow = 0;
+      if constexpr (std::is_same_v<T, float>) ow = max_grad_row_f32(r0, r1, g, d0, d1, wo);
+      for (; ow < wo; ++ow) max_grad_window(r0, r1, g[ow], d0, d1, ow);
+      for (int64_t iw = 2 * wo; iw < s.w; ++iw) d0[iw] = d1[iw] = T(0);  // odd width
     }
     for (int64_t ih = 2 * s.ho; ih < s.h; ++ih) std::fill(dxp + ih * s.w, dxp + (ih + 1) * s.w, T(0));
   }

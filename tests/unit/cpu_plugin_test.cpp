@@ -424,6 +424,149 @@ TEST_F(CpuPlugin, Reductions) {
   // A wrong output shape never reaches get_kernel: the core's infer rejects it (ops.h).
 }
 
+// Per-channel sum/mean/max of NCHW over axes {0, 2, 3} (the batch-norm statistics) against a
+// plain double loop: the image-parallel "planes" path (large enough for the pool), the same
+// path serial, and short planes (the general loop).
+TEST_F(CpuPlugin, PerChannelReductionsMatchNaive) {
+  struct Sz {
+    int64_t n, c, h, w;
+  };
+  for (const Sz z : {Sz{8, 12, 29, 31}, Sz{2, 3, 4, 5}, Sz{3, 2, 2, 3}}) {
+    const int64_t N = z.n, C = z.c, HW = z.h * z.w;
+    auto xd = randn(static_cast<size_t>(N * C * HW), 21);
+    for (auto &v : xd) v += 3.0;  // an offset, as activations have
+    auto x = conv<float>(xd);
+    for (int32_t op = 0; op < 3; ++op) {
+      const char *name = op == 0 ? CTN_OP_SUM : op == 1 ? CTN_OP_MEAN : CTN_OP_MAX;
+      std::vector<float> out(C);
+      ASSERT_EQ(run(name, {desc(CTN_F32, {N, C, z.h, z.w}, x.data())}, desc(CTN_F32, {C}, out.data()),
+                    attrs_i({0b1101, 0})),
+                CTN_OK)
+          << name << ": " << g_error;
+      for (int64_t c = 0; c < C; ++c) {
+        double s = 0, m = -INFINITY;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t i = 0; i < HW; ++i) {
+            s += x[(n * C + c) * HW + i];
+            m = std::max<double>(m, x[(n * C + c) * HW + i]);
+          }
+        const double want = op == 0 ? s : op == 1 ? s / static_cast<double>(N * HW) : m;
+        EXPECT_NEAR(out[c], want, std::abs(want) * 2e-7) << name << " channel " << c << " N " << N;
+      }
+    }
+  }
+}
+
+// Batch norm on large planes (f32, an offset much larger than the spread): the vector partial
+// sums go into double every 1 024 elements, so the statistics stay accurate however long the
+// plane; y, dx and dgamma against a double reference.
+TEST_F(CpuPlugin, BatchNormLargePlanesAccurate) {
+  const int64_t N = 2, C = 3, H = 300, W = 300, HW = H * W;
+  auto xd = randn(static_cast<size_t>(N * C * HW), 31), dyd = randn(static_cast<size_t>(N * C * HW), 32);
+  for (auto &v : xd) v = 1000.0 + 0.5 * v;
+  auto x = conv<float>(xd), dy = conv<float>(dyd);
+  std::vector<float> gamma = {1.5f, -0.5f, 2.0f}, beta = {0.1f, 0.2f, -0.3f};
+  const double eps = 1e-5;
+  const ctn_attrs at = attrs_i({}, {eps});
+  std::vector<float> y(x.size()), dx(x.size()), dg(C);
+  const std::vector<int64_t> xs = {N, C, H, W};
+  ASSERT_EQ(run(CTN_OP_BATCH_NORM, {desc(CTN_F32, xs, x.data()), desc(CTN_F32, {C}, gamma.data()), desc(CTN_F32, {C}, beta.data())},
+                desc(CTN_F32, xs, y.data()), at),
+            CTN_OK)
+      << g_error;
+  ASSERT_EQ(run(CTN_OP_BATCH_NORM_GRAD_INPUT,
+                {desc(CTN_F32, xs, x.data()), desc(CTN_F32, {C}, gamma.data()), desc(CTN_F32, xs, dy.data())},
+                desc(CTN_F32, xs, dx.data()), at),
+            CTN_OK)
+      << g_error;
+  ASSERT_EQ(run(CTN_OP_BATCH_NORM_GRAD_GAMMA, {desc(CTN_F32, xs, x.data()), desc(CTN_F32, xs, dy.data())},
+                desc(CTN_F32, {C}, dg.data()), at),
+            CTN_OK)
+      << g_error;
+  const double cnt = static_cast<double>(N * HW);
+  for (int64_t c = 0; c < C; ++c) {
+    double s = 0, v = 0, sdy = 0, sdyx = 0;
+    auto at_ = [&](int64_t n, int64_t i) { return (n * C + c) * HW + i; };
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < HW; ++i) s += x[at_(n, i)];
+    const double mean = s / cnt;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < HW; ++i) {
+        const double d = x[at_(n, i)] - mean;
+        v += d * d;
+        sdy += dy[at_(n, i)];
+        sdyx += dy[at_(n, i)] * d;
+      }
+    const double rstd = 1.0 / std::sqrt(v / cnt + eps);
+    EXPECT_NEAR(dg[c], sdyx * rstd, 2e-5 * std::sqrt(cnt)) << "channel " << c;
+    const double k = gamma[c] * rstd, mdy = sdy / cnt, mdyx = sdyx * rstd * rstd / cnt;
+    double ey = 0, edx = 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < HW; i += 7) {
+        const double d = x[at_(n, i)] - mean;
+        ey = std::max(ey, std::abs(y[at_(n, i)] - (d * k + beta[c])));
+        edx = std::max(edx, std::abs(dx[at_(n, i)] - k * (dy[at_(n, i)] - mdy - d * mdyx)));
+      }
+    // x carries ~1e-4 of f32 rounding at 1000 (in 0.5 units of spread): y and dx to ~1e-3.
+    EXPECT_LT(ey, 2e-3) << "channel " << c;
+    EXPECT_LT(edx, 2e-3) << "channel " << c;
+  }
+}
+
+// max_pool2d_grad's 2x2 stride-2 path (vector lanes for f32, scalar for f64 and the tails)
+// against the rule of the general loop: each window's gradient goes to its first maximum in
+// row-major order, or to its first NaN; ties, NaN and -inf windows, odd sizes, pool and serial.
+TEST_F(CpuPlugin, MaxPoolGrad2x2FirstMaximumNaNAndTies) {
+  for (int64_t big = 0; big < 2; ++big) {
+    const int64_t N = big ? 4 : 1, C = big ? 16 : 3, H = big ? 29 : 7, W = big ? 31 : 9;
+    const int64_t Ho = H / 2, Wo = W / 2;
+    std::vector<double> x(static_cast<size_t>(N * C * H * W)), dy(static_cast<size_t>(N * C * Ho * Wo));
+    unsigned r = 7;
+    for (auto &v : x) {
+      r = r * 1103515245u + 12345u;
+      const unsigned k = (r >> 16) % 23;
+      v = k == 0 ? NAN : k == 1 ? -INFINITY : static_cast<double>(static_cast<int>(k % 4) - 2);  // many ties
+    }
+    for (size_t i = 0; i < dy.size(); ++i) dy[i] = 1.0 + static_cast<double>(i % 13);
+    std::vector<double> want(x.size(), 0.0);
+    for (int64_t p = 0; p < N * C; ++p)
+      for (int64_t oh = 0; oh < Ho; ++oh)
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          int64_t arg = (p * H + 2 * oh) * W + 2 * ow;  // the general loop's rule, verbatim
+          double m = -INFINITY;
+          for (int64_t ih = 2 * oh; ih < 2 * oh + 2; ++ih)
+            for (int64_t iw = 2 * ow; iw < 2 * ow + 2; ++iw) {
+              const int64_t at = (p * H + ih) * W + iw;
+              if (x[at] > m || (std::isnan(x[at]) && !std::isnan(m))) {
+                m = x[at];
+                arg = at;
+              }
+            }
+          want[arg] = dy[(p * Ho + oh) * Wo + ow];
+        }
+    const ctn_attrs at = attrs_i({2, 2, 2, 2, 0, 0});
+    std::vector<double> y(dy.size(), 0.0), dx(x.size(), -7.0);
+    ASSERT_EQ(run(CTN_OP_MAX_POOL2D_GRAD,
+                  {desc(CTN_F64, {N, C, H, W}, x.data()), desc(CTN_F64, {N, C, Ho, Wo}, y.data()),
+                   desc(CTN_F64, {N, C, Ho, Wo}, dy.data())},
+                  desc(CTN_F64, {N, C, H, W}, dx.data()), at),
+              CTN_OK)
+        << g_error;
+    auto xf = conv<float>(x), yf = conv<float>(y), dyf = conv<float>(dy);
+    std::vector<float> dxf(x.size(), -7.0f);
+    ASSERT_EQ(run(CTN_OP_MAX_POOL2D_GRAD,
+                  {desc(CTN_F32, {N, C, H, W}, xf.data()), desc(CTN_F32, {N, C, Ho, Wo}, yf.data()),
+                   desc(CTN_F32, {N, C, Ho, Wo}, dyf.data())},
+                  desc(CTN_F32, {N, C, H, W}, dxf.data()), at),
+              CTN_OK)
+        << g_error;
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(dx[i], want[i]) << "f64 element " << i << " size " << big;
+      ASSERT_EQ(dxf[i], static_cast<float>(want[i])) << "f32 element " << i << " size " << big;
+    }
+  }
+}
+
 TEST_F(CpuPlugin, SoftmaxFamily) {
   auto x = randn(2 * 3 * 4, 12);
   for (int axis : {1, 2}) {
