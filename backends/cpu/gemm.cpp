@@ -313,9 +313,16 @@ struct SharedGemm {
   std::atomic<int64_t> next{0};
 };
 
-// Panel jp of the K block at row pc (kc rows), packed by this participant if nobody has.
-// Waiting happens only while another participant packs that panel, which waits for nothing:
-// no deadlock, also when the pool runs the parts one after another on the caller.
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+// Panel jp of the K block at row pc (kc rows), packed here if nobody has; NULL while another
+// participant is packing it.
 template <class T>
 const T *shared_panel(SharedGemm<T> &g, int64_t pc, int64_t kc, int64_t jp) {
   T *dst = g.pb + pc * g.npad + jp * kc * g.bl.nr;
@@ -329,8 +336,7 @@ const T *shared_panel(SharedGemm<T> &g, int64_t pc, int64_t kc, int64_t jp) {
     st.store(2, std::memory_order_release);
     return dst;
   }
-  while (st.load(std::memory_order_acquire) != 2) std::this_thread::yield();
-  return dst;
+  return s == 2 ? dst : nullptr;
 }
 
 template <class T>
@@ -346,10 +352,33 @@ void shared_part(void *ctx, int64_t, int64_t, int) {
     for (int64_t pc = 0; pc < g.k; pc += g.bl.kc) {
       const int64_t kc = std::min<int64_t>(g.bl.kc, g.k - pc);
       pack_a(g.a + i0 * g.rsa + pc * g.csa, g.rsa, g.csa, mc, kc, g.bl.mr, pa);
-      for (int64_t jp = 0; jp < g.panels; ++jp)
-        macro_panel(g.bl, mc, std::min<int64_t>(g.bl.nr, g.n - jp * g.bl.nr), kc, pa,
-                    shared_panel(g, pc, kc, jp), g.c + i0 * g.ldc + jp * g.bl.nr, g.ldc, pc > 0,
-                    tile);
+      // Panels in any order (each writes its own columns of C): one that another participant
+      // is packing is left for later rather than waited for. Waiting happens only when every
+      // panel left is being packed elsewhere, by a participant that waits for nothing: no
+      // deadlock, also when the pool runs the parts one after another on the caller.
+      for (int64_t j0 = 0; j0 < g.panels; j0 += 64) {
+        const int64_t count = std::min<int64_t>(64, g.panels - j0);
+        uint64_t todo = count == 64 ? ~uint64_t{0} : (uint64_t{1} << count) - 1;
+        for (unsigned spins = 0; todo;) {
+          bool progress = false;
+          for (uint64_t left = todo; left; left &= left - 1) {
+            const int64_t jp = j0 + __builtin_ctzll(left);
+            const T *pbp = shared_panel(g, pc, kc, jp);
+            if (!pbp) continue;
+            macro_panel(g.bl, mc, std::min<int64_t>(g.bl.nr, g.n - jp * g.bl.nr), kc, pa, pbp,
+                        g.c + i0 * g.ldc + jp * g.bl.nr, g.ldc, pc > 0, tile);
+            todo &= ~(uint64_t{1} << (jp - j0));
+            progress = true;
+          }
+          if (progress) {
+            spins = 0;
+          } else if (++spins < 4096) {
+            spin_pause();
+          } else {
+            std::this_thread::yield();  // the packer lost its core: let it have this one
+          }
+        }
+      }
     }
   }
 }
