@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <new>
 #include <thread>
 
@@ -111,6 +110,7 @@ const GemmIsa kIsaGeneric = {"generic", uk_f32_generic, kGenericMR, 8, kGenericM
 constexpr size_t kScratchA = 200 * 1024;
 constexpr size_t kScratchB = 256 * 3072 * sizeof(float);
 constexpr size_t kScratchC = 8 * 32 * sizeof(double);
+constexpr size_t kSharedMax = size_t{16} << 20;  // 2048 x 2048 f32
 
 // Packing memory belongs to the thread that packs: every pool worker and every thread that
 // calls a GEMM kernel has its own (gemm_scratch_ready), so concurrent callers of one backend
@@ -119,10 +119,16 @@ struct GemmScratch {
   void *a = nullptr;
   void *b = nullptr;
   void *c = nullptr;  // one MR x NR edge tile
+  // The B that a parallel GEMM called on this thread shares with the pool's workers: grown to
+  // the largest such GEMM run here (at most kSharedMax bytes) and kept, so that a plan's steady
+  // state allocates nothing.
+  void *shared = nullptr;
+  size_t shared_bytes = 0;
   ~GemmScratch() {
     std::free(a);
     std::free(b);
     std::free(c);
+    std::free(shared);
   }
 };
 // The calling thread's scratch. Pool workers get theirs from gemm_worker_init (freed by
@@ -383,7 +389,8 @@ void shared_part(void *ctx, int64_t, int64_t, int) {
   }
 }
 
-// False (nothing done) when the shape does not suit or memory is short.
+// False (nothing done) when the shape does not suit or memory is short. The calling thread's
+// scratch must be ready.
 template <class T>
 bool shared_gemm(Backend &be, const Blocking<T> &bl, int threads, int64_t m, int64_t n, int64_t k,
                  const T *a, int64_t rsa, int64_t csa, const T *b, int64_t rsb, int64_t csb, T *c,
@@ -394,14 +401,23 @@ bool shared_gemm(Backend &be, const Blocking<T> &bl, int threads, int64_t m, int
   const int64_t chunk = std::min<int64_t>((want + bl.mr - 1) / bl.mr * bl.mr, bl.mc / bl.mr * bl.mr);
   const int64_t panels = (n + bl.nr - 1) / bl.nr, npad = panels * bl.nr;
   const int64_t kblocks = (k + bl.kc - 1) / bl.kc;
-  const size_t bytes = static_cast<size_t>(k * npad) * sizeof(T);
-  if (bytes > (size_t{64} << 20)) return false;
-  std::unique_ptr<std::atomic<int>[]> state(new (std::nothrow) std::atomic<int>[kblocks * panels]());
-  if (!state) return false;
-  std::unique_ptr<T, decltype(&std::free)> pb(static_cast<T *>(aligned_scratch(bytes)), &std::free);
-  if (!pb) return false;
+  const size_t states = static_cast<size_t>(kblocks * panels);
+  const size_t state_bytes = (states * sizeof(std::atomic<int>) + 63) / 64 * 64;
+  const size_t need = state_bytes + static_cast<size_t>(k * npad) * sizeof(T);
+  if (need > kSharedMax) return false;
+  GemmScratch &s = *t_scratch_ptr;
+  if (s.shared_bytes < need) {
+    void *p = aligned_scratch(need);
+    if (!p) return false;
+    std::free(s.shared);
+    s.shared = p;
+    s.shared_bytes = need;
+  }
+  auto *state = static_cast<std::atomic<int> *>(s.shared);
+  for (size_t i = 0; i < states; ++i) new (&state[i]) std::atomic<int>(0);
+  T *pb = reinterpret_cast<T *>(static_cast<char *>(s.shared) + state_bytes);
   SharedGemm<T> g{bl, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc,
-                  chunk, (m + chunk - 1) / chunk, panels, npad, pb.get(), state.get()};
+                  chunk, (m + chunk - 1) / chunk, panels, npad, pb, state};
   be.pool->parallel_for(threads, 1, shared_part<T>, &g);
   return true;
 }
