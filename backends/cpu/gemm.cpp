@@ -1,9 +1,11 @@
 #include "gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <thread>
 
 #include "cpu_backend.h"
 #include "gemm_arm32.h"
@@ -108,6 +110,7 @@ const GemmIsa kIsaGeneric = {"generic", uk_f32_generic, kGenericMR, 8, kGenericM
 constexpr size_t kScratchA = 200 * 1024;
 constexpr size_t kScratchB = 256 * 3072 * sizeof(float);
 constexpr size_t kScratchC = 8 * 32 * sizeof(double);
+constexpr size_t kSharedMax = size_t{16} << 20;  // 2048 x 2048 f32
 
 // Packing memory belongs to the thread that packs: every pool worker and every thread that
 // calls a GEMM kernel has its own (gemm_scratch_ready), so concurrent callers of one backend
@@ -116,10 +119,16 @@ struct GemmScratch {
   void *a = nullptr;
   void *b = nullptr;
   void *c = nullptr;  // one MR x NR edge tile
+  // The B that a parallel GEMM called on this thread shares with the pool's workers: grown to
+  // the largest such GEMM run here (at most kSharedMax bytes) and kept, so that a plan's steady
+  // state allocates nothing.
+  void *shared = nullptr;
+  size_t shared_bytes = 0;
   ~GemmScratch() {
     std::free(a);
     std::free(b);
     std::free(c);
+    std::free(shared);
   }
 };
 // The calling thread's scratch. Pool workers get theirs from gemm_worker_init (freed by
@@ -161,10 +170,20 @@ template <class T>
 void pack_a(const T *a, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, int mr, T *dst) {
   for (int64_t ir = 0; ir < mc; ir += mr) {
     int64_t rows = std::min<int64_t>(mr, mc - ir);
-    if (rows == mr && csa == 1) {
-      for (int i = 0; i < mr; ++i) {
-        const T *src = a + (ir + i) * rsa;
-        for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = src[p];
+    if (rows == mr && csa == 1 && mr <= 16) {
+      // Row-major A: read MR rows side by side and write the panel contiguously (the stores
+      // stream; a row-at-a-time loop scatters them MR apart).
+      const T *src[16];
+      for (int i = 0; i < mr; ++i) src[i] = a + (ir + i) * rsa;
+      T *d = dst;
+      if (mr == 6) {
+        for (int64_t p = 0; p < kc; ++p, d += 6) {
+          d[0] = src[0][p]; d[1] = src[1][p]; d[2] = src[2][p];
+          d[3] = src[3][p]; d[4] = src[4][p]; d[5] = src[5][p];
+        }
+      } else {
+        for (int64_t p = 0; p < kc; ++p, d += mr)
+          for (int i = 0; i < mr; ++i) d[i] = src[i][p];
       }
     } else {
       for (int64_t p = 0; p < kc; ++p) {
@@ -196,6 +215,28 @@ void pack_b(const T *b, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, int nr
   }
 }
 
+// C[0:mc, 0:cols] (+)= packed A block (mc x kc, MR-row panels) * one packed B panel (kc x NR,
+// of which the first `cols` columns count). Edge tiles go through `tile` (MR x NR).
+template <class T>
+void macro_panel(const Blocking<T> &bl, int64_t mc, int64_t cols, int64_t kc, const T *pa,
+                 const T *pbp, T *c, int64_t ldc, int accumulate, T *tile) {
+  for (int64_t ir = 0; ir < mc; ir += bl.mr) {
+    int64_t rows = std::min<int64_t>(bl.mr, mc - ir);
+    T *cp = c + ir * ldc;
+    const T *pap = pa + ir * kc;
+    if (rows == bl.mr && cols == bl.nr) {
+      bl.uk(kc, pap, pbp, cp, ldc, accumulate);
+    } else {
+      bl.uk(kc, pap, pbp, tile, bl.nr, 0);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          T v = tile[i * bl.nr + j];
+          cp[i * ldc + j] = accumulate ? cp[i * ldc + j] + v : v;
+        }
+    }
+  }
+}
+
 // The calling thread's scratch must be ready (gemm_scratch_ready).
 template <class T>
 void gemm_serial(const Blocking<T> &bl, int64_t m, int64_t n, int64_t k,
@@ -219,25 +260,9 @@ void gemm_serial(const Blocking<T> &bl, int64_t m, int64_t n, int64_t k,
       for (int64_t ic = 0; ic < m; ic += bl.mc) {
         int64_t mc = std::min<int64_t>(bl.mc, m - ic);
         pack_a(a + ic * rsa + pc * csa, rsa, csa, mc, kc, bl.mr, pa);
-        for (int64_t jr = 0; jr < nc; jr += bl.nr) {
-          int64_t cols = std::min<int64_t>(bl.nr, nc - jr);
-          const T *pbp = pb + jr * kc;
-          for (int64_t ir = 0; ir < mc; ir += bl.mr) {
-            int64_t rows = std::min<int64_t>(bl.mr, mc - ir);
-            T *cp = c + (ic + ir) * ldc + jc + jr;
-            const T *pap = pa + ir * kc;
-            if (rows == bl.mr && cols == bl.nr) {
-              bl.uk(kc, pap, pbp, cp, ldc, accumulate);
-            } else {
-              bl.uk(kc, pap, pbp, tile, bl.nr, 0);
-              for (int64_t i = 0; i < rows; ++i)
-                for (int64_t j = 0; j < cols; ++j) {
-                  T v = tile[i * bl.nr + j];
-                  cp[i * ldc + j] = accumulate ? cp[i * ldc + j] + v : v;
-                }
-            }
-          }
-        }
+        for (int64_t jr = 0; jr < nc; jr += bl.nr)
+          macro_panel(bl, mc, std::min<int64_t>(bl.nr, nc - jr), kc, pa, pb + jr * kc,
+                      c + ic * ldc + jc + jr, ldc, accumulate, tile);
       }
     }
   }
@@ -271,6 +296,132 @@ void gemm_part(void *ctx, int64_t begin, int64_t end, int) {
   }
 }
 
+// The parallel GEMM: B is packed once, into memory all participants share, panel by panel by
+// whichever participant needs a panel first; the rows of C go out in blocks on demand (an atomic
+// counter), each block packing its own rows of A. A participant that starts late, or whose core
+// is busy with another process, takes fewer blocks instead of holding up the call: the pool
+// splits work statically, and a static half-and-half split ran at the speed of the slower core.
+template <class T>
+struct SharedGemm {
+  Blocking<T> bl;
+  int64_t m, n, k;
+  const T *a;
+  int64_t rsa, csa;
+  const T *b;
+  int64_t rsb, csb;
+  T *c;
+  int64_t ldc;
+  int64_t chunk, chunks;  // rows per block (a multiple of MR, at most MC), number of blocks
+  int64_t panels, npad;   // NR-column panels of B, panels * NR
+  T *pb;                  // packed B: K block at row pc starts at pb + pc * npad, panel jp of
+                          // it at + jp * kc * NR
+  std::atomic<int> *state;  // per (K block, panel): 0 not packed, 1 being packed, 2 ready
+  std::atomic<int64_t> next{0};
+};
+
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+// Panel jp of the K block at row pc (kc rows), packed here if nobody has; NULL while another
+// participant is packing it.
+template <class T>
+const T *shared_panel(SharedGemm<T> &g, int64_t pc, int64_t kc, int64_t jp) {
+  T *dst = g.pb + pc * g.npad + jp * kc * g.bl.nr;
+  std::atomic<int> &st = g.state[pc / g.bl.kc * g.panels + jp];
+  int s = st.load(std::memory_order_acquire);
+  if (s == 2) return dst;
+  if (s == 0 && st.compare_exchange_strong(s, 1, std::memory_order_acquire)) {
+    const int64_t j0 = jp * g.bl.nr;
+    pack_b(g.b + pc * g.rsb + j0 * g.csb, g.rsb, g.csb, kc, std::min<int64_t>(g.bl.nr, g.n - j0),
+           g.bl.nr, dst);
+    st.store(2, std::memory_order_release);
+    return dst;
+  }
+  return s == 2 ? dst : nullptr;
+}
+
+template <class T>
+void shared_part(void *ctx, int64_t, int64_t, int) {
+  auto &g = *static_cast<SharedGemm<T> *>(ctx);
+  const GemmScratch &s = *t_scratch_ptr;
+  T *pa = static_cast<T *>(s.a);
+  T *tile = static_cast<T *>(s.c);
+  for (;;) {
+    const int64_t blk = g.next.fetch_add(1, std::memory_order_relaxed);
+    if (blk >= g.chunks) return;
+    const int64_t i0 = blk * g.chunk, mc = std::min(g.chunk, g.m - i0);
+    for (int64_t pc = 0; pc < g.k; pc += g.bl.kc) {
+      const int64_t kc = std::min<int64_t>(g.bl.kc, g.k - pc);
+      pack_a(g.a + i0 * g.rsa + pc * g.csa, g.rsa, g.csa, mc, kc, g.bl.mr, pa);
+      // Panels in any order (each writes its own columns of C): one that another participant
+      // is packing is left for later rather than waited for. Waiting happens only when every
+      // panel left is being packed elsewhere, by a participant that waits for nothing: no
+      // deadlock, also when the pool runs the parts one after another on the caller.
+      for (int64_t j0 = 0; j0 < g.panels; j0 += 64) {
+        const int64_t count = std::min<int64_t>(64, g.panels - j0);
+        uint64_t todo = count == 64 ? ~uint64_t{0} : (uint64_t{1} << count) - 1;
+        for (unsigned spins = 0; todo;) {
+          bool progress = false;
+          for (uint64_t left = todo; left; left &= left - 1) {
+            const int64_t jp = j0 + __builtin_ctzll(left);
+            const T *pbp = shared_panel(g, pc, kc, jp);
+            if (!pbp) continue;
+            macro_panel(g.bl, mc, std::min<int64_t>(g.bl.nr, g.n - jp * g.bl.nr), kc, pa, pbp,
+                        g.c + i0 * g.ldc + jp * g.bl.nr, g.ldc, pc > 0, tile);
+            todo &= ~(uint64_t{1} << (jp - j0));
+            progress = true;
+          }
+          if (progress) {
+            spins = 0;
+          } else if (++spins < 4096) {
+            spin_pause();
+          } else {
+            std::this_thread::yield();  // the packer lost its core: let it have this one
+          }
+        }
+      }
+    }
+  }
+}
+
+// False (nothing done) when the shape does not suit or memory is short. The calling thread's
+// scratch must be ready.
+template <class T>
+bool shared_gemm(Backend &be, const Blocking<T> &bl, int threads, int64_t m, int64_t n, int64_t k,
+                 const T *a, int64_t rsa, int64_t csa, const T *b, int64_t rsb, int64_t csb, T *c,
+                 int64_t ldc) {
+  // About four blocks per participant, so that the counter can even out uneven progress.
+  if (k <= 0 || m < int64_t{4} * threads * bl.mr) return false;
+  const int64_t want = (m + 4 * threads - 1) / (4 * threads);
+  const int64_t chunk = std::min<int64_t>((want + bl.mr - 1) / bl.mr * bl.mr, bl.mc / bl.mr * bl.mr);
+  const int64_t panels = (n + bl.nr - 1) / bl.nr, npad = panels * bl.nr;
+  const int64_t kblocks = (k + bl.kc - 1) / bl.kc;
+  const size_t states = static_cast<size_t>(kblocks * panels);
+  const size_t state_bytes = (states * sizeof(std::atomic<int>) + 63) / 64 * 64;
+  const size_t need = state_bytes + static_cast<size_t>(k * npad) * sizeof(T);
+  if (need > kSharedMax) return false;
+  GemmScratch &s = *t_scratch_ptr;
+  if (s.shared_bytes < need) {
+    void *p = aligned_scratch(need);
+    if (!p) return false;
+    std::free(s.shared);
+    s.shared = p;
+    s.shared_bytes = need;
+  }
+  auto *state = static_cast<std::atomic<int> *>(s.shared);
+  for (size_t i = 0; i < states; ++i) new (&state[i]) std::atomic<int>(0);
+  T *pb = reinterpret_cast<T *>(static_cast<char *>(s.shared) + state_bytes);
+  SharedGemm<T> g{bl, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc,
+                  chunk, (m + chunk - 1) / chunk, panels, npad, pb, state};
+  be.pool->parallel_for(threads, 1, shared_part<T>, &g);
+  return true;
+}
+
 template <class T>
 void own_gemm(Backend &be, int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa,
               int64_t csa, const T *b, int64_t rsb, int64_t csb, T *c, int64_t ldc) {
@@ -283,7 +434,9 @@ void own_gemm(Backend &be, int64_t m, int64_t n, int64_t k, const T *a, int64_t 
     gemm_serial(job.bl, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc);
     return;
   }
-  // Split the larger of M and N; units are whole register tiles so no part gets a sliver.
+  if (shared_gemm(be, job.bl, threads, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc)) return;
+  // Few rows, or no memory for the shared B: split the larger of M and N statically; units are
+  // whole register tiles so no part gets a sliver.
   int64_t tile = job.split_n ? job.bl.nr : job.bl.mr;
   job.unit = job.split_n ? tile : tile * 4;
   int64_t extent = job.split_n ? n : m;
