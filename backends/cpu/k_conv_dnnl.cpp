@@ -71,6 +71,7 @@ struct DnnlConvState : KernelBase {
   int64_t n = 0, parts = 1;
   int64_t per_image[3] = {0, 0, 0};  // elements per image of inputs 0, 1 and the output (0: not batched)
   int64_t dw_elems = 0;              // grad-weight: elements of the weight gradient
+  size_t dw_offset = 0;              // grad-weight: where a part > 0 puts it in its slot
   Variant v[2];
   size_t slot_bytes = 0;
   std::string impl;
@@ -110,14 +111,23 @@ struct DnnlCall {
   const float *in[2];
   float *out;
   char *ws;
-  std::string error[64];  // per part (parts <= 64), reported by the calling thread
-  ctn_status code[64] = {};
+  // The first failure of any part, reported by the calling thread after the join.
+  std::mutex error_mu;
+  ctn_status code = CTN_OK;
+  std::string error;
+
+  void fail(ctn_status c, const char *what) {
+    std::lock_guard<std::mutex> lock(error_mu);
+    if (code != CTN_OK) return;
+    code = c;
+    error = what;
+  }
 
   // Runs part `p` (images [n0, n1)) on the calling thread with one OpenMP thread.
   void run_part(int64_t p) {
     const DnnlConvState &s = *st;
     const int64_t n0 = s.n * p / s.parts, n1 = s.n * (p + 1) / s.parts;
-    const Variant &v = s.v[n1 - n0 == s.v[0].n ? 0 : 1];
+    const Variant &v = s.v[n1 - n0 == s.v[0].n ? 0 : 1];  // the primitive of this batch size
     char *slot = ws + static_cast<size_t>(p) * s.slot_bytes;
     try {
       dnnl::engine &eng = cpu_engine();
@@ -138,7 +148,7 @@ struct DnnlCall {
         m.emplace(a.role, pm);
       }
       // Grad-weight: part 0 writes the output, the others their slot's tail (summed after).
-      float *dst = s.kind == 2 ? (p == 0 ? out : reinterpret_cast<float *>(slot + v.bytes))
+      float *dst = s.kind == 2 ? (p == 0 ? out : reinterpret_cast<float *>(slot + s.dw_offset))
                                : out + n0 * s.per_image[2];
       const Arg &o = v.out;
       memory user_out(o.user, eng, dst);
@@ -152,11 +162,9 @@ struct DnnlCall {
                            {DNNL_ARG_SCRATCHPAD, scratch_mem(o.r_scratch, slot, o.r_scratch_offset)}});
       strm.wait();
     } catch (const dnnl::error &e) {
-      code[p] = e.status == dnnl_out_of_memory ? CTN_ERR_OUT_OF_MEMORY : CTN_ERR_INTERNAL;
-      error[p] = e.what();
+      fail(e.status == dnnl_out_of_memory ? CTN_ERR_OUT_OF_MEMORY : CTN_ERR_INTERNAL, e.what());
     } catch (const std::bad_alloc &) {
-      code[p] = CTN_ERR_OUT_OF_MEMORY;
-      error[p] = "out of memory";
+      fail(CTN_ERR_OUT_OF_MEMORY, "out of memory");
     }
   }
 
@@ -169,31 +177,29 @@ struct DnnlCall {
 
 ctn_status dnnl_conv_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const DnnlConvState *>(state);
-  auto call = std::make_unique<DnnlCall>();
-  call->st = st;
-  call->in[0] = desc_ptr<const float>(args->inputs[0]);
-  call->in[1] = desc_ptr<const float>(args->inputs[1]);
-  call->out = desc_ptr<float>(args->outputs[0]);
+  DnnlCall call;
+  call.st = st;
+  call.in[0] = desc_ptr<const float>(args->inputs[0]);
+  call.in[1] = desc_ptr<const float>(args->inputs[1]);
+  call.out = desc_ptr<float>(args->outputs[0]);
   // The workspace has kAlign spare bytes: oneDNN's blocked buffers start on a cache line.
   const auto base = reinterpret_cast<uintptr_t>(args->workspace);
-  call->ws = static_cast<char *>(args->workspace) + (align_up(base) - base);
+  call.ws = static_cast<char *>(args->workspace) + (align_up(base) - base);
   // The calling thread may belong to an application that uses OpenMP: restore its setting.
   const int caller_threads = omp_get_max_threads();
   if (st->parts > 1)
-    st->be->pool->parallel_for(st->parts, 1, DnnlCall::part_fn, call.get());
+    st->be->pool->parallel_for(st->parts, 1, DnnlCall::part_fn, &call);
   else
-    DnnlCall::part_fn(call.get(), 0, 1, 0);
+    DnnlCall::part_fn(&call, 0, 1, 0);
   omp_set_num_threads(caller_threads);
-  for (int64_t p = 0; p < st->parts; ++p)
-    if (call->code[p] != CTN_OK)
-      return st->host->set_error(call->code[p], "cpu conv (oneDNN %s): %s", st->impl.c_str(),
-                                 call->error[p].c_str());
-  if (st->kind == 2)
+  if (call.code != CTN_OK)
+    return st->host->set_error(call.code, "cpu conv (oneDNN %s): %s", st->impl.c_str(),
+                               call.error.c_str());
+  if (st->kind == 2)  // the other parts' weight gradients, in part order
     for (int64_t p = 1; p < st->parts; ++p) {
-      const Variant &v = st->v[(st->n * (p + 1) / st->parts - st->n * p / st->parts) == st->v[0].n ? 0 : 1];
-      const float *part = reinterpret_cast<const float *>(call->ws + static_cast<size_t>(p) * st->slot_bytes + v.bytes);
-      float *dw = call->out;
-      for (int64_t i = 0; i < st->dw_elems; ++i) dw[i] += part[i];
+      const auto *part = reinterpret_cast<const float *>(
+          call.ws + static_cast<size_t>(p) * st->slot_bytes + st->dw_offset);
+      for (int64_t i = 0; i < st->dw_elems; ++i) call.out[i] += part[i];
     }
   return CTN_OK;
 }
@@ -218,46 +224,46 @@ std::string make_variant(int kind, int64_t n, const int64_t *xs, const int64_t *
                                      pl, pr);
   dnnl::primitive_attr attr = user_scratchpad();
   dnnl::convolution_forward::primitive_desc fpd(fd, attr, eng);
-  v->n = n;
-  size_t ws = 0;
-  const char *impl = nullptr;
+  // Per direction: the primitive and its arguments in kernel order (inputs 0, 1, output) as
+  // oneDNN roles and the caller's plain layouts; the primitive's layouts are queried by role.
+  static constexpr int kRoles[3][3] = {
+      {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},             // conv2d(x, w) -> y
+      {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC},   // grad_input(dy, w) -> dx
+      {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS}};  // grad_weight(x, dy) -> dw
+  const memory::desc *users[3][3] = {{&ux, &uw, &uy}, {&uy, &uw, &ux}, {&ux, &uy, &uw}};
+  dnnl::primitive_desc_base pd = fpd;
   switch (kind) {
     case 0:
-      impl = fpd.impl_info_str();
-      plan_arg(v->in[0], DNNL_ARG_SRC, ux, fpd.src_desc(), true, &ws);
-      plan_arg(v->in[1], DNNL_ARG_WEIGHTS, uw, fpd.weights_desc(), true, &ws);
-      plan_arg(v->out, DNNL_ARG_DST, uy, fpd.dst_desc(), false, &ws);
-      v->scratch = fpd.scratchpad_desc();
       v->prim = dnnl::convolution_forward(fpd);
       break;
-    case 1: {  // inputs: dy, w; output dx
-      dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, ax, aw, ay,
-                                               strides, dil, pl, pr);
-      dnnl::convolution_backward_data::primitive_desc bpd(bd, attr, eng, fpd);
-      impl = bpd.impl_info_str();
-      plan_arg(v->in[0], DNNL_ARG_DIFF_DST, uy, bpd.diff_dst_desc(), true, &ws);
-      plan_arg(v->in[1], DNNL_ARG_WEIGHTS, uw, bpd.weights_desc(), true, &ws);
-      plan_arg(v->out, DNNL_ARG_DIFF_SRC, ux, bpd.diff_src_desc(), false, &ws);
-      v->scratch = bpd.scratchpad_desc();
+    case 1: {
+      dnnl::convolution_backward_data::primitive_desc bpd(
+          {dnnl::algorithm::convolution_direct, ax, aw, ay, strides, dil, pl, pr}, attr, eng, fpd);
       v->prim = dnnl::convolution_backward_data(bpd);
+      pd = bpd;
       break;
     }
-    default: {  // inputs: x, dy; output dw
-      dnnl::convolution_backward_weights::desc bd(dnnl::algorithm::convolution_direct, ax, aw,
-                                                  ay, strides, dil, pl, pr);
-      dnnl::convolution_backward_weights::primitive_desc bpd(bd, attr, eng, fpd);
-      impl = bpd.impl_info_str();
-      plan_arg(v->in[0], DNNL_ARG_SRC, ux, bpd.src_desc(), true, &ws);
-      plan_arg(v->in[1], DNNL_ARG_DIFF_DST, uy, bpd.diff_dst_desc(), true, &ws);
-      plan_arg(v->out, DNNL_ARG_DIFF_WEIGHTS, uw, bpd.diff_weights_desc(), false, &ws);
-      v->scratch = bpd.scratchpad_desc();
+    default: {
+      dnnl::convolution_backward_weights::primitive_desc bpd(
+          {dnnl::algorithm::convolution_direct, ax, aw, ay, strides, dil, pl, pr}, attr, eng, fpd);
       v->prim = dnnl::convolution_backward_weights(bpd);
+      pd = bpd;
       break;
     }
   }
+  v->n = n;
+  size_t ws = 0;
+  Arg *args[3] = {&v->in[0], &v->in[1], &v->out};
+  for (int i = 0; i < 3; ++i) {
+    const int role = kRoles[kind][i];
+    plan_arg(*args[i], role, *users[kind][i], pd.query_md(dnnl::query::exec_arg_md, role), i < 2,
+             &ws);
+  }
+  v->scratch = pd.scratchpad_desc();
   v->scratch_offset = ws;
   ws += align_up(v->scratch.get_size());
   v->bytes = ws;
+  const char *impl = pd.impl_info_str();
   return impl ? impl : "?";
 }
 
@@ -323,7 +329,7 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
     auto st = new_state<DnnlConvState>(be);
     st->kind = kind;
     st->n = xs[0];
-    st->parts = std::min<int64_t>({std::max(1, be->num_threads.load()), st->n, 64});
+    st->parts = std::min<int64_t>(std::max(1, be->num_threads.load()), st->n);
     const int64_t x_img = xs[1] * xs[2] * xs[3], y_img = ys[1] * ys[2] * ys[3];
     st->dw_elems = ws_[0] * ws_[1] * ws_[2] * ws_[3];
     switch (kind) {
@@ -349,6 +355,7 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
       return false;
     }
     size_t slot = std::max(st->v[0].bytes, st->v[1].bytes);
+    st->dw_offset = slot;
     if (kind == 2) slot += static_cast<size_t>(st->dw_elems) * sizeof(float);
     st->slot_bytes = align_up(slot);
     const uint64_t ws =

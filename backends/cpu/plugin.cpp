@@ -3,7 +3,9 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <new>
+#include <utility>
 
 #include "cpu_backend.h"
 
@@ -126,27 +128,31 @@ void update_description(Backend &be) {
   be.description = d;
 }
 
+// The value of an option or environment variable among `names`; false (out untouched) if none.
+template <class E>
+bool parse_choice(const char *v, std::initializer_list<std::pair<const char *, E>> names, E *out) {
+  for (const auto &[name, value] : names)
+    if (std::strcmp(v, name) == 0) {
+      *out = value;
+      return true;
+    }
+  return false;
+}
+
 bool parse_pool_mode(const char *v, ThreadPool::Mode *out) {
-  if (std::strcmp(v, "shared") == 0) *out = ThreadPool::Mode::kShared;
-  else if (std::strcmp(v, "per_caller") == 0) *out = ThreadPool::Mode::kPerCaller;
-  else return false;
-  return true;
+  return parse_choice(
+      v, {{"shared", ThreadPool::Mode::kShared}, {"per_caller", ThreadPool::Mode::kPerCaller}}, out);
 }
 
 bool parse_conv_mode(const char *v, ConvMode *out) {
-  if (std::strcmp(v, "auto") == 0) *out = ConvMode::kAuto;
-  else if (std::strcmp(v, "onednn") == 0) *out = ConvMode::kOneDNN;
-  else if (std::strcmp(v, "own") == 0) *out = ConvMode::kOwn;
-  else return false;
-  return true;
+  return parse_choice(
+      v, {{"auto", ConvMode::kAuto}, {"onednn", ConvMode::kOneDNN}, {"own", ConvMode::kOwn}}, out);
 }
 
 bool parse_gemm_mode(const char *v, GemmMode *out) {
-  if (std::strcmp(v, "auto") == 0) *out = GemmMode::kAuto;
-  else if (std::strcmp(v, "openblas") == 0) *out = GemmMode::kOpenBLAS;
-  else if (std::strcmp(v, "own") == 0) *out = GemmMode::kOwn;
-  else return false;
-  return true;
+  return parse_choice(
+      v, {{"auto", GemmMode::kAuto}, {"openblas", GemmMode::kOpenBLAS}, {"own", GemmMode::kOwn}},
+      out);
 }
 
 ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,

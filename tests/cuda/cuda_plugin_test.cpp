@@ -40,31 +40,47 @@ const char *plugin_path() {
   return p && *p ? p : CTN_CUDA_PLUGIN_PATH;
 }
 
-TEST(CudaPlugin, LoadsAndReportsAvailability) {
-  void *dl = dlopen(plugin_path(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(dl, nullptr) << "the plugin must load even without a driver: " << dlerror();
-  auto query = reinterpret_cast<ctn_plugin_query_fn>(dlsym(dl, CTN_PLUGIN_ENTRY_SYMBOL));
-  ASSERT_NE(query, nullptr);
+// The plugin file opened and queried with a host table of this test's callbacks; closed when
+// it goes out of scope.
+struct LoadedPlugin {
+  void *dl = nullptr;
   ctn_host_api host{};
-  host.struct_size = sizeof host;
-  host.abi_major = CTN_ABI_MAJOR;
-  host.abi_minor = CTN_ABI_MINOR;
-  host.set_error = host_set_error;
-  host.log = host_log;
-  const ctn_plugin_header *h = query(CTN_ABI_VERSION, &host);
-  ASSERT_NE(h, nullptr);
+  const ctn_plugin_header *header = nullptr;
+  ~LoadedPlugin() {
+    if (dl) dlclose(dl);
+  }
+};
+
+void load_plugin(LoadedPlugin *p) {
+  p->dl = dlopen(plugin_path(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(p->dl, nullptr) << "the plugin must load even without a driver: " << dlerror();
+  auto query = reinterpret_cast<ctn_plugin_query_fn>(dlsym(p->dl, CTN_PLUGIN_ENTRY_SYMBOL));
+  ASSERT_NE(query, nullptr);
+  p->host.struct_size = sizeof p->host;
+  p->host.abi_major = CTN_ABI_MAJOR;
+  p->host.abi_minor = CTN_ABI_MINOR;
+  p->host.set_error = host_set_error;
+  p->host.log = host_log;
+  p->header = query(CTN_ABI_VERSION, &p->host);
+  ASSERT_NE(p->header, nullptr);
+}
+
+TEST(CudaPlugin, LoadsAndReportsAvailability) {
+  LoadedPlugin p;
+  ASSERT_NO_FATAL_FAILURE(load_plugin(&p));
+  const ctn_plugin_header *h = p.header;
   EXPECT_STREQ(h->name, "cuda");
   EXPECT_EQ(h->kind, static_cast<uint32_t>(CTN_PLUGIN_BACKEND));
   EXPECT_EQ(h->abi_major, CTN_ABI_MAJOR);
   const auto *desc = reinterpret_cast<const ctn_backend_desc *>(h);
   ASSERT_NE(desc->plan_prepare, nullptr) << "the CUDA backend records plans as CUDA graphs";
   // Only the entry point is exported (version script).
-  EXPECT_EQ(dlsym(dl, "_ZN8ctn_cuda11cuda_fail"), nullptr);
+  EXPECT_EQ(dlsym(p.dl, "_ZN8ctn_cuda11cuda_fail"), nullptr);
 
   ctn_backend_config cfg{sizeof cfg, 1};
   void *state = nullptr;
   g_error.clear();
-  ctn_status s = desc->init(&host, &cfg, &state);
+  ctn_status s = desc->init(&p.host, &cfg, &state);
   if (s == CTN_OK) {
     std::printf("[ cuda     ] available: %s\n", desc->describe(state));
     EXPECT_NE(std::string(desc->describe(state)).find("sm_"), std::string::npos);
@@ -79,25 +95,15 @@ TEST(CudaPlugin, LoadsAndReportsAvailability) {
     EXPECT_EQ(g_error.rfind("unavailable: ", 0), 0u) << g_error;
     EXPECT_GT(g_error.size(), std::string("unavailable: ").size() + 5) << "a reason must follow";
   }
-  dlclose(dl);
 }
 
 // since 1.2: the "ctn_cuda_interop" extra (abi/chutney/cuda.h). Without a GPU only the parts
 // that need no device are checked (the extra is offered; NULL and short structs are refused);
 // with one, the handles must be those of the backend (its stream) and the driver API reachable.
 TEST(CudaPlugin, InteropExtra) {
-  void *dl = dlopen(plugin_path(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(dl, nullptr) << dlerror();
-  auto query = reinterpret_cast<ctn_plugin_query_fn>(dlsym(dl, CTN_PLUGIN_ENTRY_SYMBOL));
-  ASSERT_NE(query, nullptr);
-  ctn_host_api host{};
-  host.struct_size = sizeof host;
-  host.abi_major = CTN_ABI_MAJOR;
-  host.abi_minor = CTN_ABI_MINOR;
-  host.set_error = host_set_error;
-  host.log = host_log;
-  const auto *desc = reinterpret_cast<const ctn_backend_desc *>(query(CTN_ABI_VERSION, &host));
-  ASSERT_NE(desc, nullptr);
+  LoadedPlugin p;
+  ASSERT_NO_FATAL_FAILURE(load_plugin(&p));
+  const auto *desc = reinterpret_cast<const ctn_backend_desc *>(p.header);
   ASSERT_NE(desc->get_proc_address, nullptr);
   void *proc = desc->get_proc_address(nullptr, CTN_CUDA_INTEROP_PROC);
   ASSERT_NE(proc, nullptr) << "the cuda backend must offer " CTN_CUDA_INTEROP_PROC;
@@ -108,8 +114,7 @@ TEST(CudaPlugin, InteropExtra) {
   ctn_backend_config cfg{sizeof cfg, 1};
   void *state = nullptr;
   g_error.clear();
-  if (desc->init(&host, &cfg, &state) != CTN_OK) {
-    dlclose(dl);
+  if (desc->init(&p.host, &cfg, &state) != CTN_OK) {
     GTEST_SKIP() << "no CUDA device, the handles are not checked: " << g_error;
   }
   ctn_cuda_interop small{};
@@ -127,7 +132,6 @@ TEST(CudaPlugin, InteropExtra) {
   EXPECT_NE(io.get_driver_function(state, "cuLaunchKernel"), nullptr);
   EXPECT_EQ(io.get_driver_function(state, "cuNoSuchFunction"), nullptr);
   desc->shutdown(state);
-  dlclose(dl);
 }
 
 // Through the public API: the context lists cuda (available or with its reason) and the CPU

@@ -124,6 +124,16 @@ json_field() {
   sed -n "s/.*{\"epoch\": $2, .*\"$3\": \([-0-9.e+]*\).*/\1/p" "$1"
 }
 final_acc() { sed -n 's/^final test accuracy: \([0-9.]*\)$/\1/p' "$TMP/$1.out"; }
+# eval_matches NAME LABEL ACC: run NAME (an `eval` run) printed "test accuracy: ACC" exactly.
+eval_matches() {
+  local a_eval
+  a_eval=$(sed -n 's/^test accuracy: \([0-9.]*\)$/\1/p' "$TMP/$1.out")
+  if [ -n "$a_eval" ] && [ "$a_eval" = "$3" ]; then
+    pass "eval: $2 accuracy $a_eval equals the training run's"
+  else
+    fail "eval: $2 accuracy '$a_eval' differs from the training run's '$3'"
+  fi
+}
 
 # --- a small real training run ------------------------------------------------------------------
 if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
@@ -216,12 +226,7 @@ if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
     contains train-cnn out "loader wait"
     contains train-cnn out "conv5x5(16->32) batchnorm"
     if run eval-cnn 0 eval --checkpoint "$TMP/ckcnn/cnn-epoch001.safetensors" --data-dir "$DATA_DIR"; then
-      a_eval=$(sed -n 's/^test accuracy: \([0-9.]*\)$/\1/p' "$TMP/eval-cnn.out")
-      if [ -n "$a_eval" ] && [ "$a_eval" = "$acc" ]; then
-        pass "eval: cnn checkpoint accuracy $a_eval equals the training run's"
-      else
-        fail "eval: cnn checkpoint accuracy '$a_eval' differs from the training run's '$acc'"
-      fi
+      eval_matches eval-cnn "cnn checkpoint" "$acc"
     fi
   fi
 
@@ -232,12 +237,7 @@ if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
     contains train-cnn3 out "conv3x3(16->16) batchnorm relu maxpool2, fc 144-32"
     acc3=$(final_acc train-cnn3)
     if run eval-cnn3 0 eval --checkpoint "$TMP/ckcnn3/cnn-epoch001.safetensors" --data-dir "$DATA_DIR"; then
-      a_eval=$(sed -n 's/^test accuracy: \([0-9.]*\)$/\1/p' "$TMP/eval-cnn3.out")
-      if [ -n "$a_eval" ] && [ "$a_eval" = "$acc3" ]; then
-        pass "eval: 3-block k3 cnn checkpoint accuracy $a_eval equals the training run's"
-      else
-        fail "eval: 3-block k3 cnn checkpoint accuracy '$a_eval' differs from the training run's '$acc3'"
-      fi
+      eval_matches eval-cnn3 "3-block k3 cnn checkpoint" "$acc3"
     fi
   fi
 
@@ -297,13 +297,7 @@ if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
     contains resumed out "resumed from"
     # eval on the epoch-1 checkpoint gives the accuracy that training printed for epoch 1.
     if run eval 0 eval --checkpoint "$TMP/ckpt/mlp-epoch001.safetensors" --data-dir "$DATA_DIR"; then
-      a_eval=$(sed -n 's/^test accuracy: \([0-9.]*\)$/\1/p' "$TMP/eval.out")
-      a_train=$(final_acc part)
-      if [ -n "$a_eval" ] && [ "$a_eval" = "$a_train" ]; then
-        pass "eval: checkpoint accuracy $a_eval equals the training run's"
-      else
-        fail "eval: checkpoint accuracy '$a_eval' differs from the training run's '$a_train'"
-      fi
+      eval_matches eval checkpoint "$(final_acc part)"
     fi
     # A truncated checkpoint is an error, not a crash.
     head -c 1000 "$TMP/ckpt/mlp-epoch001.safetensors" >"$TMP/truncated.safetensors"
