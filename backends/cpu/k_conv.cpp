@@ -315,7 +315,7 @@ ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   g.finish();
   // oneDNN for f32 convolutions (not conv_transpose2d) where it has a JIT kernel; auto keeps
   // the own backward kernels for few input channels per group (conv1 of the CNN: 1 channel),
-  // where im2col + GEMM measured faster (docs/BENCHMARKS.md).
+  // where oneDNN measured no faster (grad-input 3-5x slower; docs/BENCHMARKS.md).
   const ConvMode mode = be->conv_mode.load();
   const bool auto_onednn = kind == ConvKind::kForward || g.cg >= kOneDNNMinChannels;
   if (a.dtype == CTN_F32 && !transpose && onednn_built_in() &&
