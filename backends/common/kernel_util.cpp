@@ -1,6 +1,10 @@
 // Kernel-maker scaffolding shared by the backends (see kernel_util.h).
 #include "kernel_util.h"
 
+#include <sys/stat.h>
+
+#include <cstdlib>
+
 #include <algorithm>
 #include <cstring>
 
@@ -202,6 +206,17 @@ AxisDims axis_dims(const ctn_tensor_desc &x, int64_t axis) {
   d.len = x.shape[axis];
   for (uint32_t k = static_cast<uint32_t>(axis) + 1; k < x.ndim; ++k) d.inner *= x.shape[k];
   return d;
+}
+
+std::string cache_directory() {
+  if (const char *d = std::getenv("CHUTNEY_CACHE_DIR"); d && *d) return d;
+  auto is_dir = [](const char *p) {
+    struct stat st {};
+    return p && *p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+  };
+  if (const char *x = std::getenv("XDG_CACHE_HOME"); is_dir(x)) return std::string(x) + "/chutney";
+  if (const char *h = std::getenv("HOME"); is_dir(h)) return std::string(h) + "/.cache/chutney";
+  return "";
 }
 
 }  // namespace ctn_backend_util

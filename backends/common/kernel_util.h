@@ -10,9 +10,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "desc_util.h"
@@ -112,6 +114,19 @@ ctn_status interop_answer(void *state, Io *out, uint32_t version, Fill &&fill) {
 
 // The "placement" option and CHUTNEY_<BACKEND>_PLACEMENT: "always" (false) or "auto" (true) into
 // *auto_mode; false for any other value (then *auto_mode is unchanged).
+// The on-disk cache directory of the GPU backends (compiled programs, pipeline caches, placement
+// policies): $CHUTNEY_CACHE_DIR (created when needed), else $XDG_CACHE_HOME/chutney, else
+// ~/.cache/chutney, where XDG_CACHE_HOME or HOME is an existing directory; "" (no disk cache)
+// when none is: nothing is created under a HOME that does not exist.
+std::string cache_directory();
+
+// A CHUTNEY_* on/off variable: on only for "1" (libchutney refuses any value but 0 and 1 when a
+// context is made, so "0" and unset both mean off).
+inline bool env_flag(const char *name) {
+  const char *v = std::getenv(name);
+  return v != nullptr && v[0] == '1' && v[1] == '\0';
+}
+
 inline bool parse_placement(const char *value, bool *auto_mode) {
   if (std::strcmp(value, "always") == 0) *auto_mode = false;
   else if (std::strcmp(value, "auto") == 0) *auto_mode = true;

@@ -58,8 +58,6 @@ const char *cl_error_name(cl_int e);
 std::string program_source(bool fp64);
 // Builds the program or loads it from the on-disk cache; fills be.program, program_origin/ms.
 ctn_status program_load(Backend &be);
-// The cache directory: CHUTNEY_CACHE_DIR, else $XDG_CACHE_HOME/chutney, else ~/.cache/chutney.
-std::string cache_directory();
 uint64_t fnv1a(const void *data, size_t n, uint64_t h = 1469598103934665603ull);
 std::string device_key(const Backend &be);  // hex hash of device name + driver + platform
 

@@ -124,7 +124,7 @@ ctn_status ocl_init(const ctn_host_api *host, const ctn_backend_config *config,
       return host->set_error(CTN_ERR_UNAVAILABLE, "unavailable: clCreateCommandQueue failed (%s)",
                              cl_error_name(e));
     }
-    be->cache_dir = cache_directory();
+    be->cache_dir = ctn_backend_util::cache_directory();
     if (ctn_status st = program_load(*be); st != CTN_OK) {
       release_all(*be);
       return st;

@@ -72,8 +72,8 @@ double time_device(Backend &be, const ctn_op_signature &sig, int reps) {
 }  // namespace
 
 void policy_prepare(Backend &be, bool remeasure) {
-  remeasure = remeasure || std::getenv("CHUTNEY_OPENCL_REMEASURE");
-  be.policy.prepare(be.cache_dir + "/opencl-policy-" + device_key(be) + ".txt",
+  remeasure = remeasure || ctn_backend_util::env_flag("CHUTNEY_OPENCL_REMEASURE");
+  be.policy.prepare(be.cache_dir.empty() ? std::string() : be.cache_dir + "/opencl-policy-" + device_key(be) + ".txt",
                     [&be](const ctn_op_signature &sig, int reps) { return time_device(be, sig, reps); },
                     remeasure);
 }

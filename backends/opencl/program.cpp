@@ -94,13 +94,6 @@ void write_cached(const Backend &be, const std::string &path, cl_program p) {
 
 }  // namespace
 
-std::string cache_directory() {
-  if (const char *d = std::getenv("CHUTNEY_CACHE_DIR"); d && *d) return d;
-  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/chutney";
-  if (const char *h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/chutney";
-  return "/tmp/chutney-cache";
-}
-
 std::string device_key(const Backend &be) {
   std::string k = be.device_name + '\n' + be.driver_version + '\n' + be.platform_name;
   return hex64(fnv1a(k.data(), k.size()));
@@ -131,7 +124,7 @@ ctn_status program_load(Backend &be) {
   std::string key = device_key(be) + '\n' + kBuildOptions + '\n' + src;
   const std::string path = be.cache_dir + "/opencl-" + hex64(fnv1a(key.data(), key.size())) + ".bin";
   cl_int e = CL_SUCCESS;
-  const bool use_cache = !std::getenv("CHUTNEY_OPENCL_NO_CACHE");
+  const bool use_cache = !be.cache_dir.empty() && !ctn_backend_util::env_flag("CHUTNEY_OPENCL_NO_CACHE");
   std::vector<unsigned char> bin;
   if (use_cache && read_cached(path, &bin)) {
     const unsigned char *ptr = bin.data();

@@ -175,12 +175,7 @@ ctn_status drain(Backend &be) {
 
 // ---- pipeline cache on disk ------------------------------------------------------------------------
 
-std::string cache_dir() {
-  if (const char *d = std::getenv("CHUTNEY_CACHE_DIR"); d && *d) return d;
-  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/chutney";
-  if (const char *h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/chutney";
-  return "";
-}
+std::string cache_dir() { return ctn_backend_util::cache_directory(); }
 
 namespace {
 

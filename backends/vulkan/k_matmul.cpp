@@ -50,16 +50,15 @@ ctn_status make_matmul_kernel(Backend &be, const ctn_op_signature *sig, ctn_kern
   const uint32_t esz = static_cast<uint32_t>(dtype_size(a.dtype));
   int bm = 64, bn = 64, bk = 16, tx = 16, ty = 16;
   if (be.max_invocations < 256 || be.max_wg_x < 16 || be.max_wg_y < 16 ||
-      2u * bk * (bm + bn) * esz > be.max_shared || std::getenv("CHUTNEY_VULKAN_SMALL_TILES")) {
+      2u * bk * (bm + bn) * esz > be.max_shared || ctn_backend_util::env_flag("CHUTNEY_VULKAN_SMALL_TILES")) {
     bm = bn = 32;
     tx = ty = 8;
   }
   // CPU drivers (lavapipe): the subgroup kernel, a 2S x 4S block per workgroup of one subgroup
   // (see matmul_sg.comp); CHUTNEY_VULKAN_TILED_MATMUL=1 forces the tiled one.
   const uint32_t sgs = be.subgroup_size;
-  const char *force_tiled = std::getenv("CHUTNEY_VULKAN_TILED_MATMUL");
   const bool use_sg = be.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && be.subgroup_ballot &&
-                      (sgs == 4 || sgs == 8 || sgs == 16) && sgs <= be.max_wg_x && !(force_tiled && *force_tiled && std::strcmp(force_tiled, "0") != 0);
+                      (sgs == 4 || sgs == 8 || sgs == 16) && sgs <= be.max_wg_x && !ctn_backend_util::env_flag("CHUTNEY_VULKAN_TILED_MATMUL");
   std::string sg_name;
   if (use_sg) {
     sg_name = "matmul_sg" + std::to_string(sgs) + (a.dtype == CTN_F32 ? ".f32" : ".f64");

@@ -111,9 +111,8 @@ ctn_status make_conv(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, 
   // CPU drivers (lavapipe): the implicit-GEMM subgroup kernel (conv_sg.comp), unless an operand
   // is empty, the grid does not fit, or CHUTNEY_VULKAN_DIRECT_CONV=1.
   const uint32_t sgs = be.subgroup_size;
-  const char *force_direct = std::getenv("CHUTNEY_VULKAN_DIRECT_CONV");
   if (be.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && be.subgroup_ballot && (sgs == 4 || sgs == 8 || sgs == 16) &&
-      sgs <= be.max_wg_x && !(force_direct && *force_direct && std::strcmp(force_direct, "0") != 0) &&
+      sgs <= be.max_wg_x && !ctn_backend_util::env_flag("CHUTNEY_VULKAN_DIRECT_CONV") &&
       desc_numel(a) > 0 && desc_numel(b) > 0 && items > 0) {
     const int64_t rows = kind == 1 ? c / g : o / g;
     const int64_t cols = kind == 0 ? n * ho * wo : kind == 1 ? n * h * w : (c / g) * kh * kw;

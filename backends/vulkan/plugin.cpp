@@ -188,7 +188,7 @@ ctn_status vk_init(const ctn_host_api *host, const ctn_backend_config *, void **
     }
     VkPhysicalDeviceFeatures feats{};
     be->vk.vkGetPhysicalDeviceFeatures(be->phys, &feats);
-    be->has_f64 = feats.shaderFloat64 == VK_TRUE && !std::getenv("CHUTNEY_VULKAN_NO_F64");
+    be->has_f64 = feats.shaderFloat64 == VK_TRUE && !ctn_backend_util::env_flag("CHUTNEY_VULKAN_NO_F64");
     const VkPhysicalDeviceLimits &lim = be->props.limits;
     be->max_invocations = lim.maxComputeWorkGroupInvocations;
     be->max_wg_x = lim.maxComputeWorkGroupSize[0];

@@ -88,7 +88,7 @@ double time_device(Backend &be, const ctn_op_signature &sig, int reps) {
 }  // namespace
 
 void policy_prepare(Backend &be, bool remeasure) {
-  remeasure = remeasure || std::getenv("CHUTNEY_VULKAN_REMEASURE");
+  remeasure = remeasure || ctn_backend_util::env_flag("CHUTNEY_VULKAN_REMEASURE");
   std::string dir = cache_dir(), path;
   if (!dir.empty()) {
     char name[96];

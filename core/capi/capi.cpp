@@ -11,6 +11,7 @@
 #include "graph/graph.h"
 #include "plugin/context.h"
 #include "tensor/tensor.h"
+#include "util/env.h"
 #include "util/status.h"
 
 #include <algorithm>
@@ -129,6 +130,7 @@ CTN_API const char *ctn_dtype_name(ctn_dtype d) { return dtype_name(raw_dtype(d)
 CTN_API ctn_status ctn_context_create(const ctn_context_options *options, ctn_context **out) {
   return wall([&] {
     NEED(out);
+    validate_environment();  // every CHUTNEY_* variable, before any plugin reads one
     ctn_context_options o{};
     o.struct_size = sizeof o;
     if (options) {
@@ -149,8 +151,8 @@ CTN_API ctn_status ctn_context_create(const ctn_context_options *options, ctn_co
     ctx->num_threads = threads;
     ctx->autoload(o);
     const char *pref = o.backends ? o.backends : std::getenv("CHUTNEY_BACKEND");
-    if (pref && *pref) {
-      ctx->preference = ctx->parse_preference(pref);
+    if (pref && *pref) {  // empty: the default list
+      ctx->preference = ctx->parse_preference(pref, o.backends ? "ctn_context_options.backends" : "CHUTNEY_BACKEND");
     } else {
       // Default: the CPU backend first, then whatever else is available.
       ctx->preference.clear();
@@ -321,7 +323,7 @@ CTN_API ctn_status ctn_context_set_backends(ctn_context *ctx, const char *backen
   return wall([&] {
     NEED(ctx);
     NEED(backends);
-    auto p = ctx->parse_preference(backends);
+    auto p = ctx->parse_preference(backends, "ctn_context_set_backends");
     std::lock_guard<std::mutex> lk(ctx->mu);
     ctx->preference = std::move(p);
     ctx->publish_preference();

@@ -27,11 +27,16 @@ Backend *settle(CompileState &cs, ctn_node n, Backend *b) {
 
 // The hint for an op no listed backend takes: the CPU would, but only when it is listed.
 std::string cpu_hint(const CompileState &cs) {
-  for (auto &b : cs.ctx->backends)
-    if (b->available && b->host_memory() && std::find(cs.prefs.begin(), cs.prefs.end(), b.get()) == cs.prefs.end())
+  std::string hint;
+  for (auto &b : cs.ctx->backends) {
+    if (!b->host_memory() || std::find(cs.prefs.begin(), cs.prefs.end(), b.get()) != cs.prefs.end()) continue;
+    if (b->available)
       return "; only the listed backends are used: add \"" + b->name + "\" to the list (e.g. \"" + cs.prefs[0]->name +
              "," + b->name + "\") to let it run there";
-  return "";
+    // The usual fallback failed to start: say so, or the message blames the backends that remain.
+    hint += "; the " + b->name + " backend could not run it either: it is unavailable (" + b->description + ")";
+  }
+  return hint;
 }
 
 }  // namespace

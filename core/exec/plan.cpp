@@ -56,7 +56,7 @@ CompileState::CompileState(Graph &user, uint32_t n_out, const ctn_node *outs, co
   if (user.eager()) fail(CTN_ERR_STATE, "ctn_plan_compile: the graph is eager; create it with flags 0 to compile it");
   if (n_out && !outs) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_compile: outputs is NULL");
   for (uint32_t i = 0; i < n_out; ++i) user.check(outs[i], "ctn_plan_compile");
-  prefs = opts && opts->backends ? ctx->parse_preference(opts->backends) : ctx->preferred();
+  prefs = opts && opts->backends ? ctx->parse_preference(opts->backends, "ctn_compile_options.backends") : ctx->preferred();
   if (prefs.empty()) fail(CTN_ERR_UNAVAILABLE, "ctn_plan_compile: no backend is available in this context");
   g.copy_nodes_from(user);
   roots.assign(outs, outs + n_out);

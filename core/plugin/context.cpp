@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -144,18 +145,31 @@ void Context::publish_preference() {
   published_.store(published_all_.back().get(), std::memory_order_release);
 }
 
-std::vector<Backend *> Context::parse_preference(const char *list) const {
+std::vector<Backend *> Context::parse_preference(const char *list, const char *source) const {
+  // The first-party backends: a name among them that is not loaded here (no GPU build, no
+  // driver) is skipped, so one list serves many machines; any other unknown name is a typo.
+  static const char *const kKnown[] = {"cpu", "cuda", "opencl", "vulkan"};
   std::vector<Backend *> out;
-  std::string missing;
-  std::string cur;
+  std::string missing, cur;
+  auto known_names = [&] {
+    std::string k;
+    for (const char *n : kKnown) k += (k.empty() ? "" : ", ") + std::string(n);
+    for (const auto &b : backends)
+      if (std::find(std::begin(kKnown), std::end(kKnown), b->name) == std::end(kKnown)) k += ", " + b->name;
+    return k;
+  };
   for (const char *p = list;; ++p) {
     if (*p == ',' || *p == '\0') {
       while (!cur.empty() && cur.back() == ' ') cur.pop_back();
-      if (!cur.empty()) {
-        Backend *b = find_backend(cur);
-        if (b && b->available) out.push_back(b);
-        else missing += (missing.empty() ? "" : "; ") + cur + (b ? ": " + b->description : ": no such backend is loaded");
-      }
+      if (cur.empty())
+        fail(CTN_ERR_INVALID_ARGUMENT, "%s \"%s\": an empty backend name (a stray ','?); known backends: %s", source,
+             list, known_names().c_str());
+      Backend *b = find_backend(cur);
+      if (!b && std::find(std::begin(kKnown), std::end(kKnown), cur) == std::end(kKnown))
+        fail(CTN_ERR_INVALID_ARGUMENT, "%s \"%s\": unknown backend \"%s\"; known backends: %s", source, list,
+             cur.c_str(), known_names().c_str());
+      if (b && b->available) out.push_back(b);
+      else missing += (missing.empty() ? "" : "; ") + cur + (b ? ": " + b->description : ": no such backend is loaded");
       cur.clear();
       if (!*p) break;
     } else if (*p != ' ' || !cur.empty()) {

@@ -134,7 +134,8 @@ struct Context {
   const OpDef *find_op(const char *name) const;
   Backend *find_backend(std::string_view name) const;
   // Parses "a,b" into backends, skipping unavailable ones; throws when none is available.
-  std::vector<Backend *> parse_preference(const char *list) const;
+  // `source` names where the list came from in messages (CHUTNEY_BACKEND, options.backends, ...).
+  std::vector<Backend *> parse_preference(const char *list, const char *source = "backend list") const;
   // The last published `preference`: valid as long as the context (an older list stays alive
   // when ctn_context_set_backends publishes a new one while another thread iterates it).
   const std::vector<Backend *> &preferred() const { return *published_.load(std::memory_order_acquire); }

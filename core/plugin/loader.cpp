@@ -58,6 +58,15 @@ std::vector<std::string> scan_dir(const std::string &dir) {
   return out;
 }
 
+const char *file_kind(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a plain file";
+}
+
 std::string real(const std::string &p) {
   char buf[PATH_MAX];
   return realpath(p.c_str(), buf) ? std::string(buf) : p;
@@ -179,8 +188,11 @@ void Context::load_plugin(const std::string &path, bool explicit_request) {
     add_report(path, code == CTN_ERR_UNAVAILABLE ? "unavailable" : "rejected", why);
     throw Error(code, "plugin " + path + ": " + why);
   };
+  // dlopen's open() of a FIFO blocks until a writer appears, and of a device or directory fails
+  // obscurely: only a regular file (after links) is handed to it.
   struct stat st;
   if (stat(path.c_str(), &st) != 0) reject(CTN_ERR_PLUGIN, "file not found");
+  if (!S_ISREG(st.st_mode)) reject(CTN_ERR_PLUGIN, std::string("not a regular file (") + file_kind(st.st_mode) + ")");
   void *dl = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!dl) {
     const char *e = dlerror();

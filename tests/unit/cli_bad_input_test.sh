@@ -98,6 +98,8 @@ h = dict(hdr); h["__metadata__"] = dict(h.get("__metadata__", {}), model="resnet
 h = {k: v for k, v in hdr.items() if k != "__metadata__"}; write("nometadata", h)
 h = dict(hdr); h["__metadata__"] = dict(h.get("__metadata__", {}), epoch="-4"); write("badepoch", h)
 h = dict(hdr); h[names[0]] = dict(h[names[0]], shape=[-1, 2]); write("negshape", h)
+h = dict(hdr); h["__metadata__"] = dict(h.get("__metadata__", {}), batch_size="0"); write("badbatch", h)
+h = dict(hdr); h["__metadata__"] = dict(h.get("__metadata__", {}), optimizer="rmsprop"); write("badoptimizer", h)
 PY
 mkfifo "$C/fifo.safetensors"
 mkdir -p "$C/dir.safetensors"
@@ -167,6 +169,9 @@ bad eval-ckpt-missing 1 "$TMP/none.safetensors" $E --checkpoint "$TMP/none.safet
 bad eval-ckpt-foreign-model 2 "resnet" $E --checkpoint "$C/foreignmodel.safetensors" --data-dir "$DATA_DIR"
 bad eval-ckpt-as-cnn 1 "$GOOD" $E --checkpoint "$GOOD" --model cnn --data-dir "$DATA_DIR"
 bad resume-bad-epoch 1 "epoch" $T --resume "$C/badepoch.safetensors" --data-dir "$DATA_DIR"
+# Bad metadata is the file's fault (exit 1, the file and the key named), not a bad flag (issue 30).
+bad resume-bad-batch 1 "$C/badbatch.safetensors: metadata \"batch_size\"" train --model mlp --limit 128 --epochs 3 --quiet --resume "$C/badbatch.safetensors" --data-dir "$DATA_DIR"
+bad resume-bad-optimizer 1 "$C/badoptimizer.safetensors: metadata \"optimizer\"" train --model mlp --limit 128 --epochs 3 --quiet --resume "$C/badoptimizer.safetensors" --data-dir "$DATA_DIR"
 bad eval-ckpt-required 2 "--checkpoint" eval --data-dir "$DATA_DIR"
 bad ckpt-dir-is-file 1 "$GOOD" $T --data-dir "$DATA_DIR" --checkpoint-dir "$GOOD"
 bad ckpt-dir-unmakeable 1 "$GOOD/sub" $T --data-dir "$DATA_DIR" --checkpoint-dir "$GOOD/sub"
@@ -193,12 +198,46 @@ bad flag-json-dir 1 "$TMP" $T --data-dir "$DATA_DIR" --json "$TMP"
 bad flag-plot-nowhere 1 "$TMP/no/such/dir/p.svg" $T --data-dir "$DATA_DIR" --plot "$TMP/no/such/dir/p.svg"
 bad graph-out-nowhere 1 "$TMP/no/such/g.dot" graph --out "$TMP/no/such/g.dot" --no-svg
 bad plugins-path 2 "$TMP/no-plugins" plugins --path "$TMP/no-plugins"
+# An empty value is a mistake (an unset shell variable), never "not given" (issue 30).
+for flag in checkpoint-dir json plot memory-budget data-dir backend resume; do
+  bad "flag-empty-$flag" 2 "--$flag' needs a value" $T --data-dir "$DATA_DIR" --$flag ""
+done
+bad flag-empty-inline 2 "--json' needs a value" $T --data-dir "$DATA_DIR" --json=
+# Output paths are checked before training starts, not when first written (issue 30).
+: >"$TMP/plainfile"
+for flag in json plot; do
+  bad "flag-$flag-under-file" 1 "$TMP/plainfile" $T --data-dir "$DATA_DIR" --$flag "$TMP/plainfile/x.out"
+  if grep -q "^epoch " "$TMP/flag-$flag-under-file.out"; then fail "flag-$flag-under-file: trained before failing"; fi
+done
+bad ckpt-dir-under-file 1 "$TMP/plainfile" $T --data-dir "$DATA_DIR" --checkpoint-dir "$TMP/plainfile/ck"
+if grep -q "^epoch " "$TMP/ckpt-dir-under-file.out"; then fail "ckpt-dir-under-file: trained before failing"; fi
 
 # --- environment ---------------------------------------------------------------------------------
 benv env-threads-huge 1 "CHUTNEY_NUM_THREADS" CHUTNEY_NUM_THREADS=1000000 plugins
 benv env-threads-text 1 "CHUTNEY_NUM_THREADS" CHUTNEY_NUM_THREADS=lots $E --checkpoint "$GOOD" --data-dir "$DATA_DIR"
 benv env-threads-neg 1 "CHUTNEY_NUM_THREADS" CHUTNEY_NUM_THREADS=-2 plugins
 benv env-backend 1 "nonesuch" CHUTNEY_BACKEND=nonesuch $E --checkpoint "$GOOD" --data-dir "$DATA_DIR"
+# Every CHUTNEY_* variable is checked the same way when a context is made (issue 30).
+benv env-backend-typo 1 'unknown backend "cdua"' CHUTNEY_BACKEND=cdua,cpu plugins
+benv env-backend-commas 1 "CHUTNEY_BACKEND" CHUTNEY_BACKEND=,,, plugins
+benv env-log 1 "CHUTNEY_LOG='bogus'" CHUTNEY_LOG=bogus plugins
+benv env-profile 1 "CHUTNEY_PROFILE='bogus'" CHUTNEY_PROFILE=bogus plugins
+benv env-vulkan-range 1 "CHUTNEY_VULKAN_MAX_RANGE='-1'" CHUTNEY_VULKAN_MAX_RANGE=-1 plugins
+benv env-flag 1 "CHUTNEY_OPENCL_NO_CACHE='yes'" CHUTNEY_OPENCL_NO_CACHE=yes plugins
+benv env-typo 0 "CHUTNEY_BACKNED is not one chutney reads (did you mean CHUTNEY_BACKEND?)" CHUTNEY_BACKNED=cpu plugins
+
+# --- a FIFO among the plugin candidates is refused, never opened (issue 30) ------------------------
+mkdir -p "$TMP/fifo-plugins" && mkfifo "$TMP/fifo-plugins/ctn-x.so"
+cases=$((cases + 1))
+CHUTNEY_PLUGIN_PATH="$TMP/fifo-plugins" timeout -k 5 "$LIMIT" "$CHUTNEY" plugins --explain </dev/null >"$TMP/fifo-plugin.out" 2>&1
+got=$?
+if [ "$got" -ne 0 ]; then
+  fail "fifo-plugin: 'chutney plugins' with a FIFO in CHUTNEY_PLUGIN_PATH exited $got (124: it blocked)"
+elif ! grep -qF "ctn-x.so: not a regular file (a FIFO)" "$TMP/fifo-plugin.out"; then
+  fail "fifo-plugin: the report does not name the FIFO"
+else
+  echo "ok:   fifo-plugin (a FIFO plugin candidate is rejected and reported)"
+fi
 
 # --- nothing changed ------------------------------------------------------------------------------
 if [ "$(sums)" = "$before" ]; then
@@ -240,6 +279,48 @@ else
 fi
 kill "$live" 2>/dev/null
 wait "$live" 2>/dev/null
+
+# --- retention and overwriting never touch another run's checkpoints (issue 30) --------------------
+# Run A's files sit at epochs 7-10 (above anything run B writes, as in the report: sorting every
+# run's files by epoch deleted B's newest and A's older ones). B, --keep-last 1, may remove only
+# its own older epochs, must keep the one it just wrote, and says what it removed.
+K=$TMP/keep
+mkdir -p "$K"
+for e in 7 8 9 10; do cp "$GOOD" "$K/mlp-epoch$(printf %03d "$e").safetensors"; done
+others() { (cd "$K" && cat mlp-epoch007.safetensors mlp-epoch008.safetensors mlp-epoch009.safetensors mlp-epoch010.safetensors | cksum); }
+others_before=$(others)
+if "$CHUTNEY" train --model mlp --limit 256 --batch-size 64 --epochs 3 --seed 3 --keep-last 1 \
+    --data-dir "$DATA_DIR" --eval-batch-size 1000 --checkpoint-dir "$K" --quiet >"$TMP/keep.out" 2>"$TMP/keep.err"; then
+  [ "$(others)" = "$others_before" ] && echo "ok:   another run's checkpoints are untouched by --keep-last" ||
+    fail "--keep-last changed or removed another run's checkpoints: $(cd "$K" && ls | tr '\n' ' ')"
+  [ -e "$K/mlp-epoch003.safetensors" ] && echo "ok:   the checkpoint just written is kept" ||
+    fail "the checkpoint just written (epoch 3) was removed"
+  if grep -q "^removed checkpoint $K/mlp-epoch00[12].safetensors" "$TMP/keep.out" &&
+      ! grep "^removed checkpoint" "$TMP/keep.out" | grep -q "epoch0[01][0-9][0-9]*7\|epoch00[789]\|epoch010"; then
+    echo "ok:   retention says which of its own files it removed"
+  else
+    fail "retention did not report removing only its own files: $(grep removed "$TMP/keep.out" | tr '\n' ' ')"
+  fi
+else
+  fail "the retention run beside another run's files failed: $(tail -3 "$TMP/keep.err")"
+fi
+# A second run whose epochs collide with the first run's files refuses before training instead of
+# replacing them; the first run's files are byte for byte as they were.
+firsts() { (cd "$K" && cat mlp-epoch003.safetensors | cksum); }
+first_before=$(firsts)
+bad overwrite-other-run 1 "a checkpoint of another training run" train --model mlp --limit 128 --batch-size 64 \
+  --epochs 3 --seed 4 --quiet --data-dir "$DATA_DIR" --eval-batch-size 1000 --checkpoint-dir "$K"
+if grep -q "^epoch " "$TMP/overwrite-other-run.out"; then fail "overwrite-other-run: trained before refusing"; fi
+[ "$(firsts)" = "$first_before" ] && [ "$(others)" = "$others_before" ] &&
+  echo "ok:   the refused run left every file as it was" || fail "the refused run changed a checkpoint"
+# Resuming a run continues it: its own files may be replaced.
+if "$CHUTNEY" train --model mlp --limit 256 --batch-size 64 --epochs 4 --keep-last 0 --quiet --data-dir "$DATA_DIR" \
+    --eval-batch-size 1000 --checkpoint-dir "$K" --resume "$K/mlp-epoch003.safetensors" >"$TMP/resume-own.out" 2>&1 &&
+    [ -e "$K/mlp-epoch004.safetensors" ] && [ "$(others)" = "$others_before" ]; then
+  echo "ok:   a resumed run writes its next epoch beside the others"
+else
+  fail "resuming into the same directory failed: $(tail -3 "$TMP/resume-own.out")"
+fi
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures of $cases+ checks failed"

@@ -246,6 +246,58 @@ TEST(Reliability, FifosAreRefusedWithoutBlocking) {
   rmdir(dir.c_str());
 }
 
+// A FIFO among the plugin candidates (CHUTNEY_PLUGIN_PATH, options.plugin_path or an explicit
+// load) once blocked ctn_context_create forever in dlopen's open().
+TEST(Reliability, FifoPluginCandidatesAreRefusedWithoutBlocking) {
+  std::string dir = temp_template("ctn-rel");
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string fifo = dir + "/ctn-x.so";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // Without autoload only plugin_path is searched (the same loader path CHUTNEY_PLUGIN_PATH takes),
+  // so the child does not spend the deadline measuring the GPU backends' placement policies.
+  auto create_with = [&](const char *plugin_path) -> ctn_status {
+    ctn_context_options o{};
+    o.struct_size = sizeof o;
+    o.flags = CTN_CONTEXT_NO_AUTOLOAD;
+    o.plugin_path = plugin_path;
+    ctn_context *ctx = nullptr;
+    ctn_status st = ctn_context_create(&o, &ctx);
+    ctn_context_release(ctx);
+    return st;
+  };
+  EXPECT_EQ(status_in_child([&] { return create_with(dir.c_str()); }, 20), CTN_OK) << "directory scan";
+  EXPECT_EQ(status_in_child([&] { return create_with(fifo.c_str()); }, 20), CTN_OK) << "file in plugin_path";
+  const int s = status_in_child(
+      [&]() -> ctn_status {
+        ctn_context_options o{};
+        o.struct_size = sizeof o;
+        o.flags = CTN_CONTEXT_NO_AUTOLOAD;
+        ctn_context *ctx = nullptr;
+        if (ctn_context_create(&o, &ctx) != CTN_OK) return CTN_ERR_INTERNAL;
+        const ctn_status st = ctn_context_load_plugin(ctx, fifo.c_str());
+        ctn_context_release(ctx);
+        return st;
+      },
+      20);
+  ASSERT_EQ(s, CTN_ERR_PLUGIN) << (s == -SIGALRM ? "blocked" : "wrong status");
+  // In this process, now that it is known not to block: the message and the report.
+  ctn_context_options o{};
+  o.struct_size = sizeof o;
+  o.flags = CTN_CONTEXT_NO_AUTOLOAD;
+  o.plugin_path = dir.c_str();
+  ctn_context *ctx = nullptr;
+  ASSERT_EQ(ctn_context_create(&o, &ctx), CTN_OK);
+  EXPECT_EQ(ctn_context_load_plugin(ctx, fifo.c_str()), CTN_ERR_PLUGIN);
+  EXPECT_TRUE(contains(ctn_last_error(), "not a regular file (a FIFO)")) << ctn_last_error();
+  EXPECT_TRUE(contains(ctn_last_error(), fifo.c_str())) << ctn_last_error();
+  const char *report = nullptr;
+  ASSERT_EQ(ctn_context_plugin_report(ctx, &report), CTN_OK);
+  EXPECT_TRUE(contains(report, "rejected") && contains(report, "ctn-x.so: not a regular file (a FIFO)")) << report;
+  ctn_context_release(ctx);
+  unlink(fifo.c_str());
+  rmdir(dir.c_str());
+}
+
 }  // namespace
 
 namespace {

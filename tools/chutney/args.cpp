@@ -93,6 +93,9 @@ ParsedArgs::ParsedArgs(const CommandSpec &spec, int argc, char **argv) {
                                           opt->metavar + ")");
       value = argv[++i];
     }
+    // An empty value is a mistake (an unset shell variable, `--json=`), never "not given".
+    if (value.empty())
+      throw UsageError("option '--" + name + "' needs a value (" + opt->metavar + "), got an empty one");
     values_[name] = value;
   }
 }

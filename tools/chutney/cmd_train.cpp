@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "ckpt_dir.h"
 #include "cli.h"
 #include "models.h"
 #include "plot.h"
@@ -35,66 +36,6 @@ namespace ctn_cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// ctn_checkpoint_save writes DIR/.NAME.tmp-PID-N and renames it; a writer killed in between
-// leaves that file behind. When a checkpoint directory is opened, such files whose writer
-// process no longer exists are removed (a live writer's, including this process's, are left).
-void remove_stale_temporaries(const std::string &dir) {
-  DIR *d = opendir(dir.c_str());
-  if (!d) return;
-  std::vector<std::string> stale;
-  while (dirent *e = readdir(d)) {
-    const std::string name = e->d_name;
-    const size_t at = name.rfind(".tmp-");
-    if (name.size() < 2 || name[0] != '.' || at == std::string::npos || at == 0) continue;
-    // ".tmp-PID-N": both numbers, nothing else.
-    const std::string tail = name.substr(at + 5);
-    const size_t dash = tail.find('-');
-    if (dash == std::string::npos || dash == 0 || dash + 1 == tail.size() ||
-        tail.find_first_not_of("0123456789-") != std::string::npos || tail.find('-', dash + 1) != std::string::npos)
-      continue;
-    const long pid = std::strtol(tail.substr(0, dash).c_str(), nullptr, 10);
-    if (pid <= 0 || pid == static_cast<long>(getpid())) continue;
-    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
-    stale.push_back(dir + "/" + name);
-  }
-  closedir(d);
-  for (const std::string &p : stale) {
-    struct stat st {};
-    if (lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (unlink(p.c_str()) == 0)
-      std::fprintf(stderr, "removed %s (left by a checkpoint writer that no longer runs)\n", p.c_str());
-  }
-}
-
-// Retention: of DIR/<model>-epochNNN.safetensors, keeps the newest `keep` epochs and the one of
-// the best test accuracy so far (`best_epoch`, 0 if unknown); removes the others. keep 0 keeps
-// everything. Only files of exactly that pattern are touched.
-void apply_retention(const std::string &dir, const std::string &model, int64_t keep, int64_t best_epoch) {
-  if (keep <= 0) return;
-  DIR *d = opendir(dir.c_str());
-  if (!d) return;
-  const std::string prefix = model + "-epoch", suffix = ".safetensors";
-  std::vector<std::pair<int64_t, std::string>> found;
-  while (dirent *e = readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-      continue;
-    const std::string num = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    if (num.size() > 9 || num.find_first_not_of("0123456789") != std::string::npos) continue;
-    found.emplace_back(std::strtoll(num.c_str(), nullptr, 10), dir + "/" + name);
-  }
-  closedir(d);
-  std::sort(found.begin(), found.end());
-  const size_t n = found.size(), keep_from = n > static_cast<size_t>(keep) ? n - static_cast<size_t>(keep) : 0;
-  for (size_t i = 0; i < keep_from; ++i) {
-    if (found[i].first == best_epoch) continue;
-    if (unlink(found[i].second.c_str()) != 0)
-      std::fprintf(stderr, "warning: cannot remove old checkpoint %s: %s\n", found[i].second.c_str(),
-                   std::strerror(errno));
-  }
-}
 
 struct EpochLog {
   int epoch = 0;
@@ -123,6 +64,7 @@ struct TrainOptions {
   std::string backend;
   int32_t threads = 0;
   std::string json_path, plot_path, checkpoint_dir, resume_path;
+  std::string run_id;  // "run_id" of the checkpoints: new, or the resumed checkpoint's
   bool quiet = false;
   bool print_steps = false;  // one stdout line per update: the bindings compare theirs with it
   int64_t keep_last = 5;   // --keep-last: epoch checkpoints kept besides the best (0: all)
@@ -164,6 +106,7 @@ uint64_t parse_budget(const std::string &v) {
 
 // Metadata of a checkpoint, read back by --resume.
 struct ResumeState {
+  std::string path;
   std::map<std::string, std::string> meta;
   int64_t epoch = 0;  // completed epochs
   int64_t step = 0;   // completed updates
@@ -234,9 +177,10 @@ ResumeState read_resume(const std::string &path) {
   check(ctn_checkpoint_load(path.c_str(), &raw), ("--resume " + path).c_str());
   std::unique_ptr<ctn_checkpoint, CheckpointDeleter> ck(raw);
   ResumeState r;
+  r.path = path;
   for (const char *key : {"format", "model", "epoch", "step", "seed", "batch_size", "optimizer",
                           "lr", "momentum", "weight_decay", "schedule", "warmup", "epochs",
-                          "limit", "augment", "history", "cnn_widths", "ranks"}) {
+                          "limit", "augment", "history", "cnn_widths", "ranks", "run_id"}) {
     const char *v = nullptr;
     check(ctn_checkpoint_metadata_get(ck.get(), key, &v), "ctn_checkpoint_metadata_get");
     if (v != nullptr) r.meta[key] = v;
@@ -256,72 +200,106 @@ ResumeState read_resume(const std::string &path) {
   return r;
 }
 
-// An option's value: given on the command line, else the checkpoint's (resume), else `fallback`.
-std::string pick(const ParsedArgs &args, const ResumeState *r, const std::string &name,
-                 const std::string &meta_key, const std::string &fallback) {
-  if (args.has(name)) return args.str(name, fallback);
-  if (r != nullptr) {
-    auto it = r->meta.find(meta_key);
-    if (it != r->meta.end()) return it->second;
-  }
-  return fallback;
-}
+// Option values: given on the command line, else the checkpoint's (--resume), else a default.
+// A bad value that came from the checkpoint is the file's fault, not the command line's: the
+// error names the file and the metadata key (a runtime error, exit 1), not the flag.
+class Picker {
+ public:
+  Picker(const ParsedArgs &args, const ResumeState *r) : args_(args), r_(r) {}
 
-TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
-  TrainOptions o;
-  o.model = pick(args, r, "model", "model", "mlp");
-  o.widths = parse_widths(pick(args, r, "cnn-widths", "cnn_widths", "32,64,128"), "--cnn-widths");
-  const ModelSpec spec = model_spec(o.model, o.widths);
-  auto to_int = [&](const std::string &name, const std::string &v, int64_t lo, int64_t hi) {
+  std::string operator()(const std::string &name, const std::string &meta_key, const std::string &fallback) {
+    if (args_.has(name)) return args_.str(name, fallback);
+    if (r_ != nullptr) {
+      auto it = r_->meta.find(meta_key);
+      if (it != r_->meta.end()) {
+        from_checkpoint_[name] = meta_key;
+        return it->second;
+      }
+    }
+    return fallback;
+  }
+
+  // Throws `message` about option `name` as a usage error, or as the checkpoint's error.
+  [[noreturn]] void bad(const std::string &name, const std::string &message) const {
+    auto it = from_checkpoint_.find(name);
+    if (it == from_checkpoint_.end()) throw UsageError(message);
+    throw Failure("--resume " + r_->path + ": metadata \"" + it->second + "\" is not a valid --" + name + " (" +
+                  message + "); the file was not written by this version of `chutney train`, or was edited");
+  }
+
+  // Runs `f` (which may throw UsageError about option `name`) with bad()'s attribution.
+  template <class F>
+  auto checked(const std::string &name, F &&f) const -> decltype(f()) {
+    try {
+      return f();
+    } catch (const UsageError &e) {
+      bad(name, e.what());
+    }
+  }
+
+  int64_t integer(const std::string &name, const std::string &v, int64_t lo, int64_t hi) const {
     char *end = nullptr;
     errno = 0;
     long long x = std::strtoll(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || errno != 0 || x < lo || x > hi) {
-      throw UsageError("--" + name + " expects an integer in [" + std::to_string(lo) + ", " +
-                       std::to_string(hi) + "], got '" + v + "'");
-    }
+    if (v.empty() || *end != '\0' || errno != 0 || x < lo || x > hi)
+      bad(name, "--" + name + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v + "'");
     return static_cast<int64_t>(x);
-  };
-  auto to_real = [&](const std::string &name, const std::string &v, double lo, double hi) {
+  }
+
+  double real(const std::string &name, const std::string &v, double lo, double hi) const {
     char *end = nullptr;
     double x = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0' || !std::isfinite(x) || x < lo || x > hi) {
-      throw UsageError("--" + name + " expects a number in [" + num(lo) + ", " + num(hi) +
-                       "], got '" + v + "'");
-    }
+    if (v.empty() || *end != '\0' || !std::isfinite(x) || x < lo || x > hi)
+      bad(name, "--" + name + " expects a number in [" + num(lo) + ", " + num(hi) + "], got '" + v + "'");
     return x;
+  }
+
+ private:
+  const ParsedArgs &args_;
+  const ResumeState *r_;
+  std::map<std::string, std::string> from_checkpoint_;  // option -> metadata key it came from
+};
+
+TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
+  TrainOptions o;
+  Picker pick(args, r);
+  o.model = pick("model", "model", "mlp");
+  o.widths = pick.checked("cnn-widths", [&] { return parse_widths(pick("cnn-widths", "cnn_widths", "32,64,128"), "--cnn-widths"); });
+  const ModelSpec spec = pick.checked("model", [&] { return model_spec(o.model, o.widths); });
+  auto to_int = [&](const std::string &name, const std::string &v, int64_t lo, int64_t hi) {
+    return pick.integer(name, v, lo, hi);
   };
-  o.batch = to_int("batch-size", pick(args, r, "batch-size", "batch_size",
-                                      std::to_string(spec.default_batch)), 1, 60000);
+  auto to_real = [&](const std::string &name, const std::string &v, double lo, double hi) {
+    return pick.real(name, v, lo, hi);
+  };
+  o.batch = to_int("batch-size", pick("batch-size", "batch_size", std::to_string(spec.default_batch)), 1, 60000);
   // The MLP's defaults: SGD is ~2.5x faster per image than Adam here (the Adam update ops cost
   // as much as the MLP's GEMMs) and reaches the same accuracy with a cosine schedule.
   const bool mlp = o.model == "mlp";
-  o.optim.name = pick(args, r, "optimizer", "optimizer", mlp ? "sgd" : "adam");
+  o.optim.name = pick("optimizer", "optimizer", mlp ? "sgd" : "adam");
   if (o.optim.name != "sgd" && o.optim.name != "adam" && o.optim.name != "adamw") {
-    throw UsageError("unknown optimizer '" + o.optim.name + "' (available: sgd, adam, adamw)");
+    pick.bad("optimizer", "unknown optimizer '" + o.optim.name + "' (available: sgd, adam, adamw)");
   }
-  o.optim.lr = to_real("lr", pick(args, r, "lr", "lr", o.optim.name == "sgd" ? "0.05" : "0.001"),
-                       1e-12, 100.0);
-  o.optim.momentum = to_real("momentum", pick(args, r, "momentum", "momentum", "0.9"), 0.0, 0.999999);
-  o.optim.weight_decay = to_real("weight-decay", pick(args, r, "weight-decay", "weight_decay",
-                                                      o.optim.name == "adamw" ? "0.01" : "0"),
+  o.optim.lr = to_real("lr", pick("lr", "lr", o.optim.name == "sgd" ? "0.05" : "0.001"), 1e-12, 100.0);
+  o.optim.momentum = to_real("momentum", pick("momentum", "momentum", "0.9"), 0.0, 0.999999);
+  o.optim.weight_decay = to_real("weight-decay", pick("weight-decay", "weight_decay", o.optim.name == "adamw" ? "0.01" : "0"),
                                  0.0, 10.0);
   // Cosine decay: +2.3 points of CNN test accuracy at epoch 3 over a constant Adam rate.
-  o.schedule = pick(args, r, "schedule", "schedule", "cosine");
+  o.schedule = pick("schedule", "schedule", "cosine");
   if (o.schedule != "none" && o.schedule != "step" && o.schedule != "cosine" && o.schedule != "linear") {
-    throw UsageError("unknown schedule '" + o.schedule + "' (available: none, step, cosine, linear)");
+    pick.bad("schedule", "unknown schedule '" + o.schedule + "' (available: none, step, cosine, linear)");
   }
-  o.warmup = to_int("warmup", pick(args, r, "warmup", "warmup", "0"), 0, INT64_MAX / 2);
-  o.seed = static_cast<uint64_t>(to_int("seed", pick(args, r, "seed", "seed", "1"), 0, INT64_MAX));
+  o.warmup = to_int("warmup", pick("warmup", "warmup", "0"), 0, INT64_MAX / 2);
+  o.seed = static_cast<uint64_t>(to_int("seed", pick("seed", "seed", "1"), 0, INT64_MAX));
   if (args.has("time-budget")) {
     o.time_budget = to_real("time-budget", args.str("time-budget", ""), 0.001, 1e7);
     // The schedule follows the clock: neither resumable nor the same on every rank.
     if (r != nullptr) throw UsageError("--time-budget cannot be combined with --resume");
   }
   // With a time budget, --epochs only caps the run (default: as many as the time allows).
-  o.epochs = to_int("epochs", pick(args, r, "epochs", "epochs", o.time_budget > 0 ? "1000" : "2"), 1, 1000);
-  o.limit = to_int("limit", pick(args, r, "limit", "limit", "0"), 0, 60000);
-  o.augment = pick(args, r, "augment", "augment", "0") != "0";
+  o.epochs = to_int("epochs", pick("epochs", "epochs", o.time_budget > 0 ? "1000" : "2"), 1, 1000);
+  o.limit = to_int("limit", pick("limit", "limit", "0"), 0, 60000);
+  o.augment = pick("augment", "augment", "0") != "0";
   o.eval_batch = args.integer("eval-batch-size", o.batch, 1, 10000);
   o.workers = static_cast<int32_t>(args.integer("workers", 1, 1, 64));
   o.threads = static_cast<int32_t>(args.integer("threads", 0, 1, 1024));
@@ -433,6 +411,7 @@ std::string metadata_json(const TrainOptions &o, int64_t epoch, int64_t step,
       {"augment", o.augment ? "1" : "0"},
       {"history", encode_history(log)},
       {"chutney_version", ctn_version_string()},
+      {"run_id", o.run_id},
   };
   std::string s = "{";
   for (size_t i = 0; i < kv.size(); ++i) {
@@ -522,12 +501,52 @@ double loader_wait(ctn_loader *l) {
 
 int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx, ctn_collective *comm);
 
+// The test accuracy; in a data-parallel job every rank evaluates every ranks-th batch and the
+// counts are summed, so the figure is the one a single process gets, on every rank.
+double evaluate_shared(ctn_plan *plan, const BuiltModel &em, ctn_loader *loader, ctn_collective *comm, int32_t rank,
+                       int32_t ranks) {
+  const bool shared = comm != nullptr && ranks > 1;
+  int64_t counts[2] = {0, 0};  // correct, total
+  evaluate_part(plan, em, loader, shared ? rank : 0, shared ? ranks : 1, &counts[0], &counts[1]);
+  if (shared) {
+    TensorPtr t = make_tensor(CTN_I64, {2}, counts);
+    check(ctn_collective_allreduce(comm, t.get(), CTN_REDUCE_SUM), "ctn_collective_allreduce (test accuracy)");
+    check(ctn_tensor_read(t.get(), counts, sizeof counts), "ctn_tensor_read");
+  }
+  return counts[1] > 0 ? static_cast<double>(counts[0]) / static_cast<double>(counts[1]) : 0.0;
+}
+
+// Reports the checkpoint written last (if any) and applies --keep-last to this run's files.
+void finish_save(const TrainOptions &o, CheckpointWriter &w, const std::vector<EpochLog> &log) {
+  const std::string path = w.finish();
+  if (path.empty()) return;
+  std::printf("saved checkpoint %s\n", path.c_str());
+  int64_t best_epoch = 0;
+  double best = -1;
+  for (const EpochLog &l : log)
+    if (l.test_accuracy > best) best = l.test_accuracy, best_epoch = l.epoch;
+  apply_retention(o.checkpoint_dir, o.model, o.keep_last, best_epoch, o.run_id, path);
+}
+
+// The epoch's checkpoint. Written in the background when other ranks would wait for it
+// (data-parallel: it is finished at the next epoch's end or the run's), else at once.
+void save_epoch(const TrainOptions &o, CheckpointWriter &w, ctn_plan *plan, const std::vector<std::string> &names,
+                const std::vector<ctn_node> &nodes, int64_t epoch, int64_t step, const std::vector<EpochLog> &log,
+                bool background) {
+  finish_save(o, w, log);
+  const std::string path = epoch_checkpoint_path(o.checkpoint_dir, o.model, epoch);
+  ensure_replaceable(path, o.run_id);  // again: another program may have written it since the start
+  w.start(plan, names, nodes, path, metadata_json(o, epoch, step, log));
+  if (!background) finish_save(o, w, log);
+}
+
 // --distributed: joins the job (collective.h) and makes every failure of this rank end the whole
 // job with a message naming the rank, instead of leaving the others waiting in an allreduce.
 int run_train(const ParsedArgs &args) {
   std::unique_ptr<ResumeState> resume;
   if (args.has("resume")) resume = std::make_unique<ResumeState>(read_resume(args.str("resume", "")));
   TrainOptions o = parse(args, resume.get());
+  o.run_id = resume && !resume->meta["run_id"].empty() ? resume->meta["run_id"] : new_run_id();
   ContextPtr ctx = open_context(o.backend, o.threads);
   CollectivePtr comm;
   if (!o.distributed.empty()) {
@@ -582,20 +601,23 @@ int run_train(const ParsedArgs &args) {
 
 int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx, ctn_collective *comm) {
   if (o.rank_checkpoints && !o.checkpoint_dir.empty() && o.rank != 0) {
-    if (mkdir(o.checkpoint_dir.c_str(), 0777) != 0 && errno != EEXIST) {
-      throw Failure("cannot create --checkpoint-dir " + o.checkpoint_dir + ": " + std::strerror(errno));
-    }
+    prepare_checkpoint_dir(o.checkpoint_dir);
     o.checkpoint_dir += "/rank-" + std::to_string(o.rank);
   } else if (o.rank != 0) {
     o.checkpoint_dir.clear();  // rank 0 alone writes checkpoints
   }
+  // Everything this run will write is checked before it trains: a bad path fails now, not after
+  // an hour, and no file of another run is ever replaced.
+  const int64_t first_epoch = resume ? resume->epoch + 1 : 1;
+  const int64_t last_epoch = o.stop_after > 0 ? std::min(o.epochs, first_epoch - 1 + o.stop_after) : o.epochs;
   if (!o.checkpoint_dir.empty()) {
-    if (mkdir(o.checkpoint_dir.c_str(), 0777) != 0 && errno != EEXIST) {
-      throw Failure("cannot create --checkpoint-dir " + o.checkpoint_dir + ": " +
-                    std::strerror(errno));
-    }
+    prepare_checkpoint_dir(o.checkpoint_dir);
     remove_stale_temporaries(o.checkpoint_dir);
+    for (int64_t e = first_epoch; e <= last_epoch; ++e)
+      ensure_replaceable(epoch_checkpoint_path(o.checkpoint_dir, o.model, e), o.run_id);
   }
+  if (!o.json_path.empty()) check_output_file("json", o.json_path);
+  if (!o.plot_path.empty()) check_output_file("plot", o.plot_path);
 
   DatasetPtr train_ds = open_fashion_mnist(o.data_dir, "train");
   DatasetPtr test_ds = open_fashion_mnist(o.data_dir, "test");
@@ -649,13 +671,12 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
   for (const std::string &s : names) name_ptrs.push_back(s.c_str());
   std::vector<ctn_node> nodes(var_nodes, var_nodes + n_vars);
 
-  int64_t first_epoch = 1, step = 0;
+  int64_t step = 0;
   std::vector<EpochLog> log;
   if (resume) {
     check(ctn_plan_load_variables(train_plan.get(), n_vars, name_ptrs.data(), nodes.data(),
                                   o.resume_path.c_str()),
           ("--resume " + o.resume_path).c_str());
-    first_epoch = resume->epoch + 1;
     step = resume->step;
     log = resume->history;
   }
@@ -716,8 +737,7 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
   double train_seconds_run = 0.0, wait_run = 0.0, cpu_seconds_run = 0.0;
   int64_t images_run = 0;
   bool out_of_time = false;
-  const int64_t last_epoch =
-      o.stop_after > 0 ? std::min(o.epochs, first_epoch - 1 + o.stop_after) : o.epochs;
+  CheckpointWriter writer;
   for (int64_t epoch = first_epoch; epoch <= last_epoch && !out_of_time; ++epoch) {
     check(ctn_loader_reset(train_loader.get(), epoch - 1), "ctn_loader_reset");
     const double wait0 = loader_wait(train_loader.get());
@@ -777,8 +797,9 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
     check(ctn_model_copy_state(tm.model.get(), train_plan.get(), em.model.get(), eval_plan.get(),
                                nullptr),
           "ctn_model_copy_state");
-    // Every rank holds the same weights: rank 0 alone evaluates.
-    double acc = o.rank == 0 ? evaluate(eval_plan.get(), em, test_loader.get()) : 0.0;
+    // Every rank holds the same weights and evaluates its share of the test batches, so that no
+    // rank waits in the next collective (with its timeout running) while another evaluates.
+    const double acc = evaluate_shared(eval_plan.get(), em, test_loader.get(), comm, o.rank, o.ranks);
     Clock::time_point t2 = Clock::now();
 
     EpochLog e;
@@ -802,24 +823,10 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
                 e.epoch, static_cast<long long>(o.epochs), e.train_loss, e.test_accuracy,
                 e.images_per_s, e.train_seconds + e.eval_seconds, e.train_seconds,
                 e.eval_seconds, wait);
-    if (!o.checkpoint_dir.empty()) {
-      char file[64];
-      std::snprintf(file, sizeof file, "%s-epoch%03lld.safetensors", o.model.c_str(),
-                    static_cast<long long>(epoch));
-      std::string path = o.checkpoint_dir + "/" + file;
-      std::string meta = metadata_json(o, epoch, step, log);
-      check(ctn_plan_save_variables(train_plan.get(), n_vars, name_ptrs.data(), nodes.data(),
-                                    path.c_str(), meta.c_str()),
-            "saving the checkpoint");
-      std::printf("saved checkpoint %s\n", path.c_str());
-      int64_t best_epoch = 0;
-      double best = -1;
-      for (const EpochLog &l : log)
-        if (l.test_accuracy > best) best = l.test_accuracy, best_epoch = l.epoch;
-      apply_retention(o.checkpoint_dir, o.model, o.keep_last, best_epoch);
-    }
+    if (!o.checkpoint_dir.empty()) save_epoch(o, writer, train_plan.get(), names, nodes, epoch, step, log, comm != nullptr);
     std::fflush(stdout);
   }
+  finish_save(o, writer, log);
 
   if (log.empty()) {
     // Resumed at or past --epochs: report the checkpoint's model as it is.

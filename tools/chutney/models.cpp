@@ -181,7 +181,8 @@ LoaderPtr make_loader(ctn_dataset *ds, int64_t batch, bool flat, bool shuffle, u
   return LoaderPtr(l);
 }
 
-double evaluate(ctn_plan *plan, const BuiltModel &eval, ctn_loader *loader) {
+void evaluate_part(ctn_plan *plan, const BuiltModel &eval, ctn_loader *loader, int32_t part, int32_t parts,
+                   int64_t *correct, int64_t *total) {
   ctn_tensor *xi = nullptr, *yi = nullptr;
   check(ctn_loader_batch_create(loader, &xi, &yi), "ctn_loader_batch_create");
   TensorPtr x(xi), y(yi);
@@ -197,11 +198,13 @@ double evaluate(ctn_plan *plan, const BuiltModel &eval, ctn_loader *loader) {
   const ctn_tensor *feeds[1] = {x.get()};
   ctn_tensor *outs[1] = {logits.get()};
   check(ctn_loader_reset(loader, 0), "ctn_loader_reset");
-  int64_t correct = 0, total = 0;
-  for (;;) {
+  *correct = 0;
+  *total = 0;
+  for (int64_t batch = 0;; ++batch) {
     int32_t n = 0;
     check(ctn_loader_next(loader, x.get(), y.get(), &n), "ctn_loader_next");
     if (n == 0) break;
+    if (batch % parts != part) continue;  // another part's batch
     check(ctn_plan_run(plan, 1, &eval.x, feeds, 1, outs), "ctn_plan_run (eval)");
     check(ctn_tensor_read(logits.get(), out.data(), out.size() * sizeof(float)), "ctn_tensor_read");
     check(ctn_tensor_read(y.get(), labels.data(), labels.size() * sizeof(int32_t)),
@@ -209,10 +212,15 @@ double evaluate(ctn_plan *plan, const BuiltModel &eval, ctn_loader *loader) {
     for (int32_t r = 0; r < n; ++r) {
       const float *row = out.data() + static_cast<int64_t>(r) * classes;
       int64_t best = std::max_element(row, row + classes) - row;
-      correct += best == labels[static_cast<size_t>(r)] ? 1 : 0;
+      *correct += best == labels[static_cast<size_t>(r)] ? 1 : 0;
     }
-    total += n;
+    *total += n;
   }
+}
+
+double evaluate(ctn_plan *plan, const BuiltModel &eval, ctn_loader *loader) {
+  int64_t correct = 0, total = 0;
+  evaluate_part(plan, eval, loader, 0, 1, &correct, &total);
   return total > 0 ? static_cast<double>(correct) / static_cast<double>(total) : 0.0;
 }
 

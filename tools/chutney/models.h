@@ -99,6 +99,9 @@ LoaderPtr make_loader(ctn_dataset *ds, int64_t batch, bool flat, bool shuffle, u
                       int32_t crop_padding, bool hflip, int32_t workers, int32_t shard_index = 0,
                       int32_t shard_count = 1);
 
+// evaluate()'s counts over batches b with b % parts == part only (a data-parallel rank's share).
+void evaluate_part(ctn_plan *plan, const BuiltModel &eval, ctn_loader *loader, int32_t part, int32_t parts,
+                   int64_t *correct, int64_t *total);
 // Accuracy of inference plan `plan` (compiled from `eval`, logits as output 0) over every sample
 // of `loader` (epoch 0, no shuffling); padded rows of the last batch are ignored.
 double evaluate(ctn_plan *plan, const BuiltModel &eval, ctn_loader *loader);
