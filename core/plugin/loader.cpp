@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -191,7 +192,8 @@ void Context::load_plugin(const std::string &path, bool explicit_request) {
   // dlopen's open() of a FIFO blocks until a writer appears, and of a device or directory fails
   // obscurely: only a regular file (after links) is handed to it.
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) reject(CTN_ERR_PLUGIN, "file not found");
+  if (stat(path.c_str(), &st) != 0)
+    reject(CTN_ERR_PLUGIN, errno == ENOENT ? std::string("file not found") : std::string("cannot open: ") + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) reject(CTN_ERR_PLUGIN, std::string("not a regular file (") + file_kind(st.st_mode) + ")");
   void *dl = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!dl) {

@@ -226,6 +226,24 @@ benv env-vulkan-range 1 "CHUTNEY_VULKAN_MAX_RANGE='-1'" CHUTNEY_VULKAN_MAX_RANGE
 benv env-flag 1 "CHUTNEY_OPENCL_NO_CACHE='yes'" CHUTNEY_OPENCL_NO_CACHE=yes plugins
 benv env-typo 0 "CHUTNEY_BACKNED is not one chutney reads (did you mean CHUTNEY_BACKEND?)" CHUTNEY_BACKNED=cpu plugins
 
+# --- the CPU backend cannot start (1000 threads under a 3 GB address-space limit): the placement
+# error says so and why, instead of blaming only the backends that remain (issue 30). Skipped
+# where the limit alone stops the program (an emulator, a sanitizer).
+if sh -c 'ulimit -v 3000000 && exec "$1" --help' sh "$CHUTNEY" >/dev/null 2>&1; then
+  cases=$((cases + 1))
+  CHUTNEY_NUM_THREADS=1000 timeout -k 5 "$LIMIT" sh -c 'ulimit -v 3000000 && exec "$@"' sh "$CHUTNEY" $T \
+    --data-dir "$DATA_DIR" </dev/null >"$TMP/cpu-unavailable.out" 2>&1
+  # With GPU backends loaded, placement fails and names the CPU backend's failure; with none, the
+  # context has no backend and says why the CPU backend is not one.
+  if grep -qF "cpu: cannot run 1000 threads" "$TMP/cpu-unavailable.out"; then
+    echo "ok:   cpu-unavailable (the error names the CPU backend's failure)"
+  else
+    fail "cpu-unavailable: the error does not say that the CPU backend failed: $(tail -2 "$TMP/cpu-unavailable.out")"
+  fi
+else
+  echo "skip: cpu-unavailable (the program does not start under ulimit -v here)"
+fi
+
 # --- a FIFO among the plugin candidates is refused, never opened (issue 30) ------------------------
 mkdir -p "$TMP/fifo-plugins" && mkfifo "$TMP/fifo-plugins/ctn-x.so"
 cases=$((cases + 1))

@@ -889,8 +889,10 @@ const CommandSpec &train_command() {
       "global batch is N x --batch-size (without --batch-size: the model's default batch split\n"
       "over the ranks, i.e. what one process trains); rank 0 alone prints and writes checkpoints; a rank that\n"
       "fails or dies ends the whole job with a message naming it (docs/DISTRIBUTED.md).\n"
-      "Only the newest --keep-last epoch checkpoints are kept, plus the one of the best test\n"
-      "accuracy; temporary files left in DIR by a killed writer are removed when it is opened.\n",
+      "Of this run's own epoch checkpoints (each file carries its run's id; --resume continues\n"
+      "a run) only the newest --keep-last are kept, plus the one of the best test accuracy; other\n"
+      "runs' files are never removed, and a run that would replace one stops before training.\n"
+      "Temporary files left in DIR by a killed writer are removed when it is opened.\n",
       {
           {"model", "NAME", "model to train: mlp (784-512-256-10) or cnn (default mlp)"},
           {"cnn-widths", "C1,C2[,C3],FC[,bn][,valid][,k3]", "cnn: conv channels (two or three blocks) and hidden units; ,bn: batch norm after each conv; ,valid: unpadded convs; ,k3: 3x3 kernels instead of 5x5 (default 32,64,128)"},
@@ -917,7 +919,7 @@ const CommandSpec &train_command() {
           {"limit", "N", "train on N (shuffled) images per epoch only"},
           {"eval-batch-size", "N", "images per evaluation step (default: --batch-size)"},
           {"checkpoint-dir", "DIR", "save a checkpoint at the end of every epoch"},
-          {"keep-last", "N", "--checkpoint-dir keeps the newest N epochs and the best one; 0 keeps all (default 5)"},
+          {"keep-last", "N", "--checkpoint-dir keeps this run's newest N epochs and its best one; 0 keeps all (default 5)"},
           {"resume", "FILE", "continue the run saved in checkpoint FILE"},
           {"stop-after", "N", "stop after N epochs of this invocation (as if interrupted)"},
           {"json", "FILE", "write the per-epoch log as JSON to FILE"},

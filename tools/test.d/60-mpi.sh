@@ -9,6 +9,8 @@
 #   kill         a rank SIGKILLed mid-epoch ends the job non-zero within 10 s naming rank 1;
 #                resuming from the last checkpoint reproduces the uninterrupted run bit for bit
 #   hang         a rank stopped (SIGSTOP) is named when the collective timeout expires
+#   stop         a rank stopped from outside at a random moment is named too, 3 trials of 3
+#   eval         an epoch's evaluation longer than the collective timeout does not abort the job
 #   two-hosts    the 2-rank run again with rank 1 in another network namespace over a veth pair
 #                (skipped, with the reason, where namespaces cannot be created)
 # Budget: about 1-2 minutes on a 2-core machine.
@@ -176,6 +178,50 @@ if [[ $st_hang != 0 && $st_hang != 124 ]] && grep -q 'not responding: 1 ' "$WORK
   pass "hang: exit $st_hang after $((SECONDS - t0)) s: $(grep -o 'rank 0: allreduce.*' "$WORK/hang.log" | head -1)"
 else
   cat "$WORK/hang.log"; failed "hang: exit $st_hang, or rank 1 not named"
+fi
+
+echo "== stop: rank 1 stopped from outside (SIGSTOP) at a moment of its own, 3 trials; collective timeout 3 s"
+# Unlike --fault (which stops before the step's collectives), a signal from outside often lands
+# after the rank announced a collective and before it completed it: the heartbeats name it then.
+named=0
+for trial in 1 2 3; do
+  timeout 60 "${MPIRUN[@]}" -np 2 "$BIN" train --model mlp --epochs 50 --limit 2048 --seed 7 --threads 1 --quiet \
+    --distributed mpi --batch-size 64 --collective-timeout 3 >"$WORK/stop$trial.log" 2>&1 &
+  job=$!
+  victim=""
+  for _ in $(seq 100); do  # rank 1's pid, from its environment, once it runs
+    for p in $(pgrep -f "$BIN train --model mlp --epochs 50" || true); do
+      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
+    done
+    [[ -n $victim ]] && break
+    sleep 0.05
+  done
+  for _ in $(seq 600); do grep -q '^epoch 2/' "$WORK/stop$trial.log" && break; sleep 0.05; done  # training
+  sleep "0.$((RANDOM % 10))"
+  [[ -n $victim ]] && kill -STOP "$victim" 2>/dev/null
+  st_stop=0
+  wait "$job" || st_stop=$?
+  if [[ -n $victim && $st_stop != 0 && $st_stop != 124 ]] && grep -q 'not responding: 1 ' "$WORK/stop$trial.log"; then
+    named=$((named + 1))
+  else
+    echo "trial $trial (exit $st_stop, rank 1 pid '${victim}'):"; cat "$WORK/stop$trial.log"
+  fi
+done
+if [[ $named == 3 ]]; then
+  pass "stop: rank 1 named in 3 of 3 trials: $(grep -oh 'not responding: .*' "$WORK"/stop?.log | sort -u | head -2 | tr '\n' ';')"
+else
+  failed "stop: rank 1 named in only $named of 3 trials"
+fi
+
+echo "== eval: each epoch's evaluation (~3 s on one rank) is longer than the 2 s collective timeout"
+# Every rank evaluates a share of the test set and rank 0 writes its checkpoint off the training
+# thread, so no rank waits in the next collective while another works alone.
+if timeout 120 "${MPIRUN[@]}" -np 2 "$BIN" train --model cnn --cnn-widths 32,64,256 --epochs 2 --limit 256 --seed 3 \
+     --threads 1 --quiet --distributed mpi --batch-size 32 --eval-batch-size 1000 --collective-timeout 2 \
+     --checkpoint-dir "$WORK/evalck" >"$WORK/eval.log" 2>&1 && [[ -f $WORK/evalck/cnn-epoch002.safetensors ]]; then
+  pass "eval: the 2-rank run finished; $(grep '^epoch 2' "$WORK/eval.log" | grep -o 'test accuracy [0-9.]*, .*eval [0-9.]* s')"
+else
+  cat "$WORK/eval.log"; failed "eval: the job failed while a rank evaluated or saved"
 fi
 
 echo "== two hosts: rank 1 in its own network namespace over a veth pair"

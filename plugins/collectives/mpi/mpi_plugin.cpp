@@ -5,7 +5,11 @@
 // hanging the job. To name the missing ranks, each collective is announced: every rank sends its
 // collective number to rank 0 and rank 0 sends its own to everyone (2(N-1) 8-byte messages on a
 // duplicate communicator), so on a timeout rank 0 lists the ranks that never arrived and the
-// others say whether rank 0 did. A rank killed outright is mpirun's to notice: Open MPI 4.1 has
+// others say whether rank 0 did. A rank can also stop after announcing (SIGSTOP, a debugger, a
+// swapped-out VM) and block the collective from inside: while waiting, every rank sends a
+// heartbeat every 0.1 s on the same duplicate communicator (to rank 0; rank 0 to everyone), so a
+// timeout also names the ranks that arrived but have shown no sign of life for a while. A rank
+// killed outright is mpirun's to notice: Open MPI 4.1 has
 // no fault-tolerant MPI, so mpirun ends the job and names the rank (docs/DISTRIBUTED.md).
 #include <chutney/collective.h>
 
@@ -28,6 +32,10 @@ namespace {
 
 const ctn_host_api *g_host = nullptr;
 constexpr int kTagArrive = 7301;
+constexpr int kTagBeat = 7302;
+constexpr double kBeatInterval = 0.1;  // seconds between heartbeats while waiting
+constexpr double kStaleAfter = 1.0;    // no heartbeat for this long while waiting: not responding
+const int64_t kBeat = 0;               // the heartbeat's payload (never written: Isend reads it)
 
 struct Comm {
   MPI_Comm world = MPI_COMM_NULL;   // collectives
@@ -39,6 +47,10 @@ struct Comm {
   std::vector<int64_t> arrived;     // rank 0: last collective each rank announced; others: [0] = rank 0's
   std::vector<int64_t> inbox;       // receive buffers of the posted announcements
   std::vector<MPI_Request> recvs;
+  std::vector<int64_t> beat_inbox;  // heartbeats: same peers as `arrived`
+  std::vector<MPI_Request> beat_recvs;
+  std::vector<double> last_seen;    // when each peer last showed a sign of life (note or heartbeat)
+  double last_beat_sent = 0;
   std::string description, error;
 };
 
@@ -65,36 +77,62 @@ std::string mpi_error(int code) {
   return std::string(buf, static_cast<size_t>(len));
 }
 
-// Takes in every announcement that has arrived and reposts the receives.
+// The peer a slot of `arrived`/`last_seen` stands for: on rank 0 every rank, elsewhere rank 0.
+int peer_of(const Comm *c, size_t i) { return c->rank == 0 ? static_cast<int>(i) : 0; }
+
+// Takes in every announcement and heartbeat that has arrived and reposts the receives.
 void drain_notes(Comm *c) {
+  const double t = now_s();
   for (size_t i = 0; i < c->recvs.size(); ++i) {
-    for (;;) {
-      if (c->recvs[i] == MPI_REQUEST_NULL) break;
+    while (c->recvs[i] != MPI_REQUEST_NULL) {
       int done = 0;
       MPI_Test(&c->recvs[i], &done, MPI_STATUS_IGNORE);
       if (!done) break;
       if (c->inbox[i] > c->arrived[i]) c->arrived[i] = c->inbox[i];
-      int src = c->rank == 0 ? static_cast<int>(i) : 0;
-      MPI_Irecv(&c->inbox[i], 1, MPI_INT64_T, src, kTagArrive, c->notes, &c->recvs[i]);
+      c->last_seen[i] = t;
+      MPI_Irecv(&c->inbox[i], 1, MPI_INT64_T, peer_of(c, i), kTagArrive, c->notes, &c->recvs[i]);
+    }
+    while (c->beat_recvs[i] != MPI_REQUEST_NULL) {
+      int done = 0;
+      MPI_Test(&c->beat_recvs[i], &done, MPI_STATUS_IGNORE);
+      if (!done) break;
+      c->last_seen[i] = t;
+      MPI_Irecv(&c->beat_inbox[i], 1, MPI_INT64_T, peer_of(c, i), kTagBeat, c->notes, &c->beat_recvs[i]);
     }
   }
+}
+
+// Sends `what` (a tag) to rank 0, or from rank 0 to every other rank, without waiting.
+void post_to_peers(Comm *c, const int64_t *what, int tag) {
+  for (int r = c->rank == 0 ? 1 : 0; r < (c->rank == 0 ? c->size : 1); ++r) {
+    MPI_Request q;
+    MPI_Isend(what, 1, MPI_INT64_T, r, tag, c->notes, &q);
+    MPI_Request_free(&q);
+  }
+}
+
+void heartbeat(Comm *c) {
+  const double t = now_s();
+  if (c->size == 1 || t - c->last_beat_sent < kBeatInterval) return;
+  c->last_beat_sent = t;
+  post_to_peers(c, &kBeat, kTagBeat);
 }
 
 void announce(Comm *c) {
   ++c->seq;
   if (c->size == 1) return;
-  if (c->rank == 0) {
-    c->arrived[0] = c->seq;
-    for (int r = 1; r < c->size; ++r) {
-      MPI_Request q;
-      MPI_Isend(&c->seq, 1, MPI_INT64_T, r, kTagArrive, c->notes, &q);
-      MPI_Request_free(&q);
-    }
-  } else {
-    MPI_Request q;
-    MPI_Isend(&c->seq, 1, MPI_INT64_T, 0, kTagArrive, c->notes, &q);
-    MPI_Request_free(&q);
-  }
+  if (c->rank == 0) c->arrived[0] = c->seq;
+  post_to_peers(c, &c->seq, kTagArrive);
+}
+
+// Why peer slot `i` is holding up collective #seq, or "" when it is not known to be.
+std::string holdup(const Comm *c, size_t i, double t) {
+  const long long seq = static_cast<long long>(c->seq), at = static_cast<long long>(c->arrived[i]);
+  if (at < seq) return std::to_string(peer_of(c, i)) + " (last at collective #" + std::to_string(at) + ")";
+  if (t - c->last_seen[i] > kStaleAfter)
+    return std::to_string(peer_of(c, i)) + " (arrived at collective #" + std::to_string(seq) + " but no sign of life for " +
+           std::to_string(static_cast<int>(t - c->last_seen[i] + 0.5)) + " s: stopped or hung)";
+  return "";
 }
 
 // Polls `req` until it completes or the timeout passes; names the missing ranks on a timeout.
@@ -111,22 +149,19 @@ ctn_status wait(Comm *c, MPI_Request *req, const char *what) {
       nanosleep(&ts, nullptr);
       if ((spins & 63) == 0) {
         drain_notes(c);
+        heartbeat(c);
         if (now_s() > deadline) break;
       }
     }
   }
   drain_notes(c);
+  const double t = now_s();
   std::string missing;
-  if (c->rank == 0) {
-    for (int r = 1; r < c->size; ++r)
-      if (c->arrived[static_cast<size_t>(r)] < c->seq)
-        missing += (missing.empty() ? "" : ", ") + std::to_string(r) + " (last at collective #" +
-                   std::to_string(c->arrived[static_cast<size_t>(r)]) + ")";
-    if (missing.empty()) missing = "none known (every rank announced it; the transport itself is stuck)";
-  } else {
-    missing = c->arrived[0] < c->seq ? "0 (last at collective #" + std::to_string(c->arrived[0]) + ")"
-                                     : "see rank 0's message (rank 0 arrived)";
-  }
+  for (size_t i = c->rank == 0 ? 1 : 0; i < c->arrived.size(); ++i)
+    if (std::string why = holdup(c, i, t); !why.empty()) missing += (missing.empty() ? "" : ", ") + why;
+  if (missing.empty())
+    missing = c->rank == 0 ? "none known (every rank arrived and is alive; the transport itself is stuck)"
+                           : "see rank 0's message (rank 0 arrived and is alive)";
   return fail(c, CTN_ERR_IO, "mpi: rank %d: %s #%lld did not complete within %g s: rank(s) not responding: %s", c->rank,
               what, static_cast<long long>(c->seq), c->timeout_s, missing.c_str());
 }
@@ -201,12 +236,12 @@ ctn_status init(const ctn_host_api *host, const ctn_collective_config *cfg, void
   c->arrived.assign(peers, 0);
   c->inbox.assign(peers, 0);
   c->recvs.assign(peers, MPI_REQUEST_NULL);
-  if (c->size > 1) {
-    if (c->rank == 0) {
-      for (int r = 1; r < c->size; ++r) MPI_Irecv(&c->inbox[static_cast<size_t>(r)], 1, MPI_INT64_T, r, kTagArrive, c->notes, &c->recvs[static_cast<size_t>(r)]);
-    } else {
-      MPI_Irecv(&c->inbox[0], 1, MPI_INT64_T, 0, kTagArrive, c->notes, &c->recvs[0]);
-    }
+  c->beat_inbox.assign(peers, 0);
+  c->beat_recvs.assign(peers, MPI_REQUEST_NULL);
+  c->last_seen.assign(peers, now_s());
+  for (size_t i = c->rank == 0 ? 1 : 0; c->size > 1 && i < peers; ++i) {
+    MPI_Irecv(&c->inbox[i], 1, MPI_INT64_T, peer_of(c, i), kTagArrive, c->notes, &c->recvs[i]);
+    MPI_Irecv(&c->beat_inbox[i], 1, MPI_INT64_T, peer_of(c, i), kTagBeat, c->notes, &c->beat_recvs[i]);
   }
   char lib[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
@@ -221,11 +256,12 @@ ctn_status init(const ctn_host_api *host, const ctn_collective_config *cfg, void
 
 void shutdown(void *state) {
   auto *c = static_cast<Comm *>(state);
-  for (MPI_Request &r : c->recvs)
-    if (r != MPI_REQUEST_NULL) {
-      MPI_Cancel(&r);
-      MPI_Request_free(&r);
-    }
+  for (auto *reqs : {&c->recvs, &c->beat_recvs})
+    for (MPI_Request &r : *reqs)
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r);
+        MPI_Request_free(&r);
+      }
   MPI_Comm_free(&c->notes);
   MPI_Comm_free(&c->world);
   if (c->we_initialised) MPI_Finalize();
