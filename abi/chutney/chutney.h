@@ -76,7 +76,8 @@ typedef struct ctn_context_options {
   uint32_t flags;           /* CTN_CONTEXT_* */
   const char *plugin_path;  /* extra directories to search first, ':'-separated; may be NULL */
   const char *backends;     /* preferred backends, ','-separated, e.g. "cuda,cpu"; NULL: the
-                               CHUTNEY_BACKEND environment variable, else "cpu" */
+                               CHUTNEY_BACKEND environment variable, else the CPU first, then
+                               every other available backend */
   int32_t num_threads;      /* worker threads of host backends, 1..1024; 0: CHUTNEY_NUM_THREADS
                                (an integer 1..1024, anything else fails ctn_context_create with
                                CTN_ERR_INVALID_ARGUMENT), else the number of cores (at most
@@ -93,7 +94,10 @@ typedef struct ctn_context_options {
 /* Creates a context: searches for plugins (explicit plugin_path, CHUTNEY_PLUGIN_PATH, the
  * install directory, the build directory), loads and initialises each. A plugin that is
  * rejected or whose device is unavailable is recorded (see ctn_context_plugin_report) and does
- * not make this call fail. `options` may be NULL for defaults. since 1.0 */
+ * not make this call fail (a candidate that is not a regular file, a FIFO say, is rejected
+ * without being opened). `options` may be NULL for defaults. Since 1.3 every CHUTNEY_*
+ * environment variable is checked first (README.md lists them): a value a variable does not
+ * accept fails with CTN_ERR_INVALID_ARGUMENT naming it. since 1.0 */
 CTN_API ctn_status ctn_context_create(const ctn_context_options *options, ctn_context **out);
 
 /* Shuts down every backend (joining their threads), unloads plugins, frees the context.
@@ -134,7 +138,11 @@ CTN_API ctn_status ctn_context_backend_info(ctn_context *ctx, uint32_t index,
  * without options.backends and every later eager op; plans compiled before keep their
  * placement. An op that the first backend cannot run goes to the next listed that can; backends
  * not listed are not used (list "cpu" last to let the CPU take the rest). Fails with
- * CTN_ERR_UNAVAILABLE naming the backend when none of the names is available. since 1.0 */
+ * CTN_ERR_UNAVAILABLE naming the backends when none of the names is available; since 1.3 a name
+ * that is neither loaded nor a first-party backend (cpu, cuda, opencl, vulkan), or an empty item,
+ * is CTN_ERR_INVALID_ARGUMENT naming it and the known backends (a first-party backend merely
+ * absent here is skipped). The same rules apply to options.backends and CHUTNEY_BACKEND.
+ * since 1.0 */
 CTN_API ctn_status ctn_context_set_backends(ctn_context *ctx, const char *backends);
 
 /* Sets the worker-thread count of every host backend (1..1024, else CTN_ERR_INVALID_ARGUMENT).
@@ -495,7 +503,10 @@ CTN_API ctn_status ctn_plan_backend_steps(ctn_plan *p, const char *backend, cons
                                           uint32_t *out_count);
 
 /* Runs the plan once. feeds: values for every ctn_input the outputs depend on (dtype and shape
- * must match exactly: CTN_ERR_SHAPE / CTN_ERR_DTYPE otherwise, naming the input). outputs[i]
+ * must match exactly: CTN_ERR_SHAPE / CTN_ERR_DTYPE otherwise, naming the input). Since 1.3 a
+ * feed node that is not a node of the compiled graph, a node that is not a ctn_input (a
+ * variable, a constant, an op), or the same input fed twice is CTN_ERR_INVALID_ARGUMENT naming
+ * it; an input of the graph that these outputs do not need may be fed and is ignored. outputs[i]
  * receives output i of the compile call; it must have the right dtype and shape (create it with
  * ctn_plan_output_create) or be NULL to skip. Every argument is checked before the first step
  * runs: a call that fails on one leaves the variables as they were. No allocation happens in
@@ -503,6 +514,47 @@ CTN_API ctn_status ctn_plan_backend_steps(ctn_plan *p, const char *backend, cons
 CTN_API ctn_status ctn_plan_run(ctn_plan *p, uint32_t n_feeds, const ctn_node *feed_nodes,
                                 const ctn_tensor *const *feed_values, uint32_t n_outputs,
                                 ctn_tensor *const *outputs);
+
+/* ---- since 1.3: run options (cancellation, deadlines, numerics checks) ----------------------
+ * A cancel token: any thread may request cancellation while another runs plans with it. */
+typedef struct ctn_cancel ctn_cancel;
+/* A new token, not cancelled. since 1.3 */
+CTN_API ctn_status ctn_cancel_create(ctn_cancel **out);
+/* Requests cancellation: every run using the token stops at its next check (between steps)
+ * with CTN_ERR_CANCELLED, and so does every later run until ctn_cancel_reset. Safe from any
+ * thread, concurrently with runs (an atomic store). since 1.3 */
+CTN_API ctn_status ctn_cancel_request(ctn_cancel *c);
+/* Clears a request, for reuse. since 1.3 */
+CTN_API ctn_status ctn_cancel_reset(ctn_cancel *c);
+/* 1 when cancellation was requested, else 0. since 1.3 */
+CTN_API ctn_status ctn_cancel_requested(const ctn_cancel *c, int32_t *out);
+/* Frees the token; no run may still use it. Accepts NULL. since 1.3 */
+CTN_API void ctn_cancel_release(ctn_cancel *c);
+
+#define CTN_RUN_CHECK_NUMERICS 1u /* after every step, check its f32/f64 output for NaN/inf */
+
+/* Options of one run. Zero-fill it (`ctn_run_options o = {0};` or designated initialisers) and set
+ * struct_size = sizeof o: later minors add fields at the end, read only up to struct_size. */
+typedef struct ctn_run_options {
+  uint32_t struct_size; /* sizeof(ctn_run_options) */
+  uint32_t flags;       /* CTN_RUN_* bits */
+  ctn_cancel *cancel;   /* NULL: not cancellable */
+  uint64_t timeout_us;  /* 0: none; else the run is cancelled this long after it started */
+} ctn_run_options;
+
+/* ctn_plan_run with options (NULL: as ctn_plan_run). Cancellation and the deadline are checked
+ * before every step up to the first step that writes a variable (in a training plan: the
+ * optimizer's updates, after forward and backward); from there the run completes, so a
+ * cancelled run returns CTN_ERR_CANCELLED with every variable as it was, and one that was
+ * past that point when the request came returns CTN_OK (check ctn_cancel_requested). Steps a
+ * backend records as one unit (a CUDA graph) are checked at the unit's edges.
+ * CTN_RUN_CHECK_NUMERICS runs every step on its own, downloads each f32/f64 output and stops
+ * at the first NaN or infinity with CTN_ERR_NUMERICS naming the step, op, node and which inputs
+ * were already non-finite (slow: for finding where a NaN comes from, like PyTorch's anomaly
+ * mode). Variables written before the failing step keep their new values. since 1.3 */
+CTN_API ctn_status ctn_plan_run_with_options(ctn_plan *p, const ctn_run_options *options, uint32_t n_feeds,
+                                             const ctn_node *feed_nodes, const ctn_tensor *const *feed_values,
+                                             uint32_t n_outputs, ctn_tensor *const *outputs);
 
 /* Creates a tensor of the dtype and shape of output `index`. since 1.0 */
 CTN_API ctn_status ctn_plan_output_create(ctn_plan *p, uint32_t index, ctn_tensor **out);

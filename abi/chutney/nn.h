@@ -153,6 +153,11 @@ CTN_API ctn_status ctn_model_run(ctn_model *m, ctn_plan *p, uint32_t n_feeds,
                                  const ctn_node *feed_nodes,
                                  const ctn_tensor *const *feed_values, uint32_t n_outputs,
                                  ctn_tensor *const *outputs);
+/* ctn_model_run with run options (ctn_plan_run_with_options; NULL: as ctn_model_run). since 1.3 */
+CTN_API ctn_status ctn_model_run_with_options(ctn_model *m, ctn_plan *p, const ctn_run_options *options,
+                                              uint32_t n_feeds, const ctn_node *feed_nodes,
+                                              const ctn_tensor *const *feed_values, uint32_t n_outputs,
+                                              ctn_tensor *const *outputs);
 
 /* =============================================================================================
  * Layers

@@ -54,7 +54,12 @@ enum {
   CTN_ERR_IO = 8,               /* a file could not be read or written */
   CTN_ERR_CORRUPT = 9,          /* a file or buffer is malformed (checkpoint, dataset) */
   CTN_ERR_STATE = 10,           /* the call is not valid in the object's current state */
-  CTN_ERR_INTERNAL = 11         /* a bug or an unexpected exception; the message says more */
+  CTN_ERR_INTERNAL = 11,        /* a bug or an unexpected exception; the message says more */
+  /* since 1.3 */
+  CTN_ERR_CANCELLED = 12,       /* a run was cancelled or passed its deadline (ctn_run_options);
+                                   the variables are as they were before the run */
+  CTN_ERR_NUMERICS = 13         /* a run with CTN_RUN_CHECK_NUMERICS met a NaN or an infinity; the
+                                   message names the step, its op, its node and its inputs */
 };
 
 /* ---------------------------------------------------------------------------------------------

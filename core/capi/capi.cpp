@@ -859,16 +859,69 @@ CTN_API ctn_status ctn_plan_backend_steps(ctn_plan *p, const char *backend, cons
   });
 }
 
-CTN_API ctn_status ctn_plan_run(ctn_plan *p, uint32_t n_feeds, const ctn_node *feed_nodes,
-                                const ctn_tensor *const *feed_values, uint32_t n_outputs, ctn_tensor *const *outputs) {
+/* ---- since 1.3: run options ---- */
+CTN_API ctn_status ctn_cancel_create(ctn_cancel **out) {
+  return wall([&] {
+    NEED(out);
+    *out = new ctn_cancel;
+  });
+}
+
+CTN_API ctn_status ctn_cancel_request(ctn_cancel *c) {
+  return wall([&] {
+    NEED(c);
+    c->flag.store(1, std::memory_order_relaxed);
+  });
+}
+
+CTN_API ctn_status ctn_cancel_reset(ctn_cancel *c) {
+  return wall([&] {
+    NEED(c);
+    c->flag.store(0, std::memory_order_relaxed);
+  });
+}
+
+CTN_API ctn_status ctn_cancel_requested(const ctn_cancel *c, int32_t *out) {
+  return wall([&] {
+    NEED(c);
+    NEED(out);
+    *out = c->flag.load(std::memory_order_relaxed) ? 1 : 0;
+  });
+}
+
+CTN_API void ctn_cancel_release(ctn_cancel *c) { delete c; }
+
+CTN_API ctn_status ctn_plan_run_with_options(ctn_plan *p, const ctn_run_options *options, uint32_t n_feeds,
+                                             const ctn_node *feed_nodes, const ctn_tensor *const *feed_values,
+                                             uint32_t n_outputs, ctn_tensor *const *outputs) {
   return wall([&] {
     NEED(p);
+    RunControl rc;
+    if (options) {
+      if (options->struct_size < sizeof(ctn_run_options))  // the 1.3 struct is the first one
+        fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run_with_options: options.struct_size %u is smaller than the %zu bytes "
+             "of ctn_run_options", options->struct_size, sizeof(ctn_run_options));
+      if (options->flags & ~CTN_RUN_CHECK_NUMERICS)
+        fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run_with_options: unknown flags 0x%x", options->flags & ~CTN_RUN_CHECK_NUMERICS);
+      rc.cancel = options->cancel ? &options->cancel->flag : nullptr;
+      rc.check_numerics = options->flags & CTN_RUN_CHECK_NUMERICS;
+      rc.timeout_us = options->timeout_us;
+      rc.has_deadline = options->timeout_us > 0;
+      if (rc.has_deadline)
+        rc.deadline = std::chrono::steady_clock::now() +
+                      std::chrono::microseconds(std::min<uint64_t>(options->timeout_us, uint64_t{1} << 50));
+    }
     // The message is formatted only for a read-only output: this runs on every plan run.
     for (uint32_t i = 0; outputs && i < n_outputs; ++i)
       if (outputs[i] && outputs[i]->storage && outputs[i]->storage->read_only)
         need_writable(*outputs[i], "ctn_plan_run", format("output %u", i).c_str());
-    p->run(n_feeds, feed_nodes, feed_values, n_outputs, outputs);
+    p->run(n_feeds, feed_nodes, feed_values, n_outputs, outputs, options ? &rc : nullptr);
   });
+}
+
+CTN_API ctn_status ctn_plan_run(ctn_plan *p, uint32_t n_feeds, const ctn_node *feed_nodes,
+                                const ctn_tensor *const *feed_values, uint32_t n_outputs, ctn_tensor *const *outputs) {
+  return ctn_plan_run_with_options(p, nullptr, n_feeds, feed_nodes, feed_values, n_outputs, outputs);
 }
 
 CTN_API ctn_status ctn_plan_output_create(ctn_plan *p, uint32_t index, ctn_tensor **out) {

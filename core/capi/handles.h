@@ -1,8 +1,15 @@
 // The C API's handle types that more than one translation unit of capi/ needs.
 #pragma once
 
+#include <atomic>
+
 #include "tensor/tensor.h"
 #include "util/status.h"
+
+// A cancel token (ctn_cancel_*, since 1.3).
+struct ctn_cancel {
+  std::atomic<int32_t> flag{0};
+};
 
 struct ctn_tensor : ctn::Tensor {
   explicit ctn_tensor(ctn::Tensor t) : ctn::Tensor(std::move(t)) {}

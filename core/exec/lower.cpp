@@ -141,6 +141,7 @@ void prepare_steps(CompileState &cs) {
     for (int id : p.inputs) out.in_descs.push_back(desc_of(id));
     st.b = out.values[static_cast<size_t>(p.output)].dev;
     const ctn_node v = cs.step_node[si];
+    st.node = v;
     if (v == CTN_NODE_NONE) {
       st.transfer = true;
       st.src = p.inputs[0];

@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -118,6 +119,35 @@ void report(CompileState &cs) {
   }
 }
 
+namespace {
+
+// The first step whose output (a kernel's, or a transfer's destination) overlaps a variable's
+// memory; the step count when none does (an inference plan).
+size_t first_variable_write(const Program &prog) {
+  auto writes_variable = [&](const void *handle, uint64_t offset, uint64_t bytes) {
+    for (const auto &kv : prog.variables) {
+      const Program::Value &v = prog.values[static_cast<size_t>(kv.second)];
+      if (v.handle == handle && offset < v.offset + v.bytes && v.offset < offset + bytes) return true;
+    }
+    return false;
+  };
+  for (size_t k = 0; k < prog.steps.size(); ++k) {
+    const Program::Step &st = prog.steps[k];
+    if (st.transfer) {
+      const Program::Value &d = prog.values[static_cast<size_t>(st.dst)];
+      if (writes_variable(d.handle, d.offset, d.bytes)) return k;
+    } else {
+      uint64_t n = 1;
+      for (uint32_t i = 0; i < st.out.ndim; ++i) n *= static_cast<uint64_t>(st.out.shape[i]);
+      if (writes_variable(st.out.data, st.out.offset, std::max<uint64_t>(n, 1) * dtype_size(static_cast<ctn_dtype>(st.out.dtype))))
+        return k;
+    }
+  }
+  return prog.steps.size();
+}
+
+}  // namespace
+
 Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_options *opts) {
   CompileState cs(user, n_out, outs, opts, prog_);
   data_parallel(cs);
@@ -133,6 +163,10 @@ Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_
   report(cs);
   if (cs.dp) broadcast_variables(prog_, cs.dp);
   fed_.assign(prog_.feeds.size(), nullptr);
+  user_nodes_ = static_cast<uint32_t>(user.size());
+  user_kinds_.reserve(user_nodes_);
+  for (uint32_t v = 0; v < user_nodes_; ++v) user_kinds_.push_back(user.node(v).kind);
+  commit_step_ = first_variable_write(prog_);
   if (const char *pe = std::getenv("CHUTNEY_PROFILE"); pe && *pe && std::strcmp(pe, "0") != 0) {
     profile_ = true;
     profile_steps_ = std::strcmp(pe, "steps") == 0;
@@ -201,10 +235,10 @@ Plan::~Plan() {
   // prog_ releases segments, kernels and buffers.
 }
 
-void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *const *feed_values, uint32_t n_out,
-               ctn_tensor *const *outputs) {
-  // Every argument is checked before anything is uploaded or run: a call that fails leaves the
-  // variables (and every other buffer of the plan) as they were.
+// Every argument is checked before anything is uploaded or run: a call that fails leaves the
+// variables (and every other buffer of the plan) as they were.
+void Plan::check_args(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *const *feed_values, uint32_t n_out,
+                      ctn_tensor *const *outputs) {
   if (n_feeds && (!feed_nodes || !feed_values)) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: feed arrays are NULL");
   if (n_out && !outputs) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: outputs is NULL");
   if (n_out > prog_.outputs.size())
@@ -219,10 +253,26 @@ void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *c
            dtype_name(t->dtype), shape_str(t->shape).c_str(), t->is_contiguous() ? "" : " non-contiguous");
   }
   std::fill(fed_.begin(), fed_.end(), nullptr);
+  static const char *const kKindNames[] = {"an input", "a constant", "a variable", "an op", "an assignment"};
   for (uint32_t i = 0; i < n_feeds; ++i) {
+    const ctn_node node = feed_nodes[i];
     size_t k = 0;
-    while (k < prog_.feeds.size() && prog_.feeds[k].node != feed_nodes[i]) ++k;
-    if (k == prog_.feeds.size()) continue;  // an input the outputs do not need: ignored
+    while (k < prog_.feeds.size() && prog_.feeds[k].node != node) ++k;
+    if (k == prog_.feeds.size()) {
+      // Not needed by these outputs: fine for an input of the graph (one feed list may serve a
+      // training and an evaluation plan), a mistake for anything else.
+      if (node >= user_nodes_)
+        fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: feed %u names node %u, which is not a node of the graph this plan "
+             "was compiled from (it has %u nodes)", i, node, user_nodes_);
+      if (user_kinds_[node] != NodeKind::Input)
+        fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: feed %u names node %u, which is %s, not a ctn_input", i, node,
+             kKindNames[static_cast<int>(user_kinds_[node])]);
+      for (uint32_t j = 0; j < i; ++j)
+        if (feed_nodes[j] == node) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: input node %u is fed twice (feeds %u and %u)", node, j, i);
+      continue;
+    }
+    if (fed_[k])
+      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: input \"%s\" (node %u) is fed twice", prog_.feeds[k].name.c_str(), node);
     const Tensor *t = reinterpret_cast<const Tensor *>(feed_values[i]);
     if (!t) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: feed for input \"%s\" is NULL", prog_.feeds[k].name.c_str());
     const Program::Value &val = prog_.values[static_cast<size_t>(prog_.feeds[k].value)];
@@ -239,13 +289,42 @@ void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *c
   }
   for (size_t k = 0; k < prog_.feeds.size(); ++k)
     if (!fed_[k]) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_run: input \"%s\" (node %u) was not fed", prog_.feeds[k].name.c_str(), prog_.feeds[k].node);
+}
+
+void Plan::stop_if_asked(const RunControl &rc, size_t step) const {
+  if (step >= commit_step_) return;  // variables are being written: the run completes
+  if (rc.cancel && rc.cancel->load(std::memory_order_relaxed))
+    fail(CTN_ERR_CANCELLED, "ctn_plan_run: cancelled (ctn_cancel_request) before step %zu of %zu; the variables are "
+         "unchanged", step, prog_.steps.size());
+  if (rc.has_deadline && std::chrono::steady_clock::now() > rc.deadline)
+    fail(CTN_ERR_CANCELLED, "ctn_plan_run: the run passed its deadline (timeout_us %llu) before step %zu of %zu; the "
+         "variables are unchanged", static_cast<unsigned long long>(rc.timeout_us), step, prog_.steps.size());
+}
+
+void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *const *feed_values, uint32_t n_out,
+               ctn_tensor *const *outputs, const RunControl *rc) {
+  check_args(n_feeds, feed_nodes, feed_values, n_out, outputs);
+  if (rc) stop_if_asked(*rc, 0);
   for (size_t k = 0; k < prog_.feeds.size(); ++k) {
     const Program::Value &val = prog_.values[static_cast<size_t>(prog_.feeds[k].value)];
     val.dev->upload(val.handle, val.offset, fed_[k]->data(), val.bytes);
   }
   if (profile_) ++profile_runs_;
+  run_steps(rc);
+  for (Backend *b : prog_.devices) b->sync();
+  for (uint32_t i = 0; i < n_out; ++i) {
+    Tensor *t = reinterpret_cast<Tensor *>(outputs[i]);
+    if (!t) continue;  // checked above
+    const Program::Value &val = prog_.values[static_cast<size_t>(prog_.outputs[i])];
+    val.dev->download(val.handle, val.offset, t->data(), val.bytes);
+  }
+}
+
+void Plan::run_steps(const RunControl *rc) {
+  const bool per_step = rc && rc->check_numerics;  // recorded segments are replayed step by step then
   for (const Program::Segment &seg : prog_.segments) {
-    if (seg.handle) {
+    if (rc) stop_if_asked(*rc, seg.first);
+    if (seg.handle && !per_step) {
       take_plugin_error();
       ctn_status s;
       try {
@@ -262,6 +341,7 @@ void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *c
       continue;
     }
     for (size_t k = seg.first; k < seg.first + seg.count; ++k) {
+      if (rc && k > seg.first) stop_if_asked(*rc, k);
       const Program::Step &st = prog_.steps[k];
       const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       struct Stamp {  // adds the step's time on every exit from this iteration
@@ -282,15 +362,66 @@ void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *c
         continue;
       }
       call_kernel(st.kernel, st.args, st.op.c_str(), *st.b);
+      if (per_step) check_numerics(k);
     }
   }
-  for (Backend *b : prog_.devices) b->sync();
-  for (uint32_t i = 0; i < n_out; ++i) {
-    Tensor *t = reinterpret_cast<Tensor *>(outputs[i]);
-    if (!t) continue;  // checked above
-    const Program::Value &val = prog_.values[static_cast<size_t>(prog_.outputs[i])];
-    val.dev->download(val.handle, val.offset, t->data(), val.bytes);
+}
+
+namespace {
+
+// Index of the first NaN or infinity of the f32/f64 tensor `d` on backend `b`, and how many
+// there are; -1 when all are finite (or the dtype is not a float).
+std::pair<int64_t, int64_t> first_nonfinite(Backend &b, const ctn_tensor_desc &d) {
+  if (d.dtype != CTN_F32 && d.dtype != CTN_F64) return {-1, 0};
+  int64_t n = 1;
+  for (uint32_t i = 0; i < d.ndim; ++i) n *= d.shape[i];
+  const size_t esz = d.dtype == CTN_F32 ? 4 : 8;
+  std::vector<unsigned char> host(static_cast<size_t>(n) * esz);
+  b.sync();
+  if (n > 0) b.download(d.data, d.offset, host.data(), host.size());
+  int64_t first = -1, count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v;
+    if (esz == 4) {
+      float f;
+      std::memcpy(&f, host.data() + i * 4, 4);
+      v = f;
+    } else {
+      std::memcpy(&v, host.data() + i * 8, 8);
+    }
+    if (!std::isfinite(v)) {
+      if (first < 0) first = i;
+      ++count;
+    }
   }
+  return {first, count};
+}
+
+std::string desc_str(const ctn_tensor_desc &d) {
+  std::string s = std::string(dtype_name(static_cast<ctn_dtype>(d.dtype))) + "[";
+  for (uint32_t i = 0; i < d.ndim; ++i) s += (i ? ", " : "") + std::to_string(d.shape[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+void Plan::check_numerics(size_t step) const {
+  const Program::Step &st = prog_.steps[step];
+  const auto [first, count] = first_nonfinite(*st.b, st.out);
+  if (first < 0) return;
+  std::string inputs;
+  for (uint32_t i = 0; i < st.n_in; ++i) {
+    const ctn_tensor_desc &d = prog_.in_descs[st.in_first + i];
+    const auto [f, c] = first_nonfinite(*st.b, d);
+    inputs += format("%s#%u %s %s", i ? ", " : "", i, desc_str(d).c_str(),
+                     f < 0 ? "finite" : format("already non-finite (%lld values)", static_cast<long long>(c)).c_str());
+  }
+  const std::string node = st.node == CTN_NODE_NONE ? std::string("no node")
+                           : st.node < user_nodes_  ? format("node %u", st.node)
+                                                    : format("node %u, made by the compiler's fusion", st.node);
+  fail(CTN_ERR_NUMERICS, "check_numerics: step %zu (%s, %s, on %s) produced %lld non-finite values of %s (the first "
+       "at element %lld); inputs: %s", step, st.op.c_str(), node.c_str(), st.b->name.c_str(), static_cast<long long>(count),
+       desc_str(st.out).c_str(), static_cast<long long>(first), inputs.empty() ? "none" : inputs.c_str());
 }
 
 const ValueInfo &Plan::output_info(uint32_t i) const {

@@ -3,6 +3,9 @@
 #pragma once
 
 #include "exec/program.h"
+
+#include <atomic>
+#include <chrono>
 #include "graph/graph.h"
 #include "plugin/context.h"
 
@@ -13,6 +16,15 @@
 
 namespace ctn {
 
+// What one run may be stopped for (ctn_run_options, since 1.3).
+struct RunControl {
+  const std::atomic<int32_t> *cancel = nullptr;
+  std::chrono::steady_clock::time_point deadline{};
+  bool has_deadline = false;
+  uint64_t timeout_us = 0;
+  bool check_numerics = false;
+};
+
 class Plan {
  public:
   Plan(Graph &g, uint32_t n_outputs, const ctn_node *outputs, const ctn_compile_options *opts);
@@ -21,7 +33,7 @@ class Plan {
   Plan &operator=(const Plan &) = delete;
 
   void run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *const *feed_values, uint32_t n_outputs,
-           ctn_tensor *const *outputs);
+           ctn_tensor *const *outputs, const RunControl *rc = nullptr);
   const ValueInfo &output_info(uint32_t i) const;
   uint32_t n_outputs() const { return static_cast<uint32_t>(prog_.outputs.size()); }
   Tensor read_variable(ctn_node var) const;
@@ -41,6 +53,16 @@ class Plan {
   uint64_t profile_runs_ = 0;
   std::vector<double> profile_ns_;
   void profile_report() const;
+  // Strict feeds: the kind of every node of the graph compiled (a feed must be an input).
+  std::vector<NodeKind> user_kinds_;
+  uint32_t user_nodes_ = 0;
+  // The first step that writes a variable: a run is cancellable before it (RunControl).
+  size_t commit_step_ = 0;
+  void check_args(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *const *feed_values, uint32_t n_out,
+                  ctn_tensor *const *outputs);
+  void run_steps(const RunControl *rc);
+  void stop_if_asked(const RunControl &rc, size_t step) const;
+  void check_numerics(size_t step) const;
 };
 
 }  // namespace ctn

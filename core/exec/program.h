@@ -34,6 +34,7 @@ struct Program {
     ctn_tensor_desc out{};
     int src = -1, dst = -1;  // transfer: value ids
     std::string op;
+    ctn_node node = CTN_NODE_NONE;  // the node it computes (compile-time graph), for messages
   };
   // A run of consecutive steps on one backend that records plans (backend.h, since 1.1).
   struct Segment {

@@ -368,8 +368,9 @@ CTN_API ctn_status ctn_model_set_lr(ctn_model *m, double lr) {
   });
 }
 
-CTN_API ctn_status ctn_model_run(ctn_model *m, ctn_plan *p, uint32_t n_feeds, const ctn_node *feed_nodes,
-                                 const ctn_tensor *const *feed_values, uint32_t n_outputs, ctn_tensor *const *outputs) {
+CTN_API ctn_status ctn_model_run_with_options(ctn_model *m, ctn_plan *p, const ctn_run_options *options, uint32_t n_feeds,
+                                              const ctn_node *feed_nodes, const ctn_tensor *const *feed_values,
+                                              uint32_t n_outputs, ctn_tensor *const *outputs) {
   return wall([&] {
     need_model(m, __func__);
     if (!p) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_model_run: the plan is NULL");
@@ -394,7 +395,13 @@ CTN_API ctn_status ctn_model_run(ctn_model *m, ctn_plan *p, uint32_t n_feeds, co
       nodes.push_back(m->lr);
       values.push_back(m->lr_value);
     }
-    ctn_status s = ctn_plan_run(p, static_cast<uint32_t>(nodes.size()), nodes.data(), values.data(), n_outputs, outputs);
+    ctn_status s = ctn_plan_run_with_options(p, options, static_cast<uint32_t>(nodes.size()), nodes.data(), values.data(),
+                                             n_outputs, outputs);
     if (s != CTN_OK) check(s, "ctn_model_run");
   });
+}
+
+CTN_API ctn_status ctn_model_run(ctn_model *m, ctn_plan *p, uint32_t n_feeds, const ctn_node *feed_nodes,
+                                 const ctn_tensor *const *feed_values, uint32_t n_outputs, ctn_tensor *const *outputs) {
+  return ctn_model_run_with_options(m, p, nullptr, n_feeds, feed_nodes, feed_values, n_outputs, outputs);
 }

@@ -81,6 +81,8 @@ const char *status_name(ctn_status s) {
     case CTN_ERR_CORRUPT: return "CTN_ERR_CORRUPT";
     case CTN_ERR_STATE: return "CTN_ERR_STATE";
     case CTN_ERR_INTERNAL: return "CTN_ERR_INTERNAL";
+    case CTN_ERR_CANCELLED: return "CTN_ERR_CANCELLED";
+    case CTN_ERR_NUMERICS: return "CTN_ERR_NUMERICS";
     default: return "CTN_ERR_UNKNOWN";
   }
 }

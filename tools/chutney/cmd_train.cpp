@@ -67,6 +67,7 @@ struct TrainOptions {
   std::string run_id;  // "run_id" of the checkpoints: new, or the resumed checkpoint's
   bool quiet = false;
   bool print_steps = false;  // one stdout line per update: the bindings compare theirs with it
+  bool check_numerics = false;  // --check-numerics: stop at the first op that makes a NaN/inf
   int64_t keep_last = 5;   // --keep-last: epoch checkpoints kept besides the best (0: all)
   int64_t stop_after = 0;  // > 0: run at most this many epochs now (an interruption, for tests)
   // Data-parallel (docs/DISTRIBUTED.md): "" (one process), "mpi" or "nccl".
@@ -311,6 +312,7 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
   o.resume_path = args.str("resume", "");
   o.quiet = args.flag("quiet");
   o.print_steps = args.flag("print-steps");
+  o.check_numerics = args.flag("check-numerics");
   o.stop_after = args.integer("stop-after", 0, 1, 1000);
   o.distributed = args.str("distributed", "");
   if (!o.distributed.empty() && o.distributed != "mpi" && o.distributed != "nccl") {
@@ -733,6 +735,9 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
   const ctn_tensor *feeds[2] = {x.get(), y.get()};
   ctn_tensor *outs[1] = {loss.get()};
   const int64_t total_steps = o.epochs * batches;
+  ctn_run_options run_options{};
+  run_options.struct_size = sizeof run_options;
+  run_options.flags = o.check_numerics ? CTN_RUN_CHECK_NUMERICS : 0u;
 
   double train_seconds_run = 0.0, wait_run = 0.0, cpu_seconds_run = 0.0;
   int64_t images_run = 0;
@@ -765,7 +770,7 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
       check(ctn_model_set_step(tm.model.get(), step), "ctn_model_set_step");
       const double lr = lr_at(o, step, batches, total_steps, elapsed);
       check(ctn_model_set_lr(tm.model.get(), lr), "ctn_model_set_lr");
-      check(ctn_model_run(tm.model.get(), train_plan.get(), 2, feed_nodes, feeds, 1, outs),
+      check(ctn_model_run_with_options(tm.model.get(), train_plan.get(), &run_options, 2, feed_nodes, feeds, 1, outs),
             "ctn_model_run (train)");
       float value = 0.0f;
       check(ctn_tensor_read(loss.get(), &value, sizeof value), "ctn_tensor_read (loss)");
@@ -773,7 +778,7 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
         progress.finish();
         throw Failure("training diverged: loss is " + std::to_string(value) + " at epoch " +
                       std::to_string(epoch) + ", batch " + std::to_string(b + 1) +
-                      "; try a smaller --lr");
+                      "; try a smaller --lr" + (o.check_numerics ? "" : ", or --check-numerics to find the op"));
       }
       // %.9g prints a float exactly, so that another program (a language binding) training
       // with the same seed can be compared bit for bit.
@@ -929,6 +934,7 @@ const CommandSpec &train_command() {
            "cap the training plan's planned peak (suffix k, M, G); over it, activations are recomputed "
            "(auto: as low as that gets); results are bit-identical"},
           {"print-steps", nullptr, "print every update's learning rate and loss (\"step N lr X loss Y\")"},
+          {"check-numerics", nullptr, "check every step's output for NaN/inf and stop at the first op that makes one, naming it (slow)"},
           {"distributed", "mpi|nccl", "data-parallel over the ranks of `mpirun -np N`: --batch-size per rank, gradients averaged (docs/DISTRIBUTED.md)"},
           {"bucket-bytes", "N", "distributed: gradient fusion bucket size in bytes (default 64 MiB)"},
           {"collective-timeout", "S", "distributed: a collective not done in S seconds ends the job naming the missing ranks (default 60)"},
