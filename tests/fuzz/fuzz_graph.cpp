@@ -10,6 +10,7 @@
 // replay driver runs tests/fuzz/corpus/graph (meson test fuzz_graph_replay).
 #include <chutney/chutney.h>
 
+#include "alloc_cap.h"
 #include "raw_dtype.h"
 
 #include <cstdint>
@@ -78,8 +79,23 @@ struct Reader {
   }
 };
 
+// The allocation cap (alloc_cap.c) must hold, or a corpus input planning 17 GB gets it (and
+// MALLOC_PERTURB_ touches it): one allocation just over the cap must fail. Called through a
+// volatile pointer, so that the compiler cannot fold the malloc/free pair away.
+void check_allocation_cap() {
+  const size_t cap = fuzz_alloc_cap_bytes();
+  if (!cap) return;
+  void *(*volatile alloc)(size_t) = std::malloc;
+  void *p = alloc(cap + 1);
+  if (p) {
+    std::fprintf(stderr, "fuzz_graph: an allocation of %zu bytes passed the cap (alloc_cap.c)\n", cap + 1);
+    std::abort();
+  }
+}
+
 ctn_context *context() {
   static ctn_context *ctx = [] {
+    check_allocation_cap();
     ctn_context *c = nullptr;
     if (ctn_context_create(nullptr, &c) != CTN_OK) {
       std::fprintf(stderr, "fuzz_graph: no context: %s\n", ctn_last_error());
