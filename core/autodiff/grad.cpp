@@ -8,7 +8,9 @@
 
 namespace ctn {
 
-void build_grad(Graph &g, ctn_node loss, uint32_t n, const ctn_node *wrt, ctn_node *out) {
+namespace {
+
+void append_grad(Graph &g, ctn_node loss, uint32_t n, const ctn_node *wrt, ctn_node *out) {
   g.check(loss, "ctn_grad");
   if (n && (!wrt || !out)) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_grad: wrt or out_grads is NULL");
   const ValueInfo li = g.info(loss);
@@ -102,6 +104,20 @@ void build_grad(Graph &g, ctn_node loss, uint32_t n, const ctn_node *wrt, ctn_no
     out[i] = r;
   }
   for (uint32_t i = 0; i < n; ++i) g.node(out[i]).grad_uses_from = static_cast<uint32_t>(g.size());
+}
+
+}  // namespace
+
+// A failed ctn_grad changes no state: a rule that fails (an op with no gradient rule, found
+// after the seed and the later ops' gradients were appended) left those nodes in the graph.
+void build_grad(Graph &g, ctn_node loss, uint32_t n, const ctn_node *wrt, ctn_node *out) {
+  const size_t before = g.size();
+  try {
+    append_grad(g, loss, n, wrt, out);
+  } catch (...) {
+    g.truncate(before);
+    throw;
+  }
 }
 
 }  // namespace ctn

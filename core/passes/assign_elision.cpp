@@ -1,7 +1,11 @@
 // Compile stage 4 (exec/compile.h): an assignment's value computed directly into the variable.
 // Legal when the value is an op with no other consumer, on the variable's device, that reads
 // the variable only as input 0 through an in-place-capable kernel (or not at all), and every
-// other reader of the variable runs before it (order_nodes arranges that).
+// other reader of the variable runs before it (order_nodes arranges that), and the variable
+// itself is scheduled before it: writing into the variable is a dependency the graph's edges
+// do not have. (Without dead-code elimination the schedule follows creation order, so a
+// variable created after the op computing its new value came after it, and the planner found
+// no storage to write into: CTN_ERR_INTERNAL "map::at", found by a graph fuzzer.)
 #include "exec/compile.h"
 
 namespace ctn {
@@ -24,7 +28,7 @@ void elide_assignments(CompileState &cs) {
     const ctn_node var = an.inputs[0], x = an.inputs[1];
     const Node &xn = g.node(x);
     if (xn.kind != NodeKind::Op || (xn.op->flags & OP_VIEW_RESHAPE) || consumers[x] != 1 || assigns_of[var] != 1 ||
-        cs.dev[x] != cs.dev[var] || cs.write_into.count(x))
+        cs.dev[x] != cs.dev[var] || cs.write_into.count(x) || pos[var] > pos[x])
       continue;
     bool ok = true;
     for (size_t k = 0; k < xn.inputs.size(); ++k)

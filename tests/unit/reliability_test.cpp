@@ -426,3 +426,70 @@ TEST(Reliability, ManyContextsOneAfterAnotherAllHaveTheCpuBackend) {
 }
 
 }  // namespace
+
+namespace {
+
+// Issue 30: a ctn_grad that failed in a gradient rule (an op with none, met after the seed and
+// the later ops' gradients had been appended) left those nodes in the graph; a failed call
+// changes no state.
+TEST(Reliability, AFailedGradLeavesTheGraphAsItWas) {
+  Graph G;
+  const int64_t shape[1] = {3};
+  ctn_node x, y, d, l;
+  CTN_ASSERT_OK(ctn_input(G.g, "x", CTN_F32, 1, shape, &x));
+  CTN_ASSERT_OK(ctn_input(G.g, "y", CTN_F32, 1, shape, &y));
+  const ctn_node in[2] = {x, y};
+  CTN_ASSERT_OK(ctn_op(G.g, "relu_grad", 2, in, nullptr, &d));  // no gradient rule of its own
+  CTN_ASSERT_OK(ctn_sum(G.g, d, 0, nullptr, 0, &l));
+  uint32_t before = 0, after = 0;
+  CTN_ASSERT_OK(ctn_graph_node_count(G.g, &before));
+  ctn_node grad = 77;
+  EXPECT_EQ(ctn_grad(G.g, l, 1, &x, &grad), CTN_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(ctn_last_error(), "relu_grad")) << ctn_last_error();
+  CTN_ASSERT_OK(ctn_graph_node_count(G.g, &after));
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(grad, 77u);
+  ctn_tensor *xv = make_f32({3}, {-1, 2, 3});
+  ctn_tensor *yv = make_f32({3}, {5, 6, 7});
+  auto out = run_once(G.g, {l}, {x, y}, {xv, yv});
+  ctn_tensor_release(xv);
+  ctn_tensor_release(yv);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], std::vector<float>({13}));
+}
+
+// Issue 30: ctn_plan_compile failed with CTN_ERR_INTERNAL ("map::at", thrown by the memory
+// budget pass's planner simulation, which runs on every compile) when an assignment's value was
+// an op created before its variable and the plan was compiled without dead-code elimination:
+// that schedule follows creation order, so the op came before the variable, yet the assignment
+// was elided (the op writing straight into the variable's storage, which had no value yet).
+// Found by a graph fuzzer; the elision now requires the variable to be scheduled first.
+TEST(Reliability, AnAssignmentWhoseValueIsMadeBeforeItsVariableCompilesWithoutDce) {
+  const uint32_t disables[] = {0, CTN_PASS_DCE, CTN_PASS_DCE | CTN_PASS_CONSTANT_FOLDING | CTN_PASS_SIMPLIFY,
+                               CTN_PASS_DCE | CTN_PASS_FUSION};
+  for (uint32_t disable : disables)
+    for (uint64_t budget : {uint64_t(0), uint64_t(CTN_MEMORY_BUDGET_AUTO)}) {
+      SCOPED_TRACE("disable " + std::to_string(disable) + ", budget " + std::to_string(budget));
+      Graph G;
+      const int64_t shape[1] = {3};
+      ctn_node x, r, v, a;
+      CTN_ASSERT_OK(ctn_input(G.g, "x", CTN_F32, 1, shape, &x));
+      CTN_ASSERT_OK(ctn_relu(G.g, x, &r));  // the value, made before the variable
+      ctn_tensor *init = make_f32({3}, {7, 7, 7});
+      CTN_ASSERT_OK(ctn_variable(G.g, "v", init, &v));
+      ctn_tensor_release(init);
+      CTN_ASSERT_OK(ctn_assign(G.g, v, r, &a));
+      ctn_compile_options opt{};
+      opt.struct_size = sizeof opt;
+      opt.disable = disable;
+      opt.memory_budget = budget;
+      ctn_tensor *xv = make_f32({3}, {-1, 2, -3});
+      const ctn_tensor *feeds[1] = {xv};
+      auto out = run_once(G.g, {a}, {x}, {feeds[0]}, &opt);
+      ctn_tensor_release(xv);
+      ASSERT_EQ(out.size(), 1u);
+      EXPECT_EQ(out[0], std::vector<float>({0, 2, 0}));
+    }
+}
+
+}  // namespace
