@@ -30,16 +30,21 @@ CASES = [
     ("avg2x2s2", False, [1, 64, 56, 56], 2, 2, 0, 0),
     ("global_avg7x7", False, [1, 512, 7, 7], 7, 1, 0, 0),
     ("batch8_max3x3s2p1", True, [8, 64, 56, 56], 3, 2, 1, 0),
+    ("global_avg7x7_mean", False, [1, 512, 7, 7], 0, 1, 0, 0),  # k 0: GlobalAveragePool
 ]
 
 
 def model(is_max, shape, k, s, p, incl):
     n, c, h, w = shape
-    ho, wo = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
-    attrs = dict(kernel_shape=[k, k], strides=[s, s], pads=[p, p, p, p])
-    if not is_max:
-        attrs["count_include_pad"] = incl
-    node = helper.make_node("MaxPool" if is_max else "AveragePool", ["x"], ["y"], **attrs)
+    if k == 0:
+        ho = wo = 1
+        node = helper.make_node("GlobalAveragePool", ["x"], ["y"])
+    else:
+        ho, wo = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+        attrs = dict(kernel_shape=[k, k], strides=[s, s], pads=[p, p, p, p])
+        if not is_max:
+            attrs["count_include_pad"] = incl
+        node = helper.make_node("MaxPool" if is_max else "AveragePool", ["x"], ["y"], **attrs)
     g = helper.make_graph([node], "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, c, ho, wo])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
@@ -74,7 +79,7 @@ def time_case(blob, shape, threads, reps, profile=False):
         # input and output around the pooling node: ReorderInput, MaxPool, ReorderOutput).
         per_run = len(ev) // (reps + 3)
         runs = [ev[i * per_run:(i + 1) * per_run] for i in range(3, reps + 3)]
-        pool = min(e["dur"] for r in runs for e in r if e["args"]["op_name"] in ("MaxPool", "AveragePool"))
+        pool = min(e["dur"] for r in runs for e in r if e["args"]["op_name"] in ("MaxPool", "AveragePool", "GlobalAveragePool"))
         kernels = (pool / 1e3, min(sum(e["dur"] for e in r) for r in runs) / 1e3, [e["args"]["op_name"] for e in runs[0]])
     return t[0], t[len(t) // 2], cpu, kernels
 
@@ -89,7 +94,7 @@ def main():
         if a.case and a.case != name:
             continue
         blob = model(is_max, shape, k, s, p, incl)
-        r = {"name": name, "op": "MaxPool" if is_max else "AveragePool", "shape": shape, "k": k, "s": s, "p": p,
+        r = {"name": name, "op": "GlobalAveragePool" if k == 0 else "MaxPool" if is_max else "AveragePool", "shape": shape, "k": k, "s": s, "p": p,
              "count_include_pad": incl}
         for t in (1, 2):
             best, med, cpu, _ = time_case(blob, shape, t, a.reps)

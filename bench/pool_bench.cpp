@@ -45,6 +45,8 @@ const Case kCases[] = {
     {"avg2x2s2", false, 1, 64, 56, 56, 2, 2, 0, 0},
     {"global_avg7x7", false, 1, 512, 7, 7, 7, 1, 0, 0},
     {"batch8_max3x3s2p1", true, 8, 64, 56, 56, 3, 2, 1, 0},
+    // k 0: mean over axes 2, 3 with keepdims, what the ONNX importer makes of GlobalAveragePool
+    {"global_avg7x7_mean", false, 1, 512, 7, 7, 0, 1, 0, 0},
 };
 
 double cpu_now() {
@@ -103,7 +105,10 @@ Times time_case(ctn_context *ctx, const Case &c, int reps) {
   const int64_t shape[4] = {c.n, c.c, c.h, c.w};
   return time_plan(ctx, shape, reps, [&c](ctn_graph *g, ctn_node x) {
     ctn_node y = CTN_NODE_NONE;
-    if (c.max)
+    const int32_t axes[2] = {2, 3};
+    if (c.k == 0)
+      CK(ctn_mean(g, x, 2, axes, 1, &y));
+    else if (c.max)
       CK(ctn_max_pool2d(g, x, c.k, c.k, c.s, c.s, c.p, c.p, &y));
     else
       CK(ctn_avg_pool2d(g, x, c.k, c.k, c.s, c.s, c.p, c.p, c.include_pad, &y));
@@ -113,7 +118,8 @@ Times time_case(ctn_context *ctx, const Case &c, int reps) {
 
 // The same plan without the kernel: the output's shape as a variable, copied out.
 Times time_copy_out(ctn_context *ctx, const Case &c, int reps) {
-  const int64_t shape[4] = {c.n, c.c, (c.h + 2 * c.p - c.k) / c.s + 1, (c.w + 2 * c.p - c.k) / c.s + 1};
+  const int64_t k = c.k ? c.k : c.h;  // the mean: one output per plane
+  const int64_t shape[4] = {c.n, c.c, (c.h + 2 * c.p - k) / c.s + 1, (c.w + 2 * c.p - k) / c.s + 1};
   return time_plan(ctx, shape, reps, [](ctn_graph *, ctn_node x) { return x; });
 }
 
@@ -167,7 +173,7 @@ int main(int argc, char **argv) {
                 "\"p\": %d, \"count_include_pad\": %d, \"ms_1t\": %.4f, \"ms_1t_median\": %.4f, \"cpu_ms_1t\": %.4f, "
                 "\"ms_2t\": %.4f, \"ms_2t_median\": %.4f, \"copy_out_ms\": %.4f, \"kernel_ms_1t\": %.4f, "
                 "\"kernel_ms_2t\": %.4f}",
-                first ? "" : ",\n", c.name, c.max ? "max_pool2d" : "avg_pool2d", static_cast<long long>(c.n),
+                first ? "" : ",\n", c.name, c.k == 0 ? "mean" : c.max ? "max_pool2d" : "avg_pool2d", static_cast<long long>(c.n),
                 static_cast<long long>(c.c), static_cast<long long>(c.h), static_cast<long long>(c.w), c.k, c.s, c.p,
                 c.include_pad, tm[0].best, tm[0].median, tm[0].cpu, tm[1].best, tm[1].median, copy.best,
                 tm[0].best - copy.best, tm[1].best - copy.best);

@@ -61,6 +61,7 @@ struct PoolState : KernelBase {
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0;
   bool include_pad = false;
   bool k2 = false;        // 2x2 windows, stride 2, no padding: max_pool2d_grad's own path
+  bool global = false;    // one unpadded window over the whole plane
   int64_t np = 0;         // the length of one phase, ceil(w / sw)
   std::vector<Tap> taps;  // kw entries, k ascending
   int64_t inner_lo = 0, inner_hi = 0;  // the output columns every tap reaches (may be empty)
@@ -94,15 +95,44 @@ struct SumOp {
   static CTN_POOL_INLINE T f(T m, T v) { return m + v; }
 };
 
+// With PlainMaxOp: whether a or b is NaN (the plain max may lose it); 0 for the other ops.
+template <class Op, class T>
+CTN_POOL_INLINE int nan_check(T a, T b) {
+  if constexpr (std::is_same_v<Op, PlainMaxOp<T>>)
+    return __builtin_isunordered(a, b);
+  else
+    return 0;
+}
+
+// Op over x[0, n) in 16 lanes (a global window: one output per plane); *bad as combine_rows.
+template <class Op, class T>
+CTN_POOL_INLINE T reduce_plane(const T *__restrict x, int64_t n, bool *bad) {
+  constexpr int kL = 16;
+  T acc[kL];
+  for (int l = 0; l < kL; ++l) acc[l] = Op::init();
+  int b = 0;
+  int64_t j = 0;
+  for (; j + kL <= n; j += kL)
+    for (int l = 0; l < kL; ++l) {
+      acc[l] = Op::f(acc[l], x[j + l]);
+      b |= nan_check<Op>(x[j + l], x[j + l]);
+    }
+  T m = Op::init();
+  for (; j < n; ++j) {
+    m = Op::f(m, x[j]);
+    b |= nan_check<Op>(x[j], x[j]);
+  }
+  for (int l = 0; l < kL; ++l) m = Op::f(m, acc[l]);
+  *bad = b != 0;
+  return m;
+}
+
 // out[j] = Op over the rows [h0, h1) of plane x (width w); h0 < h1. Up to three rows in the
 // first pass, two in each further one. With PlainMaxOp, returns whether any of the rows holds a
 // NaN (found in the same pass: one unordered compare checks two elements), else false.
 template <class Op, class T>
 CTN_POOL_INLINE bool combine_rows(const T *x, int64_t w, int64_t h0, int64_t h1, T *__restrict out) {
-  constexpr bool kCheck = std::is_same_v<Op, PlainMaxOp<T>>;
-  const auto unord = [](T a, T b) __attribute__((always_inline)) {
-    return kCheck ? static_cast<int>(__builtin_isunordered(a, b)) : 0;
-  };
+  const auto unord = nan_check<Op, T>;
   int bad = 0;
   const T *__restrict r0 = x + h0 * w;
   int64_t ih = std::min(h0 + 3, h1);
@@ -259,6 +289,12 @@ CTN_POOL_INLINE void prefetch_rows(const PoolState &s, const T *x, int64_t oh) {
 template <class Op, class T>
 CTN_POOL_INLINE void pool_plane(const PoolState &s, const Scratch<T> &sc, const T *x, T *y) {
   const bool avg = std::is_same_v<Op, SumOp<T>>;
+  if (s.global) {
+    bool bad;
+    const T m = reduce_plane<Op>(x, s.h * s.w, &bad);
+    y[0] = bad ? reduce_plane<MaxOp<T>>(x, s.h * s.w, &bad) : avg ? m / T(s.h * s.w) : m;
+    return;
+  }
   for (int64_t oh = 0; oh < s.ho; ++oh) {
     int64_t h0, h1;
     window(oh, s.sh, s.ph, s.kh, s.h, &h0, &h1);
@@ -574,6 +610,7 @@ ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   st->planes = big.shape[0] * big.shape[1];
   st->h = big.shape[2], st->w = big.shape[3];
   st->ho = small.shape[2], st->wo = small.shape[3];
+  st->global = st->kh == st->h && st->kw == st->w && st->ph == 0 && st->pw == 0;
   st->k2 = st->kh == 2 && st->kw == 2 && st->sh == 2 && st->sw == 2 && st->ph == 0 && st->pw == 0;
   // max_pool2d_grad's arguments are plane offsets in lanes as wide as the data.
   if (kind == PoolKind::kMaxGrad && y.dtype == CTN_F32 && st->h * st->w > INT32_MAX)
