@@ -5,10 +5,10 @@
 // A window is separable: for each output row, the rows under it are combined first (max or
 // sum, element by element over the whole input width: contiguous, vectorised), then the
 // columns. The combined row is split into `sw` phases (phase r holds columns r, r + sw, ...),
-// so that tap k of every output column reads one phase at consecutive indices. The output
-// columns that every tap reaches take all taps in one pass (windows of 1..5 columns unrolled,
-// the taps combined in registers); the few edge columns, whose taps fall partly into the
-// padding, are done one by one. The loops are plain C++ compiled once per instruction set
+// so that tap k of every output column reads one phase at consecutive indices. The phases are
+// padded with the operation's neutral value (-inf, 0) on both sides, so every output column
+// takes every tap: one pass over the output row (windows of 1..5 columns unrolled, the taps
+// combined in registers), with no clipped edge columns. The loops are plain C++ compiled once per instruction set
 // (target attributes on the callers, like vmath.cpp): the compiler vectorises them with
 // AVX-512, AVX2, SSE2 or NEON, and the scalar build is the same code.
 //
@@ -35,9 +35,10 @@ namespace {
 enum class PoolKind { kMax, kMaxGrad, kAvg, kAvgGrad };
 
 // Tap k of the column pass: output columns [lo, hi) read phase r at index ow + a (the input
-// column ow * sw + k - pw = (ow + a) * sw + r).
+// column ow * sw + k - pw = (ow + a) * sw + r); in the padded phases (Scratch::pp) output column
+// ow reads element off + ow, for every ow.
 struct Tap {
-  int64_t r = 0, a = 0, lo = 0, hi = 0;
+  int64_t r = 0, a = 0, lo = 0, hi = 0, off = 0;
 };
 
 struct PoolState;
@@ -64,7 +65,7 @@ struct PoolState : KernelBase {
   bool global = false;    // one unpadded window over the whole plane
   int64_t np = 0;         // the length of one phase, ceil(w / sw)
   std::vector<Tap> taps;  // kw entries, k ascending
-  int64_t inner_lo = 0, inner_hi = 0;  // the output columns every tap reaches (may be empty)
+  int64_t padl = 0, pitch = 0;  // padded phases: padl elements before each, pitch apart
   int64_t parts_max = 1;  // workspace slots (pool size at get_kernel)
   int64_t slot = 0;       // bytes per slot
   PlanesFn<float> run32 = nullptr;
@@ -172,7 +173,8 @@ CTN_POOL_INLINE bool combine_rows(const T *x, int64_t w, int64_t h0, int64_t h1,
 }
 
 // Between a row v of width w and its s phases at ph (phase r at ph + r * np holds v[r],
-// v[r + s], ...): kSplit copies v into the phases, else the phases back into v.
+// v[r + s], ...; np: the distance between phases): kSplit copies v into the phases, else the
+// phases back into v.
 template <bool kSplit, class T>
 CTN_POOL_INLINE void phases(T *__restrict v, int64_t w, int64_t s, int64_t np, T *__restrict ph) {
   const auto mv = [](T &row, T &phase) __attribute__((always_inline)) {
@@ -203,50 +205,35 @@ CTN_POOL_INLINE const T *split(const PoolState &s, const T *v, T *ph) {
   return ph;
 }
 
-// The output columns [lo, lo + n) that every tap reaches, windows of KW taps: one pass, the taps
-// combined in registers (k ascending).
+// o[ow] = Op over the KW taps of output column ow, for every ow: one pass, the taps combined in
+// registers (k ascending).
 template <int KW, class Op, class T>
-CTN_POOL_INLINE void cols_inner(const PoolState &s, const T *ph, T *__restrict acc) {
+CTN_POOL_INLINE void cols_taps(const PoolState &s, const T *pp, T *__restrict o) {
   const T *b[KW];
-  for (int k = 0; k < KW; ++k) {
-    const Tap &t = s.taps[static_cast<size_t>(k)];
-    b[k] = ph + (t.r * s.np + t.a + s.inner_lo);
-  }
-  T *__restrict o = acc + s.inner_lo;
-  const int64_t n = s.inner_hi - s.inner_lo;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int k = 0; k < KW; ++k) b[k] = pp + s.taps[static_cast<size_t>(k)].off;
+  for (int64_t i = 0; i < s.wo; ++i) {
     T m = b[0][i];
     for (int k = 1; k < KW; ++k) m = Op::f(m, b[k][i]);
     o[i] = m;
   }
 }
 
-// acc[ow] = Op over the taps of output column ow, reading the phases ph of a combined row.
+// o[ow] = Op over the taps of output column ow, reading the padded phases pp of a combined row
+// (the padding holds Op::init(), so that no column needs its taps clipped).
 template <class Op, class T>
-CTN_POOL_INLINE void combine_cols(const PoolState &s, const T *ph, T *__restrict acc) {
-  // The edge columns, where some taps fall into the padding, one by one.
-  const auto edge = [&](int64_t ow) __attribute__((always_inline)) {
-    T m = Op::init();
-    for (const Tap &t : s.taps)
-      if (ow >= t.lo && ow < t.hi) m = Op::f(m, ph[t.r * s.np + t.a + ow]);
-    acc[ow] = m;
-  };
-  for (int64_t ow = 0; ow < s.inner_lo; ++ow) edge(ow);
-  for (int64_t ow = s.inner_hi; ow < s.wo; ++ow) edge(ow);
+CTN_POOL_INLINE void combine_cols(const PoolState &s, const T *pp, T *__restrict o) {
   switch (s.kw) {
-    case 1: return cols_inner<1, Op>(s, ph, acc);
-    case 2: return cols_inner<2, Op>(s, ph, acc);
-    case 3: return cols_inner<3, Op>(s, ph, acc);
-    case 4: return cols_inner<4, Op>(s, ph, acc);
-    case 5: return cols_inner<5, Op>(s, ph, acc);
+    case 1: return cols_taps<1, Op>(s, pp, o);
+    case 2: return cols_taps<2, Op>(s, pp, o);
+    case 3: return cols_taps<3, Op>(s, pp, o);
+    case 4: return cols_taps<4, Op>(s, pp, o);
+    case 5: return cols_taps<5, Op>(s, pp, o);
     default: break;
   }
-  std::fill(acc + s.inner_lo, acc + s.inner_hi, Op::init());
+  std::fill(o, o + s.wo, Op::init());
   for (const Tap &t : s.taps) {
-    const T *__restrict p = ph + (t.r * s.np + t.a + s.inner_lo);
-    T *__restrict o = acc + s.inner_lo;
-    const int64_t n = s.inner_hi - s.inner_lo;
-    for (int64_t i = 0; i < n; ++i) o[i] = Op::f(o[i], p[i]);
+    const T *__restrict p = pp + t.off;
+    for (int64_t i = 0; i < s.wo; ++i) o[i] = Op::f(o[i], p[i]);
   }
 }
 
@@ -256,11 +243,12 @@ struct Scratch {
   T *cnt;   // wo: real columns under each output column's window (avg)
   T *row;   // w: a combined row
   T *ph;    // sw * np: phases
+  T *pp;    // sw * pitch: padded phases (forward), the padding Op::init()
   T *col;   // wo: per-output values (maxima, gradients)
   std::conditional_t<sizeof(T) == 4, int32_t, int64_t> *arg;  // wo: first maxima
   static int64_t piece(int64_t n) { return (n * 8 + 63) / 64 * 64; }  // bytes, for 8-byte lanes
-  static int64_t bytes(int64_t w, int64_t wo, int64_t sw, int64_t np) {
-    return 3 * piece(wo) + piece(w) + piece(sw * np);
+  static int64_t bytes(const PoolState &s) {
+    return 3 * piece(s.wo) + piece(s.w) + piece(s.sw * s.np) + piece(s.sw * s.pitch);
   }
   Scratch(char *slot, const PoolState &s) {
     cnt = reinterpret_cast<T *>(slot);
@@ -268,6 +256,7 @@ struct Scratch {
     ph = reinterpret_cast<T *>(slot + piece(s.wo) + piece(s.w));
     col = reinterpret_cast<T *>(slot + piece(s.wo) + piece(s.w) + piece(s.sw * s.np));
     arg = reinterpret_cast<decltype(arg)>(slot + 2 * piece(s.wo) + piece(s.w) + piece(s.sw * s.np));
+    pp = reinterpret_cast<T *>(slot + 3 * piece(s.wo) + piece(s.w) + piece(s.sw * s.np));
   }
 };
 
@@ -282,6 +271,16 @@ CTN_POOL_INLINE void prefetch_rows(const PoolState &s, const T *x, int64_t oh) {
   h0 = std::max(h0, h1 - s.sh);
   const char *a = reinterpret_cast<const char *>(x + h0 * s.w), *b = reinterpret_cast<const char *>(x + h1 * s.w);
   for (; a < b; a += 64) __builtin_prefetch(a);
+}
+
+// One output row of the forward pass into o[0, wo): Op over the window's rows [h0, h1), then
+// over the column taps. False, and o untouched, when Op is PlainMaxOp and the rows hold a NaN.
+template <class Op, class T>
+CTN_POOL_INLINE bool pool_row(const PoolState &s, const Scratch<T> &sc, const T *x, int64_t h0, int64_t h1, T *o) {
+  if (combine_rows<Op>(x, s.w, h0, h1, s.sw == 1 ? sc.pp + s.padl : sc.row)) return false;
+  if (s.sw != 1) phases<true>(sc.row, s.w, s.sw, s.pitch, sc.pp + s.padl);
+  combine_cols<Op>(s, sc.pp, o);
+  return true;
 }
 
 // max_pool2d (Op PlainMaxOp: output rows whose input rows hold a NaN are redone with MaxOp),
@@ -300,12 +299,10 @@ CTN_POOL_INLINE void pool_plane(const PoolState &s, const Scratch<T> &sc, const 
     window(oh, s.sh, s.ph, s.kh, s.h, &h0, &h1);
     T *__restrict yr = y + oh * s.wo;
     prefetch_rows(s, x, oh + 2);
-    if (combine_rows<Op>(x, s.w, h0, h1, sc.row)) {
-      combine_rows<MaxOp<T>>(x, s.w, h0, h1, sc.row);
-      combine_cols<MaxOp<T>>(s, split(s, sc.row, sc.ph), yr);
+    if (!pool_row<Op>(s, sc, x, h0, h1, yr)) {
+      pool_row<MaxOp<T>>(s, sc, x, h0, h1, yr);
       continue;
     }
-    combine_cols<Op>(s, split(s, sc.row, sc.ph), yr);
     if (avg) {
       const T rows = T(s.include_pad ? s.kh : h1 - h0);
       const T *__restrict cnt = sc.cnt;
@@ -326,8 +323,7 @@ CTN_POOL_INLINE void max_grad_plane(const PoolState &s, const Scratch<T> &sc, co
   for (int64_t oh = 0; oh < s.ho; ++oh) {
     int64_t h0, h1;
     window(oh, s.sh, s.ph, s.kh, s.h, &h0, &h1);
-    combine_rows<MaxOp<T>>(x, s.w, h0, h1, sc.row);
-    combine_cols<MaxOp<T>>(s, split(s, sc.row, sc.ph), sc.col);
+    pool_row<MaxOp<T>>(s, sc, x, h0, h1, sc.col);
     Idx *__restrict arg = sc.arg;
     for (int64_t ow = 0; ow < s.wo; ++ow) arg[ow] = -1;
     for (int64_t ih = h0; ih < h1; ++ih) {
@@ -489,6 +485,9 @@ CTN_POOL_INLINE void run_planes(const PoolJob<T> &job, int64_t p0, int64_t p1, c
     for (const Tap &t : s.taps)
       for (int64_t ow = t.lo; ow < t.hi && !s.include_pad; ++ow) sc.cnt[ow] += T(1);
   }
+  // The padding of the padded phases, written once: the rows pass and the split fill the rest.
+  const bool max = s.kind == PoolKind::kMax || s.kind == PoolKind::kMaxGrad;
+  std::fill(sc.pp, sc.pp + s.sw * s.pitch, max ? MaxOp<T>::init() : T(0));
   for (int64_t p = p0; p < p1; ++p) {
     switch (s.kind) {
       case PoolKind::kMax: pool_plane<PlainMaxOp<T>>(s, sc, job.x + p * in_sz, job.out + p * out_sz); break;
@@ -572,10 +571,11 @@ void make_taps(PoolState &s) {
     t.lo = std::max<int64_t>(-t.a, 0);                           // ow * sw + q >= 0
     t.hi = std::min<int64_t>(s.wo, (s.w - 1 - q) / s.sw + 1);    // ow * sw + q <= w - 1
     t.hi = std::max(t.hi, t.lo);
-    s.inner_lo = k ? std::max(s.inner_lo, t.lo) : t.lo;
-    s.inner_hi = k ? std::min(s.inner_hi, t.hi) : t.hi;
   }
-  s.inner_hi = std::max(s.inner_hi, s.inner_lo);
+  // Padded phases: columns before the row and after it read Op::init() instead of being clipped.
+  s.padl = std::max<int64_t>(0, -s.taps.front().a);
+  s.pitch = s.padl + std::max(s.np, s.wo + s.taps.back().a);
+  for (Tap &t : s.taps) t.off = t.r * s.pitch + s.padl + t.a;
 }
 
 }  // namespace
@@ -619,7 +619,7 @@ ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   st->run32 = planes_for<float>(be->gemm_isa.load()->name);
   st->run64 = planes_for<double>(be->gemm_isa.load()->name);
   st->parts_max = std::max(1, be->num_threads.load());
-  st->slot = Scratch<double>::bytes(st->w, st->wo, st->sw, st->np);
+  st->slot = Scratch<double>::bytes(*st);
   const uint64_t ws = static_cast<uint64_t>(st->parts_max * st->slot);
   kernel_set(out, y.dtype == CTN_F32 ? pool_kernel<float> : pool_kernel<double>, st.release(), 0, ws);
   return CTN_OK;
