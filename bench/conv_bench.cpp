@@ -4,6 +4,8 @@
 // per call and GFLOP/s (process CPU time stays meaningful on a loaded machine at --threads 1).
 #include <chutney/chutney.h>
 
+#include "bench_util.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,28 +17,15 @@
 
 namespace {
 
-#define CK(x)                                                                 \
-  do {                                                                        \
-    if ((x) != CTN_OK) {                                                      \
-      std::fprintf(stderr, "conv_bench: %s: %s\n", #x, ctn_last_error());     \
-      std::exit(1);                                                           \
-    }                                                                         \
-  } while (0)
+#define CK(x) CTN_BENCH_CK("conv_bench", x)
 
 struct Layer {
   const char *name;
   int64_t n, c, h, w, o, k, pad;
 };
 
-double cpu_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double cpu_now() { return bench_cpu_now(); }
+double wall_now() { return bench_wall_now(); }
 
 ctn_tensor *filled(int ndim, const int64_t *shape, unsigned seed) {
   int64_t n = 1;

@@ -8,6 +8,8 @@
 // bench/ort_pool.py times onnxruntime on the same cases (docs/BENCHMARKS.md, "Pooling (issue 25)").
 #include <chutney/chutney.h>
 
+#include "bench_util.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,13 +20,7 @@
 
 namespace {
 
-#define CK(x)                                                             \
-  do {                                                                    \
-    if ((x) != CTN_OK) {                                                  \
-      std::fprintf(stderr, "pool_bench: %s: %s\n", #x, ctn_last_error()); \
-      std::exit(1);                                                       \
-    }                                                                     \
-  } while (0)
+#define CK(x) CTN_BENCH_CK("pool_bench", x)
 
 struct Case {
   const char *name;
@@ -49,15 +45,8 @@ const Case kCases[] = {
     {"global_avg7x7_mean", false, 1, 512, 7, 7, 0, 1, 0, 0},
 };
 
-double cpu_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double cpu_now() { return bench_cpu_now(); }
+double wall_now() { return bench_wall_now(); }
 
 struct Times {
   double best, median, cpu;  // ms per run: wall best and median, process CPU time best
