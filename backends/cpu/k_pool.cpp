@@ -12,9 +12,9 @@
 // (target attributes on the callers, like vmath.cpp): the compiler vectorises them with
 // AVX-512, AVX2, SSE2 or NEON, and the scalar build is the same code.
 //
-// Results: max equals the reference loop's (NaN propagates: the rows pass takes the plain
-// vector max and checks for NaN on the way; an output row whose input rows hold one is redone
-// with the NaN-propagating max); max_pool2d_grad gives each window's gradient to its first
+// Results: max equals the reference loop's value (of a +0 and a -0 either may win; NaN
+// propagates: the rows pass takes the plain vector max and checks for NaN on the way, and an
+// output row whose input rows hold one is redone with the NaN-propagating max); max_pool2d_grad gives each window's gradient to its first
 // maximum in row-major order (or its first NaN) and adds the windows' gradients in the order of
 // the reference loop (output rows, then columns), so it is bit-exact as well; the averages add
 // the rows first, then the columns (rounding differs from a row-major sum).

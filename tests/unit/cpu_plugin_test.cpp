@@ -598,9 +598,9 @@ void for_windows(const PoolCase &p, const std::function<void(size_t, const std::
       }
 }
 
-// The four pooling ops of one case in T against the naive loops: max and its gradient
-// bit-exact (the gradient added window by window in row-major order, as documented), the
-// averages within a few ulp. x has ties, NaN and -inf.
+// The four pooling ops of one case in T against the naive loops: max exact (==, NaN where the
+// reference has NaN), its gradient bit-exact (added window by window in row-major order, as
+// documented), the averages within a few ulp. x has ties, NaN and -inf.
 template <class T>
 void check_pool_case(const std::function<ctn_status(const char *, std::vector<ctn_tensor_desc>, ctn_tensor_desc,
                                                     const ctn_attrs &)> &run,
