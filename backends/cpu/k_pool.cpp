@@ -17,7 +17,8 @@
 // output row whose input rows hold one is redone with the NaN-propagating max); max_pool2d_grad gives each window's gradient to its first
 // maximum in row-major order (or its first NaN) and adds the windows' gradients in the order of
 // the reference loop (output rows, then columns), so it is bit-exact as well; the averages add
-// the rows first, then the columns (rounding differs from a row-major sum).
+// the rows first, then the columns, and multiply by the reciprocal of the count (rounding
+// differs from a row-major sum divided by the count).
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -241,6 +242,7 @@ CTN_POOL_INLINE void combine_cols(const PoolState &s, const T *pp, T *__restrict
 template <class T>
 struct Scratch {
   T *cnt;   // wo: real columns under each output column's window (avg)
+  T *inv;   // wo: 1 / (rows * cnt) for one count of rows (avg)
   T *row;   // w: a combined row
   T *ph;    // sw * np: phases
   T *pp;    // sw * pitch: padded phases (forward), the padding Op::init()
@@ -248,7 +250,7 @@ struct Scratch {
   std::conditional_t<sizeof(T) == 4, int32_t, int64_t> *arg;  // wo: first maxima
   static int64_t piece(int64_t n) { return (n * 8 + 63) / 64 * 64; }  // bytes, for 8-byte lanes
   static int64_t bytes(const PoolState &s) {
-    return 3 * piece(s.wo) + piece(s.w) + piece(s.sw * s.np) + piece(s.sw * s.pitch);
+    return 4 * piece(s.wo) + piece(s.w) + piece(s.sw * s.np) + piece(s.sw * s.pitch);
   }
   Scratch(char *slot, const PoolState &s) {
     cnt = reinterpret_cast<T *>(slot);
@@ -257,8 +259,20 @@ struct Scratch {
     col = reinterpret_cast<T *>(slot + piece(s.wo) + piece(s.w) + piece(s.sw * s.np));
     arg = reinterpret_cast<decltype(arg)>(slot + 2 * piece(s.wo) + piece(s.w) + piece(s.sw * s.np));
     pp = reinterpret_cast<T *>(slot + 3 * piece(s.wo) + piece(s.w) + piece(s.sw * s.np));
+    inv = reinterpret_cast<T *>(slot + 3 * piece(s.wo) + piece(s.w) + piece(s.sw * s.np) + piece(s.sw * s.pitch));
   }
 };
+
+// The averages' factors 1 / (rows * columns) of one output row whose windows hold `rows` input
+// rows, recomputed only when that count changes (the first and last rows clip): few divisions.
+template <class T>
+CTN_POOL_INLINE const T *reciprocals(const PoolState &s, const Scratch<T> &sc, int64_t rows, T *inv_rows) {
+  const T r = T(s.include_pad ? s.kh : rows);
+  if (r != *inv_rows)
+    for (int64_t ow = 0; ow < s.wo; ++ow) sc.inv[ow] = T(1) / (r * sc.cnt[ow]);
+  *inv_rows = r;
+  return sc.inv;
+}
 
 // Asks for the input rows that output row oh reads and the rows above it do not (planes beyond
 // the L2 cache come from L3 or memory; the hardware prefetcher alone leaves the rows pass
@@ -294,6 +308,7 @@ CTN_POOL_INLINE void pool_plane(const PoolState &s, const Scratch<T> &sc, const 
     y[0] = bad ? reduce_plane<MaxOp<T>>(x, s.h * s.w, &bad) : avg ? m / T(s.h * s.w) : m;
     return;
   }
+  T inv_rows = 0;  // the count of rows sc.inv holds the reciprocals for
   for (int64_t oh = 0; oh < s.ho; ++oh) {
     int64_t h0, h1;
     window(oh, s.sh, s.ph, s.kh, s.h, &h0, &h1);
@@ -304,9 +319,8 @@ CTN_POOL_INLINE void pool_plane(const PoolState &s, const Scratch<T> &sc, const 
       continue;
     }
     if (avg) {
-      const T rows = T(s.include_pad ? s.kh : h1 - h0);
-      const T *__restrict cnt = sc.cnt;
-      for (int64_t ow = 0; ow < s.wo; ++ow) yr[ow] = yr[ow] / (rows * cnt[ow]);
+      const T *__restrict inv = reciprocals(s, sc, h1 - h0, &inv_rows);
+      for (int64_t ow = 0; ow < s.wo; ++ow) yr[ow] *= inv[ow];
     }
   }
 }
@@ -351,12 +365,13 @@ template <class T>
 CTN_POOL_INLINE void avg_grad_plane(const PoolState &s, const Scratch<T> &sc, const T *dy, T *dx) {
   std::fill(dx, dx + s.h * s.w, T(0));
   T *__restrict g = sc.col;
+  T inv_rows = 0;
   for (int64_t oh = 0; oh < s.ho; ++oh) {
     int64_t h0, h1;
     window(oh, s.sh, s.ph, s.kh, s.h, &h0, &h1);
-    const T rows = T(s.include_pad ? s.kh : h1 - h0);
+    const T *__restrict inv = reciprocals(s, sc, h1 - h0, &inv_rows);
     const T *__restrict d = dy + oh * s.wo;
-    for (int64_t ow = 0; ow < s.wo; ++ow) g[ow] = d[ow] / (rows * sc.cnt[ow]);
+    for (int64_t ow = 0; ow < s.wo; ++ow) g[ow] = d[ow] * inv[ow];
     T *ph = s.sw == 1 ? sc.row : sc.ph;
     std::fill(ph, ph + s.sw * s.np, T(0));
     for (const Tap &t : s.taps) {
