@@ -696,6 +696,57 @@ TEST_F(CpuPlugin, PoolingEveryWindowMatchesNaive) {
   ASSERT_EQ(d_->set_option(be_, "gemm_isa", "auto"), CTN_OK) << g_error;
 }
 
+
+// Depthwise conv2d (groups == channels) on the own path, direct kernel: against a naive loop,
+// f64 and f32, strides 1-2, paddings, dilations, batch 1 and 2, split over the pool or not.
+TEST_F(CpuPlugin, DepthwiseConvMatchesNaive) {
+  ASSERT_EQ(d_->set_option(be_, "conv", "own"), CTN_OK) << g_error;
+  struct Case { int64_t n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw; };
+  const Case cases[] = {{1, 32, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1}, {2, 24, 15, 13, 3, 3, 2, 2, 1, 1, 1, 1},
+                        {1, 16, 12, 11, 5, 5, 1, 1, 4, 4, 2, 2}, {1, 3, 7, 9, 3, 5, 2, 1, 0, 2, 1, 1},
+                        {2, 5, 6, 6, 1, 1, 1, 1, 0, 0, 1, 1},   {1, 96, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1}};
+  unsigned seed = 90;
+  for (const char *threads : {"1", "2"})
+    for (const Case &k : cases) {
+      ASSERT_EQ(d_->set_option(be_, "num_threads", threads), CTN_OK) << g_error;
+      const int64_t ho = (k.h + 2 * k.ph - k.dh * (k.kh - 1) - 1) / k.sh + 1;
+      const int64_t wo = (k.w + 2 * k.pw - k.dw * (k.kw - 1) - 1) / k.sw + 1;
+      auto x = randn(static_cast<size_t>(k.n * k.c * k.h * k.w), ++seed);
+      auto w = randn(static_cast<size_t>(k.c * k.kh * k.kw), ++seed);
+      std::vector<double> want(static_cast<size_t>(k.n * k.c * ho * wo), 0.0);
+      for (int64_t p = 0; p < k.n * k.c; ++p)
+        for (int64_t oh = 0; oh < ho; ++oh)
+          for (int64_t ow = 0; ow < wo; ++ow) {
+            double s = 0;
+            for (int64_t i = 0; i < k.kh; ++i)
+              for (int64_t j = 0; j < k.kw; ++j) {
+                const int64_t ih = oh * k.sh - k.ph + i * k.dh, iw = ow * k.sw - k.pw + j * k.dw;
+                if (ih >= 0 && ih < k.h && iw >= 0 && iw < k.w)
+                  s += x[static_cast<size_t>((p * k.h + ih) * k.w + iw)] *
+                       w[static_cast<size_t>(((p % k.c) * k.kh + i) * k.kw + j)];
+              }
+            want[static_cast<size_t>((p * ho + oh) * wo + ow)] = s;
+          }
+      const ctn_attrs at = attrs_i({k.sh, k.sw, k.ph, k.pw, k.dh, k.dw, k.c});
+      const std::vector<int64_t> xs = {k.n, k.c, k.h, k.w}, ws = {k.c, 1, k.kh, k.kw}, ys = {k.n, k.c, ho, wo};
+      std::vector<double> y(want.size(), -7.0);
+      ASSERT_EQ(run(CTN_OP_CONV2D, {desc(CTN_F64, xs, x.data()), desc(CTN_F64, ws, w.data())}, desc(CTN_F64, ys, y.data()),
+                    at),
+                CTN_OK)
+          << g_error;
+      auto xf = conv<float>(x), wf = conv<float>(w);
+      std::vector<float> yf(want.size(), -7.f);
+      ASSERT_EQ(run(CTN_OP_CONV2D, {desc(CTN_F32, xs, xf.data()), desc(CTN_F32, ws, wf.data())},
+                    desc(CTN_F32, ys, yf.data()), at),
+                CTN_OK)
+          << g_error;
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_NEAR(y[i], want[i], 1e-12) << "f64 element " << i << " c " << k.c << " threads " << threads;
+        ASSERT_NEAR(yf[i], want[i], 2e-5 * (1 + std::fabs(want[i]))) << "f32 element " << i << " c " << k.c;
+      }
+    }
+  ASSERT_EQ(d_->set_option(be_, "conv", "auto"), CTN_OK);
+}
 TEST_F(CpuPlugin, SoftmaxFamily) {
   auto x = randn(2 * 3 * 4, 12);
   for (int axis : {1, 2}) {
