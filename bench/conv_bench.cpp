@@ -4,6 +4,8 @@
 // per call and GFLOP/s (process CPU time stays meaningful on a loaded machine at --threads 1).
 #include <chutney/chutney.h>
 
+#include "bench_util.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,28 +17,15 @@
 
 namespace {
 
-#define CK(x)                                                                 \
-  do {                                                                        \
-    if ((x) != CTN_OK) {                                                      \
-      std::fprintf(stderr, "conv_bench: %s: %s\n", #x, ctn_last_error());     \
-      std::exit(1);                                                           \
-    }                                                                         \
-  } while (0)
+#define CK(x) CTN_BENCH_CK("conv_bench", x)
 
 struct Layer {
   const char *name;
-  int64_t n, c, h, w, o, k, pad;
+  int64_t n, c, h, w, o, k, pad, groups = 1;
 };
 
-double cpu_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double cpu_now() { return bench_cpu_now(); }
+double wall_now() { return bench_wall_now(); }
 
 ctn_tensor *filled(int ndim, const int64_t *shape, unsigned seed) {
   int64_t n = 1;
@@ -92,10 +81,13 @@ Result time_op(ctn_context *ctx, const char *op, const int64_t *s0, const int64_
 void usage() {
   std::printf(
       "usage: conv_bench [--backend NAME] [--threads N] [--batch N] [--pad P] [--reps N] [--json FILE]\n"
+      "                  [--depthwise]\n"
       "Times conv2d, conv2d_grad_input and conv2d_grad_weight for the built-in CNN's layers\n"
       "(conv1: 1->32 on 28x28, conv2: 32->64 on 14x14, 5x5, padding 2; batch 64 by default)\n"
       "(--pad 0: the valid CNN, conv2 on 12x12) on the preferred backend (default cpu). Per op: median wall and process-CPU ms per call\n"
-      "and GFLOP/s (2*N*O*Ho*Wo*C*KH*KW per call). Prints JSON, or writes it to FILE.\n");
+      "and GFLOP/s (2*N*O*Ho*Wo*C*KH*KW per call). Prints JSON, or writes it to FILE.\n"
+      "--depthwise: conv2d alone for 3x3 depthwise layers (groups = channels, padding 1: 32 channels\n"
+      "on 112x112, 128 on 56x56; MobileNet's), batch 1 by default.\n");
 }
 
 }  // namespace
@@ -103,7 +95,8 @@ void usage() {
 int main(int argc, char **argv) {
   std::string backend = "cpu", json;
   int threads = 0, reps = 20;
-  int64_t batch = 64, pad = 2;
+  int64_t batch = -1, pad = 2;
+  bool depthwise = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char * {
@@ -128,11 +121,14 @@ int main(int argc, char **argv) {
       reps = std::max(1, std::atoi(next()));
     } else if (a == "--json") {
       json = next();
+    } else if (a == "--depthwise") {
+      depthwise = true;
     } else {
       std::fprintf(stderr, "conv_bench: unknown option %s (see --help)\n", a.c_str());
       return 2;
     }
   }
+  if (batch < 0) batch = depthwise ? 1 : 64;
   if (threads > 0) {
     std::string t = std::to_string(threads);
     setenv("CHUTNEY_NUM_THREADS", t.c_str(), 1);
@@ -142,16 +138,18 @@ int main(int argc, char **argv) {
   CK(ctn_context_create(nullptr, &ctx));
   // pad 2 keeps 28 -> 28 and 14 -> 14 ("same"); pad 0 is the valid CNN: 28 -> 24, 12 -> 8.
   const int64_t side2 = pad >= 2 ? 14 : (28 + 2 * pad - 4) / 2;
-  const Layer layers[] = {{"conv1", batch, 1, 28, 28, 32, 5, pad}, {"conv2", batch, 32, side2, side2, 64, 5, pad}};
+  std::vector<Layer> layers = {{"conv1", batch, 1, 28, 28, 32, 5, pad}, {"conv2", batch, 32, side2, side2, 64, 5, pad}};
+  if (depthwise)
+    layers = {{"dw32_112", batch, 32, 112, 112, 32, 3, 1, 32}, {"dw128_56", batch, 128, 56, 56, 128, 3, 1, 128}};
   std::string out = "{\"bench\": \"conv\", \"backend\": \"" + backend + "\", \"threads\": " +
                     std::to_string(threads) + ", \"batch\": " + std::to_string(batch) + ", \"pad\": " + std::to_string(pad) + ", \"ops\": [";
   bool first = true;
   for (const Layer &l : layers) {
     const int64_t ho = l.h + 2 * l.pad - l.k + 1, wo = l.w + 2 * l.pad - l.k + 1;
-    const int64_t xs[4] = {l.n, l.c, l.h, l.w}, ws[4] = {l.o, l.c, l.k, l.k}, ys[4] = {l.n, l.o, ho, wo};
-    const double flops = 2.0 * static_cast<double>(l.n * l.o * ho * wo * l.c * l.k * l.k);
+    const int64_t xs[4] = {l.n, l.c, l.h, l.w}, ws[4] = {l.o, l.c / l.groups, l.k, l.k}, ys[4] = {l.n, l.o, ho, wo};
+    const double flops = 2.0 * static_cast<double>(l.n * l.o * ho * wo * (l.c / l.groups) * l.k * l.k);
     ctn_attrs base{};
-    const int64_t conv[7] = {1, 1, l.pad, l.pad, 1, 1, 1};
+    const int64_t conv[7] = {1, 1, l.pad, l.pad, 1, 1, l.groups};
     for (int i = 0; i < 7; ++i) base.i[i] = conv[i];
     base.ni = 7;
     ctn_attrs gin = base, gw = base;
@@ -163,6 +161,7 @@ int main(int argc, char **argv) {
       const ctn_attrs *a;
     } cases[] = {{"conv2d", xs, ws, &base}, {"conv2d_grad_input", ys, ws, &gin}, {"conv2d_grad_weight", xs, ys, &gw}};
     for (const Case &c : cases) {
+      if (depthwise && c.a != &base) continue;  // the backward kernels are im2col + GEMM as before
       Result r = time_op(ctx, c.op, c.s0, c.s1, *c.a, flops, reps);
       char buf[512];
       std::snprintf(buf, sizeof buf,

@@ -5,6 +5,8 @@
 // Prints JSON.
 #include <chutney/chutney.h>
 
+#include "bench_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,20 +18,9 @@
 
 namespace {
 
-#define CK(x)                                                             \
-  do {                                                                    \
-    if ((x) != CTN_OK) {                                                  \
-      std::fprintf(stderr, "unary_bench: %s: %s\n", #x, ctn_last_error()); \
-      std::exit(1);                                                       \
-    }                                                                     \
-  } while (0)
+#define CK(x) CTN_BENCH_CK("unary_bench", x)
 
-double cpu_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
+double cpu_now() { return bench_cpu_now(); }
 float sigmoid_ref(float x) {
   if (x >= 0) return 1.0f / (1.0f + std::exp(-x));
   const float e = std::exp(x);

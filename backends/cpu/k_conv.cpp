@@ -1,4 +1,5 @@
-// conv2d, conv2d_grad_input, conv2d_grad_weight and conv_transpose2d: im2col + the own GEMM.
+// conv2d, conv2d_grad_input, conv2d_grad_weight and conv_transpose2d: im2col + the own GEMM;
+// depthwise conv2d (one input and one output channel per group) directly, without either.
 // The batch is split into one chunk per pool participant; each chunk runs serial GEMMs with the
 // packing scratch of the thread running it and its own slice of the workspace, so images never share
 // memory and a call never allocates. Per-image GEMMs write NCHW directly (no transposes), and
@@ -234,6 +235,60 @@ struct ConvCall {
   }
 };
 
+// Depthwise conv2d (groups == input channels == output channels): each output plane is one
+// input plane filtered by its own KH x KW taps. Direct, no im2col or GEMM: per output row, per
+// tap, y_row[ow] += w * x_row[ow * sw + off] over the columns the tap reaches (contiguous and
+// vectorised for stride 1). The (image, channel) planes are split over the pool, so batch 1
+// uses every thread.
+template <class T>
+struct DepthwiseCall {
+  const ConvGeom *g;
+  const T *x, *w;
+  T *y;
+
+  void plane(int64_t p) const {
+    const ConvGeom &d = *g;
+    const T *xp = x + p * d.hw, *wc = w + (p % d.c) * d.kh * d.kw;
+    T *yp = y + p * d.p;
+    std::fill(yp, yp + d.p, T(0));
+    for (int64_t oh = 0; oh < d.ho; ++oh) {
+      T *__restrict yr = yp + oh * d.wo;
+      for (int64_t i = 0; i < d.kh; ++i) {
+        const int64_t ih = oh * d.sh - d.ph + i * d.dh;
+        if (ih < 0 || ih >= d.h) continue;
+        for (int64_t j = 0; j < d.kw; ++j) {
+          const int64_t off = j * d.dw - d.pw;
+          int64_t lo, hi;
+          valid_range(off, d.sw, d.w, d.wo, &lo, &hi);
+          const T wv = wc[i * d.kw + j];
+          const T *__restrict xr = xp + ih * d.w;
+          if (d.sw == 1)
+            for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow + off];
+          else
+            for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * d.sw + off];
+        }
+      }
+    }
+  }
+  static void part(void *ctx, int64_t a, int64_t b, int) {
+    for (int64_t p = a; p < b; ++p) static_cast<const DepthwiseCall *>(ctx)->plane(p);
+  }
+};
+
+template <class T>
+ctn_status depthwise_kernel(void *state, const ctn_kernel_args *args) {
+  const auto *st = static_cast<const ConvState *>(state);
+  const ConvGeom &g = st->g;
+  DepthwiseCall<T> call{&g, desc_ptr<const T>(args->inputs[0]), desc_ptr<const T>(args->inputs[1]),
+                        desc_ptr<T>(args->outputs[0])};
+  const int64_t planes = g.n * g.c;
+  if (planes * g.p * g.kh * g.kw >= kParallelThreshold && st->be->pool->size() > 1)
+    st->be->pool->parallel_for(planes, 1, DepthwiseCall<T>::part, &call);
+  else
+    DepthwiseCall<T>::part(&call, 0, planes, 0);
+  return CTN_OK;
+}
+
 template <class T>
 ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const ConvState *>(state);
@@ -330,6 +385,10 @@ ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   auto st = new_state<ConvState>(be);
   st->g = g;
   st->kind = kind;
+  if (kind == ConvKind::kForward && g.cg == 1 && g.og == 1 && g.g > 1) {
+    kernel_set(out, a.dtype == CTN_F32 ? depthwise_kernel<float> : depthwise_kernel<double>, st.release());
+    return CTN_OK;
+  }
   st->chunks_max = std::max(1, be->num_threads.load());
   switch (kind) {
     case ConvKind::kForward: st->slot_elems = g.pointwise ? 0 : g.kg * g.p; break;

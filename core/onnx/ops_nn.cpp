@@ -7,6 +7,7 @@
 #include "util/status.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace ctn::onnx {
@@ -256,6 +257,17 @@ void avg_pool(NodeCtx &c) { pool(c, false); }
 void global_pool(NodeCtx &c, const char *op) {
   const Shape s = c.shape(0);
   if (s.ndim < 3) c.invalid("the input must be at least 3-d");
+  if ((s.ndim == 3 || s.ndim == 4) && dtype_is_float(c.dtype(0))) {
+    // 1-d and 2-d: one pooling window over the whole plane (the CPU backend's global path,
+    // faster than the reduction), [N, C, 1(, 1)] as the reduction with kept axes gives.
+    Graph &g = c.g;
+    ctn_node x = to4d(g, c.in(0));
+    const Shape s4 = g.info(x).shape;
+    const bool is_max = !std::strcmp(op, CTN_OP_MAX);
+    ctn_attrs a = is_max ? attrs_i({s4[2], s4[3], 1, 1, 0, 0}) : attrs_i({s4[2], s4[3], 1, 1, 0, 0, 0});
+    out1(c, from4d(g, g.op1(is_max ? CTN_OP_MAX_POOL2D : CTN_OP_AVG_POOL2D, x, &a), s.ndim == 3));
+    return;
+  }
   uint64_t mask = 0;
   for (uint32_t k = 2; k < s.ndim; ++k) mask |= 1ull << k;
   out1(c, reduce(c.g, op, c.in(0), mask, true));

@@ -103,7 +103,15 @@ void add_pool(std::vector<OpCase> &cs) {
                   {{1, 2, 7, 5}, PoolP{3, 3, 2, 2, 1, 1, false}},
                   {{2, 1, 5, 6}, PoolP{2, 3, 1, 2, 1, 1, true}},
                   {{1, 2, 4, 4}, PoolP{4, 4, 4, 4, 0, 0, false}},
-                  {{1, 1, 5, 5}, PoolP{3, 1, 1, 1, 0, 0, false}}};
+                  {{1, 1, 5, 5}, PoolP{3, 1, 1, 1, 0, 0, false}},
+                  // issue 25's separable kernels: 1x1, 5x5/3 padded, 4x5 with strides 1,3,
+                  // many channels (the pool's split), global, uneven strides and paddings
+                  {{2, 5, 9, 11}, PoolP{1, 1, 1, 1, 0, 0, false}},
+                  {{1, 3, 10, 9}, PoolP{5, 5, 3, 3, 2, 2, false}},
+                  {{1, 2, 8, 13}, PoolP{4, 5, 1, 3, 2, 2, false}},
+                  {{2, 33, 9, 8}, PoolP{3, 3, 2, 2, 1, 1, false}},
+                  {{1, 2, 6, 7}, PoolP{6, 7, 1, 1, 0, 0, false}},
+                  {{3, 2, 11, 7}, PoolP{2, 4, 3, 1, 0, 2, false}}};
   OpCase mx{"max_pool2d", "max_pool2d", {}}, mg{"max_pool2d_grad", "max_pool2d_grad", {}},
       av{"avg_pool2d", "avg_pool2d", {}}, ag{"avg_pool2d_grad", "avg_pool2d_grad", {}};
   for (const P &c : ps) {

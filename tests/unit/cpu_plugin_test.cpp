@@ -567,6 +567,186 @@ TEST_F(CpuPlugin, MaxPoolGrad2x2FirstMaximumNaNAndTies) {
   }
 }
 
+// ---- pooling: every window, stride and padding against naive loops ----------------------------
+struct PoolCase {
+  int64_t n, c, h, w, kh, kw, sh, sw, ph, pw;
+  int64_t ho() const { return (h + 2 * ph - kh) / sh + 1; }
+  int64_t wo() const { return (w + 2 * pw - kw) / sw + 1; }
+  std::string label() const {
+    char b[128];
+    std::snprintf(b, sizeof b, "[%lld,%lld,%lld,%lld] k%lld,%lld s%lld,%lld p%lld,%lld", (long long)n, (long long)c,
+                  (long long)h, (long long)w, (long long)kh, (long long)kw, (long long)sh, (long long)sw,
+                  (long long)ph, (long long)pw);
+    return b;
+  }
+};
+
+// Calls fn(output index, taps) for every window; taps are the flat input indices under the
+// window, in row-major order (the padding left out).
+void for_windows(const PoolCase &p, const std::function<void(size_t, const std::vector<size_t> &)> &fn) {
+  std::vector<size_t> taps;
+  for (int64_t pl = 0; pl < p.n * p.c; ++pl)
+    for (int64_t oh = 0; oh < p.ho(); ++oh)
+      for (int64_t ow = 0; ow < p.wo(); ++ow) {
+        taps.clear();
+        for (int64_t i = 0; i < p.kh; ++i)
+          for (int64_t j = 0; j < p.kw; ++j) {
+            const int64_t ih = oh * p.sh - p.ph + i, iw = ow * p.sw - p.pw + j;
+            if (ih >= 0 && ih < p.h && iw >= 0 && iw < p.w) taps.push_back(static_cast<size_t>((pl * p.h + ih) * p.w + iw));
+          }
+        fn(static_cast<size_t>((pl * p.ho() + oh) * p.wo() + ow), taps);
+      }
+}
+
+// The four pooling ops of one case in T against the naive loops: max exact (==, NaN where the
+// reference has NaN), its gradient bit-exact (added window by window in row-major order, as
+// documented), the averages within a few ulp. x has ties, NaN and -inf.
+template <class T>
+void check_pool_case(const std::function<ctn_status(const char *, std::vector<ctn_tensor_desc>, ctn_tensor_desc,
+                                                    const ctn_attrs &)> &run,
+                     const PoolCase &p, const std::string &label) {
+  const int64_t ho = p.ho(), wo = p.wo();
+  const std::vector<int64_t> xs = {p.n, p.c, p.h, p.w}, ys = {p.n, p.c, ho, wo};
+  const size_t nx = static_cast<size_t>(p.n * p.c * p.h * p.w), ny = static_cast<size_t>(p.n * p.c * ho * wo);
+  std::vector<T> x(nx), xa(nx), dy(ny);
+  unsigned r = static_cast<unsigned>(nx * 31 + ny);
+  for (size_t i = 0; i < nx; ++i) {
+    r = r * 1103515245u + 12345u;
+    const unsigned k = (r >> 16) % 61;
+    x[i] = k == 0 ? T(NAN) : k == 1 ? -std::numeric_limits<T>::infinity() : T(static_cast<int>(k % 7) - 3);
+    xa[i] = T(static_cast<int>(k) - 30) / T(7);
+  }
+  for (size_t i = 0; i < ny; ++i) dy[i] = T(1) + T(static_cast<int>(i % 13)) / T(8);
+  std::vector<T> want_y(ny), want_dx(nx, T(0));
+  for_windows(p, [&](size_t o, const std::vector<size_t> &taps) {
+    T m = -std::numeric_limits<T>::infinity();
+    size_t arg = taps[0];
+    for (size_t t : taps)
+      if (x[t] > m || (std::isnan(x[t]) && !std::isnan(m))) m = x[t], arg = t;
+    want_y[o] = m;
+    want_dx[arg] += dy[o];
+  });
+  const int32_t dt = dt_of<T>();
+  const ctn_attrs am = attrs_i({p.kh, p.kw, p.sh, p.sw, p.ph, p.pw});
+  std::vector<T> y(ny, T(-7)), dx(nx, T(-7));
+  ASSERT_EQ(run(CTN_OP_MAX_POOL2D, {desc(dt, xs, x.data())}, desc(dt, ys, y.data()), am), CTN_OK) << g_error;
+  ASSERT_EQ(run(CTN_OP_MAX_POOL2D_GRAD, {desc(dt, xs, x.data()), desc(dt, ys, y.data()), desc(dt, ys, dy.data())},
+                desc(dt, xs, dx.data()), am),
+            CTN_OK)
+      << g_error;
+  for (size_t i = 0; i < ny; ++i)
+    ASSERT_TRUE(y[i] == want_y[i] || (std::isnan(y[i]) && std::isnan(want_y[i])))
+        << label << " max y[" << i << "] " << y[i] << " want " << want_y[i];
+  for (size_t i = 0; i < nx; ++i) ASSERT_EQ(dx[i], want_dx[i]) << label << " max dx[" << i << "]";
+  const double tol = std::is_same_v<T, float> ? 4e-6 : 1e-14;
+  for (int incl = 0; incl < 2; ++incl) {
+    std::vector<double> want_a(ny), want_ga(nx, 0.0);
+    for_windows(p, [&](size_t o, const std::vector<size_t> &taps) {
+      const double cnt = incl ? static_cast<double>(p.kh * p.kw) : static_cast<double>(taps.size());
+      double s = 0;
+      for (size_t t : taps) s += static_cast<double>(xa[t]);
+      want_a[o] = s / cnt;
+      for (size_t t : taps) want_ga[t] += static_cast<double>(dy[o]) / cnt;
+    });
+    const ctn_attrs aa = attrs_i({p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, incl});
+    const ctn_attrs ag = attrs_i({p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, incl, p.h, p.w});
+    std::vector<T> a(ny, T(-7)), ga(nx, T(-7));
+    ASSERT_EQ(run(CTN_OP_AVG_POOL2D, {desc(dt, xs, xa.data())}, desc(dt, ys, a.data()), aa), CTN_OK) << g_error;
+    ASSERT_EQ(run(CTN_OP_AVG_POOL2D_GRAD, {desc(dt, ys, dy.data())}, desc(dt, xs, ga.data()), ag), CTN_OK) << g_error;
+    for (size_t i = 0; i < ny; ++i)
+      ASSERT_NEAR(a[i], want_a[i], tol * 5) << label << " incl " << incl << " avg y[" << i << "]";
+    for (size_t i = 0; i < nx; ++i)
+      ASSERT_NEAR(ga[i], want_ga[i], tol * 30) << label << " incl " << incl << " avg dx[" << i << "]";
+  }
+}
+
+// Windows 1..5 (square and not), strides 1..3, no, some and the most padding, odd and even
+// sizes, global windows, many channels and batches on the pool's two threads, on every
+// instruction-set variant this CPU runs.
+TEST_F(CpuPlugin, PoolingEveryWindowMatchesNaive) {
+  std::vector<PoolCase> cases;
+  for (int64_t k = 1; k <= 5; ++k)
+    for (int64_t s = 1; s <= 3; ++s)
+      for (int64_t pad : {int64_t(0), k / 2})
+        for (const auto &hw : {std::pair<int64_t, int64_t>{7, 9}, {12, 11}, {5, 16}})
+          cases.push_back({1, 3, hw.first, hw.second, k, k, s, s, pad, pad});
+  const int64_t odd[][6] = {{1, 3, 1, 1, 0, 1}, {3, 1, 1, 1, 1, 0}, {2, 5, 1, 3, 1, 2}, {5, 2, 3, 1, 2, 0},
+                            {3, 3, 2, 1, 0, 1}, {4, 3, 1, 2, 2, 0}, {2, 2, 2, 2, 0, 0}, {3, 3, 2, 2, 1, 1}};
+  for (const auto &o : odd) cases.push_back({2, 4, 13, 10, o[0], o[1], o[2], o[3], o[4], o[5]});
+  cases.push_back({2, 3, 7, 6, 7, 6, 1, 1, 0, 0});   // global
+  cases.push_back({1, 2, 5, 5, 5, 5, 5, 5, 2, 2});   // one window, padded
+  cases.push_back({1, 1, 1, 1, 1, 1, 1, 1, 0, 0});   // a single element
+  cases.push_back({3, 37, 23, 29, 3, 3, 2, 2, 1, 1});  // split over the pool
+  cases.push_back({2, 64, 18, 17, 2, 2, 2, 2, 0, 0});  // split, 2x2 gradient path
+  cases.push_back({2, 40, 21, 19, 5, 4, 3, 2, 2, 1});
+  std::vector<std::string> isas;
+  for (const char *isa : {"avx512", "avx2", "neon", "generic"})
+    if (d_->set_option(be_, "gemm_isa", isa) == CTN_OK) isas.push_back(isa);
+  ASSERT_FALSE(isas.empty());
+  const auto runner = [this](const char *op, std::vector<ctn_tensor_desc> in, ctn_tensor_desc out,
+                             const ctn_attrs &at) { return run(op, std::move(in), out, at); };
+  for (const std::string &isa : isas) {
+    ASSERT_EQ(d_->set_option(be_, "gemm_isa", isa.c_str()), CTN_OK) << g_error;
+    for (const PoolCase &p : cases) {
+      check_pool_case<float>(runner, p, isa + " f32 " + p.label());
+      check_pool_case<double>(runner, p, isa + " f64 " + p.label());
+      if (HasFatalFailure()) return;
+    }
+  }
+  ASSERT_EQ(d_->set_option(be_, "gemm_isa", "auto"), CTN_OK) << g_error;
+}
+
+
+// Depthwise conv2d (groups == channels) on the own path, direct kernel: against a naive loop,
+// f64 and f32, strides 1-2, paddings, dilations, batch 1 and 2, split over the pool or not.
+TEST_F(CpuPlugin, DepthwiseConvMatchesNaive) {
+  ASSERT_EQ(d_->set_option(be_, "conv", "own"), CTN_OK) << g_error;
+  struct Case { int64_t n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw; };
+  const Case cases[] = {{1, 32, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1}, {2, 24, 15, 13, 3, 3, 2, 2, 1, 1, 1, 1},
+                        {1, 16, 12, 11, 5, 5, 1, 1, 4, 4, 2, 2}, {1, 3, 7, 9, 3, 5, 2, 1, 0, 2, 1, 1},
+                        {2, 5, 6, 6, 1, 1, 1, 1, 0, 0, 1, 1},   {1, 96, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1}};
+  unsigned seed = 90;
+  for (const char *threads : {"1", "2"})
+    for (const Case &k : cases) {
+      ASSERT_EQ(d_->set_option(be_, "num_threads", threads), CTN_OK) << g_error;
+      const int64_t ho = (k.h + 2 * k.ph - k.dh * (k.kh - 1) - 1) / k.sh + 1;
+      const int64_t wo = (k.w + 2 * k.pw - k.dw * (k.kw - 1) - 1) / k.sw + 1;
+      auto x = randn(static_cast<size_t>(k.n * k.c * k.h * k.w), ++seed);
+      auto w = randn(static_cast<size_t>(k.c * k.kh * k.kw), ++seed);
+      std::vector<double> want(static_cast<size_t>(k.n * k.c * ho * wo), 0.0);
+      for (int64_t p = 0; p < k.n * k.c; ++p)
+        for (int64_t oh = 0; oh < ho; ++oh)
+          for (int64_t ow = 0; ow < wo; ++ow) {
+            double s = 0;
+            for (int64_t i = 0; i < k.kh; ++i)
+              for (int64_t j = 0; j < k.kw; ++j) {
+                const int64_t ih = oh * k.sh - k.ph + i * k.dh, iw = ow * k.sw - k.pw + j * k.dw;
+                if (ih >= 0 && ih < k.h && iw >= 0 && iw < k.w)
+                  s += x[static_cast<size_t>((p * k.h + ih) * k.w + iw)] *
+                       w[static_cast<size_t>(((p % k.c) * k.kh + i) * k.kw + j)];
+              }
+            want[static_cast<size_t>((p * ho + oh) * wo + ow)] = s;
+          }
+      const ctn_attrs at = attrs_i({k.sh, k.sw, k.ph, k.pw, k.dh, k.dw, k.c});
+      const std::vector<int64_t> xs = {k.n, k.c, k.h, k.w}, ws = {k.c, 1, k.kh, k.kw}, ys = {k.n, k.c, ho, wo};
+      std::vector<double> y(want.size(), -7.0);
+      ASSERT_EQ(run(CTN_OP_CONV2D, {desc(CTN_F64, xs, x.data()), desc(CTN_F64, ws, w.data())}, desc(CTN_F64, ys, y.data()),
+                    at),
+                CTN_OK)
+          << g_error;
+      auto xf = conv<float>(x), wf = conv<float>(w);
+      std::vector<float> yf(want.size(), -7.f);
+      ASSERT_EQ(run(CTN_OP_CONV2D, {desc(CTN_F32, xs, xf.data()), desc(CTN_F32, ws, wf.data())},
+                    desc(CTN_F32, ys, yf.data()), at),
+                CTN_OK)
+          << g_error;
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_NEAR(y[i], want[i], 1e-12) << "f64 element " << i << " c " << k.c << " threads " << threads;
+        ASSERT_NEAR(yf[i], want[i], 2e-5 * (1 + std::fabs(want[i]))) << "f32 element " << i << " c " << k.c;
+      }
+    }
+  ASSERT_EQ(d_->set_option(be_, "conv", "auto"), CTN_OK);
+}
 TEST_F(CpuPlugin, SoftmaxFamily) {
   auto x = randn(2 * 3 * 4, 12);
   for (int axis : {1, 2}) {
