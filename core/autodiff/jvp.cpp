@@ -62,7 +62,7 @@ ctn_node add_t(Graph &g, ctn_node a, ctn_node b) {
   return g.op2(CTN_OP_ADD, a, b);
 }
 
-bool is(const OpDef &op, const char *name) { return op.name == name; }
+bool is(const OpDef &op, const char *name) { return !op.lib && op.name == name; }  // built-ins only
 
 // The tangent of `node` given its inputs' tangents (CTN_NODE_NONE: zero). Returns CTN_NODE_NONE
 // when the tangent is zero.

@@ -586,3 +586,37 @@ TEST(oplib12, OpNamesDeclareTheirDomain) {
   EXPECT_NE(std::string(report).find("op library \"example-lib\" (ABI 1.2): com.example::scale2x"), std::string::npos)
       << report;
 }
+
+// The core's rewrites are about built-in ops: a library op named "neg" (here y = 2 x) applied
+// twice is not simplified away as neg(neg(x)) = x would be, and ctn::neg stays the built-in.
+TEST(oplib12, RewritesNeverMistakeALibraryOpForTheBuiltin) {
+  if (!FileExists(CTN_TEST_CPU_PLUGIN)) GTEST_SKIP() << "no CPU plugin in this build";
+  static const ctn_op_def neg_ops[] = {NamedDef("neg")};
+  static const ctn_oplib_desc neg_lib = Desc("steals-neg", 1, neg_ops);
+  Context ctx = CpuContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_add_oplib(ctx.get(), [](uint32_t, const ctn_host_api *) { return &neg_lib.header; }), CTN_OK)
+      << ctn_last_error();
+  Graph g = NewGraph(ctx.get());
+  const int64_t shape[] = {3};
+  ctn_node x, a, b, c, d;
+  ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
+  ASSERT_EQ(ctn_op(g.get(), "neg", 1, &x, nullptr, &a), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_op(g.get(), "neg", 1, &a, nullptr, &b), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_op(g.get(), "ctn::neg", 1, &x, nullptr, &c), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_op(g.get(), "ctn::neg", 1, &c, nullptr, &d), CTN_OK) << ctn_last_error();
+  ctn_node outs[] = {b, d};
+  ctn_plan *p = nullptr;
+  ASSERT_EQ(ctn_plan_compile(g.get(), 2, outs, nullptr, &p), CTN_OK) << ctn_last_error();
+  Plan plan(p);
+  Tensor xt = MakeF32({3}, {1, -2, 3});
+  ctn_tensor *o0 = nullptr, *o1 = nullptr;
+  ASSERT_EQ(ctn_plan_output_create(p, 0, &o0), CTN_OK);
+  ASSERT_EQ(ctn_plan_output_create(p, 1, &o1), CTN_OK);
+  Tensor t0(o0), t1(o1);
+  const ctn_tensor *feeds[] = {xt.get()};
+  ctn_tensor *const outputs[] = {o0, o1};
+  ASSERT_EQ(ctn_plan_run(p, 1, &x, feeds, 2, outputs), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(ReadF32(o0), (std::vector<float>{4, -8, 12})) << "the library's op, twice";
+  EXPECT_EQ(ReadF32(o1), (std::vector<float>{1, -2, 3})) << "the built-in, twice";
+}
