@@ -17,6 +17,9 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
 
 namespace ctn {
 
@@ -438,7 +441,12 @@ void Context::admit_plugin(ctn_plugin_query_fn query, const std::string &path, v
     add_report(path, "loaded", format("op library \"%s\" (%s): %s", name.c_str(), vers.c_str(), names.c_str()));
     for (const std::string &n : notes) {
       add_report(path, "op name", n);
-      host_api()->log(CTN_LOG_WARN, name.c_str(), ("op name collision: " + n).c_str());
+      // On the log once per process (every context that loads the library reports it).
+      static std::mutex logged_mu;
+      static std::set<std::string> logged;
+      std::lock_guard<std::mutex> lock(logged_mu);
+      if (logged.insert(path + "\n" + n).second)
+        host_api()->log(CTN_LOG_WARN, name.c_str(), ("op name collision: " + n).c_str());
     }
     oplibs.push_back(std::move(lib));
     return;
