@@ -330,6 +330,38 @@ TEST(abi, CollisionInTheOtherOrderKeepsBoth) {
   EXPECT_EQ(ctn_op(g.get(), "swish_grad", 2, xf2, nullptr, &y), CTN_OK) << ctn_last_error();
 }
 
+// A library's rules see its own ops first: swish's gradient rule asks host->graph_op for
+// "swish_grad" and must get its own (two inputs), not the one-input op of a library that was
+// loaded first and holds the plain name.
+TEST(abi, LibraryRulesUseTheLibrarysOwnOps) {
+  if (!FileExists(CTN_TEST_CPU_PLUGIN)) GTEST_SKIP() << "no CPU plugin in this build";
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_CPU_PLUGIN), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_DUP_SWISH_GRAD), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_SWISH_PLUGIN), CTN_OK) << ctn_last_error();
+  Graph g = NewGraph(ctx.get());
+  const int64_t shape[1] = {2};
+  ctn_node x, y, loss, dx;
+  ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
+  ASSERT_EQ(ctn_op(g.get(), "swish", 1, &x, nullptr, &y), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_sum(g.get(), y, 0, nullptr, 0, &loss), CTN_OK);
+  ASSERT_EQ(ctn_grad(g.get(), loss, 1, &x, &dx), CTN_OK) << ctn_last_error();
+  ctn_plan *p = nullptr;
+  ASSERT_EQ(ctn_plan_compile(g.get(), 1, &dx, nullptr, &p), CTN_OK) << ctn_last_error();
+  Plan plan(p);
+  Tensor xt = MakeF32({2}, {0, 1});
+  ctn_tensor *o = nullptr;
+  ASSERT_EQ(ctn_plan_output_create(p, 0, &o), CTN_OK);
+  Tensor ot(o);
+  const ctn_tensor *feeds[] = {xt.get()};
+  ASSERT_EQ(ctn_plan_run(p, 1, &x, feeds, 1, &o), CTN_OK) << ctn_last_error();
+  const std::vector<float> d = ReadF32(o);
+  // d/dx x sigmoid(x) = s + x s (1 - s): 0.5 at 0, 0.9277 at 1.
+  EXPECT_NEAR(d[0], 0.5, 1e-6);
+  EXPECT_NEAR(d[1], 0.9276705, 1e-5);
+}
+
 // A library op named like a built-in shadows it for programs (ctn_op with the plain name), while
 // ctn::<name>, the typed functions and the core's own rules (composites, gradients) keep using
 // the built-in. dup-builtin's "add" has no kernels: a plan that used it would not compile.
