@@ -416,7 +416,10 @@ void Context::admit_plugin(ctn_plugin_query_fn query, const std::string &path, v
       def->grad = (od.grad || od.grad_ex) ? &rules::external : nullptr;
       names += (names.empty() ? "" : ", ") + (def->domain == name ? def->name : def->qualified);
       // The qualified name is the op's own unless another library's op claimed it first.
-      if (const OpDef *q = find_op(def->qualified.c_str())) {
+      if (def->domain == "ctn") {  // a library named "ctn" (1.0/1.1): ctn:: stays the built-ins'
+        notes.push_back(format("%s: a library named ctn has no qualified names (ctn:: names the built-in ops)",
+                               def->name.c_str()));
+      } else if (const OpDef *q = find_op(def->qualified.c_str())) {
         notes.push_back(format("%s already names op library \"%s\"'s op (loaded first); this library's op of that "
                                "name has no qualified name", def->qualified.c_str(), q->lib ? q->lib->name.c_str() : "?"));
       } else {
