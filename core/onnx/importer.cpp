@@ -247,9 +247,9 @@ class Importer {
       std::string name = default_domain(n.domain) ? sv(n.op_type) : sv(n.domain) + "." + sv(n.op_type);
       auto it = std::find_if(info_.op_types.begin(), info_.op_types.end(), [&](auto &o) { return o.name == name; });
       if (it == info_.op_types.end()) {
-        const bool known = default_domain(n.domain)
-                               ? find_converter(n.op_type) != nullptr
-                               : g_->context()->find_op((sv(n.domain) + "::" + sv(n.op_type)).c_str()) != nullptr;
+        const OpDef *custom =
+            default_domain(n.domain) ? nullptr : g_->context()->find_op((sv(n.domain) + "::" + sv(n.op_type)).c_str());
+        const bool known = default_domain(n.domain) ? find_converter(n.op_type) != nullptr : custom && custom->lib;
         info_.op_types.push_back({name, 0, known, ""});
         it = info_.op_types.end() - 1;
       }
