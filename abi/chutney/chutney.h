@@ -164,8 +164,9 @@ struct ctn_host_api;      /* plugin.h */
 /* Registers an op library from a function of this process instead of a file: `query` has the
  * type and contract of the ctn_plugin_query entry point a plugin exports (plugin.h, oplib.h) and
  * must return an op-library descriptor (CTN_PLUGIN_OPLIB). Admission is exactly that of
- * ctn_context_load_plugin: the same checks, the same CTN_ERR_PLUGIN messages (an op name taken
- * by a built-in op or another library, a major mismatch...), and a report line whose path is
+ * ctn_context_load_plugin: the same checks, the same CTN_ERR_PLUGIN messages (a library of the
+ * same name already loaded, a major mismatch...; an op name that a built-in op or another
+ * library also uses is never one: see op namespaces, docs/ABI.md), and a report line whose path is
  * "<in-process>". The descriptor and everything it points to (ops, kernels, user_data) must
  * stay valid until ctn_context_release; shutdown is called then, nothing is unloaded. Like
  * ctn_context_load_plugin, must not overlap other calls on the context. Lets a program in C,
@@ -196,7 +197,9 @@ typedef struct ctn_op_info {
   uint32_t struct_size;     /* set by the caller to sizeof(ctn_op_info); an older, smaller
                                struct receives only the fields it has */
   int32_t n_inputs;         /* exact number of inputs; -1: variadic (one or more) */
-  const char *name;         /* what ctn_op takes */
+  const char *name;         /* what ctn_op takes: the plain name when it resolves to this op,
+                               else the qualified one ("ctn::softsign" for a built-in that a
+                               library's softsign shadows, "lib2::x" for a later library's x) */
   const char *attributes;   /* the ctn_attrs slots it reads ("f[0] slope"), "" when none or
                                unknown (op libraries: see doc) */
   const char *doc;          /* one line on what it computes; "" when none */
@@ -315,7 +318,9 @@ CTN_API ctn_status ctn_variable(ctn_graph *g, const char *name, const ctn_tensor
 CTN_API ctn_status ctn_assign(ctn_graph *g, ctn_node var, ctn_node value, ctn_node *out);
 
 /* Any op by name (built-in or from a loaded op library) with attributes (see ops.h); `attrs`
- * may be NULL when the op takes none. since 1.0 */
+ * may be NULL when the op takes none. Names may be qualified: "ctn::softsign" is always the
+ * built-in, "mylib::softsign" library mylib's op; a plain name is the op of the first loaded
+ * library that defines it, else the built-in (op namespaces, docs/ABI.md). since 1.0 */
 CTN_API ctn_status ctn_op(ctn_graph *g, const char *op, uint32_t n_inputs, const ctn_node *inputs,
                           const ctn_attrs *attrs, ctn_node *out);
 

@@ -5,8 +5,12 @@
  * optional gradient rule built from graph ops through the host API, and kernels per backend
  * name. Ops from libraries are used exactly like built-in ones: ctn_op(g, "swish", ...).
  *
- * Op names must not collide with built-in ops or ops of other loaded libraries (the second is
- * rejected with CTN_ERR_PLUGIN naming both).
+ * Op names are namespaced (docs/ABI.md, "Op namespaces"): an op's qualified name is
+ * "<domain>::<name>", the domain being the library's header.name unless ctn_op_def.name declares
+ * one ("com.example::myop"; "ctn" is the built-ins' and reserved). A plain name that a built-in
+ * op or another library also uses never rejects the library: the plain name resolves to the
+ * first loaded library's op (shadowing a built-in of that name), and the collision is reported
+ * (ctn_context_plugin_report, the log).
  *
  * Threading: a context may be used from several threads at once (chutney.h), so the callbacks
  * may run concurrently: infer and grad while graphs are built (each call on its own graph),
@@ -108,7 +112,7 @@ typedef struct ctn_op_kernel {
 typedef struct ctn_op_def {
   uint32_t struct_size;         /* sizeof(ctn_op_def) */
   uint32_t n_inputs;            /* exact number of inputs */
-  const char *name;             /* op name used in ctn_op */
+  const char *name;             /* op name used in ctn_op; "domain::name" declares its domain */
   const char *doc;              /* one line: what it computes, attributes */
   ctn_infer_fn infer;           /* required unless infer_ex (1.2) is set */
   ctn_grad_fn grad;             /* (optional) NULL (and no grad_ex): not differentiable */

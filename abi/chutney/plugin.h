@@ -18,6 +18,18 @@
 
 #include "types.h"
 
+/* Source compatibility (docs/ABI.md, "Source compatibility"). The structs a plugin fills in
+ * (descriptors, ctn_op_def, ctn_op_kernel...) grow only by slots appended at the end, and a slot
+ * the plugin leaves out is zero, which means absent. A positional initialiser written against an
+ * older minor's headers leaves the newer slots out on purpose, and -Wextra's
+ * -Wmissing-field-initializers would make that an error under -Werror: a plugin whose source
+ * did not change would stop compiling. So the plugin headers turn that one warning off for the
+ * rest of the translation unit that includes them (designated initialisers never raise it).
+ * Define CTN_KEEP_MISSING_FIELD_INITIALIZERS_WARNING before the first include to keep it. */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(CTN_KEEP_MISSING_FIELD_INITIALIZERS_WARNING)
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

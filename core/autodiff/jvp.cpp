@@ -62,7 +62,7 @@ ctn_node add_t(Graph &g, ctn_node a, ctn_node b) {
   return g.op2(CTN_OP_ADD, a, b);
 }
 
-bool is(const OpDef &op, const char *name) { return op.name == name; }
+bool is(const OpDef &op, const char *name) { return !op.lib && op.name == name; }  // built-ins only
 
 // The tangent of `node` given its inputs' tangents (CTN_NODE_NONE: zero). Returns CTN_NODE_NONE
 // when the tangent is zero.
@@ -88,6 +88,7 @@ ctn_node tangent(Graph &g, ctn_node node, const std::vector<ctn_node> &t) {
     take_plugin_error();
     ctn_status s;
     try {
+      OpLibCallScope scope(x.lib);  // its graph_op calls name ops as the library's program would
       s = x.decl.jvp_ex(host_api(), x.declared, x.decl.user_data, static_cast<ctn_graph *>(&g),
                         static_cast<uint32_t>(k), f.inputs.data(), node, t.data(), &f.attrs, &r);
     } catch (...) {

@@ -233,6 +233,7 @@ CTN_GRAD_RULE(external) {
   std::vector<ctn_node> out(f.inputs.size(), CTN_NODE_NONE);
   const auto &x = static_cast<const ExtOpDef &>(*f.op);
   const auto n = static_cast<uint32_t>(f.inputs.size());
+  OpLibCallScope scope(x.lib);  // its graph_op calls name ops as the library's program would
   ctn_status s = x.decl.grad_ex ? x.decl.grad_ex(host_api(), x.declared, x.decl.user_data, static_cast<ctn_graph *>(&g),
                                                  n, f.inputs.data(), node, dy, &f.attrs, out.data())
                                 : x.decl.grad(host_api(), static_cast<ctn_graph *>(&g), n, f.inputs.data(), node, dy,

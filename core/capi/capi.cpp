@@ -240,7 +240,7 @@ CTN_API ctn_status ctn_context_op_info(ctn_context *ctx, uint32_t index, ctn_op_
     ctn_op_info info{};
     info.struct_size = sz;
     info.n_inputs = op.n_inputs;
-    info.name = op.name.c_str();
+    info.name = ctx->listed_name(op);  // "ctn::softsign" once a library's softsign shadows it
     info.attributes = op.lib ? "" : builtin_attributes(op);
     info.doc = op.ext && op.ext->doc ? op.ext->doc : "";
     info.origin = op.lib ? op.lib->name.c_str() : "builtin";
@@ -543,7 +543,7 @@ CTN_API ctn_status ctn_op(ctn_graph *g, const char *op, uint32_t n_inputs, const
     NEED(g);
     NEED(op);
     NEED(out);
-    *out = g->add_op(op, n_inputs, inputs, attrs);
+    *out = g->add_named_op(op, n_inputs, inputs, attrs);
   });
 }
 

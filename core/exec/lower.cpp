@@ -98,7 +98,7 @@ void lower_to_steps(CompileState &cs) {
         // host does, straight from wherever the value was computed.
         ctn_tensor_desc d = make_desc(nd.info);
         std::string why;
-        const bool copies = select_kernel(*b, *cs.ctx->find_op(CTN_OP_COPY), 1, &d, d, ctn_attrs{}, &cs.kern[v], &why);
+        const bool copies = select_kernel(*b, *cs.ctx->find_core_op(CTN_OP_COPY), 1, &d, d, ctn_attrs{}, &cs.kern[v], &why);
         const ctn_node x = nd.inputs[1];
         PlanStep step;
         step.inputs.push_back(copies ? value_on(cs, x, b) : cs.value_of.at({x, cs.dev[x]}));

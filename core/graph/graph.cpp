@@ -106,7 +106,15 @@ ctn_node Graph::add_assign(ctn_node var, ctn_node value) {
 }
 
 ctn_node Graph::add_op(const char *op, uint32_t n, const ctn_node *inputs, const ctn_attrs *attrs) {
-  const OpDef *def = ctx_->find_op(op);
+  const OpDef *def = ctx_->find_core_op(op);
+  if (!def) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_op: unknown op \"%s\"", op ? op : "(null)");
+  static const ctn_attrs zero{};
+  return add_op(*def, n, inputs, attrs ? *attrs : zero);
+}
+
+ctn_node Graph::add_named_op(const char *op, uint32_t n, const ctn_node *inputs, const ctn_attrs *attrs,
+                             const OpLib *from) {
+  const OpDef *def = ctx_->find_op(op, from);
   if (!def) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_op: unknown op \"%s\"", op ? op : "(null)");
   static const ctn_attrs zero{};
   return add_op(*def, n, inputs, attrs ? *attrs : zero);

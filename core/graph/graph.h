@@ -55,7 +55,11 @@ class Graph {
   ctn_node add_scalar(int32_t dtype, double v);
   ctn_node add_variable(const char *name, const Tensor &init);
   ctn_node add_assign(ctn_node var, ctn_node value);
+  // The core's own op by name (Context::find_core_op: built-in first), for rules and lowerings.
   ctn_node add_op(const char *op, uint32_t n, const ctn_node *inputs, const ctn_attrs *attrs);
+  // An op named by a program (ctn_op) or an op library's rule (`from`): Context::find_op.
+  ctn_node add_named_op(const char *op, uint32_t n, const ctn_node *inputs, const ctn_attrs *attrs,
+                        const OpLib *from = nullptr);
   ctn_node add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, const ctn_attrs &attrs);
 
   // Convenience for rules and passes.

@@ -1,6 +1,7 @@
 // The ONNX import driver: file -> ModelP -> chutney graph. See importer.h.
 #include "onnx/importer.h"
 
+#include "plugin/context.h"
 #include "util/status.h"
 
 #include <algorithm>
@@ -246,7 +247,10 @@ class Importer {
       std::string name = default_domain(n.domain) ? sv(n.op_type) : sv(n.domain) + "." + sv(n.op_type);
       auto it = std::find_if(info_.op_types.begin(), info_.op_types.end(), [&](auto &o) { return o.name == name; });
       if (it == info_.op_types.end()) {
-        info_.op_types.push_back({name, 0, default_domain(n.domain) && find_converter(n.op_type) != nullptr, ""});
+        const OpDef *custom =
+            default_domain(n.domain) ? nullptr : g_->context()->find_op((sv(n.domain) + "::" + sv(n.op_type)).c_str());
+        const bool known = default_domain(n.domain) ? find_converter(n.op_type) != nullptr : custom && custom->lib;
+        info_.op_types.push_back({name, 0, known, ""});
         it = info_.op_types.end() - 1;
       }
       ++it->uses;
@@ -316,9 +320,10 @@ class Importer {
 
   void convert(const NodeP &n) {
     const std::string where = format("node '%s' (%s)", sv(n.name).c_str(), sv(n.op_type).c_str());
-    if (!default_domain(n.domain))
-      fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: op domain '%s' (only the default ai.onnx domain is supported)",
-           where.c_str(), sv(n.domain).c_str());
+    if (!default_domain(n.domain)) {
+      convert_custom(n, where);
+      return;
+    }
     const OpEntry *e = find_converter(n.op_type);
     if (!e) {
       for (const FunctionP &f : model_.functions)
@@ -366,6 +371,38 @@ class Importer {
       if (k >= outs.size() || outs[k] == CTN_NODE_NONE)
         fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: output %zu ('%s')", where.c_str(), k, sv(n.outputs[k]).c_str());
       values_[sv(n.outputs[k])] = outs[k];
+    }
+    record_lowering(n, before);
+  }
+
+  // A node of a custom domain D is op D::op_type of a loaded op library whose domain is D (the
+  // library's name, or the domain its ops declare: docs/ABI.md, "Op namespaces"): its inputs in
+  // order, one output, no attributes (ONNX attributes have no mapping onto ctn_attrs slots).
+  void convert_custom(const NodeP &n, const std::string &where) {
+    const std::string q = sv(n.domain) + "::" + sv(n.op_type);
+    const OpDef *op = g_->context()->find_op(q.c_str());
+    if (!op || !op->lib)
+      fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: op domain '%s' (the default ai.onnx domain, or an op library "
+           "whose domain is '%s' and which defines %s; none is loaded)", where.c_str(), sv(n.domain).c_str(),
+           sv(n.domain).c_str(), q.c_str());
+    if (!n.attrs.empty())
+      fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: attributes on custom-domain op %s", where.c_str(), q.c_str());
+    if (n.outputs.size() != 1)
+      fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: custom-domain op %s has %zu outputs (op-library ops have one)",
+           where.c_str(), q.c_str(), n.outputs.size());
+    std::vector<ctn_node> ins;
+    for (std::string_view name : n.inputs) {
+      auto it = values_.find(sv(name));
+      if (name.empty() || it == values_.end())
+        fail(CTN_ERR_CORRUPT, "ONNX %s: input '%s' is not defined by any earlier node, initializer or graph input",
+             where.c_str(), sv(name).c_str());
+      ins.push_back(it->second);
+    }
+    const size_t before = g_->size();
+    try {
+      values_[sv(n.outputs[0])] = g_->add_named_op(q.c_str(), static_cast<uint32_t>(ins.size()), ins.data(), nullptr);
+    } catch (const Error &err) {
+      throw Error(err.code(), "ONNX " + where + ": " + err.message());
     }
     record_lowering(n, before);
   }

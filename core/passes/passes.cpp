@@ -39,7 +39,8 @@ namespace {
 
 bool is_op(const Graph &g, ctn_node n, const char *name) {
   const Node &nd = g.node(n);
-  return nd.kind == NodeKind::Op && nd.op->name == name;
+  // Built-in ops only: a library op may share a built-in's name (op namespaces, docs/ABI.md).
+  return nd.kind == NodeKind::Op && !nd.op->lib && nd.op->name == name;
 }
 
 // A Constant whose every element equals v.
@@ -74,6 +75,7 @@ bool constlike(const Graph &g, ctn_node n, int depth = 0) {
 ctn_node simplify_node(Rewriter &rw, ctn_node v) {
   Graph &g = rw.g;
   const Node nd = g.node(v);  // copy: we may append nodes
+  if (nd.op->lib) return v;   // the rules are about built-in ops, whatever a library op is called
   const std::string &name = nd.op->name;
   const ValueInfo out = nd.info;
   auto same = [&](ctn_node x) { return g.info(x).dtype == out.dtype && g.info(x).shape == out.shape; };
@@ -183,7 +185,7 @@ std::vector<ctn_node> schedule(const Graph &g, const std::vector<ctn_node> &root
 void fuse_matmul_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend, PassStats &st) {
   if (!backend) return;
   Graph &g = rw.g;
-  const OpDef *fused_op = g.context()->find_op(CTN_OP_MATMUL_BIAS_ACT);
+  const OpDef *fused_op = g.context()->find_core_op(CTN_OP_MATMUL_BIAS_ACT);
   std::vector<ctn_node> order = schedule(g, roots);
   std::vector<uint32_t> consumers(g.size(), 0);
   for (ctn_node v : order)

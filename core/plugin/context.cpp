@@ -97,7 +97,10 @@ Context::Context() {
   publish_preference();  // empty until plugins load
   size_t n = 0;
   const OpDef *const *b = builtin_ops(&n);
-  for (size_t i = 0; i < n; ++i) ops[b[i]->name] = b[i];
+  for (size_t i = 0; i < n; ++i) {
+    ops[b[i]->name] = b[i];
+    ops["ctn::" + b[i]->name] = b[i];
+  }
 }
 
 Context::~Context() {
@@ -128,11 +131,36 @@ Context::~Context() {
     if (c->dl && !c->open) dlclose(c->dl);
 }
 
-const OpDef *Context::find_op(const char *name) const {
+const OpDef *Context::find_op(const char *name, const OpLib *from) const {
   if (!name) return nullptr;
-  auto it = ops.find(std::string_view(name));
+  if (from && !std::strstr(name, "::"))
+    for (const auto &d : from->ops)
+      if (d->name == name) return d.get();
+  auto it = ops.find(std::string(name));
   return it == ops.end() ? nullptr : it->second;
 }
+
+const OpDef *Context::find_core_op(const char *name) const {
+  if (!name) return nullptr;
+  if (!std::strstr(name, "::"))
+    if (const OpDef *b = find_builtin_op(name)) return b;
+  return find_op(name);
+}
+
+const char *Context::listed_name(const OpDef &op) const {
+  auto it = ops.find(op.name);
+  if (it != ops.end() && it->second == &op) return it->first.c_str();
+  auto jt = ops.find(op.lib ? static_cast<const ExtOpDef &>(op).qualified : "ctn::" + op.name);
+  if (jt != ops.end() && jt->second == &op) return jt->first.c_str();
+  return op.name.c_str();  // a library op whose qualified name another library's op took first
+}
+
+namespace {
+thread_local const OpLib *t_oplib_call = nullptr;
+}
+OpLibCallScope::OpLibCallScope(const OpLib *lib) : prev_(t_oplib_call) { t_oplib_call = lib; }
+OpLibCallScope::~OpLibCallScope() { t_oplib_call = prev_; }
+const OpLib *OpLibCallScope::current() { return t_oplib_call; }
 
 Backend *Context::find_backend(std::string_view name) const {
   for (auto &b : backends)
@@ -227,7 +255,9 @@ ctn_status host_wall(F &&f) {
 ctn_status host_graph_op(ctn_graph *g, const char *op, uint32_t n, const ctn_node *inputs, const ctn_attrs *attrs,
                          ctn_node *out) {
   if (!g || !out) return host_set_error(CTN_ERR_INVALID_ARGUMENT, "graph_op: null graph or out");
-  return host_wall([&] { *out = g->add_op(op, n, inputs, attrs); });
+  // An op library's rule names ops as its program would; a backend expanding an op as the core.
+  const OpLib *lib = OpLibCallScope::current();
+  return host_wall([&] { *out = lib ? g->add_named_op(op, n, inputs, attrs, lib) : g->add_op(op, n, inputs, attrs); });
 }
 ctn_status host_graph_scalar(ctn_graph *g, ctn_dtype dtype, double v, ctn_node *out) {
   if (!g || !out) return host_set_error(CTN_ERR_INVALID_ARGUMENT, "graph_scalar: null graph or out");

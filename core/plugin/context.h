@@ -80,6 +80,8 @@ struct ExtKernel {
 // zero-filled host-sized ctn_op_def (older libraries lack the 1.2 slots; OpDef::ext points to
 // it), `declared` the library's own element (what 1.2 callbacks receive).
 struct ExtOpDef : OpDef {
+  std::string domain;     // the op's domain: from "domain::name" in ctn_op_def.name, else the library's name
+  std::string qualified;  // domain + "::" + name, what always names this op
   ctn_op_def decl{};
   const ctn_op_def *declared = nullptr;
   std::vector<ExtKernel> kernels;  // kernels_ex first, then kernels
@@ -114,7 +116,10 @@ struct Context {
   std::vector<std::unique_ptr<Backend>> backends;
   std::vector<std::unique_ptr<CollectivePlugin>> collectives;  // data-parallel (collective.h)
   std::vector<std::unique_ptr<OpLib>> oplibs;
-  std::unordered_map<std::string_view, const OpDef *> ops;
+  // Op names as ctn_op takes them (docs/ABI.md, "Op namespaces"): "ctn::<name>" for every
+  // built-in op, "<domain>::<name>" for every library op, and each unqualified name bound to
+  // the first loaded library op of that name, else to the built-in of that name.
+  std::unordered_map<std::string, const OpDef *> ops;
   // The preferred backends. Writers (create, set_backends, load_plugin) hold mu and then call
   // publish_preference(); readers (compile, every eager op) use preferred(), which never locks.
   std::vector<Backend *> preference;
@@ -131,7 +136,16 @@ struct Context {
   Context();
   ~Context();
 
-  const OpDef *find_op(const char *name) const;
+  // What a program means by `name` (ctn_op, ctn_context_op_support, an op library's
+  // host->graph_op): a qualified name exactly; an unqualified one by the namespacing rule. With
+  // `from`, that library's own op of an unqualified name comes first.
+  const OpDef *find_op(const char *name, const OpLib *from = nullptr) const;
+  // What the core's own rules mean (gradients, composites, passes, the ONNX lowering): the
+  // built-in op of an unqualified name first, so a library op can never replace one of their parts.
+  const OpDef *find_core_op(const char *name) const;
+  // The name ctn_context_op_info lists for `op`: the unqualified name when it resolves to `op`,
+  // else the qualified one (owned by the context: a key of `ops`).
+  const char *listed_name(const OpDef &op) const;
   Backend *find_backend(std::string_view name) const;
   // Parses "a,b" into backends, skipping unavailable ones; throws when none is available.
   // `source` names where the list came from in messages (CHUTNEY_BACKEND, options.backends, ...).
@@ -161,6 +175,20 @@ struct Context {
 };
 
 const ctn_host_api *host_api();
+
+// The op library whose callback (gradient or tangent rule) this thread is in, or nullptr: its
+// host->graph_op calls resolve names as that library's program would (Context::find_op `from`);
+// anyone else's (a backend expanding an op) as the core does.
+struct OpLibCallScope {
+  explicit OpLibCallScope(const OpLib *lib);
+  ~OpLibCallScope();
+  OpLibCallScope(const OpLibCallScope &) = delete;
+  OpLibCallScope &operator=(const OpLibCallScope &) = delete;
+  static const OpLib *current();
+
+ private:
+  const OpLib *prev_;
+};
 
 }  // namespace ctn
 

@@ -18,6 +18,9 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
 
 namespace ctn {
 
@@ -291,6 +294,11 @@ void Context::admit_plugin(ctn_plugin_query_fn query, const std::string &path, v
     return;
   }
   if (h->kind == CTN_PLUGIN_OPLIB) {
+    // The library's name is the default domain of its ops: two libraries of one name would be
+    // one namespace (the same library loaded twice, most likely).
+    for (const auto &l : oplibs)
+      if (l->name == name)
+        close_and_reject(CTN_ERR_PLUGIN, "an op library named \"" + name + "\" is already loaded from " + l->path);
     auto lib = std::make_unique<OpLib>();
     std::memcpy(&lib->desc, h, std::min<size_t>(h->struct_size, sizeof(ctn_oplib_desc)));
     lib->name = name;
@@ -329,14 +337,25 @@ void Context::admit_plugin(ctn_plugin_query_fn query, const std::string &path, v
       const ctn_op_def &od = def->decl;
       if (!od.name || !(od.infer || od.infer_ex))
         close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op %u has no name or no infer function", name.c_str(), i));
-      if (const OpDef *prev = find_op(od.name)) {
-        std::string where = prev->lib ? "op library \"" + prev->lib->name + "\" (" + prev->lib->path + ")" : "the built-in ops";
-        close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\" is already defined by %s", name.c_str(),
-                                                od.name, where.c_str()));
+      // Op namespaces (docs/ABI.md): "domain::name" declares the op's domain, a plain name takes
+      // the library's name as its domain. The name is never refused for being taken elsewhere.
+      {
+        const char *sep = nullptr;
+        for (const char *p = std::strstr(od.name, "::"); p; p = std::strstr(p + 1, "::")) sep = p;
+        def->domain = sep ? std::string(od.name, sep) : name;
+        def->name = sep ? std::string(sep + 2) : std::string(od.name);
+        if (def->domain.empty() || def->name.empty())
+          close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op name \"%s\" has an empty domain or name",
+                                                  name.c_str(), od.name));
+        if (sep && def->domain == "ctn")
+          close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\": the domain ctn is reserved for the "
+                                                  "built-in ops", name.c_str(), od.name));
+        def->qualified = def->domain + "::" + def->name;
       }
       for (const auto &d : defs)
-        if (std::strcmp(d->decl.name, od.name) == 0)
-          close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\" declares op \"%s\" twice", name.c_str(), od.name));
+        if (d->qualified == def->qualified)
+          close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\" declares op \"%s\" twice", name.c_str(),
+                                                  def->qualified.c_str()));
       if (od.n_kernels && !od.kernels)
         close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\" declares kernels but kernels is NULL",
                                                 name.c_str(), od.name));
@@ -382,9 +401,9 @@ void Context::admit_plugin(ctn_plugin_query_fn query, const std::string &path, v
     lib->dl = dl;
     OpLib *lp = lib.get();
     std::string names;
+    std::vector<std::string> notes;  // how this library's names resolve where they collide
     for (auto &def : defs) {
       const ctn_op_def &od = def->decl;
-      def->name = od.name;
       def->n_inputs = static_cast<int>(od.n_inputs);
       def->ext = &def->decl;
       def->lib = lp;
@@ -409,11 +428,43 @@ void Context::admit_plugin(ctn_plugin_query_fn query, const std::string &path, v
         return ValueInfo{out.dtype, Shape::from(out.ndim, out.shape)};
       };
       def->grad = (od.grad || od.grad_ex) ? &rules::external : nullptr;
-      names += (names.empty() ? "" : ", ") + def->name;
-      ops[def->name] = def.get();
+      names += (names.empty() ? "" : ", ") + (def->domain == name ? def->name : def->qualified);
+      // The qualified name is the op's own unless another library's op claimed it first.
+      if (def->domain == "ctn") {  // a library named "ctn" (1.0/1.1): ctn:: stays the built-ins'
+        notes.push_back(format("%s: a library named ctn has no qualified names (ctn:: names the built-in ops)",
+                               def->name.c_str()));
+      } else if (const OpDef *q = find_op(def->qualified.c_str())) {
+        notes.push_back(format("%s already names op library \"%s\"'s op (loaded first); this library's op of that "
+                               "name has no qualified name", def->qualified.c_str(), q->lib ? q->lib->name.c_str() : "?"));
+      } else {
+        ops[def->qualified] = def.get();
+      }
+      // The unqualified name: a library op shadows the built-in of that name (a program written
+      // before the built-in existed keeps its meaning); among libraries the first loaded keeps it.
+      const OpDef *prev = find_op(def->name.c_str());
+      if (!prev) {
+        ops[def->name] = def.get();
+      } else if (!prev->lib) {
+        ops[def->name] = def.get();
+        notes.push_back(format("%s resolves to %s (shadows the built-in op; ctn::%s names the built-in)",
+                               def->name.c_str(), def->qualified.c_str(), def->name.c_str()));
+      } else {
+        notes.push_back(format("%s resolves to %s of op library \"%s\" (loaded first); this library's op is %s",
+                               def->name.c_str(), static_cast<const ExtOpDef *>(prev)->qualified.c_str(),
+                               prev->lib->name.c_str(), def->qualified.c_str()));
+      }
       lp->ops.push_back(std::move(def));
     }
     add_report(path, "loaded", format("op library \"%s\" (%s): %s", name.c_str(), vers.c_str(), names.c_str()));
+    for (const std::string &n : notes) {
+      add_report(path, "op name", n);
+      // On the log once per process (every context that loads the library reports it).
+      static std::mutex logged_mu;
+      static std::set<std::string> logged;
+      std::lock_guard<std::mutex> lock(logged_mu);
+      if (logged.insert(path + "\n" + n).second)
+        host_api()->log(CTN_LOG_WARN, name.c_str(), ("op name collision: " + n).c_str());
+    }
     oplibs.push_back(std::move(lib));
     return;
   }

@@ -138,6 +138,19 @@ const ctn_op_def kAddOps[] = {AddDef()};
 const ctn_oplib_desc kAddLib = Desc("steals-add", 1, kAddOps);
 const ctn_plugin_header *add_query(uint32_t, const ctn_host_api *) { return &kAddLib.header; }
 
+// Op namespaces: a library declaring its ops' domain in their names, and one claiming ctn::.
+ctn_op_def NamedDef(const char *name) {
+  ctn_op_def o = Def(&kScale2);
+  o.name = name;
+  return o;
+}
+const ctn_op_def kDomainOps[] = {NamedDef("com.example::scale2x")};
+const ctn_oplib_desc kDomainLib = Desc("example-lib", 1, kDomainOps);
+const ctn_plugin_header *domain_query(uint32_t, const ctn_host_api *) { return &kDomainLib.header; }
+const ctn_op_def kReservedOps[] = {NamedDef("ctn::scale2x")};
+const ctn_oplib_desc kReservedLib = Desc("claims-ctn", 1, kReservedOps);
+const ctn_plugin_header *reserved_query(uint32_t, const ctn_host_api *) { return &kReservedLib.header; }
+
 // A backend header: not an op library.
 const ctn_plugin_header kBackendHeader = {sizeof(ctn_plugin_header), CTN_ABI_MAJOR, CTN_ABI_MINOR,
                                           CTN_PLUGIN_BACKEND, 0, "not-an-oplib"};
@@ -263,8 +276,8 @@ TEST(oplib12, InProcessAdmissionRejectsLikeAFile) {
     ctn_plugin_query_fn q;
     std::vector<std::string> words;
   } cases[] = {
-      {inproc_query, {"<in-process>", "\"inproc_scale2\" is already defined by op library \"inproc\""}},
-      {add_query, {"\"add\" is already defined by the built-in ops"}},
+      {inproc_query, {"<in-process>", "an op library named \"inproc\" is already loaded from <in-process>"}},
+      {reserved_query, {"\"ctn::scale2x\"", "the domain ctn is reserved"}},
       {backend_query, {"\"not-an-oplib\" is a backend", "op libraries only"}},
       {null_query, {"returned NULL"}},
       {future_query, {"ABI major mismatch", "future"}},
@@ -288,6 +301,8 @@ TEST(oplib12, InProcessAdmissionRejectsLikeAFile) {
   ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
   EXPECT_EQ(ctn_op(g.get(), "inproc_scale2", 1, &x, nullptr, &y), CTN_OK) << ctn_last_error();
   EXPECT_EQ(ctn_context_add_oplib(nullptr, inproc_query), CTN_ERR_INVALID_ARGUMENT);
+  // A name taken by a built-in op is not a reason to refuse (docs/ABI.md, op namespaces).
+  EXPECT_EQ(ctn_context_add_oplib(ctx.get(), add_query), CTN_OK) << ctn_last_error();
   EXPECT_EQ(ctn_context_add_oplib(ctx.get(), nullptr), CTN_ERR_INVALID_ARGUMENT);
 }
 
@@ -533,4 +548,76 @@ TEST(registry, OpSupportAsksTheBackendAndGivesItsReason) {
             CTN_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(ctn_context_op_support(ctx.get(), "nodevice", "add", CTN_F32, &ok, nullptr), CTN_ERR_UNAVAILABLE);
   EXPECT_EQ(ok, 7) << "out-parameter must be untouched on failure";
+}
+
+// Op namespaces: "domain::name" in ctn_op_def.name declares the op's domain; the op answers to
+// its plain name and to the qualified one, the registry lists it under its plain name.
+TEST(oplib12, OpNamesDeclareTheirDomain) {
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_add_oplib(ctx.get(), domain_query), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_context_add_oplib(ctx.get(), add_query), CTN_OK) << ctn_last_error();
+  Graph g = NewGraph(ctx.get());
+  const int64_t shape[] = {2};
+  ctn_node x, y;
+  ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
+  EXPECT_EQ(ctn_op(g.get(), "scale2x", 1, &x, nullptr, &y), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(ctn_op(g.get(), "com.example::scale2x", 1, &x, nullptr, &y), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(ctn_op(g.get(), "example-lib::scale2x", 1, &x, nullptr, &y), CTN_ERR_INVALID_ARGUMENT)
+      << "the declared domain replaces the library's name";
+  // "add" is steals-add's (one input), ctn::add the built-in (two).
+  EXPECT_EQ(ctn_op(g.get(), "add", 1, &x, nullptr, &y), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(ctn_op(g.get(), "steals-add::add", 1, &x, nullptr, &y), CTN_OK) << ctn_last_error();
+  ctn_node xx[] = {x, x};
+  EXPECT_EQ(ctn_op(g.get(), "ctn::add", 2, xx, nullptr, &y), CTN_OK) << ctn_last_error();
+  std::set<std::string> names;
+  uint32_t n = 0;
+  ASSERT_EQ(ctn_context_op_count(ctx.get(), &n), CTN_OK);
+  for (uint32_t i = 0; i < n; ++i) {
+    ctn_op_info oi{};
+    oi.struct_size = sizeof oi;
+    ASSERT_EQ(ctn_context_op_info(ctx.get(), i, &oi), CTN_OK);
+    EXPECT_TRUE(names.insert(oi.name).second) << "listed twice: " << oi.name;
+  }
+  EXPECT_TRUE(names.count("scale2x"));
+  EXPECT_TRUE(names.count("add"));
+  EXPECT_TRUE(names.count("ctn::add"));
+  const char *report = nullptr;
+  ASSERT_EQ(ctn_context_plugin_report(ctx.get(), &report), CTN_OK);
+  EXPECT_NE(std::string(report).find("op library \"example-lib\" (ABI 1.2): com.example::scale2x"), std::string::npos)
+      << report;
+}
+
+// The core's rewrites are about built-in ops: a library op named "neg" (here y = 2 x) applied
+// twice is not simplified away as neg(neg(x)) = x would be, and ctn::neg stays the built-in.
+TEST(oplib12, RewritesNeverMistakeALibraryOpForTheBuiltin) {
+  if (!FileExists(CTN_TEST_CPU_PLUGIN)) GTEST_SKIP() << "no CPU plugin in this build";
+  static const ctn_op_def neg_ops[] = {NamedDef("neg")};
+  static const ctn_oplib_desc neg_lib = Desc("steals-neg", 1, neg_ops);
+  Context ctx = CpuContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_add_oplib(ctx.get(), [](uint32_t, const ctn_host_api *) { return &neg_lib.header; }), CTN_OK)
+      << ctn_last_error();
+  Graph g = NewGraph(ctx.get());
+  const int64_t shape[] = {3};
+  ctn_node x, a, b, c, d;
+  ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
+  ASSERT_EQ(ctn_op(g.get(), "neg", 1, &x, nullptr, &a), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_op(g.get(), "neg", 1, &a, nullptr, &b), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_op(g.get(), "ctn::neg", 1, &x, nullptr, &c), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_op(g.get(), "ctn::neg", 1, &c, nullptr, &d), CTN_OK) << ctn_last_error();
+  ctn_node outs[] = {b, d};
+  ctn_plan *p = nullptr;
+  ASSERT_EQ(ctn_plan_compile(g.get(), 2, outs, nullptr, &p), CTN_OK) << ctn_last_error();
+  Plan plan(p);
+  Tensor xt = MakeF32({3}, {1, -2, 3});
+  ctn_tensor *o0 = nullptr, *o1 = nullptr;
+  ASSERT_EQ(ctn_plan_output_create(p, 0, &o0), CTN_OK);
+  ASSERT_EQ(ctn_plan_output_create(p, 1, &o1), CTN_OK);
+  Tensor t0(o0), t1(o1);
+  const ctn_tensor *feeds[] = {xt.get()};
+  ctn_tensor *const outputs[] = {o0, o1};
+  ASSERT_EQ(ctn_plan_run(p, 1, &x, feeds, 2, outputs), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(ReadF32(o0), (std::vector<float>{4, -8, 12})) << "the library's op, twice";
+  EXPECT_EQ(ReadF32(o1), (std::vector<float>{1, -2, 3})) << "the built-in, twice";
 }

@@ -6,6 +6,7 @@
 #include <chutney/checkpoint.h>
 #include <chutney/dlpack.h>
 #include <chutney/onnx.h>
+#include <chutney/oplib.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -497,3 +498,71 @@ TEST(DlpackC, ZeroCopyDeleterOnceReadOnlyAndRefusals) {
 }
 
 }  // namespace
+
+// Custom domains map to op libraries' domains (docs/ABI.md, "Op namespaces"): a node of domain
+// com.example runs op com.example::twice of the library below; an unknown domain is refused by
+// name.
+namespace {
+ctn_status twice_infer(const ctn_host_api *, uint32_t, const ctn_tensor_desc *in, const ctn_attrs *, ctn_tensor_desc *out) {
+  *out = in[0];
+  return CTN_OK;
+}
+ctn_status twice_run(void *, const ctn_kernel_args *a) {
+  const ctn_tensor_desc &x = a->inputs[0], &y = a->outputs[0];
+  int64_t n = 1;
+  for (uint32_t k = 0; k < y.ndim; ++k) n *= y.shape[k];
+  const float *xp = reinterpret_cast<const float *>(static_cast<const char *>(x.data) + x.offset);
+  float *yp = reinterpret_cast<float *>(static_cast<char *>(y.data) + y.offset);
+  for (int64_t i = 0; i < n; ++i) yp[i] = 2 * xp[i];
+  return CTN_OK;
+}
+ctn_status twice_kernel(const ctn_host_api *, uint32_t, const ctn_tensor_desc *, const ctn_tensor_desc *, const ctn_attrs *,
+                        ctn_kernel *out) {
+  *out = ctn_kernel{};
+  out->fn = twice_run;
+  return CTN_OK;
+}
+const ctn_oplib_kernel kTwiceKernels[] = {{"cpu", twice_kernel}};
+ctn_op_def TwiceDef() {
+  ctn_op_def d{};
+  d.struct_size = sizeof d;
+  d.n_inputs = 1;
+  d.name = "com.example::twice";
+  d.doc = "2 x";
+  d.infer = twice_infer;
+  d.n_kernels = 1;
+  d.kernels = kTwiceKernels;
+  return d;
+}
+const ctn_op_def kTwiceOps[] = {TwiceDef()};
+ctn_oplib_desc TwiceLib() {
+  ctn_oplib_desc d{};
+  d.header = {sizeof d, CTN_ABI_MAJOR, CTN_ABI_MINOR, CTN_PLUGIN_OPLIB, 0, "example-ops"};
+  d.n_ops = 1;
+  d.ops = kTwiceOps;
+  return d;
+}
+const ctn_oplib_desc kTwiceLib = TwiceLib();
+const ctn_plugin_header *twice_query(uint32_t, const ctn_host_api *) { return &kTwiceLib.header; }
+}  // namespace
+
+TEST(OnnxCustomDomain, MapsToTheOpLibraryOfThatDomain) {
+  Env e;
+  const std::string unknown = model(one_node_graph(node("twice", {"x"}, {"y"}, "tw1").s(7, "com.example"))).b;
+  Loaded before;
+  load(before, e.ctx, write_file("custom0.onnx", unknown));
+  EXPECT_EQ(before.st, CTN_ERR_UNSUPPORTED) << before.err;
+  EXPECT_NE(before.err.find("op domain 'com.example'"), std::string::npos) << before.err;
+  ASSERT_EQ(ctn_context_add_oplib(e.ctx, twice_query), CTN_OK) << ctn_last_error();
+  Loaded l;
+  load(l, e.ctx, write_file("custom1.onnx", unknown));
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  ctn_tensor *x = nullptr;
+  const int64_t shape[] = {2, 3};
+  const float xv[] = {1, -2, 3, 0.5f, 0, 7};
+  ASSERT_EQ(ctn_tensor_create(CTN_F32, 2, shape, xv, &x), CTN_OK) << ctn_last_error();
+  const auto r = run(l.g, {l.node(CTN_ONNX_OUTPUTS, 0)}, {l.node(CTN_ONNX_INPUTS, 0)}, {x});
+  ctn_tensor_release(x);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0], (std::vector<float>{2, -4, 6, 1, 0, 14}));
+}

@@ -33,7 +33,7 @@ if [[ ! -f "$dir/build.ninja" ]]; then
     -Dopencl=disabled -Dvulkan=disabled -Dcuda=disabled -Dbench=false -Dtests=enabled
 fi
 tests=(core_unit reliability data checkpoint nn cpu_plugin c11_headers c99_headers abi_test bad_input_test
-  swish_test placement_test conformance fuzz_graph_replay fuzz_safetensors_replay fuzz_idx_replay fuzz_json_replay)
+  swish_test placement_test compat_test conformance fuzz_graph_replay fuzz_safetensors_replay fuzz_idx_replay fuzz_json_replay)
 # The executables and what they load (the CPU plugin, swish, the ABI suite's plugins), nothing else.
 mapfile -t paths < <(python3 - "$dir" "${tests[@]}" <<'PY'
 import json, os, subprocess, sys

@@ -396,7 +396,7 @@ func goctnOpKernel(h C.uintptr_t, args *C.ctn_kernel_args, msg **C.char) (status
 
 // OpInfo describes one op the context knows (ctn_context_op_info).
 type OpInfo struct {
-	Name           string
+	Name           string // what Graph.Op takes: the plain name, or "ctn::softsign" for a shadowed built-in
 	NumInputs      int    // exact number of inputs; -1: variadic (one or more)
 	Attributes     string // the attribute slots it reads ("f[0] slope"), "" when none or unknown
 	Doc            string

@@ -178,12 +178,36 @@ func TestGoOpErrors(t *testing.T) {
 	if g2.Err() == nil || !strings.Contains(g2.Err().Error(), "go_nograd") {
 		t.Fatalf("grad through an op without a rule: %v", g2.Err())
 	}
-	// Registration is checked in Go first, then admitted by the library like a plugin.
-	if err := c.AddOps("dup", goSwish("go_swish")); !errors.Is(err, chutney.ErrPlugin) {
-		t.Fatalf("duplicate op name: %v", err)
+	// Registration is checked in Go first, then admitted by the library like a plugin. Op names
+	// are namespaced (docs/ABI.md): a name taken elsewhere loads, the first library keeps the
+	// plain name, a library's op shadows a built-in's, qualified names reach each op.
+	if err := c.AddOps("dup", goSwish("go_swish")); err != nil {
+		t.Fatalf("an op name another library uses: %v", err)
 	}
-	if err := c.AddOps("builtin-clash", goSwish("relu")); !errors.Is(err, chutney.ErrPlugin) {
+	if err := c.AddOps("builtin-clash", goSwish("softsign")); err != nil {
 		t.Fatalf("op named like a built-in: %v", err)
+	}
+	if err := c.AddOps("dup", goSwish("go_other")); !errors.Is(err, chutney.ErrPlugin) {
+		t.Fatalf("a second library named dup: %v", err)
+	}
+	gn := closer(t, must(c.NewEagerGraph()))
+	xn := gn.Constant(tensor(t, []float64{1}, 1))
+	mine := gn.Op("softsign", nil, xn)
+	builtin := gn.Op("ctn::softsign", nil, xn)
+	other := gn.Op("dup::go_swish", nil, xn)
+	if gn.Err() != nil {
+		t.Fatalf("qualified op names: %v", gn.Err())
+	}
+	if v := must(closer(t, must(gn.Value(builtin))).Float64s())[0]; v != 0.5 {
+		t.Fatalf("ctn::softsign(1) = %v, want the built-in's 0.5", v)
+	}
+	if v := must(closer(t, must(gn.Value(mine))).Float64s())[0]; v == 0.5 {
+		t.Fatalf("softsign(1) = %v: the library's op should shadow the built-in", v)
+	}
+	_ = other
+	if r := must(c.PluginReport()); !strings.Contains(r, "softsign resolves to builtin-clash::softsign") ||
+		!strings.Contains(r, "go_swish resolves to go-test-ops::go_swish") {
+		t.Fatalf("the report does not say where the names go:\n%s", r)
 	}
 	bad := goSwish("go_bad")
 	bad.Infer = nil

@@ -1,7 +1,9 @@
 /* An op library declaring an op whose name is already taken. Built twice:
  *   ctn-test-dup-op.so       declares "swish" (collides with plugins/swish once that is loaded)
  *   ctn-test-dup-builtin.so  declares "add"   (collides with the built-in op)
- * The host must reject the library with CTN_ERR_PLUGIN naming the op. */
+ *   ctn-test-dup-swish-grad.so declares "swish_grad" (one input; swish's own takes two)
+ * Op namespaces (docs/ABI.md): the host loads it anyway; the plain name goes to the first loaded
+ * library's op (shadowing the built-in), the qualified names reach each, the report says so. */
 #include <chutney/oplib.h>
 
 #ifndef DUP_OP_NAME

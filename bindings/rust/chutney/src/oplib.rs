@@ -524,7 +524,8 @@ unsafe extern "C" fn kernel_run(
 /// One op the context knows (`ctn_op_info`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpInfo {
-    /// What [`crate::Graph::op`] takes.
+    /// What [`crate::Graph::op`] takes: the plain name when it resolves to this op, else the
+    /// qualified one (`"ctn::softsign"` for a built-in a library's `softsign` shadows).
     pub name: String,
     /// Exact number of inputs; -1: variadic (one or more).
     pub n_inputs: i32,

@@ -195,13 +195,10 @@ fn errors_and_panics_become_err_naming_the_op() {
 }
 
 #[test]
-fn bad_definitions_and_duplicate_names_are_rejected_with_the_context_unchanged() {
+fn bad_definitions_are_rejected_and_shared_names_are_namespaced() {
     let mut c = ctx();
     let n0 = c.ops().unwrap().len();
     let report0 = c.plugin_report().unwrap();
-    let e = c.add_ops("rs-dup", vec![swish("relu")]).unwrap_err();
-    assert_eq!(e.status(), Status::PLUGIN, "{e}");
-    assert!(e.message().contains("relu") && e.message().contains("built-in"), "{e}");
     // twice in one library
     let e = c.add_ops("rs-dup", vec![swish("rs_twice"), swish("rs_twice")]).unwrap_err();
     assert_eq!(e.status(), Status::PLUGIN, "{e}");
@@ -216,21 +213,32 @@ fn bad_definitions_and_duplicate_names_are_rejected_with_the_context_unchanged()
     assert_eq!(c.add_ops("x", vec![zero]).unwrap_err().status(), Status::INVALID_ARGUMENT);
     assert_eq!(c.ops().unwrap().len(), n0);
 
-    // a good library, then one clashing with it: the first keeps working
+    // Op namespaces (docs/ABI.md): a name a built-in uses loads and shadows it for plain names;
+    // ctn::softsign stays the built-in.
+    c.add_ops("rs-shadow", vec![swish("softsign")]).unwrap();
+    assert_eq!(c.ops().unwrap().len(), n0 + 1);
+    assert!(c.ops().unwrap().iter().any(|o| o.name == "ctn::softsign" && o.origin == "builtin"));
+    assert!(c.ops().unwrap().iter().any(|o| o.name == "softsign" && o.origin == "rs-shadow"));
+    // a good library, then one sharing a name with it: both load, the first keeps the plain name
     c.add_ops("rs-first", vec![swish("rs_swish")]).unwrap();
-    assert_eq!(c.ops().unwrap().len(), n0 + 1);
-    let e = c.add_ops("rs-second", vec![swish("rs_other"), swish("rs_swish")]).unwrap_err();
-    assert_eq!(e.status(), Status::PLUGIN);
-    assert!(e.message().contains("rs-first"), "{e}");
-    assert_eq!(c.ops().unwrap().len(), n0 + 1);
+    c.add_ops("rs-second", vec![swish("rs_other"), swish("rs_swish")]).unwrap();
+    assert_eq!(c.ops().unwrap().len(), n0 + 4);
+    assert!(c.ops().unwrap().iter().any(|o| o.name == "rs-second::rs_swish"));
+    // the same library name twice is refused
+    assert_eq!(c.add_ops("rs-first", vec![swish("rs_third")]).unwrap_err().status(), Status::PLUGIN);
     let g = c.eager_graph().unwrap();
-    assert!(g.op("rs_other", &[g.scalar(Dtype::F32, 1.0).unwrap()], None).is_err());
     let x = g.constant(&Tensor::new(&[1f64], &[1]).unwrap()).unwrap();
-    let y = g.op("rs_swish", &[x], None).unwrap();
-    assert_eq!(g.value(y).unwrap().to_vec::<f64>().unwrap(), vec![swish_ref(1.0, 1.0)]);
+    for name in ["rs_swish", "rs-first::rs_swish", "rs-second::rs_swish", "rs_other", "softsign", "rs-shadow::softsign"] {
+        let y = g.op(name, &[x], None).unwrap();
+        assert_eq!(g.value(y).unwrap().to_vec::<f64>().unwrap(), vec![swish_ref(1.0, 1.0)], "{name}");
+    }
+    let y = g.op("ctn::softsign", &[x], None).unwrap();
+    assert_eq!(g.value(y).unwrap().to_vec::<f64>().unwrap(), vec![0.5]);
     drop(g);
     let report = c.plugin_report().unwrap();
     assert!(report.len() > report0.len() && report.contains("<in-process>") && report.contains("rs-first"), "{report}");
+    assert!(report.contains("softsign resolves to rs-shadow::softsign (shadows the built-in op"), "{report}");
+    assert!(report.contains("rs_swish resolves to rs-first::rs_swish of op library \"rs-first\""), "{report}");
 }
 
 #[test]

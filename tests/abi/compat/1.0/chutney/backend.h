@@ -1,0 +1,97 @@
+/* chutney device-backend plugin interface. C99.
+ *
+ * A backend plugin exports ctn_plugin_query (plugin.h) returning a ctn_backend_desc whose
+ * header.kind is CTN_PLUGIN_BACKEND. The host:
+ *   1. checks header (major must equal CTN_ABI_MAJOR; any minor is accepted, see version.h);
+ *   2. calls init once; CTN_ERR_UNAVAILABLE with a reason ("unavailable: no OpenCL platform")
+ *      marks the backend unavailable and the rest of the runtime keeps working;
+ *   3. at compile time asks get_kernel for each node placed on the backend (CTN_ERR_UNSUPPORTED
+ *      with a reason lets the node go to the next backend), allocates arenas with buffer_alloc,
+ *      and at run time calls kernels in schedule order;
+ *   4. calls shutdown (which must join the backend's threads) before dlclose.
+ *
+ * Every slot returning ctn_status records its message with host->set_error on failure. Slots
+ * marked (optional) may be NULL; the comment says what the host does then.
+ * Threading: the host serialises calls on one backend state except where noted.
+ */
+#ifndef CHUTNEY_BACKEND_H
+#define CHUTNEY_BACKEND_H
+
+#include "plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Backend flags (ctn_backend_desc.flags). */
+#define CTN_BACKEND_HOST_MEMORY 1u /* buffers are host pointers: kernels of op libraries for
+                                      "cpu" may run on them, and no copy is needed to the CPU */
+
+/* Configuration handed to init. */
+typedef struct ctn_backend_config {
+  uint32_t struct_size;
+  int32_t num_threads; /* worker threads for host backends; >= 1 */
+} ctn_backend_config;
+
+/* What get_kernel is asked for: one node, its input and output layouts (data is NULL). */
+typedef struct ctn_op_signature {
+  uint32_t struct_size;
+  uint32_t n_inputs;
+  const char *op;                 /* op name, see ops.h */
+  const ctn_tensor_desc *inputs;  /* n_inputs descriptors */
+  const ctn_tensor_desc *output;  /* one output */
+  const ctn_attrs *attrs;         /* never NULL */
+} ctn_op_signature;
+
+typedef struct ctn_backend_desc {
+  ctn_plugin_header header; /* frozen prefix; header.kind == CTN_PLUGIN_BACKEND */
+
+  /* --- since 1.0 --- */
+  uint32_t flags;           /* CTN_BACKEND_* */
+  uint32_t reserved;
+
+  /* Probes the device and sets up state. Must not abort when a driver is missing: return
+   * host->set_error(CTN_ERR_UNAVAILABLE, "reason"). On success *out_state is passed to every
+   * other slot. */
+  ctn_status (*init)(const ctn_host_api *host, const ctn_backend_config *config,
+                     void **out_state);
+
+  /* Frees everything and joins threads. Accepts the state of a successful init only. */
+  void (*shutdown)(void *state);
+
+  /* A human-readable device description ("AMD EPYC, 2 threads, OpenBLAS 0.3.21"), owned by the
+   * backend and valid until shutdown. */
+  const char *(*describe)(void *state);
+
+  /* Device memory. *out_handle is what kernels receive in ctn_tensor_desc.data (a host pointer
+   * for CTN_BACKEND_HOST_MEMORY backends). Alignment: at least 64 bytes. */
+  ctn_status (*buffer_alloc)(void *state, uint64_t bytes, void **out_handle);
+  void (*buffer_free)(void *state, void *handle);
+
+  /* Host <-> device copies of `bytes` bytes at byte `offset` of a buffer; complete on return. */
+  ctn_status (*upload)(void *state, void *handle, uint64_t offset, const void *src,
+                       uint64_t bytes);
+  ctn_status (*download)(void *state, void *handle, uint64_t offset, void *dst, uint64_t bytes);
+
+  /* A kernel for one node. CTN_ERR_UNSUPPORTED (with a reason) when the backend cannot run it.
+   * The kernel may be specialised for the shapes given. Called at compile time only. */
+  ctn_status (*get_kernel)(void *state, const ctn_op_signature *sig, ctn_kernel *out);
+
+  /* Waits until every kernel submitted so far has finished. (optional) NULL: kernels are
+   * synchronous. */
+  ctn_status (*synchronize)(void *state);
+
+  /* Sets a backend option by key ("num_threads" "4", "gemm" "own"). (optional) NULL: the backend
+   * takes no options. Unknown keys: CTN_ERR_INVALID_ARGUMENT. */
+  ctn_status (*set_option)(void *state, const char *key, const char *value);
+
+  /* Backend-specific extras looked up by name (e.g. "cpu_thread_pool"). (optional) NULL: none.
+   * Returns NULL for an unknown name. */
+  void *(*get_proc_address)(void *state, const char *name);
+} ctn_backend_desc;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CHUTNEY_BACKEND_H */

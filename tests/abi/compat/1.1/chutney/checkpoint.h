@@ -1,0 +1,118 @@
+/* chutney checkpoints in the safetensors layout. C99.
+ *
+ * The conventions of chutney.h apply: every function returns a ctn_status (message from
+ * ctn_last_error()), out-parameters are untouched on failure, *_release accepts NULL, nothing
+ * aborts or throws.
+ *
+ * File layout (https://github.com/huggingface/safetensors, readable by its Python package):
+ *   8 bytes   N, the header length, unsigned little-endian
+ *   N bytes   a UTF-8 JSON object, padded with spaces to a multiple of 8:
+ *               {"<name>": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...,
+ *                "__metadata__": {"<key>": "<string value>", ...}}
+ *   rest      the data section: each tensor's elements row-major, little-endian, at
+ *             [begin, end) relative to the start of the data section; tensors tile the section
+ *             exactly (no gaps, no overlaps, nothing after the last one).
+ * dtypes: F32 F64 I32 I64 U8 BOOL map to the chutney dtypes of the same name. Files holding other
+ * safetensors dtypes (F16, BF16, I8, ...) load; only ctn_checkpoint_get of such a tensor fails.
+ *
+ * Atomicity: ctn_checkpoint_save writes a temporary file in the target's directory, fsyncs it,
+ * renames it over the target and fsyncs the directory. At every instant `path` is either the old
+ * file or the complete new one; a failing save removes its temporary file and leaves `path` as
+ * it was.
+ */
+#ifndef CHUTNEY_CHECKPOINT_H
+#define CHUTNEY_CHECKPOINT_H
+
+#include "chutney.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ctn_checkpoint ctn_checkpoint;
+
+/* =============================================================================================
+ * Saving and loading tensors
+ * =========================================================================================== */
+
+/* Writes `n` tensors under `names` to `path`, atomically (see above). Tensors may be
+ * non-contiguous views; they are written row-major. `metadata_json` is NULL or a JSON object
+ * whose values are all strings (the safetensors rule), stored as "__metadata__".
+ * Errors: CTN_ERR_INVALID_ARGUMENT (NULL pointers, an empty, duplicate or "__metadata__" name,
+ * metadata that is not a JSON object of strings); CTN_ERR_IO (the temporary file cannot be
+ * created, written, synced or renamed: the message names the file and the system error).
+ * Thread-safety: concurrent saves to different paths are fine; the tensors must not be written
+ * by another thread during the call. since 1.1 */
+CTN_API ctn_status ctn_checkpoint_save(const char *path, uint32_t n, const char *const *names,
+                                       const ctn_tensor *const *tensors,
+                                       const char *metadata_json);
+
+/* Reads and validates the whole file into memory; the file is closed before this returns.
+ * Errors: CTN_ERR_IO (cannot open or read); CTN_ERR_CORRUPT (file shorter than 8 bytes, header
+ * length beyond the file or over 100 MB, invalid JSON, an entry without dtype/shape/
+ * data_offsets, an unknown dtype, negative or non-integer numbers, a shape whose byte size
+ * differs from its offsets, offsets out of range, overlapping, leaving gaps or not covering the
+ * data section, duplicate names, metadata values that are not strings). The message names the
+ * file and the offending tensor. Never crashes on hostile input. since 1.1 */
+CTN_API ctn_status ctn_checkpoint_load(const char *path, ctn_checkpoint **out);
+
+/* Frees the checkpoint and its strings. Accepts NULL. since 1.1 */
+CTN_API void ctn_checkpoint_release(ctn_checkpoint *ckpt);
+
+/* Number of tensors. A loaded checkpoint is immutable: the getters below are thread-safe.
+ * since 1.1 */
+CTN_API ctn_status ctn_checkpoint_count(const ctn_checkpoint *ckpt, uint32_t *out_count);
+
+/* Name of tensor `index` (< count), in the order of the file's header. The string is owned by
+ * the checkpoint and valid until it is released. since 1.1 */
+CTN_API ctn_status ctn_checkpoint_name(const ctn_checkpoint *ckpt, uint32_t index,
+                                       const char **out_name);
+
+/* dtype and shape of tensor `name` without copying it; `out_shape` (may be NULL) receives ndim
+ * values. CTN_ERR_INVALID_ARGUMENT when the name is absent; CTN_ERR_UNSUPPORTED for a
+ * safetensors dtype chutney lacks (the message names it). since 1.1 */
+CTN_API ctn_status ctn_checkpoint_info(const ctn_checkpoint *ckpt, const char *name,
+                                       ctn_dtype *out_dtype, uint32_t *out_ndim,
+                                       int64_t *out_shape);
+
+/* A new contiguous tensor holding a copy of tensor `name`; the caller releases it.
+ * CTN_ERR_INVALID_ARGUMENT when the name is absent (the message names it and the file);
+ * CTN_ERR_UNSUPPORTED for a safetensors dtype chutney lacks; CTN_ERR_SHAPE for more than
+ * CTN_MAX_DIMS dimensions. since 1.1 */
+CTN_API ctn_status ctn_checkpoint_get(const ctn_checkpoint *ckpt, const char *name,
+                                      ctn_tensor **out);
+
+/* The "__metadata__" object as compact JSON ("{}" when the file has none). Owned by the
+ * checkpoint. since 1.1 */
+CTN_API ctn_status ctn_checkpoint_metadata(const ctn_checkpoint *ckpt, const char **out_json);
+
+/* The metadata value of `key`, or NULL in *out_value when the key is absent (still CTN_OK).
+ * Owned by the checkpoint. since 1.1 */
+CTN_API ctn_status ctn_checkpoint_metadata_get(const ctn_checkpoint *ckpt, const char *key,
+                                               const char **out_value);
+
+/* =============================================================================================
+ * Plans: saving and restoring variables
+ * =========================================================================================== */
+
+/* Reads the current value of each variable nodes[i] of `plan` (ctn_plan_variable_read) and saves
+ * them under names[i] with ctn_checkpoint_save (atomic). Errors: those of both functions.
+ * Thread-safety: the plan must not run concurrently. since 1.1 */
+CTN_API ctn_status ctn_plan_save_variables(ctn_plan *plan, uint32_t n, const char *const *names,
+                                           const ctn_node *nodes, const char *path,
+                                           const char *metadata_json);
+
+/* Loads `path` and writes tensor names[i] into variable nodes[i] (ctn_plan_variable_write).
+ * Every name must be present (CTN_ERR_INVALID_ARGUMENT naming it and the file otherwise) with
+ * the variable's dtype (CTN_ERR_DTYPE) and shape (CTN_ERR_SHAPE), both sides printed in the
+ * message. Everything is checked before the first write, so on failure the plan is unchanged.
+ * Tensors of the file that are not named are ignored. Errors of ctn_checkpoint_load apply.
+ * since 1.1 */
+CTN_API ctn_status ctn_plan_load_variables(ctn_plan *plan, uint32_t n, const char *const *names,
+                                           const ctn_node *nodes, const char *path);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CHUTNEY_CHECKPOINT_H */

@@ -1,0 +1,178 @@
+/* chutney op catalogue, ABI v1. C99.
+ *
+ * The names below are what ctn_op() takes and what backends' get_kernel() is asked for.
+ * For each op: inputs, attributes (slots of ctn_attrs it reads) and the output.
+ *
+ * Kernel contract (backends and op libraries):
+ *  - Every input and the output is contiguous row-major; strides are filled in for convenience.
+ *  - Inputs of broadcasting ops (marked [bcast]) have shapes that broadcast (numpy rules) to the
+ *    output shape; the kernel expands them itself (stride 0 on broadcast axes).
+ *  - Floating ops support CTN_F32 and CTN_F64; a backend that lacks a dtype says so in
+ *    get_kernel with CTN_ERR_UNSUPPORTED.
+ *  - Attributes are already normalised by the core: axes are non-negative, slice bounds are
+ *    clamped, reshape targets have no -1.
+ *
+ * The user-facing ops in chutney.h map 1:1 onto these; the *_grad ops are what the autodiff rule
+ * table emits for backward passes (backends implement them like any other op).
+ */
+#ifndef CHUTNEY_OPS_H
+#define CHUTNEY_OPS_H
+
+/* ---- elementwise unary: (x) -> same dtype and shape ------------------------------------- */
+#define CTN_OP_NEG "neg"
+#define CTN_OP_EXP "exp"
+#define CTN_OP_LOG "log"
+#define CTN_OP_SQRT "sqrt"
+#define CTN_OP_ABS "abs"
+#define CTN_OP_SIGN "sign"            /* -1, 0 or 1 */
+#define CTN_OP_TANH "tanh"
+#define CTN_OP_SIGMOID "sigmoid"
+#define CTN_OP_RELU "relu"            /* max(x, 0) */
+#define CTN_OP_GELU "gelu"            /* exact: 0.5 x (1 + erf(x / sqrt 2)) */
+#define CTN_OP_LEAKY_RELU "leaky_relu" /* f[0] = negative slope */
+#define CTN_OP_CLAMP "clamp"          /* f[0] = lo, f[1] = hi */
+#define CTN_OP_CAST "cast"            /* i[0] = target ctn_dtype; any dtype to any dtype;
+                                         to bool: x != 0 */
+#define CTN_OP_COPY "copy"            /* identity */
+
+/* ---- elementwise binary [bcast]: (a, b) -> broadcast shape, dtype of a == dtype of b --------- */
+#define CTN_OP_ADD "add"
+#define CTN_OP_SUB "sub"
+#define CTN_OP_MUL "mul"
+#define CTN_OP_DIV "div"
+#define CTN_OP_POW "pow"
+#define CTN_OP_MAXIMUM "maximum"
+#define CTN_OP_MINIMUM "minimum"
+/* comparisons [bcast]: (a, b) -> CTN_BOOL */
+#define CTN_OP_EQ "eq"
+#define CTN_OP_NE "ne"
+#define CTN_OP_LT "lt"
+#define CTN_OP_LE "le"
+#define CTN_OP_GT "gt"
+#define CTN_OP_GE "ge"
+/* where [bcast]: (cond: bool, a, b) -> cond ? a : b */
+#define CTN_OP_WHERE "where"
+
+/* ---- backward helpers, elementwise: (x or y, dy) -> dx, same shape ------------------------ */
+#define CTN_OP_RELU_GRAD "relu_grad"         /* (x or y = relu(x), dy): dy * (x > 0) */
+#define CTN_OP_LEAKY_RELU_GRAD "leaky_relu_grad" /* (x, dy), f[0] slope: dy * (x > 0 ? 1 : s) */
+#define CTN_OP_GELU_GRAD "gelu_grad"         /* (x, dy) */
+#define CTN_OP_CLAMP_GRAD "clamp_grad"       /* (x, dy), f[0] lo, f[1] hi: dy * (lo<=x<=hi) */
+#define CTN_OP_TANH_GRAD "tanh_grad"         /* (y, dy): dy * (1 - y^2), y = tanh(x) */
+#define CTN_OP_SIGMOID_GRAD "sigmoid_grad"   /* (y, dy): dy * y * (1 - y), y = sigmoid(x) */
+
+/* ---- matmul ---------------------------------------------------------------------------------
+ * (a [..., M, K], b [..., K, N]) -> [..., M, N]; i[0] = trans_a, i[1] = trans_b (transpose the
+ * operand's last two dims first); leading (batch) dims broadcast. Both operands >= 2-d. */
+#define CTN_OP_MATMUL "matmul"
+/* Fused: (a, b, bias [N]) -> act(a @ b + bias); i[0], i[1] as matmul; i[2] = activation:
+ * 0 none, 1 relu, 2 gelu. Emitted by the fusion pass only when the backend offers it. */
+#define CTN_OP_MATMUL_BIAS_ACT "matmul_bias_act"
+
+/* ---- reductions: (x) -> reduced; i[0] = bitmask of reduced axes (bit k = axis k),
+ * i[1] = keepdims (0/1). The core expands "all axes" into the full mask, so the mask is empty
+ * only for a 0-d input, where the reduction is the identity. ------------------------------------ */
+#define CTN_OP_SUM "sum"
+#define CTN_OP_MEAN "mean"
+#define CTN_OP_MAX "max"
+
+/* ---- shape ops -------------------------------------------------------------------------------- */
+#define CTN_OP_RESHAPE "reshape"       /* i[0..ni-1] = new shape (no -1) */
+#define CTN_OP_PERMUTE "permute"       /* i[0..ndim-1] = perm: out.shape[k] = x.shape[perm[k]] */
+#define CTN_OP_SLICE "slice"           /* i[0] axis, i[1] start, i[2] stop, i[3] step (> 0) */
+#define CTN_OP_SLICE_GRAD "slice_grad" /* (dy) -> zeros of the source shape with dy scattered;
+                                          i[0] axis, i[1] start, i[2] stop, i[3] step,
+                                          i[4] = source size along axis */
+#define CTN_OP_CONCAT "concat"         /* (x0, x1, ...) i[0] = axis */
+#define CTN_OP_BROADCAST_TO "broadcast_to" /* [bcast] i[0..ni-1] = target shape */
+
+/* ---- softmax family; i[0] = axis ------------------------------------------------------------ */
+#define CTN_OP_SOFTMAX "softmax"
+#define CTN_OP_LOG_SOFTMAX "log_softmax"
+#define CTN_OP_SOFTMAX_GRAD "softmax_grad"         /* (y, dy): y * (dy - sum(dy * y, axis)) */
+#define CTN_OP_LOG_SOFTMAX_GRAD "log_softmax_grad" /* (y, dy): dy - exp(y) * sum(dy, axis) */
+/* (logits [N, C], labels [N] i32|i64) -> 0-d mean of -log softmax(logits)[n, label[n]]. A label
+ * outside [0, C) is an error (CTN_ERR_INVALID_ARGUMENT) reported by the kernel. */
+#define CTN_OP_CROSS_ENTROPY "cross_entropy"
+/* (logits, labels, dy 0-d) -> [N, C]: (softmax(logits) - onehot(labels)) * dy / N */
+#define CTN_OP_CROSS_ENTROPY_GRAD "cross_entropy_grad"
+
+/* Activation codes for matmul_bias_act i[2]. */
+#define CTN_ACT_NONE 0
+#define CTN_ACT_RELU 1
+#define CTN_ACT_GELU 2
+
+/* ---- optimizer steps (since 1.1): elementwise, write the new value of one state tensor; the
+ * caller ctn_assign's it into the variable (the core writes in place when legal). w, g and the
+ * state tensors share dtype (f32|f64) and shape; lr is a 0-d value of that dtype and step a 0-d
+ * i64 (>= 1), both inputs so that schedules need no recompile. Not differentiable. ---------- */
+/* (v, g, w; f[0] momentum, f[1] weight_decay) -> v' = momentum*v + (g + wd*w) */
+#define CTN_OP_SGD_VELOCITY "sgd_velocity"
+/* (w, v', g, lr; f[0] momentum, f[1] weight_decay, i[0] nesterov 0/1) ->
+ * w' = w - lr * (nesterov ? (g + wd*w) + momentum*v' : v'). Nesterov needs momentum > 0. */
+#define CTN_OP_SGD_APPLY "sgd_apply"
+/* (m, g; f[0] beta1 in [0,1)) -> m' = beta1*m + (1-beta1)*g */
+#define CTN_OP_ADAM_MOMENT1 "adam_moment1"
+/* (v, g; f[0] beta2 in [0,1)) -> v' = beta2*v + (1-beta2)*g*g */
+#define CTN_OP_ADAM_MOMENT2 "adam_moment2"
+/* (w, m', v', lr, step; f[0] beta1, f[1] beta2, f[2] eps, f[3] weight_decay, i[0] decoupled
+ * 0/1 (1 = AdamW)) -> w' = w - lr * (mhat / (sqrt(vhat) + eps) + (decoupled ? wd*w : 0)),
+ * mhat = m'/(1-beta1^step), vhat = v'/(1-beta2^step). With decoupled 0, g already holds wd*w. */
+#define CTN_OP_ADAM_APPLY "adam_apply"
+
+/* ---- neural-network ops (since 1.1). Layout NCHW; f32 and f64. ------------------------------
+ * Convolution attributes, shared: i[0], i[1] stride h, w (>= 1); i[2], i[3] padding h, w (>= 0,
+ * the same on both sides); i[4], i[5] dilation h, w (>= 1); i[6] groups (>= 1, divides the input
+ * and output channels). The core normalises 0 in a stride/dilation/groups slot to 1. */
+/* (x [N,C,H,W], w [O,C/groups,KH,KW]) -> [N,O,Ho,Wo], Ho = (H + 2 ph - dh (KH-1) - 1) / sh + 1
+ * (floor; Wo alike). No bias: add one with a broadcasting add of [O,1,1]. */
+#define CTN_OP_CONV2D "conv2d"
+/* (dy [N,O,Ho,Wo], w [O,C/groups,KH,KW]) -> dx [N,C,H,W]; conv attrs + i[7], i[8] = H, W (stride
+ * makes the input size ambiguous). The adjoint of conv2d w.r.t. x. */
+#define CTN_OP_CONV2D_GRAD_INPUT "conv2d_grad_input"
+/* (x [N,C,H,W], dy [N,O,Ho,Wo]) -> dw [O,C/groups,KH,KW]; conv attrs + i[7], i[8] = KH, KW. */
+#define CTN_OP_CONV2D_GRAD_WEIGHT "conv2d_grad_weight"
+/* (x [N,C,H,W], w [C,O/groups,KH,KW]) -> [N,O,Ho,Wo], Ho = (H-1) sh - 2 ph + dh (KH-1) + oph + 1;
+ * conv attrs + i[7], i[8] = output padding h, w (each >= 0 and smaller than its stride).
+ * Equals conv2d_grad_input(x, w) with H, W = Ho, Wo. */
+#define CTN_OP_CONV_TRANSPOSE2D "conv_transpose2d"
+/* Pooling attributes: i[0], i[1] kernel h, w (>= 1); i[2], i[3] stride h, w (>= 1; the core
+ * normalises 0 to the kernel size); i[4], i[5] padding h, w (<= kernel / 2). Ho = (H + 2 ph -
+ * KH) / sh + 1 (floor). */
+#define CTN_OP_MAX_POOL2D "max_pool2d"           /* (x [N,C,H,W]) -> [N,C,Ho,Wo]; padding is -inf */
+/* (x, y, dy) -> dx: each window's gradient goes to the first maximum of the window in row-major
+ * order (ties: the first one only); overlapping windows add up. */
+#define CTN_OP_MAX_POOL2D_GRAD "max_pool2d_grad"
+/* (x) -> y; pool attrs + i[6] = count_include_pad (0: divide by the number of real elements of
+ * the window, 1: by KH * KW). */
+#define CTN_OP_AVG_POOL2D "avg_pool2d"
+#define CTN_OP_AVG_POOL2D_GRAD "avg_pool2d_grad" /* (dy) -> dx; avg attrs + i[7], i[8] = H, W */
+/* (x [N,C,...], gamma [C], beta [C]); f[0] = eps -> y. Training mode: mean and biased variance
+ * over every axis except 1; y = (x - mean) / sqrt(var + eps) * gamma + beta. Running statistics
+ * are not updated by the op (the caller computes and assigns them). */
+#define CTN_OP_BATCH_NORM "batch_norm"
+#define CTN_OP_BATCH_NORM_GRAD_INPUT "batch_norm_grad_input" /* (x, gamma, dy); f[0] eps -> dx */
+#define CTN_OP_BATCH_NORM_GRAD_GAMMA "batch_norm_grad_gamma" /* (x, dy); f[0] eps -> [C] */
+/* (x [N,C,...], gamma, beta, running_mean [C], running_var [C]); f[0] = eps -> y with the given
+ * statistics. */
+#define CTN_OP_BATCH_NORM_INFERENCE "batch_norm_inference"
+/* (x, gamma, beta); i[0] = first normalised axis a (normalises over axes a..ndim-1; gamma and
+ * beta have the shape of those axes); f[0] = eps -> y. Biased variance. */
+#define CTN_OP_LAYER_NORM "layer_norm"
+#define CTN_OP_LAYER_NORM_GRAD_INPUT "layer_norm_grad_input" /* (x, gamma, dy); same attrs */
+#define CTN_OP_LAYER_NORM_GRAD_GAMMA "layer_norm_grad_gamma" /* (x, dy); same attrs -> gamma's shape */
+/* (x, step [] i64); f[0] = p in [0, 1), i[0] = seed -> y = keep(k) ? x[k] * T(1 / (1 - p)) : 0,
+ * k the row-major element index. Counter-based, identical on every backend:
+ *   mix(z) = splitmix64 finaliser: z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27;
+ *            z *= 0x94D049BB133111EB; z ^= z >> 31   (uint64 arithmetic)
+ *   key = mix(seed + mix(step + 0x9E3779B97F4A7C15))
+ *   keep(k) = (mix(key + (k + 1) * 0x9E3779B97F4A7C15) >> 40) >= floor(p * 2^24)
+ * Linear in x: the gradient is dropout(dy, step) with the same attributes. Never folded. */
+#define CTN_OP_DROPOUT "dropout"
+/* (table [V,D], ids [...] i32|i64) -> [..., D]: rows of the table. An id outside [0, V) is an
+ * error reported by the kernel (CTN_ERR_INVALID_ARGUMENT). */
+#define CTN_OP_EMBEDDING "embedding"
+/* (ids [...], dy [..., D]); i[0] = V -> [V, D]: dy rows added up per id (scatter-add). */
+#define CTN_OP_EMBEDDING_GRAD "embedding_grad"
+
+#endif /* CHUTNEY_OPS_H */

@@ -1,0 +1,217 @@
+// The frozen compatibility suite (tests/abi/compat, docs/ABI.md "Compatibility policy"): op
+// libraries and backends built with strict C99 flags against the headers of ABI 1.0, 1.1 and
+// 1.2 exactly as released (and their sources against today's headers) load into this library
+// and run: ops, gradients, forward mode where the library has it, backends' graphs. Their
+// "softsign" predates the built-in of that name (1.2): the library's op must win for programs
+// that name it plainly, ctn::softsign must name the built-in, and the report must say so.
+#include <gtest/gtest.h>
+
+#include <chutney/chutney.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+using namespace ctn_test;
+
+namespace {
+
+struct CompatLib {
+  const char *path;
+  const char *name;     // the library's name, its ops' domain
+  unsigned minor;       // the ABI minor of the headers it was built against
+  bool has_jvp;         // a 1.2-era source (tangent rules)
+};
+
+const CompatLib kLibs[] = {
+    {CTN_COMPAT_OPLIB_1_0, "compat10", 0, false},
+    {CTN_COMPAT_OPLIB_1_1, "compat11", 1, false},
+    {CTN_COMPAT_OPLIB_1_2, "compat12", 2, true},
+    {CTN_COMPAT_OPLIB_SRC11, "compat11src", CTN_ABI_MINOR, false},
+    {CTN_COMPAT_OPLIB_SRC12, "compat12src", CTN_ABI_MINOR, true},
+};
+
+Context CpuContext() {
+  Context ctx = IsolatedContext();
+  if (ctx && ctn_context_load_plugin(ctx.get(), CTN_TEST_CPU_PLUGIN) != CTN_OK) return nullptr;
+  return ctx;
+}
+
+std::string Report(ctn_context *ctx) {
+  const char *r = nullptr;
+  return ctn_context_plugin_report(ctx, &r) == CTN_OK && r ? r : "";
+}
+
+// Runs `outs` of `g` with x fed, returns every output as f32.
+std::vector<std::vector<float>> RunPlan(ctn_graph *g, ctn_node x, const std::vector<float> &xv,
+                                    const std::vector<ctn_node> &outs) {
+  std::vector<std::vector<float>> r;
+  ctn_plan *p = nullptr;
+  EXPECT_EQ(ctn_plan_compile(g, static_cast<uint32_t>(outs.size()), outs.data(), nullptr, &p), CTN_OK)
+      << ctn_last_error();
+  if (!p) return r;
+  Plan plan(p);
+  Tensor xt = MakeF32({static_cast<int64_t>(xv.size())}, xv);
+  std::vector<ctn_tensor *> o(outs.size(), nullptr);
+  std::vector<Tensor> keep;
+  for (uint32_t k = 0; k < outs.size(); ++k) {
+    EXPECT_EQ(ctn_plan_output_create(p, k, &o[k]), CTN_OK);
+    keep.emplace_back(o[k]);
+  }
+  const ctn_tensor *feeds[] = {xt.get()};
+  EXPECT_EQ(ctn_plan_run(p, 1, &x, feeds, static_cast<uint32_t>(o.size()), o.data()), CTN_OK) << ctn_last_error();
+  for (ctn_tensor *t : o) r.push_back(ReadF32(t));
+  return r;
+}
+
+void ExpectNear(const std::vector<float> &got, const std::vector<double> &want, const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-5 * (1 + std::fabs(want[k]))) << what << " [" << k << "]";
+}
+
+const std::vector<float> kX = {-2.0f, -0.5f, 0.0f, 3.0f};
+
+std::vector<double> Apply(double (*f)(double)) {
+  std::vector<double> r;
+  for (float x : kX) r.push_back(f(x));
+  return r;
+}
+
+class CompatOpLib : public ::testing::TestWithParam<CompatLib> {};
+
+TEST_P(CompatOpLib, LoadsAndItsOpsGradientsAndNamesWork) {
+  if (!FileExists(CTN_TEST_CPU_PLUGIN)) GTEST_SKIP() << "no CPU plugin in this build";
+  const CompatLib &lib = GetParam();
+  Context ctx = CpuContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), lib.path), CTN_OK) << ctn_last_error();
+  const std::string name = lib.name, report = Report(ctx.get());
+  EXPECT_NE(report.find("op library \"" + name + "\" (ABI 1." + std::to_string(lib.minor) + "): softsign, " + name +
+                        "_cube"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("softsign resolves to " + name + "::softsign (shadows the built-in op; ctn::softsign names "
+                        "the built-in)"),
+            std::string::npos)
+      << report;
+
+  Graph g = NewGraph(ctx.get());
+  const int64_t shape[] = {4};
+  ctn_node x, plain, qualified, builtin, cube, s1, s2, d_soft, d_cube;
+  ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
+  ASSERT_EQ(ctn_op(g.get(), "softsign", 1, &x, nullptr, &plain), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_op(g.get(), (name + "::softsign").c_str(), 1, &x, nullptr, &qualified), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_op(g.get(), "ctn::softsign", 1, &x, nullptr, &builtin), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_op(g.get(), (name + "_cube").c_str(), 1, &x, nullptr, &cube), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_sum(g.get(), plain, 0, nullptr, 0, &s1), CTN_OK);
+  ASSERT_EQ(ctn_sum(g.get(), cube, 0, nullptr, 0, &s2), CTN_OK);
+  ASSERT_EQ(ctn_grad(g.get(), s1, 1, &x, &d_soft), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_grad(g.get(), s2, 1, &x, &d_cube), CTN_OK) << ctn_last_error();
+  std::vector<ctn_node> outs = {plain, qualified, builtin, cube, d_soft, d_cube};
+  ctn_node t_soft = CTN_NODE_NONE;
+  if (lib.has_jvp) {
+    ctn_node tangent;
+    ASSERT_EQ(ctn_scalar(g.get(), CTN_F32, 1.0, &tangent), CTN_OK);
+    ASSERT_EQ(ctn_broadcast_to(g.get(), tangent, 1, shape, &tangent), CTN_OK) << ctn_last_error();
+    ASSERT_EQ(ctn_jvp(g.get(), 1, &plain, 1, &x, &tangent, &t_soft), CTN_OK) << ctn_last_error();
+    outs.push_back(t_soft);
+  }
+  const auto r = RunPlan(g.get(), x, kX, outs);
+  ASSERT_EQ(r.size(), outs.size());
+  const auto lib_soft = Apply([](double v) { return 2 * v / (1 + std::fabs(v)); });
+  const auto lib_dsoft = Apply([](double v) { return 2 / ((1 + std::fabs(v)) * (1 + std::fabs(v))); });
+  ExpectNear(r[0], lib_soft, "plain softsign is the library's");
+  ExpectNear(r[1], lib_soft, name + "::softsign");
+  ExpectNear(r[2], Apply([](double v) { return v / (1 + std::fabs(v)); }), "ctn::softsign is the built-in");
+  ExpectNear(r[3], Apply([](double v) { return v * v * v; }), "cube");
+  ExpectNear(r[4], lib_dsoft, "the library's softsign gradient");
+  ExpectNear(r[5], Apply([](double v) { return 3 * v * v; }), "cube gradient");
+  if (lib.has_jvp) ExpectNear(r[6], lib_dsoft, "the library's softsign tangent");
+
+  // The registry says which op each name is.
+  uint32_t n = 0;
+  ASSERT_EQ(ctn_context_op_count(ctx.get(), &n), CTN_OK);
+  std::string plain_origin, ctn_origin;
+  for (uint32_t i = 0; i < n; ++i) {
+    ctn_op_info oi{};
+    oi.struct_size = sizeof oi;
+    ASSERT_EQ(ctn_context_op_info(ctx.get(), i, &oi), CTN_OK);
+    if (std::string(oi.name) == "softsign") plain_origin = oi.origin;
+    if (std::string(oi.name) == "ctn::softsign") ctn_origin = oi.origin;
+  }
+  EXPECT_EQ(plain_origin, name);
+  EXPECT_EQ(ctn_origin, "builtin");
+}
+
+INSTANTIATE_TEST_SUITE_P(compat, CompatOpLib, ::testing::ValuesIn(kLibs),
+                         [](const auto &info) { return std::string(info.param.name); });
+
+// All of them at once: every one loads; the first loaded keeps "softsign", each keeps its
+// qualified name, and the report says where each name goes.
+TEST(compat, EveryOpLibraryTogether) {
+  if (!FileExists(CTN_TEST_CPU_PLUGIN)) GTEST_SKIP() << "no CPU plugin in this build";
+  Context ctx = CpuContext();
+  ASSERT_TRUE(ctx);
+  for (const CompatLib &lib : kLibs) ASSERT_EQ(ctn_context_load_plugin(ctx.get(), lib.path), CTN_OK) << ctn_last_error();
+  const std::string report = Report(ctx.get());
+  for (const CompatLib &lib : kLibs) {
+    const std::string name = lib.name;
+    if (name == "compat10") continue;
+    EXPECT_NE(report.find("softsign resolves to compat10::softsign of op library \"compat10\" (loaded first); this "
+                          "library's op is " + name + "::softsign"),
+              std::string::npos)
+        << report;
+  }
+  Graph g = NewGraph(ctx.get());
+  const int64_t shape[] = {4};
+  ctn_node x;
+  ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
+  std::vector<ctn_node> outs;
+  for (const CompatLib &lib : kLibs) {
+    ctn_node y;
+    ASSERT_EQ(ctn_op(g.get(), (std::string(lib.name) + "::softsign").c_str(), 1, &x, nullptr, &y), CTN_OK)
+        << ctn_last_error();
+    outs.push_back(y);
+    ASSERT_EQ(ctn_op(g.get(), (std::string(lib.name) + "_cube").c_str(), 1, &x, nullptr, &y), CTN_OK)
+        << ctn_last_error();
+    outs.push_back(y);
+  }
+  const auto r = RunPlan(g.get(), x, kX, outs);
+  ASSERT_EQ(r.size(), outs.size());
+  for (size_t k = 0; k < r.size(); k += 2) {
+    ExpectNear(r[k], Apply([](double v) { return 2 * v / (1 + std::fabs(v)); }), kLibs[k / 2].name);
+    ExpectNear(r[k + 1], Apply([](double v) { return v * v * v; }), kLibs[k / 2].name);
+  }
+}
+
+struct CompatBackend {
+  const char *path;
+  const char *name;
+  unsigned minor;
+};
+
+class CompatBackendTest : public ::testing::TestWithParam<CompatBackend> {};
+
+TEST_P(CompatBackendTest, LoadsAndRunsAGraph) {
+  const CompatBackend &b = GetParam();
+  Context ctx = IsolatedContext();
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), b.path), CTN_OK) << ctn_last_error();
+  EXPECT_NE(ReportLine(ctx.get(), BaseName(b.path)).find("(ABI 1." + std::to_string(b.minor) + ")"), std::string::npos)
+      << ReportLine(ctx.get(), BaseName(b.path));
+  ExpectSmallGraphRunsOn(ctx.get(), b.name, /*with_relu=*/false);
+}
+
+const CompatBackend kBackends[] = {
+    {CTN_COMPAT_BACKEND_1_0, "vend10", 0},
+    {CTN_COMPAT_BACKEND_1_1, "vend11", 1},
+    {CTN_COMPAT_BACKEND_1_2, "vend12", 2},
+    {CTN_COMPAT_BACKEND_SRC, "vendsrc", CTN_ABI_MINOR},
+};
+
+INSTANTIATE_TEST_SUITE_P(compat, CompatBackendTest, ::testing::ValuesIn(kBackends),
+                         [](const auto &info) { return std::string(info.param.name); });
+
+}  // namespace
