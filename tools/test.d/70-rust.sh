@@ -4,7 +4,9 @@
 # including the compile_fail proofs of the thread and lifetime rules, the layout probe against
 # abi/, the leak and thread tests, an op library written in Rust loaded and trained through, ops
 # written in Rust registered in process with Context::add_ops);
-# the README example; the MLP example against `chutney train`
+# the README example; a crate outside the repository set up as docs/RUST.md says (path
+# dependency, env.sh; then a .cargo/config.toml instead of env.sh's RUSTFLAGS), whose binary
+# must start without LD_LIBRARY_PATH; the MLP example against `chutney train`
 # bit for bit (when Fashion-MNIST is installed); clippy -D warnings and cargo doc -D warnings.
 # Uses whichever cargo is first on PATH (Debian's 1.63 on a fresh machine).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -87,6 +89,56 @@ readme_example() {
   grep -q '^loss 12.5 -> ' <<<"$out"
 }
 pass "cargo run --example readme" readme_example
+
+# consumer_crate DIR: writes an application crate into DIR, outside the repository: a path
+# dependency on bindings/rust/chutney, std only, a plan run and its result checked.
+consumer_crate() {
+  mkdir -p "$1/src"
+  cat >"$1/Cargo.toml" <<EOF
+[package]
+name = "chutney-consumer"
+version = "0.1.0"
+edition = "2021"
+
+[dependencies]
+chutney = { path = "$PWD/chutney" }
+EOF
+  cat >"$1/src/main.rs" <<'EOF'
+fn main() -> chutney::Result<()> {
+    let ctx = chutney::Context::new()?;
+    let g = ctx.graph()?;
+    let x = g.input("x", chutney::Dtype::F32, &[3])?;
+    let mut plan = g.compile(&[g.relu(x - 1.0)?])?;
+    let xv = chutney::Tensor::new(&[0.5f32, 2.0, 3.5], &[3])?;
+    println!("relu(x - 1) = {:?}", plan.run_outputs(&[(x.id(), &xv)])?[0].to_vec::<f32>()?);
+    Ok(())
+}
+EOF
+}
+
+# consumer_runs DIR: builds the crate offline (its own binary afresh) and runs the binary
+# without LD_LIBRARY_PATH.
+consumer_runs() {
+  local out
+  (cd "$1" && cargo clean -q -p chutney-consumer && cargo build --offline -q) || return 1
+  out=$(env -u LD_LIBRARY_PATH "$CARGO_TARGET_DIR/debug/chutney-consumer") || return 1
+  echo "$out"
+  [[ $out == "relu(x - 1) = [0.0, 1.0, 2.5]" ]]
+}
+
+# The same crate with env.sh's RUSTFLAGS unset and the rpath in its .cargo/config.toml (what
+# docs/RUST.md gives for a chutney installed outside the loader's path).
+consumer_config_runs() {
+  mkdir -p "$1/.cargo"
+  printf '[build]\nrustflags = ["-C", "link-arg=-Wl,-rpath,%s"]\n' "$CHUTNEY_LIB_DIR" >"$1/.cargo/config.toml"
+  (unset RUSTFLAGS && consumer_runs "$1")
+}
+
+consumer=$(mktemp -d "${TMPDIR:-/tmp}/chutney-consumer.XXXXXX")
+consumer_crate "$consumer"
+pass "a crate outside the repository (path dependency, env.sh) runs without LD_LIBRARY_PATH" consumer_runs "$consumer"
+pass "the same crate with a .cargo/config.toml rpath instead of env.sh's RUSTFLAGS" consumer_config_runs "$consumer"
+rm -rf "$consumer"
 
 if cargo clippy --version >/dev/null 2>&1; then
   pass "cargo clippy --all-targets -- -D warnings" cargo clippy --offline --locked --all-targets -- -D warnings

@@ -241,10 +241,10 @@ func (p *Plan) variableArgs(vars []NamedNode, path string, cs *cstrings) ([]*C.c
 // SaveVariables saves the current value of each variable under its name (atomically, as
 // SaveCheckpoint). Model.Variables(VarAll) is the list to checkpoint a model.
 func (p *Plan) SaveVariables(path string, vars []NamedNode, metadata map[string]string) error {
-	if err := p.use(); err != nil {
+	if err := p.enter(); err != nil {
 		return err
 	}
-	defer p.h.release()
+	defer p.leave()
 	var cs cstrings
 	defer cs.free()
 	names, ids, cpath, err := p.variableArgs(vars, path, &cs)
@@ -261,10 +261,10 @@ func (p *Plan) SaveVariables(path string, vars []NamedNode, metadata map[string]
 // LoadVariables writes tensor name into each variable, all checked before the first write (on
 // failure the plan is unchanged).
 func (p *Plan) LoadVariables(path string, vars []NamedNode) error {
-	if err := p.use(); err != nil {
+	if err := p.enter(); err != nil {
 		return err
 	}
-	defer p.h.release()
+	defer p.leave()
 	var cs cstrings
 	defer cs.free()
 	names, ids, cpath, err := p.variableArgs(vars, path, &cs)

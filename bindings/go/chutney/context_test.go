@@ -34,7 +34,11 @@ func TestBackendsAndPluginReport(t *testing.T) {
 	if !strings.Contains(r, "ctn-cpu") || !strings.Contains(r, "loaded") {
 		t.Fatalf("plugin report: %q", r)
 	}
-	wantErr(t, ctx.SetBackends("no-such-backend"), chutney.ErrUnavailable)
+	// An unknown name is a usage error naming the known backends (a known backend without its
+	// device would be ErrUnavailable).
+	if e := wantErr(t, ctx.SetBackends("no-such-backend"), chutney.ErrInvalidArgument); !strings.Contains(e.Msg, "known backends: cpu") {
+		t.Fatalf("SetBackends: %v", e)
+	}
 	wantErr(t, ctx.SetBackends("cpu\x00"), chutney.ErrInvalidArgument)
 	if err := ctx.SetBackends("cpu"); err != nil {
 		t.Fatal(err)
@@ -47,7 +51,7 @@ func TestBackendsAndPluginReport(t *testing.T) {
 
 func TestContextOptions(t *testing.T) {
 	_, err := chutney.NewContext(&chutney.Options{Backends: "no-such-backend"})
-	wantErr(t, err, chutney.ErrUnavailable)
+	wantErr(t, err, chutney.ErrInvalidArgument)
 	_, err = chutney.NewContext(&chutney.Options{NumThreads: -1})
 	wantErr(t, err, chutney.ErrInvalidArgument)
 	_, err = chutney.NewContext(&chutney.Options{PluginPath: "a\x00b"})

@@ -18,9 +18,11 @@
 //
 // # Threads
 //
-// The library's rules apply: a Context, Dataset and Checkpoint may be used from several
-// goroutines at once; a Graph, Plan, Tensor, Model or Loader must not be used by two goroutines
-// at the same time (distinct ones may). The C error message is read in the same C call as the
+// A Context, Dataset and Checkpoint may be used from several goroutines at once, and so may a
+// Plan: its calls are serialised by a mutex of its own (the library runs one call per plan at a
+// time), so goroutines sharing a plan take turns. A Graph, Model or Loader, and a Tensor being
+// written, must not be used by two goroutines at the same time (distinct ones may). See
+// docs/GO.md. The C error message is read in the same C call as the
 // failing function, so errors are right whatever OS thread a goroutine runs on.
 //
 // # Errors

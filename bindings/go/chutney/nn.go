@@ -228,6 +228,7 @@ func CopyState(src *Model, srcPlan *Plan, dst *Model, dstPlan *Plan) (int, error
 		return 0, err
 	}
 	defer done()
+	defer lockPlans(srcPlan, dstPlan)()
 	var n C.uint32_t
 	if err := check(C.goctn_model_copy_state(src.ptr, srcPlan.ptr, dst.ptr, dstPlan.ptr, &n)); err != nil {
 		return 0, err

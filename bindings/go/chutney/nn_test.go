@@ -76,6 +76,10 @@ func TestModelTrains(t *testing.T) {
 	if n != 4 {
 		t.Fatalf("copied %d variables", n)
 	}
+	// One plan as source and destination is locked once (a second lock would deadlock).
+	if n, err := chutney.CopyState(m2, p2, m2, p2); err != nil || n != 4 {
+		t.Fatalf("CopyState onto itself: %d, %v", n, err)
+	}
 	out := closer(t, must(p2.NewOutput(0)))
 	if err := p2.Run([]chutney.Feed{{Node: x2, Value: feeds[0].Value}}, out); err != nil {
 		t.Fatal(err)

@@ -6,16 +6,21 @@ package chutney
 import "C"
 
 import (
-	"runtime"
+	"sort"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
 // Plan is a compiled graph (ctn_plan): run it many times with new inputs. It does not depend
-// on its graph (which may be closed), only on the context. A Plan must not be used by two
-// goroutines at once (the library's rule); distinct plans may run concurrently.
+// on its graph (which may be closed), only on the context. A Plan may be used by several
+// goroutines at once: its calls are serialised (the library runs one call per ctn_plan at a
+// time), so two goroutines running one plan take turns; distinct plans run in parallel.
 type Plan struct {
-	h        handle
+	h handle
+	// mu serialises the calls on the plan: ctn_plan_run (and every other ctn_plan_* call) must
+	// not run on two threads at once, and Run's argument arrays (args) belong to the plan.
+	mu       sync.Mutex
 	ptr      *C.ctn_plan
 	graph    uint64 // serial of the graph it was compiled from: nodes are checked against it
 	nOutputs int
@@ -77,6 +82,49 @@ func (p *Plan) use() error {
 		return nilError("Plan")
 	}
 	return p.h.acquire()
+}
+
+// enter takes a reference and the plan's lock for one call; leave gives both back.
+func (p *Plan) enter() error {
+	if err := p.use(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	return nil
+}
+
+func (p *Plan) leave() {
+	p.mu.Unlock()
+	p.h.release()
+}
+
+// lockPlans locks each distinct plan of ps (nil ones skipped) in address order, so that calls
+// locking several plans cannot deadlock each other; the result unlocks them.
+func lockPlans(ps ...*Plan) (unlock func()) {
+	var set []*Plan
+	for _, p := range ps {
+		if p != nil && !containsPlan(set, p) {
+			set = append(set, p)
+		}
+	}
+	sort.Slice(set, func(i, j int) bool { return uintptr(unsafe.Pointer(set[i])) < uintptr(unsafe.Pointer(set[j])) })
+	for _, p := range set {
+		p.mu.Lock()
+	}
+	return func() {
+		for _, p := range set {
+			p.mu.Unlock()
+		}
+	}
+}
+
+func containsPlan(ps []*Plan, p *Plan) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
 }
 
 // Passes that CompileOptions.Disable can skip.
@@ -188,7 +236,7 @@ func (p *Plan) Run(feeds []Feed, outputs ...*Tensor) error {
 // run is Run, or Model.Run when m is not nil. (No defers: with this many returns the
 // compiler would not open-code them, and a run is the hot path.)
 func (p *Plan) run(m *Model, feeds []Feed, outputs []*Tensor) error {
-	if err := p.use(); err != nil {
+	if err := p.enter(); err != nil {
 		return err
 	}
 	held, heldOut, err := p.hold(feeds, outputs)
@@ -210,8 +258,7 @@ func (p *Plan) run(m *Model, feeds []Feed, outputs []*Tensor) error {
 			t.h.release()
 		}
 	}
-	p.h.release()
-	runtime.KeepAlive(p)
+	p.leave()
 	return err
 }
 
@@ -264,10 +311,10 @@ func annotate(err error, format string, args ...any) error {
 
 // NewOutput creates a tensor of the dtype and shape of output i.
 func (p *Plan) NewOutput(i int) (*Tensor, error) {
-	if err := p.use(); err != nil {
+	if err := p.enter(); err != nil {
 		return nil, err
 	}
-	defer p.h.release()
+	defer p.leave()
 	if i < 0 || i >= p.nOutputs {
 		return nil, newError(StatusInvalidArgument, "NewOutput(%d): the plan has %d outputs", i, p.nOutputs)
 	}
@@ -309,10 +356,10 @@ type PlanStats struct {
 
 // Stats returns the plan's statistics.
 func (p *Plan) Stats() (PlanStats, error) {
-	if err := p.use(); err != nil {
+	if err := p.enter(); err != nil {
 		return PlanStats{}, err
 	}
-	defer p.h.release()
+	defer p.leave()
 	var s C.ctn_plan_stats
 	s.struct_size = C.uint32_t(unsafe.Sizeof(s))
 	if err := check(C.goctn_plan_stats_get(p.ptr, &s)); err != nil {
@@ -339,10 +386,10 @@ type MemoryReport struct {
 
 // MemoryReport reports the plan's memory budget, peaks and recomputed steps.
 func (p *Plan) MemoryReport() (MemoryReport, error) {
-	if err := p.use(); err != nil {
+	if err := p.enter(); err != nil {
 		return MemoryReport{}, err
 	}
-	defer p.h.release()
+	defer p.leave()
 	var r C.ctn_plan_memory_report
 	r.struct_size = C.uint32_t(unsafe.Sizeof(r))
 	if err := check(C.goctn_plan_memory_report_get(p.ptr, &r)); err != nil {
@@ -361,10 +408,10 @@ func (p *Plan) MemoryReport() (MemoryReport, error) {
 
 // Describe lists the schedule: step, op, backend, shape, arena offset.
 func (p *Plan) Describe() (string, error) {
-	if err := p.use(); err != nil {
+	if err := p.enter(); err != nil {
 		return "", err
 	}
-	defer p.h.release()
+	defer p.leave()
 	var text *C.char
 	if err := check(C.goctn_plan_describe(p.ptr, &text)); err != nil {
 		return "", err
@@ -375,10 +422,10 @@ func (p *Plan) Describe() (string, error) {
 // BackendSteps counts the steps that run on backend (op "" : every op, else only that op):
 // where did the plan put its work.
 func (p *Plan) BackendSteps(backend, op string) (int, error) {
-	if err := p.use(); err != nil {
+	if err := p.enter(); err != nil {
 		return 0, err
 	}
-	defer p.h.release()
+	defer p.leave()
 	var cs cstrings
 	defer cs.free()
 	b, err := cs.add(backend, "backend")
@@ -407,10 +454,10 @@ func (p *Plan) checkNode(n Node, what string) error {
 
 // ReadVariable returns a copy of variable v's current value.
 func (p *Plan) ReadVariable(v Node) (*Tensor, error) {
-	if err := p.use(); err != nil {
+	if err := p.enter(); err != nil {
 		return nil, err
 	}
-	defer p.h.release()
+	defer p.leave()
 	if err := p.checkNode(v, "ReadVariable"); err != nil {
 		return nil, err
 	}
@@ -423,10 +470,10 @@ func (p *Plan) ReadVariable(v Node) (*Tensor, error) {
 
 // WriteVariable overwrites variable v (same dtype and shape).
 func (p *Plan) WriteVariable(v Node, value *Tensor) error {
-	if err := p.use(); err != nil {
+	if err := p.enter(); err != nil {
 		return err
 	}
-	defer p.h.release()
+	defer p.leave()
 	if err := p.checkNode(v, "WriteVariable"); err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ fn main() -> chutney::Result<()> {
     let mut out = plan.output(0)?;
     let feeds = [(x.id(), &xv)];
     let (mut raw, mut safe) = (Vec::new(), Vec::new());
-    let (node, feed, outp) = (x.id().0, xv.as_raw() as *const sys::ctn_tensor, out.as_raw());
+    let (node, feed, outp) = (x.id().index(), xv.as_raw() as *const sys::ctn_tensor, out.as_raw());
     plan.run(&feeds, &mut [&mut out])?; // warm up
     let pptr = plan.as_raw();
     for _ in 0..rounds {

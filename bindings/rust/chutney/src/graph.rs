@@ -7,21 +7,54 @@ use chutney_sys as sys;
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The id of a node, without the graph borrow of [`Node`]: what plans take as feeds and
-/// variables (a plan may outlive its graph).
+/// variables (a plan may outlive its graph). It carries its graph: a plan refuses, with
+/// CTN_ERR_INVALID_ARGUMENT naming both graphs, an id of another graph with the same number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct NodeId(pub u32);
+pub struct NodeId {
+    graph: u64,
+    index: u32,
+}
+
+impl NodeId {
+    pub(crate) fn new(graph: u64, index: u32) -> NodeId {
+        NodeId { graph, index }
+    }
+    /// The node's number in its graph (what the C API calls a `ctn_node`).
+    pub fn index(self) -> u32 {
+        self.index
+    }
+    /// The serial number of its graph ([`Graph::serial`]).
+    pub fn graph(self) -> u64 {
+        self.graph
+    }
+    /// The C id, after checking the node belongs to graph `graph`; `what` names the argument.
+    pub(crate) fn of(self, graph: u64, what: &dyn std::fmt::Display) -> Result<u32> {
+        if self.graph != graph {
+            return Err(Error::new(
+                Status::INVALID_ARGUMENT,
+                format!("{what}: node {} belongs to graph #{}, not to graph #{graph}", self.index, self.graph),
+            ));
+        }
+        Ok(self.index)
+    }
+}
 
 impl From<Node<'_>> for NodeId {
     fn from(n: Node<'_>) -> NodeId {
-        NodeId(n.id)
+        n.id()
     }
 }
+
+/// Serial numbers of graphs (NodeId::graph), never reused in a process.
+static NEXT_GRAPH: AtomicU64 = AtomicU64::new(1);
 
 /// The part of a graph that nodes point to.
 pub(crate) struct GraphCore {
     pub(crate) ptr: *mut sys::ctn_graph,
+    pub(crate) serial: u64,
     // The first error of an operator (`a + b`), which cannot return a Result: reported by the
     // next call that uses the failed node, and by compile / grad / value.
     sticky: RefCell<Option<Error>>,
@@ -124,7 +157,7 @@ impl std::fmt::Debug for Node<'_> {
 impl<'g> Node<'g> {
     /// The id, for plan feeds and variables.
     pub fn id(self) -> NodeId {
-        NodeId(self.id)
+        NodeId::new(self.g.serial, self.id)
     }
     /// The dtype the node computes.
     pub fn dtype(self) -> Result<Dtype> {
@@ -257,7 +290,7 @@ impl<'ctx> Graph<'ctx> {
         let mut out = ptr::null_mut();
         // SAFETY: valid context, out-pointer.
         check(unsafe { sys::ctn_graph_create(ctx.raw(), flags, &mut out) })?;
-        Ok(Graph { core: GraphCore { ptr: out, sticky: RefCell::new(None) }, _ctx: PhantomData })
+        Ok(Graph { core: GraphCore { ptr: out, serial: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed), sticky: RefCell::new(None) }, _ctx: PhantomData })
     }
 
     pub(crate) fn core(&self) -> &GraphCore {
@@ -267,6 +300,11 @@ impl<'ctx> Graph<'ctx> {
     /// The raw handle, for calls into `chutney-sys`. Still owned by `self`.
     pub fn as_raw(&self) -> *mut sys::ctn_graph {
         self.core.ptr
+    }
+
+    /// The graph's serial number, unique in the process: what its [`NodeId`]s carry.
+    pub fn serial(&self) -> u64 {
+        self.core.serial
     }
 
     /// Returns and clears the error of a failed operator, if any.
@@ -285,10 +323,11 @@ impl<'ctx> Graph<'ctx> {
     /// [`crate::nn::Model::variables`]); CTN_ERR_INVALID_ARGUMENT when the graph has no such node.
     pub fn node(&self, id: NodeId) -> Result<Node<'_>> {
         self.core.pending()?;
-        if id.0 == sys::CTN_NODE_NONE || id.0 >= self.node_count()? {
-            return Err(Error::new(Status::INVALID_ARGUMENT, format!("the graph has no node {}", id.0)));
+        let index = id.of(self.core.serial, &"Graph::node")?;
+        if index == sys::CTN_NODE_NONE || index >= self.node_count()? {
+            return Err(Error::new(Status::INVALID_ARGUMENT, format!("the graph has no node {index}")));
         }
-        Ok(Node { g: &self.core, id: id.0 })
+        Ok(Node { g: &self.core, id: index })
     }
 
     /// A placeholder fed at run time (lazy graphs).
@@ -648,6 +687,6 @@ impl<'ctx> Graph<'ctx> {
         // SAFETY: ids holds len values; o and its string outlive the call.
         check(unsafe { sys::ctn_plan_compile(self.core.ptr, ids.len() as u32, ids.as_ptr(), &o, &mut out) })?;
         // SAFETY: a new plan we own, of this graph's context.
-        Ok(unsafe { Plan::from_raw(out, ids.len()) })
+        Ok(unsafe { Plan::from_raw(out, ids.len(), self.core.serial) })
     }
 }

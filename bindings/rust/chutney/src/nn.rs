@@ -1,7 +1,7 @@
 //! The layer library (nn.h): models, layers, optimizers, schedules.
 use crate::error::{check, cstr, cstring, Result};
 use crate::graph::{Graph, GraphCore, Node, NodeId};
-use crate::plan::{output_ptrs, split_feeds, Plan};
+use crate::plan::Plan;
 use crate::tensor::{Dtype, Tensor};
 use chutney_sys as sys;
 use std::ptr;
@@ -452,21 +452,20 @@ impl<'g> Model<'g> {
         let mut v = Vec::with_capacity(n as usize);
         for i in 0..n as usize {
             // SAFETY: both arrays hold n entries.
-            unsafe { v.push((cstr(*names.add(i)), NodeId(*nodes.add(i)))) };
+            unsafe { v.push((cstr(*names.add(i)), NodeId::new(self.g.serial, *nodes.add(i)))) };
         }
         Ok(v)
     }
 
     /// [`Plan::run`] with the model's step and learning rate appended to `feeds`.
     pub fn run(&self, plan: &mut Plan<'_>, feeds: &[(NodeId, &Tensor)], outputs: &mut [&mut Tensor]) -> Result<()> {
-        if outputs.len() > plan.num_outputs() {
+        if plan.graph() != self.g.serial {
             return Err(crate::Error::new(
                 crate::Status::INVALID_ARGUMENT,
-                format!("{} output tensors for a plan of {} outputs", outputs.len(), plan.num_outputs()),
+                format!("Model::run: the plan was compiled from graph #{}, not from the model's graph #{}", plan.graph(), self.g.serial),
             ));
         }
-        let (nodes, values) = split_feeds(feeds);
-        let outs = output_ptrs(outputs);
+        let ((nodes, values), outs) = plan.run_args(feeds, outputs)?;
         // SAFETY: as Plan::run.
         check(unsafe {
             sys::ctn_model_run(

@@ -41,6 +41,7 @@ pub type PlanStats = sys::ctn_plan_stats;
 pub struct Plan<'ctx> {
     ptr: *mut sys::ctn_plan,
     n_outputs: usize,
+    graph: u64, // serial of the graph compiled: node ids are checked against it
     _ctx: PhantomData<&'ctx Context>,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
@@ -93,23 +94,49 @@ impl<T: Copy> Small<T> {
 /// Feed nodes and values split into the arrays the C API takes.
 pub(crate) type Feeds = (Small<u32>, Small<*const sys::ctn_tensor>);
 
-pub(crate) fn split_feeds(feeds: &[(NodeId, &Tensor)]) -> Feeds {
-    (
-        Small::new(0, feeds.iter().map(|(n, _)| n.0)),
+/// Splits `feeds`, checking that every node belongs to graph `graph` (the plan's).
+fn split_feeds(feeds: &[(NodeId, &Tensor)], graph: u64) -> Result<Feeds> {
+    for (i, (n, _)) in feeds.iter().enumerate() {
+        n.of(graph, &format_args!("feed {i}"))?;
+    }
+    Ok((
+        Small::new(0, feeds.iter().map(|(n, _)| n.index())),
         Small::new(ptr::null(), feeds.iter().map(|(_, t)| t.ptr as *const sys::ctn_tensor)),
-    )
+    ))
 }
 
-/// Output handles for the C API.
-pub(crate) fn output_ptrs(outputs: &[&mut Tensor]) -> Small<*mut sys::ctn_tensor> {
-    Small::new(ptr::null_mut(), outputs.iter().map(|t| t.ptr))
-}
 
 impl<'ctx> Plan<'ctx> {
     /// # Safety
-    /// `ptr` is a new plan handle, owned by nobody else, of a context that lives for 'ctx.
-    pub(crate) unsafe fn from_raw(ptr: *mut sys::ctn_plan, n_outputs: usize) -> Plan<'ctx> {
-        Plan { ptr, n_outputs, _ctx: PhantomData, _not_sync: PhantomData }
+    /// `ptr` is a new plan handle, owned by nobody else, of a context that lives for 'ctx,
+    /// compiled from the graph of serial `graph`.
+    pub(crate) unsafe fn from_raw(ptr: *mut sys::ctn_plan, n_outputs: usize, graph: u64) -> Plan<'ctx> {
+        Plan { ptr, n_outputs, graph, _ctx: PhantomData, _not_sync: PhantomData }
+    }
+
+    /// The serial of the graph this plan was compiled from ([`crate::Graph::serial`]).
+    pub fn graph(&self) -> u64 {
+        self.graph
+    }
+
+    /// The C arrays of a run, after checking the feeds' graph and the number of outputs.
+    pub(crate) fn run_args(
+        &self,
+        feeds: &[(NodeId, &Tensor)],
+        outputs: &[&mut Tensor],
+    ) -> Result<(Feeds, Small<*mut sys::ctn_tensor>)> {
+        if outputs.len() > self.n_outputs {
+            return Err(Error::new(
+                Status::INVALID_ARGUMENT,
+                format!("{} output tensors for a plan of {} outputs", outputs.len(), self.n_outputs),
+            ));
+        }
+        Ok((split_feeds(feeds, self.graph)?, Small::new(ptr::null_mut(), outputs.iter().map(|t| t.ptr))))
+    }
+
+    /// The C ids of `vars`, each checked to belong to this plan's graph.
+    fn var_ids(&self, vars: &[(&str, NodeId)], what: &str) -> Result<Vec<u32>> {
+        vars.iter().map(|(name, v)| v.of(self.graph, &format_args!("{what} {name:?}"))).collect()
     }
 
     pub(crate) fn raw(&self) -> *mut sys::ctn_plan {
@@ -130,14 +157,7 @@ impl<'ctx> Plan<'ctx> {
     /// receives output i (make them with [`Plan::output`]; fewer than [`Plan::num_outputs`]
     /// skips the rest). Every argument is checked before anything runs.
     pub fn run(&mut self, feeds: &[(NodeId, &Tensor)], outputs: &mut [&mut Tensor]) -> Result<()> {
-        if outputs.len() > self.n_outputs {
-            return Err(Error::new(
-                Status::INVALID_ARGUMENT,
-                format!("{} output tensors for a plan of {} outputs", outputs.len(), self.n_outputs),
-            ));
-        }
-        let (nodes, values) = split_feeds(feeds);
-        let outs = output_ptrs(outputs);
+        let ((nodes, values), outs) = self.run_args(feeds, outputs)?;
         // SAFETY: arrays of the given lengths; tensors live (borrowed) during the call; feeds are
         // only read, outputs (exclusively borrowed) written.
         check(unsafe {
@@ -164,17 +184,19 @@ impl<'ctx> Plan<'ctx> {
 
     /// The current value of variable `var`.
     pub fn variable(&self, var: NodeId) -> Result<Tensor> {
+        let var = var.of(self.graph, &"Plan::variable")?;
         let mut out = ptr::null_mut();
         // SAFETY: valid plan and out-pointer.
-        check(unsafe { sys::ctn_plan_variable_read(self.ptr, var.0, &mut out) })?;
+        check(unsafe { sys::ctn_plan_variable_read(self.ptr, var, &mut out) })?;
         // SAFETY: a new handle we own.
         Ok(unsafe { Tensor::from_raw(out) })
     }
 
     /// Overwrites variable `var` (same dtype and shape).
     pub fn set_variable(&mut self, var: NodeId, value: &Tensor) -> Result<()> {
+        let var = var.of(self.graph, &"Plan::set_variable")?;
         // SAFETY: valid plan and tensor.
-        check(unsafe { sys::ctn_plan_variable_write(self.ptr, var.0, value.ptr) })
+        check(unsafe { sys::ctn_plan_variable_write(self.ptr, var, value.ptr) })
     }
 
     /// Statistics: steps, fused nodes, planned memory.
@@ -210,7 +232,7 @@ impl<'ctx> Plan<'ctx> {
     pub fn save_variables(&self, vars: &[(&str, NodeId)], path: &Path, metadata_json: Option<&str>) -> Result<()> {
         let names = vars.iter().map(|(n, _)| cstring(n, "variable name")).collect::<Result<Vec<_>>>()?;
         let name_ptrs: Vec<*const sys::c_char> = names.iter().map(|n| n.as_ptr()).collect();
-        let nodes: Vec<u32> = vars.iter().map(|(_, v)| v.0).collect();
+        let nodes = self.var_ids(vars, "save_variables: variable")?;
         let p = crate::checkpoint::path_cstring(path)?;
         let m = metadata_json.map(|m| cstring(m, "metadata")).transpose()?;
         // SAFETY: arrays of len values; strings outlive the call.
@@ -230,7 +252,7 @@ impl<'ctx> Plan<'ctx> {
     pub fn load_variables(&mut self, vars: &[(&str, NodeId)], path: &Path) -> Result<()> {
         let names = vars.iter().map(|(n, _)| cstring(n, "variable name")).collect::<Result<Vec<_>>>()?;
         let name_ptrs: Vec<*const sys::c_char> = names.iter().map(|n| n.as_ptr()).collect();
-        let nodes: Vec<u32> = vars.iter().map(|(_, v)| v.0).collect();
+        let nodes = self.var_ids(vars, "load_variables: variable")?;
         let p = crate::checkpoint::path_cstring(path)?;
         // SAFETY: arrays of len values; strings outlive the call.
         check(unsafe {

@@ -24,7 +24,9 @@ fn a_small_cnn_trains_with_explicit_grads_and_adam() {
     assert!(params[0].0.starts_with("conv"), "{params:?}");
     // Model::minimize is the one-call path; here the explicit one: grad, clip, adam
     let p_nodes: Vec<_> = params.iter().map(|(_, id)| g.node(*id).unwrap()).collect();
-    assert_eq!(g.node(chutney::NodeId(1 << 30)).unwrap_err().status(), Status::INVALID_ARGUMENT);
+    let other = ctx.graph().unwrap();
+    let z = other.input("z", Dtype::F32, &[1]).unwrap();
+    assert_eq!(g.node(z.id()).unwrap_err().status(), Status::INVALID_ARGUMENT);
     let same = m.variable(&params[0].0, nn::VAR_PARAMETER, &[4, 1, 3, 3], Init::Zeros, 1, 1, 0.0).unwrap();
     assert_eq!(same.id(), params[0].1, "an existing variable is returned");
     let grads = g.grad(loss, &p_nodes).unwrap();
