@@ -172,9 +172,8 @@ void conv_pool(Exporter &e, const char *op, bool conv) {
 
 void slice(Exporter &e) {
   const ctn_attrs &a = e.node().attrs;
-  // A negative step's stop of -1 means "before element 0", which ONNX spells as INT64_MIN.
-  int64_t stop = a.i[3] < 0 && a.i[2] < 0 ? INT64_MIN : a.i[2];
-  e.emit("Slice", {e.in(0), e.const_i64({a.i[1]}), e.const_i64({stop}), e.const_i64({a.i[0]}), e.const_i64({a.i[3]})},
+  // i[0] axis, i[1] start, i[2] stop, i[3] step (> 0), normalised by the op's inference.
+  e.emit("Slice", {e.in(0), e.const_i64({a.i[1]}), e.const_i64({a.i[2]}), e.const_i64({a.i[0]}), e.const_i64({a.i[3]})},
          {e.out()});
 }
 
