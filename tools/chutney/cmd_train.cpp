@@ -603,6 +603,15 @@ int run_train(const ParsedArgs &args) {
   return kExitFailure;
 }
 
+// --save-model / --export-onnx: the inference graph with the trained values (batch
+// --eval-batch-size), after training.
+void write_trained_model(const TrainOptions &o, const BuiltModel &tm, ctn_plan *train_plan, const BuiltModel &em,
+                         ctn_plan *eval_plan) {
+  if (o.export_onnx.empty() && o.save_model.empty()) return;
+  check(ctn_model_copy_state(tm.model.get(), train_plan, em.model.get(), eval_plan, nullptr), "ctn_model_copy_state");
+  write_inference_model(em, eval_plan, o.save_model, o.export_onnx);
+}
+
 int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx, ctn_collective *comm) {
   if (o.rank_checkpoints && !o.checkpoint_dir.empty() && o.rank != 0) {
     prepare_checkpoint_dir(o.checkpoint_dir);
@@ -870,12 +879,7 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
     write_plot(o.plot_path, "chutney train --model " + o.model, pts);
     std::printf("wrote %s\n", o.plot_path.c_str());
   }
-  if (o.rank == 0 && (!o.export_onnx.empty() || !o.save_model.empty())) {
-    // The inference graph with the trained values (batch --eval-batch-size).
-    check(ctn_model_copy_state(tm.model.get(), train_plan.get(), em.model.get(), eval_plan.get(), nullptr),
-          "ctn_model_copy_state");
-    write_inference_model(em, eval_plan.get(), o.save_model, o.export_onnx);
-  }
+  if (o.rank == 0) write_trained_model(o, tm, train_plan.get(), em, eval_plan.get());
   // Plans and tensors go before the context (declaration order does it).
   return kExitOk;
 }

@@ -110,7 +110,7 @@ int onnx_export_main(int argc, char **argv) {
       pos.push_back(argv[i]);
     }
   }
-  if (pos.size() != 2) throw UsageError("onnx export takes IN and OUT.onnx\n" + std::string(kExportUsage));
+  if (pos.size() != 2) throw UsageError("onnx export takes IN and OUT.onnx (see chutney onnx export --help)");
   static const CommandSpec spec{"onnx export", "", nullptr,
                                 {{"model", "NAME", ""}, {"cnn-widths", "W", ""}, {"batch-size", "N", ""}}, nullptr};
   const ParsedArgs args(spec, static_cast<int>(opts.size()), opts.data());
