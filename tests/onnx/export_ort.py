@@ -7,8 +7,13 @@ m.ctn --checkpoint-dir ck`, then checks:
   2. onnxruntime's logits on random images equal chutney's (`chutney onnx run` of m.onnx) within
      rtol 1e-4;
   3. `chutney onnx export` of the graph file m.ctn, of the epoch checkpoint and of m.onnx itself
-     (import, export again) give models whose chutney outputs equal m.onnx's bit for bit.
-Usage: export_ort.py CHUTNEY WORKDIR. Exit 0 pass, 1 fail, 77 when onnxruntime is missing.
+     (import, export again) give models whose chutney outputs equal m.onnx's bit for bit;
+  4. with ONNX_EXPORT_TEST (the onnx_export_test binary): the models of its test of the basic
+     ops (elementwise, comparisons, Where, Clip, MatMul with transposes, reductions, Slice,
+     Concat, Expand, Reshape, Transpose, Cast) and of an inference CNN with AveragePool run in
+     onnxruntime with chutney's outputs (rtol 1e-4).
+Usage: export_ort.py CHUTNEY WORKDIR [ONNX_EXPORT_TEST]. Exit 0 pass, 1 fail, 77 when
+onnxruntime is missing.
 """
 import os
 import subprocess
@@ -79,6 +84,37 @@ def main():
                   f"{float(np.max(np.abs(again - want)))}")
             return 1
         print(f"export_ort: chutney onnx export of the {what}: same outputs bit for bit")
+    if len(sys.argv) > 3:
+        return check_unit_models(cli, sys.argv[3], work)
+    return 0
+
+
+def check_unit_models(cli, test_bin, work):
+    keep = os.path.join(work, "unit")
+    os.makedirs(keep, exist_ok=True)
+    env = dict(os.environ, CTN_ONNX_EXPORT_KEEP=keep)
+    r = subprocess.run([test_bin, "--gtest_filter=OnnxExport.CnnAndBasicOpsReimportWithTheOriginalsOutputs"],
+                       env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"export_ort: FAIL: {test_bin}\n{r.stdout[-2000:]}")
+        return 1
+    for name in ("m0.onnx", "m1.onnx"):
+        path = os.path.join(keep, name)
+        onnx.checker.check_model(onnx.load(path), full_check=True)
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        inp = sess.get_inputs()[0]
+        n = int(np.prod(inp.shape))
+        x = (np.sin(np.arange(n, dtype=np.float32) * np.float32(0.37)) * 2).astype(np.float32).reshape(inp.shape)
+        x_npy = os.path.join(keep, "x.npy")
+        np.save(x_npy, x)
+        out_dir = os.path.join(keep, "out-" + name)
+        sh(cli, "onnx", "run", path, "--input", f"{inp.name}={x_npy}", "--output-dir", out_dir)
+        for o, got in zip(sess.get_outputs(), sess.run(None, {inp.name: x})):
+            want = np.load(os.path.join(out_dir, o.name + ".npy"))
+            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-4, atol=1e-5):
+                print(f"export_ort: FAIL: {name} {o.name}: onnxruntime {got.shape} differs from chutney {want.shape}")
+                return 1
+        print(f"export_ort: {name} of onnx_export_test: {len(sess.get_outputs())} outputs equal in onnxruntime")
     return 0
 
 

@@ -12,6 +12,7 @@
 #include "test_helpers.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -141,7 +142,10 @@ void expect_close(const std::vector<std::vector<float>> &a, const std::vector<st
 
 TEST(OnnxExport, CnnAndBasicOpsReimportWithTheOriginalsOutputs) {
   Ctx c;
-  std::string dir = scratch_dir("ctn_onnx_export");
+  // tests/onnx/export_ort.py sets CTN_ONNX_EXPORT_KEEP to a folder to run the models in
+  // onnxruntime afterwards.
+  const char *keep = std::getenv("CTN_ONNX_EXPORT_KEEP");
+  std::string dir = keep && *keep ? keep : scratch_dir("ctn_onnx_export");
   for (int which = 0; which < 2; ++which) {
     Graph t;
     std::vector<int64_t> shape = which == 0 ? std::vector<int64_t>{2, 2, 8, 8} : std::vector<int64_t>{3, 4};

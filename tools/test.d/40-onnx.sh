@@ -34,6 +34,7 @@ drc=0
 "$venv/bin/python" tests/dlpack/dlpack_test.py "$BUILD_DIR/core/libchutney.so" || drc=$?
 if (( drc == 0 )); then record 1 0 0; else record 0 1 0; fi
 erc=0
-"$venv/bin/python" tests/onnx/export_ort.py "$BUILD_DIR/tools/chutney/chutney" "$BUILD_DIR/onnx-export" || erc=$?
+"$venv/bin/python" tests/onnx/export_ort.py "$BUILD_DIR/tools/chutney/chutney" "$BUILD_DIR/onnx-export" \
+  "$BUILD_DIR/tests/unit/onnx_export_test" || erc=$?
 if (( erc == 0 )); then record 1 0 0; elif (( erc == 77 )); then record 0 0 1; erc=0; else record 0 1 0; fi
 (( rc == 0 && drc == 0 && erc == 0 ))
