@@ -111,6 +111,76 @@ CTN_API ctn_status ctn_plan_save_variables(ctn_plan *plan, uint32_t n, const cha
 CTN_API ctn_status ctn_plan_load_variables(ctn_plan *plan, uint32_t n, const char *const *names,
                                            const ctn_node *nodes, const char *path);
 
+/* =============================================================================================
+ * Whole graphs: the graph, its weights and its inputs/outputs in one file (since 1.3)
+ *
+ * A graph file is a checkpoint (the safetensors layout above) whose "__metadata__" holds
+ *   "chutney.format": "graph"          the magic: other checkpoints lack it
+ *   "chutney.format_version": "1"       files of a newer version are refused (CTN_ERR_UNSUPPORTED)
+ *   "chutney.graph": "<JSON>"           the nodes in id order, the named outputs (docs/MODELS.md)
+ * and one tensor per constant and variable: a variable under its own name when that name is
+ * unique (so ctn_plan_load_variables and `chutney train --resume` read a graph file like any
+ * checkpoint), else "var.<id>"; a constant under "const.<id>". Ops are stored by name with their
+ * attributes (floats as the bits of the double, so the round trip is exact) and resolved at load
+ * in the loading context: an op library's op needs its library loaded there first. Loaded graphs
+ * keep every node id, so ids the application kept for the original graph hold for the loaded one,
+ * and a loaded graph compiled and run gives exactly the outputs of the original.
+ * =========================================================================================== */
+
+typedef struct ctn_saved_graph ctn_saved_graph;
+
+/* Saves every node of the lazy graph `g` to `path`, atomically (as ctn_checkpoint_save), with
+ * `n_outputs` outputs named output_names[i] (output_names may be NULL: "output0", "output1"...).
+ * Weights: a variable's current value in `plan` when `plan` is not NULL and uses the variable
+ * (a plan compiled from `g`; a value whose dtype or shape differs from the variable's is
+ * CTN_ERR_INVALID_ARGUMENT), else its initial value. `metadata_json` is NULL or a JSON object of
+ * strings stored beside the graph's own keys; its keys must not start with "chutney.".
+ * Errors: CTN_ERR_INVALID_ARGUMENT (NULL pointers, an output id not in the graph, empty or
+ * duplicate output names, bad metadata); CTN_ERR_STATE (an eager graph: build the model in a
+ * lazy one); CTN_ERR_IO (as ctn_checkpoint_save). `path` is unchanged on failure.
+ * Thread-safety: `g` and `plan` must not be used by another thread during the call. since 1.3 */
+CTN_API ctn_status ctn_graph_save(ctn_graph *g, ctn_plan *plan, uint32_t n_outputs,
+                                  const ctn_node *outputs, const char *const *output_names,
+                                  const char *metadata_json, const char *path);
+
+/* Loads a graph file into a new lazy graph of `ctx` (release it with ctn_graph_release) and a
+ * handle listing its inputs, outputs and variables (release with ctn_saved_graph_release; it does
+ * not own the graph). Errors: CTN_ERR_IO (cannot open or read); CTN_ERR_CORRUPT (everything
+ * ctn_checkpoint_load refuses, no "chutney.format" key, invalid graph JSON, an unknown node kind
+ * or dtype, an input id that does not precede its node, an attribute list too long, a tensor
+ * missing or of the wrong dtype/shape, a node whose inferred dtype/shape differs from the
+ * recorded one, an output id out of range: the message names the file and the node);
+ * CTN_ERR_UNSUPPORTED (a newer format version; an op `ctx` does not know, named, e.g. an op
+ * library's op whose library is not loaded). Nothing is returned on failure. Never crashes on
+ * hostile input. Thread-safety: loads into different contexts or the same one may run
+ * concurrently as any graph building may. since 1.3 */
+CTN_API ctn_status ctn_graph_load(ctn_context *ctx, const char *path, ctn_graph **out_graph,
+                                  ctn_saved_graph **out_saved);
+
+/* Frees the handle (not the graph). Accepts NULL. since 1.3 */
+CTN_API void ctn_saved_graph_release(ctn_saved_graph *saved);
+
+/* What ctn_saved_graph_count / ctn_saved_graph_entry list. */
+#define CTN_SAVED_INPUTS 0    /* ctn_input nodes, in id order */
+#define CTN_SAVED_OUTPUTS 1   /* the outputs given to ctn_graph_save, in that order */
+#define CTN_SAVED_VARIABLES 2 /* variables, in id order */
+
+/* Number of entries of `kind` (CTN_SAVED_*); CTN_ERR_INVALID_ARGUMENT for an unknown kind. The
+ * handle is immutable: its getters are thread-safe. since 1.3 */
+CTN_API ctn_status ctn_saved_graph_count(const ctn_saved_graph *saved, int32_t kind,
+                                         uint32_t *out_count);
+
+/* Entry `index` (< count) of `kind`: its name (owned by the handle, valid until it is released;
+ * may be NULL) and its node in the loaded graph (may be NULL). CTN_ERR_INVALID_ARGUMENT for an
+ * unknown kind or an index out of range. since 1.3 */
+CTN_API ctn_status ctn_saved_graph_entry(const ctn_saved_graph *saved, int32_t kind, uint32_t index,
+                                         const char **out_name, ctn_node *out_node);
+
+/* The value of the user metadata key `key` given to ctn_graph_save, or NULL in *out_value when
+ * absent (still CTN_OK). Owned by the handle. since 1.3 */
+CTN_API ctn_status ctn_saved_graph_metadata_get(const ctn_saved_graph *saved, const char *key,
+                                                const char **out_value);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -13,6 +13,8 @@
  * import time (shape computations, folded constants). docs/ONNX.md lists the supported ops,
  * opsets (7 to 28; 13 and newer are what the suite tests) and dtypes (float, double, int32,
  * int64, uint8, bool).
+ *
+ * ctn_onnx_export (since 1.3) writes a chutney graph back out as an ONNX model.
  */
 #ifndef CHUTNEY_ONNX_H
 #define CHUTNEY_ONNX_H
@@ -111,6 +113,26 @@ CTN_API ctn_status ctn_onnx_model_version(const ctn_onnx_model *model, int64_t *
  * CTN_ERR_CORRUPT (malformed protobuf, data that does not match the shape), CTN_ERR_UNSUPPORTED
  * (a dtype chutney lacks, named). since 1.2 */
 CTN_API ctn_status ctn_onnx_tensor_load(const char *path, ctn_tensor **out, const char **out_name);
+
+/* Writes the part of the lazy graph `g` that its `n_outputs` outputs depend on as an ONNX model
+ * (ModelProto, default-domain opset 13, IR version 7) to `path`, atomically (a temporary file in
+ * the same directory renamed over `path`; `path` is unchanged on failure). Graph inputs are the
+ * ctn_input nodes reached (their names and static shapes), outputs are named output_names[i]
+ * (output_names may be NULL: "output0", "output1"...). Variables and constants become
+ * initializers; a variable takes its current value in `plan` when `plan` is not NULL and uses it
+ * (a plan compiled from `g`), else its initial value. Export an inference graph: assignments
+ * (optimizer updates) have no ONNX form. docs/ONNX.md lists the ops that export (elementwise and
+ * comparison ops, matmul, reductions, reshape, permute, slice, concat, broadcast_to, softmax,
+ * log_softmax, conv2d, max/avg pooling, batch_norm_inference, cast, clamp...).
+ * Errors: CTN_ERR_INVALID_ARGUMENT (NULL pointers, no outputs, an output id not in the graph,
+ * empty or repeated output names, an output name equal to an input's or variable's);
+ * CTN_ERR_STATE (an eager graph); CTN_ERR_UNSUPPORTED (an op without an exporter, or an
+ * assignment, reached from the outputs: the message names the node and the op); CTN_ERR_IO (the
+ * file cannot be written: names the file and the system error).
+ * Thread-safety: `g` and `plan` must not be used by another thread during the call. since 1.3 */
+CTN_API ctn_status ctn_onnx_export(ctn_graph *g, ctn_plan *plan, uint32_t n_outputs,
+                                   const ctn_node *outputs, const char *const *output_names,
+                                   const char *path);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -3,6 +3,8 @@
 
 #include "capi/handles.h"
 #include "capi/wall.h"
+#include "io/io_common.h"
+#include "onnx/exporter.h"
 #include "onnx/importer.h"
 #include "plugin/context.h"
 
@@ -133,6 +135,20 @@ CTN_API ctn_status ctn_onnx_tensor_load(const char *path, ctn_tensor **out, cons
     name = std::string(tp.name);
     *out = new ctn_tensor(std::move(t));
     if (out_name) *out_name = name.c_str();
+  });
+}
+
+CTN_API ctn_status ctn_onnx_export(ctn_graph *g, ctn_plan *plan, uint32_t n_outputs, const ctn_node *outputs,
+                                   const char *const *output_names, const char *path) {
+  return wall([&] {
+    if (!g || !path || (n_outputs && !outputs))
+      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_onnx_export: %s is NULL", !g ? "g" : !path ? "path" : "outputs");
+    if (n_outputs == 0) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_onnx_export: a model needs at least one output");
+    if (g->eager()) fail(CTN_ERR_STATE, "ctn_onnx_export: the graph is eager; build the model in a lazy graph to export it");
+    std::vector<std::string> names = ctn::output_names(*g, n_outputs, outputs, output_names, "ctn_onnx_export");
+    const std::string bytes = onnx::export_model(*g, plan, std::vector<ctn_node>(outputs, outputs + n_outputs), names);
+    io::atomic_write("ctn_onnx_export", path,
+                     [&](int fd, const std::string &tmp) { io::write_all(fd, bytes.data(), bytes.size(), tmp); });
   });
 }
 

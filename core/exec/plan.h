@@ -37,6 +37,7 @@ class Plan {
   const ValueInfo &output_info(uint32_t i) const;
   uint32_t n_outputs() const { return static_cast<uint32_t>(prog_.outputs.size()); }
   Tensor read_variable(ctn_node var) const;
+  bool has_variable(ctn_node var) const { return prog_.variables.count(var) != 0; }
   void write_variable(ctn_node var, const Tensor &t);
   const ctn_plan_stats &stats() const { return prog_.stats; }
   uint32_t backend_steps(const char *backend, const char *op) const;

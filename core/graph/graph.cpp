@@ -20,6 +20,20 @@ ctn_attrs attrs_f(std::initializer_list<double> floats) {
   return a;
 }
 
+std::vector<std::string> output_names(const Graph &g, uint32_t n, const ctn_node *outs, const char *const *names,
+                                      const char *fn) {
+  std::vector<std::string> r;
+  for (uint32_t i = 0; i < n; ++i) {
+    g.check(outs[i], fn);
+    std::string nm = names ? (names[i] ? names[i] : "") : "output" + std::to_string(i);
+    if (nm.empty()) fail(CTN_ERR_INVALID_ARGUMENT, "%s: output_names[%u] is empty or NULL", fn, i);
+    for (const std::string &o : r)
+      if (o == nm) fail(CTN_ERR_INVALID_ARGUMENT, "%s: output name \"%s\" repeats", fn, nm.c_str());
+    r.push_back(std::move(nm));
+  }
+  return r;
+}
+
 void Graph::check(ctn_node n, const char *what) const {
   if (n >= nodes_.size())
     fail(CTN_ERR_INVALID_ARGUMENT, "%s: node %u does not exist in this graph (it has %zu nodes)", what, n,

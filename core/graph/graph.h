@@ -99,6 +99,12 @@ void build_grad(Graph &g, ctn_node loss, uint32_t n, const ctn_node *wrt, ctn_no
 void build_jvp(Graph &g, uint32_t n_out, const ctn_node *outs, uint32_t n_in, const ctn_node *ins,
                const ctn_node *tangents, ctn_node *out_tangents);
 
+// The names of a saved or exported graph's outputs (ctn_graph_save, ctn_onnx_export): names[i],
+// or "output<i>" when names is NULL. Checks the ids, and that names are non-empty and unique
+// (CTN_ERR_INVALID_ARGUMENT prefixed with `fn`).
+std::vector<std::string> output_names(const Graph &g, uint32_t n, const ctn_node *outs, const char *const *names,
+                                      const char *fn);
+
 ctn_attrs attrs_i(std::initializer_list<int64_t> ints);
 ctn_attrs attrs_f(std::initializer_list<double> floats);
 

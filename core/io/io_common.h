@@ -8,6 +8,7 @@
 #include "util/status.h"
 
 #include <cstring>
+#include <functional>
 #include <new>
 #include <string>
 
@@ -30,6 +31,15 @@ T *need(T *p, const char *fn, const char *what) {
   if (p == nullptr) fail(CTN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
   return p;
 }
+
+// Writes `path` atomically (io/safetensors.cpp): a temporary file in its directory receives the
+// content from `body(fd, temporary_path)`, is fsynced and renamed over `path`, and the directory
+// fsynced; a failure removes the temporary file and leaves `path` as it was. `fn` names the
+// public function in messages.
+void atomic_write(const char *fn, const char *path, const std::function<void(int fd, const std::string &tmp)> &body);
+
+// write(2) of all n bytes, retrying short writes and EINTR (CTN_ERR_IO naming `path`).
+void write_all(int fd, const char *p, size_t n, const std::string &path);
 
 }  // namespace ctn::io
 

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <memory>
 #include <string>
 #include <sys/stat.h>
@@ -90,18 +91,6 @@ struct Fd {
     if (fd >= 0) ::close(fd);
   }
 };
-
-void write_all(int fd, const char *p, size_t n, const std::string &path) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, std::min<size_t>(n, size_t{1} << 30));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      fail(CTN_ERR_IO, "cannot write %s: %s", path.c_str(), std::strerror(errno));
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
 
 // Removes the temporary file unless released (the save reached the rename).
 struct TempGuard {
@@ -191,11 +180,53 @@ void save(const char *path, uint32_t n, const char *const *names, const ctn_tens
   if (header.size() > kMaxHeader)
     fail(CTN_ERR_INVALID_ARGUMENT, "ctn_checkpoint_save: header of %zu bytes exceeds the 100 MB limit", header.size());
 
+  atomic_write("ctn_checkpoint_save", path, [&](int fd, const std::string &tmp) {
+    char len[8];
+    uint64_t hl = header.size();
+    for (int k = 0; k < 8; ++k) len[k] = static_cast<char>((hl >> (8 * k)) & 0xff);
+    write_all(fd, len, 8, tmp);
+    write_all(fd, header.data(), header.size(), tmp);
+    std::vector<char> buf;
+    for (const SaveItem &it : items) {
+      if (it.bytes == 0) continue;
+      int32_t contiguous = 0;
+      check(ctn_tensor_is_contiguous(it.t, &contiguous), "ctn_checkpoint_save");
+      void *p = nullptr;
+      if (contiguous && std::endian::native == std::endian::little) {
+        // ctn_tensor_data takes a mutable handle; the data is only read here.
+        check(ctn_tensor_data(const_cast<ctn_tensor *>(it.t), &p), "ctn_checkpoint_save");
+        write_all(fd, static_cast<const char *>(p), it.bytes, tmp);
+      } else {
+        buf.resize(it.bytes);
+        check(ctn_tensor_read(it.t, buf.data(), buf.size()), "ctn_checkpoint_save");
+        swap_bytes(buf.data(), buf.size(), ctn_dtype_size(static_cast<ctn_dtype>(it.dtype)));
+        write_all(fd, buf.data(), buf.size(), tmp);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void ctn::io::write_all(int fd, const char *p, size_t n, const std::string &path) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, std::min<size_t>(n, size_t{1} << 30));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail(CTN_ERR_IO, "cannot write %s: %s", path.c_str(), std::strerror(errno));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// Writes `path` atomically: `body` writes the content to the temporary file's descriptor.
+void ctn::io::atomic_write(const char *fn, const char *path, const std::function<void(int, const std::string &)> &body) {
   const std::string target = path;
   const size_t slash = target.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : target.substr(0, slash));
   const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
-  if (base.empty()) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_checkpoint_save: \"%s\" names a directory", path);
+  if (base.empty()) fail(CTN_ERR_INVALID_ARGUMENT, "%s: \"%s\" names a directory", fn, path);
 
   TempGuard guard;
   Fd f;
@@ -206,41 +237,20 @@ void save(const char *path, uint32_t n, const char *const *names, const ctn_tens
     if (f.fd < 0 && (errno != EEXIST || attempt > 100)) {
       int e = errno;
       guard.armed = false;  // nothing was created
-      fail(CTN_ERR_IO, "ctn_checkpoint_save: cannot create a temporary file in %s for %s: %s", dir.c_str(), path,
+      fail(CTN_ERR_IO, "%s: cannot create a temporary file in %s for %s: %s", fn, dir.c_str(), path,
            std::strerror(e));
     }
   }
 
-  char len[8];
-  uint64_t hl = header.size();
-  for (int k = 0; k < 8; ++k) len[k] = static_cast<char>((hl >> (8 * k)) & 0xff);
-  write_all(f.fd, len, 8, guard.path);
-  write_all(f.fd, header.data(), header.size(), guard.path);
-  std::vector<char> buf;
-  for (const SaveItem &it : items) {
-    if (it.bytes == 0) continue;
-    int32_t contiguous = 0;
-    check(ctn_tensor_is_contiguous(it.t, &contiguous), "ctn_checkpoint_save");
-    void *p = nullptr;
-    if (contiguous && std::endian::native == std::endian::little) {
-      // ctn_tensor_data takes a mutable handle; the data is only read here.
-      check(ctn_tensor_data(const_cast<ctn_tensor *>(it.t), &p), "ctn_checkpoint_save");
-      write_all(f.fd, static_cast<const char *>(p), it.bytes, guard.path);
-    } else {
-      buf.resize(it.bytes);
-      check(ctn_tensor_read(it.t, buf.data(), buf.size()), "ctn_checkpoint_save");
-      swap_bytes(buf.data(), buf.size(), ctn_dtype_size(static_cast<ctn_dtype>(it.dtype)));
-      write_all(f.fd, buf.data(), buf.size(), guard.path);
-    }
-  }
+  body(f.fd, guard.path);
   if (::fsync(f.fd) != 0)
-    fail(CTN_ERR_IO, "ctn_checkpoint_save: fsync of %s failed: %s", guard.path.c_str(), std::strerror(errno));
+    fail(CTN_ERR_IO, "%s: fsync of %s failed: %s", fn, guard.path.c_str(), std::strerror(errno));
   int fd = f.fd;
   f.fd = -1;
   if (::close(fd) != 0)
-    fail(CTN_ERR_IO, "ctn_checkpoint_save: close of %s failed: %s", guard.path.c_str(), std::strerror(errno));
+    fail(CTN_ERR_IO, "%s: close of %s failed: %s", fn, guard.path.c_str(), std::strerror(errno));
   if (::rename(guard.path.c_str(), path) != 0)
-    fail(CTN_ERR_IO, "ctn_checkpoint_save: cannot rename %s to %s: %s", guard.path.c_str(), path,
+    fail(CTN_ERR_IO, "%s: cannot rename %s to %s: %s", fn, guard.path.c_str(), path,
          std::strerror(errno));
   guard.armed = false;
   // Make the rename itself durable. Some file systems cannot fsync a directory (EINVAL): the
@@ -248,14 +258,12 @@ void save(const char *path, uint32_t n, const char *const *names, const ctn_tens
   Fd d;
   d.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (d.fd < 0)
-    fail(CTN_ERR_IO, "ctn_checkpoint_save: %s was written but its directory %s cannot be opened to sync: %s", path,
+    fail(CTN_ERR_IO, "%s: %s was written but its directory %s cannot be opened to sync: %s", fn, path,
          dir.c_str(), std::strerror(errno));
   if (::fsync(d.fd) != 0 && errno != EINVAL && errno != EROFS)
-    fail(CTN_ERR_IO, "ctn_checkpoint_save: %s was written but fsync of directory %s failed: %s", path, dir.c_str(),
+    fail(CTN_ERR_IO, "%s: %s was written but fsync of directory %s failed: %s", fn, path, dir.c_str(),
          std::strerror(errno));
 }
-
-}  // namespace
 
 // ------------------------------------------------------------------------------------------
 // Loading

@@ -4,9 +4,11 @@
 // lazily and executed eagerly.
 #include <gtest/gtest.h>
 
+#include <chutney/checkpoint.h>
 #include <chutney/chutney.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -136,6 +138,46 @@ TEST_F(SwishOps, LazyForwardAndGradientMatchReferenceAndFiniteDifferences) {
           << (which == 0 ? "d/dx" : "d/dw") << " element " << i;
     }
   }
+}
+
+// Graph files store an op library's ops by name (docs/MODELS.md): a context without the library
+// refuses the file naming the op; one with it rebuilds the graph, whose plan computes what the
+// original's does, bit for bit.
+TEST_F(SwishOps, GraphFileResolvesLibraryOpsByNameAtLoad) {
+  Graph g = NewGraph(ctx_.get());
+  ASSERT_TRUE(g);
+  ctn_node x, w;
+  ASSERT_EQ(ctn_input(g.get(), "x", CTN_F64, 2, kShape.data(), &x), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_input(g.get(), "w", CTN_F64, 2, kShape.data(), &w), CTN_OK) << ctn_last_error();
+  const ctn_node loss = BuildLoss(g.get(), x, w);
+  ASSERT_FALSE(HasFailure());
+  const ctn_node wrt[2] = {x, w};
+  ctn_node grads[2] = {CTN_NODE_NONE, CTN_NODE_NONE};
+  ASSERT_EQ(ctn_grad(g.get(), loss, 2, wrt, grads), CTN_OK) << ctn_last_error();
+  const ctn_node outputs[3] = {loss, grads[0], grads[1]};
+  const std::string path = ::testing::TempDir() + "swish_graph.ctn";
+  ASSERT_EQ(ctn_graph_save(g.get(), nullptr, 3, outputs, nullptr, nullptr, path.c_str()), CTN_OK) << ctn_last_error();
+
+  Context bare = IsolatedContext();
+  ASSERT_TRUE(bare);
+  ASSERT_EQ(ctn_context_load_plugin(bare.get(), CTN_TEST_CPU_PLUGIN), CTN_OK) << ctn_last_error();
+  ctn_graph *lg = nullptr;
+  ctn_saved_graph *saved = nullptr;
+  EXPECT_EQ(ctn_graph_load(bare.get(), path.c_str(), &lg, &saved), CTN_ERR_UNSUPPORTED);
+  const std::string msg = ctn_last_error();
+  EXPECT_NE(msg.find("\"swish"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("op library"), std::string::npos) << msg;
+
+  ASSERT_EQ(ctn_graph_load(ctx_.get(), path.c_str(), &lg, &saved), CTN_OK) << ctn_last_error();
+  Graph loaded(lg);
+  ctn_saved_graph_release(saved);
+  ctn_plan *a = nullptr, *b = nullptr;
+  ASSERT_EQ(ctn_plan_compile(g.get(), 3, outputs, nullptr, &a), CTN_OK) << ctn_last_error();
+  Plan pa(a);
+  ASSERT_EQ(ctn_plan_compile(loaded.get(), 3, outputs, nullptr, &b), CTN_OK) << ctn_last_error();
+  Plan pb(b);
+  EXPECT_EQ(RunPlan(pa.get(), x, w, kX, kW, 3), RunPlan(pb.get(), x, w, kX, kW, 3));
+  std::remove(path.c_str());
 }
 
 TEST_F(SwishOps, EagerMatchesReference) {

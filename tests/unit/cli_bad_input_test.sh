@@ -198,6 +198,10 @@ bad flag-json-dir 1 "$TMP" $T --data-dir "$DATA_DIR" --json "$TMP"
 bad flag-plot-nowhere 1 "$TMP/no/such/dir/p.svg" $T --data-dir "$DATA_DIR" --plot "$TMP/no/such/dir/p.svg"
 bad graph-out-nowhere 1 "$TMP/no/such/g.dot" graph --out "$TMP/no/such/g.dot" --no-svg
 bad plugins-path 2 "$TMP/no-plugins" plugins --path "$TMP/no-plugins"
+# chutney onnx export (docs/MODELS.md): a damaged input is named, nothing is written.
+bad onnx-export-args 2 "takes IN and OUT.onnx" onnx export "$C/badjson.safetensors"
+bad onnx-export-corrupt 1 "CTN_ERR_CORRUPT" onnx export "$C/badjson.safetensors" "$TMP/out.onnx"
+if [ -e "$TMP/out.onnx" ]; then fail "onnx-export-corrupt: wrote $TMP/out.onnx"; fi
 # An empty value is a mistake (an unset shell variable), never "not given" (issue 30).
 for flag in checkpoint-dir json plot memory-budget data-dir backend resume; do
   bad "flag-empty-$flag" 2 "--$flag' needs a value" $T --data-dir "$DATA_DIR" --$flag ""
@@ -205,7 +209,7 @@ done
 bad flag-empty-inline 2 "--json' needs a value" $T --data-dir "$DATA_DIR" --json=
 # Output paths are checked before training starts, not when first written (issue 30).
 : >"$TMP/plainfile"
-for flag in json plot; do
+for flag in json plot export-onnx save-model; do
   bad "flag-$flag-under-file" 1 "$TMP/plainfile" $T --data-dir "$DATA_DIR" --$flag "$TMP/plainfile/x.out"
   if grep -q "^epoch " "$TMP/flag-$flag-under-file.out"; then fail "flag-$flag-under-file: trained before failing"; fi
 done

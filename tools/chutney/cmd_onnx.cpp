@@ -1,4 +1,4 @@
-// `chutney onnx run|info|test`: run an ONNX model on .npy/.npz inputs, describe a model and how
+// `chutney onnx run|info|test|export`: run an ONNX model on .npy/.npz inputs, describe a model and how
 // it maps onto the available backends, run ONNX backend-test cases (onnx_test.cpp).
 #include "npy.h"
 #include "onnx_cli.h"
@@ -83,12 +83,14 @@ const char kUsage[] =
     "                        [--backend LIST] [--initializers-as-constants]\n"
     "       chutney onnx info MODEL.onnx [--input NAME=FILE.npy]...\n"
     "       chutney onnx test DIR [options]        (chutney onnx test --help)\n"
+    "       chutney onnx export IN OUT.onnx [options] (chutney onnx export --help)\n"
     "\n"
     "run:  imports the model, feeds each input from its .npy file (or every array of an .npz, by\n"
     "      name; the files' shapes fix symbolic dimensions) and writes each output as DIR/NAME.npy.\n"
     "info: lists inputs, outputs, initializers and op types, whether the importer supports each\n"
     "      and, per available backend, whether the ops it lowers to run there.\n"
-    "test: runs ONNX backend-test cases (model.onnx + test_data_set_*/input_N.pb, output_N.pb).\n";
+    "test: runs ONNX backend-test cases (model.onnx + test_data_set_*/input_N.pb, output_N.pb).\n"
+    "export: writes a chutney graph file, a `chutney train` checkpoint or an ONNX model as ONNX.\n";
 
 struct Cli {
   std::string model, out_dir, backends;
@@ -278,6 +280,7 @@ int onnx_main_impl(int argc, char **argv) {
   if (sub == "run") return run_cmd(argc - 1, argv + 1);
   if (sub == "info") return info_cmd(argc - 1, argv + 1);
   if (sub == "test") return onnx_test_main(argc - 1, argv + 1);
+  if (sub == "export") return onnx_export_main(argc - 1, argv + 1);
   throw UsageError("unknown subcommand '" + sub + "'");
 }
 

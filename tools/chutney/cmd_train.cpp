@@ -29,6 +29,7 @@
 #include "ckpt_dir.h"
 #include "cli.h"
 #include "models.h"
+#include "onnx_cli.h"
 #include "plot.h"
 #include "progress.h"
 
@@ -58,6 +59,7 @@ struct TrainOptions {
   int64_t epochs = 2;
   int64_t limit = 0;
   int64_t eval_batch = 0;
+  std::string export_onnx, save_model;  // --export-onnx, --save-model
   bool augment = false;
   int32_t workers = 1;
   std::string data_dir;
@@ -308,6 +310,8 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
   o.data_dir = args.str("data-dir", CTN_FASHION_MNIST_DIR);
   o.json_path = args.str("json", "");
   o.plot_path = args.str("plot", "");
+  o.export_onnx = args.str("export-onnx", "");
+  o.save_model = args.str("save-model", "");
   o.checkpoint_dir = args.str("checkpoint-dir", "");
   o.resume_path = args.str("resume", "");
   o.quiet = args.flag("quiet");
@@ -601,6 +605,15 @@ int run_train(const ParsedArgs &args) {
   return kExitFailure;
 }
 
+// --save-model / --export-onnx: the inference graph with the trained values (batch
+// --eval-batch-size), after training.
+void write_trained_model(const TrainOptions &o, const BuiltModel &tm, ctn_plan *train_plan, const BuiltModel &em,
+                         ctn_plan *eval_plan) {
+  if (o.export_onnx.empty() && o.save_model.empty()) return;
+  check(ctn_model_copy_state(tm.model.get(), train_plan, em.model.get(), eval_plan, nullptr), "ctn_model_copy_state");
+  write_inference_model(em, eval_plan, o.save_model, o.export_onnx);
+}
+
 int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx, ctn_collective *comm) {
   if (o.rank_checkpoints && !o.checkpoint_dir.empty() && o.rank != 0) {
     prepare_checkpoint_dir(o.checkpoint_dir);
@@ -620,6 +633,8 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
   }
   if (!o.json_path.empty()) check_output_file("json", o.json_path);
   if (!o.plot_path.empty()) check_output_file("plot", o.plot_path);
+  if (!o.export_onnx.empty()) check_output_file("export-onnx", o.export_onnx);
+  if (!o.save_model.empty()) check_output_file("save-model", o.save_model);
 
   DatasetPtr train_ds = open_fashion_mnist(o.data_dir, "train");
   DatasetPtr test_ds = open_fashion_mnist(o.data_dir, "test");
@@ -869,6 +884,7 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
     write_plot(o.plot_path, "chutney train --model " + o.model, pts);
     std::printf("wrote %s\n", o.plot_path.c_str());
   }
+  if (o.rank == 0) write_trained_model(o, tm, train_plan.get(), em, eval_plan.get());
   // Plans and tensors go before the context (declaration order does it).
   return kExitOk;
 }
@@ -929,6 +945,8 @@ const CommandSpec &train_command() {
           {"stop-after", "N", "stop after N epochs of this invocation (as if interrupted)"},
           {"json", "FILE", "write the per-epoch log as JSON to FILE"},
           {"plot", "FILE.svg", "write an SVG chart of loss and accuracy per epoch"},
+          {"export-onnx", "FILE.onnx", "after training, write the inference model with the trained weights as ONNX (batch: --eval-batch-size)"},
+          {"save-model", "FILE", "after training, write the inference model with the trained weights as a chutney graph file (docs/MODELS.md)"},
           {"quiet", nullptr, "no progress output on stderr"},
           {"memory-budget", "BYTES|auto",
            "cap the training plan's planned peak (suffix k, M, G); over it, activations are recomputed "

@@ -34,5 +34,12 @@ LoadedModel load_onnx(ctn_context *ctx, const std::string &path, const NamedTens
 NamedTensors run_onnx(LoadedModel &m, const NamedTensors &inputs);
 
 int onnx_test_main(int argc, char **argv);  // onnx_test.cpp
+int onnx_export_main(int argc, char **argv);  // onnx_export.cpp
+
+struct BuiltModel;
+// Writes the CLI model `em` (inference graph) with the variables' values in `plan`: a chutney graph
+// file at graph_path and/or an ONNX model at onnx_path (either may be empty), output "logits".
+void write_inference_model(const BuiltModel &em, ctn_plan *plan, const std::string &graph_path,
+                           const std::string &onnx_path);
 
 }  // namespace ctn_cli

@@ -3,10 +3,13 @@
 # cases into the build folder at test time (never committed); `chutney onnx test` runs them
 # against tests/onnx/expected_pass.txt (must pass) and tests/onnx/skip.txt (not run, each with a
 # reason), with a floor on the number of cases found. Then the DLPack interop test (ctypes +
-# NumPy >= 2.1 from the same venv). The venv is cached in the build folder between runs.
+# NumPy >= 2.1 from the same venv), then ONNX export: a briefly trained CNN exported by
+# `chutney train --export-onnx` runs in onnxruntime (pinned, ~20 MB from PyPI, same venv) with
+# chutney's outputs (tests/onnx/export_ort.py, a few seconds). The venv is cached in the build
+# folder between runs.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 venv=$BUILD_DIR/onnx-venv
-want="onnx==1.23.2 numpy==2.4.6"
+want="onnx==1.23.2 numpy==2.4.6 onnxruntime==1.32.0"
 if [[ "$(cat "$venv/.wanted" 2>/dev/null)" != "$want" ]] || ! "$venv/bin/python" -c 'import onnx, numpy' 2>/dev/null; then
   rm -rf "$venv"
   /usr/bin/python3 -m venv "$venv"
@@ -30,4 +33,8 @@ record "$passed" "$failed" "$skipped"
 drc=0
 "$venv/bin/python" tests/dlpack/dlpack_test.py "$BUILD_DIR/core/libchutney.so" || drc=$?
 if (( drc == 0 )); then record 1 0 0; else record 0 1 0; fi
-(( rc == 0 && drc == 0 ))
+erc=0
+"$venv/bin/python" tests/onnx/export_ort.py "$BUILD_DIR/tools/chutney/chutney" "$BUILD_DIR/onnx-export" \
+  "$BUILD_DIR/tests/unit/onnx_export_test" || erc=$?
+if (( erc == 0 )); then record 1 0 0; elif (( erc == 77 )); then record 0 0 1; erc=0; else record 0 1 0; fi
+(( rc == 0 && drc == 0 && erc == 0 ))

@@ -436,5 +436,20 @@ static inline goctn_ret goctn_plan_save_variables(ctn_plan *plan, uint32_t n, co
 static inline goctn_ret goctn_plan_load_variables(ctn_plan *plan, uint32_t n, const char *const *names, const ctn_node *nodes, const char *path) {
   return goctn_result(ctn_plan_load_variables(plan, n, names, nodes, path));
 }
+static inline goctn_ret goctn_graph_save(ctn_graph *g, ctn_plan *plan, uint32_t n_outputs, const ctn_node *outputs, const char *const *output_names, const char *metadata_json, const char *path) {
+  return goctn_result(ctn_graph_save(g, plan, n_outputs, outputs, output_names, metadata_json, path));
+}
+static inline goctn_ret goctn_graph_load(ctn_context *ctx, const char *path, ctn_graph **out_graph, ctn_saved_graph **out_saved) {
+  return goctn_result(ctn_graph_load(ctx, path, out_graph, out_saved));
+}
+static inline goctn_ret goctn_saved_graph_count(const ctn_saved_graph *saved, int32_t kind, uint32_t *out_count) {
+  return goctn_result(ctn_saved_graph_count(saved, kind, out_count));
+}
+static inline goctn_ret goctn_saved_graph_entry(const ctn_saved_graph *saved, int32_t kind, uint32_t index, const char **out_name, ctn_node *out_node) {
+  return goctn_result(ctn_saved_graph_entry(saved, kind, index, out_name, out_node));
+}
+static inline goctn_ret goctn_saved_graph_metadata_get(const ctn_saved_graph *saved, const char *key, const char **out_value) {
+  return goctn_result(ctn_saved_graph_metadata_get(saved, key, out_value));
+}
 
 #endif /* CHUTNEY_GO_WRAP_H */

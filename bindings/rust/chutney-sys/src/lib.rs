@@ -24,7 +24,7 @@ pub use std::os::raw::{c_char, c_void};
 /// ABI major version these declarations describe.
 pub const CTN_ABI_MAJOR: u32 = 1;
 /// ABI minor version these declarations describe (the newest slot declared here is "since" it).
-pub const CTN_ABI_MINOR: u32 = 2;
+pub const CTN_ABI_MINOR: u32 = 3;
 /// `(major << 16) | minor`, as `ctn_abi_version()` returns it.
 pub const CTN_ABI_VERSION: u32 = (CTN_ABI_MAJOR << 16) | CTN_ABI_MINOR;
 /// Library release major.
@@ -199,6 +199,8 @@ opaque! {
     ctn_loader;
     /// A loaded safetensors checkpoint (checkpoint.h).
     ctn_checkpoint;
+    /// What a loaded graph file lists: inputs, outputs, variables (checkpoint.h, since 1.3).
+    ctn_saved_graph;
     /// A communicator over a collective plugin (collective.h, since 1.2).
     ctn_collective;
 }
@@ -389,6 +391,13 @@ pub const CTN_VAR_PARAMETER: u32 = 1;
 pub const CTN_VAR_BUFFER: u32 = 2;
 /// Optimizer state.
 pub const CTN_VAR_OPTIMIZER: u32 = 4;
+
+/// `ctn_saved_graph_count` / `_entry` kinds (checkpoint.h, since 1.3): the `ctn_input` nodes.
+pub const CTN_SAVED_INPUTS: i32 = 0;
+/// The outputs given to `ctn_graph_save`.
+pub const CTN_SAVED_OUTPUTS: i32 = 1;
+/// The variables.
+pub const CTN_SAVED_VARIABLES: i32 = 2;
 
 /// Layer kind of [`ctn_layer`] (C `enum ctn_layer_kind`).
 pub type ctn_layer_kind = i32;
@@ -1765,6 +1774,45 @@ extern "C" {
         n: u32,
         names: *const *const c_char,
         nodes: *const ctn_node,
+        path: *const c_char,
+    ) -> ctn_status;
+    // checkpoint.h, since 1.3: whole graphs
+    pub fn ctn_graph_save(
+        g: *mut ctn_graph,
+        plan: *mut ctn_plan,
+        n_outputs: u32,
+        outputs: *const ctn_node,
+        output_names: *const *const c_char,
+        metadata_json: *const c_char,
+        path: *const c_char,
+    ) -> ctn_status;
+    pub fn ctn_graph_load(
+        ctx: *mut ctn_context,
+        path: *const c_char,
+        out_graph: *mut *mut ctn_graph,
+        out_saved: *mut *mut ctn_saved_graph,
+    ) -> ctn_status;
+    pub fn ctn_saved_graph_release(saved: *mut ctn_saved_graph);
+    pub fn ctn_saved_graph_count(saved: *const ctn_saved_graph, kind: i32, out_count: *mut u32) -> ctn_status;
+    pub fn ctn_saved_graph_entry(
+        saved: *const ctn_saved_graph,
+        kind: i32,
+        index: u32,
+        out_name: *mut *const c_char,
+        out_node: *mut ctn_node,
+    ) -> ctn_status;
+    pub fn ctn_saved_graph_metadata_get(
+        saved: *const ctn_saved_graph,
+        key: *const c_char,
+        out_value: *mut *const c_char,
+    ) -> ctn_status;
+    // onnx.h, since 1.3
+    pub fn ctn_onnx_export(
+        g: *mut ctn_graph,
+        plan: *mut ctn_plan,
+        n_outputs: u32,
+        outputs: *const ctn_node,
+        output_names: *const *const c_char,
         path: *const c_char,
     ) -> ctn_status;
 }

@@ -171,6 +171,13 @@ fn every_declared_function_links() {
         ("ctn_checkpoint_metadata_get", ctn_checkpoint_metadata_get as *const () as usize),
         ("ctn_plan_save_variables", ctn_plan_save_variables as *const () as usize),
         ("ctn_plan_load_variables", ctn_plan_load_variables as *const () as usize),
+        ("ctn_graph_save", ctn_graph_save as *const () as usize),
+        ("ctn_graph_load", ctn_graph_load as *const () as usize),
+        ("ctn_saved_graph_release", ctn_saved_graph_release as *const () as usize),
+        ("ctn_saved_graph_count", ctn_saved_graph_count as *const () as usize),
+        ("ctn_saved_graph_entry", ctn_saved_graph_entry as *const () as usize),
+        ("ctn_saved_graph_metadata_get", ctn_saved_graph_metadata_get as *const () as usize),
+        ("ctn_onnx_export", ctn_onnx_export as *const () as usize),
     ];
     for (name, addr) in addrs {
         assert_ne!(*addr, 0, "{name} has no address");

@@ -293,6 +293,11 @@ impl<'ctx> Graph<'ctx> {
         Ok(Graph { core: GraphCore { ptr: out, serial: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed), sticky: RefCell::new(None) }, _ctx: PhantomData })
     }
 
+    /// Takes ownership of a graph handle the library made (ctn_graph_load).
+    pub(crate) fn adopt(_ctx: &'ctx Context, ptr: *mut sys::ctn_graph) -> Graph<'ctx> {
+        Graph { core: GraphCore { ptr, sticky: RefCell::new(None) }, _ctx: PhantomData }
+    }
+
     pub(crate) fn core(&self) -> &GraphCore {
         &self.core
     }

@@ -67,6 +67,7 @@ mod context;
 pub mod data;
 mod error;
 mod graph;
+pub mod model_file;
 pub mod nn;
 mod oplib;
 mod plan;
