@@ -21,6 +21,8 @@ var notWrapped = map[string]string{
 	"ctn_tensor_numel":         "Tensor.NumElements multiplies the shape read once at creation (a tensor's shape never changes)",
 	"ctn_model_graph":          "Model.Graph returns the *Graph the model was made from, not a second wrapper of the same C graph",
 	"ctn_context_backend_proc": "it returns a backend's C function pointers, which Go cannot call; a C file of the program can",
+	"ctn_cancel_reset":         "RunContext makes a token per run: none is reused",
+	"ctn_cancel_requested":     "RunContext reports a cancellation through the error (errors.Is ErrCancelled and ctx.Err())",
 }
 
 // headerDir finds abi/chutney: the source tree this package lives in, else the include folders

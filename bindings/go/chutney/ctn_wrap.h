@@ -241,6 +241,21 @@ static inline goctn_ret goctn_plan_backend_steps(ctn_plan *p, const char *backen
 static inline goctn_ret goctn_plan_run(ctn_plan *p, uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *const *feed_values, uint32_t n_outputs, ctn_tensor *const *outputs) {
   return goctn_result(ctn_plan_run(p, n_feeds, feed_nodes, feed_values, n_outputs, outputs));
 }
+static inline goctn_ret goctn_cancel_create(ctn_cancel **out) {
+  return goctn_result(ctn_cancel_create(out));
+}
+static inline goctn_ret goctn_cancel_request(ctn_cancel *c) {
+  return goctn_result(ctn_cancel_request(c));
+}
+static inline goctn_ret goctn_cancel_reset(ctn_cancel *c) {
+  return goctn_result(ctn_cancel_reset(c));
+}
+static inline goctn_ret goctn_cancel_requested(const ctn_cancel *c, int32_t *out) {
+  return goctn_result(ctn_cancel_requested(c, out));
+}
+static inline goctn_ret goctn_plan_run_with_options(ctn_plan *p, const ctn_run_options *options, uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *const *feed_values, uint32_t n_outputs, ctn_tensor *const *outputs) {
+  return goctn_result(ctn_plan_run_with_options(p, options, n_feeds, feed_nodes, feed_values, n_outputs, outputs));
+}
 static inline goctn_ret goctn_plan_output_create(ctn_plan *p, uint32_t index, ctn_tensor **out) {
   return goctn_result(ctn_plan_output_create(p, index, out));
 }
@@ -322,6 +337,9 @@ static inline goctn_ret goctn_model_set_lr(ctn_model *m, double lr) {
 }
 static inline goctn_ret goctn_model_run(ctn_model *m, ctn_plan *p, uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *const *feed_values, uint32_t n_outputs, ctn_tensor *const *outputs) {
   return goctn_result(ctn_model_run(m, p, n_feeds, feed_nodes, feed_values, n_outputs, outputs));
+}
+static inline goctn_ret goctn_model_run_with_options(ctn_model *m, ctn_plan *p, const ctn_run_options *options, uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *const *feed_values, uint32_t n_outputs, ctn_tensor *const *outputs) {
+  return goctn_result(ctn_model_run_with_options(m, p, options, n_feeds, feed_nodes, feed_values, n_outputs, outputs));
 }
 static inline goctn_ret goctn_nn_linear(ctn_model *m, ctn_node x, int64_t in_features, int64_t out_features, int32_t bias, ctn_node *out) {
   return goctn_result(ctn_nn_linear(m, x, in_features, out_features, bias, out));

@@ -29,6 +29,8 @@ const (
 	StatusCorrupt         Status = C.CTN_ERR_CORRUPT
 	StatusState           Status = C.CTN_ERR_STATE
 	StatusInternal        Status = C.CTN_ERR_INTERNAL
+	StatusCancelled       Status = C.CTN_ERR_CANCELLED // since ABI 1.3
+	StatusNumerics        Status = C.CTN_ERR_NUMERICS  // since ABI 1.3
 )
 
 // String is the library's constant name of the status ("CTN_ERR_SHAPE").
@@ -81,6 +83,8 @@ var (
 	ErrCorrupt         = sentinel(StatusCorrupt)
 	ErrState           = sentinel(StatusState)
 	ErrInternal        = sentinel(StatusInternal)
+	ErrCancelled       = sentinel(StatusCancelled) // a run cancelled or past its deadline; variables unchanged
+	ErrNumerics        = sentinel(StatusNumerics)  // RunOptions.CheckNumerics met a NaN or infinity
 )
 
 // ErrClosed is the cause of the error (status CTN_ERR_INVALID_ARGUMENT) returned when a handle

@@ -6,6 +6,7 @@ package chutney
 import "C"
 
 import (
+	"context"
 	"unsafe"
 )
 
@@ -267,7 +268,19 @@ func (m *Model) Run(p *Plan, feeds []Feed, outputs ...*Tensor) error {
 	if p != nil && p.graph != m.g.serial {
 		return newError(StatusInvalidArgument, "Model.Run: the plan was not compiled from the model's graph")
 	}
-	return p.run(m, feeds, outputs)
+	return p.run(m, nil, feeds, outputs)
+}
+
+// RunContext is Model.Run that ctx can cancel, with ctx's deadline (Plan.RunContext).
+func (m *Model) RunContext(ctx context.Context, p *Plan, feeds []Feed, outputs ...*Tensor) error {
+	if err := m.use(); err != nil {
+		return err
+	}
+	defer m.h.release()
+	if p != nil && p.graph != m.g.serial {
+		return newError(StatusInvalidArgument, "Model.RunContext: the plan was not compiled from the model's graph")
+	}
+	return p.runContext(ctx, m, RunOptions{}, feeds, outputs)
 }
 
 // ---- layers ----------------------------------------------------------------------------------

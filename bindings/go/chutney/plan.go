@@ -6,9 +6,11 @@ package chutney
 import "C"
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -230,12 +232,89 @@ type Feed struct {
 // (NewOutput makes one), or be nil to skip it. Fewer outputs than the plan has skip the rest.
 // A run allocates nothing in the steady state.
 func (p *Plan) Run(feeds []Feed, outputs ...*Tensor) error {
-	return p.run(nil, feeds, outputs)
+	return p.run(nil, nil, feeds, outputs)
+}
+
+// RunOptions are the options of one run (ctn_run_options).
+type RunOptions struct {
+	// CheckNumerics checks every step's f32/f64 output and stops at the first NaN or infinity
+	// with ErrNumerics naming the op, its node and which inputs were already non-finite. Slow:
+	// for finding where a NaN comes from.
+	CheckNumerics bool
+	// Timeout > 0 cancels a run that takes longer (ErrCancelled, the variables unchanged).
+	Timeout time.Duration
+}
+
+// RunWithOptions is Run with options.
+func (p *Plan) RunWithOptions(opts RunOptions, feeds []Feed, outputs ...*Tensor) error {
+	return p.runContext(nil, nil, opts, feeds, outputs)
+}
+
+// RunContext is Run that ctx can stop: when ctx is cancelled or its deadline passes during the
+// run, the run stops between two steps with an error that matches both ErrCancelled and
+// ctx.Err() under errors.Is, and the plan's variables are as they were (the library checks up
+// to the first step that writes a variable; a run already past it completes and returns nil).
+func (p *Plan) RunContext(ctx context.Context, feeds []Feed, outputs ...*Tensor) error {
+	return p.runContext(ctx, nil, RunOptions{}, feeds, outputs)
+}
+
+// runContext runs with options; ctx may be nil (no cancellation).
+func (p *Plan) runContext(ctx context.Context, m *Model, opts RunOptions, feeds []Feed, outputs []*Tensor) error {
+	o := runOpts{}
+	if opts.CheckNumerics {
+		o.flags |= C.CTN_RUN_CHECK_NUMERICS
+	}
+	timeout := opts.Timeout
+	if ctx != nil {
+		if err := ctx.Err(); err != nil {
+			return &Error{Status: StatusCancelled, Name: StatusCancelled.String(), Msg: "the context was done before the run", cause: err}
+		}
+		if d, ok := ctx.Deadline(); ok && (timeout <= 0 || time.Until(d) < timeout) {
+			timeout = time.Until(d)
+			if timeout <= 0 {
+				timeout = time.Nanosecond
+			}
+		}
+	}
+	if timeout > 0 {
+		o.timeoutUS = uint64((timeout + time.Microsecond - 1) / time.Microsecond)
+	}
+	if ctx != nil && ctx.Done() != nil {
+		if err := check(C.goctn_cancel_create(&o.cancel)); err != nil {
+			return err
+		}
+		stop, watched := make(chan struct{}), make(chan struct{})
+		go func() { // requests cancellation when ctx is done before the run ends
+			defer close(watched)
+			select {
+			case <-ctx.Done():
+				_ = check(C.goctn_cancel_request(o.cancel))
+			case <-stop:
+			}
+		}()
+		defer func() {
+			close(stop)
+			<-watched
+			C.ctn_cancel_release(o.cancel)
+		}()
+	}
+	err := p.run(m, &o, feeds, outputs)
+	if e, ok := err.(*Error); ok && e.Status == StatusCancelled && ctx != nil && ctx.Err() != nil {
+		e.cause = ctx.Err()
+	}
+	return err
+}
+
+// runOpts is a run's ctn_run_options, the cancel token in C memory.
+type runOpts struct {
+	cancel    *C.ctn_cancel
+	flags     C.uint32_t
+	timeoutUS uint64
 }
 
 // run is Run, or Model.Run when m is not nil. (No defers: with this many returns the
 // compiler would not open-code them, and a run is the hot path.)
-func (p *Plan) run(m *Model, feeds []Feed, outputs []*Tensor) error {
+func (p *Plan) run(m *Model, o *runOpts, feeds []Feed, outputs []*Tensor) error {
 	if err := p.enter(); err != nil {
 		return err
 	}
@@ -246,8 +325,13 @@ func (p *Plan) run(m *Model, feeds []Feed, outputs []*Tensor) error {
 			mp = unsafe.Pointer(m.ptr)
 		}
 		a := p.args
-		err = check(C.goctn_run(unsafe.Pointer(p.ptr), mp, C.uint32_t(len(feeds)), a.nodes, unsafe.Pointer(a.vals),
-			C.uint32_t(len(outputs)), unsafe.Pointer(a.outs)))
+		if o == nil {
+			err = check(C.goctn_run(unsafe.Pointer(p.ptr), mp, C.uint32_t(len(feeds)), a.nodes, unsafe.Pointer(a.vals),
+				C.uint32_t(len(outputs)), unsafe.Pointer(a.outs)))
+		} else {
+			err = check(C.goctn_run_opts(unsafe.Pointer(p.ptr), mp, unsafe.Pointer(o.cancel), o.flags, C.uint64_t(o.timeoutUS),
+				C.uint32_t(len(feeds)), a.nodes, unsafe.Pointer(a.vals), C.uint32_t(len(outputs)), unsafe.Pointer(a.outs)))
+		}
 	}
 	// Released after the call: a Close from another goroutine frees nothing before this.
 	for _, f := range feeds[:held] {

@@ -52,4 +52,23 @@ static inline goctn_ret goctn_run(void *plan, void *model, uint32_t n_feeds, con
   return goctn_result(ctn_plan_run((ctn_plan *)plan, n_feeds, feed_nodes, fv, n_outputs, ov));
 }
 
+/* goctn_run with run options (Plan.RunContext, RunWithOptions, Model.RunContext): a cancel
+ * token (may be NULL), CTN_RUN_* flags and a timeout. */
+static inline goctn_ret goctn_run_opts(void *plan, void *model, void *cancel, uint32_t flags, uint64_t timeout_us,
+                                       uint32_t n_feeds, const ctn_node *feed_nodes, void *feed_values,
+                                       uint32_t n_outputs, void *outputs) {
+  const ctn_tensor *const *fv = (const ctn_tensor *const *)feed_values;
+  ctn_tensor *const *ov = (ctn_tensor *const *)outputs;
+  ctn_run_options o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.flags = flags;
+  o.cancel = (ctn_cancel *)cancel;
+  o.timeout_us = timeout_us;
+  if (model != NULL)
+    return goctn_result(ctn_model_run_with_options((ctn_model *)model, (ctn_plan *)plan, &o, n_feeds, feed_nodes, fv,
+                                                   n_outputs, ov));
+  return goctn_result(ctn_plan_run_with_options((ctn_plan *)plan, &o, n_feeds, feed_nodes, fv, n_outputs, ov));
+}
+
 #endif /* CHUTNEY_GO_SHIM_H */

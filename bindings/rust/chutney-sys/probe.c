@@ -36,6 +36,8 @@ int main(void) {
   S(ctn_compile_options); F(ctn_compile_options, struct_size); F(ctn_compile_options, disable);
   F(ctn_compile_options, backends); F(ctn_compile_options, data_parallel);
   F(ctn_compile_options, dp_bucket_bytes); F(ctn_compile_options, memory_budget);
+  S(ctn_run_options); F(ctn_run_options, struct_size); F(ctn_run_options, flags);
+  F(ctn_run_options, cancel); F(ctn_run_options, timeout_us);
   S(ctn_plan_memory_report); F(ctn_plan_memory_report, struct_size);
   F(ctn_plan_memory_report, n_recomputed); F(ctn_plan_memory_report, budget);
   F(ctn_plan_memory_report, peak_without_budget); F(ctn_plan_memory_report, peak_bytes);
@@ -124,6 +126,7 @@ int main(void) {
   K(CTN_OK); K(CTN_ERR_INVALID_ARGUMENT); K(CTN_ERR_SHAPE); K(CTN_ERR_DTYPE);
   K(CTN_ERR_OUT_OF_MEMORY); K(CTN_ERR_UNAVAILABLE); K(CTN_ERR_UNSUPPORTED); K(CTN_ERR_PLUGIN);
   K(CTN_ERR_IO); K(CTN_ERR_CORRUPT); K(CTN_ERR_STATE); K(CTN_ERR_INTERNAL);
+  K(CTN_ERR_CANCELLED); K(CTN_ERR_NUMERICS); K(CTN_RUN_CHECK_NUMERICS);
   K(CTN_F32); K(CTN_F64); K(CTN_I32); K(CTN_I64); K(CTN_U8); K(CTN_BOOL); K(CTN_DTYPE_COUNT_V1);
   K(CTN_MAX_DIMS); K(CTN_NODE_NONE); K(CTN_ATTR_INTS); K(CTN_ATTR_FLOATS);
   K(CTN_KERNEL_INPLACE_OK); K(CTN_CONTEXT_NO_AUTOLOAD); K(CTN_GRAPH_EAGER);

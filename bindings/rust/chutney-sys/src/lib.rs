@@ -62,6 +62,10 @@ pub const CTN_ERR_CORRUPT: ctn_status = 9;
 pub const CTN_ERR_STATE: ctn_status = 10;
 /// A bug or an unexpected exception.
 pub const CTN_ERR_INTERNAL: ctn_status = 11;
+/// A run was cancelled or passed its deadline; the variables are unchanged (since 1.3).
+pub const CTN_ERR_CANCELLED: ctn_status = 12;
+/// A run with [`CTN_RUN_CHECK_NUMERICS`] met a NaN or infinity (since 1.3).
+pub const CTN_ERR_NUMERICS: ctn_status = 13;
 
 /// Element type (C `enum ctn_dtype`, an `int`).
 pub type ctn_dtype = i32;
@@ -203,6 +207,8 @@ opaque! {
     ctn_saved_graph;
     /// A communicator over a collective plugin (collective.h, since 1.2).
     ctn_collective;
+    /// A cancel token for runs (chutney.h, since 1.3).
+    ctn_cancel;
 }
 
 // ---- chutney.h: structs and flags --------------------------------------------------------
@@ -277,6 +283,23 @@ pub const CTN_OP_INFO_ELEMENTWISE: u32 = 1;
 
 /// Eager graph flag of `ctn_graph_create`.
 pub const CTN_GRAPH_EAGER: u32 = 1;
+
+/// `ctn_run_options.flags`: check every step's output for NaN/inf (since 1.3).
+pub const CTN_RUN_CHECK_NUMERICS: u32 = 1;
+
+/// Options of one run, `ctn_plan_run_with_options` (since 1.3).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_run_options {
+    /// `size_of::<ctn_run_options>()`.
+    pub struct_size: u32,
+    /// `CTN_RUN_*` bits.
+    pub flags: u32,
+    /// NULL: not cancellable.
+    pub cancel: *mut ctn_cancel,
+    /// 0: none; else the run is cancelled this long after it started.
+    pub timeout_us: u64,
+}
 
 /// Options of `ctn_plan_compile`.
 #[repr(C)]
@@ -1805,6 +1828,31 @@ extern "C" {
         saved: *const ctn_saved_graph,
         key: *const c_char,
         out_value: *mut *const c_char,
+    ) -> ctn_status;
+    // chutney.h / nn.h, since 1.3: run options
+    pub fn ctn_cancel_create(out: *mut *mut ctn_cancel) -> ctn_status;
+    pub fn ctn_cancel_request(c: *mut ctn_cancel) -> ctn_status;
+    pub fn ctn_cancel_reset(c: *mut ctn_cancel) -> ctn_status;
+    pub fn ctn_cancel_requested(c: *const ctn_cancel, out: *mut i32) -> ctn_status;
+    pub fn ctn_cancel_release(c: *mut ctn_cancel);
+    pub fn ctn_plan_run_with_options(
+        p: *mut ctn_plan,
+        options: *const ctn_run_options,
+        n_feeds: u32,
+        feed_nodes: *const ctn_node,
+        feed_values: *const *const ctn_tensor,
+        n_outputs: u32,
+        outputs: *const *mut ctn_tensor,
+    ) -> ctn_status;
+    pub fn ctn_model_run_with_options(
+        m: *mut ctn_model,
+        p: *mut ctn_plan,
+        options: *const ctn_run_options,
+        n_feeds: u32,
+        feed_nodes: *const ctn_node,
+        feed_values: *const *const ctn_tensor,
+        n_outputs: u32,
+        outputs: *const *mut ctn_tensor,
     ) -> ctn_status;
     // onnx.h, since 1.3
     pub fn ctn_onnx_export(

@@ -46,6 +46,7 @@ fn rust_lines() -> Vec<String> {
         ctn_kernel { fn_ = fn, state, release, workspace_size, flags, reserved }
         ctn_context_options { struct_size, flags, plugin_path, backends, num_threads, reserved }
         ctn_backend_info { struct_size, available, name, description, path, abi_major, abi_minor }
+        ctn_run_options { struct_size, flags, cancel, timeout_us }
         ctn_compile_options { struct_size, disable, backends, data_parallel, dp_bucket_bytes,
             memory_budget }
         ctn_plan_memory_report { struct_size, n_recomputed, budget, peak_without_budget,
@@ -91,7 +92,7 @@ fn rust_lines() -> Vec<String> {
         CTN_VERSION_PATCH
         CTN_OK CTN_ERR_INVALID_ARGUMENT CTN_ERR_SHAPE CTN_ERR_DTYPE CTN_ERR_OUT_OF_MEMORY
         CTN_ERR_UNAVAILABLE CTN_ERR_UNSUPPORTED CTN_ERR_PLUGIN CTN_ERR_IO CTN_ERR_CORRUPT
-        CTN_ERR_STATE CTN_ERR_INTERNAL
+        CTN_ERR_STATE CTN_ERR_INTERNAL CTN_ERR_CANCELLED CTN_ERR_NUMERICS CTN_RUN_CHECK_NUMERICS
         CTN_F32 CTN_F64 CTN_I32 CTN_I64 CTN_U8 CTN_BOOL CTN_DTYPE_COUNT_V1
         CTN_MAX_DIMS CTN_NODE_NONE CTN_ATTR_INTS CTN_ATTR_FLOATS
         CTN_KERNEL_INPLACE_OK CTN_CONTEXT_NO_AUTOLOAD CTN_GRAPH_EAGER

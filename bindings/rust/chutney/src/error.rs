@@ -30,6 +30,10 @@ impl Status {
     pub const STATE: Status = Status(sys::CTN_ERR_STATE);
     /// A bug or an unexpected exception in the library.
     pub const INTERNAL: Status = Status(sys::CTN_ERR_INTERNAL);
+    /// A run was cancelled ([`crate::CancelToken`]) or passed its timeout; variables unchanged.
+    pub const CANCELLED: Status = Status(sys::CTN_ERR_CANCELLED);
+    /// A run with `check_numerics` met a NaN or infinity; the message names the op.
+    pub const NUMERICS: Status = Status(sys::CTN_ERR_NUMERICS);
 
     /// The library's constant name of the status ("CTN_ERR_SHAPE").
     pub fn name(self) -> String {

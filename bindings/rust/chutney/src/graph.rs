@@ -295,7 +295,7 @@ impl<'ctx> Graph<'ctx> {
 
     /// Takes ownership of a graph handle the library made (ctn_graph_load).
     pub(crate) fn adopt(_ctx: &'ctx Context, ptr: *mut sys::ctn_graph) -> Graph<'ctx> {
-        Graph { core: GraphCore { ptr, sticky: RefCell::new(None) }, _ctx: PhantomData }
+        Graph { core: GraphCore { ptr, serial: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed), sticky: RefCell::new(None) }, _ctx: PhantomData }
     }
 
     pub(crate) fn core(&self) -> &GraphCore {

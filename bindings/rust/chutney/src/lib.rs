@@ -83,5 +83,5 @@ pub use context::{abi_version, check_abi, version, BackendInfo, Context, Options
 pub use error::{Error, Result, Status};
 pub use graph::{Attrs, Graph, Node, NodeId};
 pub use oplib::{GradBuilder, HostTensor, HostTensorMut, OpDef, OpInfo, OpNode, OpSupport, TensorDesc};
-pub use plan::{CompileOptions, Plan, PlanStats};
+pub use plan::{CancelToken, CompileOptions, Plan, PlanStats, RunOptions};
 pub use tensor::{Dtype, Element, Tensor, TensorView};

@@ -7,11 +7,16 @@ use std::ffi::CString;
 use std::path::Path;
 use std::ptr;
 
-/// Output names as C strings and ids, for `ctn_graph_save` / `ctn_onnx_export`.
-fn outputs_c(outputs: &[(&str, NodeId)]) -> Result<(Vec<CString>, Vec<*const sys::c_char>, Vec<u32>)> {
+/// Output names as C strings and ids (checked to be nodes of `graph`), for `ctn_graph_save` /
+/// `ctn_onnx_export`.
+fn outputs_c(graph: &Graph<'_>, outputs: &[(&str, NodeId)]) -> Result<(Vec<CString>, Vec<*const sys::c_char>, Vec<u32>)> {
     let names = outputs.iter().map(|(n, _)| cstring(n, "output name")).collect::<Result<Vec<_>>>()?;
     let ptrs = names.iter().map(|n| n.as_ptr()).collect();
-    let ids = outputs.iter().map(|(_, id)| id.0).collect();
+    let ids = outputs
+        .iter()
+        .enumerate()
+        .map(|(i, (_, id))| id.of(graph.serial(), &format_args!("output {i}")))
+        .collect::<Result<Vec<_>>>()?;
     Ok((names, ptrs, ids))
 }
 
@@ -29,7 +34,7 @@ pub fn save(
     metadata_json: Option<&str>,
     path: &Path,
 ) -> Result<()> {
-    let (_names, ptrs, ids) = outputs_c(outputs)?;
+    let (_names, ptrs, ids) = outputs_c(graph, outputs)?;
     let p = path_cstring(path)?;
     let m = metadata_json.map(|m| cstring(m, "metadata")).transpose()?;
     // SAFETY: arrays of outputs.len() values; the strings outlive the call; the plan (when given)
@@ -51,7 +56,7 @@ pub fn save(
 /// `path`, atomically; variables take their values in `plan` when given. An op without an ONNX
 /// form fails with `Status::UNSUPPORTED` naming it.
 pub fn export_onnx(graph: &Graph<'_>, plan: Option<&Plan<'_>>, outputs: &[(&str, NodeId)], path: &Path) -> Result<()> {
-    let (_names, ptrs, ids) = outputs_c(outputs)?;
+    let (_names, ptrs, ids) = outputs_c(graph, outputs)?;
     let p = path_cstring(path)?;
     // SAFETY: as in save.
     check(unsafe {
@@ -62,6 +67,7 @@ pub fn export_onnx(graph: &Graph<'_>, plan: Option<&Plan<'_>>, outputs: &[(&str,
 /// What a loaded graph file lists (`ctn_saved_graph`), immutable; released on drop.
 pub struct SavedGraph {
     ptr: *mut sys::ctn_saved_graph,
+    graph: u64, // serial of the graph loaded with it: the ids it lists are that graph's
 }
 
 // SAFETY: the handle is immutable after loading; its getters are thread-safe (checkpoint.h).
@@ -86,7 +92,7 @@ impl SavedGraph {
             let mut node = sys::CTN_NODE_NONE;
             // SAFETY: i < n; the name is owned by the handle and copied at once.
             check(unsafe { sys::ctn_saved_graph_entry(self.ptr, kind, i, &mut name, &mut node) })?;
-            out.push((unsafe { cstr(name) }, NodeId(node)));
+            out.push((unsafe { cstr(name) }, NodeId::new(self.graph, node)));
         }
         Ok(out)
     }
@@ -125,5 +131,7 @@ pub fn load<'ctx>(ctx: &'ctx Context, path: &Path) -> Result<(Graph<'ctx>, Saved
     let mut s = ptr::null_mut();
     // SAFETY: valid context, string and out-pointers; both handles are owned on success.
     check(unsafe { sys::ctn_graph_load(ctx.raw(), p.as_ptr(), &mut g, &mut s) })?;
-    Ok((Graph::adopt(ctx, g), SavedGraph { ptr: s }))
+    let graph = Graph::adopt(ctx, g);
+    let serial = graph.serial();
+    Ok((graph, SavedGraph { ptr: s, graph: serial }))
 }

@@ -21,6 +21,63 @@ pub struct CompileOptions {
     pub memory_budget: u64,
 }
 
+/// A cancel token (`ctn_cancel`): [`CancelToken::cancel`] from any thread stops every run using
+/// it at its next check, with [`Status::CANCELLED`] and the variables unchanged, until
+/// [`CancelToken::reset`]. `Send + Sync`: share it with an `Arc`.
+pub struct CancelToken {
+    ptr: *mut sys::ctn_cancel,
+}
+
+// SAFETY: the token is an atomic flag; every function on it is thread-safe (chutney.h).
+unsafe impl Send for CancelToken {}
+unsafe impl Sync for CancelToken {}
+
+impl CancelToken {
+    /// A new token, not cancelled.
+    pub fn new() -> Result<CancelToken> {
+        let mut ptr = ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        check(unsafe { sys::ctn_cancel_create(&mut ptr) })?;
+        Ok(CancelToken { ptr })
+    }
+    /// Requests cancellation.
+    pub fn cancel(&self) {
+        // SAFETY: valid token; cannot fail for a valid token.
+        unsafe { sys::ctn_cancel_request(self.ptr) };
+    }
+    /// Clears a request, for reuse.
+    pub fn reset(&self) {
+        // SAFETY: valid token.
+        unsafe { sys::ctn_cancel_reset(self.ptr) };
+    }
+    /// Whether cancellation was requested.
+    pub fn is_cancelled(&self) -> bool {
+        let mut v = 0i32;
+        // SAFETY: valid token and out-pointer.
+        unsafe { sys::ctn_cancel_requested(self.ptr, &mut v) };
+        v != 0
+    }
+}
+
+impl Drop for CancelToken {
+    fn drop(&mut self) {
+        // SAFETY: we own the token; runs borrowing it have ended (they borrow &self).
+        unsafe { sys::ctn_cancel_release(self.ptr) }
+    }
+}
+
+/// Options of [`Plan::run_with_options`] (`ctn_run_options`).
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Stops the run when cancelled (checked between steps up to the first variable write).
+    pub cancel: Option<&'a CancelToken>,
+    /// Cancels a run that takes longer.
+    pub timeout: Option<std::time::Duration>,
+    /// Checks every step's output for NaN/inf and stops at the first op that makes one
+    /// ([`Status::NUMERICS`], naming it). Slow.
+    pub check_numerics: bool,
+}
+
 /// Statistics of a plan (`ctn_plan_stats`).
 pub type PlanStats = sys::ctn_plan_stats;
 
@@ -162,6 +219,26 @@ impl<'ctx> Plan<'ctx> {
         // only read, outputs (exclusively borrowed) written.
         check(unsafe {
             sys::ctn_plan_run(self.ptr, nodes.n as u32, nodes.as_ptr(), values.as_ptr(), outs.n as u32, outs.as_ptr())
+        })
+    }
+
+    /// [`Plan::run`] with options: a cancel token, a timeout, numerics checks.
+    pub fn run_with_options(
+        &mut self,
+        options: &RunOptions<'_>,
+        feeds: &[(NodeId, &Tensor)],
+        outputs: &mut [&mut Tensor],
+    ) -> Result<()> {
+        let o = sys::ctn_run_options {
+            struct_size: std::mem::size_of::<sys::ctn_run_options>() as u32,
+            flags: if options.check_numerics { sys::CTN_RUN_CHECK_NUMERICS } else { 0 },
+            cancel: options.cancel.map_or(ptr::null_mut(), |c| c.ptr),
+            timeout_us: options.timeout.map_or(0, |t| t.as_micros().clamp(1, u64::MAX as u128) as u64),
+        };
+        let ((nodes, values), outs) = self.run_args(feeds, outputs)?;
+        // SAFETY: as in run; the options and the token outlive the call.
+        check(unsafe {
+            sys::ctn_plan_run_with_options(self.ptr, &o, nodes.n as u32, nodes.as_ptr(), values.as_ptr(), outs.n as u32, outs.as_ptr())
         })
     }
 
