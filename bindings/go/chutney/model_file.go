@@ -2,13 +2,6 @@ package chutney
 
 /*
 #include "shim.h"
-#include <chutney/onnx.h>
-
-// onnx.h is not one of the generated headers (ctn_wrap.h): its one export call is wrapped here.
-static inline goctn_ret goctn_onnx_export_call(ctn_graph *g, ctn_plan *plan, uint32_t n, const ctn_node *outputs,
-                                               const char *const *names, const char *path) {
-  return goctn_result(ctn_onnx_export(g, plan, n, outputs, names, path));
-}
 */
 import "C"
 
@@ -84,8 +77,36 @@ func (g *Graph) Save(path string, plan *Plan, outputs []NamedNode, metadata map[
 // without an ONNX form fails with StatusUnsupported naming it.
 func (g *Graph) ExportONNX(path string, plan *Plan, outputs []NamedNode) error {
 	return g.withOutputs(plan, outputs, path, func(pp *C.ctn_plan, ids []C.ctn_node, names []*C.char, cpath *C.char, _ *cstrings) C.goctn_ret {
-		return C.goctn_onnx_export_call(g.ptr, pp, C.uint32_t(len(outputs)), &ids[0], &names[0], cpath)
+		return C.goctn_onnx_export(g.ptr, pp, C.uint32_t(len(outputs)), &ids[0], &names[0], cpath)
 	})
+}
+
+// loadInto runs a call that makes a new graph of c (a graph file or ONNX load): load gets the
+// path as a C string (and cs for more strings of the call) and sets *gp. The graph holds a
+// reference on c; a nil *gp (an ONNX inspect-only load) gives a nil *Graph.
+func (c *Context) loadInto(path string, load func(cpath *C.char, cs *cstrings, gp **C.ctn_graph) error) (*Graph, error) {
+	if err := c.use(); err != nil {
+		return nil, err
+	}
+	var cs cstrings
+	defer cs.free()
+	cpath, err := cs.add(path, "path")
+	var gp *C.ctn_graph
+	if err == nil {
+		err = load(cpath, &cs, &gp)
+	}
+	if err != nil || gp == nil {
+		c.h.release()
+		return nil, err
+	}
+	ch := &c.h
+	g := &Graph{ptr: gp, ctx: c, serial: graphSerial.Add(1)}
+	g.h.init("Graph", func() {
+		C.ctn_graph_release(gp)
+		ch.release()
+	})
+	track(g)
+	return g, nil
 }
 
 // SavedGraph is what a graph file names: its inputs, outputs and variables as nodes of the
@@ -99,30 +120,14 @@ type SavedGraph struct {
 // A damaged file fails with StatusCorrupt naming the file and the node; an op the context does
 // not know (an op library not loaded) with StatusUnsupported naming it.
 func (c *Context) LoadGraph(path string) (*Graph, *SavedGraph, error) {
-	if err := c.use(); err != nil {
-		return nil, nil, err
-	}
-	var cs cstrings
-	defer cs.free()
-	cpath, err := cs.add(path, "path")
-	if err != nil {
-		c.h.release()
-		return nil, nil, err
-	}
-	var gp *C.ctn_graph
 	var sp *C.ctn_saved_graph
-	if err := check(C.goctn_graph_load(c.ptr, cpath, &gp, &sp)); err != nil {
-		c.h.release()
+	g, err := c.loadInto(path, func(cpath *C.char, _ *cstrings, gp **C.ctn_graph) error {
+		return check(C.goctn_graph_load(c.ptr, cpath, gp, &sp))
+	})
+	if err != nil {
 		return nil, nil, err
 	}
 	defer C.ctn_saved_graph_release(sp)
-	ch := &c.h
-	g := &Graph{ptr: gp, ctx: c, serial: graphSerial.Add(1)}
-	g.h.init("Graph", func() {
-		C.ctn_graph_release(gp)
-		ch.release()
-	})
-	track(g)
 	s := &SavedGraph{Metadata: map[string]string{}}
 	lists := []*[]NamedNode{&s.Inputs, &s.Outputs, &s.Variables}
 	for kind, list := range lists {
@@ -141,6 +146,8 @@ func (c *Context) LoadGraph(path string) (*Graph, *SavedGraph, error) {
 			*list = append(*list, NamedNode{Name: goString(name), Node: Node{g: g, id: id}})
 		}
 	}
+	var cs cstrings
+	defer cs.free()
 	if err := s.readMetadata(path, sp, &cs); err != nil {
 		g.Close()
 		return nil, nil, err

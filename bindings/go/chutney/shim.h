@@ -7,6 +7,7 @@
 #include <chutney/chutney.h>
 #include <chutney/data.h>
 #include <chutney/nn.h>
+#include <chutney/onnx.h>
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,6 +6,7 @@
 #include <chutney/collective.h>
 #include <chutney/data.h>
 #include <chutney/nn.h>
+#include <chutney/onnx.h>
 #include <chutney/oplib.h>
 #include <chutney/cuda.h>
 #include <chutney/opencl.h>
@@ -136,6 +137,13 @@ int main(void) {
   K(CTN_INIT_XAVIER_UNIFORM); K(CTN_INIT_XAVIER_NORMAL); K(CTN_INIT_UNIFORM); K(CTN_INIT_NORMAL);
   K(CTN_VAR_PARAMETER); K(CTN_VAR_BUFFER); K(CTN_VAR_OPTIMIZER);
   K(CTN_SAVED_INPUTS); K(CTN_SAVED_OUTPUTS); K(CTN_SAVED_VARIABLES);
+  S(ctn_onnx_input_spec); F(ctn_onnx_input_spec, name); F(ctn_onnx_input_spec, value);
+  F(ctn_onnx_input_spec, as_constant); F(ctn_onnx_input_spec, reserved);
+  S(ctn_onnx_options); F(ctn_onnx_options, struct_size); F(ctn_onnx_options, flags);
+  F(ctn_onnx_options, n_inputs); F(ctn_onnx_options, reserved); F(ctn_onnx_options, inputs);
+  F(ctn_onnx_options, external_data_dir);
+  K(CTN_ONNX_INITIALIZERS_AS_CONSTANTS); K(CTN_ONNX_INSPECT_ONLY); K(CTN_ONNX_INPUTS);
+  K(CTN_ONNX_OUTPUTS); K(CTN_ONNX_INITIALIZERS); K(CTN_ONNX_OP_TYPES);
   K(CTN_LAYER_LINEAR); K(CTN_LAYER_CONV2D); K(CTN_LAYER_BATCH_NORM); K(CTN_LAYER_DROPOUT);
   K(CTN_LAYER_RELU); K(CTN_LAYER_TANH); K(CTN_LAYER_SIGMOID); K(CTN_LAYER_MAX_POOL2D);
   K(CTN_LAYER_AVG_POOL2D); K(CTN_LAYER_FLATTEN); K(CTN_LAYER_LAYER_NORM); K(CTN_LAYER_NO_BIAS);

@@ -15,7 +15,7 @@ import (
 
 // AppHeaders are the headers an application uses (the plugin-side headers declare no CTN_API
 // functions: plugins never link libchutney).
-var AppHeaders = []string{"chutney.h", "nn.h", "data.h", "checkpoint.h"}
+var AppHeaders = []string{"chutney.h", "nn.h", "data.h", "checkpoint.h", "onnx.h"}
 
 // Param is one parameter of a declaration.
 type Param struct {

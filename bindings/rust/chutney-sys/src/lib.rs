@@ -205,6 +205,8 @@ opaque! {
     ctn_checkpoint;
     /// What a loaded graph file lists: inputs, outputs, variables (checkpoint.h, since 1.3).
     ctn_saved_graph;
+    /// What an imported ONNX model lists: inputs, outputs, initializers, op types (onnx.h, since 1.2).
+    ctn_onnx_model;
     /// A communicator over a collective plugin (collective.h, since 1.2).
     ctn_collective;
     /// A cancel token for runs (chutney.h, since 1.3).
@@ -421,6 +423,51 @@ pub const CTN_SAVED_INPUTS: i32 = 0;
 pub const CTN_SAVED_OUTPUTS: i32 = 1;
 /// The variables.
 pub const CTN_SAVED_VARIABLES: i32 = 2;
+
+/// `ctn_onnx_options.flags` (onnx.h): floating initializers become constants, not variables.
+pub const CTN_ONNX_INITIALIZERS_AS_CONSTANTS: u32 = 1;
+/// `ctn_onnx_options.flags`: parse and check only, no graph is built.
+pub const CTN_ONNX_INSPECT_ONLY: u32 = 2;
+/// `ctn_onnx_model_count` / `_entry` kinds (onnx.h): graph inputs that are not initializers.
+pub const CTN_ONNX_INPUTS: i32 = 0;
+/// The graph outputs.
+pub const CTN_ONNX_OUTPUTS: i32 = 1;
+/// The initializers.
+pub const CTN_ONNX_INITIALIZERS: i32 = 2;
+/// The distinct op types, in first-use order.
+pub const CTN_ONNX_OP_TYPES: i32 = 3;
+
+/// A value for (or the shape of) one graph input of an ONNX model, by name (onnx.h; frozen).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_onnx_input_spec {
+    /// The ONNX graph input's name.
+    pub name: *const c_char,
+    /// Its dtype and shape replace the model's.
+    pub value: *const ctn_tensor,
+    /// 1: the value is baked into the graph as a constant (no `ctn_input`).
+    pub as_constant: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+/// Options of `ctn_onnx_load` (onnx.h).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ctn_onnx_options {
+    /// `size_of::<ctn_onnx_options>()`.
+    pub struct_size: u32,
+    /// `CTN_ONNX_*` bits.
+    pub flags: u32,
+    /// Entries of `inputs`.
+    pub n_inputs: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// May be NULL when `n_inputs` is 0.
+    pub inputs: *const ctn_onnx_input_spec,
+    /// Where external data files are; NULL: the model's directory.
+    pub external_data_dir: *const c_char,
+}
 
 /// Layer kind of [`ctn_layer`] (C `enum ctn_layer_kind`).
 pub type ctn_layer_kind = i32;
@@ -1863,6 +1910,36 @@ extern "C" {
         output_names: *const *const c_char,
         path: *const c_char,
     ) -> ctn_status;
+    // onnx.h, since 1.2: import
+    pub fn ctn_onnx_load(
+        ctx: *mut ctn_context,
+        path: *const c_char,
+        options: *const ctn_onnx_options,
+        out_graph: *mut *mut ctn_graph,
+        out_model: *mut *mut ctn_onnx_model,
+    ) -> ctn_status;
+    pub fn ctn_onnx_model_release(model: *mut ctn_onnx_model);
+    pub fn ctn_onnx_model_count(model: *const ctn_onnx_model, kind: i32, out_count: *mut u32) -> ctn_status;
+    pub fn ctn_onnx_model_entry(
+        model: *const ctn_onnx_model,
+        kind: i32,
+        index: u32,
+        out_name: *mut *const c_char,
+        out_node: *mut ctn_node,
+    ) -> ctn_status;
+    pub fn ctn_onnx_model_op_type(
+        model: *const ctn_onnx_model,
+        index: u32,
+        out_uses: *mut u32,
+        out_supported: *mut i32,
+        out_lowered_to: *mut *const c_char,
+    ) -> ctn_status;
+    pub fn ctn_onnx_model_version(
+        model: *const ctn_onnx_model,
+        out_opset: *mut i64,
+        out_ir_version: *mut i64,
+    ) -> ctn_status;
+    pub fn ctn_onnx_tensor_load(path: *const c_char, out: *mut *mut ctn_tensor, out_name: *mut *const c_char) -> ctn_status;
 }
 
 /// `CTN_API` functions of `abi/chutney/*.h` deliberately not declared here, each with the
@@ -1870,11 +1947,4 @@ extern "C" {
 pub const LEFT_OUT: &[(&str, &str)] = &[
     ("ctn_tensor_from_dlpack", "dlpack.h: DLPack interop is not part of the application API this crate covers yet"),
     ("ctn_tensor_to_dlpack", "dlpack.h: DLPack interop is not part of the application API this crate covers yet"),
-    ("ctn_onnx_load", "onnx.h: ONNX import is not covered by the Rust binding yet"),
-    ("ctn_onnx_model_release", "onnx.h: ONNX import is not covered by the Rust binding yet"),
-    ("ctn_onnx_model_count", "onnx.h: ONNX import is not covered by the Rust binding yet"),
-    ("ctn_onnx_model_entry", "onnx.h: ONNX import is not covered by the Rust binding yet"),
-    ("ctn_onnx_model_op_type", "onnx.h: ONNX import is not covered by the Rust binding yet"),
-    ("ctn_onnx_model_version", "onnx.h: ONNX import is not covered by the Rust binding yet"),
-    ("ctn_onnx_tensor_load", "onnx.h: ONNX import is not covered by the Rust binding yet"),
 ];

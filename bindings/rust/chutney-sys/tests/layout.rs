@@ -47,6 +47,8 @@ fn rust_lines() -> Vec<String> {
         ctn_context_options { struct_size, flags, plugin_path, backends, num_threads, reserved }
         ctn_backend_info { struct_size, available, name, description, path, abi_major, abi_minor }
         ctn_run_options { struct_size, flags, cancel, timeout_us }
+        ctn_onnx_input_spec { name, value, as_constant, reserved }
+        ctn_onnx_options { struct_size, flags, n_inputs, reserved, inputs, external_data_dir }
         ctn_compile_options { struct_size, disable, backends, data_parallel, dp_bucket_bytes,
             memory_budget }
         ctn_plan_memory_report { struct_size, n_recomputed, budget, peak_without_budget,
@@ -102,6 +104,8 @@ fn rust_lines() -> Vec<String> {
         CTN_INIT_XAVIER_UNIFORM CTN_INIT_XAVIER_NORMAL CTN_INIT_UNIFORM CTN_INIT_NORMAL
         CTN_VAR_PARAMETER CTN_VAR_BUFFER CTN_VAR_OPTIMIZER
         CTN_SAVED_INPUTS CTN_SAVED_OUTPUTS CTN_SAVED_VARIABLES
+        CTN_ONNX_INITIALIZERS_AS_CONSTANTS CTN_ONNX_INSPECT_ONLY CTN_ONNX_INPUTS CTN_ONNX_OUTPUTS
+        CTN_ONNX_INITIALIZERS CTN_ONNX_OP_TYPES
         CTN_LAYER_LINEAR CTN_LAYER_CONV2D CTN_LAYER_BATCH_NORM CTN_LAYER_DROPOUT
         CTN_LAYER_RELU CTN_LAYER_TANH CTN_LAYER_SIGMOID CTN_LAYER_MAX_POOL2D
         CTN_LAYER_AVG_POOL2D CTN_LAYER_FLATTEN CTN_LAYER_LAYER_NORM CTN_LAYER_NO_BIAS

@@ -185,6 +185,13 @@ fn every_declared_function_links() {
         ("ctn_saved_graph_entry", ctn_saved_graph_entry as *const () as usize),
         ("ctn_saved_graph_metadata_get", ctn_saved_graph_metadata_get as *const () as usize),
         ("ctn_onnx_export", ctn_onnx_export as *const () as usize),
+        ("ctn_onnx_load", ctn_onnx_load as *const () as usize),
+        ("ctn_onnx_model_release", ctn_onnx_model_release as *const () as usize),
+        ("ctn_onnx_model_count", ctn_onnx_model_count as *const () as usize),
+        ("ctn_onnx_model_entry", ctn_onnx_model_entry as *const () as usize),
+        ("ctn_onnx_model_op_type", ctn_onnx_model_op_type as *const () as usize),
+        ("ctn_onnx_model_version", ctn_onnx_model_version as *const () as usize),
+        ("ctn_onnx_tensor_load", ctn_onnx_tensor_load as *const () as usize),
     ];
     for (name, addr) in addrs {
         assert_ne!(*addr, 0, "{name} has no address");

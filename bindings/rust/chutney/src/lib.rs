@@ -69,6 +69,7 @@ mod error;
 mod graph;
 pub mod model_file;
 pub mod nn;
+pub mod onnx;
 mod oplib;
 mod plan;
 mod tensor;

@@ -16,6 +16,7 @@ pub const COVERED: &[&str] =
     "nn.h",
     "data.h",
     "checkpoint.h",
+    "onnx.h",
     "plugin.h",
     "oplib.h",
     "collective.h",
