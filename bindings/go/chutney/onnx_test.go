@@ -1,12 +1,16 @@
 package chutney_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"chutney/bindings/go/chutney"
@@ -172,4 +176,71 @@ func TestLoadONNXTensor(t *testing.T) {
 	}
 	_, _, err = chutney.LoadONNXTensor(path)
 	wantErr(t, err, chutney.ErrCorrupt)
+}
+
+// npyFloat32s reads the first little-endian float32 array of a .npy file or a stored .npz
+// (the committed files of tests/onnx/models): its shape and values.
+func npyFloat32s(t *testing.T, path string) ([]int64, []float32) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte("\x93NUMPY\x01\x00"))
+	if i < 0 {
+		t.Fatalf("%s: no version 1 .npy array", path)
+	}
+	hlen := int(binary.LittleEndian.Uint16(b[i+8:]))
+	header := string(b[i+10 : i+10+hlen])
+	m := regexp.MustCompile(`'descr': '<f4', 'fortran_order': False, 'shape': \(([0-9, ]*)\)`).FindStringSubmatch(header)
+	if m == nil {
+		t.Fatalf("%s: header %q is not a C-order float32 array", path, header)
+	}
+	var shape []int64
+	n := 1
+	for _, f := range strings.Split(m[1], ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			d, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shape = append(shape, int64(d))
+			n *= d
+		}
+	}
+	data := b[i+10+hlen:]
+	vals := make([]float32, n)
+	for k := range vals {
+		vals[k] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*k:]))
+	}
+	return shape, vals
+}
+
+// A model exported from PyTorch (tests/onnx/models/mlp.onnx) gives onnxruntime's outputs.
+func TestLoadONNXTorchMLP(t *testing.T) {
+	models := filepath.Join("..", "..", "..", "tests", "onnx", "models")
+	if _, err := os.Stat(filepath.Join(models, "mlp.onnx")); err != nil {
+		t.Skip("tests/onnx/models is not in this tree (an installed package)")
+	}
+	shape, in := npyFloat32s(t, filepath.Join(models, "mlp.in.npz"))
+	_, want := npyFloat32s(t, filepath.Join(models, "mlp.ort.npy"))
+	g, m, err := ctx.LoadONNX(filepath.Join(models, "mlp.onnx"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closer(t, g)
+	closer(t, m)
+	ins, outs := must(m.Inputs()), must(m.Outputs())
+	if len(ins) != 1 || len(outs) != 1 || len(must(m.Initializers())) == 0 {
+		t.Fatalf("inputs %v outputs %v", ins, outs)
+	}
+	got := runOne(t, g, ins[0].Node, outs[0].Node, tensor(t, in, shape...))
+	if len(got) != len(want) {
+		t.Fatalf("%d outputs, want %d", len(got), len(want))
+	}
+	for k := range got {
+		if d := math.Abs(float64(got[k] - want[k])); d > 1e-5+1e-3*math.Abs(float64(want[k])) {
+			t.Fatalf("output %d: %g, onnxruntime %g", k, got[k], want[k])
+		}
+	}
 }

@@ -119,3 +119,41 @@ fn load_tensor_reads_a_tensor_proto() {
     assert_eq!(onnx::load_tensor(&path).err().unwrap().status(), Status::CORRUPT);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The first little-endian float32 array of a .npy file or a stored .npz (the committed files
+/// of tests/onnx/models): its shape and values.
+fn npy_f32(path: &Path) -> (Vec<i64>, Vec<f32>) {
+    let b = std::fs::read(path).unwrap();
+    let magic = b"\x93NUMPY\x01\x00";
+    let i = b.windows(magic.len()).position(|w| w == magic).expect("no version 1 .npy array");
+    let hlen = u16::from_le_bytes([b[i + 8], b[i + 9]]) as usize;
+    let header = std::str::from_utf8(&b[i + 10..i + 10 + hlen]).unwrap();
+    let prefix = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+    assert!(header.starts_with(prefix), "{header}");
+    let dims = &header[prefix.len()..header.find(')').unwrap()];
+    let shape: Vec<i64> = dims.split(',').map(str::trim).filter(|d| !d.is_empty()).map(|d| d.parse().unwrap()).collect();
+    let n = shape.iter().product::<i64>() as usize;
+    let data = &b[i + 10 + hlen..];
+    let vals = (0..n).map(|k| f32::from_le_bytes([data[4 * k], data[4 * k + 1], data[4 * k + 2], data[4 * k + 3]])).collect();
+    (shape, vals)
+}
+
+/// A model exported from PyTorch (tests/onnx/models/mlp.onnx) gives onnxruntime's outputs.
+#[test]
+fn torch_mlp_matches_onnxruntime() {
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../tests/onnx/models");
+    let (shape, input) = npy_f32(&models.join("mlp.in.npz"));
+    let (_, want) = npy_f32(&models.join("mlp.ort.npy"));
+    let ctx = Context::new().unwrap();
+    let (g, m) = onnx::load(&ctx, &models.join("mlp.onnx"), &OnnxOptions::default()).unwrap();
+    let (ins, outs) = (m.inputs().unwrap(), m.outputs().unwrap());
+    assert_eq!((ins.len(), outs.len()), (1, 1));
+    assert!(!m.initializers().unwrap().is_empty());
+    let xv = Tensor::new(&input, &shape).unwrap();
+    let mut plan = g.compile(&[g.node(outs[0].1.unwrap()).unwrap()]).unwrap();
+    let got: Vec<f32> = run(&mut plan, &[(ins[0].1.unwrap(), &xv)]).into_iter().map(f32::from_bits).collect();
+    assert_eq!(got.len(), want.len());
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!((g - w).abs() <= 1e-5 + 1e-3 * w.abs(), "output {k}: {g}, onnxruntime {w}");
+    }
+}
