@@ -87,7 +87,8 @@ TEST(RunOptions, FeedMistakesAreErrorsNamingThem) {
   ctn_tensor_release(uv);
 }
 
-// A long plan: 400 steps of 256x256 matmul + tanh, then an SGD-like variable write.
+// A long plan: 400 steps of 128x128 matmul + tanh, then an SGD-like variable write (small steps:
+// the suite also runs under qemu for the ARM boards).
 struct Long {
   Ctx c;
   ctn_graph *g = nullptr;
@@ -95,9 +96,9 @@ struct Long {
   ctn_plan *plan = nullptr;
   Long() {
     EXPECT_EQ(ctn_graph_create(c.ctx, 0, &g), CTN_OK);
-    int64_t xs[2] = {256, 256};
+    int64_t xs[2] = {128, 128};
     EXPECT_EQ(ctn_input(g, "x", CTN_F32, 2, xs, &x), CTN_OK);
-    ctn_tensor *v0 = make_f32({256, 256}, std::vector<float>(256 * 256, 0.01f));
+    ctn_tensor *v0 = make_f32({128, 128}, std::vector<float>(128 * 128, 0.01f));
     EXPECT_EQ(ctn_variable(g, "v", v0, &v), CTN_OK);
     ctn_tensor_release(v0);
     ctn_node h = x;
@@ -132,7 +133,7 @@ using Clock = std::chrono::steady_clock;
 // CTN_ERR_CANCELLED, the variable unchanged; the token stays cancelled until reset.
 TEST(RunOptions, CancelFromAnotherThreadStopsTheRunWithVariablesUnchanged) {
   Long l;
-  ctn_tensor *xv = make_f32({256, 256}, std::vector<float>(256 * 256, 0.5f));
+  ctn_tensor *xv = make_f32({128, 128}, std::vector<float>(128 * 128, 0.5f));
   ctn_cancel *tok = nullptr;
   CTN_ASSERT_OK(ctn_cancel_create(&tok));
   ctn_run_options o{};
@@ -174,13 +175,13 @@ TEST(RunOptions, CancelFromAnotherThreadStopsTheRunWithVariablesUnchanged) {
 
 TEST(RunOptions, ADeadlineCancelsTheRun) {
   Long l;
-  ctn_tensor *xv = make_f32({256, 256}, std::vector<float>(256 * 256, 0.5f));
+  ctn_tensor *xv = make_f32({128, 128}, std::vector<float>(128 * 128, 0.5f));
   const std::vector<float> before = l.variable();
   ctn_run_options o{};
   o.struct_size = sizeof o;
-  o.timeout_us = 1000;  // 1 ms: far less than 400 matmuls of 256^3
+  o.timeout_us = 10;  // 10 us: far less than 400 matmuls of 128^3
   EXPECT_EQ(ctn_plan_run_with_options(l.plan, &o, 1, &l.x, &xv, 0, nullptr), CTN_ERR_CANCELLED);
-  EXPECT_TRUE(contains(ctn_last_error(), "deadline (timeout_us 1000)")) << ctn_last_error();
+  EXPECT_TRUE(contains(ctn_last_error(), "deadline (timeout_us 10)")) << ctn_last_error();
   EXPECT_EQ(l.variable(), before);
   // Bad options are refused before anything runs.
   o.struct_size = 4;
