@@ -11,8 +11,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <random>
+#include <tuple>
 #include <utility>
 
 namespace ctn_cli {
@@ -38,7 +41,44 @@ std::string new_run_id() {
   return buf;
 }
 
+namespace {
+
+// What checkpoint_run_id read, by path, valid while the file's inode, size and modification time
+// are unchanged (a save renames a new file over the old one): retention asks about the same files at every epoch, and reading a run id loads the
+// whole checkpoint (the C API has no metadata-only read).
+struct RunIdCache {
+  std::mutex mu;
+  std::map<std::string, std::tuple<ino_t, off_t, int64_t, std::string>> by_path;  // inode, size, mtime ns, id
+};
+RunIdCache &run_id_cache() {
+  static RunIdCache c;
+  return c;
+}
+
+std::string read_run_id(const std::string &path);
+
+}  // namespace
+
 std::string checkpoint_run_id(const std::string &path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return "";
+  const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  RunIdCache &c = run_id_cache();
+  {
+    std::lock_guard<std::mutex> lk(c.mu);
+    auto it = c.by_path.find(path);
+    if (it != c.by_path.end() && it->second == std::make_tuple(st.st_ino, st.st_size, mtime, std::get<3>(it->second)))
+      return std::get<3>(it->second);
+  }
+  std::string id = read_run_id(path);
+  std::lock_guard<std::mutex> lk(c.mu);
+  c.by_path[path] = {st.st_ino, st.st_size, mtime, id};
+  return id;
+}
+
+namespace {
+
+std::string read_run_id(const std::string &path) {
   ctn_checkpoint *raw = nullptr;
   if (ctn_checkpoint_load(path.c_str(), &raw) != CTN_OK) return "";
   std::unique_ptr<ctn_checkpoint, CheckpointDeleter> ck(raw);
@@ -49,6 +89,8 @@ std::string checkpoint_run_id(const std::string &path) {
   if (ctn_checkpoint_metadata_get(ck.get(), "run_id", &id) != CTN_OK || id == nullptr) return "";
   return id;
 }
+
+}  // namespace
 
 std::string epoch_checkpoint_path(const std::string &dir, const std::string &model, int64_t epoch) {
   char file[64];
