@@ -1,6 +1,6 @@
 // The frozen compatibility suite (tests/abi/compat, docs/ABI.md "Compatibility policy"): op
-// libraries and backends built with strict C99 flags against the headers of ABI 1.0, 1.1 and
-// 1.2 exactly as released (and their sources against today's headers) load into this library
+// libraries and backends built with strict C99 flags against the headers of ABI 1.0, 1.1, 1.2
+// and 1.3 exactly as released (and their sources against today's headers) load into this library
 // and run: ops, gradients, forward mode where the library has it, backends' graphs. Their
 // "softsign" predates the built-in of that name (1.2): the library's op must win for programs
 // that name it plainly, ctn::softsign must name the built-in, and the report must say so.
@@ -29,6 +29,7 @@ const CompatLib kLibs[] = {
     {CTN_COMPAT_OPLIB_1_0, "compat10", 0, false},
     {CTN_COMPAT_OPLIB_1_1, "compat11", 1, false},
     {CTN_COMPAT_OPLIB_1_2, "compat12", 2, true},
+    {CTN_COMPAT_OPLIB_1_3, "compat13", 3, true},
     {CTN_COMPAT_OPLIB_SRC11, "compat11src", CTN_ABI_MINOR, false},
     {CTN_COMPAT_OPLIB_SRC12, "compat12src", CTN_ABI_MINOR, true},
 };
@@ -208,6 +209,7 @@ const CompatBackend kBackends[] = {
     {CTN_COMPAT_BACKEND_1_0, "vend10", 0},
     {CTN_COMPAT_BACKEND_1_1, "vend11", 1},
     {CTN_COMPAT_BACKEND_1_2, "vend12", 2},
+    {CTN_COMPAT_BACKEND_1_3, "vend13", 3},
     {CTN_COMPAT_BACKEND_SRC, "vendsrc", CTN_ABI_MINOR},
 };
 
