@@ -39,3 +39,4 @@
 package chutney
 
 //go:generate go run ../internal/genwrap -abi ../../../abi/chutney -o ctn_wrap.h
+//go:generate go run ../internal/genabi -root ../../..

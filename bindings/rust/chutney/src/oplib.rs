@@ -679,7 +679,7 @@ impl Context {
                     struct_size: std::mem::size_of::<sys::ctn_oplib_desc>() as u32,
                     abi_major: sys::CTN_ABI_MAJOR as u16,
                     abi_minor: 2, // the user_data callbacks are 1.2
-                    kind: sys::CTN_PLUGIN_OPLIB,
+                    kind: sys::CTN_PLUGIN_OPLIB as u32,
                     reserved: 0,
                     name: lib_name.as_ptr(),
                 },
