@@ -4,9 +4,10 @@
 # built without pkg-config, a module outside the repository run without LD_LIBRARY_PATH, the
 # one-plan-several-goroutines stress test 100 times under the race detector, then the
 # 10,000-cycle leak test again without the race detector, whose shadow memory hides RSS growth.
-# First, the files generated from abi/chutney/*.h (internal/genabi: chutney-sys's ffi.rs, probe
-# and layout/symbol tests, core/capi/abi_layout_gen.h) are regenerated into a temporary folder
-# and must equal the checked-in ones (a diff is printed otherwise).
+# First, the files generated from abi/chutney/*.h (internal/genabi: chutney/ctn_wrap.h,
+# chutney-sys's ffi.rs, probe and layout/symbol tests, core/capi/abi_layout_gen.h) are
+# regenerated into a temporary folder and must equal the checked-in ones (a diff is printed
+# otherwise).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 if ! command -v go >/dev/null 2>&1; then
   echo "go not found: install golang-go (tools/deps/go.txt)" >&2

@@ -1,6 +1,7 @@
-// Command genabi writes what is generated from the public headers abi/chutney/*.h besides the Go
-// wrappers: the Rust FFI of chutney-sys (src/ffi.rs, probe.c, tests/layout.rs, tests/symbols.rs)
-// and the layout pins of libchutney (core/capi/abi_layout_gen.h). Run it through
+// Command genabi writes everything generated from the public headers abi/chutney/*.h: the C
+// wrappers of the Go package (chutney/ctn_wrap.h), the Rust FFI of chutney-sys (src/ffi.rs,
+// probe.c, tests/layout.rs, tests/symbols.rs) and the layout pins of libchutney
+// (core/capi/abi_layout_gen.h), all from one parse (internal/cdecl). Run it through
 // `go generate ./chutney`; -root writes the same files under another folder, which is how the
 // Go test stage (tools/test.d/65-go.sh) checks that the checked-in copies are up to date.
 package main
@@ -56,11 +57,12 @@ func run(abi, root string) error {
 	}
 	sys := filepath.Join("bindings", "rust", "chutney-sys")
 	files := map[string][]byte{
-		filepath.Join(sys, "src", "ffi.rs"):               ffi,
-		filepath.Join(sys, "probe.c"):                     api.GenerateProbe(),
-		filepath.Join(sys, "tests", "layout.rs"):          api.GenerateLayoutTest(),
-		filepath.Join(sys, "tests", "symbols.rs"):         api.GenerateSymbolsTest(),
-		filepath.Join("core", "capi", "abi_layout_gen.h"): pins,
+		filepath.Join("bindings", "go", "chutney", "ctn_wrap.h"): cdecl.Generate(appOrder(hs)),
+		filepath.Join(sys, "src", "ffi.rs"):                      ffi,
+		filepath.Join(sys, "probe.c"):                            api.GenerateProbe(),
+		filepath.Join(sys, "tests", "layout.rs"):                 api.GenerateLayoutTest(),
+		filepath.Join(sys, "tests", "symbols.rs"):                api.GenerateSymbolsTest(),
+		filepath.Join("core", "capi", "abi_layout_gen.h"):        pins,
 	}
 	for rel, data := range files {
 		path := filepath.Join(root, rel)
@@ -72,4 +74,17 @@ func run(abi, root string) error {
 		}
 	}
 	return nil
+}
+
+// appOrder returns the functions of cdecl.AppHeaders in that order (the order of ctn_wrap.h).
+func appOrder(hs []*cdecl.Header) []cdecl.Func {
+	var funcs []cdecl.Func
+	for _, name := range cdecl.AppHeaders {
+		for _, h := range hs {
+			if h.Name == name {
+				funcs = append(funcs, h.Funcs...)
+			}
+		}
+	}
+	return funcs
 }

@@ -3,531 +3,300 @@
 
 // ---- checkpoint.h ------------------------------------------------------------------------------
 
-/// `CTN_SAVED_INPUTS` (checkpoint.h).
 pub const CTN_SAVED_INPUTS: i32 = 0;
-/// `CTN_SAVED_OUTPUTS` (checkpoint.h).
 pub const CTN_SAVED_OUTPUTS: i32 = 1;
-/// `CTN_SAVED_VARIABLES` (checkpoint.h).
 pub const CTN_SAVED_VARIABLES: i32 = 2;
 opaque! {
-    /// C `ctn_checkpoint` (checkpoint.h), only handled through pointers.
     ctn_checkpoint;
-    /// C `ctn_saved_graph` (checkpoint.h), only handled through pointers.
     ctn_saved_graph;
 }
 extern "C" {
-    /// `ctn_checkpoint_save` (checkpoint.h).
     pub fn ctn_checkpoint_save(path: *const c_char, n: u32, names: *const *const c_char, tensors: *const *const ctn_tensor, metadata_json: *const c_char) -> ctn_status;
-    /// `ctn_checkpoint_load` (checkpoint.h).
     pub fn ctn_checkpoint_load(path: *const c_char, out: *mut *mut ctn_checkpoint) -> ctn_status;
-    /// `ctn_checkpoint_release` (checkpoint.h).
     pub fn ctn_checkpoint_release(ckpt: *mut ctn_checkpoint);
-    /// `ctn_checkpoint_count` (checkpoint.h).
     pub fn ctn_checkpoint_count(ckpt: *const ctn_checkpoint, out_count: *mut u32) -> ctn_status;
-    /// `ctn_checkpoint_name` (checkpoint.h).
     pub fn ctn_checkpoint_name(ckpt: *const ctn_checkpoint, index: u32, out_name: *mut *const c_char) -> ctn_status;
-    /// `ctn_checkpoint_info` (checkpoint.h).
     pub fn ctn_checkpoint_info(ckpt: *const ctn_checkpoint, name: *const c_char, out_dtype: *mut ctn_dtype, out_ndim: *mut u32, out_shape: *mut i64) -> ctn_status;
-    /// `ctn_checkpoint_get` (checkpoint.h).
     pub fn ctn_checkpoint_get(ckpt: *const ctn_checkpoint, name: *const c_char, out: *mut *mut ctn_tensor) -> ctn_status;
-    /// `ctn_checkpoint_metadata` (checkpoint.h).
     pub fn ctn_checkpoint_metadata(ckpt: *const ctn_checkpoint, out_json: *mut *const c_char) -> ctn_status;
-    /// `ctn_checkpoint_metadata_get` (checkpoint.h).
     pub fn ctn_checkpoint_metadata_get(ckpt: *const ctn_checkpoint, key: *const c_char, out_value: *mut *const c_char) -> ctn_status;
-    /// `ctn_plan_save_variables` (checkpoint.h).
     pub fn ctn_plan_save_variables(plan: *mut ctn_plan, n: u32, names: *const *const c_char, nodes: *const ctn_node, path: *const c_char, metadata_json: *const c_char) -> ctn_status;
-    /// `ctn_plan_load_variables` (checkpoint.h).
     pub fn ctn_plan_load_variables(plan: *mut ctn_plan, n: u32, names: *const *const c_char, nodes: *const ctn_node, path: *const c_char) -> ctn_status;
-    /// `ctn_graph_save` (checkpoint.h).
     pub fn ctn_graph_save(g: *mut ctn_graph, plan: *mut ctn_plan, n_outputs: u32, outputs: *const ctn_node, output_names: *const *const c_char, metadata_json: *const c_char, path: *const c_char) -> ctn_status;
-    /// `ctn_graph_load` (checkpoint.h).
     pub fn ctn_graph_load(ctx: *mut ctn_context, path: *const c_char, out_graph: *mut *mut ctn_graph, out_saved: *mut *mut ctn_saved_graph) -> ctn_status;
-    /// `ctn_saved_graph_release` (checkpoint.h).
     pub fn ctn_saved_graph_release(saved: *mut ctn_saved_graph);
-    /// `ctn_saved_graph_count` (checkpoint.h).
     pub fn ctn_saved_graph_count(saved: *const ctn_saved_graph, kind: i32, out_count: *mut u32) -> ctn_status;
-    /// `ctn_saved_graph_entry` (checkpoint.h).
     pub fn ctn_saved_graph_entry(saved: *const ctn_saved_graph, kind: i32, index: u32, out_name: *mut *const c_char, out_node: *mut ctn_node) -> ctn_status;
-    /// `ctn_saved_graph_metadata_get` (checkpoint.h).
     pub fn ctn_saved_graph_metadata_get(saved: *const ctn_saved_graph, key: *const c_char, out_value: *mut *const c_char) -> ctn_status;
 }
 
 // ---- chutney.h ---------------------------------------------------------------------------------
 
-/// `CTN_CONTEXT_NO_AUTOLOAD` (chutney.h).
 pub const CTN_CONTEXT_NO_AUTOLOAD: u32 = 1;
-/// `CTN_OP_INFO_ELEMENTWISE` (chutney.h).
 pub const CTN_OP_INFO_ELEMENTWISE: u32 = 1;
-/// `CTN_GRAPH_EAGER` (chutney.h).
 pub const CTN_GRAPH_EAGER: u32 = 1;
-/// `CTN_MEMORY_BUDGET_AUTO` (chutney.h).
 pub const CTN_MEMORY_BUDGET_AUTO: u64 = u64::MAX;
-/// `CTN_PASS_DCE` (chutney.h).
 pub const CTN_PASS_DCE: u32 = 1;
-/// `CTN_PASS_CONSTANT_FOLDING` (chutney.h).
 pub const CTN_PASS_CONSTANT_FOLDING: u32 = 2;
-/// `CTN_PASS_SIMPLIFY` (chutney.h).
 pub const CTN_PASS_SIMPLIFY: u32 = 4;
-/// `CTN_PASS_FUSION` (chutney.h).
 pub const CTN_PASS_FUSION: u32 = 8;
-/// `CTN_PASS_MEMORY_REUSE` (chutney.h).
 pub const CTN_PASS_MEMORY_REUSE: u32 = 16;
-/// `CTN_RUN_CHECK_NUMERICS` (chutney.h).
 pub const CTN_RUN_CHECK_NUMERICS: u32 = 1;
 opaque! {
-    /// C `ctn_context` (chutney.h), only handled through pointers.
     ctn_context;
-    /// C `ctn_tensor` (chutney.h), only handled through pointers.
     ctn_tensor;
-    /// C `ctn_plan` (chutney.h), only handled through pointers.
     ctn_plan;
-    /// C `ctn_collective` (chutney.h), only handled through pointers.
     ctn_collective;
-    /// C `ctn_cancel` (chutney.h), only handled through pointers.
     ctn_cancel;
 }
 /// C `ctn_context_options` (chutney.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_context_options {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `flags`.
     pub flags: u32,
-    /// C `plugin_path`.
     pub plugin_path: *const c_char,
-    /// C `backends`.
     pub backends: *const c_char,
-    /// C `num_threads`.
     pub num_threads: i32,
-    /// C `reserved`.
     pub reserved: i32,
 }
 /// C `ctn_backend_info` (chutney.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_backend_info {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `available`.
     pub available: u32,
-    /// C `name`.
     pub name: *const c_char,
-    /// C `description`.
     pub description: *const c_char,
-    /// C `path`.
     pub path: *const c_char,
-    /// C `abi_major`.
     pub abi_major: u32,
-    /// C `abi_minor`.
     pub abi_minor: u32,
 }
 /// C `ctn_op_info` (chutney.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_op_info {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `n_inputs`.
     pub n_inputs: i32,
-    /// C `name`.
     pub name: *const c_char,
-    /// C `attributes`.
     pub attributes: *const c_char,
-    /// C `doc`.
     pub doc: *const c_char,
-    /// C `origin`.
     pub origin: *const c_char,
-    /// C `origin_path`.
     pub origin_path: *const c_char,
-    /// C `differentiable`.
     pub differentiable: u32,
-    /// C `flags`.
     pub flags: u32,
 }
 /// C `ctn_compile_options` (chutney.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_compile_options {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `disable`.
     pub disable: u32,
-    /// C `backends`.
     pub backends: *const c_char,
-    /// C `data_parallel`.
     pub data_parallel: *mut ctn_collective,
-    /// C `dp_bucket_bytes`.
     pub dp_bucket_bytes: u64,
-    /// C `memory_budget`.
     pub memory_budget: u64,
 }
 /// C `ctn_plan_stats` (chutney.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ctn_plan_stats {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `n_nodes`.
     pub n_nodes: u32,
-    /// C `n_steps`.
     pub n_steps: u32,
-    /// C `n_fused`.
     pub n_fused: u32,
-    /// C `n_folded`.
     pub n_folded: u32,
-    /// C `n_inplace`.
     pub n_inplace: u32,
-    /// C `planned_peak_bytes`.
     pub planned_peak_bytes: u64,
-    /// C `naive_bytes`.
     pub naive_bytes: u64,
-    /// C `persistent_bytes`.
     pub persistent_bytes: u64,
-    /// C `n_assign_elided`.
     pub n_assign_elided: u32,
-    /// C `reserved`.
     pub reserved: u32,
 }
 /// C `ctn_plan_memory_report` (chutney.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_plan_memory_report {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `n_recomputed`.
     pub n_recomputed: u32,
-    /// C `budget`.
     pub budget: u64,
-    /// C `peak_without_budget`.
     pub peak_without_budget: u64,
-    /// C `peak_bytes`.
     pub peak_bytes: u64,
-    /// C `minimum_bytes`.
     pub minimum_bytes: u64,
-    /// C `flops`.
     pub flops: u64,
-    /// C `extra_flops`.
     pub extra_flops: u64,
-    /// C `recomputed`.
     pub recomputed: *const c_char,
 }
 /// C `ctn_run_options` (chutney.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_run_options {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `flags`.
     pub flags: u32,
-    /// C `cancel`.
     pub cancel: *mut ctn_cancel,
-    /// C `timeout_us`.
     pub timeout_us: u64,
 }
 extern "C" {
-    /// `ctn_abi_version` (chutney.h).
     pub fn ctn_abi_version() -> u32;
-    /// `ctn_version_string` (chutney.h).
     pub fn ctn_version_string() -> *const c_char;
-    /// `ctn_last_error` (chutney.h).
     pub fn ctn_last_error() -> *const c_char;
-    /// `ctn_status_name` (chutney.h).
     pub fn ctn_status_name(status: ctn_status) -> *const c_char;
-    /// `ctn_dtype_size` (chutney.h).
     pub fn ctn_dtype_size(dtype: ctn_dtype) -> usize;
-    /// `ctn_dtype_name` (chutney.h).
     pub fn ctn_dtype_name(dtype: ctn_dtype) -> *const c_char;
-    /// `ctn_context_create` (chutney.h).
     pub fn ctn_context_create(options: *const ctn_context_options, out: *mut *mut ctn_context) -> ctn_status;
-    /// `ctn_context_release` (chutney.h).
     pub fn ctn_context_release(ctx: *mut ctn_context);
-    /// `ctn_context_load_plugin` (chutney.h).
     pub fn ctn_context_load_plugin(ctx: *mut ctn_context, path: *const c_char) -> ctn_status;
-    /// `ctn_context_plugin_report` (chutney.h).
     pub fn ctn_context_plugin_report(ctx: *mut ctn_context, out_text: *mut *const c_char) -> ctn_status;
-    /// `ctn_context_backend_count` (chutney.h).
     pub fn ctn_context_backend_count(ctx: *mut ctn_context, out_count: *mut u32) -> ctn_status;
-    /// `ctn_context_backend_info` (chutney.h).
     pub fn ctn_context_backend_info(ctx: *mut ctn_context, index: u32, out: *mut ctn_backend_info) -> ctn_status;
-    /// `ctn_context_set_backends` (chutney.h).
     pub fn ctn_context_set_backends(ctx: *mut ctn_context, backends: *const c_char) -> ctn_status;
-    /// `ctn_context_set_num_threads` (chutney.h).
     pub fn ctn_context_set_num_threads(ctx: *mut ctn_context, num_threads: i32) -> ctn_status;
-    /// `ctn_context_set_option` (chutney.h).
     pub fn ctn_context_set_option(ctx: *mut ctn_context, backend: *const c_char, key: *const c_char, value: *const c_char) -> ctn_status;
-    /// `ctn_context_add_oplib` (chutney.h).
     pub fn ctn_context_add_oplib(ctx: *mut ctn_context, query: Option<unsafe extern "C" fn(host_abi_version: u32, host: *const ctn_host_api) -> *const ctn_plugin_header>) -> ctn_status;
-    /// `ctn_context_backend_proc` (chutney.h).
     pub fn ctn_context_backend_proc(ctx: *mut ctn_context, backend: *const c_char, name: *const c_char, out_proc: *mut *mut c_void, out_state: *mut *mut c_void) -> ctn_status;
-    /// `ctn_context_op_count` (chutney.h).
     pub fn ctn_context_op_count(ctx: *mut ctn_context, out_count: *mut u32) -> ctn_status;
-    /// `ctn_context_op_info` (chutney.h).
     pub fn ctn_context_op_info(ctx: *mut ctn_context, index: u32, out: *mut ctn_op_info) -> ctn_status;
-    /// `ctn_context_op_support` (chutney.h).
     pub fn ctn_context_op_support(ctx: *mut ctn_context, backend: *const c_char, op: *const c_char, dtype: ctn_dtype, out_supported: *mut i32, out_reason: *mut *const c_char) -> ctn_status;
-    /// `ctn_tensor_create` (chutney.h).
     pub fn ctn_tensor_create(dtype: ctn_dtype, ndim: u32, shape: *const i64, data: *const c_void, out: *mut *mut ctn_tensor) -> ctn_status;
-    /// `ctn_tensor_release` (chutney.h).
     pub fn ctn_tensor_release(t: *mut ctn_tensor);
-    /// `ctn_tensor_dtype` (chutney.h).
     pub fn ctn_tensor_dtype(t: *const ctn_tensor, out: *mut ctn_dtype) -> ctn_status;
-    /// `ctn_tensor_shape` (chutney.h).
     pub fn ctn_tensor_shape(t: *const ctn_tensor, out_ndim: *mut u32, out_shape: *mut i64) -> ctn_status;
-    /// `ctn_tensor_strides` (chutney.h).
     pub fn ctn_tensor_strides(t: *const ctn_tensor, out_strides: *mut i64) -> ctn_status;
-    /// `ctn_tensor_numel` (chutney.h).
     pub fn ctn_tensor_numel(t: *const ctn_tensor, out_numel: *mut i64) -> ctn_status;
-    /// `ctn_tensor_is_contiguous` (chutney.h).
     pub fn ctn_tensor_is_contiguous(t: *const ctn_tensor, out: *mut i32) -> ctn_status;
-    /// `ctn_tensor_read` (chutney.h).
     pub fn ctn_tensor_read(t: *const ctn_tensor, dst: *mut c_void, bytes: usize) -> ctn_status;
-    /// `ctn_tensor_write` (chutney.h).
     pub fn ctn_tensor_write(t: *mut ctn_tensor, src: *const c_void, bytes: usize) -> ctn_status;
-    /// `ctn_tensor_data` (chutney.h).
     pub fn ctn_tensor_data(t: *mut ctn_tensor, out: *mut *mut c_void) -> ctn_status;
-    /// `ctn_tensor_slice` (chutney.h).
     pub fn ctn_tensor_slice(t: *const ctn_tensor, axis: i32, start: i64, stop: i64, step: i64, out: *mut *mut ctn_tensor) -> ctn_status;
-    /// `ctn_tensor_permute` (chutney.h).
     pub fn ctn_tensor_permute(t: *const ctn_tensor, perm: *const i32, out: *mut *mut ctn_tensor) -> ctn_status;
-    /// `ctn_tensor_reshape` (chutney.h).
     pub fn ctn_tensor_reshape(t: *const ctn_tensor, ndim: u32, shape: *const i64, out: *mut *mut ctn_tensor, out_copied: *mut i32) -> ctn_status;
-    /// `ctn_tensor_contiguous` (chutney.h).
     pub fn ctn_tensor_contiguous(t: *const ctn_tensor, out: *mut *mut ctn_tensor) -> ctn_status;
-    /// `ctn_graph_create` (chutney.h).
     pub fn ctn_graph_create(ctx: *mut ctn_context, flags: u32, out: *mut *mut ctn_graph) -> ctn_status;
-    /// `ctn_graph_release` (chutney.h).
     pub fn ctn_graph_release(g: *mut ctn_graph);
-    /// `ctn_input` (chutney.h).
     pub fn ctn_input(g: *mut ctn_graph, name: *const c_char, dtype: ctn_dtype, ndim: u32, shape: *const i64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_constant` (chutney.h).
     pub fn ctn_constant(g: *mut ctn_graph, value: *const ctn_tensor, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_scalar` (chutney.h).
     pub fn ctn_scalar(g: *mut ctn_graph, dtype: ctn_dtype, value: f64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_variable` (chutney.h).
     pub fn ctn_variable(g: *mut ctn_graph, name: *const c_char, init: *const ctn_tensor, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_assign` (chutney.h).
     pub fn ctn_assign(g: *mut ctn_graph, var: ctn_node, value: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_op` (chutney.h).
     pub fn ctn_op(g: *mut ctn_graph, op: *const c_char, n_inputs: u32, inputs: *const ctn_node, attrs: *const ctn_attrs, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_add` (chutney.h).
     pub fn ctn_add(g: *mut ctn_graph, a: ctn_node, b: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_sub` (chutney.h).
     pub fn ctn_sub(g: *mut ctn_graph, a: ctn_node, b: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_mul` (chutney.h).
     pub fn ctn_mul(g: *mut ctn_graph, a: ctn_node, b: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_div` (chutney.h).
     pub fn ctn_div(g: *mut ctn_graph, a: ctn_node, b: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_pow` (chutney.h).
     pub fn ctn_pow(g: *mut ctn_graph, a: ctn_node, b: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_neg` (chutney.h).
     pub fn ctn_neg(g: *mut ctn_graph, a: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_exp` (chutney.h).
     pub fn ctn_exp(g: *mut ctn_graph, a: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_log` (chutney.h).
     pub fn ctn_log(g: *mut ctn_graph, a: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_sqrt` (chutney.h).
     pub fn ctn_sqrt(g: *mut ctn_graph, a: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_abs` (chutney.h).
     pub fn ctn_abs(g: *mut ctn_graph, a: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_tanh` (chutney.h).
     pub fn ctn_tanh(g: *mut ctn_graph, a: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_sigmoid` (chutney.h).
     pub fn ctn_sigmoid(g: *mut ctn_graph, a: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_relu` (chutney.h).
     pub fn ctn_relu(g: *mut ctn_graph, a: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_leaky_relu` (chutney.h).
     pub fn ctn_leaky_relu(g: *mut ctn_graph, a: ctn_node, slope: f64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_gelu` (chutney.h).
     pub fn ctn_gelu(g: *mut ctn_graph, a: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_clamp` (chutney.h).
     pub fn ctn_clamp(g: *mut ctn_graph, a: ctn_node, lo: f64, hi: f64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_matmul` (chutney.h).
     pub fn ctn_matmul(g: *mut ctn_graph, a: ctn_node, b: ctn_node, trans_a: i32, trans_b: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_sum` (chutney.h).
     pub fn ctn_sum(g: *mut ctn_graph, a: ctn_node, n_axes: u32, axes: *const i32, keepdims: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_mean` (chutney.h).
     pub fn ctn_mean(g: *mut ctn_graph, a: ctn_node, n_axes: u32, axes: *const i32, keepdims: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_max` (chutney.h).
     pub fn ctn_max(g: *mut ctn_graph, a: ctn_node, n_axes: u32, axes: *const i32, keepdims: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_reshape` (chutney.h).
     pub fn ctn_reshape(g: *mut ctn_graph, a: ctn_node, ndim: u32, shape: *const i64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_permute` (chutney.h).
     pub fn ctn_permute(g: *mut ctn_graph, a: ctn_node, perm: *const i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_transpose` (chutney.h).
     pub fn ctn_transpose(g: *mut ctn_graph, a: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_slice` (chutney.h).
     pub fn ctn_slice(g: *mut ctn_graph, a: ctn_node, axis: i32, start: i64, stop: i64, step: i64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_concat` (chutney.h).
     pub fn ctn_concat(g: *mut ctn_graph, n: u32, inputs: *const ctn_node, axis: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_broadcast_to` (chutney.h).
     pub fn ctn_broadcast_to(g: *mut ctn_graph, a: ctn_node, ndim: u32, shape: *const i64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_compare` (chutney.h).
     pub fn ctn_compare(g: *mut ctn_graph, op: *const c_char, a: ctn_node, b: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_where` (chutney.h).
     pub fn ctn_where(g: *mut ctn_graph, cond: ctn_node, a: ctn_node, b: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_softmax` (chutney.h).
     pub fn ctn_softmax(g: *mut ctn_graph, a: ctn_node, axis: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_log_softmax` (chutney.h).
     pub fn ctn_log_softmax(g: *mut ctn_graph, a: ctn_node, axis: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_cross_entropy` (chutney.h).
     pub fn ctn_cross_entropy(g: *mut ctn_graph, logits: ctn_node, labels: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_cast` (chutney.h).
     pub fn ctn_cast(g: *mut ctn_graph, a: ctn_node, dtype: ctn_dtype, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_node_info` (chutney.h).
     pub fn ctn_node_info(g: *mut ctn_graph, n: ctn_node, out_dtype: *mut ctn_dtype, out_ndim: *mut u32, out_shape: *mut i64) -> ctn_status;
-    /// `ctn_graph_node_count` (chutney.h).
     pub fn ctn_graph_node_count(g: *mut ctn_graph, out_count: *mut u32) -> ctn_status;
-    /// `ctn_grad` (chutney.h).
     pub fn ctn_grad(g: *mut ctn_graph, loss: ctn_node, n_wrt: u32, wrt: *const ctn_node, out_grads: *mut ctn_node) -> ctn_status;
-    /// `ctn_jvp` (chutney.h).
     pub fn ctn_jvp(g: *mut ctn_graph, n_outputs: u32, outputs: *const ctn_node, n_inputs: u32, inputs: *const ctn_node, tangents: *const ctn_node, out_tangents: *mut ctn_node) -> ctn_status;
-    /// `ctn_graph_value` (chutney.h).
     pub fn ctn_graph_value(g: *mut ctn_graph, n: ctn_node, out: *mut *mut ctn_tensor) -> ctn_status;
-    /// `ctn_graph_node_backend` (chutney.h).
     pub fn ctn_graph_node_backend(g: *mut ctn_graph, n: ctn_node, out_name: *mut *const c_char) -> ctn_status;
-    /// `ctn_graph_to_dot` (chutney.h).
     pub fn ctn_graph_to_dot(g: *mut ctn_graph, out_text: *mut *const c_char) -> ctn_status;
-    /// `ctn_plan_compile` (chutney.h).
     pub fn ctn_plan_compile(g: *mut ctn_graph, n_outputs: u32, outputs: *const ctn_node, options: *const ctn_compile_options, out: *mut *mut ctn_plan) -> ctn_status;
-    /// `ctn_plan_release` (chutney.h).
     pub fn ctn_plan_release(p: *mut ctn_plan);
-    /// `ctn_plan_stats_get` (chutney.h).
     pub fn ctn_plan_stats_get(p: *mut ctn_plan, out: *mut ctn_plan_stats) -> ctn_status;
-    /// `ctn_plan_memory_report_get` (chutney.h).
     pub fn ctn_plan_memory_report_get(p: *mut ctn_plan, out: *mut ctn_plan_memory_report) -> ctn_status;
-    /// `ctn_plan_describe` (chutney.h).
     pub fn ctn_plan_describe(p: *mut ctn_plan, out_text: *mut *const c_char) -> ctn_status;
-    /// `ctn_plan_backend_steps` (chutney.h).
     pub fn ctn_plan_backend_steps(p: *mut ctn_plan, backend: *const c_char, op: *const c_char, out_count: *mut u32) -> ctn_status;
-    /// `ctn_plan_run` (chutney.h).
     pub fn ctn_plan_run(p: *mut ctn_plan, n_feeds: u32, feed_nodes: *const ctn_node, feed_values: *const *const ctn_tensor, n_outputs: u32, outputs: *const *mut ctn_tensor) -> ctn_status;
-    /// `ctn_cancel_create` (chutney.h).
     pub fn ctn_cancel_create(out: *mut *mut ctn_cancel) -> ctn_status;
-    /// `ctn_cancel_request` (chutney.h).
     pub fn ctn_cancel_request(c: *mut ctn_cancel) -> ctn_status;
-    /// `ctn_cancel_reset` (chutney.h).
     pub fn ctn_cancel_reset(c: *mut ctn_cancel) -> ctn_status;
-    /// `ctn_cancel_requested` (chutney.h).
     pub fn ctn_cancel_requested(c: *const ctn_cancel, out: *mut i32) -> ctn_status;
-    /// `ctn_cancel_release` (chutney.h).
     pub fn ctn_cancel_release(c: *mut ctn_cancel);
-    /// `ctn_plan_run_with_options` (chutney.h).
     pub fn ctn_plan_run_with_options(p: *mut ctn_plan, options: *const ctn_run_options, n_feeds: u32, feed_nodes: *const ctn_node, feed_values: *const *const ctn_tensor, n_outputs: u32, outputs: *const *mut ctn_tensor) -> ctn_status;
-    /// `ctn_plan_output_create` (chutney.h).
     pub fn ctn_plan_output_create(p: *mut ctn_plan, index: u32, out: *mut *mut ctn_tensor) -> ctn_status;
-    /// `ctn_plan_variable_read` (chutney.h).
     pub fn ctn_plan_variable_read(p: *mut ctn_plan, var: ctn_node, out: *mut *mut ctn_tensor) -> ctn_status;
-    /// `ctn_plan_variable_write` (chutney.h).
     pub fn ctn_plan_variable_write(p: *mut ctn_plan, var: ctn_node, value: *const ctn_tensor) -> ctn_status;
-    /// `ctn_conv2d` (chutney.h).
     pub fn ctn_conv2d(g: *mut ctn_graph, x: ctn_node, w: ctn_node, stride_h: i32, stride_w: i32, pad_h: i32, pad_w: i32, dil_h: i32, dil_w: i32, groups: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_conv_transpose2d` (chutney.h).
     pub fn ctn_conv_transpose2d(g: *mut ctn_graph, x: ctn_node, w: ctn_node, stride_h: i32, stride_w: i32, pad_h: i32, pad_w: i32, dil_h: i32, dil_w: i32, groups: i32, out_pad_h: i32, out_pad_w: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_max_pool2d` (chutney.h).
     pub fn ctn_max_pool2d(g: *mut ctn_graph, x: ctn_node, kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_avg_pool2d` (chutney.h).
     pub fn ctn_avg_pool2d(g: *mut ctn_graph, x: ctn_node, kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32, count_include_pad: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_batch_norm` (chutney.h).
     pub fn ctn_batch_norm(g: *mut ctn_graph, x: ctn_node, gamma: ctn_node, beta: ctn_node, eps: f64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_batch_norm_inference` (chutney.h).
     pub fn ctn_batch_norm_inference(g: *mut ctn_graph, x: ctn_node, gamma: ctn_node, beta: ctn_node, mean: ctn_node, var: ctn_node, eps: f64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_layer_norm` (chutney.h).
     pub fn ctn_layer_norm(g: *mut ctn_graph, x: ctn_node, gamma: ctn_node, beta: ctn_node, first_axis: i32, eps: f64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_dropout` (chutney.h).
     pub fn ctn_dropout(g: *mut ctn_graph, x: ctn_node, step: ctn_node, p: f64, seed: i64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_embedding` (chutney.h).
     pub fn ctn_embedding(g: *mut ctn_graph, table: ctn_node, ids: ctn_node, out: *mut ctn_node) -> ctn_status;
 }
 
 // ---- collective.h ------------------------------------------------------------------------------
 
-/// `CTN_PLUGIN_COLLECTIVE` (collective.h).
 pub const CTN_PLUGIN_COLLECTIVE: i32 = 3;
-/// `CTN_COLLECTIVE_HOST_MEMORY` (collective.h).
 pub const CTN_COLLECTIVE_HOST_MEMORY: u32 = 1;
-/// `CTN_REDUCE_SUM` (collective.h).
 pub const CTN_REDUCE_SUM: u32 = 0;
-/// `CTN_REDUCE_MEAN` (collective.h).
 pub const CTN_REDUCE_MEAN: u32 = 1;
-/// `CTN_DP_DEFAULT_BUCKET_BYTES` (collective.h).
 pub const CTN_DP_DEFAULT_BUCKET_BYTES: u64 = 64 << 20;
 /// C `ctn_collective_config` (collective.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_collective_config {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `rank`.
     pub rank: i32,
-    /// C `world_size`.
     pub world_size: i32,
-    /// C `reserved`.
     pub reserved: i32,
-    /// C `rendezvous`.
     pub rendezvous: *const c_char,
-    /// C `timeout_s`.
     pub timeout_s: f64,
 }
 /// C `ctn_collective_desc` (collective.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_collective_desc {
-    /// C `header`.
     pub header: ctn_plugin_header,
-    /// C `flags`.
     pub flags: u32,
-    /// C `reserved`.
     pub reserved: u32,
-    /// C `probe`.
     pub probe: Option<unsafe extern "C" fn(host: *const ctn_host_api) -> ctn_status>,
-    /// C `init`.
     pub init: Option<unsafe extern "C" fn(host: *const ctn_host_api, config: *const ctn_collective_config, out_state: *mut *mut c_void) -> ctn_status>,
-    /// C `shutdown`.
     pub shutdown: Option<unsafe extern "C" fn(state: *mut c_void)>,
-    /// C `describe`.
     pub describe: Option<unsafe extern "C" fn(state: *mut c_void) -> *const c_char>,
-    /// C `rank`.
     pub rank: Option<unsafe extern "C" fn(state: *mut c_void) -> i32>,
-    /// C `world_size`.
     pub world_size: Option<unsafe extern "C" fn(state: *mut c_void) -> i32>,
-    /// C `allreduce`.
     pub allreduce: Option<unsafe extern "C" fn(state: *mut c_void, buf: *mut c_void, count: u64, dtype: ctn_dtype, op: u32) -> ctn_status>,
-    /// C `broadcast`.
     pub broadcast: Option<unsafe extern "C" fn(state: *mut c_void, buf: *mut c_void, bytes: u64, root: i32) -> ctn_status>,
-    /// C `barrier`.
     pub barrier: Option<unsafe extern "C" fn(state: *mut c_void) -> ctn_status>,
-    /// C `abort`.
     pub abort: Option<unsafe extern "C" fn(state: *mut c_void, code: i32, why: *const c_char)>,
-    /// C `last_error`.
     pub last_error: Option<unsafe extern "C" fn(state: *mut c_void) -> *const c_char>,
 }
 extern "C" {
-    /// `ctn_collective_open` (collective.h).
     pub fn ctn_collective_open(ctx: *mut ctn_context, name: *const c_char, config: *const ctn_collective_config, out: *mut *mut ctn_collective) -> ctn_status;
-    /// `ctn_collective_release` (collective.h).
     pub fn ctn_collective_release(c: *mut ctn_collective);
-    /// `ctn_collective_rank` (collective.h).
     pub fn ctn_collective_rank(c: *const ctn_collective, out_rank: *mut i32, out_world_size: *mut i32) -> ctn_status;
-    /// `ctn_collective_describe` (collective.h).
     pub fn ctn_collective_describe(c: *const ctn_collective, out_text: *mut *const c_char) -> ctn_status;
-    /// `ctn_collective_allreduce` (collective.h).
     pub fn ctn_collective_allreduce(c: *mut ctn_collective, t: *mut ctn_tensor, op: u32) -> ctn_status;
-    /// `ctn_collective_broadcast` (collective.h).
     pub fn ctn_collective_broadcast(c: *mut ctn_collective, t: *mut ctn_tensor, root: i32) -> ctn_status;
-    /// `ctn_collective_barrier` (collective.h).
     pub fn ctn_collective_barrier(c: *mut ctn_collective) -> ctn_status;
-    /// `ctn_collective_abort` (collective.h).
     pub fn ctn_collective_abort(c: *mut ctn_collective, code: i32, why: *const c_char);
-    /// `ctn_collective_last_error` (collective.h).
     pub fn ctn_collective_last_error(c: *const ctn_collective) -> *const c_char;
 }
 
 // ---- cuda.h ------------------------------------------------------------------------------------
 
-/// `CTN_CUDA_INTEROP_PROC` (cuda.h).
 pub const CTN_CUDA_INTEROP_PROC: &[u8] = b"ctn_cuda_interop\0";
-/// `CTN_CUDA_INTEROP_VERSION` (cuda.h).
 pub const CTN_CUDA_INTEROP_VERSION: u32 = 1;
 /// C `ctn_cuda_fn` (cuda.h).
 pub type ctn_cuda_fn = Option<unsafe extern "C" fn()>;
@@ -537,416 +306,245 @@ pub type ctn_cuda_interop_fn = Option<unsafe extern "C" fn(backend_state: *mut c
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_cuda_interop {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `version`.
     pub version: u32,
-    /// C `device`.
     pub device: i32,
-    /// C `compute_capability`.
     pub compute_capability: i32,
-    /// C `context`.
     pub context: *mut c_void,
-    /// C `stream`.
     pub stream: *mut c_void,
-    /// C `get_driver_function`.
     pub get_driver_function: Option<unsafe extern "C" fn(backend_state: *mut c_void, name: *const c_char) -> ctn_cuda_fn>,
 }
 
 // ---- data.h ------------------------------------------------------------------------------------
 
-/// `CTN_FASHION_MNIST_DIR` (data.h).
 pub const CTN_FASHION_MNIST_DIR: &[u8] = b"/usr/share/datasets/fashion-mnist\0";
-/// `CTN_LOADER_SHUFFLE` (data.h).
 pub const CTN_LOADER_SHUFFLE: u32 = 1;
-/// `CTN_LOADER_DROP_LAST` (data.h).
 pub const CTN_LOADER_DROP_LAST: u32 = 2;
-/// `CTN_LOADER_FLAT` (data.h).
 pub const CTN_LOADER_FLAT: u32 = 4;
-/// `CTN_LOADER_HFLIP` (data.h).
 pub const CTN_LOADER_HFLIP: u32 = 8;
-/// `CTN_LOADER_SYNCHRONOUS` (data.h).
 pub const CTN_LOADER_SYNCHRONOUS: u32 = 16;
 opaque! {
-    /// C `ctn_dataset` (data.h), only handled through pointers.
     ctn_dataset;
-    /// C `ctn_loader` (data.h), only handled through pointers.
     ctn_loader;
 }
 /// C `ctn_dataset_info` (data.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ctn_dataset_info {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `num_classes`.
     pub num_classes: u32,
-    /// C `count`.
     pub count: i64,
-    /// C `rows`.
     pub rows: i32,
-    /// C `cols`.
     pub cols: i32,
 }
 /// C `ctn_loader_options` (data.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ctn_loader_options {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `flags`.
     pub flags: u32,
-    /// C `batch_size`.
     pub batch_size: i32,
-    /// C `crop_padding`.
     pub crop_padding: i32,
-    /// C `seed`.
     pub seed: u64,
-    /// C `mean`.
     pub mean: f64,
-    /// C `std`.
     pub std: f64,
-    /// C `num_workers`.
     pub num_workers: i32,
-    /// C `prefetch`.
     pub prefetch: i32,
-    /// C `shard_index`.
     pub shard_index: i32,
-    /// C `shard_count`.
     pub shard_count: i32,
 }
 /// C `ctn_loader_stats` (data.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ctn_loader_stats {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `num_workers`.
     pub num_workers: u32,
-    /// C `batches`.
     pub batches: u64,
-    /// C `samples`.
     pub samples: u64,
-    /// C `waits`.
     pub waits: u64,
-    /// C `wait_seconds`.
     pub wait_seconds: f64,
-    /// C `copy_seconds`.
     pub copy_seconds: f64,
-    /// C `worker_seconds`.
     pub worker_seconds: f64,
 }
 extern "C" {
-    /// `ctn_dataset_open_idx` (data.h).
     pub fn ctn_dataset_open_idx(images_path: *const c_char, labels_path: *const c_char, out: *mut *mut ctn_dataset) -> ctn_status;
-    /// `ctn_dataset_open_fashion_mnist` (data.h).
     pub fn ctn_dataset_open_fashion_mnist(data_dir: *const c_char, split: *const c_char, out: *mut *mut ctn_dataset) -> ctn_status;
-    /// `ctn_dataset_release` (data.h).
     pub fn ctn_dataset_release(ds: *mut ctn_dataset);
-    /// `ctn_dataset_info_get` (data.h).
     pub fn ctn_dataset_info_get(ds: *const ctn_dataset, out: *mut ctn_dataset_info) -> ctn_status;
-    /// `ctn_dataset_get` (data.h).
     pub fn ctn_dataset_get(ds: *const ctn_dataset, index: i64, pixels: *mut u8, out_label: *mut i32) -> ctn_status;
-    /// `ctn_loader_create` (data.h).
     pub fn ctn_loader_create(ds: *mut ctn_dataset, options: *const ctn_loader_options, out: *mut *mut ctn_loader) -> ctn_status;
-    /// `ctn_loader_release` (data.h).
     pub fn ctn_loader_release(loader: *mut ctn_loader);
-    /// `ctn_loader_batch_create` (data.h).
     pub fn ctn_loader_batch_create(loader: *mut ctn_loader, out_images: *mut *mut ctn_tensor, out_labels: *mut *mut ctn_tensor) -> ctn_status;
-    /// `ctn_loader_next` (data.h).
     pub fn ctn_loader_next(loader: *mut ctn_loader, images_out: *mut ctn_tensor, labels_out: *mut ctn_tensor, out_batch_size: *mut i32) -> ctn_status;
-    /// `ctn_loader_reset` (data.h).
     pub fn ctn_loader_reset(loader: *mut ctn_loader, epoch: i64) -> ctn_status;
-    /// `ctn_loader_num_batches` (data.h).
     pub fn ctn_loader_num_batches(loader: *const ctn_loader, out: *mut i64) -> ctn_status;
-    /// `ctn_loader_stats_get` (data.h).
     pub fn ctn_loader_stats_get(loader: *mut ctn_loader, out: *mut ctn_loader_stats) -> ctn_status;
 }
 
 // ---- nn.h --------------------------------------------------------------------------------------
 
-/// `CTN_VAR_PARAMETER` (nn.h).
 pub const CTN_VAR_PARAMETER: u32 = 1;
-/// `CTN_VAR_BUFFER` (nn.h).
 pub const CTN_VAR_BUFFER: u32 = 2;
-/// `CTN_VAR_OPTIMIZER` (nn.h).
 pub const CTN_VAR_OPTIMIZER: u32 = 4;
-/// `CTN_LAYER_NO_BIAS` (nn.h).
 pub const CTN_LAYER_NO_BIAS: i32 = 1;
-/// `CTN_OPTIM_SGD` (nn.h).
 pub const CTN_OPTIM_SGD: i32 = 0;
-/// `CTN_OPTIM_ADAM` (nn.h).
 pub const CTN_OPTIM_ADAM: i32 = 1;
-/// `CTN_OPTIM_ADAMW` (nn.h).
 pub const CTN_OPTIM_ADAMW: i32 = 2;
-/// `CTN_LR_CONSTANT` (nn.h).
 pub const CTN_LR_CONSTANT: i32 = 0;
-/// `CTN_LR_STEP` (nn.h).
 pub const CTN_LR_STEP: i32 = 1;
-/// `CTN_LR_COSINE` (nn.h).
 pub const CTN_LR_COSINE: i32 = 2;
-/// `CTN_LR_LINEAR` (nn.h).
 pub const CTN_LR_LINEAR: i32 = 3;
-/// `CTN_INIT_ZEROS` (nn.h).
 pub const CTN_INIT_ZEROS: ctn_init = 0;
-/// `CTN_INIT_ONES` (nn.h).
 pub const CTN_INIT_ONES: ctn_init = 1;
-/// `CTN_INIT_KAIMING_UNIFORM` (nn.h).
 pub const CTN_INIT_KAIMING_UNIFORM: ctn_init = 2;
-/// `CTN_INIT_KAIMING_NORMAL` (nn.h).
 pub const CTN_INIT_KAIMING_NORMAL: ctn_init = 3;
-/// `CTN_INIT_XAVIER_UNIFORM` (nn.h).
 pub const CTN_INIT_XAVIER_UNIFORM: ctn_init = 4;
-/// `CTN_INIT_XAVIER_NORMAL` (nn.h).
 pub const CTN_INIT_XAVIER_NORMAL: ctn_init = 5;
-/// `CTN_INIT_UNIFORM` (nn.h).
 pub const CTN_INIT_UNIFORM: ctn_init = 6;
-/// `CTN_INIT_NORMAL` (nn.h).
 pub const CTN_INIT_NORMAL: ctn_init = 7;
-/// `CTN_LAYER_LINEAR` (nn.h).
 pub const CTN_LAYER_LINEAR: ctn_layer_kind = 1;
-/// `CTN_LAYER_CONV2D` (nn.h).
 pub const CTN_LAYER_CONV2D: ctn_layer_kind = 2;
-/// `CTN_LAYER_BATCH_NORM` (nn.h).
 pub const CTN_LAYER_BATCH_NORM: ctn_layer_kind = 3;
-/// `CTN_LAYER_DROPOUT` (nn.h).
 pub const CTN_LAYER_DROPOUT: ctn_layer_kind = 4;
-/// `CTN_LAYER_RELU` (nn.h).
 pub const CTN_LAYER_RELU: ctn_layer_kind = 5;
-/// `CTN_LAYER_TANH` (nn.h).
 pub const CTN_LAYER_TANH: ctn_layer_kind = 6;
-/// `CTN_LAYER_SIGMOID` (nn.h).
 pub const CTN_LAYER_SIGMOID: ctn_layer_kind = 7;
-/// `CTN_LAYER_MAX_POOL2D` (nn.h).
 pub const CTN_LAYER_MAX_POOL2D: ctn_layer_kind = 8;
-/// `CTN_LAYER_AVG_POOL2D` (nn.h).
 pub const CTN_LAYER_AVG_POOL2D: ctn_layer_kind = 9;
-/// `CTN_LAYER_FLATTEN` (nn.h).
 pub const CTN_LAYER_FLATTEN: ctn_layer_kind = 10;
-/// `CTN_LAYER_LAYER_NORM` (nn.h).
 pub const CTN_LAYER_LAYER_NORM: ctn_layer_kind = 11;
 /// C `ctn_init` (nn.h).
 pub type ctn_init = i32;
 /// C `ctn_layer_kind` (nn.h).
 pub type ctn_layer_kind = i32;
 opaque! {
-    /// C `ctn_model` (nn.h), only handled through pointers.
     ctn_model;
 }
 /// C `ctn_layer` (nn.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_layer {
-    /// C `kind`.
     pub kind: i32,
-    /// C `units`.
     pub units: i32,
-    /// C `kernel`.
     pub kernel: i32,
-    /// C `stride`.
     pub stride: i32,
-    /// C `pad`.
     pub pad: i32,
-    /// C `flags`.
     pub flags: i32,
-    /// C `p`.
     pub p: f64,
-    /// C `eps`.
     pub eps: f64,
-    /// C `name`.
     pub name: *const c_char,
 }
 /// C `ctn_optimizer` (nn.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ctn_optimizer {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `kind`.
     pub kind: i32,
-    /// C `lr`.
     pub lr: f64,
-    /// C `momentum`.
     pub momentum: f64,
-    /// C `nesterov`.
     pub nesterov: i32,
-    /// C `reserved`.
     pub reserved: i32,
-    /// C `weight_decay`.
     pub weight_decay: f64,
-    /// C `beta1`.
     pub beta1: f64,
-    /// C `beta2`.
     pub beta2: f64,
-    /// C `eps`.
     pub eps: f64,
-    /// C `clip_norm`.
     pub clip_norm: f64,
 }
 /// C `ctn_lr_schedule` (nn.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ctn_lr_schedule {
-    /// C `kind`.
     pub kind: i32,
-    /// C `reserved`.
     pub reserved: i32,
-    /// C `base_lr`.
     pub base_lr: f64,
-    /// C `warmup_steps`.
     pub warmup_steps: i64,
-    /// C `step_size`.
     pub step_size: i64,
-    /// C `gamma`.
     pub gamma: f64,
-    /// C `total_steps`.
     pub total_steps: i64,
-    /// C `min_lr`.
     pub min_lr: f64,
 }
 extern "C" {
-    /// `ctn_model_create` (nn.h).
     pub fn ctn_model_create(g: *mut ctn_graph, dtype: ctn_dtype, seed: u64, out: *mut *mut ctn_model) -> ctn_status;
-    /// `ctn_model_release` (nn.h).
     pub fn ctn_model_release(m: *mut ctn_model);
-    /// `ctn_model_graph` (nn.h).
     pub fn ctn_model_graph(m: *const ctn_model, out: *mut *mut ctn_graph) -> ctn_status;
-    /// `ctn_model_set_training` (nn.h).
     pub fn ctn_model_set_training(m: *mut ctn_model, training: i32) -> ctn_status;
-    /// `ctn_model_name_next` (nn.h).
     pub fn ctn_model_name_next(m: *mut ctn_model, name: *const c_char) -> ctn_status;
-    /// `ctn_model_reset_names` (nn.h).
     pub fn ctn_model_reset_names(m: *mut ctn_model) -> ctn_status;
-    /// `ctn_nn_init_fill` (nn.h).
     pub fn ctn_nn_init_fill(t: *mut ctn_tensor, kind: ctn_init, fan_in: i64, fan_out: i64, gain: f64, seed: u64) -> ctn_status;
-    /// `ctn_model_set_init` (nn.h).
     pub fn ctn_model_set_init(m: *mut ctn_model, weight_init: ctn_init, gain: f64) -> ctn_status;
-    /// `ctn_model_variable` (nn.h).
     pub fn ctn_model_variable(m: *mut ctn_model, name: *const c_char, kind: u32, ndim: u32, shape: *const i64, init: ctn_init, fan_in: i64, fan_out: i64, gain: f64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_model_variables` (nn.h).
     pub fn ctn_model_variables(m: *mut ctn_model, kinds: u32, out_count: *mut u32, out_names: *mut *const *const c_char, out_nodes: *mut *const ctn_node) -> ctn_status;
-    /// `ctn_model_copy_state` (nn.h).
     pub fn ctn_model_copy_state(src_model: *const ctn_model, src: *mut ctn_plan, dst_model: *const ctn_model, dst: *mut ctn_plan, out_copied: *mut u32) -> ctn_status;
-    /// `ctn_model_step` (nn.h).
     pub fn ctn_model_step(m: *mut ctn_model, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_model_lr` (nn.h).
     pub fn ctn_model_lr(m: *mut ctn_model, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_model_set_step` (nn.h).
     pub fn ctn_model_set_step(m: *mut ctn_model, step: i64) -> ctn_status;
-    /// `ctn_model_set_lr` (nn.h).
     pub fn ctn_model_set_lr(m: *mut ctn_model, lr: f64) -> ctn_status;
-    /// `ctn_model_run` (nn.h).
     pub fn ctn_model_run(m: *mut ctn_model, p: *mut ctn_plan, n_feeds: u32, feed_nodes: *const ctn_node, feed_values: *const *const ctn_tensor, n_outputs: u32, outputs: *const *mut ctn_tensor) -> ctn_status;
-    /// `ctn_model_run_with_options` (nn.h).
     pub fn ctn_model_run_with_options(m: *mut ctn_model, p: *mut ctn_plan, options: *const ctn_run_options, n_feeds: u32, feed_nodes: *const ctn_node, feed_values: *const *const ctn_tensor, n_outputs: u32, outputs: *const *mut ctn_tensor) -> ctn_status;
-    /// `ctn_nn_linear` (nn.h).
     pub fn ctn_nn_linear(m: *mut ctn_model, x: ctn_node, in_features: i64, out_features: i64, bias: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_nn_conv2d` (nn.h).
     pub fn ctn_nn_conv2d(m: *mut ctn_model, x: ctn_node, in_channels: i64, out_channels: i64, kernel: i32, stride: i32, pad: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_nn_batch_norm` (nn.h).
     pub fn ctn_nn_batch_norm(m: *mut ctn_model, x: ctn_node, channels: i64, momentum: f64, eps: f64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_nn_layer_norm` (nn.h).
     pub fn ctn_nn_layer_norm(m: *mut ctn_model, x: ctn_node, features: i64, eps: f64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_nn_dropout` (nn.h).
     pub fn ctn_nn_dropout(m: *mut ctn_model, x: ctn_node, p: f64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_nn_embedding` (nn.h).
     pub fn ctn_nn_embedding(m: *mut ctn_model, ids: ctn_node, num: i64, dim: i64, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_nn_lstm` (nn.h).
     pub fn ctn_nn_lstm(m: *mut ctn_model, x_seq: ctn_node, hidden: i64, h_seq: *mut ctn_node, h_last: *mut ctn_node) -> ctn_status;
-    /// `ctn_nn_relu` (nn.h).
     pub fn ctn_nn_relu(m: *mut ctn_model, x: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_nn_max_pool2d` (nn.h).
     pub fn ctn_nn_max_pool2d(m: *mut ctn_model, x: ctn_node, kernel: i32, stride: i32, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_nn_flatten` (nn.h).
     pub fn ctn_nn_flatten(m: *mut ctn_model, x: ctn_node, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_nn_sequential` (nn.h).
     pub fn ctn_nn_sequential(m: *mut ctn_model, x: ctn_node, n: u32, layers: *const ctn_layer, out: *mut ctn_node) -> ctn_status;
-    /// `ctn_nn_sgd` (nn.h).
     pub fn ctn_nn_sgd(m: *mut ctn_model, grads: *const ctn_node, momentum: f64, nesterov: i32, weight_decay: f64) -> ctn_status;
-    /// `ctn_nn_adam` (nn.h).
     pub fn ctn_nn_adam(m: *mut ctn_model, grads: *const ctn_node, beta1: f64, beta2: f64, eps: f64, weight_decay: f64) -> ctn_status;
-    /// `ctn_nn_adamw` (nn.h).
     pub fn ctn_nn_adamw(m: *mut ctn_model, grads: *const ctn_node, beta1: f64, beta2: f64, eps: f64, weight_decay: f64) -> ctn_status;
-    /// `ctn_nn_clip_grad_norm` (nn.h).
     pub fn ctn_nn_clip_grad_norm(m: *mut ctn_model, n: u32, grads: *const ctn_node, max_norm: f64, out_clipped: *mut ctn_node, out_norm: *mut ctn_node) -> ctn_status;
-    /// `ctn_nn_minimize` (nn.h).
     pub fn ctn_nn_minimize(m: *mut ctn_model, loss: ctn_node, opt: *const ctn_optimizer, out_grad_norm: *mut ctn_node) -> ctn_status;
-    /// `ctn_nn_lr_at` (nn.h).
     pub fn ctn_nn_lr_at(s: *const ctn_lr_schedule, step: i64, out_lr: *mut f64) -> ctn_status;
 }
 
 // ---- onnx.h ------------------------------------------------------------------------------------
 
-/// `CTN_ONNX_INITIALIZERS_AS_CONSTANTS` (onnx.h).
 pub const CTN_ONNX_INITIALIZERS_AS_CONSTANTS: u32 = 1;
-/// `CTN_ONNX_INSPECT_ONLY` (onnx.h).
 pub const CTN_ONNX_INSPECT_ONLY: u32 = 2;
-/// `CTN_ONNX_INPUTS` (onnx.h).
 pub const CTN_ONNX_INPUTS: i32 = 0;
-/// `CTN_ONNX_OUTPUTS` (onnx.h).
 pub const CTN_ONNX_OUTPUTS: i32 = 1;
-/// `CTN_ONNX_INITIALIZERS` (onnx.h).
 pub const CTN_ONNX_INITIALIZERS: i32 = 2;
-/// `CTN_ONNX_OP_TYPES` (onnx.h).
 pub const CTN_ONNX_OP_TYPES: i32 = 3;
 opaque! {
-    /// C `ctn_onnx_model` (onnx.h), only handled through pointers.
     ctn_onnx_model;
 }
 /// C `ctn_onnx_input_spec` (onnx.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_onnx_input_spec {
-    /// C `name`.
     pub name: *const c_char,
-    /// C `value`.
     pub value: *const ctn_tensor,
-    /// C `as_constant`.
     pub as_constant: u32,
-    /// C `reserved`.
     pub reserved: u32,
 }
 /// C `ctn_onnx_options` (onnx.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_onnx_options {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `flags`.
     pub flags: u32,
-    /// C `n_inputs`.
     pub n_inputs: u32,
-    /// C `reserved`.
     pub reserved: u32,
-    /// C `inputs`.
     pub inputs: *const ctn_onnx_input_spec,
-    /// C `external_data_dir`.
     pub external_data_dir: *const c_char,
 }
 extern "C" {
-    /// `ctn_onnx_load` (onnx.h).
     pub fn ctn_onnx_load(ctx: *mut ctn_context, path: *const c_char, options: *const ctn_onnx_options, out_graph: *mut *mut ctn_graph, out_model: *mut *mut ctn_onnx_model) -> ctn_status;
-    /// `ctn_onnx_model_release` (onnx.h).
     pub fn ctn_onnx_model_release(model: *mut ctn_onnx_model);
-    /// `ctn_onnx_model_count` (onnx.h).
     pub fn ctn_onnx_model_count(model: *const ctn_onnx_model, kind: i32, out_count: *mut u32) -> ctn_status;
-    /// `ctn_onnx_model_entry` (onnx.h).
     pub fn ctn_onnx_model_entry(model: *const ctn_onnx_model, kind: i32, index: u32, out_name: *mut *const c_char, out_node: *mut ctn_node) -> ctn_status;
-    /// `ctn_onnx_model_op_type` (onnx.h).
     pub fn ctn_onnx_model_op_type(model: *const ctn_onnx_model, index: u32, out_uses: *mut u32, out_supported: *mut i32, out_lowered_to: *mut *const c_char) -> ctn_status;
-    /// `ctn_onnx_model_version` (onnx.h).
     pub fn ctn_onnx_model_version(model: *const ctn_onnx_model, out_opset: *mut i64, out_ir_version: *mut i64) -> ctn_status;
-    /// `ctn_onnx_tensor_load` (onnx.h).
     pub fn ctn_onnx_tensor_load(path: *const c_char, out: *mut *mut ctn_tensor, out_name: *mut *const c_char) -> ctn_status;
-    /// `ctn_onnx_export` (onnx.h).
     pub fn ctn_onnx_export(g: *mut ctn_graph, plan: *mut ctn_plan, n_outputs: u32, outputs: *const ctn_node, output_names: *const *const c_char, path: *const c_char) -> ctn_status;
 }
 
 // ---- opencl.h ----------------------------------------------------------------------------------
 
-/// `CTN_OPENCL_INTEROP_PROC` (opencl.h).
 pub const CTN_OPENCL_INTEROP_PROC: &[u8] = b"ctn_opencl_interop\0";
-/// `CTN_OPENCL_INTEROP_VERSION` (opencl.h).
 pub const CTN_OPENCL_INTEROP_VERSION: u32 = 1;
 /// C `ctn_opencl_fn` (opencl.h).
 pub type ctn_opencl_fn = Option<unsafe extern "C" fn()>;
@@ -956,23 +554,14 @@ pub type ctn_opencl_interop_fn = Option<unsafe extern "C" fn(backend_state: *mut
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_opencl_interop {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `version`.
     pub version: u32,
-    /// C `platform`.
     pub platform: *mut c_void,
-    /// C `device`.
     pub device: *mut c_void,
-    /// C `context`.
     pub context: *mut c_void,
-    /// C `queue`.
     pub queue: *mut c_void,
-    /// C `get_function`.
     pub get_function: Option<unsafe extern "C" fn(name: *const c_char) -> ctn_opencl_fn>,
-    /// C `fp64`.
     pub fp64: u32,
-    /// C `reserved`.
     pub reserved: u32,
 }
 
@@ -996,94 +585,59 @@ pub type ctn_op_kernel_run_fn = Option<unsafe extern "C" fn(op: *const ctn_op_de
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_oplib_kernel {
-    /// C `backend`.
     pub backend: *const c_char,
-    /// C `get_kernel`.
     pub get_kernel: Option<unsafe extern "C" fn(host: *const ctn_host_api, n_inputs: u32, inputs: *const ctn_tensor_desc, output: *const ctn_tensor_desc, attrs: *const ctn_attrs, out: *mut ctn_kernel) -> ctn_status>,
 }
 /// C `ctn_op_kernel` (oplib.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_op_kernel {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `reserved`.
     pub reserved: u32,
-    /// C `backend`.
     pub backend: *const c_char,
-    /// C `make`.
     pub make: ctn_op_kernel_make_fn,
-    /// C `run`.
     pub run: ctn_op_kernel_run_fn,
 }
 /// C `ctn_op_def` (oplib.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_op_def {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `n_inputs`.
     pub n_inputs: u32,
-    /// C `name`.
     pub name: *const c_char,
-    /// C `doc`.
     pub doc: *const c_char,
-    /// C `infer`.
     pub infer: ctn_infer_fn,
-    /// C `grad`.
     pub grad: ctn_grad_fn,
-    /// C `n_kernels`.
     pub n_kernels: u32,
-    /// C `kernels`.
     pub kernels: *const ctn_oplib_kernel,
-    /// C `user_data`.
     pub user_data: *mut c_void,
-    /// C `infer_ex`.
     pub infer_ex: ctn_op_infer_fn,
-    /// C `grad_ex`.
     pub grad_ex: ctn_op_grad_fn,
-    /// C `n_kernels_ex`.
     pub n_kernels_ex: u32,
-    /// C `reserved`.
     pub reserved: u32,
-    /// C `kernels_ex`.
     pub kernels_ex: *const ctn_op_kernel,
-    /// C `jvp_ex`.
     pub jvp_ex: ctn_op_jvp_fn,
 }
 /// C `ctn_oplib_desc` (oplib.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_oplib_desc {
-    /// C `header`.
     pub header: ctn_plugin_header,
-    /// C `init`.
     pub init: Option<unsafe extern "C" fn(host: *const ctn_host_api) -> ctn_status>,
-    /// C `shutdown`.
     pub shutdown: Option<unsafe extern "C" fn()>,
-    /// C `n_ops`.
     pub n_ops: u32,
-    /// C `ops`.
     pub ops: *const ctn_op_def,
 }
 
 // ---- plugin.h ----------------------------------------------------------------------------------
 
-/// `CTN_PLUGIN_ENTRY_SYMBOL` (plugin.h).
 pub const CTN_PLUGIN_ENTRY_SYMBOL: &[u8] = b"ctn_plugin_query\0";
-/// `CTN_PLUGIN_BACKEND` (plugin.h).
 pub const CTN_PLUGIN_BACKEND: ctn_plugin_kind = 1;
-/// `CTN_PLUGIN_OPLIB` (plugin.h).
 pub const CTN_PLUGIN_OPLIB: ctn_plugin_kind = 2;
-/// `CTN_PLUGIN_COLLECTIVE_KIND` (plugin.h).
 pub const CTN_PLUGIN_COLLECTIVE_KIND: ctn_plugin_kind = 3;
-/// `CTN_LOG_DEBUG` (plugin.h).
 pub const CTN_LOG_DEBUG: ctn_log_level = 0;
-/// `CTN_LOG_INFO` (plugin.h).
 pub const CTN_LOG_INFO: ctn_log_level = 1;
-/// `CTN_LOG_WARN` (plugin.h).
 pub const CTN_LOG_WARN: ctn_log_level = 2;
-/// `CTN_LOG_ERROR` (plugin.h).
 pub const CTN_LOG_ERROR: ctn_log_level = 3;
 /// C `ctn_plugin_kind` (plugin.h).
 pub type ctn_plugin_kind = i32;
@@ -1095,98 +649,56 @@ pub type ctn_plugin_query_fn = Option<unsafe extern "C" fn(host_abi_version: u32
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_plugin_header {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `abi_major`.
     pub abi_major: u16,
-    /// C `abi_minor`.
     pub abi_minor: u16,
-    /// C `kind`.
     pub kind: u32,
-    /// C `reserved`.
     pub reserved: u32,
-    /// C `name`.
     pub name: *const c_char,
 }
 /// C `ctn_host_api` (plugin.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ctn_host_api {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `abi_major`.
     pub abi_major: u16,
-    /// C `abi_minor`.
     pub abi_minor: u16,
-    /// C `set_error`.
     pub set_error: Option<unsafe extern "C" fn(code: ctn_status, fmt: *const c_char, ...) -> ctn_status>,
-    /// C `log`.
     pub log: Option<unsafe extern "C" fn(level: ctn_log_level, plugin: *const c_char, message: *const c_char)>,
-    /// C `graph_op`.
     pub graph_op: Option<unsafe extern "C" fn(g: *mut ctn_graph, op: *const c_char, n_inputs: u32, inputs: *const ctn_node, attrs: *const ctn_attrs, out: *mut ctn_node) -> ctn_status>,
-    /// C `graph_scalar`.
     pub graph_scalar: Option<unsafe extern "C" fn(g: *mut ctn_graph, dtype: ctn_dtype, value: f64, out: *mut ctn_node) -> ctn_status>,
-    /// C `graph_node_info`.
     pub graph_node_info: Option<unsafe extern "C" fn(g: *mut ctn_graph, n: ctn_node, out_dtype: *mut ctn_dtype, out_ndim: *mut u32, out_shape: *mut i64) -> ctn_status>,
-    /// C `set_error_message`.
     pub set_error_message: Option<unsafe extern "C" fn(code: ctn_status, message: *const c_char) -> ctn_status>,
-    /// C `backend_proc`.
     pub backend_proc: Option<unsafe extern "C" fn(backend: *const c_char, name: *const c_char, out_proc: *mut *mut c_void, out_state: *mut *mut c_void) -> ctn_status>,
 }
 
 // ---- types.h -----------------------------------------------------------------------------------
 
-/// `CTN_MAX_DIMS` (types.h).
 pub const CTN_MAX_DIMS: usize = 8;
-/// `CTN_NODE_NONE` (types.h).
 pub const CTN_NODE_NONE: ctn_node = 0xffffffff;
-/// `CTN_ATTR_INTS` (types.h).
 pub const CTN_ATTR_INTS: usize = 16;
-/// `CTN_ATTR_FLOATS` (types.h).
 pub const CTN_ATTR_FLOATS: usize = 4;
-/// `CTN_KERNEL_INPLACE_OK` (types.h).
 pub const CTN_KERNEL_INPLACE_OK: u32 = 1;
-/// `CTN_OK` (types.h).
 pub const CTN_OK: i32 = 0;
-/// `CTN_ERR_INVALID_ARGUMENT` (types.h).
 pub const CTN_ERR_INVALID_ARGUMENT: i32 = 1;
-/// `CTN_ERR_SHAPE` (types.h).
 pub const CTN_ERR_SHAPE: i32 = 2;
-/// `CTN_ERR_DTYPE` (types.h).
 pub const CTN_ERR_DTYPE: i32 = 3;
-/// `CTN_ERR_OUT_OF_MEMORY` (types.h).
 pub const CTN_ERR_OUT_OF_MEMORY: i32 = 4;
-/// `CTN_ERR_UNAVAILABLE` (types.h).
 pub const CTN_ERR_UNAVAILABLE: i32 = 5;
-/// `CTN_ERR_UNSUPPORTED` (types.h).
 pub const CTN_ERR_UNSUPPORTED: i32 = 6;
-/// `CTN_ERR_PLUGIN` (types.h).
 pub const CTN_ERR_PLUGIN: i32 = 7;
-/// `CTN_ERR_IO` (types.h).
 pub const CTN_ERR_IO: i32 = 8;
-/// `CTN_ERR_CORRUPT` (types.h).
 pub const CTN_ERR_CORRUPT: i32 = 9;
-/// `CTN_ERR_STATE` (types.h).
 pub const CTN_ERR_STATE: i32 = 10;
-/// `CTN_ERR_INTERNAL` (types.h).
 pub const CTN_ERR_INTERNAL: i32 = 11;
-/// `CTN_ERR_CANCELLED` (types.h).
 pub const CTN_ERR_CANCELLED: i32 = 12;
-/// `CTN_ERR_NUMERICS` (types.h).
 pub const CTN_ERR_NUMERICS: i32 = 13;
-/// `CTN_F32` (types.h).
 pub const CTN_F32: ctn_dtype = 0;
-/// `CTN_F64` (types.h).
 pub const CTN_F64: ctn_dtype = 1;
-/// `CTN_I32` (types.h).
 pub const CTN_I32: ctn_dtype = 2;
-/// `CTN_I64` (types.h).
 pub const CTN_I64: ctn_dtype = 3;
-/// `CTN_U8` (types.h).
 pub const CTN_U8: ctn_dtype = 4;
-/// `CTN_BOOL` (types.h).
 pub const CTN_BOOL: ctn_dtype = 5;
-/// `CTN_DTYPE_COUNT_V1` (types.h).
 pub const CTN_DTYPE_COUNT_V1: ctn_dtype = 6;
 /// C `ctn_status` (types.h).
 pub type ctn_status = i32;
@@ -1197,96 +709,64 @@ pub type ctn_node = u32;
 /// C `ctn_kernel_fn` (types.h).
 pub type ctn_kernel_fn = Option<unsafe extern "C" fn(state: *mut c_void, args: *const ctn_kernel_args) -> ctn_status>;
 opaque! {
-    /// C `ctn_graph` (types.h), only handled through pointers.
     ctn_graph;
 }
 /// C `ctn_attrs` (types.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ctn_attrs {
-    /// C `i`.
     pub i: [i64; CTN_ATTR_INTS],
-    /// C `f`.
     pub f: [f64; CTN_ATTR_FLOATS],
-    /// C `ni`.
     pub ni: u32,
-    /// C `nf`.
     pub nf: u32,
 }
 /// C `ctn_tensor_desc` (types.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_tensor_desc {
-    /// C `data`.
     pub data: *mut c_void,
-    /// C `offset`.
     pub offset: u64,
-    /// C `dtype`.
     pub dtype: i32,
-    /// C `ndim`.
     pub ndim: u32,
-    /// C `shape`.
     pub shape: [i64; CTN_MAX_DIMS],
-    /// C `strides`.
     pub strides: [i64; CTN_MAX_DIMS],
 }
 /// C `ctn_kernel_args` (types.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_kernel_args {
-    /// C `n_inputs`.
     pub n_inputs: u32,
-    /// C `n_outputs`.
     pub n_outputs: u32,
-    /// C `inputs`.
     pub inputs: *const ctn_tensor_desc,
-    /// C `outputs`.
     pub outputs: *const ctn_tensor_desc,
-    /// C `attrs`.
     pub attrs: *const ctn_attrs,
-    /// C `workspace`.
     pub workspace: *mut c_void,
-    /// C `workspace_size`.
     pub workspace_size: u64,
 }
 /// C `ctn_kernel` (types.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_kernel {
-    /// C `fn`.
     pub fn_: ctn_kernel_fn,
-    /// C `state`.
     pub state: *mut c_void,
-    /// C `release`.
     pub release: Option<unsafe extern "C" fn(state: *mut c_void)>,
-    /// C `workspace_size`.
     pub workspace_size: u64,
-    /// C `flags`.
     pub flags: u32,
-    /// C `reserved`.
     pub reserved: u32,
 }
 
 // ---- version.h ---------------------------------------------------------------------------------
 
-/// `CTN_ABI_MAJOR` (version.h).
 pub const CTN_ABI_MAJOR: u32 = 1;
-/// `CTN_ABI_MINOR` (version.h).
 pub const CTN_ABI_MINOR: u32 = 3;
-/// `CTN_VERSION_MAJOR` (version.h).
 pub const CTN_VERSION_MAJOR: u32 = 0;
-/// `CTN_VERSION_MINOR` (version.h).
 pub const CTN_VERSION_MINOR: u32 = 1;
-/// `CTN_VERSION_PATCH` (version.h).
 pub const CTN_VERSION_PATCH: u32 = 0;
-/// `CTN_ABI_VERSION` (version.h).
 pub const CTN_ABI_VERSION: u32 = (CTN_ABI_MAJOR << 16) | CTN_ABI_MINOR;
 
 // ---- vulkan.h ----------------------------------------------------------------------------------
 
-/// `CTN_VULKAN_INTEROP_PROC` (vulkan.h).
 pub const CTN_VULKAN_INTEROP_PROC: &[u8] = b"ctn_vulkan_interop\0";
-/// `CTN_VULKAN_INTEROP_VERSION` (vulkan.h).
 pub const CTN_VULKAN_INTEROP_VERSION: u32 = 1;
 /// C `ctn_vulkan_fn` (vulkan.h).
 pub type ctn_vulkan_fn = Option<unsafe extern "C" fn()>;
@@ -1296,52 +776,31 @@ pub type ctn_vulkan_interop_fn = Option<unsafe extern "C" fn(backend_state: *mut
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_vulkan_commands {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `reserved`.
     pub reserved: u32,
-    /// C `command_buffer`.
     pub command_buffer: *mut c_void,
-    /// C `descriptor_pool`.
     pub descriptor_pool: u64,
-    /// C `token`.
     pub token: *mut c_void,
 }
 /// C `ctn_vulkan_interop` (vulkan.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ctn_vulkan_interop {
-    /// C `struct_size`.
     pub struct_size: u32,
-    /// C `version`.
     pub version: u32,
-    /// C `instance`.
     pub instance: *mut c_void,
-    /// C `physical_device`.
     pub physical_device: *mut c_void,
-    /// C `device`.
     pub device: *mut c_void,
-    /// C `queue`.
     pub queue: *mut c_void,
-    /// C `queue_family`.
     pub queue_family: u32,
-    /// C `api_version`.
     pub api_version: u32,
-    /// C `get_instance_proc_addr`.
     pub get_instance_proc_addr: Option<unsafe extern "C" fn(instance: *mut c_void, name: *const c_char) -> ctn_vulkan_fn>,
-    /// C `shader_float64`.
     pub shader_float64: u32,
-    /// C `reserved`.
     pub reserved: u32,
-    /// C `storage_offset_alignment`.
     pub storage_offset_alignment: u64,
-    /// C `max_storage_range`.
     pub max_storage_range: u64,
-    /// C `buffer_info`.
     pub buffer_info: Option<unsafe extern "C" fn(backend_state: *mut c_void, data: *mut c_void, out_buffer: *mut u64, out_size: *mut u64) -> ctn_status>,
-    /// C `begin_commands`.
     pub begin_commands: Option<unsafe extern "C" fn(backend_state: *mut c_void, n_sets: u32, n_descriptors: u32, out: *mut ctn_vulkan_commands) -> ctn_status>,
-    /// C `end_commands`.
     pub end_commands: Option<unsafe extern "C" fn(backend_state: *mut c_void, commands: *mut ctn_vulkan_commands) -> ctn_status>,
 }
 
