@@ -95,12 +95,9 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 }
 
 // Close frees the checkpoint. Idempotent.
-func (c *Checkpoint) Close() error {
-	if c != nil {
-		c.h.close()
-	}
-	return nil
-}
+func (c *Checkpoint) Close() error { return closeOwner(c) }
+
+func (c *Checkpoint) owned() *handle { return &c.h }
 
 // Names lists the tensors in the order of the file's header.
 func (c *Checkpoint) Names() ([]string, error) {

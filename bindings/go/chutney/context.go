@@ -97,12 +97,9 @@ func NewContext(opts *Options) (*Context, error) {
 
 // Close releases the context. Idempotent. Graphs and plans made from it keep it alive until
 // they are closed too; the context's backends are shut down after the last of them.
-func (c *Context) Close() error {
-	if c != nil {
-		c.h.close()
-	}
-	return nil
-}
+func (c *Context) Close() error { return closeOwner(c) }
+
+func (c *Context) owned() *handle { return &c.h }
 
 // LoadPlugin loads one plugin file (a backend or an op library). A rejected file gives
 // ErrPlugin naming it and the reason; a backend whose device is absent gives ErrUnavailable.

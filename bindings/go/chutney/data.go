@@ -77,12 +77,9 @@ func OpenFashionMNIST(dir, split string) (*Dataset, error) {
 }
 
 // Close drops the program's reference; loaders keep their own. Idempotent.
-func (d *Dataset) Close() error {
-	if d != nil {
-		d.h.close()
-	}
-	return nil
-}
+func (d *Dataset) Close() error { return closeOwner(d) }
+
+func (d *Dataset) owned() *handle { return &d.h }
 
 // DatasetInfo describes a dataset.
 type DatasetInfo struct {
@@ -186,12 +183,9 @@ func NewLoader(ds *Dataset, o LoaderOptions) (*Loader, error) {
 }
 
 // Close stops the workers and frees the buffers. Idempotent.
-func (l *Loader) Close() error {
-	if l != nil {
-		l.h.close()
-	}
-	return nil
-}
+func (l *Loader) Close() error { return closeOwner(l) }
+
+func (l *Loader) owned() *handle { return &l.h }
 
 // NewBatch creates a pair of tensors of the shapes Next fills: images Float32 [B, 1, rows,
 // cols] (or [B, rows*cols] when Flat) and labels Int32 [B].

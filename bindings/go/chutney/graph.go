@@ -83,12 +83,9 @@ func (c *Context) newGraph(eager bool) (*Graph, error) {
 }
 
 // Close releases the graph. Idempotent. Plans compiled from it stay valid.
-func (g *Graph) Close() error {
-	if g != nil {
-		g.h.close()
-	}
-	return nil
-}
+func (g *Graph) Close() error { return closeOwner(g) }
+
+func (g *Graph) owned() *handle { return &g.h }
 
 // Err returns the first failure of a building call, or nil.
 func (g *Graph) Err() error {

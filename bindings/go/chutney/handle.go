@@ -151,3 +151,15 @@ func track[T any, P interface {
 	})
 	return obj
 }
+
+// closeOwner closes the handle of p (Close of every handle-owning type): nil does nothing.
+// Always nil: closing cannot fail (a release that waits for dependents runs when they close).
+func closeOwner[T any, P interface {
+	*T
+	owned() *handle
+}](p P) error {
+	if p != nil {
+		p.owned().close()
+	}
+	return nil
+}

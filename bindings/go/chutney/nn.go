@@ -51,12 +51,9 @@ func (g *Graph) NewModel(dt DType, seed uint64) (*Model, error) {
 }
 
 // Close releases the model's bookkeeping (the graph and its nodes stay). Idempotent.
-func (m *Model) Close() error {
-	if m != nil {
-		m.h.close()
-	}
-	return nil
-}
+func (m *Model) Close() error { return closeOwner(m) }
+
+func (m *Model) owned() *handle { return &m.h }
 
 // Graph is the graph the model builds into.
 func (m *Model) Graph() *Graph {

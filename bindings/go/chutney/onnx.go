@@ -58,12 +58,9 @@ func (m *ONNXModel) use() error {
 }
 
 // Close releases the model handle; idempotent. The graph stays usable.
-func (m *ONNXModel) Close() error {
-	if m != nil {
-		m.h.close()
-	}
-	return nil
-}
+func (m *ONNXModel) Close() error { return closeOwner(m) }
+
+func (m *ONNXModel) owned() *handle { return &m.h }
 
 // LoadONNX reads an ONNX model file into a new lazy graph of c: one input node per graph input,
 // initializers as variables (or constants), each ONNX node lowered to chutney ops. opts may be

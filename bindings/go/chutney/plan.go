@@ -206,12 +206,9 @@ func (g *Graph) CompileWith(opts CompileOptions, outputs ...Node) (*Plan, error)
 }
 
 // Close releases the plan. Idempotent.
-func (p *Plan) Close() error {
-	if p != nil {
-		p.h.close()
-	}
-	return nil
-}
+func (p *Plan) Close() error { return closeOwner(p) }
+
+func (p *Plan) owned() *handle { return &p.h }
 
 // NumOutputs is the number of outputs the plan was compiled with.
 func (p *Plan) NumOutputs() int {

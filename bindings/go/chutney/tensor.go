@@ -161,12 +161,9 @@ func Zeros(dt DType, shape ...int64) (*Tensor, error) {
 }
 
 // Close releases the tensor. Idempotent.
-func (t *Tensor) Close() error {
-	if t != nil {
-		t.h.close()
-	}
-	return nil
-}
+func (t *Tensor) Close() error { return closeOwner(t) }
+
+func (t *Tensor) owned() *handle { return &t.h }
 
 // DType is the tensor's element type.
 func (t *Tensor) DType() DType {
