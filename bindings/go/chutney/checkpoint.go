@@ -214,25 +214,28 @@ func (c *Checkpoint) MetadataValue(key string) (string, bool, error) {
 	return C.GoString(v), true, nil
 }
 
-// variableArgs prepares the C arguments of Save/LoadVariables: names, node ids and the path.
-func (p *Plan) variableArgs(vars []NamedNode, path string, cs *cstrings) ([]*C.char, []C.ctn_node, *C.char, error) {
+// withVariableArgs converts vars (each checked to be a node of this plan's graph) and path to
+// C, calls f with them and frees them; cs may hold more strings for f.
+func (p *Plan) withVariableArgs(path string, vars []NamedNode, f func(names **C.char, ids *C.ctn_node, cpath *C.char, cs *cstrings) error) error {
+	var cs cstrings
+	defer cs.free()
 	names := make([]*C.char, len(vars)+1)
 	ids := make([]C.ctn_node, len(vars)+1)
 	for i, v := range vars {
 		if err := p.checkNode(v.Node, "variable "+v.Name); err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 		var err error
 		if names[i], err = cs.add(v.Name, "variable name"); err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 		ids[i] = v.Node.id
 	}
 	cpath, err := cs.add(path, "path")
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
-	return names, ids, cpath, nil
+	return f(&names[0], &ids[0], cpath, &cs)
 }
 
 // SaveVariables saves the current value of each variable under its name (atomically, as
@@ -242,17 +245,13 @@ func (p *Plan) SaveVariables(path string, vars []NamedNode, metadata map[string]
 		return err
 	}
 	defer p.leave()
-	var cs cstrings
-	defer cs.free()
-	names, ids, cpath, err := p.variableArgs(vars, path, &cs)
-	if err != nil {
-		return err
-	}
-	m, err := cMetadata(metadata, &cs)
-	if err != nil {
-		return err
-	}
-	return check(C.goctn_plan_save_variables(p.ptr, C.uint32_t(len(vars)), &names[0], &ids[0], cpath, m))
+	return p.withVariableArgs(path, vars, func(names **C.char, ids *C.ctn_node, cpath *C.char, cs *cstrings) error {
+		m, err := cMetadata(metadata, cs)
+		if err != nil {
+			return err
+		}
+		return check(C.goctn_plan_save_variables(p.ptr, C.uint32_t(len(vars)), names, ids, cpath, m))
+	})
 }
 
 // LoadVariables writes tensor name into each variable, all checked before the first write (on
@@ -262,11 +261,7 @@ func (p *Plan) LoadVariables(path string, vars []NamedNode) error {
 		return err
 	}
 	defer p.leave()
-	var cs cstrings
-	defer cs.free()
-	names, ids, cpath, err := p.variableArgs(vars, path, &cs)
-	if err != nil {
-		return err
-	}
-	return check(C.goctn_plan_load_variables(p.ptr, C.uint32_t(len(vars)), &names[0], &ids[0], cpath))
+	return p.withVariableArgs(path, vars, func(names **C.char, ids *C.ctn_node, cpath *C.char, _ *cstrings) error {
+		return check(C.goctn_plan_load_variables(p.ptr, C.uint32_t(len(vars)), names, ids, cpath))
+	})
 }

@@ -146,6 +146,22 @@ type BackendInfo struct {
 
 // Backends lists every backend the context knows, available or not.
 func (c *Context) Backends() ([]BackendInfo, error) {
+	count := func(n *C.uint32_t) C.goctn_ret { return C.goctn_context_backend_count(c.ptr, n) }
+	return listContext(c, count, func(i C.uint32_t) (BackendInfo, error) {
+		var bi C.ctn_backend_info
+		bi.struct_size = C.uint32_t(unsafe.Sizeof(bi))
+		err := check(C.goctn_context_backend_info(c.ptr, i, &bi))
+		return BackendInfo{
+			Name: goString(bi.name), Available: bi.available != 0,
+			Description: goString(bi.description), Path: goString(bi.path),
+			ABIMajor: int(bi.abi_major), ABIMinor: int(bi.abi_minor),
+		}, err
+	})
+}
+
+// listContext reads one of the context's numbered lists under its lock: count gives the
+// length, item the entry of an index (the first error ends the list).
+func listContext[T any](c *Context, count func(*C.uint32_t) C.goctn_ret, item func(C.uint32_t) (T, error)) ([]T, error) {
 	if err := c.use(); err != nil {
 		return nil, err
 	}
@@ -153,21 +169,16 @@ func (c *Context) Backends() ([]BackendInfo, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var n C.uint32_t
-	if err := check(C.goctn_context_backend_count(c.ptr, &n)); err != nil {
+	if err := check(count(&n)); err != nil {
 		return nil, err
 	}
-	out := make([]BackendInfo, 0, int(n))
+	out := make([]T, 0, int(n))
 	for i := C.uint32_t(0); i < n; i++ {
-		var bi C.ctn_backend_info
-		bi.struct_size = C.uint32_t(unsafe.Sizeof(bi))
-		if err := check(C.goctn_context_backend_info(c.ptr, i, &bi)); err != nil {
+		v, err := item(i)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, BackendInfo{
-			Name: goString(bi.name), Available: bi.available != 0,
-			Description: goString(bi.description), Path: goString(bi.path),
-			ABIMajor: int(bi.abi_major), ABIMinor: int(bi.abi_minor),
-		})
+		out = append(out, v)
 	}
 	return out, nil
 }

@@ -409,30 +409,17 @@ type OpInfo struct {
 // Ops lists every op the context knows: built-in ops first, then each library's in loading
 // order.
 func (c *Context) Ops() ([]OpInfo, error) {
-	if err := c.use(); err != nil {
-		return nil, err
-	}
-	defer c.h.release()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var n C.uint32_t
-	if err := check(C.goctn_context_op_count(c.ptr, &n)); err != nil {
-		return nil, err
-	}
-	ops := make([]OpInfo, 0, int(n))
-	for i := C.uint32_t(0); i < n; i++ {
+	count := func(n *C.uint32_t) C.goctn_ret { return C.goctn_context_op_count(c.ptr, n) }
+	return listContext(c, count, func(i C.uint32_t) (OpInfo, error) {
 		var oi C.ctn_op_info
 		oi.struct_size = C.uint32_t(unsafe.Sizeof(oi))
-		if err := check(C.goctn_context_op_info(c.ptr, i, &oi)); err != nil {
-			return nil, err
-		}
-		ops = append(ops, OpInfo{
+		err := check(C.goctn_context_op_info(c.ptr, i, &oi))
+		return OpInfo{
 			Name: goString(oi.name), NumInputs: int(oi.n_inputs), Attributes: goString(oi.attributes),
 			Doc: goString(oi.doc), Origin: goString(oi.origin), OriginPath: goString(oi.origin_path),
 			Differentiable: oi.differentiable != 0, Elementwise: oi.flags&C.CTN_OP_INFO_ELEMENTWISE != 0,
-		})
-	}
-	return ops, nil
+		}, err
+	})
 }
 
 // OpSupport says whether backend runs op for dtype dt, and if not, why (the op's refusal of the

@@ -94,25 +94,35 @@ func Parse(header, src string) ([]Func, error) {
 
 // splitTop splits a parameter list at the commas outside parentheses.
 func splitTop(s string) ([]string, bool) {
-	var parts []string
+	parts, rest, ok := splitOutside(s, '(', ')', ',', nil)
+	return append(parts, rest), ok
+}
+
+// splitOutside splits s at each sep outside open/close pairs and returns the text after the
+// last one; ok is false when the pairs do not balance. When drop says yes to the text before a
+// block that closes at the top level (a `static inline` function, whose body no separator
+// ends), that text and the block are dropped.
+func splitOutside(s string, open, close, sep rune, drop func(head string) bool) (parts []string, rest string, ok bool) {
 	depth, start := 0, 0
 	for i, c := range s {
 		switch c {
-		case '(':
+		case open:
 			depth++
-		case ')':
-			depth--
-			if depth < 0 {
-				return nil, false
+		case close:
+			if depth--; depth < 0 {
+				return nil, "", false
 			}
-		case ',':
+			if depth == 0 && drop != nil && drop(strings.TrimSpace(s[start:i])) {
+				start = i + 1
+			}
+		case sep:
 			if depth == 0 {
 				parts = append(parts, s[start:i])
 				start = i + 1
 			}
 		}
 	}
-	return append(parts, s[start:]), depth == 0
+	return parts, s[start:], depth == 0
 }
 
 func parseParam(a string) (Param, error) {

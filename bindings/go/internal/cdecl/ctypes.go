@@ -112,28 +112,13 @@ func parseInt(s string) (int64, bool) {
 // statements splits at the semicolons outside braces; a `static inline` function (a body
 // without a closing semicolon) is dropped with its body.
 func statements(text string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i, c := range text {
-		switch c {
-		case '{':
-			depth++
-		case '}':
-			depth--
-			if depth == 0 {
-				head := strings.TrimSpace(text[start:i])
-				if strings.HasPrefix(head, "static inline") {
-					start = i + 1
-				}
-			}
-		case ';':
-			if depth == 0 {
-				out = append(out, norm(text[start:i]))
-				start = i + 1
-			}
-		}
+	parts, _, _ := splitOutside(text, '{', '}', ';', func(head string) bool {
+		return strings.HasPrefix(head, "static inline")
+	})
+	for i := range parts {
+		parts[i] = norm(parts[i])
 	}
-	return out
+	return parts
 }
 
 func norm(s string) string {

@@ -106,12 +106,7 @@ unsafe impl Send for Context {}
 // SAFETY: as above.
 unsafe impl Sync for Context {}
 
-impl Drop for Context {
-    fn drop(&mut self) {
-        // SAFETY: we own the handle; nothing borrows it (the borrow checker saw to that).
-        unsafe { sys::ctn_context_release(self.ptr) }
-    }
-}
+release_on_drop!(Context => sys::ctn_context_release); // we own the handle; nothing borrows it (the borrow checker saw to that).
 
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -112,12 +112,7 @@ pub struct Tensor {
 // SAFETY: a ctn_tensor may be used from any thread, one at a time (chutney.h).
 unsafe impl Send for Tensor {}
 
-impl Drop for Tensor {
-    fn drop(&mut self) {
-        // SAFETY: we own the handle.
-        unsafe { sys::ctn_tensor_release(self.ptr) }
-    }
-}
+release_on_drop!(Tensor => sys::ctn_tensor_release);
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
