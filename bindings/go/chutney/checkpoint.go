@@ -70,12 +70,7 @@ type Checkpoint struct {
 
 func (c *Checkpoint) hdl() *handle { return &c.h }
 
-func (c *Checkpoint) use() error {
-	if c == nil {
-		return nilError("Checkpoint")
-	}
-	return c.h.acquire()
-}
+func (c *Checkpoint) use() error { return useOwner(c, "Checkpoint") }
 
 // LoadCheckpoint reads and validates a safetensors file (the file is closed on return).
 func LoadCheckpoint(path string) (*Checkpoint, error) {
@@ -96,8 +91,6 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 
 // Close frees the checkpoint. Idempotent.
 func (c *Checkpoint) Close() error { return closeOwner(c) }
-
-func (c *Checkpoint) owned() *handle { return &c.h }
 
 // Names lists the tensors in the order of the file's header.
 func (c *Checkpoint) Names() ([]string, error) {

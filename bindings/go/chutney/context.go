@@ -47,12 +47,7 @@ type Context struct {
 
 func (c *Context) hdl() *handle { return &c.h }
 
-func (c *Context) use() error {
-	if c == nil {
-		return nilError("Context")
-	}
-	return c.h.acquire()
-}
+func (c *Context) use() error { return useOwner(c, "Context") }
 
 // NewContext creates a context: it searches and loads plugins (see Options). A plugin that is
 // rejected or whose device is absent does not make this fail: see PluginReport.
@@ -98,8 +93,6 @@ func NewContext(opts *Options) (*Context, error) {
 // Close releases the context. Idempotent. Graphs and plans made from it keep it alive until
 // they are closed too; the context's backends are shut down after the last of them.
 func (c *Context) Close() error { return closeOwner(c) }
-
-func (c *Context) owned() *handle { return &c.h }
 
 // LoadPlugin loads one plugin file (a backend or an op library). A rejected file gives
 // ErrPlugin naming it and the reason; a backend whose device is absent gives ErrUnavailable.

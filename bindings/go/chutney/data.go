@@ -21,12 +21,7 @@ type Dataset struct {
 
 func (d *Dataset) hdl() *handle { return &d.h }
 
-func (d *Dataset) use() error {
-	if d == nil {
-		return nilError("Dataset")
-	}
-	return d.h.acquire()
-}
+func (d *Dataset) use() error { return useOwner(d, "Dataset") }
 
 func wrapDataset(p *C.ctn_dataset) *Dataset {
 	d := &Dataset{ptr: p}
@@ -79,8 +74,6 @@ func OpenFashionMNIST(dir, split string) (*Dataset, error) {
 // Close drops the program's reference; loaders keep their own. Idempotent.
 func (d *Dataset) Close() error { return closeOwner(d) }
 
-func (d *Dataset) owned() *handle { return &d.h }
-
 // DatasetInfo describes a dataset.
 type DatasetInfo struct {
 	NumClasses int   // largest label + 1
@@ -129,12 +122,7 @@ type Loader struct {
 
 func (l *Loader) hdl() *handle { return &l.h }
 
-func (l *Loader) use() error {
-	if l == nil {
-		return nilError("Loader")
-	}
-	return l.h.acquire()
-}
+func (l *Loader) use() error { return useOwner(l, "Loader") }
 
 // LoaderOptions configure NewLoader.
 type LoaderOptions struct {
@@ -184,8 +172,6 @@ func NewLoader(ds *Dataset, o LoaderOptions) (*Loader, error) {
 
 // Close stops the workers and frees the buffers. Idempotent.
 func (l *Loader) Close() error { return closeOwner(l) }
-
-func (l *Loader) owned() *handle { return &l.h }
 
 // NewBatch creates a pair of tensors of the shapes Next fills: images Float32 [B, 1, rows,
 // cols] (or [B, rows*cols] when Flat) and labels Int32 [B].

@@ -32,12 +32,7 @@ var graphSerial atomic.Uint64
 
 func (g *Graph) hdl() *handle { return &g.h }
 
-func (g *Graph) use() error {
-	if g == nil {
-		return nilError("Graph")
-	}
-	return g.h.acquire()
-}
+func (g *Graph) use() error { return useOwner(g, "Graph") }
 
 // Node is a node of a graph: a value the graph computes. The zero Node is invalid (building
 // calls that fail return it).
@@ -84,8 +79,6 @@ func (c *Context) newGraph(eager bool) (*Graph, error) {
 
 // Close releases the graph. Idempotent. Plans compiled from it stay valid.
 func (g *Graph) Close() error { return closeOwner(g) }
-
-func (g *Graph) owned() *handle { return &g.h }
 
 // Err returns the first failure of a building call, or nil.
 func (g *Graph) Err() error {

@@ -22,12 +22,7 @@ type Model struct {
 
 func (m *Model) hdl() *handle { return &m.h }
 
-func (m *Model) use() error {
-	if m == nil {
-		return nilError("Model")
-	}
-	return m.h.acquire()
-}
+func (m *Model) use() error { return useOwner(m, "Model") }
 
 // NewModel creates a model that builds into g; dt (Float32 or Float64) is the dtype of every
 // parameter, seed fixes every initialisation and dropout mask (parameter "name" gets a stream
@@ -52,8 +47,6 @@ func (g *Graph) NewModel(dt DType, seed uint64) (*Model, error) {
 
 // Close releases the model's bookkeeping (the graph and its nodes stay). Idempotent.
 func (m *Model) Close() error { return closeOwner(m) }
-
-func (m *Model) owned() *handle { return &m.h }
 
 // Graph is the graph the model builds into.
 func (m *Model) Graph() *Graph {

@@ -79,12 +79,7 @@ func (a *runArgs) free() {
 
 func (p *Plan) hdl() *handle { return &p.h }
 
-func (p *Plan) use() error {
-	if p == nil {
-		return nilError("Plan")
-	}
-	return p.h.acquire()
-}
+func (p *Plan) use() error { return useOwner(p, "Plan") }
 
 // enter takes a reference and the plan's lock for one call; leave gives both back.
 func (p *Plan) enter() error {
@@ -207,8 +202,6 @@ func (g *Graph) CompileWith(opts CompileOptions, outputs ...Node) (*Plan, error)
 
 // Close releases the plan. Idempotent.
 func (p *Plan) Close() error { return closeOwner(p) }
-
-func (p *Plan) owned() *handle { return &p.h }
 
 // NumOutputs is the number of outputs the plan was compiled with.
 func (p *Plan) NumOutputs() int {

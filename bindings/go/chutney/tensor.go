@@ -69,12 +69,7 @@ type Tensor struct {
 
 func (t *Tensor) hdl() *handle { return &t.h }
 
-func (t *Tensor) use() error {
-	if t == nil {
-		return nilError("Tensor")
-	}
-	return t.h.acquire()
-}
+func (t *Tensor) use() error { return useOwner(t, "Tensor") }
 
 func wrapTensor(p *C.ctn_tensor, dtype DType, shape []int64) *Tensor {
 	t := &Tensor{ptr: p, dtype: dtype, shape: shape}
@@ -162,8 +157,6 @@ func Zeros(dt DType, shape ...int64) (*Tensor, error) {
 
 // Close releases the tensor. Idempotent.
 func (t *Tensor) Close() error { return closeOwner(t) }
-
-func (t *Tensor) owned() *handle { return &t.h }
 
 // DType is the tensor's element type.
 func (t *Tensor) DType() DType {
