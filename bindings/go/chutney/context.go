@@ -141,8 +141,7 @@ type BackendInfo struct {
 func (c *Context) Backends() ([]BackendInfo, error) {
 	count := func(n *C.uint32_t) C.goctn_ret { return C.goctn_context_backend_count(c.ptr, n) }
 	return listContext(c, count, func(i C.uint32_t) (BackendInfo, error) {
-		var bi C.ctn_backend_info
-		bi.struct_size = C.uint32_t(unsafe.Sizeof(bi))
+		bi := C.ctn_backend_info{struct_size: C.sizeof_ctn_backend_info}
 		err := check(C.goctn_context_backend_info(c.ptr, i, &bi))
 		return BackendInfo{
 			Name: goString(bi.name), Available: bi.available != 0,

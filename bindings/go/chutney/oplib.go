@@ -411,8 +411,7 @@ type OpInfo struct {
 func (c *Context) Ops() ([]OpInfo, error) {
 	count := func(n *C.uint32_t) C.goctn_ret { return C.goctn_context_op_count(c.ptr, n) }
 	return listContext(c, count, func(i C.uint32_t) (OpInfo, error) {
-		var oi C.ctn_op_info
-		oi.struct_size = C.uint32_t(unsafe.Sizeof(oi))
+		oi := C.ctn_op_info{struct_size: C.sizeof_ctn_op_info}
 		err := check(C.goctn_context_op_info(c.ptr, i, &oi))
 		return OpInfo{
 			Name: goString(oi.name), NumInputs: int(oi.n_inputs), Attributes: goString(oi.attributes),

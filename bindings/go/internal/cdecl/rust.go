@@ -237,6 +237,22 @@ func (a *API) GenerateRust() ([]byte, error) {
 			return nil, fmt.Errorf("%s: %v", h.Name, err)
 		}
 	}
+	// X::sized() for the structs that begin with their own struct_size (not ctn_plugin_header,
+	// embedded at the start of a descriptor whose size it holds).
+	var sized []string
+	structs, _, _, _ := a.covered()
+	embedded := map[string]bool{}
+	for _, s := range structs {
+		for _, f := range s.Fields {
+			embedded[f.Type] = true
+		}
+	}
+	for _, s := range structs {
+		if len(s.Fields) > 0 && s.Fields[0].Name == "struct_size" && s.Fields[0].Type == "uint32_t" && !embedded[s.Name] {
+			sized = append(sized, s.Name)
+		}
+	}
+	b.WriteString("sized_structs!(" + strings.Join(sized, ", ") + ");\n\n")
 	b.WriteString("/// CTN_API functions of the headers chutney-sys does not cover, with the reason.\n")
 	b.WriteString("pub const LEFT_OUT: &[(&str, &str)] = &[\n" + strings.Join(left, "") + "];\n")
 	return b.Bytes(), nil

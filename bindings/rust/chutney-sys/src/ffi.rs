@@ -804,6 +804,8 @@ pub struct ctn_vulkan_interop {
     pub end_commands: Option<unsafe extern "C" fn(backend_state: *mut c_void, commands: *mut ctn_vulkan_commands) -> ctn_status>,
 }
 
+sized_structs!(ctn_context_options, ctn_backend_info, ctn_op_info, ctn_compile_options, ctn_plan_stats, ctn_plan_memory_report, ctn_run_options, ctn_collective_config, ctn_cuda_interop, ctn_dataset_info, ctn_loader_options, ctn_loader_stats, ctn_optimizer, ctn_onnx_options, ctn_opencl_interop, ctn_op_kernel, ctn_op_def, ctn_host_api, ctn_vulkan_commands, ctn_vulkan_interop);
+
 /// CTN_API functions of the headers chutney-sys does not cover, with the reason.
 pub const LEFT_OUT: &[(&str, &str)] = &[
     ("ctn_tensor_from_dlpack", "dlpack.h: the header is not covered by chutney-sys"),

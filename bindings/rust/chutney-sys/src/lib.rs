@@ -41,6 +41,23 @@ macro_rules! opaque {
     )*};
 }
 
+/// `X::sized()` for the structs that begin with `struct_size` (the list is generated): a zeroed
+/// value whose `struct_size` is the struct's size, as the headers' getters and options want.
+macro_rules! sized_structs {
+    ($($t:ident),*) => {$(
+        impl $t {
+            /// Zeroed, with `struct_size` set to this struct's size.
+            pub fn sized() -> Self {
+                // SAFETY: every field of these C structs is a number, a raw pointer, an optional
+                // function or such a struct: all-zero bytes are a valid value of each.
+                let mut v: Self = unsafe { std::mem::zeroed() };
+                v.struct_size = std::mem::size_of::<Self>() as u32;
+                v
+            }
+        }
+    )*};
+}
+
 include!("ffi.rs");
 
 // SAFETY: descriptors are static, immutable tables of pointers to static data and functions.

@@ -75,3 +75,13 @@ fn library_abi_major_matches() {
     assert_eq!(v >> 16, chutney_sys::CTN_ABI_MAJOR, "library ABI {}.{}", v >> 16, v & 0xffff);
     assert!(v & 0xffff >= chutney_sys::CTN_ABI_MINOR, "library ABI minor {} is older", v & 0xffff);
 }
+
+#[test]
+fn sized_structs_carry_their_size_and_nothing_else() {
+    let oi = chutney_sys::ctn_op_info::sized();
+    assert_eq!(oi.struct_size as usize, std::mem::size_of::<chutney_sys::ctn_op_info>());
+    assert!(oi.name.is_null() && oi.n_inputs == 0 && oi.flags == 0);
+    let h = chutney_sys::ctn_host_api::sized();
+    assert_eq!(h.struct_size as usize, std::mem::size_of::<chutney_sys::ctn_host_api>());
+    assert!(h.set_error.is_none() && h.backend_proc.is_none());
+}
