@@ -115,17 +115,7 @@ func (c *Checkpoint) Names() ([]string, error) {
 
 // withName runs a call on the checkpoint with one C string.
 func (c *Checkpoint) withName(name, what string, f func(p *C.char) C.goctn_ret) error {
-	if err := c.use(); err != nil {
-		return err
-	}
-	defer c.h.release()
-	var cs cstrings
-	defer cs.free()
-	p, err := cs.add(name, what)
-	if err != nil {
-		return err
-	}
-	return check(f(p))
+	return withCStrings(c, "Checkpoint", []string{name, what}, func(p []*C.char) C.goctn_ret { return f(p[0]) })
 }
 
 // Info returns tensor name's dtype and shape without copying it.

@@ -97,19 +97,11 @@ func (c *Context) Close() error { return closeOwner(c) }
 // LoadPlugin loads one plugin file (a backend or an op library). A rejected file gives
 // ErrPlugin naming it and the reason; a backend whose device is absent gives ErrUnavailable.
 func (c *Context) LoadPlugin(path string) error {
-	if err := c.use(); err != nil {
-		return err
-	}
-	defer c.h.release()
-	var cs cstrings
-	defer cs.free()
-	p, err := cs.add(path, "plugin path")
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return check(C.goctn_context_load_plugin(c.ptr, p))
+	return c.withString(path, "plugin path", func(p *C.char) C.goctn_ret {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return C.goctn_context_load_plugin(c.ptr, p)
+	})
 }
 
 // PluginReport lists every plugin candidate seen: path, verdict and reason, one per line.
@@ -197,40 +189,30 @@ func (c *Context) SetNumThreads(n int) error {
 
 // SetOption sets a backend-specific option, e.g. ("cpu", "gemm", "own").
 func (c *Context) SetOption(backend, key, value string) error {
-	if err := c.use(); err != nil {
-		return err
-	}
-	defer c.h.release()
-	var cs cstrings
-	defer cs.free()
-	b, err := cs.add(backend, "backend")
-	if err != nil {
-		return err
-	}
-	k, err := cs.add(key, "key")
-	if err != nil {
-		return err
-	}
-	v, err := cs.add(value, "value")
-	if err != nil {
-		return err
-	}
-	return check(C.goctn_context_set_option(c.ptr, b, k, v))
+	return withCStrings(c, "Context", []string{backend, "backend", key, "key", value, "value"},
+		func(s []*C.char) C.goctn_ret { return C.goctn_context_set_option(c.ptr, s[0], s[1], s[2]) })
 }
 
 // withString runs one call taking the context and a C string.
 func (c *Context) withString(s, what string, call func(*C.char) C.goctn_ret) error {
-	if err := c.use(); err != nil {
+	return withCStrings(c, "Context", []string{s, what}, func(p []*C.char) C.goctn_ret { return call(p[0]) })
+}
+
+// withCStrings takes a use reference on o (a nil or closed o is an error naming kind), makes C
+// copies of the (value, what) pairs of args and runs call with them; the copies are freed when
+// it returns.
+func withCStrings[T any, P ownerPtr[T]](o P, kind string, args []string, call func([]*C.char) C.goctn_ret) error {
+	if err := useOwner(o, kind); err != nil {
 		return err
 	}
-	defer c.h.release()
+	defer o.hdl().release()
 	var cs cstrings
 	defer cs.free()
-	p, err := cs.add(s, what)
+	ps, err := cs.addAll(args...)
 	if err != nil {
 		return err
 	}
-	return check(call(p))
+	return check(call(ps))
 }
 
 // cstrings holds C copies of Go strings for one call: C never keeps a Go pointer, and the copies
@@ -244,6 +226,19 @@ func (cs *cstrings) add(s, what string) (*C.char, error) {
 	p := C.CString(s)
 	cs.ptrs = append(cs.ptrs, unsafe.Pointer(p))
 	return p, nil
+}
+
+// addAll adds each (value, what) pair of args and returns the C strings in order.
+func (cs *cstrings) addAll(args ...string) ([]*C.char, error) {
+	ps := make([]*C.char, 0, len(args)/2)
+	for i := 0; i+1 < len(args); i += 2 {
+		p, err := cs.add(args[i], args[i+1])
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
 }
 
 func (cs *cstrings) free() {

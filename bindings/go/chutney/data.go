@@ -33,16 +33,12 @@ func wrapDataset(p *C.ctn_dataset) *Dataset {
 func OpenIDX(imagesPath, labelsPath string) (*Dataset, error) {
 	var cs cstrings
 	defer cs.free()
-	i, err := cs.add(imagesPath, "images path")
-	if err != nil {
-		return nil, err
-	}
-	l, err := cs.add(labelsPath, "labels path")
+	s, err := cs.addAll(imagesPath, "images path", labelsPath, "labels path")
 	if err != nil {
 		return nil, err
 	}
 	var p *C.ctn_dataset
-	if err := check(C.goctn_dataset_open_idx(i, l, &p)); err != nil {
+	if err := check(C.goctn_dataset_open_idx(s[0], s[1], &p)); err != nil {
 		return nil, err
 	}
 	return wrapDataset(p), nil
