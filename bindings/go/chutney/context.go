@@ -228,6 +228,17 @@ func (cs *cstrings) add(s, what string) (*C.char, error) {
 	return p, nil
 }
 
+// getOwned takes a use reference on o (a nil or closed o is an error naming kind) and returns
+// what call writes into a zero V (still zero when call fails: out-parameters are untouched).
+func getOwned[V any, T any, P ownerPtr[T]](o P, kind string, call func(*V) C.goctn_ret) (V, error) {
+	var v V
+	if err := useOwner(o, kind); err != nil {
+		return v, err
+	}
+	defer o.hdl().release()
+	return v, check(call(&v))
+}
+
 // addAll adds each (value, what) pair of args and returns the C strings in order.
 func (cs *cstrings) addAll(args ...string) ([]*C.char, error) {
 	ps := make([]*C.char, 0, len(args)/2)

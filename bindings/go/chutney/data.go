@@ -79,13 +79,11 @@ type DatasetInfo struct {
 
 // Info describes the dataset.
 func (d *Dataset) Info() (DatasetInfo, error) {
-	if err := d.use(); err != nil {
-		return DatasetInfo{}, err
-	}
-	defer d.h.release()
-	var i C.ctn_dataset_info
-	i.struct_size = C.uint32_t(unsafe.Sizeof(i))
-	if err := check(C.goctn_dataset_info_get(d.ptr, &i)); err != nil {
+	i, err := getOwned(d, "Dataset", func(i *C.ctn_dataset_info) C.goctn_ret {
+		i.struct_size = C.sizeof_ctn_dataset_info
+		return C.goctn_dataset_info_get(d.ptr, i)
+	})
+	if err != nil {
 		return DatasetInfo{}, err
 	}
 	return DatasetInfo{NumClasses: int(i.num_classes), Count: int64(i.count), Rows: int(i.rows), Cols: int(i.cols)}, nil
@@ -232,15 +230,8 @@ func (l *Loader) Reset(epoch int64) error {
 
 // NumBatches is the number of batches per epoch.
 func (l *Loader) NumBatches() (int64, error) {
-	if err := l.use(); err != nil {
-		return 0, err
-	}
-	defer l.h.release()
-	var n C.int64_t
-	if err := check(C.goctn_loader_num_batches(l.ptr, &n)); err != nil {
-		return 0, err
-	}
-	return int64(n), nil
+	n, err := getOwned(l, "Loader", func(n *C.int64_t) C.goctn_ret { return C.goctn_loader_num_batches(l.ptr, n) })
+	return int64(n), err
 }
 
 // LoaderStats are cumulative loader statistics since creation.
@@ -256,13 +247,11 @@ type LoaderStats struct {
 
 // Stats returns the loader's statistics.
 func (l *Loader) Stats() (LoaderStats, error) {
-	if err := l.use(); err != nil {
-		return LoaderStats{}, err
-	}
-	defer l.h.release()
-	var s C.ctn_loader_stats
-	s.struct_size = C.uint32_t(unsafe.Sizeof(s))
-	if err := check(C.goctn_loader_stats_get(l.ptr, &s)); err != nil {
+	s, err := getOwned(l, "Loader", func(s *C.ctn_loader_stats) C.goctn_ret {
+		s.struct_size = C.sizeof_ctn_loader_stats
+		return C.goctn_loader_stats_get(l.ptr, s)
+	})
+	if err != nil {
 		return LoaderStats{}, err
 	}
 	return LoaderStats{

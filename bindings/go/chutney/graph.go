@@ -366,15 +366,8 @@ func (n Node) Shape() []int64 {
 
 // NodeCount is the number of nodes in the graph.
 func (g *Graph) NodeCount() (int, error) {
-	if err := g.use(); err != nil {
-		return 0, err
-	}
-	defer g.h.release()
-	var n C.uint32_t
-	if err := check(C.goctn_graph_node_count(g.ptr, &n)); err != nil {
-		return 0, err
-	}
-	return int(n), nil
+	n, err := getOwned(g, "Graph", func(n *C.uint32_t) C.goctn_ret { return C.goctn_graph_node_count(g.ptr, n) })
+	return int(n), err
 }
 
 // Value returns a copy of an eager graph's value of node n.

@@ -209,15 +209,8 @@ func (t *Tensor) Strides() ([]int64, error) {
 
 // IsContiguous tells whether the elements are row-major with no gaps.
 func (t *Tensor) IsContiguous() (bool, error) {
-	if err := t.use(); err != nil {
-		return false, err
-	}
-	defer t.h.release()
-	var c C.int32_t
-	if err := check(C.goctn_tensor_is_contiguous(t.ptr, &c)); err != nil {
-		return false, err
-	}
-	return c != 0, nil
+	c, err := getOwned(t, "Tensor", func(c *C.int32_t) C.goctn_ret { return C.goctn_tensor_is_contiguous(t.ptr, c) })
+	return c != 0, err
 }
 
 // checkElems validates a Go slice against the tensor for Read and Write.
@@ -234,19 +227,10 @@ func checkElems[T Elem](t *Tensor, n int, what string) error {
 // Read copies the tensor's elements (row-major, also for views) into dst, which must have the
 // tensor's dtype and element count.
 func Read[T Elem](t *Tensor, dst []T) error {
-	if err := t.use(); err != nil {
-		return err
-	}
-	defer t.h.release()
-	if err := checkElems[T](t, len(dst), "Read"); err != nil {
-		return err
-	}
-	if len(dst) == 0 {
-		return nil
-	}
-	var z T
-	bytes := uintptr(len(dst)) * unsafe.Sizeof(z)
-	if err := check(C.goctn_tensor_read(t.ptr, unsafe.Pointer(&dst[0]), C.size_t(bytes))); err != nil {
+	err := withElems(t, dst, "Read", func(p unsafe.Pointer, bytes C.size_t) C.goctn_ret {
+		return C.goctn_tensor_read(t.ptr, p, bytes)
+	})
+	if err != nil || len(dst) == 0 {
 		return err
 	}
 	if t.dtype == Bool {
@@ -277,19 +261,26 @@ func Values[T Elem](t *Tensor) ([]T, error) {
 // Write copies src (row-major) into the tensor's elements; src must have the tensor's dtype
 // and element count.
 func Write[T Elem](t *Tensor, src []T) error {
+	return withElems(t, src, "Write", func(p unsafe.Pointer, bytes C.size_t) C.goctn_ret {
+		return C.goctn_tensor_write(t.ptr, p, bytes)
+	})
+}
+
+// withElems runs a copy between the tensor and s (op names it in errors) under a use reference,
+// once s is checked against the tensor's dtype and element count; nothing to copy is no call.
+func withElems[T Elem](t *Tensor, s []T, op string, call func(p unsafe.Pointer, bytes C.size_t) C.goctn_ret) error {
 	if err := t.use(); err != nil {
 		return err
 	}
 	defer t.h.release()
-	if err := checkElems[T](t, len(src), "Write"); err != nil {
+	if err := checkElems[T](t, len(s), op); err != nil {
 		return err
 	}
-	if len(src) == 0 {
+	if len(s) == 0 {
 		return nil
 	}
 	var z T
-	bytes := uintptr(len(src)) * unsafe.Sizeof(z)
-	return check(C.goctn_tensor_write(t.ptr, unsafe.Pointer(&src[0]), C.size_t(bytes)))
+	return check(call(unsafe.Pointer(&s[0]), C.size_t(uintptr(len(s))*unsafe.Sizeof(z))))
 }
 
 // Float32s returns the elements of a Float32 tensor.
