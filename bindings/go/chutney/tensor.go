@@ -11,19 +11,6 @@ import (
 	"unsafe"
 )
 
-// DType is an element type (ctn_dtype).
-type DType int32
-
-// The element types. Bool is one byte per element, 0 or 1, like Go's bool.
-const (
-	Float32 DType = C.CTN_F32
-	Float64 DType = C.CTN_F64
-	Int32   DType = C.CTN_I32
-	Int64   DType = C.CTN_I64
-	Uint8   DType = C.CTN_U8
-	Bool    DType = C.CTN_BOOL
-)
-
 // MaxDims is the largest number of dimensions of a tensor.
 const MaxDims = C.CTN_MAX_DIMS
 
