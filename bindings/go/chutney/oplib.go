@@ -58,35 +58,23 @@ type HostTensor struct {
 func (t HostTensor) Len() int { return t.n }
 
 // Float32s is the tensor's data when its dtype is Float32 (else nil), valid during the call.
-func (t HostTensor) Float32s() []float32 {
-	if t.DType != Float32 || t.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float32)(t.ptr), t.n)
-}
+func (t HostTensor) Float32s() []float32 { return hostSlice[float32](t, Float32) }
 
 // Float64s is the tensor's data when its dtype is Float64 (else nil), valid during the call.
-func (t HostTensor) Float64s() []float64 {
-	if t.DType != Float64 || t.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float64)(t.ptr), t.n)
-}
+func (t HostTensor) Float64s() []float64 { return hostSlice[float64](t, Float64) }
 
 // Int32s is the tensor's data when its dtype is Int32 (else nil), valid during the call.
-func (t HostTensor) Int32s() []int32 {
-	if t.DType != Int32 || t.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int32)(t.ptr), t.n)
-}
+func (t HostTensor) Int32s() []int32 { return hostSlice[int32](t, Int32) }
 
 // Int64s is the tensor's data when its dtype is Int64 (else nil), valid during the call.
-func (t HostTensor) Int64s() []int64 {
-	if t.DType != Int64 || t.n == 0 {
+func (t HostTensor) Int64s() []int64 { return hostSlice[int64](t, Int64) }
+
+// hostSlice is the tensor's data as a []T when its dtype is dt (else nil).
+func hostSlice[T any](t HostTensor, dt DType) []T {
+	if t.DType != dt || t.n == 0 {
 		return nil
 	}
-	return unsafe.Slice((*int64)(t.ptr), t.n)
+	return unsafe.Slice((*T)(t.ptr), t.n)
 }
 
 // OpNode is a node of the graph a gradient rule is building.

@@ -95,6 +95,16 @@ func (p *Plan) leave() {
 	p.h.release()
 }
 
+// getPlan returns what call writes into a zero V, between enter and leave.
+func getPlan[V any](p *Plan, call func(*V) C.goctn_ret) (V, error) {
+	var v V
+	if err := p.enter(); err != nil {
+		return v, err
+	}
+	defer p.leave()
+	return v, check(call(&v))
+}
+
 // lockPlans locks each distinct plan of ps (nil ones skipped) in address order, so that calls
 // locking several plans cannot deadlock each other; the result unlocks them.
 func lockPlans(ps ...*Plan) (unlock func()) {
@@ -430,13 +440,11 @@ type PlanStats struct {
 
 // Stats returns the plan's statistics.
 func (p *Plan) Stats() (PlanStats, error) {
-	if err := p.enter(); err != nil {
-		return PlanStats{}, err
-	}
-	defer p.leave()
-	var s C.ctn_plan_stats
-	s.struct_size = C.uint32_t(unsafe.Sizeof(s))
-	if err := check(C.goctn_plan_stats_get(p.ptr, &s)); err != nil {
+	s, err := getPlan(p, func(s *C.ctn_plan_stats) C.goctn_ret {
+		s.struct_size = C.sizeof_ctn_plan_stats
+		return C.goctn_plan_stats_get(p.ptr, s)
+	})
+	if err != nil {
 		return PlanStats{}, err
 	}
 	return PlanStats{
@@ -460,13 +468,11 @@ type MemoryReport struct {
 
 // MemoryReport reports the plan's memory budget, peaks and recomputed steps.
 func (p *Plan) MemoryReport() (MemoryReport, error) {
-	if err := p.enter(); err != nil {
-		return MemoryReport{}, err
-	}
-	defer p.leave()
-	var r C.ctn_plan_memory_report
-	r.struct_size = C.uint32_t(unsafe.Sizeof(r))
-	if err := check(C.goctn_plan_memory_report_get(p.ptr, &r)); err != nil {
+	r, err := getPlan(p, func(r *C.ctn_plan_memory_report) C.goctn_ret {
+		r.struct_size = C.sizeof_ctn_plan_memory_report
+		return C.goctn_plan_memory_report_get(p.ptr, r)
+	})
+	if err != nil {
 		return MemoryReport{}, err
 	}
 	m := MemoryReport{Budget: uint64(r.budget), PeakWithoutBudget: uint64(r.peak_without_budget),

@@ -297,35 +297,27 @@ func (t *Tensor) Item() (float64, error) {
 	if n := t.NumElements(); n != 1 {
 		return 0, newError(StatusShape, "Item: tensor of shape %v has %d elements, not 1", t.shape, n)
 	}
-	switch t.dtype {
-	case Float32:
-		var v [1]float32
-		err := Read(t, v[:])
-		return float64(v[0]), err
-	case Float64:
-		var v [1]float64
-		err := Read(t, v[:])
-		return v[0], err
-	case Int32:
-		var v [1]int32
-		err := Read(t, v[:])
-		return float64(v[0]), err
-	case Int64:
-		var v [1]int64
-		err := Read(t, v[:])
-		return float64(v[0]), err
-	case Uint8:
-		var v [1]uint8
-		err := Read(t, v[:])
-		return float64(v[0]), err
-	default:
-		var v [1]bool
-		err := Read(t, v[:])
-		if v[0] {
-			return 1, err
-		}
-		return 0, err
+	if read := itemReaders[t.dtype]; read != nil {
+		return read(t)
 	}
+	var v [1]bool
+	err := Read(t, v[:])
+	if v[0] {
+		return 1, err
+	}
+	return 0, err
+}
+
+// itemReaders read the one element of a tensor of each numeric dtype (Bool is Item's own case).
+var itemReaders = map[DType]func(*Tensor) (float64, error){
+	Float32: itemAs[float32], Float64: itemAs[float64], Int32: itemAs[int32], Int64: itemAs[int64],
+	Uint8: itemAs[uint8],
+}
+
+func itemAs[T float32 | float64 | int32 | int64 | uint8](t *Tensor) (float64, error) {
+	var v [1]T
+	err := Read(t, v[:])
+	return float64(v[0]), err
 }
 
 // view runs a call that returns a new tensor sharing (or copying) t's storage.
