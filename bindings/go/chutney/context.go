@@ -239,6 +239,15 @@ func getOwned[V any, T any, P ownerPtr[T]](o P, kind string, call func(*V) C.goc
 	return v, check(call(&v))
 }
 
+// withSize wraps a getter of a struct that begins with its struct_size (the headers pin it at
+// offset 0): the size is set before the call.
+func withSize[V any](call func(*V) C.goctn_ret) func(*V) C.goctn_ret {
+	return func(v *V) C.goctn_ret {
+		*(*C.uint32_t)(unsafe.Pointer(v)) = C.uint32_t(unsafe.Sizeof(*v))
+		return call(v)
+	}
+}
+
 // addAll adds each (value, what) pair of args and returns the C strings in order.
 func (cs *cstrings) addAll(args ...string) ([]*C.char, error) {
 	ps := make([]*C.char, 0, len(args)/2)

@@ -79,10 +79,7 @@ type DatasetInfo struct {
 
 // Info describes the dataset.
 func (d *Dataset) Info() (DatasetInfo, error) {
-	i, err := getOwned(d, "Dataset", func(i *C.ctn_dataset_info) C.goctn_ret {
-		i.struct_size = C.sizeof_ctn_dataset_info
-		return C.goctn_dataset_info_get(d.ptr, i)
-	})
+	i, err := getOwned(d, "Dataset", withSize(func(i *C.ctn_dataset_info) C.goctn_ret { return C.goctn_dataset_info_get(d.ptr, i) }))
 	if err != nil {
 		return DatasetInfo{}, err
 	}
@@ -247,10 +244,7 @@ type LoaderStats struct {
 
 // Stats returns the loader's statistics.
 func (l *Loader) Stats() (LoaderStats, error) {
-	s, err := getOwned(l, "Loader", func(s *C.ctn_loader_stats) C.goctn_ret {
-		s.struct_size = C.sizeof_ctn_loader_stats
-		return C.goctn_loader_stats_get(l.ptr, s)
-	})
+	s, err := getOwned(l, "Loader", withSize(func(s *C.ctn_loader_stats) C.goctn_ret { return C.goctn_loader_stats_get(l.ptr, s) }))
 	if err != nil {
 		return LoaderStats{}, err
 	}

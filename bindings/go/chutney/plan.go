@@ -440,10 +440,7 @@ type PlanStats struct {
 
 // Stats returns the plan's statistics.
 func (p *Plan) Stats() (PlanStats, error) {
-	s, err := getPlan(p, func(s *C.ctn_plan_stats) C.goctn_ret {
-		s.struct_size = C.sizeof_ctn_plan_stats
-		return C.goctn_plan_stats_get(p.ptr, s)
-	})
+	s, err := getPlan(p, withSize(func(s *C.ctn_plan_stats) C.goctn_ret { return C.goctn_plan_stats_get(p.ptr, s) }))
 	if err != nil {
 		return PlanStats{}, err
 	}
@@ -468,10 +465,7 @@ type MemoryReport struct {
 
 // MemoryReport reports the plan's memory budget, peaks and recomputed steps.
 func (p *Plan) MemoryReport() (MemoryReport, error) {
-	r, err := getPlan(p, func(r *C.ctn_plan_memory_report) C.goctn_ret {
-		r.struct_size = C.sizeof_ctn_plan_memory_report
-		return C.goctn_plan_memory_report_get(p.ptr, r)
-	})
+	r, err := getPlan(p, withSize(func(r *C.ctn_plan_memory_report) C.goctn_ret { return C.goctn_plan_memory_report_get(p.ptr, r) }))
 	if err != nil {
 		return MemoryReport{}, err
 	}
