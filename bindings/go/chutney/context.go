@@ -131,21 +131,21 @@ type BackendInfo struct {
 
 // Backends lists every backend the context knows, available or not.
 func (c *Context) Backends() ([]BackendInfo, error) {
-	count := func(n *C.uint32_t) C.goctn_ret { return C.goctn_context_backend_count(c.ptr, n) }
-	return listContext(c, count, func(i C.uint32_t) (BackendInfo, error) {
-		bi := C.ctn_backend_info{struct_size: C.sizeof_ctn_backend_info}
-		err := check(C.goctn_context_backend_info(c.ptr, i, &bi))
-		return BackendInfo{
-			Name: goString(bi.name), Available: bi.available != 0,
-			Description: goString(bi.description), Path: goString(bi.path),
-			ABIMajor: int(bi.abi_major), ABIMinor: int(bi.abi_minor),
-		}, err
-	})
+	return listContext(c, func(n *C.uint32_t) C.goctn_ret { return C.goctn_context_backend_count(c.ptr, n) },
+		func(i C.uint32_t, bi *C.ctn_backend_info) C.goctn_ret {
+			return C.goctn_context_backend_info(c.ptr, i, bi)
+		},
+		func(bi *C.ctn_backend_info) BackendInfo {
+			return BackendInfo{Name: goString(bi.name), Available: bi.available != 0,
+				Description: goString(bi.description), Path: goString(bi.path),
+				ABIMajor: int(bi.abi_major), ABIMinor: int(bi.abi_minor)}
+		})
 }
 
 // listContext reads one of the context's numbered lists under its lock: count gives the
-// length, item the entry of an index (the first error ends the list).
-func listContext[T any](c *Context, count func(*C.uint32_t) C.goctn_ret, item func(C.uint32_t) (T, error)) ([]T, error) {
+// length, get fills the struct_size-led C struct V of an index (the first error ends the list),
+// conv makes the Go value of it.
+func listContext[T, V any](c *Context, count func(*C.uint32_t) C.goctn_ret, get func(C.uint32_t, *V) C.goctn_ret, conv func(*V) T) ([]T, error) {
 	if err := c.use(); err != nil {
 		return nil, err
 	}
@@ -158,11 +158,11 @@ func listContext[T any](c *Context, count func(*C.uint32_t) C.goctn_ret, item fu
 	}
 	out := make([]T, 0, int(n))
 	for i := C.uint32_t(0); i < n; i++ {
-		v, err := item(i)
-		if err != nil {
+		var v V
+		if err := check(withSize(func(v *V) C.goctn_ret { return get(i, v) })(&v)); err != nil {
 			return nil, err
 		}
-		out = append(out, v)
+		out = append(out, conv(&v))
 	}
 	return out, nil
 }

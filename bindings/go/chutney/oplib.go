@@ -397,16 +397,13 @@ type OpInfo struct {
 // Ops lists every op the context knows: built-in ops first, then each library's in loading
 // order.
 func (c *Context) Ops() ([]OpInfo, error) {
-	count := func(n *C.uint32_t) C.goctn_ret { return C.goctn_context_op_count(c.ptr, n) }
-	return listContext(c, count, func(i C.uint32_t) (OpInfo, error) {
-		oi := C.ctn_op_info{struct_size: C.sizeof_ctn_op_info}
-		err := check(C.goctn_context_op_info(c.ptr, i, &oi))
-		return OpInfo{
-			Name: goString(oi.name), NumInputs: int(oi.n_inputs), Attributes: goString(oi.attributes),
-			Doc: goString(oi.doc), Origin: goString(oi.origin), OriginPath: goString(oi.origin_path),
-			Differentiable: oi.differentiable != 0, Elementwise: oi.flags&C.CTN_OP_INFO_ELEMENTWISE != 0,
-		}, err
-	})
+	return listContext(c, func(n *C.uint32_t) C.goctn_ret { return C.goctn_context_op_count(c.ptr, n) },
+		func(i C.uint32_t, oi *C.ctn_op_info) C.goctn_ret { return C.goctn_context_op_info(c.ptr, i, oi) },
+		func(oi *C.ctn_op_info) OpInfo {
+			return OpInfo{Name: goString(oi.name), NumInputs: int(oi.n_inputs), Attributes: goString(oi.attributes),
+				Doc: goString(oi.doc), Origin: goString(oi.origin), OriginPath: goString(oi.origin_path),
+				Differentiable: oi.differentiable != 0, Elementwise: oi.flags&C.CTN_OP_INFO_ELEMENTWISE != 0}
+		})
 }
 
 // OpSupport says whether backend runs op for dtype dt, and if not, why (the op's refusal of the
