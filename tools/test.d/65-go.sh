@@ -4,6 +4,10 @@
 # built without pkg-config, a module outside the repository run without LD_LIBRARY_PATH, the
 # one-plan-several-goroutines stress test 100 times under the race detector, then the
 # 10,000-cycle leak test again without the race detector, whose shadow memory hides RSS growth.
+# First, the files generated from abi/chutney/*.h (internal/genabi: chutney/ctn_wrap.h,
+# chutney-sys's ffi.rs, probe and layout/symbol tests, core/capi/abi_layout_gen.h) are
+# regenerated into a temporary folder and must equal the checked-in ones (a diff is printed
+# otherwise).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 if ! command -v go >/dev/null 2>&1; then
   echo "go not found: install golang-go (tools/deps/go.txt)" >&2
@@ -18,6 +22,26 @@ fi
 cd bindings/go
 log=$CHUTNEY_BUILD_DIR/go-test.log
 rc=0
+
+echo "== generated files up to date (go run ./internal/genabi into a temporary folder, diff)"
+gen=$(mktemp -d)
+stale=0
+if go run ./internal/genabi -root "$gen" -abi ../../abi/chutney; then
+  while IFS= read -r f; do
+    rel=${f#"$gen"/}
+    diff -u "../../$rel" "$f" || { stale=1; echo "stale: $rel" >&2; }
+  done < <(find "$gen" -type f | sort)
+  [[ -n $(find "$gen" -type f) ]] || { stale=1; echo "genabi wrote nothing" >&2; }
+else
+  stale=1
+fi
+rm -rf "$gen"
+if [[ $stale == 0 ]]; then
+  record 1 0 0
+else
+  record 0 1 0; rc=1
+  echo "FAIL: regenerate with: cd bindings/go && GOPROXY=off go generate ./chutney" >&2
+fi
 
 echo "== go vet ./..."
 if go vet ./...; then record 1 0 0; else record 0 1 0; rc=1; fi

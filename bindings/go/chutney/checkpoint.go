@@ -70,12 +70,7 @@ type Checkpoint struct {
 
 func (c *Checkpoint) hdl() *handle { return &c.h }
 
-func (c *Checkpoint) use() error {
-	if c == nil {
-		return nilError("Checkpoint")
-	}
-	return c.h.acquire()
-}
+func (c *Checkpoint) use() error { return useOwner(c, "Checkpoint") }
 
 // LoadCheckpoint reads and validates a safetensors file (the file is closed on return).
 func LoadCheckpoint(path string) (*Checkpoint, error) {
@@ -95,12 +90,7 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 }
 
 // Close frees the checkpoint. Idempotent.
-func (c *Checkpoint) Close() error {
-	if c != nil {
-		c.h.close()
-	}
-	return nil
-}
+func (c *Checkpoint) Close() error { return closeOwner(c) }
 
 // Names lists the tensors in the order of the file's header.
 func (c *Checkpoint) Names() ([]string, error) {
@@ -125,17 +115,7 @@ func (c *Checkpoint) Names() ([]string, error) {
 
 // withName runs a call on the checkpoint with one C string.
 func (c *Checkpoint) withName(name, what string, f func(p *C.char) C.goctn_ret) error {
-	if err := c.use(); err != nil {
-		return err
-	}
-	defer c.h.release()
-	var cs cstrings
-	defer cs.free()
-	p, err := cs.add(name, what)
-	if err != nil {
-		return err
-	}
-	return check(f(p))
+	return withCStrings(c, "Checkpoint", []string{name, what}, func(p []*C.char) C.goctn_ret { return f(p[0]) })
 }
 
 // Info returns tensor name's dtype and shape without copying it.
@@ -217,25 +197,28 @@ func (c *Checkpoint) MetadataValue(key string) (string, bool, error) {
 	return C.GoString(v), true, nil
 }
 
-// variableArgs prepares the C arguments of Save/LoadVariables: names, node ids and the path.
-func (p *Plan) variableArgs(vars []NamedNode, path string, cs *cstrings) ([]*C.char, []C.ctn_node, *C.char, error) {
+// withVariableArgs converts vars (each checked to be a node of this plan's graph) and path to
+// C, calls f with them and frees them; cs may hold more strings for f.
+func (p *Plan) withVariableArgs(path string, vars []NamedNode, f func(names **C.char, ids *C.ctn_node, cpath *C.char, cs *cstrings) error) error {
+	var cs cstrings
+	defer cs.free()
 	names := make([]*C.char, len(vars)+1)
 	ids := make([]C.ctn_node, len(vars)+1)
 	for i, v := range vars {
 		if err := p.checkNode(v.Node, "variable "+v.Name); err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 		var err error
 		if names[i], err = cs.add(v.Name, "variable name"); err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 		ids[i] = v.Node.id
 	}
 	cpath, err := cs.add(path, "path")
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
-	return names, ids, cpath, nil
+	return f(&names[0], &ids[0], cpath, &cs)
 }
 
 // SaveVariables saves the current value of each variable under its name (atomically, as
@@ -245,17 +228,13 @@ func (p *Plan) SaveVariables(path string, vars []NamedNode, metadata map[string]
 		return err
 	}
 	defer p.leave()
-	var cs cstrings
-	defer cs.free()
-	names, ids, cpath, err := p.variableArgs(vars, path, &cs)
-	if err != nil {
-		return err
-	}
-	m, err := cMetadata(metadata, &cs)
-	if err != nil {
-		return err
-	}
-	return check(C.goctn_plan_save_variables(p.ptr, C.uint32_t(len(vars)), &names[0], &ids[0], cpath, m))
+	return p.withVariableArgs(path, vars, func(names **C.char, ids *C.ctn_node, cpath *C.char, cs *cstrings) error {
+		m, err := cMetadata(metadata, cs)
+		if err != nil {
+			return err
+		}
+		return check(C.goctn_plan_save_variables(p.ptr, C.uint32_t(len(vars)), names, ids, cpath, m))
+	})
 }
 
 // LoadVariables writes tensor name into each variable, all checked before the first write (on
@@ -265,11 +244,7 @@ func (p *Plan) LoadVariables(path string, vars []NamedNode) error {
 		return err
 	}
 	defer p.leave()
-	var cs cstrings
-	defer cs.free()
-	names, ids, cpath, err := p.variableArgs(vars, path, &cs)
-	if err != nil {
-		return err
-	}
-	return check(C.goctn_plan_load_variables(p.ptr, C.uint32_t(len(vars)), &names[0], &ids[0], cpath))
+	return p.withVariableArgs(path, vars, func(names **C.char, ids *C.ctn_node, cpath *C.char, _ *cstrings) error {
+		return check(C.goctn_plan_load_variables(p.ptr, C.uint32_t(len(vars)), names, ids, cpath))
+	})
 }

@@ -47,12 +47,7 @@ type Context struct {
 
 func (c *Context) hdl() *handle { return &c.h }
 
-func (c *Context) use() error {
-	if c == nil {
-		return nilError("Context")
-	}
-	return c.h.acquire()
-}
+func (c *Context) use() error { return useOwner(c, "Context") }
 
 // NewContext creates a context: it searches and loads plugins (see Options). A plugin that is
 // rejected or whose device is absent does not make this fail: see PluginReport.
@@ -97,29 +92,16 @@ func NewContext(opts *Options) (*Context, error) {
 
 // Close releases the context. Idempotent. Graphs and plans made from it keep it alive until
 // they are closed too; the context's backends are shut down after the last of them.
-func (c *Context) Close() error {
-	if c != nil {
-		c.h.close()
-	}
-	return nil
-}
+func (c *Context) Close() error { return closeOwner(c) }
 
 // LoadPlugin loads one plugin file (a backend or an op library). A rejected file gives
 // ErrPlugin naming it and the reason; a backend whose device is absent gives ErrUnavailable.
 func (c *Context) LoadPlugin(path string) error {
-	if err := c.use(); err != nil {
-		return err
-	}
-	defer c.h.release()
-	var cs cstrings
-	defer cs.free()
-	p, err := cs.add(path, "plugin path")
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return check(C.goctn_context_load_plugin(c.ptr, p))
+	return c.withString(path, "plugin path", func(p *C.char) C.goctn_ret {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return C.goctn_context_load_plugin(c.ptr, p)
+	})
 }
 
 // PluginReport lists every plugin candidate seen: path, verdict and reason, one per line.
@@ -149,6 +131,21 @@ type BackendInfo struct {
 
 // Backends lists every backend the context knows, available or not.
 func (c *Context) Backends() ([]BackendInfo, error) {
+	return listContext(c, func(n *C.uint32_t) C.goctn_ret { return C.goctn_context_backend_count(c.ptr, n) },
+		func(i C.uint32_t, bi *C.ctn_backend_info) C.goctn_ret {
+			return C.goctn_context_backend_info(c.ptr, i, bi)
+		},
+		func(bi *C.ctn_backend_info) BackendInfo {
+			return BackendInfo{Name: goString(bi.name), Available: bi.available != 0,
+				Description: goString(bi.description), Path: goString(bi.path),
+				ABIMajor: int(bi.abi_major), ABIMinor: int(bi.abi_minor)}
+		})
+}
+
+// listContext reads one of the context's numbered lists under its lock: count gives the
+// length, get fills the struct_size-led C struct V of an index (the first error ends the list),
+// conv makes the Go value of it.
+func listContext[T, V any](c *Context, count func(*C.uint32_t) C.goctn_ret, get func(C.uint32_t, *V) C.goctn_ret, conv func(*V) T) ([]T, error) {
 	if err := c.use(); err != nil {
 		return nil, err
 	}
@@ -156,21 +153,16 @@ func (c *Context) Backends() ([]BackendInfo, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var n C.uint32_t
-	if err := check(C.goctn_context_backend_count(c.ptr, &n)); err != nil {
+	if err := check(count(&n)); err != nil {
 		return nil, err
 	}
-	out := make([]BackendInfo, 0, int(n))
+	out := make([]T, 0, int(n))
 	for i := C.uint32_t(0); i < n; i++ {
-		var bi C.ctn_backend_info
-		bi.struct_size = C.uint32_t(unsafe.Sizeof(bi))
-		if err := check(C.goctn_context_backend_info(c.ptr, i, &bi)); err != nil {
+		var v V
+		if err := check(withSize(func(v *V) C.goctn_ret { return get(i, v) })(&v)); err != nil {
 			return nil, err
 		}
-		out = append(out, BackendInfo{
-			Name: goString(bi.name), Available: bi.available != 0,
-			Description: goString(bi.description), Path: goString(bi.path),
-			ABIMajor: int(bi.abi_major), ABIMinor: int(bi.abi_minor),
-		})
+		out = append(out, conv(&v))
 	}
 	return out, nil
 }
@@ -197,40 +189,30 @@ func (c *Context) SetNumThreads(n int) error {
 
 // SetOption sets a backend-specific option, e.g. ("cpu", "gemm", "own").
 func (c *Context) SetOption(backend, key, value string) error {
-	if err := c.use(); err != nil {
-		return err
-	}
-	defer c.h.release()
-	var cs cstrings
-	defer cs.free()
-	b, err := cs.add(backend, "backend")
-	if err != nil {
-		return err
-	}
-	k, err := cs.add(key, "key")
-	if err != nil {
-		return err
-	}
-	v, err := cs.add(value, "value")
-	if err != nil {
-		return err
-	}
-	return check(C.goctn_context_set_option(c.ptr, b, k, v))
+	return withCStrings(c, "Context", []string{backend, "backend", key, "key", value, "value"},
+		func(s []*C.char) C.goctn_ret { return C.goctn_context_set_option(c.ptr, s[0], s[1], s[2]) })
 }
 
 // withString runs one call taking the context and a C string.
 func (c *Context) withString(s, what string, call func(*C.char) C.goctn_ret) error {
-	if err := c.use(); err != nil {
+	return withCStrings(c, "Context", []string{s, what}, func(p []*C.char) C.goctn_ret { return call(p[0]) })
+}
+
+// withCStrings takes a use reference on o (a nil or closed o is an error naming kind), makes C
+// copies of the (value, what) pairs of args and runs call with them; the copies are freed when
+// it returns.
+func withCStrings[T any, P ownerPtr[T]](o P, kind string, args []string, call func([]*C.char) C.goctn_ret) error {
+	if err := useOwner(o, kind); err != nil {
 		return err
 	}
-	defer c.h.release()
+	defer o.hdl().release()
 	var cs cstrings
 	defer cs.free()
-	p, err := cs.add(s, what)
+	ps, err := cs.addAll(args...)
 	if err != nil {
 		return err
 	}
-	return check(call(p))
+	return check(call(ps))
 }
 
 // cstrings holds C copies of Go strings for one call: C never keeps a Go pointer, and the copies
@@ -244,6 +226,39 @@ func (cs *cstrings) add(s, what string) (*C.char, error) {
 	p := C.CString(s)
 	cs.ptrs = append(cs.ptrs, unsafe.Pointer(p))
 	return p, nil
+}
+
+// getOwned takes a use reference on o (a nil or closed o is an error naming kind) and returns
+// what call writes into a zero V (still zero when call fails: out-parameters are untouched).
+func getOwned[V any, T any, P ownerPtr[T]](o P, kind string, call func(*V) C.goctn_ret) (V, error) {
+	var v V
+	if err := useOwner(o, kind); err != nil {
+		return v, err
+	}
+	defer o.hdl().release()
+	return v, check(call(&v))
+}
+
+// withSize wraps a getter of a struct that begins with its struct_size (the headers pin it at
+// offset 0): the size is set before the call.
+func withSize[V any](call func(*V) C.goctn_ret) func(*V) C.goctn_ret {
+	return func(v *V) C.goctn_ret {
+		*(*C.uint32_t)(unsafe.Pointer(v)) = C.uint32_t(unsafe.Sizeof(*v))
+		return call(v)
+	}
+}
+
+// addAll adds each (value, what) pair of args and returns the C strings in order.
+func (cs *cstrings) addAll(args ...string) ([]*C.char, error) {
+	ps := make([]*C.char, 0, len(args)/2)
+	for i := 0; i+1 < len(args); i += 2 {
+		p, err := cs.add(args[i], args[i+1])
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
 }
 
 func (cs *cstrings) free() {

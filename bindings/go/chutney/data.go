@@ -21,12 +21,7 @@ type Dataset struct {
 
 func (d *Dataset) hdl() *handle { return &d.h }
 
-func (d *Dataset) use() error {
-	if d == nil {
-		return nilError("Dataset")
-	}
-	return d.h.acquire()
-}
+func (d *Dataset) use() error { return useOwner(d, "Dataset") }
 
 func wrapDataset(p *C.ctn_dataset) *Dataset {
 	d := &Dataset{ptr: p}
@@ -38,16 +33,12 @@ func wrapDataset(p *C.ctn_dataset) *Dataset {
 func OpenIDX(imagesPath, labelsPath string) (*Dataset, error) {
 	var cs cstrings
 	defer cs.free()
-	i, err := cs.add(imagesPath, "images path")
-	if err != nil {
-		return nil, err
-	}
-	l, err := cs.add(labelsPath, "labels path")
+	s, err := cs.addAll(imagesPath, "images path", labelsPath, "labels path")
 	if err != nil {
 		return nil, err
 	}
 	var p *C.ctn_dataset
-	if err := check(C.goctn_dataset_open_idx(i, l, &p)); err != nil {
+	if err := check(C.goctn_dataset_open_idx(s[0], s[1], &p)); err != nil {
 		return nil, err
 	}
 	return wrapDataset(p), nil
@@ -77,12 +68,7 @@ func OpenFashionMNIST(dir, split string) (*Dataset, error) {
 }
 
 // Close drops the program's reference; loaders keep their own. Idempotent.
-func (d *Dataset) Close() error {
-	if d != nil {
-		d.h.close()
-	}
-	return nil
-}
+func (d *Dataset) Close() error { return closeOwner(d) }
 
 // DatasetInfo describes a dataset.
 type DatasetInfo struct {
@@ -93,13 +79,8 @@ type DatasetInfo struct {
 
 // Info describes the dataset.
 func (d *Dataset) Info() (DatasetInfo, error) {
-	if err := d.use(); err != nil {
-		return DatasetInfo{}, err
-	}
-	defer d.h.release()
-	var i C.ctn_dataset_info
-	i.struct_size = C.uint32_t(unsafe.Sizeof(i))
-	if err := check(C.goctn_dataset_info_get(d.ptr, &i)); err != nil {
+	i, err := getOwned(d, "Dataset", withSize(func(i *C.ctn_dataset_info) C.goctn_ret { return C.goctn_dataset_info_get(d.ptr, i) }))
+	if err != nil {
 		return DatasetInfo{}, err
 	}
 	return DatasetInfo{NumClasses: int(i.num_classes), Count: int64(i.count), Rows: int(i.rows), Cols: int(i.cols)}, nil
@@ -132,12 +113,7 @@ type Loader struct {
 
 func (l *Loader) hdl() *handle { return &l.h }
 
-func (l *Loader) use() error {
-	if l == nil {
-		return nilError("Loader")
-	}
-	return l.h.acquire()
-}
+func (l *Loader) use() error { return useOwner(l, "Loader") }
 
 // LoaderOptions configure NewLoader.
 type LoaderOptions struct {
@@ -186,12 +162,7 @@ func NewLoader(ds *Dataset, o LoaderOptions) (*Loader, error) {
 }
 
 // Close stops the workers and frees the buffers. Idempotent.
-func (l *Loader) Close() error {
-	if l != nil {
-		l.h.close()
-	}
-	return nil
-}
+func (l *Loader) Close() error { return closeOwner(l) }
 
 // NewBatch creates a pair of tensors of the shapes Next fills: images Float32 [B, 1, rows,
 // cols] (or [B, rows*cols] when Flat) and labels Int32 [B].
@@ -256,15 +227,8 @@ func (l *Loader) Reset(epoch int64) error {
 
 // NumBatches is the number of batches per epoch.
 func (l *Loader) NumBatches() (int64, error) {
-	if err := l.use(); err != nil {
-		return 0, err
-	}
-	defer l.h.release()
-	var n C.int64_t
-	if err := check(C.goctn_loader_num_batches(l.ptr, &n)); err != nil {
-		return 0, err
-	}
-	return int64(n), nil
+	n, err := getOwned(l, "Loader", func(n *C.int64_t) C.goctn_ret { return C.goctn_loader_num_batches(l.ptr, n) })
+	return int64(n), err
 }
 
 // LoaderStats are cumulative loader statistics since creation.
@@ -280,13 +244,8 @@ type LoaderStats struct {
 
 // Stats returns the loader's statistics.
 func (l *Loader) Stats() (LoaderStats, error) {
-	if err := l.use(); err != nil {
-		return LoaderStats{}, err
-	}
-	defer l.h.release()
-	var s C.ctn_loader_stats
-	s.struct_size = C.uint32_t(unsafe.Sizeof(s))
-	if err := check(C.goctn_loader_stats_get(l.ptr, &s)); err != nil {
+	s, err := getOwned(l, "Loader", withSize(func(s *C.ctn_loader_stats) C.goctn_ret { return C.goctn_loader_stats_get(l.ptr, s) }))
+	if err != nil {
 		return LoaderStats{}, err
 	}
 	return LoaderStats{

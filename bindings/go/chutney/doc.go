@@ -38,4 +38,4 @@
 // to Go memory after a call returns.
 package chutney
 
-//go:generate go run ../internal/genwrap -abi ../../../abi/chutney -o ctn_wrap.h
+//go:generate go run ../internal/genabi -root ../../..

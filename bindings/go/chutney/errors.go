@@ -12,27 +12,6 @@ import (
 	"unsafe"
 )
 
-// Status is a chutney status code (ctn_status).
-type Status int32
-
-// The status codes of types.h.
-const (
-	StatusOK              Status = C.CTN_OK
-	StatusInvalidArgument Status = C.CTN_ERR_INVALID_ARGUMENT
-	StatusShape           Status = C.CTN_ERR_SHAPE
-	StatusDType           Status = C.CTN_ERR_DTYPE
-	StatusOutOfMemory     Status = C.CTN_ERR_OUT_OF_MEMORY
-	StatusUnavailable     Status = C.CTN_ERR_UNAVAILABLE
-	StatusUnsupported     Status = C.CTN_ERR_UNSUPPORTED
-	StatusPlugin          Status = C.CTN_ERR_PLUGIN
-	StatusIO              Status = C.CTN_ERR_IO
-	StatusCorrupt         Status = C.CTN_ERR_CORRUPT
-	StatusState           Status = C.CTN_ERR_STATE
-	StatusInternal        Status = C.CTN_ERR_INTERNAL
-	StatusCancelled       Status = C.CTN_ERR_CANCELLED // since ABI 1.3
-	StatusNumerics        Status = C.CTN_ERR_NUMERICS  // since ABI 1.3
-)
-
 // String is the library's constant name of the status ("CTN_ERR_SHAPE").
 func (s Status) String() string { return C.GoString(C.ctn_status_name(C.ctn_status(s))) }
 

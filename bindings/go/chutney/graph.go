@@ -32,12 +32,7 @@ var graphSerial atomic.Uint64
 
 func (g *Graph) hdl() *handle { return &g.h }
 
-func (g *Graph) use() error {
-	if g == nil {
-		return nilError("Graph")
-	}
-	return g.h.acquire()
-}
+func (g *Graph) use() error { return useOwner(g, "Graph") }
 
 // Node is a node of a graph: a value the graph computes. The zero Node is invalid (building
 // calls that fail return it).
@@ -83,12 +78,7 @@ func (c *Context) newGraph(eager bool) (*Graph, error) {
 }
 
 // Close releases the graph. Idempotent. Plans compiled from it stay valid.
-func (g *Graph) Close() error {
-	if g != nil {
-		g.h.close()
-	}
-	return nil
-}
+func (g *Graph) Close() error { return closeOwner(g) }
 
 // Err returns the first failure of a building call, or nil.
 func (g *Graph) Err() error {
@@ -376,15 +366,8 @@ func (n Node) Shape() []int64 {
 
 // NodeCount is the number of nodes in the graph.
 func (g *Graph) NodeCount() (int, error) {
-	if err := g.use(); err != nil {
-		return 0, err
-	}
-	defer g.h.release()
-	var n C.uint32_t
-	if err := check(C.goctn_graph_node_count(g.ptr, &n)); err != nil {
-		return 0, err
-	}
-	return int(n), nil
+	n, err := getOwned(g, "Graph", func(n *C.uint32_t) C.goctn_ret { return C.goctn_graph_node_count(g.ptr, n) })
+	return int(n), err
 }
 
 // Value returns a copy of an eager graph's value of node n.

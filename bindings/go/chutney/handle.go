@@ -129,10 +129,7 @@ type owner interface{ hdl() *handle }
 
 // track arms the leak detector for a new wrapper when it is switched on. The finalizer must not
 // capture obj (a finalizer's closure is a root: the object would never be collected).
-func track[T any, P interface {
-	*T
-	owner
-}](obj P) P {
+func track[T any, P ownerPtr[T]](obj P) P {
 	leakMu.RLock()
 	fn, stacks := leakFn, leakStacks
 	leakMu.RUnlock()
@@ -150,4 +147,28 @@ func track[T any, P interface {
 		}
 	})
 	return obj
+}
+
+// ownerPtr is a pointer to a handle-owning type.
+type ownerPtr[T any] interface {
+	*T
+	owner
+}
+
+// useOwner takes a use reference on p's handle (every type's use()): a nil p is an error naming
+// kind, a closed handle ErrClosed.
+func useOwner[T any, P ownerPtr[T]](p P, kind string) error {
+	if p == nil {
+		return nilError(kind)
+	}
+	return p.hdl().acquire()
+}
+
+// closeOwner closes the handle of p (Close of every handle-owning type): nil does nothing.
+// Always nil: closing cannot fail (a release that waits for dependents runs when they close).
+func closeOwner[T any, P ownerPtr[T]](p P) error {
+	if p != nil {
+		p.hdl().close()
+	}
+	return nil
 }

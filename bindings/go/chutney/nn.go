@@ -22,12 +22,7 @@ type Model struct {
 
 func (m *Model) hdl() *handle { return &m.h }
 
-func (m *Model) use() error {
-	if m == nil {
-		return nilError("Model")
-	}
-	return m.h.acquire()
-}
+func (m *Model) use() error { return useOwner(m, "Model") }
 
 // NewModel creates a model that builds into g; dt (Float32 or Float64) is the dtype of every
 // parameter, seed fixes every initialisation and dropout mask (parameter "name" gets a stream
@@ -51,12 +46,7 @@ func (g *Graph) NewModel(dt DType, seed uint64) (*Model, error) {
 }
 
 // Close releases the model's bookkeeping (the graph and its nodes stay). Idempotent.
-func (m *Model) Close() error {
-	if m != nil {
-		m.h.close()
-	}
-	return nil
-}
+func (m *Model) Close() error { return closeOwner(m) }
 
 // Graph is the graph the model builds into.
 func (m *Model) Graph() *Graph {
@@ -125,21 +115,6 @@ func (m *Model) NameNext(name string) error {
 func (m *Model) ResetNames() error {
 	return m.call(func() C.goctn_ret { return C.goctn_model_reset_names(m.ptr) })
 }
-
-// Init is a weight initialiser (ctn_init).
-type Init int32
-
-// The initialisers of nn.h.
-const (
-	InitZeros          Init = C.CTN_INIT_ZEROS
-	InitOnes           Init = C.CTN_INIT_ONES
-	InitKaimingUniform Init = C.CTN_INIT_KAIMING_UNIFORM
-	InitKaimingNormal  Init = C.CTN_INIT_KAIMING_NORMAL
-	InitXavierUniform  Init = C.CTN_INIT_XAVIER_UNIFORM
-	InitXavierNormal   Init = C.CTN_INIT_XAVIER_NORMAL
-	InitUniform        Init = C.CTN_INIT_UNIFORM
-	InitNormal         Init = C.CTN_INIT_NORMAL
-)
 
 // InitFill fills contiguous Float32/Float64 tensor t by kind; gain 0 picks the kind's default.
 // The values depend only on (kind, fans, gain, seed, size).
@@ -360,24 +335,6 @@ func (m *Model) MaxPool2D(x Node, kernel, stride int) Node {
 func (m *Model) Flatten(x Node) Node {
 	return m.build("Flatten", func(o *C.ctn_node) C.goctn_ret { return C.goctn_nn_flatten(m.ptr, x.id, o) }, x)
 }
-
-// LayerKind is the kind of a Layer of Sequential.
-type LayerKind int32
-
-// Layer kinds of nn.h.
-const (
-	LayerLinear    LayerKind = C.CTN_LAYER_LINEAR
-	LayerConv2D    LayerKind = C.CTN_LAYER_CONV2D
-	LayerBatchNorm LayerKind = C.CTN_LAYER_BATCH_NORM
-	LayerDropout   LayerKind = C.CTN_LAYER_DROPOUT
-	LayerReLU      LayerKind = C.CTN_LAYER_RELU
-	LayerTanh      LayerKind = C.CTN_LAYER_TANH
-	LayerSigmoid   LayerKind = C.CTN_LAYER_SIGMOID
-	LayerMaxPool2D LayerKind = C.CTN_LAYER_MAX_POOL2D
-	LayerAvgPool2D LayerKind = C.CTN_LAYER_AVG_POOL2D
-	LayerFlatten   LayerKind = C.CTN_LAYER_FLATTEN
-	LayerLayerNorm LayerKind = C.CTN_LAYER_LAYER_NORM
-)
 
 // Layer is one layer of a Sequential stack (ctn_layer); unused fields zero. The constructors
 // below cover the common cases.

@@ -50,20 +50,10 @@ type ONNXModel struct {
 
 func (m *ONNXModel) hdl() *handle { return &m.h }
 
-func (m *ONNXModel) use() error {
-	if m == nil {
-		return nilError("ONNXModel")
-	}
-	return m.h.acquire()
-}
+func (m *ONNXModel) use() error { return useOwner(m, "ONNXModel") }
 
 // Close releases the model handle; idempotent. The graph stays usable.
-func (m *ONNXModel) Close() error {
-	if m != nil {
-		m.h.close()
-	}
-	return nil
-}
+func (m *ONNXModel) Close() error { return closeOwner(m) }
 
 // LoadONNX reads an ONNX model file into a new lazy graph of c: one input node per graph input,
 // initializers as variables (or constants), each ONNX node lowered to chutney ops. opts may be

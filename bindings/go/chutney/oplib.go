@@ -58,35 +58,23 @@ type HostTensor struct {
 func (t HostTensor) Len() int { return t.n }
 
 // Float32s is the tensor's data when its dtype is Float32 (else nil), valid during the call.
-func (t HostTensor) Float32s() []float32 {
-	if t.DType != Float32 || t.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float32)(t.ptr), t.n)
-}
+func (t HostTensor) Float32s() []float32 { return hostSlice[float32](t, Float32) }
 
 // Float64s is the tensor's data when its dtype is Float64 (else nil), valid during the call.
-func (t HostTensor) Float64s() []float64 {
-	if t.DType != Float64 || t.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float64)(t.ptr), t.n)
-}
+func (t HostTensor) Float64s() []float64 { return hostSlice[float64](t, Float64) }
 
 // Int32s is the tensor's data when its dtype is Int32 (else nil), valid during the call.
-func (t HostTensor) Int32s() []int32 {
-	if t.DType != Int32 || t.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int32)(t.ptr), t.n)
-}
+func (t HostTensor) Int32s() []int32 { return hostSlice[int32](t, Int32) }
 
 // Int64s is the tensor's data when its dtype is Int64 (else nil), valid during the call.
-func (t HostTensor) Int64s() []int64 {
-	if t.DType != Int64 || t.n == 0 {
+func (t HostTensor) Int64s() []int64 { return hostSlice[int64](t, Int64) }
+
+// hostSlice is the tensor's data as a []T when its dtype is dt (else nil).
+func hostSlice[T any](t HostTensor, dt DType) []T {
+	if t.DType != dt || t.n == 0 {
 		return nil
 	}
-	return unsafe.Slice((*int64)(t.ptr), t.n)
+	return unsafe.Slice((*T)(t.ptr), t.n)
 }
 
 // OpNode is a node of the graph a gradient rule is building.
@@ -409,30 +397,13 @@ type OpInfo struct {
 // Ops lists every op the context knows: built-in ops first, then each library's in loading
 // order.
 func (c *Context) Ops() ([]OpInfo, error) {
-	if err := c.use(); err != nil {
-		return nil, err
-	}
-	defer c.h.release()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var n C.uint32_t
-	if err := check(C.goctn_context_op_count(c.ptr, &n)); err != nil {
-		return nil, err
-	}
-	ops := make([]OpInfo, 0, int(n))
-	for i := C.uint32_t(0); i < n; i++ {
-		var oi C.ctn_op_info
-		oi.struct_size = C.uint32_t(unsafe.Sizeof(oi))
-		if err := check(C.goctn_context_op_info(c.ptr, i, &oi)); err != nil {
-			return nil, err
-		}
-		ops = append(ops, OpInfo{
-			Name: goString(oi.name), NumInputs: int(oi.n_inputs), Attributes: goString(oi.attributes),
-			Doc: goString(oi.doc), Origin: goString(oi.origin), OriginPath: goString(oi.origin_path),
-			Differentiable: oi.differentiable != 0, Elementwise: oi.flags&C.CTN_OP_INFO_ELEMENTWISE != 0,
+	return listContext(c, func(n *C.uint32_t) C.goctn_ret { return C.goctn_context_op_count(c.ptr, n) },
+		func(i C.uint32_t, oi *C.ctn_op_info) C.goctn_ret { return C.goctn_context_op_info(c.ptr, i, oi) },
+		func(oi *C.ctn_op_info) OpInfo {
+			return OpInfo{Name: goString(oi.name), NumInputs: int(oi.n_inputs), Attributes: goString(oi.attributes),
+				Doc: goString(oi.doc), Origin: goString(oi.origin), OriginPath: goString(oi.origin_path),
+				Differentiable: oi.differentiable != 0, Elementwise: oi.flags&C.CTN_OP_INFO_ELEMENTWISE != 0}
 		})
-	}
-	return ops, nil
 }
 
 // OpSupport says whether backend runs op for dtype dt, and if not, why (the op's refusal of the

@@ -79,12 +79,7 @@ func (a *runArgs) free() {
 
 func (p *Plan) hdl() *handle { return &p.h }
 
-func (p *Plan) use() error {
-	if p == nil {
-		return nilError("Plan")
-	}
-	return p.h.acquire()
-}
+func (p *Plan) use() error { return useOwner(p, "Plan") }
 
 // enter takes a reference and the plan's lock for one call; leave gives both back.
 func (p *Plan) enter() error {
@@ -98,6 +93,16 @@ func (p *Plan) enter() error {
 func (p *Plan) leave() {
 	p.mu.Unlock()
 	p.h.release()
+}
+
+// getPlan returns what call writes into a zero V, between enter and leave.
+func getPlan[V any](p *Plan, call func(*V) C.goctn_ret) (V, error) {
+	var v V
+	if err := p.enter(); err != nil {
+		return v, err
+	}
+	defer p.leave()
+	return v, check(call(&v))
 }
 
 // lockPlans locks each distinct plan of ps (nil ones skipped) in address order, so that calls
@@ -206,12 +211,7 @@ func (g *Graph) CompileWith(opts CompileOptions, outputs ...Node) (*Plan, error)
 }
 
 // Close releases the plan. Idempotent.
-func (p *Plan) Close() error {
-	if p != nil {
-		p.h.close()
-	}
-	return nil
-}
+func (p *Plan) Close() error { return closeOwner(p) }
 
 // NumOutputs is the number of outputs the plan was compiled with.
 func (p *Plan) NumOutputs() int {
@@ -440,13 +440,8 @@ type PlanStats struct {
 
 // Stats returns the plan's statistics.
 func (p *Plan) Stats() (PlanStats, error) {
-	if err := p.enter(); err != nil {
-		return PlanStats{}, err
-	}
-	defer p.leave()
-	var s C.ctn_plan_stats
-	s.struct_size = C.uint32_t(unsafe.Sizeof(s))
-	if err := check(C.goctn_plan_stats_get(p.ptr, &s)); err != nil {
+	s, err := getPlan(p, withSize(func(s *C.ctn_plan_stats) C.goctn_ret { return C.goctn_plan_stats_get(p.ptr, s) }))
+	if err != nil {
 		return PlanStats{}, err
 	}
 	return PlanStats{
@@ -470,13 +465,8 @@ type MemoryReport struct {
 
 // MemoryReport reports the plan's memory budget, peaks and recomputed steps.
 func (p *Plan) MemoryReport() (MemoryReport, error) {
-	if err := p.enter(); err != nil {
-		return MemoryReport{}, err
-	}
-	defer p.leave()
-	var r C.ctn_plan_memory_report
-	r.struct_size = C.uint32_t(unsafe.Sizeof(r))
-	if err := check(C.goctn_plan_memory_report_get(p.ptr, &r)); err != nil {
+	r, err := getPlan(p, withSize(func(r *C.ctn_plan_memory_report) C.goctn_ret { return C.goctn_plan_memory_report_get(p.ptr, r) }))
+	if err != nil {
 		return MemoryReport{}, err
 	}
 	m := MemoryReport{Budget: uint64(r.budget), PeakWithoutBudget: uint64(r.peak_without_budget),

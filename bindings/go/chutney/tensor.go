@@ -11,19 +11,6 @@ import (
 	"unsafe"
 )
 
-// DType is an element type (ctn_dtype).
-type DType int32
-
-// The element types. Bool is one byte per element, 0 or 1, like Go's bool.
-const (
-	Float32 DType = C.CTN_F32
-	Float64 DType = C.CTN_F64
-	Int32   DType = C.CTN_I32
-	Int64   DType = C.CTN_I64
-	Uint8   DType = C.CTN_U8
-	Bool    DType = C.CTN_BOOL
-)
-
 // MaxDims is the largest number of dimensions of a tensor.
 const MaxDims = C.CTN_MAX_DIMS
 
@@ -69,12 +56,7 @@ type Tensor struct {
 
 func (t *Tensor) hdl() *handle { return &t.h }
 
-func (t *Tensor) use() error {
-	if t == nil {
-		return nilError("Tensor")
-	}
-	return t.h.acquire()
-}
+func (t *Tensor) use() error { return useOwner(t, "Tensor") }
 
 func wrapTensor(p *C.ctn_tensor, dtype DType, shape []int64) *Tensor {
 	t := &Tensor{ptr: p, dtype: dtype, shape: shape}
@@ -161,12 +143,7 @@ func Zeros(dt DType, shape ...int64) (*Tensor, error) {
 }
 
 // Close releases the tensor. Idempotent.
-func (t *Tensor) Close() error {
-	if t != nil {
-		t.h.close()
-	}
-	return nil
-}
+func (t *Tensor) Close() error { return closeOwner(t) }
 
 // DType is the tensor's element type.
 func (t *Tensor) DType() DType {
@@ -219,15 +196,8 @@ func (t *Tensor) Strides() ([]int64, error) {
 
 // IsContiguous tells whether the elements are row-major with no gaps.
 func (t *Tensor) IsContiguous() (bool, error) {
-	if err := t.use(); err != nil {
-		return false, err
-	}
-	defer t.h.release()
-	var c C.int32_t
-	if err := check(C.goctn_tensor_is_contiguous(t.ptr, &c)); err != nil {
-		return false, err
-	}
-	return c != 0, nil
+	c, err := getOwned(t, "Tensor", func(c *C.int32_t) C.goctn_ret { return C.goctn_tensor_is_contiguous(t.ptr, c) })
+	return c != 0, err
 }
 
 // checkElems validates a Go slice against the tensor for Read and Write.
@@ -244,19 +214,10 @@ func checkElems[T Elem](t *Tensor, n int, what string) error {
 // Read copies the tensor's elements (row-major, also for views) into dst, which must have the
 // tensor's dtype and element count.
 func Read[T Elem](t *Tensor, dst []T) error {
-	if err := t.use(); err != nil {
-		return err
-	}
-	defer t.h.release()
-	if err := checkElems[T](t, len(dst), "Read"); err != nil {
-		return err
-	}
-	if len(dst) == 0 {
-		return nil
-	}
-	var z T
-	bytes := uintptr(len(dst)) * unsafe.Sizeof(z)
-	if err := check(C.goctn_tensor_read(t.ptr, unsafe.Pointer(&dst[0]), C.size_t(bytes))); err != nil {
+	err := withElems(t, dst, "Read", func(p unsafe.Pointer, bytes C.size_t) C.goctn_ret {
+		return C.goctn_tensor_read(t.ptr, p, bytes)
+	})
+	if err != nil || len(dst) == 0 {
 		return err
 	}
 	if t.dtype == Bool {
@@ -287,19 +248,26 @@ func Values[T Elem](t *Tensor) ([]T, error) {
 // Write copies src (row-major) into the tensor's elements; src must have the tensor's dtype
 // and element count.
 func Write[T Elem](t *Tensor, src []T) error {
+	return withElems(t, src, "Write", func(p unsafe.Pointer, bytes C.size_t) C.goctn_ret {
+		return C.goctn_tensor_write(t.ptr, p, bytes)
+	})
+}
+
+// withElems runs a copy between the tensor and s (op names it in errors) under a use reference,
+// once s is checked against the tensor's dtype and element count; nothing to copy is no call.
+func withElems[T Elem](t *Tensor, s []T, op string, call func(p unsafe.Pointer, bytes C.size_t) C.goctn_ret) error {
 	if err := t.use(); err != nil {
 		return err
 	}
 	defer t.h.release()
-	if err := checkElems[T](t, len(src), "Write"); err != nil {
+	if err := checkElems[T](t, len(s), op); err != nil {
 		return err
 	}
-	if len(src) == 0 {
+	if len(s) == 0 {
 		return nil
 	}
 	var z T
-	bytes := uintptr(len(src)) * unsafe.Sizeof(z)
-	return check(C.goctn_tensor_write(t.ptr, unsafe.Pointer(&src[0]), C.size_t(bytes)))
+	return check(call(unsafe.Pointer(&s[0]), C.size_t(uintptr(len(s))*unsafe.Sizeof(z))))
 }
 
 // Float32s returns the elements of a Float32 tensor.
@@ -329,35 +297,27 @@ func (t *Tensor) Item() (float64, error) {
 	if n := t.NumElements(); n != 1 {
 		return 0, newError(StatusShape, "Item: tensor of shape %v has %d elements, not 1", t.shape, n)
 	}
-	switch t.dtype {
-	case Float32:
-		var v [1]float32
-		err := Read(t, v[:])
-		return float64(v[0]), err
-	case Float64:
-		var v [1]float64
-		err := Read(t, v[:])
-		return v[0], err
-	case Int32:
-		var v [1]int32
-		err := Read(t, v[:])
-		return float64(v[0]), err
-	case Int64:
-		var v [1]int64
-		err := Read(t, v[:])
-		return float64(v[0]), err
-	case Uint8:
-		var v [1]uint8
-		err := Read(t, v[:])
-		return float64(v[0]), err
-	default:
-		var v [1]bool
-		err := Read(t, v[:])
-		if v[0] {
-			return 1, err
-		}
-		return 0, err
+	if read := itemReaders[t.dtype]; read != nil {
+		return read(t)
 	}
+	var v [1]bool
+	err := Read(t, v[:])
+	if v[0] {
+		return 1, err
+	}
+	return 0, err
+}
+
+// itemReaders read the one element of a tensor of each numeric dtype (Bool is Item's own case).
+var itemReaders = map[DType]func(*Tensor) (float64, error){
+	Float32: itemAs[float32], Float64: itemAs[float64], Int32: itemAs[int32], Int64: itemAs[int64],
+	Uint8: itemAs[uint8],
+}
+
+func itemAs[T float32 | float64 | int32 | int64 | uint8](t *Tensor) (float64, error) {
+	var v [1]T
+	err := Read(t, v[:])
+	return float64(v[0]), err
 }
 
 // view runs a call that returns a new tensor sharing (or copying) t's storage.

@@ -142,8 +142,11 @@ fn main() {
 
     let incs = include_dirs(&manifest);
     for i in &incs {
-        for h in ["types.h", "version.h", "chutney.h", "nn.h", "data.h", "checkpoint.h", "plugin.h", "oplib.h", "collective.h", "opencl.h", "vulkan.h", "cuda.h"] {
-            println!("cargo:rerun-if-changed={}", i.join("chutney").join(h).display());
+        // Every header (probe.c includes the covered ones, which include others).
+        for entry in fs::read_dir(i.join("chutney")).into_iter().flatten().flatten() {
+            if entry.path().extension().map_or(false, |e| e == "h") {
+                println!("cargo:rerun-if-changed={}", entry.path().display());
+            }
         }
     }
     let text = probe(&manifest, &out_dir, &incs);

@@ -39,7 +39,7 @@ fn every_api_function_is_declared_or_left_out_with_a_reason() {
     }
     assert!(in_headers.len() > 100, "too few CTN_API functions found in {}", dir.display());
 
-    let src = include_str!("../src/lib.rs");
+    let src = include_str!("../src/ffi.rs");
     let declared: BTreeSet<String> = src
         .match_indices("pub fn ")
         .map(|(i, _)| {
@@ -66,4 +66,22 @@ fn every_api_function_is_declared_or_left_out_with_a_reason() {
         let entry = format!("(\"{name}\", {name} as *const () as usize)");
         assert!(symbols.contains(&entry), "tests/symbols.rs does not link {name}");
     }
+}
+
+#[test]
+fn library_abi_major_matches() {
+    // SAFETY: ctn_abi_version takes nothing and never fails.
+    let v = unsafe { chutney_sys::ctn_abi_version() };
+    assert_eq!(v >> 16, chutney_sys::CTN_ABI_MAJOR, "library ABI {}.{}", v >> 16, v & 0xffff);
+    assert!(v & 0xffff >= chutney_sys::CTN_ABI_MINOR, "library ABI minor {} is older", v & 0xffff);
+}
+
+#[test]
+fn sized_structs_carry_their_size_and_nothing_else() {
+    let oi = chutney_sys::ctn_op_info::sized();
+    assert_eq!(oi.struct_size as usize, std::mem::size_of::<chutney_sys::ctn_op_info>());
+    assert!(oi.name.is_null() && oi.n_inputs == 0 && oi.flags == 0);
+    let h = chutney_sys::ctn_host_api::sized();
+    assert_eq!(h.struct_size as usize, std::mem::size_of::<chutney_sys::ctn_host_api>());
+    assert!(h.set_error.is_none() && h.backend_proc.is_none());
 }

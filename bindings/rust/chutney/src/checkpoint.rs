@@ -43,12 +43,7 @@ unsafe impl Send for Checkpoint {}
 // SAFETY: as above.
 unsafe impl Sync for Checkpoint {}
 
-impl Drop for Checkpoint {
-    fn drop(&mut self) {
-        // SAFETY: we own the handle.
-        unsafe { sys::ctn_checkpoint_release(self.ptr) }
-    }
-}
+release_on_drop!(Checkpoint => sys::ctn_checkpoint_release);
 
 impl std::fmt::Debug for Checkpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

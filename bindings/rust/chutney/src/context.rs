@@ -106,12 +106,7 @@ unsafe impl Send for Context {}
 // SAFETY: as above.
 unsafe impl Sync for Context {}
 
-impl Drop for Context {
-    fn drop(&mut self) {
-        // SAFETY: we own the handle; nothing borrows it (the borrow checker saw to that).
-        unsafe { sys::ctn_context_release(self.ptr) }
-    }
-}
+release_on_drop!(Context => sys::ctn_context_release); // we own the handle; nothing borrows it (the borrow checker saw to that).
 
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -176,34 +171,34 @@ impl Context {
     /// Every backend known to the context, available or not.
     pub fn backends(&self) -> Result<Vec<BackendInfo>> {
         let _g = self.strings.lock().unwrap_or_else(|e| e.into_inner());
-        let mut n = 0u32;
         // SAFETY: valid handle and out-pointer.
-        check(unsafe { sys::ctn_context_backend_count(self.ptr, &mut n) })?;
-        let mut v = Vec::with_capacity(n as usize);
-        for i in 0..n {
-            let mut info = sys::ctn_backend_info {
-                struct_size: std::mem::size_of::<sys::ctn_backend_info>() as u32,
-                available: 0,
-                name: ptr::null(),
-                description: ptr::null(),
-                path: ptr::null(),
-                abi_major: 0,
-                abi_minor: 0,
-            };
+        self.list(|n| unsafe { sys::ctn_context_backend_count(self.ptr, n) }, |i| {
+            let mut info = sys::ctn_backend_info::sized();
             // SAFETY: info is sized by struct_size; the strings are copied at once.
             check(unsafe { sys::ctn_context_backend_info(self.ptr, i, &mut info) })?;
             // SAFETY: strings owned by the context, alive while no plugin loads (&self).
-            unsafe {
-                v.push(BackendInfo {
+            Ok(unsafe {
+                BackendInfo {
                     name: cstr(info.name),
                     available: info.available != 0,
                     description: cstr(info.description),
                     path: cstr(info.path),
                     abi: (info.abi_major, info.abi_minor),
-                });
-            }
-        }
-        Ok(v)
+                }
+            })
+        })
+    }
+
+    /// One of the context's numbered lists: `count` writes its length, `item` makes the entry
+    /// of an index (the first error ends the list).
+    pub(crate) fn list<T>(
+        &self,
+        count: impl FnOnce(&mut u32) -> sys::ctn_status,
+        item: impl FnMut(u32) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut n = 0u32;
+        check(count(&mut n))?;
+        (0..n).map(item).collect()
     }
 
     /// Sets the preferred backends for later compiles and eager ops ("opencl,cpu").

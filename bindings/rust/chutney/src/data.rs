@@ -29,12 +29,7 @@ unsafe impl Send for Dataset {}
 // SAFETY: as above.
 unsafe impl Sync for Dataset {}
 
-impl Drop for Dataset {
-    fn drop(&mut self) {
-        // SAFETY: we own our reference (loaders keep their own).
-        unsafe { sys::ctn_dataset_release(self.ptr) }
-    }
-}
+release_on_drop!(Dataset => sys::ctn_dataset_release); // we own our reference (loaders keep their own).
 
 impl std::fmt::Debug for Dataset {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -141,12 +136,7 @@ pub struct Loader {
 // SAFETY: one consumer thread at a time per loader (data.h); any thread.
 unsafe impl Send for Loader {}
 
-impl Drop for Loader {
-    fn drop(&mut self) {
-        // SAFETY: we own the handle.
-        unsafe { sys::ctn_loader_release(self.ptr) }
-    }
-}
+release_on_drop!(Loader => sys::ctn_loader_release);
 
 impl std::fmt::Debug for Loader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -62,6 +62,20 @@
 //! ```
 #![warn(missing_docs)]
 
+/// `impl Drop` releasing the C handle `self.ptr` with `$release` (every owning wrapper).
+macro_rules! release_on_drop {
+    ($t:ty => $release:path) => {
+        impl Drop for $t {
+            fn drop(&mut self) {
+                // SAFETY: the value owns the handle `ptr` (from a successful create, never handed
+                // out); dropping it is the one release (the comment at the call site says why no
+                // borrow outlives it).
+                unsafe { $release(self.ptr) }
+            }
+        }
+    };
+}
+
 pub mod checkpoint;
 mod context;
 pub mod data;

@@ -74,12 +74,7 @@ pub struct SavedGraph {
 unsafe impl Send for SavedGraph {}
 unsafe impl Sync for SavedGraph {}
 
-impl Drop for SavedGraph {
-    fn drop(&mut self) {
-        // SAFETY: we own the handle.
-        unsafe { sys::ctn_saved_graph_release(self.ptr) }
-    }
-}
+release_on_drop!(SavedGraph => sys::ctn_saved_graph_release);
 
 impl SavedGraph {
     fn list(&self, kind: i32) -> Result<Vec<(String, NodeId)>> {

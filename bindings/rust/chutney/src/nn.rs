@@ -210,12 +210,7 @@ pub struct Model<'g> {
     g: &'g GraphCore,
 }
 
-impl Drop for Model<'_> {
-    fn drop(&mut self) {
-        // SAFETY: we own the handle.
-        unsafe { sys::ctn_model_release(self.ptr) }
-    }
-}
+release_on_drop!(Model<'_> => sys::ctn_model_release);
 
 impl std::fmt::Debug for Model<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

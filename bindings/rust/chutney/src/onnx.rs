@@ -58,12 +58,7 @@ pub struct OnnxModel {
 unsafe impl Send for OnnxModel {}
 unsafe impl Sync for OnnxModel {}
 
-impl Drop for OnnxModel {
-    fn drop(&mut self) {
-        // SAFETY: we own the handle.
-        unsafe { sys::ctn_onnx_model_release(self.ptr) }
-    }
-}
+release_on_drop!(OnnxModel => sys::ctn_onnx_model_release);
 
 impl OnnxModel {
     fn count(&self, kind: i32) -> Result<u32> {

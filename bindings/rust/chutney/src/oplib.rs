@@ -555,28 +555,15 @@ pub struct OpSupport {
 impl Context {
     /// Every op the context knows, built-in ops first, then each library's in loading order.
     pub fn ops(&self) -> Result<Vec<OpInfo>> {
-        let mut n = 0u32;
         // SAFETY: valid handle and out-pointer.
-        check(unsafe { sys::ctn_context_op_count(self.raw(), &mut n) })?;
-        let mut v = Vec::with_capacity(n as usize);
-        for i in 0..n {
-            let mut oi = sys::ctn_op_info {
-                struct_size: std::mem::size_of::<sys::ctn_op_info>() as u32,
-                n_inputs: 0,
-                name: ptr::null(),
-                attributes: ptr::null(),
-                doc: ptr::null(),
-                origin: ptr::null(),
-                origin_path: ptr::null(),
-                differentiable: 0,
-                flags: 0,
-            };
+        self.list(|n| unsafe { sys::ctn_context_op_count(self.raw(), n) }, |i| {
+            let mut oi = sys::ctn_op_info::sized();
             // SAFETY: oi is sized by struct_size.
             check(unsafe { sys::ctn_context_op_info(self.raw(), i, &mut oi) })?;
             // SAFETY: strings owned by the context, which no library can change while &self is
             // held (loading needs &mut self).
-            unsafe {
-                v.push(OpInfo {
+            Ok(unsafe {
+                OpInfo {
                     name: cstr(oi.name),
                     n_inputs: oi.n_inputs,
                     attributes: cstr(oi.attributes),
@@ -585,10 +572,9 @@ impl Context {
                     origin_path: cstr(oi.origin_path),
                     differentiable: oi.differentiable != 0,
                     elementwise: oi.flags & sys::CTN_OP_INFO_ELEMENTWISE != 0,
-                });
-            }
-        }
-        Ok(v)
+                }
+            })
+        })
     }
 
     /// Does `backend` run `op` for `dtype`? The context builds a probe node and asks the
@@ -679,7 +665,7 @@ impl Context {
                     struct_size: std::mem::size_of::<sys::ctn_oplib_desc>() as u32,
                     abi_major: sys::CTN_ABI_MAJOR as u16,
                     abi_minor: 2, // the user_data callbacks are 1.2
-                    kind: sys::CTN_PLUGIN_OPLIB,
+                    kind: sys::CTN_PLUGIN_OPLIB as u32,
                     reserved: 0,
                     name: lib_name.as_ptr(),
                 },

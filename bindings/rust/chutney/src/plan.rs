@@ -59,12 +59,7 @@ impl CancelToken {
     }
 }
 
-impl Drop for CancelToken {
-    fn drop(&mut self) {
-        // SAFETY: we own the token; runs borrowing it have ended (they borrow &self).
-        unsafe { sys::ctn_cancel_release(self.ptr) }
-    }
-}
+release_on_drop!(CancelToken => sys::ctn_cancel_release); // we own the token; runs borrowing it have ended (they borrow &self).
 
 /// Options of [`Plan::run_with_options`] (`ctn_run_options`).
 #[derive(Default)]
@@ -106,12 +101,7 @@ pub struct Plan<'ctx> {
 // SAFETY: a ctn_plan may be used from any thread, one at a time (chutney.h).
 unsafe impl Send for Plan<'_> {}
 
-impl Drop for Plan<'_> {
-    fn drop(&mut self) {
-        // SAFETY: we own the handle.
-        unsafe { sys::ctn_plan_release(self.ptr) }
-    }
-}
+release_on_drop!(Plan<'_> => sys::ctn_plan_release);
 
 impl std::fmt::Debug for Plan<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -112,12 +112,7 @@ pub struct Tensor {
 // SAFETY: a ctn_tensor may be used from any thread, one at a time (chutney.h).
 unsafe impl Send for Tensor {}
 
-impl Drop for Tensor {
-    fn drop(&mut self) {
-        // SAFETY: we own the handle.
-        unsafe { sys::ctn_tensor_release(self.ptr) }
-    }
-}
+release_on_drop!(Tensor => sys::ctn_tensor_release);
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -246,16 +241,18 @@ impl Tensor {
 
     /// Copies the elements (row-major) into `dst`, whose length must be the element count.
     pub fn read_into<T: Element>(&self, dst: &mut [T]) -> Result<()> {
-        self.expect_dtype(T::DTYPE)?;
-        // SAFETY: the library checks bytes == numel * size and writes at most that many bytes
-        // into dst; every bit pattern is a valid T.
-        check(unsafe {
-            sys::ctn_tensor_read(
-                self.ptr,
-                dst.as_mut_ptr() as *mut sys::c_void,
-                std::mem::size_of_val(dst),
-            )
-        })
+        // SAFETY: dst is writable for its size; every bit pattern is a valid T.
+        unsafe { self.read_raw(T::DTYPE, dst.as_mut_ptr().cast(), std::mem::size_of_val(dst)) }
+    }
+
+    /// Reads the elements into `bytes` bytes at `dst` once the dtype is checked to be `dtype`.
+    ///
+    /// # Safety
+    /// `dst` must be writable for `bytes` bytes; the library checks `bytes` against the
+    /// element count and writes at most that many.
+    unsafe fn read_raw(&self, dtype: Dtype, dst: *mut sys::c_void, bytes: usize) -> Result<()> {
+        self.expect_dtype(dtype)?;
+        check(sys::ctn_tensor_read(self.ptr, dst, bytes))
     }
 
     /// The elements (row-major) as a new `Vec`; CTN_ERR_DTYPE when `T` is not the dtype.
@@ -270,10 +267,8 @@ impl Tensor {
     pub fn to_bools(&self) -> Result<Vec<bool>> {
         self.expect_dtype(Dtype::Bool)?;
         let mut v = vec![0u8; self.numel()?];
-        // SAFETY: as read_into, bytes of u8.
-        check(unsafe {
-            sys::ctn_tensor_read(self.ptr, v.as_mut_ptr() as *mut sys::c_void, v.len())
-        })?;
+        // SAFETY: v is writable for its length in bytes.
+        unsafe { self.read_raw(Dtype::Bool, v.as_mut_ptr().cast(), v.len())? };
         Ok(v.into_iter().map(|b| b != 0).collect())
     }
 

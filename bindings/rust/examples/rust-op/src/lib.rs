@@ -201,7 +201,7 @@ static DESC: ctn_oplib_desc = ctn_oplib_desc {
         struct_size: std::mem::size_of::<ctn_oplib_desc>() as u32,
         abi_major: CTN_ABI_MAJOR as u16,
         abi_minor: CTN_ABI_MINOR as u16,
-        kind: CTN_PLUGIN_OPLIB,
+        kind: CTN_PLUGIN_OPLIB as u32,
         reserved: 0,
         name: b"rust-ops\0" as *const u8 as *const c_char,
     },
