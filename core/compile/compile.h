@@ -106,7 +106,8 @@ extern const size_t kNumStages;
 void compile_program(Graph &user, uint32_t n_outputs, const ctn_node *outputs, const ctn_compile_options *opts,
                      Program &out);
 
-// The stages, each in its own file of compile/ (kStages says when each runs).
+// The stages, each in its own file of compile/ (kStages says when each runs). Most read and
+// write across the state; those that use only a few parts take just those.
 void data_parallel(CompileState &cs);      // data_parallel.cpp
 void rewrite(CompileState &cs);            // rewrite.cpp
 void order_nodes(CompileState &cs);        // order.cpp
@@ -115,9 +116,10 @@ void elide_assignments(CompileState &cs);  // assign_elision.cpp
 void budget_memory(CompileState &cs);      // recompute.cpp
 void lower_to_steps(CompileState &cs);     // lower.cpp
 void allocate_memory(CompileState &cs);    // allocate.cpp
-void prepare_steps(CompileState &cs);      // prepare.cpp
-void record_segments(CompileState &cs);    // segments.cpp
-void report(CompileState &cs);             // report.cpp
+void prepare_steps(const Graph &g, const Lowering &lowered, Placement &placed,  // prepare.cpp
+                   Program &out);  // each step takes its node's kernel out of placed.kern
+void record_segments(Program &out);        // segments.cpp
+void report(const CompileState &cs);       // report.cpp
 void broadcast_variables(CompileState &cs);  // data_parallel.cpp
 
 }  // namespace ctn

@@ -25,9 +25,10 @@ const CompileStage kStages[] = {
     {"budget_memory", budget_memory},          // recomputation under a memory budget
     {"lower_to_steps", lower_to_steps},        // values, transfers at device boundaries, steps
     {"allocate_memory", allocate_memory},      // arena offsets, buffers, initial values
-    {"prepare_steps", prepare_steps},          // kernel arguments, attributes, workspaces
-    {"record_segments", record_segments},      // runs of steps handed to recording backends
-    {"report", report},                        // statistics, the describe text
+    {"prepare_steps",  // kernel arguments, attributes, workspaces
+     [](CompileState &cs) { prepare_steps(cs.g, cs.lowered, cs.placed, cs.out); }},
+    {"record_segments", [](CompileState &cs) { record_segments(cs.out); }},  // runs handed to recording backends
+    {"report", [](CompileState &cs) { report(cs); }},                        // statistics, the describe text
     {"broadcast_variables", broadcast_variables},  // every variable from rank 0 (data-parallel only)
 };
 const size_t kNumStages = sizeof kStages / sizeof kStages[0];

@@ -7,11 +7,9 @@
 
 namespace ctn {
 
-void prepare_steps(CompileState &cs) {
-  const Graph &g = cs.g;
-  Program &out = cs.out;
+void prepare_steps(const Graph &g, const Lowering &lowered, Placement &placed, Program &out) {
   size_t total_in = 0;
-  for (auto &s : cs.lowered.psteps) total_in += s.inputs.size();
+  for (auto &s : lowered.psteps) total_in += s.inputs.size();
   out.in_descs.reserve(total_in);  // steps point into it: no reallocation below
   uint64_t staging = 0;
   std::vector<uint64_t> workspace(out.devices.size(), 0);
@@ -22,15 +20,15 @@ void prepare_steps(CompileState &cs) {
     d.offset = val.offset;
     return d;
   };
-  for (size_t si = 0; si < cs.lowered.psteps.size(); ++si) {
+  for (size_t si = 0; si < lowered.psteps.size(); ++si) {
     Program::Step st;
-    const PlanStep &p = cs.lowered.psteps[si];
+    const PlanStep &p = lowered.psteps[si];
     st.out = desc_of(p.output);
     st.in_first = out.in_descs.size();
     st.n_in = static_cast<uint32_t>(p.inputs.size());
     for (int id : p.inputs) out.in_descs.push_back(desc_of(id));
     st.b = out.values[static_cast<size_t>(p.output)].dev;
-    const ctn_node v = cs.lowered.step_node[si];
+    const ctn_node v = lowered.step_node[si];
     st.node = v;
     if (v == CTN_NODE_NONE) {
       st.transfer = true;
@@ -40,8 +38,8 @@ void prepare_steps(CompileState &cs) {
       staging = std::max(staging, out.values[static_cast<size_t>(p.output)].bytes);
     } else {
       const Node &nd = g.node(v);
-      st.kernel = cs.placed.kern[v];  // the step owns it from now on
-      cs.placed.kern[v] = ctn_kernel{};
+      st.kernel = placed.kern[v];  // the step owns it from now on
+      placed.kern[v] = ctn_kernel{};
       st.op = nd.kind == NodeKind::Assign ? "assign" : nd.op->name;
       size_t d = static_cast<size_t>(out.device_index(st.b));
       workspace[d] = std::max(workspace[d], st.kernel.workspace_size);
@@ -52,7 +50,7 @@ void prepare_steps(CompileState &cs) {
   out.attrs.resize(out.steps.size());
   for (size_t si = 0; si < out.steps.size(); ++si) {
     Program::Step &st = out.steps[si];
-    const ctn_node v = cs.lowered.step_node[si];
+    const ctn_node v = lowered.step_node[si];
     if (v != CTN_NODE_NONE && g.node(v).kind == NodeKind::Op) out.attrs[si] = g.node(v).attrs;
     st.args.attrs = &out.attrs[si];
     st.args.n_inputs = st.n_in;

@@ -5,7 +5,7 @@
 
 namespace ctn {
 
-void report(CompileState &cs) {
+void report(const CompileState &cs) {
   Program &out = cs.out;
   const MemoryPlan &mp = cs.alloc.memory;
   ctn_plan_stats &st = out.stats;

@@ -5,8 +5,7 @@
 
 namespace ctn {
 
-void record_segments(CompileState &cs) {
-  Program &out = cs.out;
+void record_segments(Program &out) {
   // Consecutive kernel steps on a backend that records plans go to it as one unit.
   out.calls.reserve(out.steps.size());  // segments point into it: no reallocation below
   for (size_t si = 0; si < out.steps.size();) {
