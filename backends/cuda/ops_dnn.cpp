@@ -109,6 +109,125 @@ const Entry kEntries[] = {
     {CTN_OP_BATCH_NORM_GRAD_INPUT, D::kBatchNormGradInput},
 };
 
+// A sequence of cuDNN descriptor calls that keeps the first failure (every call still runs:
+// the descriptors made are released with the state either way).
+struct DnnSetup {
+  const CudnnApi &a;
+  cudnnDataType_t dt;
+  cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+
+  void check(cudnnStatus_t r) {
+    if (s == CUDNN_STATUS_SUCCESS) s = r;
+  }
+  bool ok() const { return s == CUDNN_STATUS_SUCCESS; }
+
+  // An NCHW descriptor: 4-D as is; [N, C, ...] (batch norm) with the trailing dims as H.
+  void tensor4(cudnnTensorDescriptor_t *t, const ctn_tensor_desc &d) {
+    check(a.cudnnCreateTensorDescriptor(t));
+    int64_t dims[4] = {1, 1, 1, 1};
+    if (d.ndim == 4) {
+      for (int k = 0; k < 4; ++k) dims[k] = d.shape[k];
+    } else if (d.ndim >= 2) {
+      dims[0] = d.shape[0];
+      dims[1] = d.shape[1];
+      for (uint32_t k = 2; k < d.ndim; ++k) dims[2] *= d.shape[k];
+    }
+    if (ok())
+      check(a.cudnnSetTensor4dDescriptor(*t, CUDNN_TENSOR_NCHW, dt, static_cast<int>(dims[0]),
+                                         static_cast<int>(dims[1]), static_cast<int>(dims[2]),
+                                         static_cast<int>(dims[3])));
+  }
+};
+
+// The first of cuDNN's ranked algorithms that it reports usable; -1 when none is.
+template <class Perf>
+int first_usable(const Perf *perf, int found) {
+  for (int k = 0; k < found; ++k)
+    if (perf[k].status == CUDNN_STATUS_SUCCESS) return k;
+  return -1;
+}
+
+// Tensors: conv: (x, w) -> y; grad_input / transpose: (dy, w) -> dx; grad_weight: (x, dy) -> w.
+void conv_descriptors(DnnSetup &u, DnnState &st, const ctn_op_signature *sig, bool tf32) {
+  const CudnnApi &a = u.a;
+  const ctn_tensor_desc &o = *sig->output, &i0 = sig->inputs[0], &i1 = sig->inputs[1];
+  const ctn_attrs &at = *sig->attrs;
+  const ctn_tensor_desc &wd = st.kind == D::kConvGradWeight ? o : i1;
+  const int groups = static_cast<int>(at.i[6] > 0 ? at.i[6] : 1);
+  u.tensor4(&st.t0, i0);
+  u.tensor4(&st.t1, st.kind == D::kConvGradWeight ? i1 : o);
+  u.check(a.cudnnCreateFilterDescriptor(&st.filt));
+  if (u.ok())
+    u.check(a.cudnnSetFilter4dDescriptor(st.filt, u.dt, CUDNN_TENSOR_NCHW, static_cast<int>(wd.shape[0]),
+                                         static_cast<int>(wd.shape[1]), static_cast<int>(wd.shape[2]),
+                                         static_cast<int>(wd.shape[3])));
+  u.check(a.cudnnCreateConvolutionDescriptor(&st.conv));
+  if (u.ok())
+    u.check(a.cudnnSetConvolution2dDescriptor(
+        st.conv, static_cast<int>(at.i[2]), static_cast<int>(at.i[3]), static_cast<int>(at.i[0] > 0 ? at.i[0] : 1),
+        static_cast<int>(at.i[1] > 0 ? at.i[1] : 1), static_cast<int>(at.i[4] > 0 ? at.i[4] : 1),
+        static_cast<int>(at.i[5] > 0 ? at.i[5] : 1), CUDNN_CROSS_CORRELATION, u.dt));
+  if (u.ok()) u.check(a.cudnnSetConvolutionGroupCount(st.conv, groups));
+  // cuDNN uses TF32 for f32 convolutions unless told FMA only: follow the "tf32" option.
+  if (u.ok()) u.check(a.cudnnSetConvolutionMathType(st.conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+}
+
+// The convolution's algorithm (cuDNN's first usable one) and its workspace;
+// CUDNN_STATUS_NOT_SUPPORTED in u.s when there is none.
+void conv_algorithm(DnnSetup &u, DnnState &st, cudnnHandle_t dnn) {
+  const CudnnApi &a = u.a;
+  int found = 0, pick = -1;
+  if (st.kind == D::kConv) {
+    cudnnConvolutionFwdAlgoPerf_t perf[8];
+    u.check(a.cudnnGetConvolutionForwardAlgorithm_v7(dnn, st.t0, st.filt, st.conv, st.t1, 8, &found, perf));
+    if (u.ok() && (pick = first_usable(perf, found)) < 0) u.s = CUDNN_STATUS_NOT_SUPPORTED;
+    if (!u.ok()) return;
+    st.fwd_algo = perf[pick].algo;
+    u.check(a.cudnnGetConvolutionForwardWorkspaceSize(dnn, st.t0, st.filt, st.conv, st.t1, st.fwd_algo, &st.ws));
+  } else if (st.kind == D::kConvGradInput) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[8];
+    u.check(a.cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn, st.filt, st.t0, st.conv, st.t1, 8, &found, perf));
+    if (u.ok() && (pick = first_usable(perf, found)) < 0) u.s = CUDNN_STATUS_NOT_SUPPORTED;
+    if (!u.ok()) return;
+    st.bwd_data_algo = perf[pick].algo;
+    u.check(a.cudnnGetConvolutionBackwardDataWorkspaceSize(dnn, st.filt, st.t0, st.conv, st.t1, st.bwd_data_algo,
+                                                           &st.ws));
+  } else {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
+    u.check(a.cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, st.t0, st.t1, st.conv, st.filt, 8, &found, perf));
+    if (u.ok() && (pick = first_usable(perf, found)) < 0) u.s = CUDNN_STATUS_NOT_SUPPORTED;
+    if (!u.ok()) return;
+    st.bwd_filter_algo = perf[pick].algo;
+    u.check(a.cudnnGetConvolutionBackwardFilterWorkspaceSize(dnn, st.t0, st.t1, st.conv, st.filt,
+                                                             st.bwd_filter_algo, &st.ws));
+  }
+}
+
+void pool_descriptors(DnnSetup &u, DnnState &st, const ctn_op_signature *sig) {
+  const ctn_attrs &at = *sig->attrs;
+  const cudnnPoolingMode_t mode = st.kind == D::kMaxPool ? CUDNN_POOLING_MAX
+                                  : at.i[6]              ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                         : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  u.tensor4(&st.t0, sig->inputs[0]);
+  u.tensor4(&st.t1, *sig->output);
+  u.check(u.a.cudnnCreatePoolingDescriptor(&st.pool));
+  if (u.ok())
+    u.check(u.a.cudnnSetPooling2dDescriptor(st.pool, mode, CUDNN_PROPAGATE_NAN, static_cast<int>(at.i[0]),
+                                            static_cast<int>(at.i[1]), static_cast<int>(at.i[4]),
+                                            static_cast<int>(at.i[5]), static_cast<int>(at.i[2] > 0 ? at.i[2] : at.i[0]),
+                                            static_cast<int>(at.i[3] > 0 ? at.i[3] : at.i[1])));
+}
+
+void batch_norm_descriptors(DnnSetup &u, DnnState &st, const ctn_op_signature *sig) {
+  const ctn_tensor_desc &x = sig->inputs[0];
+  st.eps = sig->attrs->f[0];
+  st.channels = x.shape[1];
+  u.tensor4(&st.t0, x);
+  u.check(u.a.cudnnCreateTensorDescriptor(&st.t2));
+  if (u.ok()) u.check(u.a.cudnnDeriveBNTensorDescriptor(st.t2, st.t0, CUDNN_BATCHNORM_SPATIAL));
+  if (st.kind == D::kBatchNormGradInput) st.ws = 2 * static_cast<size_t>(st.channels) * (st.f64 ? 8 : 4);
+}
+
 }  // namespace
 
 ctn_status make_dnn_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
@@ -130,137 +249,28 @@ ctn_status make_dnn_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel 
       if (!fits_int(sig->inputs[i].shape[k]))
         return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: a dim exceeds cuDNN's int range", op);
   }
-  const CudnnApi &a = be->cudnn;
-  const cudnnDataType_t dt = o.dtype == CTN_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  DnnSetup u{be->cudnn, o.dtype == CTN_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT};
   auto st = new_state<DnnState>(be, op);
   st->kind = e->kind;
   st->f64 = o.dtype == CTN_F64;
-  const ctn_attrs &at = *sig->attrs;
-  cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
-  auto check = [&](cudnnStatus_t r) {
-    if (s == CUDNN_STATUS_SUCCESS) s = r;
-  };
-  auto tensor4 = [&](cudnnTensorDescriptor_t *t, const ctn_tensor_desc &d) {
-    check(a.cudnnCreateTensorDescriptor(t));
-    int64_t dims[4] = {1, 1, 1, 1};
-    if (d.ndim == 4) {
-      for (int k = 0; k < 4; ++k) dims[k] = d.shape[k];
-    } else if (d.ndim >= 2) {  // [N, C, ...] for batch norm: the trailing dims as H
-      dims[0] = d.shape[0];
-      dims[1] = d.shape[1];
-      for (uint32_t k = 2; k < d.ndim; ++k) dims[2] *= d.shape[k];
-    }
-    if (s == CUDNN_STATUS_SUCCESS)
-      check(a.cudnnSetTensor4dDescriptor(*t, CUDNN_TENSOR_NCHW, dt, static_cast<int>(dims[0]),
-                                         static_cast<int>(dims[1]), static_cast<int>(dims[2]),
-                                         static_cast<int>(dims[3])));
-  };
-
   switch (e->kind) {
     case D::kConv:
     case D::kConvGradInput:
-    case D::kConvGradWeight: {
-      // Tensors: conv: (x, w) -> y; grad_input / transpose: (dy, w) -> dx; grad_weight: (x, dy) -> w
-      const ctn_tensor_desc &i0 = sig->inputs[0], &i1 = sig->inputs[1];
-      const ctn_tensor_desc &wd = e->kind == D::kConvGradWeight ? o : i1;
-      const int groups = static_cast<int>(at.i[6] > 0 ? at.i[6] : 1);
-      tensor4(&st->t0, i0);
-      tensor4(&st->t1, e->kind == D::kConvGradWeight ? i1 : o);
-      check(a.cudnnCreateFilterDescriptor(&st->filt));
-      if (s == CUDNN_STATUS_SUCCESS)
-        check(a.cudnnSetFilter4dDescriptor(st->filt, dt, CUDNN_TENSOR_NCHW,
-                                           static_cast<int>(wd.shape[0]), static_cast<int>(wd.shape[1]),
-                                           static_cast<int>(wd.shape[2]), static_cast<int>(wd.shape[3])));
-      check(a.cudnnCreateConvolutionDescriptor(&st->conv));
-      if (s == CUDNN_STATUS_SUCCESS)
-        check(a.cudnnSetConvolution2dDescriptor(
-            st->conv, static_cast<int>(at.i[2]), static_cast<int>(at.i[3]),
-            static_cast<int>(at.i[0] > 0 ? at.i[0] : 1), static_cast<int>(at.i[1] > 0 ? at.i[1] : 1),
-            static_cast<int>(at.i[4] > 0 ? at.i[4] : 1), static_cast<int>(at.i[5] > 0 ? at.i[5] : 1),
-            CUDNN_CROSS_CORRELATION, dt));
-      if (s == CUDNN_STATUS_SUCCESS) check(a.cudnnSetConvolutionGroupCount(st->conv, groups));
-      // cuDNN uses TF32 for f32 convolutions unless told FMA only: follow the "tf32" option.
-      if (s == CUDNN_STATUS_SUCCESS)
-        check(a.cudnnSetConvolutionMathType(st->conv, be->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
-      if (s != CUDNN_STATUS_SUCCESS) return cudnn_fail(be, s, op);
-      int found = 0;
-      if (e->kind == D::kConv) {
-        cudnnConvolutionFwdAlgoPerf_t perf[8];
-        check(a.cudnnGetConvolutionForwardAlgorithm_v7(be->dnn, st->t0, st->filt, st->conv, st->t1,
-                                                       8, &found, perf));
-        int pick = -1;
-        for (int k = 0; k < found && pick < 0; ++k)
-          if (perf[k].status == CUDNN_STATUS_SUCCESS) pick = k;
-        if (s == CUDNN_STATUS_SUCCESS && pick < 0) s = CUDNN_STATUS_NOT_SUPPORTED;
-        if (s == CUDNN_STATUS_SUCCESS) {
-          st->fwd_algo = perf[pick].algo;
-          check(a.cudnnGetConvolutionForwardWorkspaceSize(be->dnn, st->t0, st->filt, st->conv,
-                                                          st->t1, st->fwd_algo, &st->ws));
-        }
-      } else if (e->kind == D::kConvGradInput) {
-        cudnnConvolutionBwdDataAlgoPerf_t perf[8];
-        check(a.cudnnGetConvolutionBackwardDataAlgorithm_v7(be->dnn, st->filt, st->t0, st->conv,
-                                                            st->t1, 8, &found, perf));
-        int pick = -1;
-        for (int k = 0; k < found && pick < 0; ++k)
-          if (perf[k].status == CUDNN_STATUS_SUCCESS) pick = k;
-        if (s == CUDNN_STATUS_SUCCESS && pick < 0) s = CUDNN_STATUS_NOT_SUPPORTED;
-        if (s == CUDNN_STATUS_SUCCESS) {
-          st->bwd_data_algo = perf[pick].algo;
-          check(a.cudnnGetConvolutionBackwardDataWorkspaceSize(be->dnn, st->filt, st->t0, st->conv,
-                                                               st->t1, st->bwd_data_algo, &st->ws));
-        }
-      } else {
-        cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
-        check(a.cudnnGetConvolutionBackwardFilterAlgorithm_v7(be->dnn, st->t0, st->t1, st->conv,
-                                                              st->filt, 8, &found, perf));
-        int pick = -1;
-        for (int k = 0; k < found && pick < 0; ++k)
-          if (perf[k].status == CUDNN_STATUS_SUCCESS) pick = k;
-        if (s == CUDNN_STATUS_SUCCESS && pick < 0) s = CUDNN_STATUS_NOT_SUPPORTED;
-        if (s == CUDNN_STATUS_SUCCESS) {
-          st->bwd_filter_algo = perf[pick].algo;
-          check(a.cudnnGetConvolutionBackwardFilterWorkspaceSize(
-              be->dnn, st->t0, st->t1, st->conv, st->filt, st->bwd_filter_algo, &st->ws));
-        }
-      }
-      if (s == CUDNN_STATUS_NOT_SUPPORTED)
+    case D::kConvGradWeight:
+      conv_descriptors(u, *st, sig, be->tf32);
+      if (!u.ok()) return cudnn_fail(be, u.s, op);
+      conv_algorithm(u, *st, be->dnn);
+      if (u.s == CUDNN_STATUS_NOT_SUPPORTED)
         return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: cuDNN has no algorithm for %s", op,
                                shape_str(o).c_str());
       break;
-    }
     case D::kMaxPool:
     case D::kAvgPool:
-    case D::kAvgPoolGrad: {
-      const cudnnPoolingMode_t mode = e->kind == D::kMaxPool ? CUDNN_POOLING_MAX
-                                      : at.i[6]              ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                                                             : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-      tensor4(&st->t0, sig->inputs[0]);
-      tensor4(&st->t1, o);
-      check(a.cudnnCreatePoolingDescriptor(&st->pool));
-      if (s == CUDNN_STATUS_SUCCESS)
-        check(a.cudnnSetPooling2dDescriptor(
-            st->pool, mode, CUDNN_PROPAGATE_NAN, static_cast<int>(at.i[0]), static_cast<int>(at.i[1]),
-            static_cast<int>(at.i[4]), static_cast<int>(at.i[5]),
-            static_cast<int>(at.i[2] > 0 ? at.i[2] : at.i[0]),
-            static_cast<int>(at.i[3] > 0 ? at.i[3] : at.i[1])));
-      break;
-    }
+    case D::kAvgPoolGrad: pool_descriptors(u, *st, sig); break;
     case D::kBatchNorm:
-    case D::kBatchNormGradInput: {
-      const ctn_tensor_desc &x = sig->inputs[0];
-      st->eps = at.f[0];
-      st->channels = x.shape[1];
-      tensor4(&st->t0, x);
-      check(a.cudnnCreateTensorDescriptor(&st->t2));
-      if (s == CUDNN_STATUS_SUCCESS)
-        check(a.cudnnDeriveBNTensorDescriptor(st->t2, st->t0, CUDNN_BATCHNORM_SPATIAL));
-      if (e->kind == D::kBatchNormGradInput)
-        st->ws = 2 * static_cast<size_t>(st->channels) * (st->f64 ? 8 : 4);
-      break;
-    }
+    case D::kBatchNormGradInput: batch_norm_descriptors(u, *st, sig); break;
   }
-  if (s != CUDNN_STATUS_SUCCESS) return cudnn_fail(be, s, op);
+  if (!u.ok()) return cudnn_fail(be, u.s, op);
   const uint64_t ws = st->ws;
   kernel_set(out, dnn_kernel, st.release(), 0, ws);
   return CTN_OK;

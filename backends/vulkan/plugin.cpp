@@ -88,6 +88,177 @@ ctn_status unavailable(const ctn_host_api *host, Backend *be, const std::string 
   return host->set_error(CTN_ERR_UNAVAILABLE, "unavailable: %s", why.c_str());
 }
 
+// vk_init's steps. Those returning a string return why the backend is unavailable ("" when the
+// step succeeded); vk_init destroys the half-built backend then.
+
+// The instance (with the validation layer and its messenger under CHUTNEY_VULKAN_VALIDATION)
+// and the instance-level entry points.
+std::string create_instance(Backend &be) {
+  const char *val = std::getenv("CHUTNEY_VULKAN_VALIDATION");
+  bool want_validation = val && *val && std::strcmp(val, "0") != 0;
+  std::vector<const char *> layers, exts;
+  if (want_validation) {
+    if (!has_layer(be, "VK_LAYER_KHRONOS_validation"))
+      return "CHUTNEY_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not installed (Debian: "
+             "vulkan-validationlayers)";
+    layers.push_back("VK_LAYER_KHRONOS_validation");
+    if (has_instance_ext(be, VK_EXT_DEBUG_UTILS_EXTENSION_NAME))
+      exts.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+  VkApplicationInfo app{};
+  app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
+  app.pApplicationName = "chutney";
+  app.pEngineName = "chutney";
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ici{};
+  ici.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+  ici.pApplicationInfo = &app;
+  ici.enabledLayerCount = static_cast<uint32_t>(layers.size());
+  ici.ppEnabledLayerNames = layers.data();
+  ici.enabledExtensionCount = static_cast<uint32_t>(exts.size());
+  ici.ppEnabledExtensionNames = exts.data();
+  VkResult r = be.vk.vkCreateInstance(&ici, nullptr, &be.instance);
+  if (r != VK_SUCCESS)
+    return std::string("vkCreateInstance failed (") + vk_result_name(r) +
+           "): no Vulkan driver (ICD) is installed or usable";
+  if (std::string why; !vk_load_instance(be.vk, be.instance, &why))
+    return why.empty() ? "the instance's entry points did not load" : why;
+  if (!exts.empty() && be.vk.vkCreateDebugUtilsMessengerEXT) {
+    VkDebugUtilsMessengerCreateInfoEXT mi{};
+    mi.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;
+    mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                         VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
+    mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+    mi.pfnUserCallback = on_validation;
+    mi.pUserData = &be;
+    if (be.vk.vkCreateDebugUtilsMessengerEXT(be.instance, &mi, nullptr, &be.messenger) ==
+        VK_SUCCESS)
+      be.validation = true;
+  }
+  return "";
+}
+
+// CHUTNEY_VULKAN_DEVICE picks an index; else discrete > integrated > virtual > CPU, among the
+// Vulkan 1.1 devices with a compute queue. Sets be.phys.
+std::string pick_device(Backend &be) {
+  uint32_t ndev = 0;
+  VkResult r = be.vk.vkEnumeratePhysicalDevices(be.instance, &ndev, nullptr);
+  if (r != VK_SUCCESS || ndev == 0) return "no Vulkan device (vkEnumeratePhysicalDevices found none)";
+  std::vector<VkPhysicalDevice> devs(ndev);
+  be.vk.vkEnumeratePhysicalDevices(be.instance, &ndev, devs.data());
+  int pick = -1, best = -1;
+  const char *want = std::getenv("CHUTNEY_VULKAN_DEVICE");
+  for (uint32_t i = 0; i < ndev; ++i) {
+    VkPhysicalDeviceProperties p{};
+    be.vk.vkGetPhysicalDeviceProperties(devs[i], &p);
+    if (p.apiVersion < VK_API_VERSION_1_1) continue;
+    uint32_t nq = 0;
+    be.vk.vkGetPhysicalDeviceQueueFamilyProperties(devs[i], &nq, nullptr);
+    std::vector<VkQueueFamilyProperties> q(nq);
+    be.vk.vkGetPhysicalDeviceQueueFamilyProperties(devs[i], &nq, q.data());
+    bool compute = false;
+    for (auto &f : q) compute = compute || (f.queueFlags & VK_QUEUE_COMPUTE_BIT);
+    if (!compute) continue;
+    int score = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU     ? 4
+                : p.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? 3
+                : p.deviceType == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU    ? 2
+                                                                         : 1;
+    if (want && *want) score = std::atoi(want) == static_cast<int>(i) ? 100 : 0;
+    if (score > best) best = score, pick = static_cast<int>(i);
+  }
+  if (pick < 0 || best == 0)
+    return want && *want ? "CHUTNEY_VULKAN_DEVICE names no usable device" : "no Vulkan 1.1 device with a compute queue";
+  be.phys = devs[static_cast<size_t>(pick)];
+  return "";
+}
+
+// The chosen device's properties, features and limits as the kernels use them.
+void read_device_limits(Backend &be) {
+  be.vk.vkGetPhysicalDeviceProperties(be.phys, &be.props);
+  be.vk.vkGetPhysicalDeviceMemoryProperties(be.phys, &be.memprops);
+  if (be.vk.vkGetPhysicalDeviceProperties2) {
+    VkPhysicalDeviceSubgroupProperties sg{};
+    sg.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+    VkPhysicalDeviceProperties2 p2{};
+    p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    p2.pNext = &sg;
+    be.vk.vkGetPhysicalDeviceProperties2(be.phys, &p2);
+    be.subgroup_size = sg.subgroupSize;
+    be.subgroup_ballot = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                          (sg.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
+  }
+  VkPhysicalDeviceFeatures feats{};
+  be.vk.vkGetPhysicalDeviceFeatures(be.phys, &feats);
+  be.has_f64 = feats.shaderFloat64 == VK_TRUE && !ctn_backend_util::env_flag("CHUTNEY_VULKAN_NO_F64");
+  const VkPhysicalDeviceLimits &lim = be.props.limits;
+  be.max_invocations = lim.maxComputeWorkGroupInvocations;
+  be.max_wg_x = lim.maxComputeWorkGroupSize[0];
+  be.max_wg_y = lim.maxComputeWorkGroupSize[1];
+  be.max_groups_x = std::min<uint32_t>(lim.maxComputeWorkGroupCount[0], 65535);
+  be.max_groups_y = std::min<uint32_t>(lim.maxComputeWorkGroupCount[1], 65535);
+  be.max_groups_z = std::min<uint32_t>(lim.maxComputeWorkGroupCount[2], 65535);
+  // Raspberry Pi-class budget: never more than 16 KiB of shared memory, whatever is offered.
+  be.max_shared = std::min<uint32_t>(lim.maxComputeSharedMemorySize, 16384);
+  be.max_range = lim.maxStorageBufferRange;
+  if (const char *mr = std::getenv("CHUTNEY_VULKAN_MAX_RANGE"); mr && *mr)  // tests: smaller windows
+    be.max_range = std::min<uint64_t>(be.max_range, std::strtoull(mr, nullptr, 10));
+  be.align = std::max<uint64_t>(lim.minStorageBufferOffsetAlignment, 4);
+  uint32_t wg = 1;
+  while (wg * 2 <= 256 && wg * 2 <= be.max_invocations && wg * 2 <= be.max_wg_x) wg *= 2;
+  be.wg1d = wg;
+}
+
+// The logical device on a compute queue family (a compute-only one first: async compute on
+// desktop GPUs), its device-level entry points and its queue.
+std::string create_device(Backend &be) {
+  uint32_t nq = 0;
+  be.vk.vkGetPhysicalDeviceQueueFamilyProperties(be.phys, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qf(nq);
+  be.vk.vkGetPhysicalDeviceQueueFamilyProperties(be.phys, &nq, qf.data());
+  int fam = -1;
+  for (uint32_t i = 0; i < nq && fam < 0; ++i)
+    if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+      fam = static_cast<int>(i);
+  for (uint32_t i = 0; i < nq && fam < 0; ++i)
+    if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) fam = static_cast<int>(i);
+  be.qfamily = static_cast<uint32_t>(fam);
+  float prio = 1.0f;
+  VkDeviceQueueCreateInfo qi{};
+  qi.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+  qi.queueFamilyIndex = be.qfamily;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &prio;
+  VkPhysicalDeviceFeatures enable{};
+  enable.shaderFloat64 = be.has_f64 ? VK_TRUE : VK_FALSE;
+  VkDeviceCreateInfo di{};
+  di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  di.pEnabledFeatures = &enable;
+  VkResult r = be.vk.vkCreateDevice(be.phys, &di, nullptr, &be.dev);
+  if (r != VK_SUCCESS) return std::string("vkCreateDevice failed: ") + vk_result_name(r);
+  if (std::string why; !vk_load_device(be.vk, be.dev, &why))
+    return why.empty() ? "the device's entry points did not load" : why;
+  be.vk.vkGetDeviceQueue(be.dev, be.qfamily, 0, &be.queue);
+  return "";
+}
+
+std::string describe_device(const Backend &be) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%s (%s, Vulkan %u.%u.%u), f64 %s, max storage range %" PRIu64
+                " MiB, shared %u KiB, pipeline cache %s%s",
+                be.props.deviceName, kind_name(be.props.deviceType),
+                VK_API_VERSION_MAJOR(be.props.apiVersion),
+                VK_API_VERSION_MINOR(be.props.apiVersion),
+                VK_API_VERSION_PATCH(be.props.apiVersion), be.has_f64 ? "yes" : "no",
+                be.max_range >> 20, be.max_shared >> 10, be.cache_note.c_str(),
+                be.validation ? ", validation on" : "");
+  return buf;
+}
+
 ctn_status vk_init(const ctn_host_api *host, const ctn_backend_config *, void **out_state) {
   if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
   Backend *be = nullptr;
@@ -97,150 +268,15 @@ ctn_status vk_init(const ctn_host_api *host, const ctn_backend_config *, void **
     be->host = host;
     std::string why;
     if (!vk_load_global(be->vk, &why)) return unavailable(host, be, why);
-
-    const char *val = std::getenv("CHUTNEY_VULKAN_VALIDATION");
-    bool want_validation = val && *val && std::strcmp(val, "0") != 0;
-    std::vector<const char *> layers, exts;
-    if (want_validation) {
-      if (!has_layer(*be, "VK_LAYER_KHRONOS_validation"))
-        return unavailable(host, be,
-                           "CHUTNEY_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is "
-                           "not installed (Debian: vulkan-validationlayers)");
-      layers.push_back("VK_LAYER_KHRONOS_validation");
-      if (has_instance_ext(*be, VK_EXT_DEBUG_UTILS_EXTENSION_NAME))
-        exts.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
-    }
-    VkApplicationInfo app{};
-    app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
-    app.pApplicationName = "chutney";
-    app.pEngineName = "chutney";
-    app.apiVersion = VK_API_VERSION_1_1;
-    VkInstanceCreateInfo ici{};
-    ici.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
-    ici.pApplicationInfo = &app;
-    ici.enabledLayerCount = static_cast<uint32_t>(layers.size());
-    ici.ppEnabledLayerNames = layers.data();
-    ici.enabledExtensionCount = static_cast<uint32_t>(exts.size());
-    ici.ppEnabledExtensionNames = exts.data();
-    VkResult r = be->vk.vkCreateInstance(&ici, nullptr, &be->instance);
-    if (r != VK_SUCCESS)
-      return unavailable(host, be, std::string("vkCreateInstance failed (") + vk_result_name(r) +
-                                       "): no Vulkan driver (ICD) is installed or usable");
-    if (!vk_load_instance(be->vk, be->instance, &why)) return unavailable(host, be, why);
-    if (!exts.empty() && be->vk.vkCreateDebugUtilsMessengerEXT) {
-      VkDebugUtilsMessengerCreateInfoEXT mi{};
-      mi.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;
-      mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
-                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
-      mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
-      mi.pfnUserCallback = on_validation;
-      mi.pUserData = be;
-      if (be->vk.vkCreateDebugUtilsMessengerEXT(be->instance, &mi, nullptr, &be->messenger) ==
-          VK_SUCCESS)
-        be->validation = true;
-    }
-    uint32_t ndev = 0;
-    r = be->vk.vkEnumeratePhysicalDevices(be->instance, &ndev, nullptr);
-    if (r != VK_SUCCESS || ndev == 0)
-      return unavailable(host, be, "no Vulkan device (vkEnumeratePhysicalDevices found none)");
-    std::vector<VkPhysicalDevice> devs(ndev);
-    be->vk.vkEnumeratePhysicalDevices(be->instance, &ndev, devs.data());
-    // CHUTNEY_VULKAN_DEVICE picks an index; else discrete > integrated > virtual > CPU.
-    int pick = -1, best = -1;
-    const char *want = std::getenv("CHUTNEY_VULKAN_DEVICE");
-    for (uint32_t i = 0; i < ndev; ++i) {
-      VkPhysicalDeviceProperties p{};
-      be->vk.vkGetPhysicalDeviceProperties(devs[i], &p);
-      if (p.apiVersion < VK_API_VERSION_1_1) continue;
-      uint32_t nq = 0;
-      be->vk.vkGetPhysicalDeviceQueueFamilyProperties(devs[i], &nq, nullptr);
-      std::vector<VkQueueFamilyProperties> q(nq);
-      be->vk.vkGetPhysicalDeviceQueueFamilyProperties(devs[i], &nq, q.data());
-      bool compute = false;
-      for (auto &f : q) compute = compute || (f.queueFlags & VK_QUEUE_COMPUTE_BIT);
-      if (!compute) continue;
-      int score = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU     ? 4
-                  : p.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? 3
-                  : p.deviceType == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU    ? 2
-                                                                           : 1;
-      if (want && *want) score = std::atoi(want) == static_cast<int>(i) ? 100 : 0;
-      if (score > best) best = score, pick = static_cast<int>(i);
-    }
-    if (pick < 0 || best == 0)
-      return unavailable(host, be,
-                         want && *want ? "CHUTNEY_VULKAN_DEVICE names no usable device"
-                                       : "no Vulkan 1.1 device with a compute queue");
-    be->phys = devs[static_cast<size_t>(pick)];
-    be->vk.vkGetPhysicalDeviceProperties(be->phys, &be->props);
-    be->vk.vkGetPhysicalDeviceMemoryProperties(be->phys, &be->memprops);
-    if (be->vk.vkGetPhysicalDeviceProperties2) {
-      VkPhysicalDeviceSubgroupProperties sg{};
-      sg.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
-      VkPhysicalDeviceProperties2 p2{};
-      p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
-      p2.pNext = &sg;
-      be->vk.vkGetPhysicalDeviceProperties2(be->phys, &p2);
-      be->subgroup_size = sg.subgroupSize;
-      be->subgroup_ballot = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                            (sg.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
-    }
-    VkPhysicalDeviceFeatures feats{};
-    be->vk.vkGetPhysicalDeviceFeatures(be->phys, &feats);
-    be->has_f64 = feats.shaderFloat64 == VK_TRUE && !ctn_backend_util::env_flag("CHUTNEY_VULKAN_NO_F64");
-    const VkPhysicalDeviceLimits &lim = be->props.limits;
-    be->max_invocations = lim.maxComputeWorkGroupInvocations;
-    be->max_wg_x = lim.maxComputeWorkGroupSize[0];
-    be->max_wg_y = lim.maxComputeWorkGroupSize[1];
-    be->max_groups_x = std::min<uint32_t>(lim.maxComputeWorkGroupCount[0], 65535);
-    be->max_groups_y = std::min<uint32_t>(lim.maxComputeWorkGroupCount[1], 65535);
-    be->max_groups_z = std::min<uint32_t>(lim.maxComputeWorkGroupCount[2], 65535);
-    // Raspberry Pi-class budget: never more than 16 KiB of shared memory, whatever is offered.
-    be->max_shared = std::min<uint32_t>(lim.maxComputeSharedMemorySize, 16384);
-    be->max_range = lim.maxStorageBufferRange;
-    if (const char *mr = std::getenv("CHUTNEY_VULKAN_MAX_RANGE"); mr && *mr)  // tests: smaller windows
-      be->max_range = std::min<uint64_t>(be->max_range, std::strtoull(mr, nullptr, 10));
-    be->align = std::max<uint64_t>(lim.minStorageBufferOffsetAlignment, 4);
-    uint32_t wg = 1;
-    while (wg * 2 <= 256 && wg * 2 <= be->max_invocations && wg * 2 <= be->max_wg_x) wg *= 2;
-    be->wg1d = wg;
-
-    uint32_t nq = 0;
-    be->vk.vkGetPhysicalDeviceQueueFamilyProperties(be->phys, &nq, nullptr);
-    std::vector<VkQueueFamilyProperties> qf(nq);
-    be->vk.vkGetPhysicalDeviceQueueFamilyProperties(be->phys, &nq, qf.data());
-    // A compute-only family first (async compute on desktop GPUs), else any with compute.
-    int fam = -1;
-    for (uint32_t i = 0; i < nq && fam < 0; ++i)
-      if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
-        fam = static_cast<int>(i);
-    for (uint32_t i = 0; i < nq && fam < 0; ++i)
-      if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) fam = static_cast<int>(i);
-    be->qfamily = static_cast<uint32_t>(fam);
-    float prio = 1.0f;
-    VkDeviceQueueCreateInfo qi{};
-    qi.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
-    qi.queueFamilyIndex = be->qfamily;
-    qi.queueCount = 1;
-    qi.pQueuePriorities = &prio;
-    VkPhysicalDeviceFeatures enable{};
-    enable.shaderFloat64 = be->has_f64 ? VK_TRUE : VK_FALSE;
-    VkDeviceCreateInfo di{};
-    di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
-    di.queueCreateInfoCount = 1;
-    di.pQueueCreateInfos = &qi;
-    di.pEnabledFeatures = &enable;
-    r = be->vk.vkCreateDevice(be->phys, &di, nullptr, &be->dev);
-    if (r != VK_SUCCESS)
-      return unavailable(host, be, std::string("vkCreateDevice failed: ") + vk_result_name(r));
-    if (!vk_load_device(be->vk, be->dev, &why)) return unavailable(host, be, why);
-    be->vk.vkGetDeviceQueue(be->dev, be->qfamily, 0, &be->queue);
+    if (why = create_instance(*be); !why.empty()) return unavailable(host, be, why);
+    if (why = pick_device(*be); !why.empty()) return unavailable(host, be, why);
+    read_device_limits(*be);
+    if (why = create_device(*be); !why.empty()) return unavailable(host, be, why);
     VkCommandPoolCreateInfo pi{};
     pi.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
     pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     pi.queueFamilyIndex = be->qfamily;
-    r = be->vk.vkCreateCommandPool(be->dev, &pi, nullptr, &be->cmd_pool);
+    VkResult r = be->vk.vkCreateCommandPool(be->dev, &pi, nullptr, &be->cmd_pool);
     if (r != VK_SUCCESS) {
       ctn_status st = vk_fail(*be, r, "vkCreateCommandPool");
       destroy(be);
@@ -258,17 +294,7 @@ ctn_status vk_init(const ctn_host_api *host, const ctn_backend_config *, void **
     }
     std::memset(be->dummy->map, 0, 256);
     pipeline_cache_open(*be);
-    char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "%s (%s, Vulkan %u.%u.%u), f64 %s, max storage range %" PRIu64
-                  " MiB, shared %u KiB, pipeline cache %s%s",
-                  be->props.deviceName, kind_name(be->props.deviceType),
-                  VK_API_VERSION_MAJOR(be->props.apiVersion),
-                  VK_API_VERSION_MINOR(be->props.apiVersion),
-                  VK_API_VERSION_PATCH(be->props.apiVersion), be->has_f64 ? "yes" : "no",
-                  be->max_range >> 20, be->max_shared >> 10, be->cache_note.c_str(),
-                  be->validation ? ", validation on" : "");
-    be->description = buf;
+    be->description = describe_device(*be);
     *out_state = be;
     return CTN_OK;
   } catch (const std::bad_alloc &) {

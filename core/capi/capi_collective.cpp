@@ -2,9 +2,9 @@
 #include <chutney/collective.h>
 
 #include "capi/handles.h"
-#include "capi/wall.h"
-#include "exec/data_parallel.h"
+#include "compile/data_parallel.h"
 #include "util/status.h"
+#include "util/wall.h"
 
 #include <cstdio>
 #include <cstdlib>

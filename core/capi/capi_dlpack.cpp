@@ -3,7 +3,7 @@
 #include <chutney/dlpack.h>
 
 #include "capi/handles.h"
-#include "capi/wall.h"
+#include "util/wall.h"
 
 #include <cstddef>
 #include <memory>

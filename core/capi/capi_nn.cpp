@@ -4,8 +4,8 @@
 #include <chutney/chutney.h>
 #include <chutney/ops.h>
 
-#include "capi/wall.h"
 #include "graph/graph.h"
+#include "util/wall.h"
 
 using namespace ctn;
 

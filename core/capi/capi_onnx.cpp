@@ -2,11 +2,11 @@
 #include <chutney/onnx.h>
 
 #include "capi/handles.h"
-#include "capi/wall.h"
 #include "io/io_common.h"
 #include "onnx/exporter.h"
 #include "onnx/importer.h"
 #include "plugin/context.h"
+#include "util/wall.h"
 
 #include <algorithm>
 #include <cstring>

@@ -166,4 +166,9 @@ void eager_execute(Graph &g, Node &node) {
       eager_compute(*g.context(), *node.op, node.attrs, in, n, node.info, nullptr, &node.ran_on));
 }
 
+namespace {
+// graph/ sits below exec/: an eager graph runs its nodes through what this installs (graph.h).
+[[maybe_unused]] const bool kEagerInstalled = (install_eager_executor(&eager_execute), true);
+}  // namespace
+
 }  // namespace ctn

@@ -1,34 +1,10 @@
-// ctn_plan_compile and ctn_plan_run.
-//
-// Compiling is a fixed sequence of stages over one CompileState (exec/compile.h), each defined
-// with its peers:
-//
-//   CompileState   argument checks, a private copy of the graph, the roots   exec/plan.cpp
-//   0 data_parallel      gradient allreduce buckets (data-parallel only)    exec/data_parallel.cpp
-//   1 rewrite            simplification, constant folding, fusion           passes/passes.cpp
-//   2 order_nodes        schedule + dead-code elimination, assignments last passes/order.cpp
-//   3 place_nodes        a backend (and its kernel) for every node          exec/placement.cpp
-//   4 elide_assignments  values computed straight into their variables      passes/assign_elision.cpp
-//  4b budget_memory      recomputation under a memory budget               passes/recompute.cpp
-//   5 lower_to_steps     values, transfers at device boundaries, steps      exec/lower.cpp
-//   6 allocate_memory    arena offsets, buffers, initial values             planner/allocate.cpp
-//   7 prepare_steps      kernel arguments, attributes, workspaces           exec/lower.cpp
-//   8 record_segments    runs of steps handed to recording backends         exec/lower.cpp
-//   9 report             statistics, the describe text                      exec/plan.cpp
-//
-// Where a new stage goes: a graph rewrite that needs no device between 2 and 3 (or before 1 when
-// the rewrites must not touch what it marks: data_parallel's gradients), or inside 1 when it is a
-// local pattern; one that needs placement and kernels (in-place flags, transfers) between 3 and
-// 5; one that trades memory for recomputation on the step list between 5 and 6, where the
-// planner sees the values and their last uses. Give it fields in CompileState, its declaration
-// in compile.h, and a line here.
+// ctn_plan_run, and the plan around the Program that compiling built (compile/compile.h: the
+// stages, and their order in kStages of compile/pipeline.cpp).
 //
 // Running: check every argument, upload the feeds, call each step (or segment) in order,
 // synchronise, download the outputs.
 #include "exec/plan.h"
 
-#include "exec/compile.h"
-#include "exec/data_parallel.h"
 #include "exec/select.h"
 #include "util/status.h"
 
@@ -40,84 +16,6 @@
 #include <cstring>
 
 namespace ctn {
-
-CompileState::CompileState(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_options *opts,
-                           Program &program)
-    : ctx(user.context()),
-      user_nodes(static_cast<uint32_t>(user.size())),
-      g(ctx, false),
-      rw(g),
-      disable(opts ? opts->disable : 0),
-      out(program) {
-  if (opts && opts->struct_size >= offsetof(ctn_compile_options, dp_bucket_bytes) + sizeof(uint64_t)) {
-    dp = opts->data_parallel;
-    dp_bucket_bytes = opts->dp_bucket_bytes ? opts->dp_bucket_bytes : CTN_DP_DEFAULT_BUCKET_BYTES;
-  }
-  memory_budget = opts ? opts->memory_budget : 0;
-  if (user.eager()) fail(CTN_ERR_STATE, "ctn_plan_compile: the graph is eager; create it with flags 0 to compile it");
-  if (n_out && !outs) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_compile: outputs is NULL");
-  for (uint32_t i = 0; i < n_out; ++i) user.check(outs[i], "ctn_plan_compile");
-  prefs = opts && opts->backends ? ctx->parse_preference(opts->backends, "ctn_compile_options.backends") : ctx->preferred();
-  if (prefs.empty()) fail(CTN_ERR_UNAVAILABLE, "ctn_plan_compile: no backend is available in this context");
-  g.copy_nodes_from(user);
-  roots.assign(outs, outs + n_out);
-  n_user_outputs = roots.size();
-  for (size_t v = 0; v < g.size(); ++v)
-    if (g.node(static_cast<ctn_node>(v)).kind == NodeKind::Assign) roots.push_back(static_cast<ctn_node>(v));
-}
-
-CompileState::~CompileState() {
-  for (size_t v = 0; v < kern.size(); ++v)
-    if (kern[v].state) dev[v]->release(kern[v]);
-}
-
-void report(CompileState &cs) {
-  Program &out = cs.out;
-  const MemoryPlan &mp = cs.memory;
-  ctn_plan_stats &st = out.stats;
-  st.struct_size = sizeof st;
-  st.n_nodes = cs.user_nodes;
-  st.n_steps = static_cast<uint32_t>(out.steps.size());
-  st.n_fused = cs.pass_stats.fused;
-  st.n_folded = cs.pass_stats.folded;
-  st.n_inplace = mp.n_inplace;
-  st.planned_peak_bytes = mp.peak_bytes;
-  st.naive_bytes = mp.naive_bytes;
-  st.persistent_bytes = cs.persistent_bytes;
-  out.describe = format("plan: %zu steps, planned peak %llu bytes (naive %llu), persistent %llu bytes\n",
-                        out.steps.size(), static_cast<unsigned long long>(mp.peak_bytes),
-                        static_cast<unsigned long long>(mp.naive_bytes),
-                        static_cast<unsigned long long>(cs.persistent_bytes));
-  if (cs.dp)
-    out.describe += format("data-parallel over %d ranks: %u gradients (%llu bytes) averaged in %u buckets of <= %llu bytes\n",
-                           cs.dp->size, cs.dp_gradients, static_cast<unsigned long long>(cs.dp_bytes), cs.dp_buckets,
-                           static_cast<unsigned long long>(cs.dp_bucket_bytes));
-  ctn_plan_memory_report &mr = out.memory;
-  mr.peak_bytes = mp.peak_bytes;
-  mr.recomputed = out.recomputed.c_str();
-  if (mr.budget) {
-    // The budget bounds the planned peak; budget_memory predicts it from the schedule
-    // (passes/recompute.cpp), this holds it to that when the prediction was off.
-    if (mp.peak_bytes > mr.budget)
-      fail(CTN_ERR_OUT_OF_MEMORY, "ctn_plan_compile: planned peak %llu bytes exceeds the memory budget %llu bytes "
-           "(the budget stage's estimate of the transfers between devices was low)", static_cast<unsigned long long>(mp.peak_bytes),
-           static_cast<unsigned long long>(mr.budget));
-    out.describe += format("memory budget %llu bytes: peak without budget %llu, achieved %llu, %u steps recomputed, "
-                           "extra %llu of %llu FLOPs\n", static_cast<unsigned long long>(mr.budget),
-                           static_cast<unsigned long long>(mr.peak_without_budget),
-                           static_cast<unsigned long long>(mr.peak_bytes), mr.n_recomputed,
-                           static_cast<unsigned long long>(mr.extra_flops), static_cast<unsigned long long>(mr.flops));
-  }
-  for (size_t si = 0; si < out.steps.size(); ++si) {
-    const Program::Step &step = out.steps[si];
-    out.describe += format("%4zu  %-18s %-7s %s%s @%llu%s%s\n", si, step.op.c_str(), step.b->name.c_str(),
-                           dtype_name(step.out.dtype),
-                           shape_str(out.values[static_cast<size_t>(cs.psteps[si].output)].info.shape).c_str(),
-                           static_cast<unsigned long long>(step.out.offset), mp.inplace[si] ? " (in place)" : "",
-                           cs.step_node[si] != CTN_NODE_NONE && cs.step_node[si] < cs.recomputed.size() &&
-                                   cs.recomputed[cs.step_node[si]] ? " (recompute)" : "");
-  }
-}
 
 namespace {
 
@@ -148,20 +46,8 @@ size_t first_variable_write(const Program &prog) {
 
 }  // namespace
 
-Plan::Plan(Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_options *opts) {
-  CompileState cs(user, n_out, outs, opts, prog_);
-  data_parallel(cs);
-  rewrite(cs);
-  order_nodes(cs);
-  place_nodes(cs);
-  elide_assignments(cs);
-  budget_memory(cs);
-  lower_to_steps(cs);
-  allocate_memory(cs);
-  prepare_steps(cs);
-  record_segments(cs);
-  report(cs);
-  if (cs.dp) broadcast_variables(prog_, cs.dp);
+Plan::Plan(const Graph &user, const ProgramBuilder &build) {
+  build(prog_);
   fed_.assign(prog_.feeds.size(), nullptr);
   user_nodes_ = static_cast<uint32_t>(user.size());
   user_kinds_.reserve(user_nodes_);

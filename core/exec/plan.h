@@ -1,16 +1,16 @@
 // A compiled plan: a linear schedule of kernel calls over preallocated device memory.
-// Compiling is a sequence of stages (exec/compile.h, listed at the top of plan.cpp).
+// Compiling is compile/'s (compile/compile.h), above exec/: a Plan is given the builder.
 #pragma once
-
-#include "exec/program.h"
-
-#include <atomic>
-#include <chrono>
-#include "graph/graph.h"
-#include "plugin/context.h"
 
 #include <chutney/chutney.h>
 
+#include "exec/program.h"
+#include "graph/graph.h"
+#include "plugin/context.h"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,7 +27,10 @@ struct RunControl {
 
 class Plan {
  public:
-  Plan(Graph &g, uint32_t n_outputs, const ctn_node *outputs, const ctn_compile_options *opts);
+  // Fills the Program from the user's graph: ctn_plan_compile passes compile_program
+  // (compile/compile.h) with its arguments.
+  using ProgramBuilder = std::function<void(Program &out)>;
+  Plan(const Graph &user, const ProgramBuilder &build);
   ~Plan();
   Plan(const Plan &) = delete;
   Plan &operator=(const Plan &) = delete;
@@ -45,7 +48,7 @@ class Plan {
   const ctn_plan_memory_report &memory_report() const { return prog_.memory; }
 
  private:
-  Program prog_;                     // built by the compile stages (exec/compile.h)
+  Program prog_;                     // built by the compile stages (compile/compile.h)
   std::vector<const Tensor *> fed_;  // per feed, during run: the tensor given
   // CHUTNEY_PROFILE=1: wall time per step (host clock around each call, backends synced), a
   // table on stderr when the plan is destroyed. Off: one branch per run.

@@ -1,6 +1,6 @@
 // What a compiled plan runs: its values (regions of device buffers), its steps (kernel calls and
 // transfers in schedule order), the segments a backend records, and every buffer behind them.
-// The compile stages (exec/compile.h) fill it; Plan::run executes it; its destructor releases
+// The compile stages (compile/compile.h) fill it; Plan::run executes it; its destructor releases
 // what it holds, also when a stage fails halfway.
 #pragma once
 
@@ -63,7 +63,7 @@ struct Program {
   std::vector<void *> workspace;  // per device
   ctn_plan_stats stats{};
   std::string describe;
-  ctn_plan_memory_report memory{};  // budget_memory (passes/recompute.cpp)
+  ctn_plan_memory_report memory{};  // budget_memory (compile/recompute.cpp)
   std::string recomputed;           // memory.recomputed points here
 
   Program() = default;

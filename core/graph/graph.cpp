@@ -1,12 +1,25 @@
 #include "graph/graph.h"
 
-#include "exec/eager.h"
-#include "plugin/context.h"
 #include "util/status.h"
 
 #include <cstring>
 
 namespace ctn {
+
+namespace {
+
+// Constant-initialised (no static-initialisation order with exec/eager.cpp's installer).
+EagerExecutor g_eager_executor = nullptr;
+
+void run_eager(Graph &g, Node &node) {
+  if (!g_eager_executor)
+    fail(CTN_ERR_INTERNAL, "%s: eager graphs need exec/eager.cpp, which is not linked in", node.op->name.c_str());
+  g_eager_executor(g, node);
+}
+
+}  // namespace
+
+void install_eager_executor(EagerExecutor run) { g_eager_executor = run; }
 
 ctn_attrs attrs_i(std::initializer_list<int64_t> ints) {
   ctn_attrs a{};
@@ -120,7 +133,7 @@ ctn_node Graph::add_assign(ctn_node var, ctn_node value) {
 }
 
 ctn_node Graph::add_op(const char *op, uint32_t n, const ctn_node *inputs, const ctn_attrs *attrs) {
-  const OpDef *def = ctx_->find_core_op(op);
+  const OpDef *def = ops_->find_core_op(op);
   if (!def) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_op: unknown op \"%s\"", op ? op : "(null)");
   static const ctn_attrs zero{};
   return add_op(*def, n, inputs, attrs ? *attrs : zero);
@@ -128,7 +141,7 @@ ctn_node Graph::add_op(const char *op, uint32_t n, const ctn_node *inputs, const
 
 ctn_node Graph::add_named_op(const char *op, uint32_t n, const ctn_node *inputs, const ctn_attrs *attrs,
                              const OpLib *from) {
-  const OpDef *def = ctx_->find_op(op, from);
+  const OpDef *def = ops_->find_op(op, from);
   if (!def) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_op: unknown op \"%s\"", op ? op : "(null)");
   static const ctn_attrs zero{};
   return add_op(*def, n, inputs, attrs ? *attrs : zero);
@@ -172,7 +185,7 @@ ctn_node Graph::add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, cons
          shape_str(node.info.shape).c_str());
   if (op.expand) return add_composite(op, n, ins.data(), node.attrs, node.info);
   node.inputs = std::move(ins);
-  if (eager_) eager_execute(*this, node);
+  if (eager_) run_eager(*this, node);
   nodes_.push_back(std::move(node));
   return static_cast<ctn_node>(nodes_.size() - 1);
 }

@@ -14,6 +14,25 @@ namespace ctn {
 
 struct Context;
 struct Backend;
+class Graph;
+struct Node;
+
+// What a graph asks of the context it belongs to: graph/ sits below plugin/ (the context, which
+// implements this: plugin/context.h) and so sees it only through this interface.
+class OpSource {
+ public:
+  // Context::find_core_op and Context::find_op (plugin/context.h say what they resolve).
+  virtual const OpDef *find_core_op(const char *name) const = 0;
+  virtual const OpDef *find_op(const char *name, const OpLib *from = nullptr) const = 0;
+
+ protected:
+  ~OpSource() = default;
+};
+
+// Eager execution (exec/eager.cpp, above graph/) computes a node's value as it is added.
+// exec/eager.cpp installs it when the library loads; an eager graph refuses ops without it.
+using EagerExecutor = void (*)(Graph &g, Node &node);
+void install_eager_executor(EagerExecutor run);
 
 enum class NodeKind : uint8_t { Input, Constant, Variable, Op, Assign };
 
@@ -28,13 +47,15 @@ struct Node {
   std::shared_ptr<Tensor> value;
   const Backend *ran_on = nullptr;  // eager graphs: the backend that computed `value`
   // Non-zero: ctn_grad returned this node as a gradient, and nodes from this id on were made
-  // after that ctn_grad (data-parallel plans average it for them: exec/data_parallel.cpp).
+  // after that ctn_grad (data-parallel plans average it for them: compile/data_parallel.cpp).
   uint32_t grad_uses_from = 0;
 };
 
 class Graph {
  public:
-  Graph(Context *ctx, bool eager) : ctx_(ctx), eager_(eager) {}
+  // C is the Context (or ctn_context): a template so that graph/ needs only its declaration.
+  template <class C>
+  Graph(C *ctx, bool eager) : ctx_(ctx), ops_(ctx), eager_(eager) {}
 
   Context *context() const { return ctx_; }
   bool eager() const { return eager_; }
@@ -86,6 +107,7 @@ class Graph {
                          const ValueInfo &want);
 
   Context *ctx_;
+  const OpSource *ops_;  // ctx_ itself, seen as an OpSource
   bool eager_;
   std::vector<Node> nodes_;
 };

@@ -5,12 +5,12 @@
 // a disagreement is CTN_ERR_CORRUPT naming the file and the node.
 #include <chutney/checkpoint.h>
 
-#include "capi/handles.h"
 #include "exec/plan.h"
 #include "graph/graph.h"
 #include "io/io_common.h"
 #include "io/json.h"
 #include "plugin/context.h"
+#include "tensor/handle.h"
 
 #include <cinttypes>
 #include <cstdlib>

@@ -4,8 +4,8 @@
 
 #include <chutney/chutney.h>
 
-#include "capi/wall.h"
 #include "util/status.h"
+#include "util/wall.h"
 
 #include <cstring>
 #include <functional>
@@ -14,7 +14,7 @@
 
 namespace ctn::io {
 
-using ::ctn::wall;  // capi/wall.h: the one try/catch wall of the C ABI
+using ::ctn::wall;  // util/wall.h: the one try/catch wall of the C ABI
 
 // Turns a failed public-API status back into an Error, prefixing `context` and dropping the
 // "CTN_ERR_X: " prefix that set_last_error added (the wall adds it again).

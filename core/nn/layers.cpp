@@ -2,7 +2,7 @@
 // flatten) and the sequential composition over a ctn_layer array.
 #include "nn/model.h"
 
-#include "capi/wall.h"
+#include "util/wall.h"
 
 #include <cmath>
 

@@ -3,7 +3,7 @@
 // DAG, so autodiff gives backpropagation through time for free).
 #include "nn/model.h"
 
-#include "capi/wall.h"
+#include "util/wall.h"
 
 #include <cmath>
 

@@ -2,7 +2,7 @@
 // feeds, and copying state between plans.
 #include "nn/model.h"
 
-#include "capi/wall.h"
+#include "util/wall.h"
 
 #include <algorithm>
 #include <cmath>

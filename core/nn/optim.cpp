@@ -5,7 +5,7 @@
 
 #include "nn/model.h"
 
-#include "capi/wall.h"
+#include "util/wall.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,6 +7,7 @@
 #include <chutney/collective.h>
 #include <chutney/oplib.h>
 
+#include "graph/graph.h"
 #include "graph/op.h"
 #include "tensor/tensor.h"
 
@@ -112,7 +113,7 @@ struct CollectivePlugin {
   bool open = false;  // a communicator is started (one per plugin per process)
 };
 
-struct Context {
+struct Context : OpSource {
   std::vector<std::unique_ptr<Backend>> backends;
   std::vector<std::unique_ptr<CollectivePlugin>> collectives;  // data-parallel (collective.h)
   std::vector<std::unique_ptr<OpLib>> oplibs;
@@ -139,10 +140,10 @@ struct Context {
   // What a program means by `name` (ctn_op, ctn_context_op_support, an op library's
   // host->graph_op): a qualified name exactly; an unqualified one by the namespacing rule. With
   // `from`, that library's own op of an unqualified name comes first.
-  const OpDef *find_op(const char *name, const OpLib *from = nullptr) const;
+  const OpDef *find_op(const char *name, const OpLib *from = nullptr) const override;
   // What the core's own rules mean (gradients, composites, passes, the ONNX lowering): the
   // built-in op of an unqualified name first, so a library op can never replace one of their parts.
-  const OpDef *find_core_op(const char *name) const;
+  const OpDef *find_core_op(const char *name) const override;
   // The name ctn_context_op_info lists for `op`: the unqualified name when it resolves to `op`,
   // else the qualified one (owned by the context: a key of `ops`).
   const char *listed_name(const OpDef &op) const;
@@ -162,6 +163,12 @@ struct Context {
   // in-process op library; it is dlclosed on rejection). oplib_only rejects backends.
   void admit_plugin(ctn_plugin_query_fn query, const std::string &path, void *dl, bool oplib_only);
   void add_report(const std::string &path, const char *verdict, const std::string &why);
+  // The kinds admit_plugin hands a checked header to; each dlcloses `dl` when it rejects.
+  void admit_backend(const ctn_plugin_header *h, const std::string &path, void *dl);
+  void admit_oplib(const ctn_plugin_header *h, const std::string &path, void *dl);  // plugin/oplib_loader.cpp
+  void name_lib_op(ExtOpDef &def, std::vector<std::string> &notes);                  // its names in `ops`
+  // Reports `why` against `path`, dlcloses `dl` (when not null), throws Error(code).
+  [[noreturn]] void reject_plugin(const std::string &path, void *dl, ctn_status code, const std::string &why);
   void load_collective(const std::string &path, void *dl, const ctn_plugin_header *h);
   CollectivePlugin *find_collective(std::string_view name) const;
   // The report plus, per available backend that exports "ctn_placement_explain", what its
@@ -192,4 +199,4 @@ struct OpLibCallScope {
 
 }  // namespace ctn
 
-struct ctn_context : ctn::Context {};
+struct ctn_context final : ctn::Context {};

@@ -4,7 +4,6 @@
 #include <chutney/collective.h>
 #include <chutney/oplib.h>
 
-#include "autodiff/rules.h"
 #include "graph/graph.h"
 #include "plugin/context.h"
 #include "util/status.h"
@@ -19,7 +18,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <set>
 #include <string>
 
 namespace ctn {
@@ -211,16 +209,18 @@ void Context::load_plugin(const std::string &path, bool explicit_request) {
   admit_plugin(query, path, dl, false);
 }
 
+void Context::reject_plugin(const std::string &path, void *dl, ctn_status code, const std::string &why) {
+  if (dl) dlclose(dl);
+  add_report(path, code == CTN_ERR_UNAVAILABLE ? "unavailable" : "rejected", why);
+  throw Error(code, "plugin " + path + ": " + why);
+}
+
+// The checks every kind shares (the query, the header, the ABI major, the name), then the
+// kind's own admission: admit_backend (below), admit_oplib (plugin/oplib_loader.cpp) or
+// load_collective (below).
 void Context::admit_plugin(ctn_plugin_query_fn query, const std::string &path, void *dl, bool oplib_only) {
   std::lock_guard<std::recursive_mutex> lifecycle(plugin_lifecycle_mutex());
-  auto reject = [&](ctn_status code, const std::string &why) {
-    add_report(path, code == CTN_ERR_UNAVAILABLE ? "unavailable" : "rejected", why);
-    throw Error(code, "plugin " + path + ": " + why);
-  };
-  auto close_and_reject = [&](ctn_status code, const std::string &why) {
-    if (dl) dlclose(dl);
-    reject(code, why);
-  };
+  auto close_and_reject = [&](ctn_status code, const std::string &why) { reject_plugin(path, dl, code, why); };
   const ctn_plugin_header *h = nullptr;
   try {
     h = query(CTN_ABI_VERSION, host_api());
@@ -238,253 +238,79 @@ void Context::admit_plugin(ctn_plugin_query_fn query, const std::string &path, v
     close_and_reject(CTN_ERR_PLUGIN, format("ABI major mismatch: plugin \"%s\" was built for ABI %u.%u, this host implements "
                                             "ABI %u.%u", name.c_str(), h->abi_major, h->abi_minor, CTN_ABI_MAJOR, CTN_ABI_MINOR));
   if (name.empty()) close_and_reject(CTN_ERR_PLUGIN, "the descriptor has no name");
-  std::string vers = format("ABI %u.%u", h->abi_major, h->abi_minor);
 
   if (h->kind == CTN_PLUGIN_BACKEND && oplib_only)
     close_and_reject(CTN_ERR_PLUGIN, format("\"%s\" is a backend: ctn_context_add_oplib takes op libraries only "
                                             "(load backends from a file with ctn_context_load_plugin)", name.c_str()));
-  if (h->kind == CTN_PLUGIN_BACKEND) {
-    if (find_backend(name)) {
-      Backend *o = find_backend(name);
-      close_and_reject(CTN_ERR_PLUGIN, "a backend named \"" + name + "\" is already loaded from " + o->path);
-    }
-    auto b = std::make_unique<Backend>();
-    std::memcpy(&b->desc, h, std::min<size_t>(h->struct_size, sizeof(ctn_backend_desc)));
-    b->desc.header.struct_size = static_cast<uint32_t>(sizeof(ctn_backend_desc));
-    if (const char *slot = required_backend_slot_missing(b->desc))
-      close_and_reject(CTN_ERR_PLUGIN, format("backend \"%s\" (%s, descriptor of %u bytes) lacks the required slot %s",
-                                              name.c_str(), vers.c_str(), h->struct_size, slot));
-    b->name = name;
-    b->path = path;
-    b->dl = dl;
-    b->abi_major = h->abi_major;
-    b->abi_minor = h->abi_minor;
-    ctn_backend_config cfg{sizeof(ctn_backend_config), num_threads};
-    ctn_status s = CTN_ERR_INTERNAL;
-    std::string why;
-    try {
-      take_plugin_error();
-      s = b->desc.init(host_api(), &cfg, &b->state);
-      if (s != CTN_OK) why = take_plugin_error();
-    } catch (const std::exception &e) {
-      why = std::string("init threw: ") + e.what();
-    } catch (...) {
-      why = "init threw an unknown exception";
-    }
-    if (s != CTN_OK) {
-      if (why.empty()) why = status_name(s);
-      b->description = why;
-      // Keep unavailable backends listed (with their reason) but unloaded.
-      b->dl = nullptr;
-      backends.push_back(std::move(b));
-      dlclose(dl);
-      reject(s == CTN_ERR_UNAVAILABLE ? CTN_ERR_UNAVAILABLE : CTN_ERR_PLUGIN,
-             format("backend \"%s\" init failed: %s", name.c_str(), why.c_str()));
-    }
-    b->available = true;
-    const char *d = nullptr;
-    try {
-      d = b->desc.describe(b->state);
-    } catch (...) {
-    }
-    b->description = d ? d : name;
-    add_report(path, "loaded", format("backend \"%s\" (%s): %s", name.c_str(), vers.c_str(), b->description.c_str()));
-    backends.push_back(std::move(b));
-    if (preference.empty()) preference.push_back(backends.back().get());
-    return;
-  }
-  if (h->kind == CTN_PLUGIN_OPLIB) {
-    // The library's name is the default domain of its ops: two libraries of one name would be
-    // one namespace (the same library loaded twice, most likely).
-    for (const auto &l : oplibs)
-      if (l->name == name)
-        close_and_reject(CTN_ERR_PLUGIN, "an op library named \"" + name + "\" is already loaded from " + l->path);
-    auto lib = std::make_unique<OpLib>();
-    std::memcpy(&lib->desc, h, std::min<size_t>(h->struct_size, sizeof(ctn_oplib_desc)));
-    lib->name = name;
-    lib->path = path;
-    const bool v12 = h->abi_minor >= 2;  // the 1.2 slots of ctn_op_def are read from 1.2 libraries only
-    const uint32_t n_ops = lib->desc.n_ops;
-    if (n_ops && !lib->desc.ops) close_and_reject(CTN_ERR_PLUGIN, "op library declares ops but ops is NULL");
-    // ctn_op_def is an array element strided by struct_size (oplib.h): element i sits at
-    // ops + i * ops[0].struct_size; every element carries the same size, at least the 1.0 one.
-    constexpr size_t kOpDef10 = offsetof(ctn_op_def, kernels) + sizeof(const ctn_oplib_kernel *);
-    const uint32_t stride = n_ops ? lib->desc.ops[0].struct_size : 0;
-    if (n_ops && stride < kOpDef10)
-      close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": ops[0].struct_size %u is smaller than the %zu-byte 1.0 "
-                                              "ctn_op_def", name.c_str(), stride, kOpDef10));
-    auto element = [&](uint32_t i) {
-      return reinterpret_cast<const ctn_op_def *>(reinterpret_cast<const char *>(lib->desc.ops) + size_t(i) * stride);
-    };
-    std::vector<std::unique_ptr<ExtOpDef>> defs;
-    for (uint32_t i = 0; i < n_ops; ++i) {
-      const ctn_op_def *el = element(i);
-      if (el->struct_size != stride)
-        close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": ops[%u].struct_size %u differs from ops[0]'s %u (the "
-                                                "array is strided by it)", name.c_str(), i, el->struct_size, stride));
-      auto def = std::make_unique<ExtOpDef>();
-      std::memcpy(&def->decl, el, std::min<size_t>(stride, sizeof(ctn_op_def)));
-      def->decl.struct_size = static_cast<uint32_t>(sizeof(ctn_op_def));
-      if (!v12) {  // a 1.0/1.1 library has no 1.2 slots, whatever follows its struct
-        def->decl.user_data = nullptr;
-        def->decl.infer_ex = nullptr;
-        def->decl.grad_ex = nullptr;
-        def->decl.n_kernels_ex = 0;
-        def->decl.kernels_ex = nullptr;
-        def->decl.jvp_ex = nullptr;
-      }
-      def->declared = el;
-      const ctn_op_def &od = def->decl;
-      if (!od.name || !(od.infer || od.infer_ex))
-        close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op %u has no name or no infer function", name.c_str(), i));
-      // Op namespaces (docs/ABI.md): "domain::name" declares the op's domain, a plain name takes
-      // the library's name as its domain. The name is never refused for being taken elsewhere.
-      {
-        const char *sep = nullptr;
-        for (const char *p = std::strstr(od.name, "::"); p; p = std::strstr(p + 1, "::")) sep = p;
-        def->domain = sep ? std::string(od.name, sep) : name;
-        def->name = sep ? std::string(sep + 2) : std::string(od.name);
-        if (def->domain.empty() || def->name.empty())
-          close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op name \"%s\" has an empty domain or name",
-                                                  name.c_str(), od.name));
-        if (sep && def->domain == "ctn")
-          close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\": the domain ctn is reserved for the "
-                                                  "built-in ops", name.c_str(), od.name));
-        def->qualified = def->domain + "::" + def->name;
-      }
-      for (const auto &d : defs)
-        if (d->qualified == def->qualified)
-          close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\" declares op \"%s\" twice", name.c_str(),
-                                                  def->qualified.c_str()));
-      if (od.n_kernels && !od.kernels)
-        close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\" declares kernels but kernels is NULL",
-                                                name.c_str(), od.name));
-      if (od.n_kernels_ex && !od.kernels_ex)
-        close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\" declares kernels_ex but kernels_ex is NULL",
-                                                name.c_str(), od.name));
-      // ctn_op_kernel is strided by struct_size too; it must reach `make` at least.
-      const uint32_t kstride = od.n_kernels_ex ? od.kernels_ex[0].struct_size : 0;
-      constexpr size_t kOpKernel12 = offsetof(ctn_op_kernel, run) + sizeof(ctn_op_kernel_run_fn);
-      if (od.n_kernels_ex && kstride < offsetof(ctn_op_kernel, make) + sizeof(ctn_op_kernel_make_fn))
-        close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\": kernels_ex[0].struct_size %u is too small",
-                                                name.c_str(), od.name, kstride));
-      for (uint32_t k = 0; k < od.n_kernels_ex; ++k) {
-        ctn_op_kernel ke{};
-        const char *p = reinterpret_cast<const char *>(od.kernels_ex) + size_t(k) * kstride;
-        std::memcpy(&ke, p, std::min<size_t>(kstride, kOpKernel12));
-        if (ke.struct_size != kstride)
-          close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\": kernels_ex[%u].struct_size %u differs "
-                                                  "from kernels_ex[0]'s %u", name.c_str(), od.name, k, ke.struct_size,
-                                                  kstride));
-        if (!ke.backend || !ke.make)
-          close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\": op \"%s\": kernels_ex[%u] has no backend or no make",
-                                                  name.c_str(), od.name, k));
-        def->kernels.push_back(ExtKernel{ke.backend, nullptr, ke.make, ke.run});
-      }
-      for (uint32_t k = 0; k < od.n_kernels; ++k)
-        if (od.kernels[k].backend && od.kernels[k].get_kernel)
-          def->kernels.push_back(ExtKernel{od.kernels[k].backend, od.kernels[k].get_kernel, nullptr, nullptr});
-      defs.push_back(std::move(def));
-    }
-    if (lib->desc.init) {
-      ctn_status s = CTN_ERR_INTERNAL;
-      std::string why;
-      try {
-        take_plugin_error();
-        s = lib->desc.init(host_api());
-        if (s != CTN_OK) why = take_plugin_error();
-      } catch (...) {
-        why = "init threw";
-      }
-      if (s != CTN_OK) close_and_reject(CTN_ERR_PLUGIN, format("op library \"%s\" init failed: %s", name.c_str(), why.c_str()));
-    }
-    lib->dl = dl;
-    OpLib *lp = lib.get();
-    std::string names;
-    std::vector<std::string> notes;  // how this library's names resolve where they collide
-    for (auto &def : defs) {
-      const ctn_op_def &od = def->decl;
-      def->n_inputs = static_cast<int>(od.n_inputs);
-      def->ext = &def->decl;
-      def->lib = lp;
-      def->infer = [](const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &attrs) -> ValueInfo {
-        const auto &x = static_cast<const ExtOpDef &>(op);
-        std::vector<ctn_tensor_desc> d(n);
-        for (uint32_t k = 0; k < n; ++k) {
-          d[k] = {};
-          d[k].dtype = in[k].dtype;
-          d[k].ndim = in[k].shape.ndim;
-          for (uint32_t j = 0; j < in[k].shape.ndim; ++j) d[k].shape[j] = in[k].shape[j];
-        }
-        ctn_tensor_desc out{};
-        take_plugin_error();
-        ctn_status s = x.decl.infer_ex
-                           ? x.decl.infer_ex(host_api(), x.declared, x.decl.user_data, n, d.data(), &attrs, &out)
-                           : x.decl.infer(host_api(), n, d.data(), &attrs, &out);
-        CTN_CHECK_PLUGIN(s, op.name);
-        if (!dtype_valid(out.dtype) || out.ndim > CTN_MAX_DIMS)
-          fail(CTN_ERR_PLUGIN, "%s: the infer function of op library \"%s\" returned an invalid dtype or ndim",
-               op.name.c_str(), op.lib->name.c_str());
-        return ValueInfo{out.dtype, Shape::from(out.ndim, out.shape)};
-      };
-      def->grad = (od.grad || od.grad_ex) ? &rules::external : nullptr;
-      names += (names.empty() ? "" : ", ") + (def->domain == name ? def->name : def->qualified);
-      // The qualified name is the op's own unless another library's op claimed it first.
-      if (def->domain == "ctn") {  // a library named "ctn" (1.0/1.1): ctn:: stays the built-ins'
-        notes.push_back(format("%s: a library named ctn has no qualified names (ctn:: names the built-in ops)",
-                               def->name.c_str()));
-      } else if (const OpDef *q = find_op(def->qualified.c_str())) {
-        notes.push_back(format("%s already names op library \"%s\"'s op (loaded first); this library's op of that "
-                               "name has no qualified name", def->qualified.c_str(), q->lib ? q->lib->name.c_str() : "?"));
-      } else {
-        ops[def->qualified] = def.get();
-      }
-      // The unqualified name: a library op shadows the built-in of that name (a program written
-      // before the built-in existed keeps its meaning); among libraries the first loaded keeps it.
-      const OpDef *prev = find_op(def->name.c_str());
-      if (!prev) {
-        ops[def->name] = def.get();
-      } else if (!prev->lib) {
-        ops[def->name] = def.get();
-        notes.push_back(format("%s resolves to %s (shadows the built-in op; ctn::%s names the built-in)",
-                               def->name.c_str(), def->qualified.c_str(), def->name.c_str()));
-      } else {
-        notes.push_back(format("%s resolves to %s of op library \"%s\" (loaded first); this library's op is %s",
-                               def->name.c_str(), static_cast<const ExtOpDef *>(prev)->qualified.c_str(),
-                               prev->lib->name.c_str(), def->qualified.c_str()));
-      }
-      lp->ops.push_back(std::move(def));
-    }
-    add_report(path, "loaded", format("op library \"%s\" (%s): %s", name.c_str(), vers.c_str(), names.c_str()));
-    for (const std::string &n : notes) {
-      add_report(path, "op name", n);
-      // On the log once per process (every context that loads the library reports it).
-      static std::mutex logged_mu;
-      static std::set<std::string> logged;
-      std::lock_guard<std::mutex> lock(logged_mu);
-      if (logged.insert(path + "\n" + n).second)
-        host_api()->log(CTN_LOG_WARN, name.c_str(), ("op name collision: " + n).c_str());
-    }
-    oplibs.push_back(std::move(lib));
-    return;
-  }
-  if (h->kind == CTN_PLUGIN_COLLECTIVE) {
-    load_collective(path, dl, h);
-    return;
+  switch (h->kind) {
+    case CTN_PLUGIN_BACKEND: return admit_backend(h, path, dl);
+    case CTN_PLUGIN_OPLIB: return admit_oplib(h, path, dl);
+    case CTN_PLUGIN_COLLECTIVE: return load_collective(path, dl, h);
+    default: break;
   }
   close_and_reject(CTN_ERR_PLUGIN, format("unknown plugin kind %u (expected %d backend, %d op library or %d collective)",
                                           h->kind, CTN_PLUGIN_BACKEND, CTN_PLUGIN_OPLIB, CTN_PLUGIN_COLLECTIVE));
+}
+
+// A backend: its descriptor copied into a host-sized one, the required slots, init; one whose
+// init fails stays listed (unloaded) with its reason.
+void Context::admit_backend(const ctn_plugin_header *h, const std::string &path, void *dl) {
+  const std::string name = h->name;
+  const std::string vers = format("ABI %u.%u", h->abi_major, h->abi_minor);
+  auto close_and_reject = [&](ctn_status code, const std::string &why) { reject_plugin(path, dl, code, why); };
+  if (find_backend(name)) {
+    Backend *o = find_backend(name);
+    close_and_reject(CTN_ERR_PLUGIN, "a backend named \"" + name + "\" is already loaded from " + o->path);
+  }
+  auto b = std::make_unique<Backend>();
+  std::memcpy(&b->desc, h, std::min<size_t>(h->struct_size, sizeof(ctn_backend_desc)));
+  b->desc.header.struct_size = static_cast<uint32_t>(sizeof(ctn_backend_desc));
+  if (const char *slot = required_backend_slot_missing(b->desc))
+    close_and_reject(CTN_ERR_PLUGIN, format("backend \"%s\" (%s, descriptor of %u bytes) lacks the required slot %s",
+                                            name.c_str(), vers.c_str(), h->struct_size, slot));
+  b->name = name;
+  b->path = path;
+  b->dl = dl;
+  b->abi_major = h->abi_major;
+  b->abi_minor = h->abi_minor;
+  ctn_backend_config cfg{sizeof(ctn_backend_config), num_threads};
+  ctn_status s = CTN_ERR_INTERNAL;
+  std::string why;
+  try {
+    take_plugin_error();
+    s = b->desc.init(host_api(), &cfg, &b->state);
+    if (s != CTN_OK) why = take_plugin_error();
+  } catch (const std::exception &e) {
+    why = std::string("init threw: ") + e.what();
+  } catch (...) {
+    why = "init threw an unknown exception";
+  }
+  if (s != CTN_OK) {
+    if (why.empty()) why = status_name(s);
+    b->description = why;
+    // Keep unavailable backends listed (with their reason) but unloaded.
+    b->dl = nullptr;
+    backends.push_back(std::move(b));
+    close_and_reject(s == CTN_ERR_UNAVAILABLE ? CTN_ERR_UNAVAILABLE : CTN_ERR_PLUGIN,
+                     format("backend \"%s\" init failed: %s", name.c_str(), why.c_str()));
+  }
+  b->available = true;
+  const char *d = nullptr;
+  try {
+    d = b->desc.describe(b->state);
+  } catch (...) {
+  }
+  b->description = d ? d : name;
+  add_report(path, "loaded", format("backend \"%s\" (%s): %s", name.c_str(), vers.c_str(), b->description.c_str()));
+  backends.push_back(std::move(b));
+  if (preference.empty()) preference.push_back(backends.back().get());
 }
 
 // A collective plugin (collective.h): probed now, started by ctn_collective_open. Unavailable
 // ones stay listed with their reason, like backends.
 void Context::load_collective(const std::string &path, void *dl, const ctn_plugin_header *h) {
   std::string name = h->name;
-  auto reject = [&](ctn_status code, const std::string &why) {
-    dlclose(dl);
-    add_report(path, code == CTN_ERR_UNAVAILABLE ? "unavailable" : "rejected", why);
-    throw Error(code, "plugin " + path + ": " + why);
-  };
+  auto reject = [&](ctn_status code, const std::string &why) { reject_plugin(path, dl, code, why); };
   if (find_collective(name)) reject(CTN_ERR_PLUGIN, "a collective named \"" + name + "\" is already loaded from " + find_collective(name)->path);
   auto c = std::make_unique<CollectivePlugin>();
   std::memcpy(&c->desc, h, std::min<size_t>(h->struct_size, sizeof(ctn_collective_desc)));

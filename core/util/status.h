@@ -1,5 +1,5 @@
 // Internal error handling. Inside the core, failures are thrown as ctn::Error and turned into a
-// ctn_status + thread-local message at the C ABI wall (capi/wall.h); nothing escapes the ABI.
+// ctn_status + thread-local message at the C ABI wall (util/wall.h); nothing escapes the ABI.
 #pragma once
 
 #include <chutney/types.h>

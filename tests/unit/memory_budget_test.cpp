@@ -1,4 +1,4 @@
-// Memory budgets (ctn_compile_options.memory_budget, passes/recompute.cpp): an MLP and a CNN,
+// Memory budgets (ctn_compile_options.memory_budget, compile/recompute.cpp): an MLP and a CNN,
 // both with dropout and a step counter the plan increments, trained for several steps under
 // budgets from just below the unbudgeted peak down to the minimum recomputation reaches. Every
 // budgeted plan must meet its budget, recompute something, and give losses and weights

@@ -1,7 +1,7 @@
 // Memory planner: the pure algorithm (consumer-count freeing, best fit, in-place, views, pinned
 // outputs) and the end-to-end claim: a 50-layer MLP forward pass plans far below the naive sum
 // with unchanged results.
-#include "planner/planner.h"
+#include "compile/planner.h"
 #include "test_helpers.h"
 
 #include <cmath>

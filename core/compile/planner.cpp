@@ -1,4 +1,4 @@
-#include "planner/planner.h"
+#include "compile/planner.h"
 
 #include <iterator>
 #include <limits>

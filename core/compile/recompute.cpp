@@ -1,4 +1,4 @@
-// Compile stage 4b (exec/compile.h): a memory budget met by recomputation (rematerialisation,
+// Compile stage budget_memory (compile/compile.h): a memory budget met by recomputation (rematerialisation,
 // "gradient checkpointing" chosen by the compiler).
 //
 // When the planned peak of the schedule exceeds ctn_compile_options.memory_budget, values are
@@ -16,7 +16,7 @@
 // anything writes that variable. Op-library ops are never recomputed (nothing says they are
 // deterministic). The planned peak is measured by plan_memory over the values lower_to_steps
 // will build, so the budget bounds ctn_plan_stats.planned_peak_bytes.
-#include "exec/compile.h"
+#include "compile/compile.h"
 #include "exec/select.h"
 #include "util/status.h"
 
@@ -94,7 +94,7 @@ uint64_t simulate(const CompileState &cs, const std::vector<ctn_node> &order) {
     pv.push_back(p);
     return static_cast<int>(pv.size() - 1);
   };
-  auto home = [&](ctn_node v) { return val.at({v, cs.dev[v]}); };
+  auto home = [&](ctn_node v) { return val.at({v, cs.placed.dev[v]}); };
   auto on = [&](ctn_node v, Backend *b) {
     auto it = val.find({v, b});
     if (it != val.end()) return it->second;
@@ -105,7 +105,7 @@ uint64_t simulate(const CompileState &cs, const std::vector<ctn_node> &order) {
   };
   for (ctn_node v : order) {
     const Node &nd = g.node(v);
-    Backend *const b = cs.dev[v];
+    Backend *const b = cs.placed.dev[v];
     switch (nd.kind) {
       case NodeKind::Input:
       case NodeKind::Constant:
@@ -117,21 +117,21 @@ uint64_t simulate(const CompileState &cs, const std::vector<ctn_node> &order) {
         }
         PlanStep s;
         for (ctn_node i : nd.inputs) s.inputs.push_back(on(i, b));
-        auto wi = cs.write_into.find(v);
-        if (wi != cs.write_into.end()) {
+        auto wi = cs.elision.write_into.find(v);
+        if (wi != cs.elision.write_into.end()) {
           s.output = add(v, b, false, home(wi->second));
         } else {
           s.output = add(v, b, false, -1);
-          s.inplace_ok = reuse && inplace_candidate(nd, cs.kern[v], g);
+          s.inplace_ok = reuse && inplace_candidate(nd, cs.placed.kern[v], g);
         }
         val[{v, b}] = s.output;
         ps.push_back(std::move(s));
         break;
       }
       case NodeKind::Assign: {
-        Backend *vb = cs.dev[nd.inputs[0]];
+        Backend *vb = cs.placed.dev[nd.inputs[0]];
         const int var = home(nd.inputs[0]);
-        if (!cs.elided[v]) ps.push_back(PlanStep{{on(nd.inputs[1], vb)}, var, false});
+        if (!cs.elision.elided[v]) ps.push_back(PlanStep{{on(nd.inputs[1], vb)}, var, false});
         val[{v, vb}] = add(v, vb, false, var);
         break;
       }
@@ -167,7 +167,7 @@ Live liveness(const CompileState &cs, const std::vector<ctn_node> &order) {
     const Node &nd = g.node(v);
     L.pos[v] = static_cast<int64_t>(i);
     L.root[v] = is_view(nd) || (nd.kind == NodeKind::Assign) ? L.root[nd.inputs[0]] : v;
-    L.arena[v] = nd.kind == NodeKind::Op && !is_view(nd) && !cs.write_into.count(v);
+    L.arena[v] = nd.kind == NodeKind::Op && !is_view(nd) && !cs.elision.write_into.count(v);
     L.last[L.root[v]] = std::max(L.last[L.root[v]], static_cast<int64_t>(i));
     for (ctn_node in : nd.inputs) {
       L.users[in].push_back(v);
@@ -209,17 +209,17 @@ class Budgeter {
       const ctn_node v = cs_.order[i];
       const Node &nd = g_.node(v);
       ctn_node var = CTN_NODE_NONE;
-      if (nd.kind == NodeKind::Assign && !cs_.elided[v]) var = nd.inputs[0];
-      auto wi = cs_.write_into.find(v);
-      if (wi != cs_.write_into.end()) var = wi->second;
+      if (nd.kind == NodeKind::Assign && !cs_.elision.elided[v]) var = nd.inputs[0];
+      auto wi = cs_.elision.write_into.find(v);
+      if (wi != cs_.elision.write_into.end()) var = wi->second;
       if (var != CTN_NODE_NONE) writer_pos_[var] = std::min<int64_t>(writer_pos_[var], static_cast<int64_t>(i));
     }
   }
 
   bool cloneable(ctn_node v) const {
     const Node &nd = g_.node(v);
-    return nd.kind == NodeKind::Op && !nd.op->ext && !cs_.write_into.count(v) && v < cs_.kern.size() &&
-           (is_view(nd) || cs_.kern[v].state || cs_.kern[v].fn);
+    return nd.kind == NodeKind::Op && !nd.op->ext && !cs_.elision.write_into.count(v) && v < cs_.placed.kern.size() &&
+           (is_view(nd) || cs_.placed.kern[v].state || cs_.placed.kern[v].fn);
   }
 
   // Can w be read at `point` as it is? Otherwise it joins the chain (recursively).
@@ -321,18 +321,18 @@ class Budgeter {
  private:
   ctn_node copy_node(ctn_node w, const Node &src, const std::vector<ctn_node> &ins, bool recompute) {
     const ctn_node c = g_.add_op(*src.op, static_cast<uint32_t>(ins.size()), ins.data(), src.attrs);
-    cs_.dev.push_back(cs_.dev[w]);
-    cs_.kern.push_back(ctn_kernel{});
-    cs_.elided.push_back(0);
+    cs_.placed.dev.push_back(cs_.placed.dev[w]);
+    cs_.placed.kern.push_back(ctn_kernel{});
+    cs_.elision.elided.push_back(0);
     cs_.recomputed.resize(g_.size(), 0);
     cs_.recomputed[c] = recompute && !is_view(src);
     if (kernels_ && !is_view(src)) {
       std::vector<ctn_tensor_desc> in;
       for (ctn_node i : ins) in.push_back(make_desc(g_.info(i)));
       std::string why;
-      if (!select_kernel(*cs_.dev[c], *src.op, static_cast<uint32_t>(in.size()), in.data(), make_desc(g_.info(c)),
-                         src.attrs, &cs_.kern[c], &why))
-        fail(CTN_ERR_INTERNAL, "memory budget: backend %s declined to recompute %s: %s", cs_.dev[c]->name.c_str(),
+      if (!select_kernel(*cs_.placed.dev[c], *src.op, static_cast<uint32_t>(in.size()), in.data(), make_desc(g_.info(c)),
+                         src.attrs, &cs_.placed.kern[c], &why))
+        fail(CTN_ERR_INTERNAL, "memory budget: backend %s declined to recompute %s: %s", cs_.placed.dev[c]->name.c_str(),
              src.op->name.c_str(), why.c_str());
     }
     return c;

@@ -1,12 +1,12 @@
-// Compile stage 3 (exec/compile.h): where every node runs. An op goes to the first backend of
+// Compile stage place_nodes (compile/compile.h): where every node runs. An op goes to the first backend of
 // the preference that has a kernel for it (a backend declines with a reason, and the reasons
 // of all of them make the error when none accepts); only the backends listed are tried, so a
 // list without the CPU never falls back to it (docs/EXECUTION.md). A view (reshape) stays with
 // its source, an assignment with its variable. A leaf (input, constant, variable) lives where
 // its first consumer in the schedule runs, so that the weights of ops a device declines stay
 // on the CPU instead of crossing over on every run; an unused leaf lives on prefs[0].
-#include "exec/compile.h"
-#include "exec/data_parallel.h"
+#include "compile/compile.h"
+#include "compile/data_parallel.h"
 #include "exec/select.h"
 #include "util/status.h"
 
@@ -19,10 +19,10 @@ namespace {
 // Puts an unplaced node on `b`: a leaf directly, a view where its source is (placing the
 // source first). Returns the node's device.
 Backend *settle(CompileState &cs, ctn_node n, Backend *b) {
-  if (cs.dev[n]) return cs.dev[n];
+  if (cs.placed.dev[n]) return cs.placed.dev[n];
   const Node &nd = cs.g.node(n);
-  if (nd.kind == NodeKind::Op && (nd.op->flags & OP_VIEW_RESHAPE)) return cs.dev[n] = settle(cs, nd.inputs[0], b);
-  return cs.dev[n] = b;
+  if (nd.kind == NodeKind::Op && (nd.op->flags & OP_VIEW_RESHAPE)) return cs.placed.dev[n] = settle(cs, nd.inputs[0], b);
+  return cs.placed.dev[n] = b;
 }
 
 // The hint for an op no listed backend takes: the CPU would, but only when it is listed.
@@ -44,9 +44,9 @@ std::string cpu_hint(const CompileState &cs) {
 void place_nodes(CompileState &cs) {
   const Graph &g = cs.g;
   const std::vector<Backend *> &prefs = cs.prefs;
-  std::vector<Backend *> &dev = cs.dev;
-  cs.dev.assign(g.size(), nullptr);
-  cs.kern.assign(g.size(), ctn_kernel{});
+  std::vector<Backend *> &dev = cs.placed.dev;
+  cs.placed.dev.assign(g.size(), nullptr);
+  cs.placed.kern.assign(g.size(), ctn_kernel{});
   for (ctn_node v : cs.order) {
     const Node &nd = g.node(v);
     if (nd.kind == NodeKind::Op) {
@@ -64,7 +64,7 @@ void place_nodes(CompileState &cs) {
           if (!host && b->available && b->host_memory()) host = b.get();
         if (!host) fail(CTN_ERR_UNSUPPORTED, "dp_allreduce: data-parallel plans need a host-memory backend (cpu) loaded");
         dev[v] = host;
-        cs.kern[v] = collective_kernel(cs.dp, nd.info);
+        cs.placed.kern[v] = collective_kernel(cs.dp, nd.info);
         for (ctn_node i : nd.inputs) settle(cs, i, dev[v]);
         continue;
       }
@@ -74,7 +74,7 @@ void place_nodes(CompileState &cs) {
       std::string reasons;
       for (Backend *b : prefs) {
         std::string why;
-        if (select_kernel(*b, *nd.op, static_cast<uint32_t>(in.size()), in.data(), od, nd.attrs, &cs.kern[v], &why)) {
+        if (select_kernel(*b, *nd.op, static_cast<uint32_t>(in.size()), in.data(), od, nd.attrs, &cs.placed.kern[v], &why)) {
           dev[v] = b;
           break;
         }

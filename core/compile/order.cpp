@@ -1,5 +1,5 @@
-// Compile stage 2 (exec/compile.h): the schedule the plan runs.
-#include "exec/compile.h"
+// Compile stage order_nodes (compile/compile.h): the schedule the plan runs.
+#include "compile/compile.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// Data-parallel plans (docs/DISTRIBUTED.md). Compile stage 0 (before rewrite, exec/compile.h):
+// Data-parallel plans (docs/DISTRIBUTED.md). Compile stage data_parallel (the first: compile/compile.h):
 // every gradient that ctn_grad made (Node::grad_uses_from) is replaced, where the graph uses it
 // after ctn_grad (the optimizer, clipping), by its average over the ranks. Gradients are taken
 // in node order, which is the order backward produces them (last layer first, as DDP's buckets),
@@ -8,10 +8,10 @@
 // graph is the same on every rank, so the buckets and their order are too, and so are the
 // results. Uses inside the backward pass keep the local gradient: averaging is only correct on
 // the final gradients.
-#include "exec/data_parallel.h"
+#include "compile/data_parallel.h"
 
-#include "exec/compile.h"
-#include "exec/plan.h"
+#include "compile/compile.h"
+#include "exec/program.h"
 #include "util/status.h"
 
 #include <algorithm>
@@ -77,7 +77,7 @@ void insert_gradient_allreduce(CompileState &cs, uint64_t bucket_bytes) {
       for (ctn_node in : g.node(static_cast<ctn_node>(u)).inputs) used = used || in == v;
     if (used) grads.push_back(static_cast<ctn_node>(v));
   }
-  cs.dp_gradients = static_cast<uint32_t>(grads.size());
+  cs.dp_stats.gradients = static_cast<uint32_t>(grads.size());
   size_t i = 0;
   while (i < grads.size()) {
     // One bucket: consecutive gradients of one dtype up to bucket_bytes.
@@ -118,8 +118,8 @@ void insert_gradient_allreduce(CompileState &cs, uint64_t bucket_bytes) {
         for (ctn_node &in : g.node(static_cast<ctn_node>(u)).inputs)
           if (in == m) in = back;
     }
-    ++cs.dp_buckets;
-    cs.dp_bytes += bytes;
+    ++cs.dp_stats.buckets;
+    cs.dp_stats.bytes += bytes;
   }
 }
 
@@ -127,8 +127,12 @@ void data_parallel(CompileState &cs) {
   if (cs.dp) insert_gradient_allreduce(cs, cs.dp_bucket_bytes);
 }
 
-// Every variable of the plan from rank 0, in node order (the same on every rank).
-void broadcast_variables(Program &prog, ctn_collective *comm) {
+// The last stage, data-parallel plans only: every variable of the plan from rank 0, in node
+// order (the same on every rank).
+void broadcast_variables(CompileState &cs) {
+  if (!cs.dp) return;
+  Program &prog = cs.out;
+  ctn_collective *comm = cs.dp;
   std::vector<std::pair<ctn_node, int>> vars(prog.variables.begin(), prog.variables.end());
   std::sort(vars.begin(), vars.end());
   std::vector<char> buf;

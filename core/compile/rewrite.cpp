@@ -1,8 +1,9 @@
-#include "passes/passes.h"
+// Compile stage rewrite (compile/compile.h): simplification, constant folding, fusion.
+#include "compile/rewrite.h"
 
 #include <chutney/ops.h>
 
-#include "exec/compile.h"
+#include "compile/compile.h"
 #include "exec/eager.h"
 #include "exec/select.h"
 #include "plugin/context.h"

@@ -27,16 +27,12 @@ namespace ctn {
 
 struct CompileState;
 
-// Compile stage 0 (exec/compile.h), with ctn_compile_options.data_parallel: gradients made by
-// ctn_grad, where the graph uses them after ctn_grad, become slices of allreduce-mean buckets.
+// The data_parallel stage's work (compile/compile.h), with ctn_compile_options.data_parallel:
+// gradients made by ctn_grad, where the graph uses them after ctn_grad, become slices of allreduce-mean buckets.
 void insert_gradient_allreduce(CompileState &cs, uint64_t bucket_bytes);
 
 // The "dp_allreduce" op of those buckets, and its kernel (host-memory backends only).
 bool is_collective_op(const OpDef *op);
 ctn_kernel collective_kernel(ctn_collective *comm, const ValueInfo &info);
-
-struct Program;
-// After allocate_memory: every variable of the plan from rank 0, in node order.
-void broadcast_variables(Program &prog, ctn_collective *comm);
 
 }  // namespace ctn
