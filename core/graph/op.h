@@ -32,6 +32,22 @@ using GradFn = void (*)(Graph &g, ctn_node node, ctn_node dy, const bool *need, 
 // The graph never holds a node of a composite op; its gradient is that of the parts.
 using ExpandFn = ctn_node (*)(Graph &g, const OpDef &op, const ctn_node *in, uint32_t n, const ctn_attrs &attrs);
 
+// Forward-mode rule (ctn_jvp): adds to `g` the tangent of node `node` given its inputs' tangents
+// `t` (CTN_NODE_NONE: zero); returns CTN_NODE_NONE when the tangent is zero. Built-in rules:
+// autodiff/tangent_rules.cpp.
+using TangentFn = ctn_node (*)(Graph &g, ctn_node node, const ctn_node *t);
+
+// The node ctn_context_op_support builds to ask a backend whether it runs the op. `inputs`:
+// space-separated "T[d0,d1]" with T "D" (the dtype asked about), "i64", "i32", "bool"; "[]" is
+// 0-d; nullptr: n_inputs (2 for variadic ops) inputs of D[2,3]. ints/floats: the attributes.
+struct OpProbe {
+  const char *inputs = nullptr;
+  int64_t ints[CTN_ATTR_INTS] = {};
+  uint32_t ni = 0;
+  double floats[CTN_ATTR_FLOATS] = {};
+  uint32_t nf = 0;
+};
+
 enum OpFlags : uint32_t {
   OP_ELEMENTWISE = 1u << 0,   // output element i depends only on input elements i (after bcast)
   OP_VIEW_RESHAPE = 1u << 1,  // output can alias input 0's storage (no kernel needed)
@@ -45,13 +61,15 @@ struct OpDef {
   GradFn grad = nullptr;
   uint32_t flags = 0;
   // The ctn_attrs slots the op reads, as ctn_context_op_info reports them ("f[0] alpha");
-  // nullptr: none, or listed in exec/registry.cpp's table for the older ops.
+  // nullptr: none.
   const char *attributes = nullptr;
   // Op libraries:
   const ctn_op_def *ext = nullptr;
   OpLib *lib = nullptr;
   // Composite ops: set, and grad unset (the parts are differentiated).
   ExpandFn expand = nullptr;
+  TangentFn tangent = nullptr;  // nullptr: ctn_jvp refuses the op (op libraries: ctn_op_def.jvp_ex)
+  OpProbe probe{};
 };
 
 // A table of built-in ops in static storage. Each area defines its own (graph/ops_builtin.cpp,
