@@ -56,6 +56,7 @@ OPS = [
     ('gelu', 'unary', 'cpu ocl vk cuda', False, '0.5 * x * (1 + erf(x * 0.70710678118654752440))'),
     ('leaky_relu', 'unary', 'cpu ocl vk cuda', False, 'x > 0 ? x : x * f0'),
     ('clamp', 'unary', 'cpu ocl vk cuda', False, 'x < f0 ? f0 : x > f1 ? f1 : x'),
+    ('erf', 'unary', 'cpu ocl vk cuda', False, 'erf(x)'),
     ('add', 'binary', 'cpu ocl vk cuda', True, 'a + b'),
     ('sub', 'binary', 'cpu ocl vk cuda', True, 'a - b'),
     ('mul', 'binary', 'cpu ocl vk cuda', True, 'a * b'),

@@ -300,6 +300,14 @@ ValueInfo infer_clamp_grad(const OpDef &op, const ValueInfo *in, uint32_t n, ctn
   return infer_elem_grad(op, in, n, a);
 }
 
+// erf: dx = dy 2/sqrt(pi) e^(-x^2).
+void erf_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx) {
+  if (!need[0]) return;
+  const ctn_node x = g.node(node).inputs[0];
+  const ctn_node e = g.op1(CTN_OP_EXP, g.op1(CTN_OP_NEG, g.op2(CTN_OP_MUL, x, x)));
+  dx[0] = g.op2(CTN_OP_MUL, dy, g.op2(CTN_OP_MUL, e, g.add_scalar(g.info(x).dtype, 1.12837916709551257390)));
+}
+
 // One row per op: inference, gradient and tangent rules, attributes, and the probe node of
 // ctn_context_op_support (OpDef, graph/op.h). Elementwise ops' kernels are generated from their
 // formula in backends/common/ew_ops.py.
@@ -317,6 +325,7 @@ const OpDef kOps[] = {
     OpDef{.name = CTN_OP_LEAKY_RELU, .n_inputs = 1, .infer = infer_leaky, .grad = rules::leaky_relu, .flags = OP_ELEMENTWISE, .attributes = "f[0] slope", .tangent = rules::self_adjoint_jvp, .probe = {.floats = {0.1}, .nf = 1}},
     OpDef{.name = CTN_OP_CLAMP, .n_inputs = 1, .infer = infer_clamp, .grad = rules::clamp, .flags = OP_ELEMENTWISE, .attributes = "f[0] lo, f[1] hi", .tangent = rules::self_adjoint_jvp, .probe = {.floats = {-1, 1}, .nf = 2}},
     OpDef{.name = CTN_OP_CAST, .n_inputs = 1, .infer = infer_cast, .grad = rules::cast, .flags = OP_ELEMENTWISE, .attributes = "i[0] target dtype", .tangent = rules::linear_jvp, .probe = {.inputs = "D[2,3]", .ints = {}, .ni = 1}},
+    OpDef{.name = CTN_OP_ERF, .n_inputs = 1, .infer = infer_unary_float, .grad = erf_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
     OpDef{.name = CTN_OP_COPY, .n_inputs = 1, .infer = infer_identity, .grad = rules::copy, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
     OpDef{.name = CTN_OP_ADD, .n_inputs = 2, .infer = infer_binary_float, .grad = rules::add, .flags = OP_ELEMENTWISE, .tangent = rules::add_jvp},
     OpDef{.name = CTN_OP_SUB, .n_inputs = 2, .infer = infer_binary_float, .grad = rules::sub, .flags = OP_ELEMENTWISE, .tangent = rules::sub_jvp},
