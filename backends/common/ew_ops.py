@@ -119,13 +119,13 @@ def codes():
 # and double (OpenCL's double where the device has cl_khr_fp64); the CPU uses <cmath>.
 FUNCS = {
     'cpu': {'exp': 'std::exp', 'log': 'std::log', 'sqrt': 'std::sqrt', 'tanh': 'std::tanh',
-            'erf': 'std::erf', 'pow': 'std::pow', 'atan': 'std::atan'},
-    'ocl': {f: f for f in ('exp', 'log', 'sqrt', 'tanh', 'erf', 'pow', 'atan')},
-    'cuda': {f: f for f in ('exp', 'log', 'sqrt', 'tanh', 'erf', 'pow', 'atan')},
+            'erf': 'std::erf', 'pow': 'std::pow'},
+    'ocl': {f: f for f in ('exp', 'log', 'sqrt', 'tanh', 'erf', 'pow')},
+    'cuda': {f: f for f in ('exp', 'log', 'sqrt', 'tanh', 'erf', 'pow')},
     'vk': {'exp': 'm_exp', 'log': 'm_log', 'sqrt': 'sqrt', 'tanh': 'm_tanh', 'erf': 'm_erf',
-           'pow': 'm_pow', 'abs': 'abs', 'sign': 'sign', 'isnan': 'isnan', 'atan': 'm_atan'},
+           'pow': 'm_pow', 'abs': 'abs', 'sign': 'sign', 'isnan': 'isnan'},
 }
-HEAVY = ('exp', 'log', 'tanh', 'erf', 'pow', 'atan')  # transcendental: the CPU threads them sooner
+HEAVY = ('exp', 'log', 'tanh', 'erf', 'pow')  # transcendental: the CPU threads them sooner
 VARS = {'unary': ('x', 'f0', 'f1'), 'binary': ('a', 'b', 'f0', 'f1'), 'grad': ('a', 'b', 'f0', 'f1')}
 TOKEN = re.compile(r'\s+|(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?|[A-Za-z_]\w*|\|\||&&|[<>=!]=|[-+*/()?:<>,]')
 
