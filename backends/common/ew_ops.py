@@ -57,6 +57,7 @@ OPS = [
     ('leaky_relu', 'unary', 'cpu ocl vk cuda', False, 'x > 0 ? x : x * f0'),
     ('clamp', 'unary', 'cpu ocl vk cuda', False, 'x < f0 ? f0 : x > f1 ? f1 : x'),
     ('erf', 'unary', 'cpu ocl vk cuda', False, 'erf(x)'),
+    ('atan', 'unary', 'cpu ocl vk cuda', False, 'atan(x)'),
     ('add', 'binary', 'cpu ocl vk cuda', True, 'a + b'),
     ('sub', 'binary', 'cpu ocl vk cuda', True, 'a - b'),
     ('mul', 'binary', 'cpu ocl vk cuda', True, 'a * b'),
