@@ -1,4 +1,4 @@
-// The tangent (forward-mode) rules of the built-in ops: each op's row (graph/ops_*.cpp) names its
+// The tangent (forward-mode) rules of the built-in ops: each op's row (ops/ops_*.cpp) names its
 // rule in OpDef::tangent, and ctn_jvp (autodiff/jvp.cpp) calls it. Rules emit ordinary graph
 // nodes, so the result compiles, plans and runs like any graph (and composes with ctn_grad: a
 // JVP of gradients is a Hessian-vector product).

@@ -1,5 +1,5 @@
 // Op definitions: one entry per op name with its shape/dtype inference and gradient rule.
-// Built-in ops live in ops_builtin.cpp; op libraries add entries wrapping ctn_op_def.
+// Built-in ops' rows live in core/ops/; op libraries add entries wrapping ctn_op_def.
 #pragma once
 
 #include <chutney/oplib.h>
@@ -27,7 +27,7 @@ using InferFn = ValueInfo (*)(const OpDef &op, const ValueInfo *in, uint32_t n, 
 // per input into dx (CTN_NODE_NONE: no gradient). `need[i]` tells whether input i needs one.
 using GradFn = void (*)(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx);
 
-// Composite ops (graph/ops_composite.cpp): adds to `g` the parts that compute the op from
+// Composite ops (ops/ops_composite.cpp): adds to `g` the parts that compute the op from
 // `in` with the attributes its infer normalised, and returns the node holding the result.
 // The graph never holds a node of a composite op; its gradient is that of the parts.
 using ExpandFn = ctn_node (*)(Graph &g, const OpDef &op, const ctn_node *in, uint32_t n, const ctn_attrs &attrs);
@@ -72,8 +72,9 @@ struct OpDef {
   OpProbe probe{};
 };
 
-// A table of built-in ops in static storage. Each area defines its own (graph/ops_builtin.cpp,
-// graph/ops_nn.cpp, graph/ops_optim.cpp); builtin_ops() is their union.
+// A table of built-in ops in static storage. Each area defines its own (ops/ops_builtin.cpp,
+// ops/ops_nn.cpp, ops/ops_optim.cpp, ops/ops_composite.cpp: core/ops/ sits above graph/ and
+// autodiff/, whose rules the rows name); builtin_ops() is their union.
 struct OpTable {
   const OpDef *ops;
   size_t n;
