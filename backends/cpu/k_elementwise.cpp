@@ -26,62 +26,12 @@ struct EwState : KernelBase, EwWalk {
 };
 
 // ---- functors -------------------------------------------------------------------------------
-template <class T> struct Neg { Params p; T operator()(T x) const { return -x; } };
-template <class T> struct Exp { Params p; T operator()(T x) const { return std::exp(x); } };
-template <class T> struct Log { Params p; T operator()(T x) const { return std::log(x); } };
-template <class T> struct Sqrt { Params p; T operator()(T x) const { return std::sqrt(x); } };
-template <class T> struct Abs {
-  Params p;
-  T operator()(T x) const { return x < T(0) ? T(-x) : x; }
-};
-template <class T> struct Sign {
-  Params p;
-  T operator()(T x) const { return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0); }
-};
-template <class T> struct Tanh { Params p; T operator()(T x) const { return std::tanh(x); } };
-template <class T> struct Sigmoid {
-  Params p;
-  T operator()(T x) const {
-    if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
-    T e = std::exp(x);
-    return e / (T(1) + e);
-  }
-};
-template <class T> struct Relu {
-  Params p;
-  T operator()(T x) const { return x > T(0) ? x : T(0); }
-};
-template <class T> struct Gelu {
-  Params p;
-  T operator()(T x) const {
-    return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
-  }
-};
-template <class T> struct LeakyRelu {
-  Params p;
-  T operator()(T x) const { return x > T(0) ? x : x * T(p.f0); }
-};
-template <class T> struct Clamp {
-  Params p;
-  T operator()(T x) const {
-    T lo = T(p.f0), hi = T(p.f1);
-    return x < lo ? lo : x > hi ? hi : x;
-  }
-};
-
-template <class T> struct Add { Params p; T operator()(T a, T b) const { return a + b; } };
-template <class T> struct Sub { Params p; T operator()(T a, T b) const { return a - b; } };
-template <class T> struct Mul { Params p; T operator()(T a, T b) const { return a * b; } };
-template <class T> struct Div { Params p; T operator()(T a, T b) const { return a / b; } };
-template <class T> struct Pow { Params p; T operator()(T a, T b) const { return std::pow(a, b); } };
-template <class T> struct Maximum {
-  Params p;
-  T operator()(T a, T b) const { return (a > b || a != a) ? a : b; }  // NaN propagates
-};
-template <class T> struct Minimum {
-  Params p;
-  T operator()(T a, T b) const { return (a < b || a != a) ? a : b; }
-};
+// The arithmetic ones (Neg, Exp, ..., SigmoidGrad: one per formula of backends/common/ew_ops.py)
+// and their table rows (CTN_EW_CPU_ROWS) are generated into cpu_ew_ops.h. The f32 exp, log, tanh
+// and sigmoid also have vectorised array versions (vmath.h), chosen in make_elementwise_kernel:
+// hand-written AVX2/AVX-512 code that a formula does not describe.
+#define CTN_EW_CPU_FUNCTORS
+#include "cpu_ew_ops.h"
 
 template <class T> struct Eq { Params p; uint8_t operator()(T a, T b) const { return a == b; } };
 template <class T> struct Ne { Params p; uint8_t operator()(T a, T b) const { return a != b; } };
@@ -93,35 +43,6 @@ template <class T> struct Ge { Params p; uint8_t operator()(T a, T b) const { re
 template <class T> struct Where {
   Params p;
   T operator()(uint8_t c, T a, T b) const { return c ? a : b; }
-};
-
-template <class T> struct ReluGrad {
-  Params p;
-  T operator()(T x, T dy) const { return x > T(0) ? dy : T(0); }
-};
-template <class T> struct LeakyReluGrad {
-  Params p;
-  T operator()(T x, T dy) const { return x > T(0) ? dy : dy * T(p.f0); }
-};
-template <class T> struct GeluGrad {
-  Params p;
-  T operator()(T x, T dy) const {
-    T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
-    T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);
-    return dy * (cdf + x * pdf);
-  }
-};
-template <class T> struct ClampGrad {
-  Params p;
-  T operator()(T x, T dy) const { return (x >= T(p.f0) && x <= T(p.f1)) ? dy : T(0); }
-};
-template <class T> struct TanhGrad {
-  Params p;
-  T operator()(T y, T dy) const { return dy * (T(1) - y * y); }
-};
-template <class T> struct SigmoidGrad {
-  Params p;
-  T operator()(T y, T dy) const { return dy * y * (T(1) - y); }
 };
 
 // Float -> integer conversion is undefined out of range in C++: saturate, NaN -> 0.
@@ -305,31 +226,7 @@ struct OpEntry {
    ew_kernel<F<int64_t>, int64_t, int64_t, int64_t, int64_t, 2>}
 
 const OpEntry kOps[] = {
-    CTN_UNARY_INT(CTN_OP_NEG, Neg),
-    CTN_UNARY(CTN_OP_EXP, Exp, true),
-    CTN_UNARY(CTN_OP_LOG, Log, true),
-    CTN_UNARY(CTN_OP_SQRT, Sqrt, false),
-    CTN_UNARY_INT(CTN_OP_ABS, Abs),
-    CTN_UNARY_INT(CTN_OP_SIGN, Sign),
-    CTN_UNARY(CTN_OP_TANH, Tanh, true),
-    CTN_UNARY(CTN_OP_SIGMOID, Sigmoid, true),
-    CTN_UNARY_INT(CTN_OP_RELU, Relu),
-    CTN_UNARY(CTN_OP_GELU, Gelu, true),
-    CTN_UNARY(CTN_OP_LEAKY_RELU, LeakyRelu, false),
-    CTN_UNARY(CTN_OP_CLAMP, Clamp, false),
-    CTN_BIN_INT(CTN_OP_ADD, Add),
-    CTN_BIN_INT(CTN_OP_SUB, Sub),
-    CTN_BIN_INT(CTN_OP_MUL, Mul),
-    CTN_BIN(CTN_OP_DIV, kBinary, Div, false),
-    CTN_BIN(CTN_OP_POW, kBinary, Pow, true),
-    CTN_BIN_INT(CTN_OP_MAXIMUM, Maximum),
-    CTN_BIN_INT(CTN_OP_MINIMUM, Minimum),
-    CTN_BIN(CTN_OP_RELU_GRAD, kGrad, ReluGrad, false),
-    CTN_BIN(CTN_OP_LEAKY_RELU_GRAD, kGrad, LeakyReluGrad, false),
-    CTN_BIN(CTN_OP_GELU_GRAD, kGrad, GeluGrad, true),
-    CTN_BIN(CTN_OP_CLAMP_GRAD, kGrad, ClampGrad, false),
-    CTN_BIN(CTN_OP_TANH_GRAD, kGrad, TanhGrad, false),
-    CTN_BIN(CTN_OP_SIGMOID_GRAD, kGrad, SigmoidGrad, false),
+    CTN_EW_CPU_ROWS,
     {CTN_OP_EQ, kCompare, false, nullptr, nullptr, nullptr, nullptr},
     {CTN_OP_NE, kCompare, false, nullptr, nullptr, nullptr, nullptr},
     {CTN_OP_LT, kCompare, false, nullptr, nullptr, nullptr, nullptr},

@@ -13,32 +13,15 @@
 namespace ctn_cuda {
 namespace {
 
-// The switches hold one case per CTN_EW_* code of the generated list (cuda_ew_ops.h) and no
-// default: a code without a case (an integer dtype for a float-only op, or a code the list does
-// not hold) sets *bad, and the kernel reports kDevErrOpCode (cuda_backend.h) at synchronize.
+// The switches hold one case per CTN_EW_* code of the generated list (cuda_ew_ops.h: the
+// arithmetic cases are CTN_EW_CASES_*, generated from the formulas of backends/common/ew_ops.py)
+// and no default: a code without a case (an integer dtype for a float-only op, or a code the list
+// does not hold) sets *bad, and the kernel reports kDevErrOpCode (cuda_backend.h) at synchronize.
 template <class T>
 __device__ __forceinline__ T unary_op(int op, T x, T f0, T f1, bool *bad) {
-  switch (op) {
-    case CTN_EW_NEG: return -x;
-    case CTN_EW_ABS: return x < T(0) ? T(-x) : x;
-    case CTN_EW_SIGN: return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0);
-    case CTN_EW_RELU: return x > T(0) ? x : T(0);
-  }
+  switch (op) { CTN_EW_CASES_UNARY_INT(x, f0, f1) }
   if constexpr (std::is_floating_point_v<T>) {
-    switch (op) {
-      case CTN_EW_EXP: return exp(x);
-      case CTN_EW_LOG: return log(x);
-      case CTN_EW_SQRT: return sqrt(x);
-      case CTN_EW_TANH: return tanh(x);
-      case CTN_EW_SIGMOID: {
-        if (x >= T(0)) return T(1) / (T(1) + exp(-x));
-        T e = exp(x);
-        return e / (T(1) + e);
-      }
-      case CTN_EW_GELU: return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
-      case CTN_EW_LEAKY_RELU: return x > T(0) ? x : x * f0;
-      case CTN_EW_CLAMP: return x < f0 ? f0 : x > f1 ? f1 : x;
-    }
+    switch (op) { CTN_EW_CASES_UNARY_FLOAT(x, f0, f1) }
   }
   *bad = true;
   return T(0);
@@ -46,27 +29,11 @@ __device__ __forceinline__ T unary_op(int op, T x, T f0, T f1, bool *bad) {
 
 template <class T>
 __device__ __forceinline__ T binary_op(int op, T a, T b, T f0, T f1, bool *bad) {
-  switch (op) {
-    case CTN_EW_ADD: return a + b;
-    case CTN_EW_SUB: return a - b;
-    case CTN_EW_MUL: return a * b;
-    case CTN_EW_MAXIMUM: return (a > b || a != a) ? a : b;  // NaN propagates, as on the CPU
-    case CTN_EW_MINIMUM: return (a < b || a != a) ? a : b;
-  }
+  switch (op) { CTN_EW_CASES_BINARY_INT(a, b, f0, f1) }
   if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
-      case CTN_EW_DIV: return a / b;
-      case CTN_EW_POW: return pow(a, b);
-      case CTN_EW_RELU_GRAD: return a > T(0) ? b : T(0);
-      case CTN_EW_LEAKY_RELU_GRAD: return a > T(0) ? b : b * f0;
-      case CTN_EW_GELU_GRAD: {
-        T cdf = T(0.5) * (T(1) + erf(a * T(0.70710678118654752440)));
-        T pdf = exp(T(-0.5) * a * a) * T(0.39894228040143267794);
-        return b * (cdf + a * pdf);
-      }
-      case CTN_EW_CLAMP_GRAD: return (a >= f0 && a <= f1) ? b : T(0);
-      case CTN_EW_TANH_GRAD: return b * (T(1) - a * a);
-      case CTN_EW_SIGMOID_GRAD: return b * a * (T(1) - a);
+      CTN_EW_CASES_BINARY_FLOAT(a, b, f0, f1)
+      CTN_EW_CASES_GRAD_FLOAT(a, b, f0, f1)
     }
   }
   *bad = true;

@@ -98,6 +98,53 @@ uint64_t window_elems(const Backend &be, uint64_t max_esize) {
   return std::max<uint64_t>(w, 1024);
 }
 
+// copy and cast: a buffer copy when the dtypes agree, else the cast shader.
+ctn_status make_copy_cast_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out) {
+  const char *op = sig->op;
+  const ctn_tensor_desc &o = *sig->output;
+  const ctn_tensor_desc &a = sig->inputs[0];
+  const int64_t n = desc_numel(o);
+  ctn_status st = CTN_OK;
+  Kernel *k = nullptr;
+  if ((st = kernel_new(be, op, {}, &k)) != CTN_OK) return st;
+  if (a.dtype == o.dtype) {
+    // A buffer copy: no shader, any size, any dtype.
+    Cmd c;
+    c.kind = Cmd::kCopy;
+    c.src = 0;
+    c.dst = kOut;
+    if (n > 0) c.regions.push_back(VkBufferCopy{0, 0, desc_bytes(o)});
+    k->cmds.push_back(std::move(c));
+    kernel_publish(k, out, CTN_KERNEL_INPLACE_OK);
+    return CTN_OK;
+  }
+  if (!be.has_f64 && (a.dtype == CTN_F64 || o.dtype == CTN_F64)) {
+    kernel_delete(k);
+    return decline(be, sig, "f64 needs shaderFloat64, which %s lacks", be.props.deviceName);
+  }
+  const Pipeline *pipe = nullptr;
+  if ((st = get_pipeline(be, be.has_f64 ? "cast.f64" : "cast", {static_cast<int32_t>(be.wg1d), 1, a.dtype, o.dtype}, 2,
+                         &pipe)) != CTN_OK) {
+    kernel_delete(k);
+    return st;
+  }
+  const uint64_t isz = dtype_size(a.dtype), osz = dtype_size(o.dtype);
+  const uint64_t win = window_elems(be, 8);
+  for (uint64_t c0 = 0; c0 < static_cast<uint64_t>(n); c0 += win) {
+    uint64_t cnt = std::min<uint64_t>(win, n - c0);
+    Cmd c;
+    c.pipe = pipe;
+    c.nb = 2;
+    c.b[0] = Bind{0, 4, c0 * isz, cnt * isz};
+    c.b[1] = Bind{kOut, 4, c0 * osz, cnt * osz};
+    c.count = static_cast<uint32_t>(cnt);
+    uint64_t items = osz == 1 ? (cnt + 3) / 4 : cnt;
+    if (ctn_status st = push_1d(be, sig, k, c, items); st) return st;
+  }
+  kernel_publish(k, out);
+  return CTN_OK;
+}
+
 }  // namespace
 
 ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
@@ -112,46 +159,7 @@ ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn
   const int64_t n = desc_numel(o);
   ctn_status st = CTN_OK;
 
-  if (e->kind == kCopy || e->kind == kCast) {
-    Kernel *k = nullptr;
-    if ((st = kernel_new(be, op, {}, &k)) != CTN_OK) return st;
-    if (a.dtype == o.dtype) {
-      // A buffer copy: no shader, any size, any dtype.
-      Cmd c;
-      c.kind = Cmd::kCopy;
-      c.src = 0;
-      c.dst = kOut;
-      if (n > 0) c.regions.push_back(VkBufferCopy{0, 0, desc_bytes(o)});
-      k->cmds.push_back(std::move(c));
-      kernel_publish(k, out, CTN_KERNEL_INPLACE_OK);
-      return CTN_OK;
-    }
-    if (!be.has_f64 && (a.dtype == CTN_F64 || o.dtype == CTN_F64)) {
-      kernel_delete(k);
-      return decline(be, sig, "f64 needs shaderFloat64, which %s lacks", be.props.deviceName);
-    }
-    const Pipeline *pipe = nullptr;
-    if ((st = get_pipeline(be, be.has_f64 ? "cast.f64" : "cast", {static_cast<int32_t>(be.wg1d), 1, a.dtype, o.dtype}, 2,
-                           &pipe)) != CTN_OK) {
-      kernel_delete(k);
-      return st;
-    }
-    const uint64_t isz = dtype_size(a.dtype), osz = dtype_size(o.dtype);
-    const uint64_t win = window_elems(be, 8);
-    for (uint64_t c0 = 0; c0 < static_cast<uint64_t>(n); c0 += win) {
-      uint64_t cnt = std::min<uint64_t>(win, n - c0);
-      Cmd c;
-      c.pipe = pipe;
-      c.nb = 2;
-      c.b[0] = Bind{0, 4, c0 * isz, cnt * isz};
-      c.b[1] = Bind{kOut, 4, c0 * osz, cnt * osz};
-      c.count = static_cast<uint32_t>(cnt);
-      uint64_t items = osz == 1 ? (cnt + 3) / 4 : cnt;
-      if (ctn_status st = push_1d(be, sig, k, c, items); st) return st;
-    }
-    kernel_publish(k, out);
-    return CTN_OK;
-  }
+  if (e->kind == kCopy || e->kind == kCast) return make_copy_cast_kernel(be, sig, out);
 
   // Dtypes.
   const char *shader = nullptr;

@@ -60,4 +60,28 @@ CTN_GRAD_RULE(dropout);
 CTN_GRAD_RULE(embedding);
 CTN_GRAD_RULE(embedding_grad);
 
+// Tangent (forward-mode) rules (autodiff/tangent_rules.cpp): OpDef::tangent of the built-in ops.
+#define CTN_TANGENT_RULE(name) ctn_node name(Graph &g, ctn_node node, const ctn_node *t)
+CTN_TANGENT_RULE(self_adjoint_jvp);  // symmetric Jacobian in input 0: the gradient rule on the tangent
+CTN_TANGENT_RULE(zero_jvp);          // zero (comparisons, sign)
+CTN_TANGENT_RULE(linear_jvp);        // linear in input 0: the op itself on the tangent
+CTN_TANGENT_RULE(bilinear_jvp);      // product rule (mul, matmul, conv2d, conv_transpose2d)
+CTN_TANGENT_RULE(one_element_jvp);   // one output element: <VJP(1), v>
+CTN_TANGENT_RULE(add_jvp);
+CTN_TANGENT_RULE(sub_jvp);
+CTN_TANGENT_RULE(div_jvp);
+CTN_TANGENT_RULE(pow_jvp);
+CTN_TANGENT_RULE(minmax_jvp);
+CTN_TANGENT_RULE(where_jvp);
+CTN_TANGENT_RULE(concat_jvp);
+CTN_TANGENT_RULE(embedding_jvp);
+CTN_TANGENT_RULE(log_softmax_jvp);
+CTN_TANGENT_RULE(max_jvp);
+CTN_TANGENT_RULE(batch_norm_jvp);
+CTN_TANGENT_RULE(masked_grad_jvp);  // relu_grad, leaky_relu_grad, clamp_grad
+CTN_TANGENT_RULE(output_grad_jvp);  // tanh_grad, sigmoid_grad
+CTN_TANGENT_RULE(cross_entropy_grad_jvp);
+// a + b where either may be CTN_NODE_NONE (zero).
+ctn_node add_tangents(Graph &g, ctn_node a, ctn_node b);
+
 }  // namespace ctn::rules

@@ -13,8 +13,7 @@ namespace ctn {
 // order. Stable until a library is loaded or added (which appends).
 std::vector<const OpDef *> registry_ops(const Context &ctx);
 
-// The ctn_attrs slots a built-in op reads ("f[0] slope"): OpDef::attributes when the definition
-// sets it, else this file's table for the ops of ABI 1.0/1.1; "" for none.
+// The ctn_attrs slots an op reads ("f[0] slope"): OpDef::attributes; "" for none.
 const char *builtin_attributes(const OpDef &op);
 
 // Asks `b` for a kernel of one small node of `op` whose main inputs have `dtype` (of each part,
@@ -23,7 +22,7 @@ const char *builtin_attributes(const OpDef &op);
 bool probe_support(Context &ctx, Backend &b, const OpDef &op, int32_t dtype, std::string *why);
 
 // Whether ctn_grad differentiates through `op`: it has a gradient rule, or the graph expands it
-// into parts (composite ops, when this build has them).
+// into parts (composite ops).
 bool differentiable(const OpDef &op);
 
 }  // namespace ctn

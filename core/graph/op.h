@@ -1,5 +1,5 @@
 // Op definitions: one entry per op name with its shape/dtype inference and gradient rule.
-// Built-in ops live in ops_builtin.cpp; op libraries add entries wrapping ctn_op_def.
+// Built-in ops' rows live in core/ops/; op libraries add entries wrapping ctn_op_def.
 #pragma once
 
 #include <chutney/oplib.h>
@@ -27,10 +27,26 @@ using InferFn = ValueInfo (*)(const OpDef &op, const ValueInfo *in, uint32_t n, 
 // per input into dx (CTN_NODE_NONE: no gradient). `need[i]` tells whether input i needs one.
 using GradFn = void (*)(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx);
 
-// Composite ops (graph/ops_composite.cpp): adds to `g` the parts that compute the op from
+// Composite ops (ops/ops_composite.cpp): adds to `g` the parts that compute the op from
 // `in` with the attributes its infer normalised, and returns the node holding the result.
 // The graph never holds a node of a composite op; its gradient is that of the parts.
 using ExpandFn = ctn_node (*)(Graph &g, const OpDef &op, const ctn_node *in, uint32_t n, const ctn_attrs &attrs);
+
+// Forward-mode rule (ctn_jvp): adds to `g` the tangent of node `node` given its inputs' tangents
+// `t` (CTN_NODE_NONE: zero); returns CTN_NODE_NONE when the tangent is zero. Built-in rules:
+// autodiff/tangent_rules.cpp.
+using TangentFn = ctn_node (*)(Graph &g, ctn_node node, const ctn_node *t);
+
+// The node ctn_context_op_support builds to ask a backend whether it runs the op. `inputs`:
+// space-separated "T[d0,d1]" with T "D" (the dtype asked about), "i64", "i32", "bool"; "[]" is
+// 0-d; nullptr: n_inputs (2 for variadic ops) inputs of D[2,3]. ints/floats: the attributes.
+struct OpProbe {
+  const char *inputs = nullptr;
+  int64_t ints[CTN_ATTR_INTS] = {};
+  uint32_t ni = 0;
+  double floats[CTN_ATTR_FLOATS] = {};
+  uint32_t nf = 0;
+};
 
 enum OpFlags : uint32_t {
   OP_ELEMENTWISE = 1u << 0,   // output element i depends only on input elements i (after bcast)
@@ -45,17 +61,20 @@ struct OpDef {
   GradFn grad = nullptr;
   uint32_t flags = 0;
   // The ctn_attrs slots the op reads, as ctn_context_op_info reports them ("f[0] alpha");
-  // nullptr: none, or listed in exec/registry.cpp's table for the older ops.
+  // nullptr: none.
   const char *attributes = nullptr;
   // Op libraries:
   const ctn_op_def *ext = nullptr;
   OpLib *lib = nullptr;
   // Composite ops: set, and grad unset (the parts are differentiated).
   ExpandFn expand = nullptr;
+  TangentFn tangent = nullptr;  // nullptr: ctn_jvp refuses the op (op libraries: ctn_op_def.jvp_ex)
+  OpProbe probe{};
 };
 
-// A table of built-in ops in static storage. Each area defines its own (graph/ops_builtin.cpp,
-// graph/ops_nn.cpp, graph/ops_optim.cpp); builtin_ops() is their union.
+// A table of built-in ops in static storage. Each area defines its own (ops/ops_builtin.cpp,
+// ops/ops_nn.cpp, ops/ops_optim.cpp, ops/ops_composite.cpp: core/ops/ sits above graph/ and
+// autodiff/, whose rules the rows name); builtin_ops() is their union.
 struct OpTable {
   const OpDef *ops;
   size_t n;

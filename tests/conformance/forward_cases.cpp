@@ -64,6 +64,8 @@ void add_elementwise(std::vector<OpCase> &cs) {
   cs.push_back(unary("relu", un(ctn_relu), ref1([](double x) { return x > 0 ? x : 0.0; }),
                      with_zeros(uni(-3, 3))));
   cs.push_back(unary("gelu", un(ctn_gelu), ref1(ref_gelu), uni(-4, 4)));
+  cs.push_back(unary("erf", named("erf"), ref1([](double x) { return std::erf(x); }), with_zeros(uni(-4, 4))));
+  cs.push_back(unary("atan", named("atan"), ref1([](double x) { return std::atan(x); }), with_zeros(uni(-40, 40))));
   {
     OpCase c{"leaky_relu", "leaky_relu", {}};
     for (double slope : {0.1, 0.3})

@@ -52,6 +52,8 @@ void add_elementwise(std::vector<OpCase> &cs) {
   cs.push_back(g_unary("sigmoid", un(ctn_sigmoid), uni(-3, 3)));
   cs.push_back(g_unary("relu", un(ctn_relu), away(-2, 2, 0.1)));
   cs.push_back(g_unary("gelu", un(ctn_gelu), uni(-3, 3)));
+  cs.push_back(g_unary("erf", named("erf"), uni(-2, 2)));
+  cs.push_back(g_unary("atan", named("atan"), uni(-3, 3)));
   cs.push_back(g_unary(
       "leaky_relu",
       [](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {

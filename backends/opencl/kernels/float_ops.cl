@@ -5,33 +5,21 @@
  * Every kernel walks its range with a grid-stride loop, so any global size the host picks is
  * correct. Offsets are in elements. */
 
-/* ---- elementwise unary. Op codes: CTN_EW_* from backends/common/ew_ops.py (prepended by the
- * host). The switches have no default: the build checks that every code the host table holds
- * has its case here, and the host only passes codes from that table. ---- */
+/* ---- elementwise unary. Op codes and the switch bodies: CTN_EW_* and CTN_EW_CASES_* from the
+ * formulas of backends/common/ew_ops.py (prepended by the host). The switches have no default:
+ * the build checks that every code the host table holds has its case, and the host only passes
+ * codes from that table. ---- */
+inline T FN(ew_unary)(int op, T x, T f0, T f1) {
+  switch (op) {
+    CTN_EW_CASES_UNARY_INT(x, f0, f1)
+    CTN_EW_CASES_UNARY_FLOAT(x, f0, f1)
+  }
+  return (T)NAN;
+}
+
 __kernel void FN(unary)(int op, long n, __global const T *x, long xo, __global T *y, long yo,
                         T f0, T f1) {
-  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
-    T v = x[xo + i], r = (T)NAN;
-    switch (op) {
-      case CTN_EW_NEG: r = -v; break;
-      case CTN_EW_EXP: r = exp(v); break;
-      case CTN_EW_LOG: r = log(v); break;
-      case CTN_EW_SQRT: r = sqrt(v); break;
-      case CTN_EW_ABS: r = v < (T)0 ? -v : v; break;
-      case CTN_EW_SIGN: r = v > (T)0 ? (T)1 : v < (T)0 ? (T)-1 : (T)0; break;
-      case CTN_EW_TANH: r = tanh(v); break;
-      case CTN_EW_SIGMOID: {
-        if (v >= (T)0) r = (T)1 / ((T)1 + exp(-v));
-        else { T e = exp(v); r = e / ((T)1 + e); }
-        break;
-      }
-      case CTN_EW_RELU: r = v > (T)0 ? v : (T)0; break;
-      case CTN_EW_GELU: r = (T)0.5 * v * ((T)1 + erf(v * (T)0.70710678118654752440)); break;
-      case CTN_EW_LEAKY_RELU: r = v > (T)0 ? v : v * f0; break;
-      case CTN_EW_CLAMP: r = v < f0 ? f0 : v > f1 ? f1 : v; break;
-    }
-    y[yo + i] = r;
-  }
+  for (long i = get_global_id(0); i < n; i += get_global_size(0)) y[yo + i] = FN(ew_unary)(op, x[xo + i], f0, f1);
 }
 
 #ifndef CTN_BCAST_OFF
@@ -49,37 +37,26 @@ inline long bcast_off(long i, int nd, __global const long *shape, __global const
 }
 #endif
 
-/* ---- elementwise binary with broadcasting; also the elementwise backward helpers ----
+/* ---- elementwise binary with broadcasting; also the elementwise backward helpers (a: the
+ * forward value, b: the upstream gradient) ----
  * ma/mb: 0 same index as the output, 1 one element, 2 strided through meta
  * (meta = shape[nd], stride_a[nd], stride_b[nd]). */
+inline T FN(ew_binary)(int op, T a, T b, T f0, T f1) {
+  switch (op) {
+    CTN_EW_CASES_BINARY_INT(a, b, f0, f1)
+    CTN_EW_CASES_BINARY_FLOAT(a, b, f0, f1)
+    CTN_EW_CASES_GRAD_FLOAT(a, b, f0, f1)
+  }
+  return (T)NAN;
+}
+
 __kernel void FN(binary)(int op, long n, int nd, __global const long *meta, int ma, int mb,
                          __global const T *a, long ao, __global const T *b, long bo,
                          __global T *y, long yo, T f0, T f1) {
   for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
     long ia = ma == 0 ? i : ma == 1 ? 0 : bcast_off(i, nd, meta, meta + nd);
     long ib = mb == 0 ? i : mb == 1 ? 0 : bcast_off(i, nd, meta, meta + 2 * nd);
-    T u = a[ao + ia], v = b[bo + ib], r = (T)NAN;
-    switch (op) {
-      case CTN_EW_ADD: r = u + v; break;
-      case CTN_EW_SUB: r = u - v; break;
-      case CTN_EW_MUL: r = u * v; break;
-      case CTN_EW_DIV: r = u / v; break;
-      case CTN_EW_POW: r = pow(u, v); break;
-      case CTN_EW_MAXIMUM: r = (u > v || u != u) ? u : v; break;
-      case CTN_EW_MINIMUM: r = (u < v || u != u) ? u : v; break;
-      case CTN_EW_RELU_GRAD: r = u > (T)0 ? v : (T)0; break;
-      case CTN_EW_LEAKY_RELU_GRAD: r = u > (T)0 ? v : v * f0; break;
-      case CTN_EW_GELU_GRAD: {
-        T cdf = (T)0.5 * ((T)1 + erf(u * (T)0.70710678118654752440));
-        T pdf = exp((T)-0.5 * u * u) * (T)0.39894228040143267794;
-        r = v * (cdf + u * pdf);
-        break;
-      }
-      case CTN_EW_CLAMP_GRAD: r = (u >= f0 && u <= f1) ? v : (T)0; break;
-      case CTN_EW_TANH_GRAD: r = v * ((T)1 - u * u); break;
-      case CTN_EW_SIGMOID_GRAD: r = v * u * ((T)1 - u); break;
-    }
-    y[yo + i] = r;
+    y[yo + i] = FN(ew_binary)(op, a[ao + ia], b[bo + ib], f0, f1);
   }
 }
 

@@ -1,7 +1,8 @@
 // Op codes of ew.comp: CTN_EW_* from backends/common/ew_ops.py (vk_ew_ops.h, generated). Code
 // ranges tell the arity: a code >= CTN_EW_FIRST_BINARY reads a second input, >= FIRST_OPTIM3 a
 // third, >= FIRST_OPTIM4 a fourth, >= FIRST_STEP an i64 step (binding 4). The build checks that
-// every code of the host table has its case in ew_apply, which has no default.
+// every code of the host table has its case in ew_apply (generated or by hand), which has no
+// default.
 #include "vk_ew_ops.h"
 
 // 64-bit unsigned arithmetic on (lo, hi) words: no shaderInt64 needed.
@@ -39,34 +40,12 @@ T step_value(uvec2 s) { return T(int(s.y)) * T(4294967296.0) + T(s.x); }
 
 T ew_apply(int op, T x, T u, T v, T w, uvec2 step, uint gi) {
   switch (op) {
-    case CTN_EW_NEG: return -x;
-    case CTN_EW_EXP: return m_exp(x);
-    case CTN_EW_LOG: return m_log(x);
-    case CTN_EW_SQRT: return sqrt(x);
-    case CTN_EW_ABS: return abs(x);
-    case CTN_EW_SIGN: return sign(x);
-    case CTN_EW_TANH: return m_tanh(x);
-    case CTN_EW_SIGMOID: return m_sigmoid(x);
-    case CTN_EW_RELU: return x > T(0) ? x : T(0);
-    case CTN_EW_GELU: return m_gelu(x);
-    case CTN_EW_LEAKY_RELU: return x > T(0) ? x : x * attr_f(0);
-    case CTN_EW_CLAMP: {
-      T lo = attr_f(0), hi = attr_f(1);
-      return x < lo ? lo : (x > hi ? hi : x);
-    }
-    case CTN_EW_ADD: return x + u;
-    case CTN_EW_SUB: return x - u;
-    case CTN_EW_MUL: return x * u;
-    case CTN_EW_DIV: return x / u;
-    case CTN_EW_POW: return m_pow(x, u);
-    case CTN_EW_MAXIMUM: return (x > u || isnan(x)) ? x : u;
-    case CTN_EW_MINIMUM: return (x < u || isnan(x)) ? x : u;
-    case CTN_EW_RELU_GRAD: return x > T(0) ? u : T(0);
-    case CTN_EW_LEAKY_RELU_GRAD: return x > T(0) ? u : u * attr_f(0);
-    case CTN_EW_GELU_GRAD: return m_gelu_grad(x, u);
-    case CTN_EW_CLAMP_GRAD: return (x >= attr_f(0) && x <= attr_f(1)) ? u : T(0);
-    case CTN_EW_TANH_GRAD: return u * (T(1) - x * x);
-    case CTN_EW_SIGMOID_GRAD: return u * x * (T(1) - x);
+    // The arithmetic ops: generated from the formulas of backends/common/ew_ops.py.
+    CTN_EW_CASES_UNARY_INT(x, attr_f(0), attr_f(1))
+    CTN_EW_CASES_UNARY_FLOAT(x, attr_f(0), attr_f(1))
+    CTN_EW_CASES_BINARY_INT(x, u, attr_f(0), attr_f(1))
+    CTN_EW_CASES_BINARY_FLOAT(x, u, attr_f(0), attr_f(1))
+    CTN_EW_CASES_GRAD_FLOAT(x, u, attr_f(0), attr_f(1))
     // Optimizer steps (inputs in ops.h order).
     case CTN_EW_ADAM_MOMENT1: return attr_f(0) * x + (T(1) - attr_f(0)) * u;          // (m, g)
     case CTN_EW_ADAM_MOMENT2: return attr_f(0) * x + (T(1) - attr_f(0)) * u * u;      // (v, g)

@@ -1,4 +1,4 @@
-// Math for T = float or double. GLSL offers exp/log/pow/tanh for 32-bit floats only, and erf
+// Math for T = float or double. GLSL offers exp/log/pow/tanh/atan for 32-bit floats only, and erf
 // for neither: the double versions here are range reduction + series, accurate to a few ulp.
 #ifdef USE_F64
 T t_inf() { return packDouble2x32(uvec2(0u, 0x7ff00000u)); }
@@ -54,11 +54,31 @@ double m_tanh(double x) {
   }
   return x < 0.0LF ? -t : t;
 }
+
+// atan: |x| > 1 folds to pi/2 - atan(1/|x|), above tan(pi/8) to pi/4 + atan((z-1)/(z+1)); then
+// the series z (1 - z^2/3 + z^4/5 - ...) with z^2 <= 0.172 (31 terms: below 2^-53).
+double m_atan(double x) {
+  if (isnan(x)) return x;
+  double ax = abs(x);
+  bool inv = ax > 1.0LF;
+  double z = inv ? 1.0LF / ax : ax;
+  double off = 0.0LF;
+  if (z > 0.41421356237309504880LF) {
+    z = (z - 1.0LF) / (z + 1.0LF);
+    off = 0.78539816339744830962LF;
+  }
+  double z2 = z * z, s = 0.0LF;
+  [[unroll]] for (int k = 30; k >= 0; --k) s = 1.0LF / double(2 * k + 1) - z2 * s;
+  double r = off + z * s;
+  if (inv) r = 1.57079632679489661923LF - r;
+  return x < 0.0LF ? -r : r;
+}
 #else
 T t_inf() { return uintBitsToFloat(0x7f800000u); }
 T t_nan() { return uintBitsToFloat(0x7fc00000u); }
 float m_exp(float x) { return exp(x); }
 float m_log(float x) { return log(x); }
+float m_atan(float x) { return atan(x); }
 float m_tanh(float x) {
   float ax = abs(x);
   if (ax > 9.0) return sign(x);

@@ -290,50 +290,88 @@ ValueInfo infer_cross_entropy_grad(const OpDef &op, const ValueInfo *in, uint32_
   return in[0];
 }
 
-using namespace rules;
-#define U(nm, g) OpDef{nm, 1, infer_unary_float, g, OP_ELEMENTWISE, nullptr, nullptr}
-#define B(nm, g) OpDef{nm, 2, infer_binary_float, g, OP_ELEMENTWISE, nullptr, nullptr}
-#define C(nm) OpDef{nm, 2, infer_compare, rules::zero, OP_ELEMENTWISE, nullptr, nullptr}
-#define G(nm) OpDef{nm, 2, infer_elem_grad, nullptr, OP_ELEMENTWISE, nullptr, nullptr}
+ValueInfo infer_leaky_grad(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  a.nf = 1;
+  return infer_elem_grad(op, in, n, a);
+}
 
+ValueInfo infer_clamp_grad(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  a.nf = 2;
+  return infer_elem_grad(op, in, n, a);
+}
+
+// erf: dx = dy 2/sqrt(pi) e^(-x^2).
+void erf_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx) {
+  if (!need[0]) return;
+  const ctn_node x = g.node(node).inputs[0];
+  const ctn_node e = g.op1(CTN_OP_EXP, g.op1(CTN_OP_NEG, g.op2(CTN_OP_MUL, x, x)));
+  dx[0] = g.op2(CTN_OP_MUL, dy, g.op2(CTN_OP_MUL, e, g.add_scalar(g.info(x).dtype, 1.12837916709551257390)));
+}
+
+// atan: dx = dy / (1 + x^2).
+void atan_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx) {
+  if (!need[0]) return;
+  const ctn_node x = g.node(node).inputs[0];
+  dx[0] = g.op2(CTN_OP_DIV, dy, g.op2(CTN_OP_ADD, g.add_scalar(g.info(x).dtype, 1.0), g.op2(CTN_OP_MUL, x, x)));
+}
+
+// One row per op: inference, gradient and tangent rules, attributes, and the probe node of
+// ctn_context_op_support (OpDef, graph/op.h). Elementwise ops' kernels are generated from their
+// formula in backends/common/ew_ops.py.
 const OpDef kOps[] = {
-    U(CTN_OP_NEG, neg), U(CTN_OP_EXP, exp), U(CTN_OP_LOG, log), U(CTN_OP_SQRT, sqrt), U(CTN_OP_ABS, abs),
-    U(CTN_OP_SIGN, zero), U(CTN_OP_TANH, tanh), U(CTN_OP_SIGMOID, sigmoid), U(CTN_OP_RELU, relu),
-    U(CTN_OP_GELU, gelu),
-    OpDef{CTN_OP_LEAKY_RELU, 1, infer_leaky, leaky_relu, OP_ELEMENTWISE, nullptr, nullptr},
-    OpDef{CTN_OP_CLAMP, 1, infer_clamp, clamp, OP_ELEMENTWISE, nullptr, nullptr},
-    OpDef{CTN_OP_CAST, 1, infer_cast, cast, OP_ELEMENTWISE, nullptr, nullptr},
-    OpDef{CTN_OP_COPY, 1, infer_identity, copy, OP_ELEMENTWISE, nullptr, nullptr},
-    B(CTN_OP_ADD, add), B(CTN_OP_SUB, sub), B(CTN_OP_MUL, mul), B(CTN_OP_DIV, div), B(CTN_OP_POW, pow),
-    B(CTN_OP_MAXIMUM, maximum), B(CTN_OP_MINIMUM, minimum),
-    C(CTN_OP_EQ), C(CTN_OP_NE), C(CTN_OP_LT), C(CTN_OP_LE), C(CTN_OP_GT), C(CTN_OP_GE),
-    OpDef{CTN_OP_WHERE, 3, infer_where, where, OP_ELEMENTWISE, nullptr, nullptr},
-    G(CTN_OP_RELU_GRAD), G(CTN_OP_GELU_GRAD), G(CTN_OP_TANH_GRAD), G(CTN_OP_SIGMOID_GRAD),
-    OpDef{CTN_OP_LEAKY_RELU_GRAD, 2, [](const OpDef &o, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
-            a.nf = 1;
-            return infer_elem_grad(o, in, n, a);
-          }, nullptr, OP_ELEMENTWISE, nullptr, nullptr},
-    OpDef{CTN_OP_CLAMP_GRAD, 2, [](const OpDef &o, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
-            a.nf = 2;
-            return infer_elem_grad(o, in, n, a);
-          }, nullptr, OP_ELEMENTWISE, nullptr, nullptr},
-    OpDef{CTN_OP_MATMUL, 2, infer_matmul, matmul, 0, nullptr, nullptr},
-    OpDef{CTN_OP_MATMUL_BIAS_ACT, 3, infer_matmul_bias_act, nullptr, 0, nullptr, nullptr},
-    OpDef{CTN_OP_SUM, 1, infer_reduce, sum, 0, nullptr, nullptr},
-    OpDef{CTN_OP_MEAN, 1, infer_reduce, mean, 0, nullptr, nullptr},
-    OpDef{CTN_OP_MAX, 1, infer_reduce, max, 0, nullptr, nullptr},
-    OpDef{CTN_OP_RESHAPE, 1, infer_reshape, reshape, OP_VIEW_RESHAPE, nullptr, nullptr},
-    OpDef{CTN_OP_PERMUTE, 1, infer_permute, permute, 0, nullptr, nullptr},
-    OpDef{CTN_OP_SLICE, 1, infer_slice, slice, 0, nullptr, nullptr},
-    OpDef{CTN_OP_SLICE_GRAD, 1, infer_slice_grad, slice_grad, 0, nullptr, nullptr},
-    OpDef{CTN_OP_CONCAT, -1, infer_concat, concat, 0, nullptr, nullptr},
-    OpDef{CTN_OP_BROADCAST_TO, 1, infer_broadcast_to, broadcast_to, 0, nullptr, nullptr},
-    OpDef{CTN_OP_SOFTMAX, 1, infer_softmax, softmax, 0, nullptr, nullptr},
-    OpDef{CTN_OP_LOG_SOFTMAX, 1, infer_softmax, log_softmax, 0, nullptr, nullptr},
-    OpDef{CTN_OP_SOFTMAX_GRAD, 2, infer_softmax, nullptr, 0, nullptr, nullptr},
-    OpDef{CTN_OP_LOG_SOFTMAX_GRAD, 2, infer_softmax, nullptr, 0, nullptr, nullptr},
-    OpDef{CTN_OP_CROSS_ENTROPY, 2, infer_cross_entropy, cross_entropy, 0, nullptr, nullptr},
-    OpDef{CTN_OP_CROSS_ENTROPY_GRAD, 3, infer_cross_entropy_grad, nullptr, 0, nullptr, nullptr},
+    OpDef{.name = CTN_OP_NEG, .n_inputs = 1, .infer = infer_unary_float, .grad = rules::neg, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_EXP, .n_inputs = 1, .infer = infer_unary_float, .grad = rules::exp, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_LOG, .n_inputs = 1, .infer = infer_unary_float, .grad = rules::log, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_SQRT, .n_inputs = 1, .infer = infer_unary_float, .grad = rules::sqrt, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_ABS, .n_inputs = 1, .infer = infer_unary_float, .grad = rules::abs, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_SIGN, .n_inputs = 1, .infer = infer_unary_float, .grad = rules::zero, .flags = OP_ELEMENTWISE, .tangent = rules::zero_jvp},
+    OpDef{.name = CTN_OP_TANH, .n_inputs = 1, .infer = infer_unary_float, .grad = rules::tanh, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_SIGMOID, .n_inputs = 1, .infer = infer_unary_float, .grad = rules::sigmoid, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_RELU, .n_inputs = 1, .infer = infer_unary_float, .grad = rules::relu, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_GELU, .n_inputs = 1, .infer = infer_unary_float, .grad = rules::gelu, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_LEAKY_RELU, .n_inputs = 1, .infer = infer_leaky, .grad = rules::leaky_relu, .flags = OP_ELEMENTWISE, .attributes = "f[0] slope", .tangent = rules::self_adjoint_jvp, .probe = {.floats = {0.1}, .nf = 1}},
+    OpDef{.name = CTN_OP_CLAMP, .n_inputs = 1, .infer = infer_clamp, .grad = rules::clamp, .flags = OP_ELEMENTWISE, .attributes = "f[0] lo, f[1] hi", .tangent = rules::self_adjoint_jvp, .probe = {.floats = {-1, 1}, .nf = 2}},
+    OpDef{.name = CTN_OP_CAST, .n_inputs = 1, .infer = infer_cast, .grad = rules::cast, .flags = OP_ELEMENTWISE, .attributes = "i[0] target dtype", .tangent = rules::linear_jvp, .probe = {.inputs = "D[2,3]", .ints = {}, .ni = 1}},
+    OpDef{.name = CTN_OP_ERF, .n_inputs = 1, .infer = infer_unary_float, .grad = erf_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_ATAN, .n_inputs = 1, .infer = infer_unary_float, .grad = atan_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_COPY, .n_inputs = 1, .infer = infer_identity, .grad = rules::copy, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_ADD, .n_inputs = 2, .infer = infer_binary_float, .grad = rules::add, .flags = OP_ELEMENTWISE, .tangent = rules::add_jvp},
+    OpDef{.name = CTN_OP_SUB, .n_inputs = 2, .infer = infer_binary_float, .grad = rules::sub, .flags = OP_ELEMENTWISE, .tangent = rules::sub_jvp},
+    OpDef{.name = CTN_OP_MUL, .n_inputs = 2, .infer = infer_binary_float, .grad = rules::mul, .flags = OP_ELEMENTWISE, .tangent = rules::bilinear_jvp},
+    OpDef{.name = CTN_OP_DIV, .n_inputs = 2, .infer = infer_binary_float, .grad = rules::div, .flags = OP_ELEMENTWISE, .tangent = rules::div_jvp},
+    OpDef{.name = CTN_OP_POW, .n_inputs = 2, .infer = infer_binary_float, .grad = rules::pow, .flags = OP_ELEMENTWISE, .tangent = rules::pow_jvp},
+    OpDef{.name = CTN_OP_MAXIMUM, .n_inputs = 2, .infer = infer_binary_float, .grad = rules::maximum, .flags = OP_ELEMENTWISE, .tangent = rules::minmax_jvp},
+    OpDef{.name = CTN_OP_MINIMUM, .n_inputs = 2, .infer = infer_binary_float, .grad = rules::minimum, .flags = OP_ELEMENTWISE, .tangent = rules::minmax_jvp},
+    OpDef{.name = CTN_OP_EQ, .n_inputs = 2, .infer = infer_compare, .grad = rules::zero, .flags = OP_ELEMENTWISE, .tangent = rules::zero_jvp},
+    OpDef{.name = CTN_OP_NE, .n_inputs = 2, .infer = infer_compare, .grad = rules::zero, .flags = OP_ELEMENTWISE, .tangent = rules::zero_jvp},
+    OpDef{.name = CTN_OP_LT, .n_inputs = 2, .infer = infer_compare, .grad = rules::zero, .flags = OP_ELEMENTWISE, .tangent = rules::zero_jvp},
+    OpDef{.name = CTN_OP_LE, .n_inputs = 2, .infer = infer_compare, .grad = rules::zero, .flags = OP_ELEMENTWISE, .tangent = rules::zero_jvp},
+    OpDef{.name = CTN_OP_GT, .n_inputs = 2, .infer = infer_compare, .grad = rules::zero, .flags = OP_ELEMENTWISE, .tangent = rules::zero_jvp},
+    OpDef{.name = CTN_OP_GE, .n_inputs = 2, .infer = infer_compare, .grad = rules::zero, .flags = OP_ELEMENTWISE, .tangent = rules::zero_jvp},
+    OpDef{.name = CTN_OP_WHERE, .n_inputs = 3, .infer = infer_where, .grad = rules::where, .flags = OP_ELEMENTWISE, .tangent = rules::where_jvp, .probe = {.inputs = "bool[2,3] D[2,3] D[2,3]"}},
+    OpDef{.name = CTN_OP_RELU_GRAD, .n_inputs = 2, .infer = infer_elem_grad, .flags = OP_ELEMENTWISE, .tangent = rules::masked_grad_jvp},
+    OpDef{.name = CTN_OP_GELU_GRAD, .n_inputs = 2, .infer = infer_elem_grad, .flags = OP_ELEMENTWISE},
+    OpDef{.name = CTN_OP_TANH_GRAD, .n_inputs = 2, .infer = infer_elem_grad, .flags = OP_ELEMENTWISE, .tangent = rules::output_grad_jvp},
+    OpDef{.name = CTN_OP_SIGMOID_GRAD, .n_inputs = 2, .infer = infer_elem_grad, .flags = OP_ELEMENTWISE, .tangent = rules::output_grad_jvp},
+    OpDef{.name = CTN_OP_LEAKY_RELU_GRAD, .n_inputs = 2, .infer = infer_leaky_grad, .flags = OP_ELEMENTWISE, .attributes = "f[0] slope", .tangent = rules::masked_grad_jvp, .probe = {.floats = {0.1}, .nf = 1}},
+    OpDef{.name = CTN_OP_CLAMP_GRAD, .n_inputs = 2, .infer = infer_clamp_grad, .flags = OP_ELEMENTWISE, .attributes = "f[0] lo, f[1] hi", .tangent = rules::masked_grad_jvp, .probe = {.floats = {-1, 1}, .nf = 2}},
+    OpDef{.name = CTN_OP_MATMUL, .n_inputs = 2, .infer = infer_matmul, .grad = rules::matmul, .attributes = "i[0] trans_a, i[1] trans_b", .tangent = rules::bilinear_jvp, .probe = {.inputs = "D[2,3] D[3,2]", .ints = {0, 0}, .ni = 2}},
+    OpDef{.name = CTN_OP_MATMUL_BIAS_ACT, .n_inputs = 3, .infer = infer_matmul_bias_act, .attributes = "i[0] trans_a, i[1] trans_b, i[2] activation", .probe = {.inputs = "D[2,3] D[3,2] D[2]", .ints = {0, 0, 1}, .ni = 3}},
+    OpDef{.name = CTN_OP_SUM, .n_inputs = 1, .infer = infer_reduce, .grad = rules::sum, .attributes = "i[0] axis mask, i[1] keepdims", .tangent = rules::linear_jvp, .probe = {.inputs = "D[2,3]", .ints = {3, 0}, .ni = 2}},
+    OpDef{.name = CTN_OP_MEAN, .n_inputs = 1, .infer = infer_reduce, .grad = rules::mean, .attributes = "i[0] axis mask, i[1] keepdims", .tangent = rules::linear_jvp, .probe = {.inputs = "D[2,3]", .ints = {3, 0}, .ni = 2}},
+    OpDef{.name = CTN_OP_MAX, .n_inputs = 1, .infer = infer_reduce, .grad = rules::max, .attributes = "i[0] axis mask, i[1] keepdims", .tangent = rules::max_jvp, .probe = {.inputs = "D[2,3]", .ints = {3, 0}, .ni = 2}},
+    OpDef{.name = CTN_OP_RESHAPE, .n_inputs = 1, .infer = infer_reshape, .grad = rules::reshape, .flags = OP_VIEW_RESHAPE, .attributes = "i[0..ni-1] shape", .tangent = rules::linear_jvp, .probe = {.inputs = "D[2,3]", .ints = {3, 2}, .ni = 2}},
+    OpDef{.name = CTN_OP_PERMUTE, .n_inputs = 1, .infer = infer_permute, .grad = rules::permute, .attributes = "i[0..ndim-1] perm", .tangent = rules::linear_jvp, .probe = {.inputs = "D[2,3]", .ints = {1, 0}, .ni = 2}},
+    OpDef{.name = CTN_OP_SLICE, .n_inputs = 1, .infer = infer_slice, .grad = rules::slice, .attributes = "i[0] axis, i[1] start, i[2] stop, i[3] step", .tangent = rules::linear_jvp, .probe = {.inputs = "D[2,3]", .ints = {1, 0, 2, 1}, .ni = 4}},
+    OpDef{.name = CTN_OP_SLICE_GRAD, .n_inputs = 1, .infer = infer_slice_grad, .grad = rules::slice_grad, .attributes = "i[0] axis, i[1] start, i[2] stop, i[3] step, i[4] source size", .probe = {.inputs = "D[2,2]", .ints = {1, 0, 2, 1, 3}, .ni = 5}},
+    OpDef{.name = CTN_OP_CONCAT, .n_inputs = -1, .infer = infer_concat, .grad = rules::concat, .attributes = "i[0] axis", .tangent = rules::concat_jvp, .probe = {.inputs = "D[2,3] D[2,3]", .ints = {0}, .ni = 1}},
+    OpDef{.name = CTN_OP_BROADCAST_TO, .n_inputs = 1, .infer = infer_broadcast_to, .grad = rules::broadcast_to, .attributes = "i[0..ni-1] shape", .tangent = rules::linear_jvp, .probe = {.inputs = "D[3]", .ints = {2, 3}, .ni = 2}},
+    OpDef{.name = CTN_OP_SOFTMAX, .n_inputs = 1, .infer = infer_softmax, .grad = rules::softmax, .attributes = "i[0] axis", .tangent = rules::self_adjoint_jvp, .probe = {.inputs = "D[2,3]", .ints = {1}, .ni = 1}},
+    OpDef{.name = CTN_OP_LOG_SOFTMAX, .n_inputs = 1, .infer = infer_softmax, .grad = rules::log_softmax, .attributes = "i[0] axis", .tangent = rules::log_softmax_jvp, .probe = {.inputs = "D[2,3]", .ints = {1}, .ni = 1}},
+    OpDef{.name = CTN_OP_SOFTMAX_GRAD, .n_inputs = 2, .infer = infer_softmax, .attributes = "i[0] axis", .probe = {.inputs = "D[2,3] D[2,3]", .ints = {1}, .ni = 1}},
+    OpDef{.name = CTN_OP_LOG_SOFTMAX_GRAD, .n_inputs = 2, .infer = infer_softmax, .attributes = "i[0] axis", .probe = {.inputs = "D[2,3] D[2,3]", .ints = {1}, .ni = 1}},
+    OpDef{.name = CTN_OP_CROSS_ENTROPY, .n_inputs = 2, .infer = infer_cross_entropy, .grad = rules::cross_entropy, .tangent = rules::one_element_jvp, .probe = {.inputs = "D[2,3] i64[2]"}},
+    OpDef{.name = CTN_OP_CROSS_ENTROPY_GRAD, .n_inputs = 3, .infer = infer_cross_entropy_grad, .tangent = rules::cross_entropy_grad_jvp, .probe = {.inputs = "D[2,3] i64[2] D[]"}},
 };
 
 }  // namespace

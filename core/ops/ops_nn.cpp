@@ -421,25 +421,28 @@ ValueInfo infer_embedding_grad(const OpDef &op, const ValueInfo *in, uint32_t n,
 
 using namespace rules;
 
+#define CONV_ATTRS "i[0..1] stride, i[2..3] padding, i[4..5] dilation, i[6] groups"
+#define POOL_ATTRS "i[0..1] kernel, i[2..3] stride, i[4..5] padding"
+
 const OpDef kNnOps[] = {
-    OpDef{CTN_OP_CONV2D, 2, infer_conv2d, conv2d, 0, nullptr, nullptr},
-    OpDef{CTN_OP_CONV2D_GRAD_INPUT, 2, infer_conv2d_grad_input, conv2d_grad_input, 0, nullptr, nullptr},
-    OpDef{CTN_OP_CONV2D_GRAD_WEIGHT, 2, infer_conv2d_grad_weight, conv2d_grad_weight, 0, nullptr, nullptr},
-    OpDef{CTN_OP_CONV_TRANSPOSE2D, 2, infer_conv_transpose2d, conv_transpose2d, 0, nullptr, nullptr},
-    OpDef{CTN_OP_MAX_POOL2D, 1, infer_max_pool2d, max_pool2d, 0, nullptr, nullptr},
-    OpDef{CTN_OP_MAX_POOL2D_GRAD, 3, infer_max_pool2d_grad, nullptr, 0, nullptr, nullptr},
-    OpDef{CTN_OP_AVG_POOL2D, 1, infer_avg_pool2d, avg_pool2d, 0, nullptr, nullptr},
-    OpDef{CTN_OP_AVG_POOL2D_GRAD, 1, infer_avg_pool2d_grad, avg_pool2d_grad, 0, nullptr, nullptr},
-    OpDef{CTN_OP_BATCH_NORM, 3, infer_batch_norm, batch_norm, 0, nullptr, nullptr},
-    OpDef{CTN_OP_BATCH_NORM_GRAD_INPUT, 3, infer_batch_norm_grad_input, nullptr, 0, nullptr, nullptr},
-    OpDef{CTN_OP_BATCH_NORM_GRAD_GAMMA, 2, infer_batch_norm_grad_gamma, nullptr, 0, nullptr, nullptr},
-    OpDef{CTN_OP_BATCH_NORM_INFERENCE, 5, infer_batch_norm_inference, batch_norm_inference, 0, nullptr, nullptr},
-    OpDef{CTN_OP_LAYER_NORM, 3, infer_layer_norm, layer_norm, 0, nullptr, nullptr},
-    OpDef{CTN_OP_LAYER_NORM_GRAD_INPUT, 3, infer_layer_norm_grad_input, nullptr, 0, nullptr, nullptr},
-    OpDef{CTN_OP_LAYER_NORM_GRAD_GAMMA, 2, infer_layer_norm_grad_gamma, nullptr, 0, nullptr, nullptr},
-    OpDef{CTN_OP_DROPOUT, 2, infer_dropout, dropout, OP_NO_FOLD, nullptr, nullptr},
-    OpDef{CTN_OP_EMBEDDING, 2, infer_embedding, embedding, 0, nullptr, nullptr},
-    OpDef{CTN_OP_EMBEDDING_GRAD, 2, infer_embedding_grad, embedding_grad, 0, nullptr, nullptr},
+    OpDef{.name = CTN_OP_CONV2D, .n_inputs = 2, .infer = infer_conv2d, .grad = conv2d, .attributes = CONV_ATTRS, .tangent = rules::bilinear_jvp, .probe = {.inputs = "D[1,1,4,4] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1}, .ni = 7}},
+    OpDef{.name = CTN_OP_CONV2D_GRAD_INPUT, .n_inputs = 2, .infer = infer_conv2d_grad_input, .grad = conv2d_grad_input, .attributes = CONV_ATTRS ", i[7..8] input H, W", .probe = {.inputs = "D[1,1,2,2] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1, 4, 4}, .ni = 9}},
+    OpDef{.name = CTN_OP_CONV2D_GRAD_WEIGHT, .n_inputs = 2, .infer = infer_conv2d_grad_weight, .grad = conv2d_grad_weight, .attributes = CONV_ATTRS ", i[7..8] KH, KW", .probe = {.inputs = "D[1,1,4,4] D[1,1,2,2]", .ints = {1, 1, 0, 0, 1, 1, 1, 3, 3}, .ni = 9}},
+    OpDef{.name = CTN_OP_CONV_TRANSPOSE2D, .n_inputs = 2, .infer = infer_conv_transpose2d, .grad = conv_transpose2d, .attributes = CONV_ATTRS ", i[7..8] output padding", .tangent = rules::bilinear_jvp, .probe = {.inputs = "D[1,1,2,2] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1, 0, 0}, .ni = 9}},
+    OpDef{.name = CTN_OP_MAX_POOL2D, .n_inputs = 1, .infer = infer_max_pool2d, .grad = max_pool2d, .attributes = POOL_ATTRS, .probe = {.inputs = "D[1,1,4,4]", .ints = {2, 2, 2, 2, 0, 0}, .ni = 6}},
+    OpDef{.name = CTN_OP_MAX_POOL2D_GRAD, .n_inputs = 3, .infer = infer_max_pool2d_grad, .attributes = POOL_ATTRS, .probe = {.inputs = "D[1,1,4,4] D[1,1,2,2] D[1,1,2,2]", .ints = {2, 2, 2, 2, 0, 0}, .ni = 6}},
+    OpDef{.name = CTN_OP_AVG_POOL2D, .n_inputs = 1, .infer = infer_avg_pool2d, .grad = avg_pool2d, .attributes = POOL_ATTRS ", i[6] count_include_pad", .tangent = rules::linear_jvp, .probe = {.inputs = "D[1,1,4,4]", .ints = {2, 2, 2, 2, 0, 0, 0}, .ni = 7}},
+    OpDef{.name = CTN_OP_AVG_POOL2D_GRAD, .n_inputs = 1, .infer = infer_avg_pool2d_grad, .grad = avg_pool2d_grad, .attributes = POOL_ATTRS ", i[6] count_include_pad, i[7..8] H, W", .probe = {.inputs = "D[1,1,2,2]", .ints = {2, 2, 2, 2, 0, 0, 0, 4, 4}, .ni = 9}},
+    OpDef{.name = CTN_OP_BATCH_NORM, .n_inputs = 3, .infer = infer_batch_norm, .grad = batch_norm, .attributes = "f[0] eps", .tangent = rules::batch_norm_jvp, .probe = {.inputs = "D[2,3,2,2] D[3] D[3]", .floats = {1e-5}, .nf = 1}},
+    OpDef{.name = CTN_OP_BATCH_NORM_GRAD_INPUT, .n_inputs = 3, .infer = infer_batch_norm_grad_input, .attributes = "f[0] eps", .probe = {.inputs = "D[2,3,2,2] D[3] D[2,3,2,2]", .floats = {1e-5}, .nf = 1}},
+    OpDef{.name = CTN_OP_BATCH_NORM_GRAD_GAMMA, .n_inputs = 2, .infer = infer_batch_norm_grad_gamma, .attributes = "f[0] eps", .probe = {.inputs = "D[2,3,2,2] D[2,3,2,2]", .floats = {1e-5}, .nf = 1}},
+    OpDef{.name = CTN_OP_BATCH_NORM_INFERENCE, .n_inputs = 5, .infer = infer_batch_norm_inference, .grad = batch_norm_inference, .attributes = "f[0] eps", .probe = {.inputs = "D[2,3,2,2] D[3] D[3] D[3] D[3]", .floats = {1e-5}, .nf = 1}},
+    OpDef{.name = CTN_OP_LAYER_NORM, .n_inputs = 3, .infer = infer_layer_norm, .grad = layer_norm, .attributes = "i[0] first axis, f[0] eps", .probe = {.inputs = "D[2,3] D[3] D[3]", .ints = {1}, .ni = 1, .floats = {1e-5}, .nf = 1}},
+    OpDef{.name = CTN_OP_LAYER_NORM_GRAD_INPUT, .n_inputs = 3, .infer = infer_layer_norm_grad_input, .attributes = "i[0] first axis, f[0] eps", .probe = {.inputs = "D[2,3] D[3] D[2,3]", .ints = {1}, .ni = 1, .floats = {1e-5}, .nf = 1}},
+    OpDef{.name = CTN_OP_LAYER_NORM_GRAD_GAMMA, .n_inputs = 2, .infer = infer_layer_norm_grad_gamma, .attributes = "i[0] first axis, f[0] eps", .probe = {.inputs = "D[2,3] D[2,3]", .ints = {1}, .ni = 1, .floats = {1e-5}, .nf = 1}},
+    OpDef{.name = CTN_OP_DROPOUT, .n_inputs = 2, .infer = infer_dropout, .grad = dropout, .flags = OP_NO_FOLD, .attributes = "f[0] p, i[0] seed", .tangent = rules::self_adjoint_jvp, .probe = {.inputs = "D[2,3] i64[]", .ints = {7}, .ni = 1, .floats = {0.5}, .nf = 1}},
+    OpDef{.name = CTN_OP_EMBEDDING, .n_inputs = 2, .infer = infer_embedding, .grad = embedding, .tangent = rules::embedding_jvp, .probe = {.inputs = "D[4,3] i64[2]"}},
+    OpDef{.name = CTN_OP_EMBEDDING_GRAD, .n_inputs = 2, .infer = infer_embedding_grad, .grad = embedding_grad, .attributes = "i[0] rows V", .probe = {.inputs = "i64[2] D[2,3]", .ints = {4}, .ni = 1}},
 };
 
 }  // namespace

@@ -100,11 +100,11 @@ ValueInfo infer_adam_apply(const OpDef &op, const ValueInfo *in, uint32_t, ctn_a
 // OP_NO_FOLD: an update is never a constant worth precomputing (and folding would bake one
 // step's lr into the plan).
 const OpDef kOps[] = {
-    OpDef{CTN_OP_SGD_VELOCITY, 3, infer_sgd_velocity, nullptr, OP_ELEMENTWISE | OP_NO_FOLD, nullptr, nullptr},
-    OpDef{CTN_OP_SGD_APPLY, 4, infer_sgd_apply, nullptr, OP_NO_FOLD, nullptr, nullptr},
-    OpDef{CTN_OP_ADAM_MOMENT1, 2, infer_adam_moment, nullptr, OP_ELEMENTWISE | OP_NO_FOLD, nullptr, nullptr},
-    OpDef{CTN_OP_ADAM_MOMENT2, 2, infer_adam_moment, nullptr, OP_ELEMENTWISE | OP_NO_FOLD, nullptr, nullptr},
-    OpDef{CTN_OP_ADAM_APPLY, 5, infer_adam_apply, nullptr, OP_NO_FOLD, nullptr, nullptr},
+    OpDef{.name = CTN_OP_SGD_VELOCITY, .n_inputs = 3, .infer = infer_sgd_velocity, .flags = OP_ELEMENTWISE | OP_NO_FOLD, .attributes = "f[0] momentum, f[1] weight_decay", .probe = {.inputs = "D[2,3] D[2,3] D[2,3]", .floats = {0.9, 0}, .nf = 2}},
+    OpDef{.name = CTN_OP_SGD_APPLY, .n_inputs = 4, .infer = infer_sgd_apply, .flags = OP_NO_FOLD, .attributes = "f[0] momentum, f[1] weight_decay, i[0] nesterov", .probe = {.inputs = "D[2,3] D[2,3] D[2,3] D[]", .ints = {0}, .ni = 1, .floats = {0.9, 0}, .nf = 2}},
+    OpDef{.name = CTN_OP_ADAM_MOMENT1, .n_inputs = 2, .infer = infer_adam_moment, .flags = OP_ELEMENTWISE | OP_NO_FOLD, .attributes = "f[0] beta1", .probe = {.inputs = "D[2,3] D[2,3]", .floats = {0.9}, .nf = 1}},
+    OpDef{.name = CTN_OP_ADAM_MOMENT2, .n_inputs = 2, .infer = infer_adam_moment, .flags = OP_ELEMENTWISE | OP_NO_FOLD, .attributes = "f[0] beta2", .probe = {.inputs = "D[2,3] D[2,3]", .floats = {0.999}, .nf = 1}},
+    OpDef{.name = CTN_OP_ADAM_APPLY, .n_inputs = 5, .infer = infer_adam_apply, .flags = OP_NO_FOLD, .attributes = "f[0] beta1, f[1] beta2, f[2] eps, f[3] weight_decay, i[0] decoupled", .probe = {.inputs = "D[2,3] D[2,3] D[2,3] D[] i64[]", .ints = {0}, .ni = 1, .floats = {0.9, 0.999, 1e-8, 0}, .nf = 4}},
 };
 
 }  // namespace
