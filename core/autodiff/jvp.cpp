@@ -5,7 +5,6 @@
 // library ops without jvp_ex) fails with CTN_ERR_UNSUPPORTED naming it.
 #include "autodiff/rules.h"
 #include "graph/graph.h"
-#include "plugin/context.h"
 #include "util/status.h"
 
 #include <chutney/ops.h>
@@ -25,45 +24,10 @@ using rules::add_tangents;
 // The tangent of `node` given its inputs' tangents (CTN_NODE_NONE: zero). Returns CTN_NODE_NONE
 // when the tangent is zero.
 ctn_node tangent(Graph &g, ctn_node node, const std::vector<ctn_node> &t) {
-  const Node f = g.node(node);  // a copy: rules append nodes
-  const OpDef &op = *f.op;
-  const size_t k = f.inputs.size();
-  const ValueInfo out = f.info;
-  auto unsupported = [&]() -> ctn_node {
-    if (op.ext)
-      fail(CTN_ERR_UNSUPPORTED, "ctn_jvp: op %s comes from op library \"%s\", which supplies no tangent rule "
-           "(ctn_op_def.jvp_ex, oplib.h)", op.name.c_str(), op.lib ? op.lib->name.c_str() : "?");
+  const OpDef &op = *g.node(node).op;
+  if (!op.tangent)
     fail(CTN_ERR_UNSUPPORTED, "ctn_jvp: op %s has no tangent rule (the ops forward mode covers: chutney.h, "
          "ctn_jvp)", op.name.c_str());
-    return CTN_NODE_NONE;
-  };
-  if (op.ext) {  // the library's own rule (ctn_op_def.jvp_ex), checked like its gradient rule
-    const auto &x = static_cast<const ExtOpDef &>(op);
-    if (!x.decl.jvp_ex) return unsupported();
-    ctn_node r = CTN_NODE_NONE;
-    take_plugin_error();
-    ctn_status s;
-    try {
-      OpLibCallScope scope(x.lib);  // its graph_op calls name ops as the library's program would
-      s = x.decl.jvp_ex(host_api(), x.declared, x.decl.user_data, static_cast<ctn_graph *>(&g),
-                        static_cast<uint32_t>(k), f.inputs.data(), node, t.data(), &f.attrs, &r);
-    } catch (...) {
-      fail(CTN_ERR_PLUGIN, "tangent rule of %s (op library %s) threw", op.name.c_str(), op.lib->name.c_str());
-    }
-    if (s != CTN_OK) {
-      std::string m = take_plugin_error();
-      fail(s, "tangent rule of %s: %s", op.name.c_str(), m.empty() ? status_name(s) : m.c_str());
-    }
-    if (r == CTN_NODE_NONE) return r;
-    g.check(r, op.name.c_str());
-    if (g.info(r).shape != out.shape || g.info(r).dtype != out.dtype)
-      fail(CTN_ERR_SHAPE, "tangent rule of %s returned %s%s for an output of %s%s", op.name.c_str(),
-           dtype_name(g.info(r).dtype), shape_str(g.info(r).shape).c_str(), dtype_name(out.dtype),
-           shape_str(out.shape).c_str());
-    return r;
-  }
-
-  if (!op.tangent) return unsupported();
   return op.tangent(g, node, t.data());
 }
 

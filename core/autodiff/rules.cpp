@@ -5,7 +5,6 @@
 
 #include <chutney/ops.h>
 
-#include "plugin/context.h"
 #include "util/status.h"
 
 namespace ctn::rules {
@@ -228,25 +227,5 @@ CTN_GRAD_RULE(cross_entropy) {
 }
 CTN_GRAD_RULE(zero) { (void)g, (void)node, (void)dy, (void)need, (void)dx; }
 
-CTN_GRAD_RULE(external) {
-  const Node f = N(g, node);
-  std::vector<ctn_node> out(f.inputs.size(), CTN_NODE_NONE);
-  const auto &x = static_cast<const ExtOpDef &>(*f.op);
-  const auto n = static_cast<uint32_t>(f.inputs.size());
-  OpLibCallScope scope(x.lib);  // its graph_op calls name ops as the library's program would
-  ctn_status s = x.decl.grad_ex ? x.decl.grad_ex(host_api(), x.declared, x.decl.user_data, static_cast<ctn_graph *>(&g),
-                                                 n, f.inputs.data(), node, dy, &f.attrs, out.data())
-                                : x.decl.grad(host_api(), static_cast<ctn_graph *>(&g), n, f.inputs.data(), node, dy,
-                                              &f.attrs, out.data());
-  CTN_CHECK_PLUGIN(s, "gradient rule of " + f.op->name);
-  for (size_t k = 0; k < out.size(); ++k) {
-    if (!need[k] || out[k] == CTN_NODE_NONE) continue;
-    g.check(out[k], f.op->name.c_str());
-    if (g.info(out[k]).shape != shape_of(g, f.inputs[k]))
-      fail(CTN_ERR_SHAPE, "gradient rule of %s returned %s for input %zu of shape %s", f.op->name.c_str(),
-           shape_str(g.info(out[k]).shape).c_str(), k, shape_str(shape_of(g, f.inputs[k])).c_str());
-    dx[k] = out[k];
-  }
-}
 
 }  // namespace ctn::rules

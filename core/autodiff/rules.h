@@ -43,7 +43,6 @@ CTN_GRAD_RULE(softmax);
 CTN_GRAD_RULE(log_softmax);
 CTN_GRAD_RULE(cross_entropy);
 CTN_GRAD_RULE(zero);  // ops whose gradient is zero everywhere it exists (sign, comparisons)
-CTN_GRAD_RULE(external);  // op libraries: calls ctn_op_def.grad through the host API
 
 // Neural-network ops (autodiff/rules_nn.cpp).
 CTN_GRAD_RULE(conv2d);

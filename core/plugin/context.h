@@ -98,6 +98,11 @@ struct OpLib {
 // Releases a kernel's state (if any). Kernels of a backend: Backend::release.
 void release_kernel(ctn_kernel &k);
 
+// An op library's gradient and tangent rules, the OpDef::grad / OpDef::tangent of its ops
+// (plugin/oplib_rules.cpp).
+void ext_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx);
+ctn_node ext_tangent(Graph &g, ctn_node node, const ctn_node *t);
+
 struct EagerKey;
 struct EagerEntry {
   ctn_kernel kernel{};

@@ -3,7 +3,6 @@
 // the host (an infer wrapper) and named (docs/ABI.md, "Op namespaces").
 #include <chutney/oplib.h>
 
-#include "autodiff/rules.h"
 #include "plugin/context.h"
 #include "util/status.h"
 
@@ -209,10 +208,10 @@ void Context::admit_oplib(const ctn_plugin_header *h, const std::string &path, v
     def->ext = &def->decl;
     def->lib = lp;
     def->infer = infer_ext;
-    // The library's own rule (ctn_op_def.grad or grad_ex) through the host API. TODO(issue 26):
-    // once the autodiff driver calls it itself through OpDef::ext (the "ops" half of issue 26),
-    // this becomes nullptr and the autodiff/rules.h include goes.
-    def->grad = (def->decl.grad || def->decl.grad_ex) ? &rules::external : nullptr;
+    // The library's own rules through the host API (plugin/oplib_rules.cpp); without jvp_ex,
+    // ext_tangent refuses naming the library.
+    def->grad = (def->decl.grad || def->decl.grad_ex) ? &ext_grad : nullptr;
+    def->tangent = &ext_tangent;
     names += (names.empty() ? "" : ", ") + (def->domain == name ? def->name : def->qualified);
     name_lib_op(*def, notes);
     lp->ops.push_back(std::move(def));
