@@ -240,6 +240,18 @@ class Importer {
     if (model_.opsets.empty()) info_.opset = 1;  // IR version 1 files name no opset
   }
 
+  // The input's declared shape, symbolic dims by name ("?" when unnamed): "[batch, 3, 224, 224]".
+  static std::string model_shape_str(const ValueInfoP &v) {
+    std::string r = "[";
+    for (size_t k = 0; k < v.dims.size(); ++k) {
+      std::string d = v.dims[k] >= 0 ? std::to_string(v.dims[k]) : sv(v.dim_params[k]);
+      r += (k ? ", " : "") + (d.empty() ? std::string("?") : d);
+    }
+    return r + "]";
+  }
+
+  Context *context() const { return g_ ? g_->context() : opts_.context; }
+
   static bool default_domain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
 
   void survey_ops() {
@@ -248,7 +260,7 @@ class Importer {
       auto it = std::find_if(info_.op_types.begin(), info_.op_types.end(), [&](auto &o) { return o.name == name; });
       if (it == info_.op_types.end()) {
         const OpDef *custom =
-            default_domain(n.domain) ? nullptr : g_->context()->find_op((sv(n.domain) + "::" + sv(n.op_type)).c_str());
+            default_domain(n.domain) || !context() ? nullptr : context()->find_op((sv(n.domain) + "::" + sv(n.op_type)).c_str());
         const bool known = default_domain(n.domain) ? find_converter(n.op_type) != nullptr : custom && custom->lib;
         info_.op_types.push_back({name, 0, known, ""});
         it = info_.op_types.end() - 1;
@@ -292,8 +304,8 @@ class Importer {
         bool ok = !v->has_shape || v->dims.size() == val.shape.ndim;
         for (uint32_t k = 0; ok && v->has_shape && k < val.shape.ndim; ++k) ok = v->dims[k] < 0 || v->dims[k] == val.shape[k];
         if (!ok)
-          fail(CTN_ERR_SHAPE, "ctn_onnx_load: input '%s' has shape %s, which does not fit the model's", e.name.c_str(),
-               shape_str(val.shape).c_str());
+          fail(CTN_ERR_SHAPE, "ctn_onnx_load: input '%s' has shape %s, which does not fit the model's %s", e.name.c_str(),
+               shape_str(val.shape).c_str(), model_shape_str(*v).c_str());
         e.node = spec->as_constant ? CTN_NODE_NONE : g_->add_input(e.name.c_str(), val.dtype, val.shape);
         values_[e.name] = spec->as_constant ? g_->add_constant(val) : e.node;
         continue;
@@ -307,6 +319,10 @@ class Importer {
       Shape s;
       s.ndim = static_cast<uint32_t>(v->dims.size());
       for (uint32_t k = 0; k < s.ndim; ++k) {
+        if (v->dims[k] < 0 && opts_.symbolic_dims_as_one) {
+          s[k] = 1;
+          continue;
+        }
         if (v->dims[k] < 0)
           fail(CTN_ERR_INVALID_ARGUMENT, "%s: graph input '%s' has a symbolic dimension %u ('%s'); give its shape with "
                "ctn_onnx_options.inputs (the CLI takes it from the --input file)", path_.c_str(), e.name.c_str(), k,

@@ -34,6 +34,8 @@ struct InputSpec {
 struct Options {
   bool initializers_as_constants = false;
   bool inspect_only = false;
+  bool symbolic_dims_as_one = false;  // an input's symbolic dim not given by `inputs` is 1
+  Context *context = nullptr;         // for op libraries of custom domains (inspect_only has no graph)
   std::string external_data_dir;  // "" : the model's directory
   std::vector<InputSpec> inputs;
 };

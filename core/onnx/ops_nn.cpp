@@ -254,6 +254,34 @@ void pool(NodeCtx &c, bool is_max) {
 void max_pool(NodeCtx &c) { pool(c, true); }
 void avg_pool(NodeCtx &c) { pool(c, false); }
 
+// LpPool: (sum of |x|^p over the zero-padded window)^(1/p), the sum as an average pool with no
+// padding of its own times the window's size.
+void lp_pool(NodeCtx &c) {
+  Graph &g = c.g;
+  const uint32_t nsp = spatial_dims(c);
+  const Shape xs = c.shape(0);
+  if (!dtype_is_float(c.dtype(0))) c.unsupported("dtype %s (float and double only)", dtype_name(c.dtype(0)));
+  std::vector<int64_t> ks = c.attr_ints("kernel_shape");
+  if (ks.size() != nsp) c.invalid("kernel_shape must have %u entries", nsp);
+  Window w = window(c, ks.data(), &xs.d[2], nsp, false);
+  if (w.d[0] != 1 || w.d[1] != 1) c.unsupported("dilations other than 1");
+  const double p = static_cast<double>(c.attr_i("p", 2));
+  if (p < 1) c.invalid("p must be at least 1, not %g", p);
+  ctn_node x = to4d(g, g.op1(CTN_OP_ABS, c.in(0)));
+  const int32_t dt = g.info(x).dtype;
+  x = p == 1 ? x : p == 2 ? g.op2(CTN_OP_MUL, x, x) : g.op2(CTN_OP_POW, x, g.add_scalar(dt, p));
+  const Shape s4 = g.info(x).shape;
+  const int64_t in[2] = {s4[2], s4[3]};
+  int64_t extra[2];
+  ceil_extra(w, in, c.attr_i("ceil_mode", 0) != 0, extra);
+  for (int k = 0; k < 2; ++k) x = pad_axis(g, x, 2 + k, w.pb[k], w.pe[k] + extra[k], 0, 0.0);
+  ctn_attrs a = attrs_i({w.k[0], w.k[1], w.s[0], w.s[1], 0, 0, 1});
+  ctn_node y = g.op2(CTN_OP_MUL, g.op1(CTN_OP_AVG_POOL2D, x, &a), g.add_scalar(dt, static_cast<double>(w.k[0] * w.k[1])));
+  if (p == 2) y = g.op1(CTN_OP_SQRT, y);
+  else if (p != 1) y = g.op2(CTN_OP_POW, y, g.add_scalar(dt, 1.0 / p));
+  out1(c, from4d(g, y, w.one_d));
+}
+
 void global_pool(NodeCtx &c, const char *op) {
   const Shape s = c.shape(0);
   if (s.ndim < 3) c.invalid("the input must be at least 3-d");
@@ -539,6 +567,7 @@ const OpEntry kNn[] = {
     {"ConvTranspose", conv_transpose},
     {"MaxPool", max_pool},
     {"AveragePool", avg_pool},
+    {"LpPool", lp_pool},
     {"GlobalAveragePool", global_avg_pool},
     {"GlobalMaxPool", global_max_pool},
     {"BatchNormalization", batch_norm},

@@ -30,8 +30,8 @@ OP_REASONS = [
      "bitwise integer op: integers are lowered through f64, which has no bit operations"),
     (r"^(Attention|LinearAttention|RotaryEmbedding|SwiGLU|CausalConvWithState)$",
      "transformer fused op of opsets 23+ not lowered yet"),
-    (r"^(ScatterElements|ScatterND|Scatter|TensorScatter|MaxUnpool)$",
-     "scatter: chutney has no scatter op (embedding_grad adds, it does not assign)"),
+    (r"^(TensorScatter|MaxUnpool)$",
+     "scatter variant not lowered yet (Scatter, ScatterElements and ScatterND are, as masks)"),
 ]
 DEFAULT_OP_REASON = "op not implemented by the importer"
 

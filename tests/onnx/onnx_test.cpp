@@ -231,6 +231,27 @@ TEST(OnnxErrors, SymbolicDimensionGivenByAnInputValue) {
   load(wrong, e.ctx, path, 0, {{"y", xt.get(), 0, 0}});
   EXPECT_EQ(wrong.st, CTN_ERR_INVALID_ARGUMENT);
   EXPECT_NE(wrong.err.find("no graph input named 'y'"), std::string::npos) << wrong.err;
+  // A value that does not fit is refused with the model's own shape, symbolic dims by name.
+  TensorPtr bad = ctn_cli::make_tensor(CTN_F32, {3, 4}, x.data());
+  Loaded misfit;
+  load(misfit, e.ctx, path, 0, {{"x", bad.get(), 0, 0}});
+  EXPECT_EQ(misfit.st, CTN_ERR_SHAPE);
+  EXPECT_NE(misfit.err.find("input 'x' has shape [3, 4], which does not fit the model's [batch, 3]"), std::string::npos)
+      << misfit.err;
+  // Without a value, CTN_ONNX_SYMBOLIC_DIMS_AS_ONE takes the batch as 1.
+  Loaded one;
+  load(one, e.ctx, path, CTN_ONNX_SYMBOLIC_DIMS_AS_ONE);
+  ASSERT_EQ(one.st, CTN_OK) << one.err;
+  ctn_dtype dt;
+  uint32_t nd = 0;
+  int64_t dims[CTN_MAX_DIMS];
+  ASSERT_EQ(ctn_node_info(one.g, one.node(CTN_ONNX_INPUTS, 0), &dt, &nd, dims), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(nd, 2u);
+  EXPECT_EQ(dims[0], 1);
+  EXPECT_EQ(dims[1], 3);
+  TensorPtr x1 = ctn_cli::make_tensor(CTN_F32, {1, 3}, x.data());
+  auto r1 = run(one.g, {one.node(CTN_ONNX_OUTPUTS, 0)}, {one.node(CTN_ONNX_INPUTS, 0)}, {x1.get()});
+  EXPECT_EQ(r1.at(0), (std::vector<float>{0, 2, 0}));
 }
 
 // y = x + b with b [3] an external-data initializer stored at byte 8 of w.bin.
@@ -553,7 +574,18 @@ TEST(OnnxCustomDomain, MapsToTheOpLibraryOfThatDomain) {
   load(before, e.ctx, write_file("custom0.onnx", unknown));
   EXPECT_EQ(before.st, CTN_ERR_UNSUPPORTED) << before.err;
   EXPECT_NE(before.err.find("op domain 'com.example'"), std::string::npos) << before.err;
+  // Inspecting (no graph) asks the context about the domain: unsupported now, supported below.
+  auto inspect_supported = [&](const char *file) {
+    Loaded insp;
+    load(insp, e.ctx, write_file(file, unknown), CTN_ONNX_INSPECT_ONLY);
+    EXPECT_EQ(insp.st, CTN_OK) << insp.err;
+    int32_t supported = -1;
+    if (insp.m) ctn_onnx_model_op_type(insp.m, 0, nullptr, &supported, nullptr);
+    return supported;
+  };
+  EXPECT_EQ(inspect_supported("custom0i.onnx"), 0);
   ASSERT_EQ(ctn_context_add_oplib(e.ctx, twice_query), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(inspect_supported("custom1i.onnx"), 1);
   Loaded l;
   load(l, e.ctx, write_file("custom1.onnx", unknown));
   ASSERT_EQ(l.st, CTN_OK) << l.err;
