@@ -566,6 +566,98 @@ void einsum(NodeCtx &c) {
   out1(c, cast(g, perm.empty() ? acc.x : permute(g, acc.x, perm), dt));
 }
 
+// ---- bitwise ops -----------------------------------------------------------------------------------
+// Integers are f64 here: bit k of x is floor(x / 2^k) mod 2 (floor division is the arithmetic
+// shift, so negatives have their two's-complement bits), and K bits recombine with the top bit
+// weighing -2^(K-1) for signed dtypes. K is the dtype's width, 53 for int64 (exact while
+// |x| < 2^52).
+struct IntKind {
+  int bits;
+  bool is_signed;
+};
+IntKind int_kind(NodeCtx &c, int32_t dt) {
+  switch (dt) {
+    case CTN_U8: return {8, false};
+    case CTN_I32: return {32, true};
+    case CTN_I64: return {53, true};
+    default: c.unsupported("dtype %s (bitwise ops take uint8, int32 and int64)", dtype_name(dt));
+  }
+}
+
+ctn_node bit_planes(Graph &g, ctn_node x, int bits) {  // x f64 -> x.shape + [bits] of 0/1
+  Shape s = g.info(x).shape, p;
+  s[s.ndim++] = 1;
+  p.ndim = s.ndim;
+  for (uint32_t k = 0; k + 1 < p.ndim; ++k) p[k] = 1;
+  p[p.ndim - 1] = bits;
+  std::vector<double> pw(static_cast<size_t>(bits));
+  for (int k = 0; k < bits; ++k) pw[static_cast<size_t>(k)] = std::ldexp(1.0, k);
+  ctn_node q = floor(g, g.op2(CTN_OP_DIV, reshape(g, x, s), const_f(g, CTN_F64, pw, p)));
+  return g.op2(CTN_OP_SUB, q, g.op2(CTN_OP_MUL, floor(g, g.op2(CTN_OP_MUL, q, g.add_scalar(CTN_F64, 0.5))), g.add_scalar(CTN_F64, 2)));
+}
+
+ctn_node from_bit_planes(Graph &g, ctn_node planes, IntKind k) {
+  Shape p;
+  p.ndim = g.info(planes).shape.ndim;
+  for (uint32_t d = 0; d + 1 < p.ndim; ++d) p[d] = 1;
+  p[p.ndim - 1] = k.bits;
+  std::vector<double> w(static_cast<size_t>(k.bits));
+  for (int b = 0; b < k.bits; ++b) w[static_cast<size_t>(b)] = std::ldexp(k.is_signed && b == k.bits - 1 ? -1.0 : 1.0, b);
+  return reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, planes, const_f(g, CTN_F64, w, p)), 1ull << (p.ndim - 1), false);
+}
+
+// x (f64) wrapped to the dtype's range, as the integer arithmetic of a shift does.
+ctn_node wrap_int(Graph &g, ctn_node x, IntKind k) {
+  if (k.bits > 32) return x;  // int64: f64 holds only what never overflows
+  const double m = std::ldexp(1.0, k.bits), h = k.is_signed ? std::ldexp(1.0, k.bits - 1) : 0;
+  ctn_node v = g.op2(CTN_OP_ADD, x, g.add_scalar(CTN_F64, h));
+  v = g.op2(CTN_OP_SUB, v, g.op2(CTN_OP_MUL, floor(g, g.op2(CTN_OP_DIV, v, g.add_scalar(CTN_F64, m))), g.add_scalar(CTN_F64, m)));
+  return g.op2(CTN_OP_SUB, v, g.add_scalar(CTN_F64, h));
+}
+
+template <int Kind>  // 0 and, 1 or, 2 xor
+void bitwise(NodeCtx &c) {
+  Graph &g = c.g;
+  const int32_t dt = c.dtype(0);
+  if (c.dtype(1) != dt) c.invalid("inputs are %s and %s", dtype_name(dt), dtype_name(c.dtype(1)));
+  const IntKind k = int_kind(c, dt);
+  ctn_node a = bit_planes(g, cast(g, c.in(0), CTN_F64), k.bits), b = bit_planes(g, cast(g, c.in(1), CTN_F64), k.bits);
+  ctn_node r = Kind == 0 ? g.op2(CTN_OP_MUL, a, b) : Kind == 1 ? g.op2(CTN_OP_MAXIMUM, a, b) : g.op1(CTN_OP_ABS, g.op2(CTN_OP_SUB, a, b));
+  out1(c, cast(g, from_bit_planes(g, r, k), dt));
+}
+
+void bitwise_not(NodeCtx &c) {  // ~x = -x - 1 (signed), 2^n - 1 - x (unsigned)
+  Graph &g = c.g;
+  const int32_t dt = c.dtype(0);
+  const IntKind k = int_kind(c, dt);
+  const double top = k.is_signed ? -1.0 : std::ldexp(1.0, k.bits) - 1;
+  out1(c, cast(g, g.op2(CTN_OP_SUB, g.add_scalar(CTN_F64, top), cast(g, c.in(0), CTN_F64)), dt));
+}
+
+// BitShift (numpy's semantics, as the reference: shifts outside [0, width) give 0, or -1 for a
+// right shift of a negative); LEFT multiplies by 2^s and wraps, RIGHT floor-divides.
+void bit_shift(NodeCtx &c) {
+  Graph &g = c.g;
+  const int32_t dt = c.dtype(0);
+  const IntKind k = int_kind(c, dt);
+  const std::string dir = c.attr_s("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT") c.invalid("direction must be LEFT or RIGHT, not '%s'", dir.c_str());
+  const int width = dt == CTN_I64 ? 64 : k.bits;
+  ctn_node x = cast(g, c.in(0), CTN_F64), s = cast(g, c.in(1), CTN_F64);
+  ctn_node p = g.op2(CTN_OP_POW, g.add_scalar(CTN_F64, 2), s);
+  ctn_node out_of_range = where3(g, g.op2(CTN_OP_LT, s, g.add_scalar(CTN_F64, 0)), g.add_scalar(CTN_BOOL, 1),
+                                 g.op2(CTN_OP_GE, s, g.add_scalar(CTN_F64, width)));
+  ctn_node y, fill;
+  if (dir == "LEFT") {
+    y = wrap_int(g, g.op2(CTN_OP_MUL, x, p), k);
+    fill = g.add_scalar(CTN_F64, 0);
+  } else {
+    y = floor(g, g.op2(CTN_OP_DIV, x, p));
+    fill = g.op1(CTN_OP_NEG, cast(g, g.op2(CTN_OP_LT, x, g.add_scalar(CTN_F64, 0)), CTN_F64));
+  }
+  out1(c, cast(g, where3(g, out_of_range, fill, y), dt));
+}
+
 // ---- softmax family -------------------------------------------------------------------------------
 void softmax_like(NodeCtx &c, const char *op) {
   Graph &g = c.g;
@@ -681,6 +773,11 @@ const OpEntry kMath[] = {
     {"CumSum", cumsum},
     {"CumProd", cumprod},
     {"Einsum", einsum},
+    {"BitwiseAnd", bitwise<0>},
+    {"BitwiseOr", bitwise<1>},
+    {"BitwiseXor", bitwise<2>},
+    {"BitwiseNot", bitwise_not},
+    {"BitShift", bit_shift},
     {"Softmax", softmax},
     {"LogSoftmax", log_softmax},
 };
