@@ -17,7 +17,6 @@ OP_REASONS = [
      "trigonometric op: chutney has no sin/cos kernel and the importer adds no kernels"),
     (r"^(HannWindow|HammingWindow|BlackmanWindow|DFT|STFT|MelWeightMatrix)$",
      "signal-processing op (needs cos/sin or complex numbers)"),
-    (r"^(If|Loop|Scan|SequenceMap)$", "control flow (If/Loop/Scan) is not supported: graphs are static"),
     (r"^(Sequence\w*|SplitToSequence|ConcatFromSequence|Optional\w*)$",
      "sequence/optional values are not supported (tensors only)"),
     (r"^(NonZero|Unique|TopK|Compress|NonMaxSuppression|ReverseSequence)$",
@@ -67,6 +66,8 @@ def classify(name, reason):
         return "Resize with antialias is not supported"
     if "training mode with ratio" in reason:
         return "Dropout in training mode: chutney's mask RNG cannot reproduce numpy's"
+    if "Scan of opset 8" in reason:
+        return "Scan of opset 8 (batch axis and sequence_lens; opset 9+ Scan is unrolled at import)"
     if "batch_dims" in reason:
         return "GatherND with batch_dims is not supported"
     if name == "test_squeezenet":
