@@ -254,6 +254,39 @@ TEST(OnnxErrors, SymbolicDimensionGivenByAnInputValue) {
   EXPECT_EQ(r1.at(0), (std::vector<float>{0, 2, 0}));
 }
 
+// y = Loop(M, "", x) whose body adds the outer-scope x to the carried value: y = (M + 1) x.
+std::string loop_model() {
+  Pb body;
+  body.m(1, node("Identity", {"c"}, {"c2"}, "keep")).m(1, node("Add", {"a", "x"}, {"a2"}, "acc")).s(2, "body")
+      .m(11, value_info("i", 7, {})).m(11, value_info("c", 9, {})).m(11, value_info("a", 1, {2}))
+      .m(12, value_info("c2", 9, {})).m(12, value_info("a2", 1, {2}));
+  Pb battr;
+  battr.s(1, "body").m(6, body).i(20, 5);
+  Pb g;
+  g.m(1, node("Loop", {"M", "", "x"}, {"y"}, "loop1", {battr})).s(2, "g")
+      .m(11, value_info("M", 7, {})).m(11, value_info("x", 1, {2})).m(12, value_info("y", 1, {2}));
+  return model(g).b;
+}
+
+TEST(OnnxControlFlow, LoopIsUnrolledWhenItsTripCountIsAConstant) {
+  Env e;
+  const std::string path = write_file("loop.onnx", loop_model());
+  Loaded open;
+  load(open, e.ctx, path);
+  EXPECT_EQ(open.st, CTN_ERR_UNSUPPORTED);
+  EXPECT_NE(open.err.find("node 'loop1' (Loop)"), std::string::npos) << open.err;
+  EXPECT_NE(open.err.find("trip count M must be a constant"), std::string::npos) << open.err;
+  const int64_t trips = 3;
+  TensorPtr m = ctn_cli::make_tensor(CTN_I64, {}, &trips);
+  std::vector<float> x = {1.5f, -2};
+  TensorPtr xt = ctn_cli::make_tensor(CTN_F32, {2}, x.data());
+  Loaded l;
+  load(l, e.ctx, path, 0, {{"M", m.get(), 1, 0}, {"x", xt.get(), 0, 0}});
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  auto r = run(l.g, {l.node(CTN_ONNX_OUTPUTS, 0)}, {l.node(CTN_ONNX_INPUTS, 1)}, {xt.get()});
+  EXPECT_EQ(r.at(0), (std::vector<float>{6, -8}));
+}
+
 // y = x + b with b [3] an external-data initializer stored at byte 8 of w.bin.
 std::string external_model(const std::string &location, int64_t offset, int64_t length) {
   Pb b;
