@@ -151,7 +151,18 @@ void mod(NodeCtx &c) {
   ctn_node a = cast(g, c.in(0), CTN_F64), b = cast(g, c.in(1), CTN_F64);
   ctn_node q = g.op2(CTN_OP_DIV, a, b);
   ctn_node qi = fmod ? cast(g, cast(g, q, CTN_I64), CTN_F64) : floor(g, q);
-  out1(c, cast(g, g.op2(CTN_OP_SUB, a, g.op2(CTN_OP_MUL, b, qi)), dt));
+  ctn_node r = g.op2(CTN_OP_SUB, a, g.op2(CTN_OP_MUL, b, qi));
+  if (!fmod && dtype_is_float(dt)) {
+    // numpy's edge cases: x mod +-inf is x when x is 0 or has the divisor's sign, else the
+    // divisor; +-inf mod y and x mod 0 are NaN.
+    ctn_node zero = g.add_scalar(CTN_F64, 0), inf = g.add_scalar(CTN_F64, std::numeric_limits<double>::infinity());
+    ctn_node same = where3(g, g.op2(CTN_OP_EQ, a, zero), g.add_scalar(CTN_BOOL, 1),
+                           g.op2(CTN_OP_EQ, g.op2(CTN_OP_LT, a, zero), g.op2(CTN_OP_LT, b, zero)));
+    r = where3(g, g.op2(CTN_OP_EQ, g.op1(CTN_OP_ABS, b), inf), where3(g, same, a, b), r);
+    ctn_node bad = where3(g, g.op2(CTN_OP_EQ, g.op1(CTN_OP_ABS, a), inf), g.add_scalar(CTN_BOOL, 1), g.op2(CTN_OP_EQ, b, zero));
+    r = where3(g, bad, g.add_scalar(CTN_F64, std::numeric_limits<double>::quiet_NaN()), r);
+  }
+  out1(c, cast(g, r, dt));
 }
 template <const char *Op>
 void variadic(NodeCtx &c) {
