@@ -560,6 +560,61 @@ void convert_gru(NodeCtx &c);
 void convert_rnn(NodeCtx &c);
 
 namespace {
+// Col2Im: the inverse of im2col, summing overlapping blocks: the columns [N, C*prod(block), L]
+// times a constant 0/1 map [prod(block)*L, prod(image)] from (kernel offset, block location) to
+// the image position it lands on (positions in the padding are dropped).
+void col2im(NodeCtx &c) {
+  Graph &g = c.g;
+  const int32_t dt = c.dtype(0);
+  if (!dtype_is_float(dt)) c.unsupported("dtype %s (float and double only)", dtype_name(dt));
+  const std::vector<int64_t> img = c.ints(1, "image_shape"), blk = c.ints(2, "block_shape");
+  const size_t nd = img.size();
+  if (nd == 0 || blk.size() != nd) c.invalid("image_shape and block_shape must have the same, non-zero length");
+  auto per_dim = [&](const char *name, int64_t def, size_t n) {
+    std::vector<int64_t> v = c.attr_ints(name);
+    if (v.empty()) v.assign(n, def);
+    if (v.size() != n) c.invalid("%s must have %zu entries", name, n);
+    return v;
+  };
+  const std::vector<int64_t> dil = per_dim("dilations", 1, nd), str = per_dim("strides", 1, nd), pads = per_dim("pads", 0, 2 * nd);
+  const Shape xs = c.shape(0);
+  int64_t k_total = 1, img_total = 1, l_total = 1;
+  std::vector<int64_t> locs(nd);
+  for (size_t d = 0; d < nd; ++d) {
+    if (blk[d] < 1 || img[d] < 1 || dil[d] < 1 || str[d] < 1) c.invalid("sizes, dilations and strides must be positive");
+    locs[d] = (img[d] + pads[d] + pads[d + nd] - (dil[d] * (blk[d] - 1) + 1)) / str[d] + 1;
+    if (locs[d] < 1) c.invalid("the block does not fit the padded image along dim %zu", d);
+    k_total *= blk[d], img_total *= img[d], l_total *= locs[d];
+  }
+  if (xs.ndim != 3 || xs[1] % k_total != 0 || xs[2] != l_total)
+    c.invalid("input %s does not fit: [N, C*%lld, %lld] expected", shape_str(xs).c_str(), static_cast<long long>(k_total),
+              static_cast<long long>(l_total));
+  c.limit(static_cast<double>(k_total) * static_cast<double>(l_total) * static_cast<double>(img_total), "Col2Im's position map");
+  std::vector<double> map(static_cast<size_t>(k_total * l_total * img_total));
+  for (int64_t k = 0; k < k_total; ++k)
+    for (int64_t l = 0; l < l_total; ++l) {
+      int64_t kr = k, lr = l, pos = 0, stride = 1;
+      bool inside = true;
+      for (size_t d = nd; d-- > 0;) {
+        const int64_t ki = kr % blk[d], li = lr % locs[d];
+        kr /= blk[d], lr /= locs[d];
+        const int64_t at = li * str[d] - pads[d] + ki * dil[d];
+        inside = inside && at >= 0 && at < img[d];
+        pos += at * stride;
+        stride *= img[d];
+      }
+      if (inside) map[static_cast<size_t>((k * l_total + l) * img_total + pos)] = 1;
+    }
+  const int64_t nc = xs[0] * (xs[1] / k_total);
+  ctn_node cols = reshape(g, c.in(0), shape_of({nc, k_total * l_total}));
+  ctn_node y = g.op2(CTN_OP_MATMUL, cols, const_f(g, dt, map, shape_of({k_total * l_total, img_total})));
+  Shape out;
+  out[out.ndim++] = xs[0];
+  out[out.ndim++] = xs[1] / k_total;
+  for (int64_t v : img) out[out.ndim++] = v;
+  out1(c, reshape(g, y, out));
+}
+
 const OpEntry kNn[] = {
     {"MatMul", matmul},
     {"Gemm", gemm},
@@ -568,6 +623,7 @@ const OpEntry kNn[] = {
     {"MaxPool", max_pool},
     {"AveragePool", avg_pool},
     {"LpPool", lp_pool},
+    {"Col2Im", col2im},
     {"GlobalAveragePool", global_avg_pool},
     {"GlobalMaxPool", global_max_pool},
     {"BatchNormalization", batch_norm},
