@@ -165,6 +165,13 @@ const OpEntry *find_converter(std::string_view op_type) {
   return nullptr;
 }
 
+static const OpEntry *find_ml_converter(std::string_view domain, std::string_view op_type) {
+  if (domain != "ai.onnx.ml") return nullptr;
+  for (const OpEntry &e : ml_ops())
+    if (op_type == e.op_type) return &e;
+  return nullptr;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The driver
 // ---------------------------------------------------------------------------------------------
@@ -265,7 +272,7 @@ class Importer {
         const OpDef *custom =
             default_domain(n.domain) || !context() ? nullptr : context()->find_op((sv(n.domain) + "::" + sv(n.op_type)).c_str());
         const bool known = default_domain(n.domain) ? find_converter(n.op_type) != nullptr || is_control(n.op_type)
-                                                    : custom && custom->lib;
+                                                    : find_ml_converter(n.domain, n.op_type) || (custom && custom->lib);
         info_.op_types.push_back({name, 0, known, ""});
         it = info_.op_types.end() - 1;
       }
@@ -340,11 +347,12 @@ class Importer {
 
   void convert(const NodeP &n) {
     const std::string where = format("node '%s' (%s)", sv(n.name).c_str(), sv(n.op_type).c_str());
-    if (!default_domain(n.domain)) {
+    const OpEntry *ml = find_ml_converter(n.domain, n.op_type);
+    if (!default_domain(n.domain) && !ml) {
       convert_custom(n, where);
       return;
     }
-    if (is_control(n.op_type)) {
+    if (!ml && is_control(n.op_type)) {
       const size_t before = g_->size();
       try {
         convert_control(n, where);
@@ -355,7 +363,7 @@ class Importer {
       record_lowering(n, before);
       return;
     }
-    const OpEntry *e = find_converter(n.op_type);
+    const OpEntry *e = ml ? ml : find_converter(n.op_type);
     if (!e) {
       for (const FunctionP &f : model_.functions)
         if (f.name == n.op_type)
@@ -412,6 +420,10 @@ class Importer {
   void convert_custom(const NodeP &n, const std::string &where) {
     const std::string q = sv(n.domain) + "::" + sv(n.op_type);
     const OpDef *op = g_->context()->find_op(q.c_str());
+    if ((!op || !op->lib) && n.domain == "ai.onnx.ml")
+      fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: ai.onnx.ml op %s has no converter (Binarizer, ArrayFeatureExtractor, "
+           "Scaler, Normalizer, LinearRegressor and LinearClassifier do; or load an op library of domain 'ai.onnx.ml')",
+           where.c_str(), sv(n.op_type).c_str());
     if (!op || !op->lib)
       fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: op domain '%s' (the default ai.onnx domain, or an op library "
            "whose domain is '%s' and which defines %s; none is loaded)", where.c_str(), sv(n.domain).c_str(),

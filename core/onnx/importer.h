@@ -122,6 +122,7 @@ std::span<const OpEntry> math_ops();    // ops_math.cpp: elementwise, reductions
 std::span<const OpEntry> tensor_ops();  // ops_tensor.cpp: shape and indexing ops
 std::span<const OpEntry> nn_ops();      // ops_nn.cpp: conv, pooling, norms, matmul, losses, recurrent
 std::span<const OpEntry> resize_ops();  // ops_resize.cpp: Resize, Upsample
+std::span<const OpEntry> ml_ops();      // ops_ml.cpp: the ai.onnx.ml domain (scikit-learn exports)
 const OpEntry *find_converter(std::string_view op_type);
 
 }  // namespace ctn::onnx

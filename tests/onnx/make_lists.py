@@ -48,8 +48,9 @@ def classify(name, reason):
         return "dtype " + m.group(1) + " (chutney has float, double, int32, int64, uint8, bool)"
     if "is not a tensor" in reason:
         return "sequence/optional values are not supported (tensors only)"
-    if "op domain 'ai.onnx.ml'" in reason:
-        return "ai.onnx.ml domain (classical ML ops) is not supported"
+    m = re.search(r"ai.onnx.ml op (\w+) has no converter", reason)
+    if m:
+        return f"ai.onnx.ml op not lowered yet ({m.group(1)})"
     if "op domain 'ai.onnx.preview" in reason:
         return "ai.onnx.preview domains (training and preview ops) are not supported"
     if "default-domain opset 0" in reason:

@@ -287,6 +287,34 @@ TEST(OnnxControlFlow, LoopIsUnrolledWhenItsTripCountIsAConstant) {
   EXPECT_EQ(r.at(0), (std::vector<float>{6, -8}));
 }
 
+// ai.onnx.ml (models/ml_linear.onnx, written with onnx.helper): Scaler -> LinearClassifier
+// (3 classes, softmax), Normalizer (L2), LinearRegressor (2 targets) and a binary
+// LinearClassifier (logistic); the expected values are onnxruntime 1.32's outputs.
+TEST(OnnxMl, LinearModelsMatchOnnxRuntime) {
+  Env e;
+  Loaded l;
+  load(l, e.ctx, kModels + "ml_linear.onnx");
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  const std::vector<float> x = {1.5f, -2, 0.5f, 0, 3, -1};
+  TensorPtr xt = ctn_cli::make_tensor(CTN_F32, {2, 3}, x.data());
+  std::vector<ctn_node> outs;
+  for (uint32_t k = 0; k < 6; ++k) outs.push_back(l.node(CTN_ONNX_OUTPUTS, k));
+  // The int64 labels are compared through a float cast.
+  for (uint32_t k : {0u, 4u}) {
+    ctn_node f = CTN_NODE_NONE;
+    ASSERT_EQ(ctn_cast(l.g, outs[k], CTN_F32, &f), CTN_OK) << ctn_last_error();
+    outs[k] = f;
+  }
+  auto r = run(l.g, outs, {l.node(CTN_ONNX_INPUTS, 0)}, {xt.get()});
+  ASSERT_EQ(r.size(), 6u);
+  EXPECT_EQ(r[0], (std::vector<float>{10, 30}));
+  expect_close(r[1], {0.88907719f, 0.08373727f, 0.02718551f, 0.00095272f, 0.00521515f, 0.99383211f}, 1e-5, 1e-7, "prob");
+  expect_close(r[2], {0.42399916f, -0.84799832f, 0.31799936f, -0.55470020f, 0.83205032f, 0}, 1e-5, 1e-7, "normalizer");
+  EXPECT_EQ(r[3], (std::vector<float>{4.25f, -0.5f, -4.5f, 1.5f}));
+  EXPECT_EQ(r[4], (std::vector<float>{1, 0}));
+  expect_close(r[5], {0.00247258f, 0.99752742f, 0.99807322f, 0.00192678f}, 1e-4, 1e-7, "binary prob");
+}
+
 // y = x + b with b [3] an external-data initializer stored at byte 8 of w.bin.
 std::string external_model(const std::string &location, int64_t offset, int64_t length) {
   Pb b;
