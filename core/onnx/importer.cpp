@@ -422,7 +422,8 @@ class Importer {
     const OpDef *op = g_->context()->find_op(q.c_str());
     if ((!op || !op->lib) && n.domain == "ai.onnx.ml")
       fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: ai.onnx.ml op %s has no converter (Binarizer, ArrayFeatureExtractor, "
-           "Scaler, Normalizer, LinearRegressor and LinearClassifier do; or load an op library of domain 'ai.onnx.ml')",
+           "Scaler, Normalizer, Linear* and TreeEnsembleRegressor/Classifier do; or load an op library of domain "
+           "'ai.onnx.ml')",
            where.c_str(), sv(n.op_type).c_str());
     if (!op || !op->lib)
       fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: op domain '%s' (the default ai.onnx domain, or an op library "

@@ -315,6 +315,32 @@ TEST(OnnxMl, LinearModelsMatchOnnxRuntime) {
   expect_close(r[5], {0.00247258f, 0.99752742f, 0.99807322f, 0.00192678f}, 1e-4, 1e-7, "binary prob");
 }
 
+// Tree ensembles (models/ml_trees.onnx, two hand-written trees with LEQ/LT/GT tests and a NaN
+// routed by missing_value_tracks_true): a 2-target AVERAGE regressor, a 3-class SOFTMAX
+// classifier and a binary classifier, against onnxruntime 1.32's outputs (ml_trees.ort.npz).
+TEST(OnnxMl, TreeEnsemblesMatchOnnxRuntime) {
+  Env e;
+  Loaded l;
+  load(l, e.ctx, kModels + "ml_trees.onnx");
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  auto in = ctn_cli::npz_read(kModels + "ml_trees.in.npz");
+  auto ref = ctn_cli::npz_read(kModels + "ml_trees.ort.npz");
+  ASSERT_EQ(ref.size(), 5u);
+  std::vector<ctn_node> outs;
+  for (uint32_t k = 0; k < 5; ++k) {
+    ctn_node o = l.node(CTN_ONNX_OUTPUTS, k), f = CTN_NODE_NONE;
+    ASSERT_EQ(ctn_cast(l.g, o, CTN_F32, &f), CTN_OK) << ctn_last_error();  // labels are int64
+    outs.push_back(f);
+  }
+  auto r = run(l.g, outs, {l.node(CTN_ONNX_INPUTS, 0)}, {in.at(0).second.get()});
+  ASSERT_EQ(r.size(), 5u);
+  for (size_t k = 0; k < 5; ++k) {
+    std::string name = ref[k].first;
+    for (const char *want : {"r", "label", "prob", "blabel", "bprob"})
+      if (name == want) expect_close(r[k], values(ref[k].second.get()), 1e-5, 1e-6, name);
+  }
+}
+
 // y = x + b with b [3] an external-data initializer stored at byte 8 of w.bin.
 std::string external_model(const std::string &location, int64_t offset, int64_t length) {
   Pb b;
