@@ -608,8 +608,10 @@ class Importer {
     const GraphP &body = graph_attr(n, "body", where);
     const AttributeP *ns = node_attr(n, "num_scan_inputs");
     if (!ns) fail(CTN_ERR_CORRUPT, "ONNX %s: num_scan_inputs is missing", where.c_str());
-    const size_t m = static_cast<size_t>(ns->i);
-    if (m < 1 || m > n.inputs.size()) fail(CTN_ERR_CORRUPT, "ONNX %s: num_scan_inputs %zu is out of range", where.c_str(), m);
+    if (ns->i < 1 || ns->i > static_cast<int64_t>(n.inputs.size()))
+      fail(CTN_ERR_CORRUPT, "ONNX %s: num_scan_inputs %lld is out of range (1 to %zu inputs)", where.c_str(),
+           static_cast<long long>(ns->i), n.inputs.size());
+    const auto m = static_cast<size_t>(ns->i);
     const size_t n_state = n.inputs.size() - m;
     auto ints = [&](const char *name, size_t count) {
       const AttributeP *a = node_attr(n, name);

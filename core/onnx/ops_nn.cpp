@@ -582,9 +582,14 @@ void col2im(NodeCtx &c) {
   std::vector<int64_t> locs(nd);
   for (size_t d = 0; d < nd; ++d) {
     if (blk[d] < 1 || img[d] < 1 || dil[d] < 1 || str[d] < 1) c.invalid("sizes, dilations and strides must be positive");
+    constexpr int64_t kBig = int64_t{1} << 31;  // keeps every product below in int64
+    if (blk[d] > kBig || img[d] > kBig || dil[d] > kBig || str[d] > kBig || pads[d] < 0 || pads[d + nd] < 0 ||
+        pads[d] > kBig || pads[d + nd] > kBig)
+      c.invalid("sizes, dilations, strides and pads must be below 2^31 (and pads not negative)");
     locs[d] = (img[d] + pads[d] + pads[d + nd] - (dil[d] * (blk[d] - 1) + 1)) / str[d] + 1;
     if (locs[d] < 1) c.invalid("the block does not fit the padded image along dim %zu", d);
     k_total *= blk[d], img_total *= img[d], l_total *= locs[d];
+    c.limit(static_cast<double>(k_total) * static_cast<double>(l_total) * static_cast<double>(img_total), "Col2Im's position map");
   }
   if (xs.ndim != 3 || xs[1] % k_total != 0 || xs[2] != l_total)
     c.invalid("input %s does not fit: [N, C*%lld, %lld] expected", shape_str(xs).c_str(), static_cast<long long>(k_total),

@@ -466,9 +466,15 @@ void constant(NodeCtx &c) {
 
 void range(NodeCtx &c) {
   const int32_t dt = c.dtype(0);
-  double b = c.reals(0, "start").at(0), e = c.reals(1, "limit").at(0), d = c.reals(2, "delta").at(0);
+  auto scalar = [&](size_t i, const char *what) {
+    std::vector<double> v = c.reals(i, what);
+    if (v.size() != 1) c.invalid("%s must be a scalar (it has %zu elements)", what, v.size());
+    return v[0];
+  };
+  double b = scalar(0, "start"), e = scalar(1, "limit"), d = scalar(2, "delta");
   if (d == 0) c.invalid("delta is 0");
   const double count = std::ceil((e - b) / d);
+  if (!std::isfinite(count)) c.invalid("start %g, limit %g and delta %g make no finite range", b, e, d);
   c.limit(std::max(0.0, count), "a range");
   int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
   std::vector<double> v;
