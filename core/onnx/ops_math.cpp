@@ -456,6 +456,9 @@ void ein_diagonals(Graph &g, EinTerm &t) {
       if (t.ids[p] != t.ids[q]) continue;
       const Shape s = g.info(t.x).shape;
       const int64_t n = s[static_cast<uint32_t>(p)];
+      if (s[static_cast<uint32_t>(q)] != n)
+        fail(CTN_ERR_SHAPE, "label '%c' is repeated over dims of %lld and %lld", t.ids[p] < kEll ? t.ids[p] : '.',
+             static_cast<long long>(n), static_cast<long long>(s[static_cast<uint32_t>(q)]));
       ctn_node eye = g.op2(CTN_OP_EQ, ramp(g, n, s.ndim, static_cast<uint32_t>(p)), ramp(g, n, s.ndim, static_cast<uint32_t>(q)));
       t.x = reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, t.x, cast(g, eye, g.info(t.x).dtype)), 1ull << q, false);
       t.ids.erase(t.ids.begin() + static_cast<long>(q));
@@ -548,6 +551,8 @@ void einsum(NodeCtx &c) {
   std::vector<int> out;
   if (arrow != std::string::npos) {
     out = ein_ids(c, eq.substr(arrow + 2), 0, ell);
+    for (size_t k = 0; k < out.size(); ++k)
+      if (std::count(out.begin(), out.end(), out[k]) > 1) c.invalid("output label '%c' appears more than once", out[k] < kEll ? out[k] : '.');
   } else {  // implicit: ellipsis dims, then the letters used once, alphabetically
     for (int k = 0; k < ell; ++k) out.push_back(kEll + CTN_MAX_DIMS - ell + k);
     std::map<int, int> count;

@@ -188,7 +188,18 @@ TEST(OnnxErrors, NameTheNodeTheOpAndWhatIsMissing) {
   Pb conv_g;
   conv_g.m(1, node("Conv", {"x", "w"}, {"y"}, "conv3d")).m(5, conv_w).m(11, value_info("x", 1, {1, 1, 2, 2, 2}))
       .m(12, value_info("y", 1, {1, 1, 2, 2, 2}));
+  auto equation = [](const char *eq) {
+    Pb a;
+    a.s(1, "equation").s(4, eq).i(20, 3);
+    return a;
+  };
   std::vector<Case> cases = {
+      {"einsum_out.onnx", model(one_node_graph(node("Einsum", {"x"}, {"y"}, "ein1", {equation("ab->bb")}))).b,
+       CTN_ERR_INVALID_ARGUMENT, {"node 'ein1' (Einsum)", "output label 'b' appears more than once"}},
+      {"einsum_diag.onnx", model(one_node_graph(node("Einsum", {"x"}, {"y"}, "ein2", {equation("aa->a")}))).b,
+       CTN_ERR_SHAPE, {"node 'ein2' (Einsum)", "label 'a' is repeated over dims of 2 and 3"}},
+      {"einsum_rank.onnx", model(one_node_graph(node("Einsum", {"x"}, {"y"}, "ein3", {equation("abc->a")}))).b,
+       CTN_ERR_INVALID_ARGUMENT, {"node 'ein3' (Einsum)", "names 3 dims, its input has 2"}},
       {"op.onnx", model(one_node_graph(node("FancyOp", {"x"}, {"y"}, "fancy1"))).b, CTN_ERR_UNSUPPORTED,
        {"node 'fancy1' (FancyOp)", "no converter"}},
       {"attr.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu1", {bad_attr}))).b, CTN_ERR_UNSUPPORTED,
