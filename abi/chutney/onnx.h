@@ -58,13 +58,17 @@ typedef struct ctn_onnx_options {
  * handle lists the inputs, outputs, initializers and op types (CTN_ONNX_OP_TYPES) with whether
  * the importer supports each. Used by `chutney onnx info` on models that do not import. */
 #define CTN_ONNX_INSPECT_ONLY 2u
+/* A symbolic dimension of a graph input that options.inputs does not give is taken as 1 (batch 1,
+ * sequence 1...) instead of failing: for describing a dynamic model without sample inputs
+ * (`chutney onnx info`). since 1.3 */
+#define CTN_ONNX_SYMBOLIC_DIMS_AS_ONE 4u
 
 /* Loads the ONNX model at `path` into a new lazy graph of `ctx`. On success *out_graph is a new
  * graph (release with ctn_graph_release; NULL with CTN_ONNX_INSPECT_ONLY) and *out_model a
  * handle listing the model's inputs, outputs and initializers with their nodes in that graph
  * (release with ctn_onnx_model_release). `options` may be NULL.
  * Errors: CTN_ERR_INVALID_ARGUMENT (NULL arguments, bad options, an options.inputs name the
- * graph lacks, a symbolic input dimension not given); CTN_ERR_IO (the file or an external data
+ * graph lacks, a symbolic input dimension not given without CTN_ONNX_SYMBOLIC_DIMS_AS_ONE); CTN_ERR_IO (the file or an external data
  * file cannot be read); CTN_ERR_CORRUPT (malformed protobuf, a tensor whose data does not match
  * its shape, an external data range beyond its file, a node using an undefined value);
  * CTN_ERR_UNSUPPORTED (an op, attribute, attribute value, dtype or opset chutney does not

@@ -48,12 +48,14 @@ CTN_API ctn_status ctn_onnx_load(ctn_context *ctx, const char *path, const ctn_o
         fail(CTN_ERR_INVALID_ARGUMENT, "ctn_onnx_load: options.struct_size %u is too small", options->struct_size);
       std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof o));
     }
-    if (o.flags & ~(CTN_ONNX_INITIALIZERS_AS_CONSTANTS | CTN_ONNX_INSPECT_ONLY))
+    if (o.flags & ~(CTN_ONNX_INITIALIZERS_AS_CONSTANTS | CTN_ONNX_INSPECT_ONLY | CTN_ONNX_SYMBOLIC_DIMS_AS_ONE))
       fail(CTN_ERR_INVALID_ARGUMENT, "ctn_onnx_load: unknown flags 0x%x", o.flags);
     if (o.n_inputs && !o.inputs) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_onnx_load: options.inputs is NULL but n_inputs is %u", o.n_inputs);
     onnx::Options opts;
     opts.initializers_as_constants = o.flags & CTN_ONNX_INITIALIZERS_AS_CONSTANTS;
     opts.inspect_only = o.flags & CTN_ONNX_INSPECT_ONLY;
+    opts.symbolic_dims_as_one = o.flags & CTN_ONNX_SYMBOLIC_DIMS_AS_ONE;
+    opts.context = ctx;
     if (o.external_data_dir) opts.external_data_dir = o.external_data_dir;
     for (uint32_t i = 0; i < o.n_inputs; ++i) {
       const ctn_onnx_input_spec &s = o.inputs[i];

@@ -1,5 +1,8 @@
 // The ONNX import driver: file -> ModelP -> chutney graph. See importer.h.
+#include <chutney/ops.h>
+
 #include "onnx/importer.h"
+#include "onnx/lower.h"
 
 #include "plugin/context.h"
 #include "util/status.h"
@@ -162,6 +165,13 @@ const OpEntry *find_converter(std::string_view op_type) {
   return nullptr;
 }
 
+static const OpEntry *find_ml_converter(std::string_view domain, std::string_view op_type) {
+  if (domain != "ai.onnx.ml") return nullptr;
+  for (const OpEntry &e : ml_ops())
+    if (op_type == e.op_type) return &e;
+  return nullptr;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The driver
 // ---------------------------------------------------------------------------------------------
@@ -240,6 +250,18 @@ class Importer {
     if (model_.opsets.empty()) info_.opset = 1;  // IR version 1 files name no opset
   }
 
+  // The input's declared shape, symbolic dims by name ("?" when unnamed): "[batch, 3, 224, 224]".
+  static std::string model_shape_str(const ValueInfoP &v) {
+    std::string r = "[";
+    for (size_t k = 0; k < v.dims.size(); ++k) {
+      std::string d = v.dims[k] >= 0 ? std::to_string(v.dims[k]) : sv(v.dim_params[k]);
+      r += (k ? ", " : "") + (d.empty() ? std::string("?") : d);
+    }
+    return r + "]";
+  }
+
+  Context *context() const { return g_ ? g_->context() : opts_.context; }
+
   static bool default_domain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
 
   void survey_ops() {
@@ -248,8 +270,9 @@ class Importer {
       auto it = std::find_if(info_.op_types.begin(), info_.op_types.end(), [&](auto &o) { return o.name == name; });
       if (it == info_.op_types.end()) {
         const OpDef *custom =
-            default_domain(n.domain) ? nullptr : g_->context()->find_op((sv(n.domain) + "::" + sv(n.op_type)).c_str());
-        const bool known = default_domain(n.domain) ? find_converter(n.op_type) != nullptr : custom && custom->lib;
+            default_domain(n.domain) || !context() ? nullptr : context()->find_op((sv(n.domain) + "::" + sv(n.op_type)).c_str());
+        const bool known = default_domain(n.domain) ? find_converter(n.op_type) != nullptr || is_control(n.op_type)
+                                                    : find_ml_converter(n.domain, n.op_type) || (custom && custom->lib);
         info_.op_types.push_back({name, 0, known, ""});
         it = info_.op_types.end() - 1;
       }
@@ -292,8 +315,8 @@ class Importer {
         bool ok = !v->has_shape || v->dims.size() == val.shape.ndim;
         for (uint32_t k = 0; ok && v->has_shape && k < val.shape.ndim; ++k) ok = v->dims[k] < 0 || v->dims[k] == val.shape[k];
         if (!ok)
-          fail(CTN_ERR_SHAPE, "ctn_onnx_load: input '%s' has shape %s, which does not fit the model's", e.name.c_str(),
-               shape_str(val.shape).c_str());
+          fail(CTN_ERR_SHAPE, "ctn_onnx_load: input '%s' has shape %s, which does not fit the model's %s", e.name.c_str(),
+               shape_str(val.shape).c_str(), model_shape_str(*v).c_str());
         e.node = spec->as_constant ? CTN_NODE_NONE : g_->add_input(e.name.c_str(), val.dtype, val.shape);
         values_[e.name] = spec->as_constant ? g_->add_constant(val) : e.node;
         continue;
@@ -307,6 +330,10 @@ class Importer {
       Shape s;
       s.ndim = static_cast<uint32_t>(v->dims.size());
       for (uint32_t k = 0; k < s.ndim; ++k) {
+        if (v->dims[k] < 0 && opts_.symbolic_dims_as_one) {
+          s[k] = 1;
+          continue;
+        }
         if (v->dims[k] < 0)
           fail(CTN_ERR_INVALID_ARGUMENT, "%s: graph input '%s' has a symbolic dimension %u ('%s'); give its shape with "
                "ctn_onnx_options.inputs (the CLI takes it from the --input file)", path_.c_str(), e.name.c_str(), k,
@@ -320,11 +347,23 @@ class Importer {
 
   void convert(const NodeP &n) {
     const std::string where = format("node '%s' (%s)", sv(n.name).c_str(), sv(n.op_type).c_str());
-    if (!default_domain(n.domain)) {
+    const OpEntry *ml = find_ml_converter(n.domain, n.op_type);
+    if (!default_domain(n.domain) && !ml) {
       convert_custom(n, where);
       return;
     }
-    const OpEntry *e = find_converter(n.op_type);
+    if (!ml && is_control(n.op_type)) {
+      const size_t before = g_->size();
+      try {
+        convert_control(n, where);
+      } catch (const Error &err) {
+        if (err.message().rfind("ONNX ", 0) == 0) throw;
+        throw Error(err.code(), "ONNX " + where + ": " + err.message());
+      }
+      record_lowering(n, before);
+      return;
+    }
+    const OpEntry *e = ml ? ml : find_converter(n.op_type);
     if (!e) {
       for (const FunctionP &f : model_.functions)
         if (f.name == n.op_type)
@@ -381,6 +420,11 @@ class Importer {
   void convert_custom(const NodeP &n, const std::string &where) {
     const std::string q = sv(n.domain) + "::" + sv(n.op_type);
     const OpDef *op = g_->context()->find_op(q.c_str());
+    if ((!op || !op->lib) && n.domain == "ai.onnx.ml")
+      fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: ai.onnx.ml op %s has no converter (Binarizer, ArrayFeatureExtractor, "
+           "Scaler, Normalizer, Linear* and TreeEnsembleRegressor/Classifier do; or load an op library of domain "
+           "'ai.onnx.ml')",
+           where.c_str(), sv(n.op_type).c_str());
     if (!op || !op->lib)
       fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: op domain '%s' (the default ai.onnx domain, or an op library "
            "whose domain is '%s' and which defines %s; none is loaded)", where.c_str(), sv(n.domain).c_str(),
@@ -405,6 +449,215 @@ class Importer {
       throw Error(err.code(), "ONNX " + where + ": " + err.message());
     }
     record_lowering(n, before);
+  }
+
+  // ---- control flow: If, Loop and Scan are unrolled at import (graphs are static) ----
+  static bool is_control(std::string_view op) { return op == "If" || op == "Loop" || op == "Scan"; }
+
+  static const AttributeP *node_attr(const NodeP &n, const char *name) {
+    for (const AttributeP &a : n.attrs)
+      if (a.name == name) return &a;
+    return nullptr;
+  }
+
+  ctn_node value_of(std::string_view name, const std::string &where) {
+    auto it = values_.find(sv(name));
+    if (it == values_.end())
+      fail(CTN_ERR_CORRUPT, "ONNX %s: input '%s' is not defined by any earlier node, initializer or graph input",
+           where.c_str(), sv(name).c_str());
+    return it->second;
+  }
+
+  // A constant scalar's value (bool, integer or floating) as a double; false when not constant.
+  bool const_scalar(ctn_node x, double *v) {
+    const Node &node = g_->node(x);
+    if (node.kind != NodeKind::Constant || node.value->numel() != 1) return false;
+    Tensor t = node.value->contiguous();
+    switch (t.dtype) {
+      case CTN_BOOL: case CTN_U8: *v = reinterpret_cast<const uint8_t *>(t.data())[0]; return true;
+      case CTN_I32: *v = reinterpret_cast<const int32_t *>(t.data())[0]; return true;
+      case CTN_I64: *v = static_cast<double>(reinterpret_cast<const int64_t *>(t.data())[0]); return true;
+      case CTN_F32: *v = reinterpret_cast<const float *>(t.data())[0]; return true;
+      case CTN_F64: *v = reinterpret_cast<const double *>(t.data())[0]; return true;
+      default: return false;
+    }
+  }
+
+  // Converts subgraph `sg` with its inputs bound to `args`; outer-scope values stay visible and
+  // the outer names are restored afterwards. Returns the subgraph's outputs.
+  std::vector<ctn_node> run_subgraph(const GraphP &sg, const std::vector<ctn_node> &args, const std::string &where) {
+    if (args.size() != sg.inputs.size())
+      fail(CTN_ERR_CORRUPT, "ONNX %s: the subgraph '%s' takes %zu inputs, it is given %zu", where.c_str(),
+           sv(sg.name).c_str(), sg.inputs.size(), args.size());
+    const auto saved = values_;
+    for (const TensorP &t : sg.initializers) values_[sv(t.name)] = g_->add_constant(tensor_from_proto(t, base_dir_, path_));
+    for (size_t k = 0; k < args.size(); ++k) values_[sv(sg.inputs[k].name)] = args[k];
+    for (const NodeP &n : sg.nodes) convert(n);
+    std::vector<ctn_node> outs;
+    for (const ValueInfoP &v : sg.outputs) outs.push_back(value_of(v.name, where));
+    values_ = saved;
+    return outs;
+  }
+
+  const GraphP &graph_attr(const NodeP &n, const char *name, const std::string &where) {
+    const AttributeP *a = node_attr(n, name);
+    if (!a || !a->g) fail(CTN_ERR_CORRUPT, "ONNX %s: the graph attribute '%s' is missing", where.c_str(), name);
+    return *a->g;
+  }
+
+  void set_outputs(const NodeP &n, const std::vector<ctn_node> &outs, const std::string &where) {
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (n.outputs[k].empty()) continue;
+      if (k >= outs.size()) fail(CTN_ERR_CORRUPT, "ONNX %s: output %zu is not produced", where.c_str(), k);
+      values_[sv(n.outputs[k])] = outs[k];
+    }
+  }
+
+  // Stacks per-iteration tensors along a new `axis` (their shapes must agree).
+  ctn_node stack(const std::vector<ctn_node> &parts, int64_t axis, const std::string &where) {
+    std::vector<ctn_node> in;
+    const Shape s0 = g_->info(parts.at(0)).shape;
+    if (axis < 0) axis += s0.ndim + 1;
+    if (axis < 0 || axis > static_cast<int64_t>(s0.ndim)) fail(CTN_ERR_INVALID_ARGUMENT, "ONNX %s: output axis out of range", where.c_str());
+    for (ctn_node p : parts) {
+      Shape s = g_->info(p).shape, r;
+      if (s != s0) fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: scan outputs of different shapes (%s, %s)", where.c_str(),
+                        shape_str(s0).c_str(), shape_str(s).c_str());
+      for (uint32_t k = 0; k <= s.ndim; ++k) r[r.ndim++] = k == axis ? 1 : s[k < axis ? k : k - 1];
+      in.push_back(lower::reshape(*g_, p, r));
+    }
+    if (in.size() == 1) return in[0];
+    ctn_attrs a = attrs_i({axis});
+    return g_->add_op(CTN_OP_CONCAT, static_cast<uint32_t>(in.size()), in.data(), &a);
+  }
+
+  void convert_control(const NodeP &n, const std::string &where) {
+    if (n.op_type == "If") return convert_if(n, where);
+    if (n.op_type == "Loop") return convert_loop(n, where);
+    convert_scan(n, where);
+  }
+
+  // If: a constant condition picks its branch; otherwise both branches are built and each output
+  // is where(cond, then, else) (the branches must agree in shape and dtype).
+  void convert_if(const NodeP &n, const std::string &where) {
+    if (n.inputs.size() != 1) fail(CTN_ERR_CORRUPT, "ONNX %s: If takes one input", where.c_str());
+    ctn_node cond = value_of(n.inputs[0], where);
+    const GraphP &then_g = graph_attr(n, "then_branch", where), &else_g = graph_attr(n, "else_branch", where);
+    double v = 0;
+    if (const_scalar(cond, &v)) return set_outputs(n, run_subgraph(v != 0 ? then_g : else_g, {}, where), where);
+    std::vector<ctn_node> a = run_subgraph(then_g, {}, where), b = run_subgraph(else_g, {}, where);
+    if (a.size() != b.size()) fail(CTN_ERR_CORRUPT, "ONNX %s: the branches have %zu and %zu outputs", where.c_str(), a.size(), b.size());
+    ctn_node c = lower::cast(*g_, lower::reshape(*g_, cond, Shape{}), CTN_BOOL);
+    std::vector<ctn_node> outs;
+    for (size_t k = 0; k < a.size(); ++k) {
+      if (g_->info(a[k]).shape != g_->info(b[k]).shape || g_->info(a[k]).dtype != g_->info(b[k]).dtype)
+        fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: the condition must be a constant when the branches' output %zu "
+             "differ in shape or dtype (%s and %s)", where.c_str(), k, shape_str(g_->info(a[k]).shape).c_str(),
+             shape_str(g_->info(b[k]).shape).c_str());
+      ctn_node in[3] = {c, a[k], b[k]};
+      outs.push_back(g_->add_op(CTN_OP_WHERE, 3, in, nullptr));
+    }
+    set_outputs(n, outs, where);
+  }
+
+  // Loop: unrolled; the trip count and the condition must be constants at every iteration.
+  void convert_loop(const NodeP &n, const std::string &where) {
+    const GraphP &body = graph_attr(n, "body", where);
+    if (n.inputs.size() < 2) fail(CTN_ERR_CORRUPT, "ONNX %s: Loop takes at least 2 inputs (M, cond)", where.c_str());
+    double trip = -1, c = 1;
+    if (!n.inputs[0].empty() && !const_scalar(value_of(n.inputs[0], where), &trip))
+      fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: the trip count M must be a constant (Loop is unrolled at import)", where.c_str());
+    ctn_node cond = CTN_NODE_NONE;
+    if (!n.inputs[1].empty()) {
+      cond = value_of(n.inputs[1], where);
+      if (!const_scalar(cond, &c))
+        fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: the condition must be a constant (Loop is unrolled at import)", where.c_str());
+    }
+    std::vector<ctn_node> carried;
+    for (size_t k = 2; k < n.inputs.size(); ++k) carried.push_back(value_of(n.inputs[k], where));
+    const size_t n_scan = body.outputs.size() >= 1 + carried.size() ? body.outputs.size() - 1 - carried.size() : 0;
+    std::vector<std::vector<ctn_node>> scans(n_scan);
+    constexpr int64_t kMaxIterations = 4096;
+    int64_t i = 0;
+    for (; (trip < 0 || i < static_cast<int64_t>(trip)) && c != 0; ++i) {
+      if (i >= kMaxIterations)
+        fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: more than %lld iterations (Loop is unrolled at import)", where.c_str(),
+             static_cast<long long>(kMaxIterations));
+      std::vector<ctn_node> args = {lower::const_i64(*g_, {i}, Shape{}),
+                                    cond == CTN_NODE_NONE ? g_->add_scalar(CTN_BOOL, 1) : cond};
+      args.insert(args.end(), carried.begin(), carried.end());
+      std::vector<ctn_node> outs = run_subgraph(body, args, where);
+      cond = outs.at(0);
+      if (!const_scalar(cond, &c))
+        fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: the body's condition output must be a constant (Loop is unrolled "
+             "at import)", where.c_str());
+      for (size_t k = 0; k < carried.size(); ++k) carried[k] = outs.at(1 + k);
+      for (size_t k = 0; k < n_scan; ++k) scans[k].push_back(outs.at(1 + carried.size() + k));
+    }
+    std::vector<ctn_node> outs = carried;
+    for (auto &parts : scans) {
+      if (parts.empty()) fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: a scan output of a loop that runs 0 times", where.c_str());
+      outs.push_back(stack(parts, 0, where));
+    }
+    set_outputs(n, outs, where);
+  }
+
+  // Scan (opset 9+): unrolled over the scan inputs' axis; states carried, slices stacked.
+  void convert_scan(const NodeP &n, const std::string &where) {
+    if (info_.opset < 9) fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: Scan of opset 8 (batch and sequence_lens)", where.c_str());
+    const GraphP &body = graph_attr(n, "body", where);
+    const AttributeP *ns = node_attr(n, "num_scan_inputs");
+    if (!ns) fail(CTN_ERR_CORRUPT, "ONNX %s: num_scan_inputs is missing", where.c_str());
+    if (ns->i < 1 || ns->i > static_cast<int64_t>(n.inputs.size()))
+      fail(CTN_ERR_CORRUPT, "ONNX %s: num_scan_inputs %lld is out of range (1 to %zu inputs)", where.c_str(),
+           static_cast<long long>(ns->i), n.inputs.size());
+    const auto m = static_cast<size_t>(ns->i);
+    const size_t n_state = n.inputs.size() - m;
+    auto ints = [&](const char *name, size_t count) {
+      const AttributeP *a = node_attr(n, name);
+      std::vector<int64_t> v = a ? a->ints : std::vector<int64_t>{};
+      if (!a) v.assign(count, 0);
+      if (v.size() != count) fail(CTN_ERR_CORRUPT, "ONNX %s: %s has %zu entries, %zu expected", where.c_str(), name, v.size(), count);
+      return v;
+    };
+    const size_t n_out = body.outputs.size() >= n_state ? body.outputs.size() - n_state : 0;
+    std::vector<int64_t> in_axes = ints("scan_input_axes", m), in_dirs = ints("scan_input_directions", m);
+    std::vector<int64_t> out_axes = ints("scan_output_axes", n_out), out_dirs = ints("scan_output_directions", n_out);
+    std::vector<ctn_node> states, xs;
+    for (size_t k = 0; k < n.inputs.size(); ++k) (k < n_state ? states : xs).push_back(value_of(n.inputs[k], where));
+    int64_t len = -1;
+    for (size_t k = 0; k < m; ++k) {
+      const Shape s = g_->info(xs[k]).shape;
+      if (in_axes[k] < 0) in_axes[k] += s.ndim;
+      if (in_axes[k] < 0 || in_axes[k] >= static_cast<int64_t>(s.ndim)) fail(CTN_ERR_INVALID_ARGUMENT, "ONNX %s: scan input axis out of range", where.c_str());
+      const int64_t l = s[static_cast<uint32_t>(in_axes[k])];
+      if (len >= 0 && l != len) fail(CTN_ERR_SHAPE, "ONNX %s: scan inputs of lengths %lld and %lld", where.c_str(),
+                                     static_cast<long long>(len), static_cast<long long>(l));
+      len = l;
+    }
+    if (len < 1 || len > 4096) fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: a scan of %lld steps (1 to 4096; Scan is unrolled at import)",
+                                    where.c_str(), static_cast<long long>(len));
+    std::vector<std::vector<ctn_node>> ys(n_out);
+    for (int64_t t = 0; t < len; ++t) {
+      std::vector<ctn_node> args = states;
+      for (size_t k = 0; k < m; ++k) {
+        const int64_t at = in_dirs[k] ? len - 1 - t : t;
+        const auto ax = static_cast<int32_t>(in_axes[k]);
+        Shape s = g_->info(xs[k]).shape, r;
+        for (uint32_t d = 0; d < s.ndim; ++d)
+          if (static_cast<int32_t>(d) != ax) r[r.ndim++] = s[d];
+        args.push_back(lower::reshape(*g_, lower::slice(*g_, xs[k], ax, at, at + 1, 1), r));
+      }
+      std::vector<ctn_node> outs = run_subgraph(body, args, where);
+      for (size_t k = 0; k < n_state; ++k) states[k] = outs.at(k);
+      for (size_t k = 0; k < n_out; ++k) ys[k].push_back(outs.at(n_state + k));
+    }
+    std::vector<ctn_node> outs = states;
+    for (size_t k = 0; k < n_out; ++k) {
+      if (out_dirs[k]) std::reverse(ys[k].begin(), ys[k].end());
+      outs.push_back(stack(ys[k], out_axes[k], where));
+    }
+    set_outputs(n, outs, where);
   }
 
   static void run_converter(const OpEntry &e, NodeCtx &c) {

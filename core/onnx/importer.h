@@ -34,6 +34,8 @@ struct InputSpec {
 struct Options {
   bool initializers_as_constants = false;
   bool inspect_only = false;
+  bool symbolic_dims_as_one = false;  // an input's symbolic dim not given by `inputs` is 1
+  Context *context = nullptr;         // for op libraries of custom domains (inspect_only has no graph)
   std::string external_data_dir;  // "" : the model's directory
   std::vector<InputSpec> inputs;
 };
@@ -120,6 +122,7 @@ std::span<const OpEntry> math_ops();    // ops_math.cpp: elementwise, reductions
 std::span<const OpEntry> tensor_ops();  // ops_tensor.cpp: shape and indexing ops
 std::span<const OpEntry> nn_ops();      // ops_nn.cpp: conv, pooling, norms, matmul, losses, recurrent
 std::span<const OpEntry> resize_ops();  // ops_resize.cpp: Resize, Upsample
+std::span<const OpEntry> ml_ops();      // ops_ml.cpp: the ai.onnx.ml domain (scikit-learn exports)
 const OpEntry *find_converter(std::string_view op_type);
 
 }  // namespace ctn::onnx

@@ -247,6 +247,25 @@ ctn_node extreme_index(Graph &g, ctn_node x, uint32_t axis, bool is_max, bool la
   return last ? reduce(g, CTN_OP_MAX, cand, mask, true) : reduce_min(g, cand, mask, true);
 }
 
+ctn_node product(Graph &g, ctn_node x, const std::function<ctn_node(ctn_node)> &sum) {
+  const bool integral = !dtype_is_float(g.info(x).dtype);
+  x = cast(g, x, CTN_F64);
+  ctn_node zero = g.add_scalar(CTN_F64, 0);
+  ctn_node is0 = g.op2(CTN_OP_EQ, x, zero);
+  ctn_node in[3] = {is0, g.add_scalar(CTN_F64, 1), g.op1(CTN_OP_ABS, x)};
+  ctn_node mag = g.op1(CTN_OP_EXP, sum(g.op1(CTN_OP_LOG, g.add_op(CTN_OP_WHERE, 3, in, nullptr))));
+  ctn_node nneg = sum(cast(g, g.op2(CTN_OP_LT, x, zero), CTN_F64));
+  ctn_node half = g.op2(CTN_OP_MUL, nneg, g.add_scalar(CTN_F64, 0.5));
+  ctn_node odd = g.op2(CTN_OP_NE, floor(g, half), half);
+  ctn_node any0 = g.op2(CTN_OP_GT, sum(cast(g, is0, CTN_F64)), zero);
+  ctn_node signed_in[3] = {odd, g.op1(CTN_OP_NEG, mag), mag};
+  ctn_node y = g.add_op(CTN_OP_WHERE, 3, signed_in, nullptr);
+  ctn_node zeroed_in[3] = {any0, zero, y};
+  y = g.add_op(CTN_OP_WHERE, 3, zeroed_in, nullptr);
+  if (integral) y = floor(g, g.op2(CTN_OP_ADD, y, g.add_scalar(CTN_F64, 0.5)));
+  return y;
+}
+
 void moments(Graph &g, ctn_node x, uint64_t mask, ctn_node *mean, ctn_node *var) {
   *mean = reduce(g, CTN_OP_MEAN, x, mask, true);
   ctn_node d = g.op2(CTN_OP_SUB, x, *mean);

@@ -6,6 +6,7 @@
 
 #include "graph/graph.h"
 
+#include <functional>
 #include <vector>
 
 namespace ctn::onnx::lower {
@@ -49,6 +50,11 @@ ctn_node ramp(Graph &g, int64_t n, uint32_t ndim, uint32_t axis);
 ctn_node one_hot(Graph &g, ctn_node idx, int64_t n, uint32_t axis);
 // The index (f64, axis kept) of the first maximum of x along axis, or the last, or of the minimum.
 ctn_node extreme_index(Graph &g, ctn_node x, uint32_t axis, bool is_max, bool last);
+
+// A product as exp(sum log|x|) with the sign from the parity of the negatives and 0 where a zero
+// was among the factors; `sum` maps an f64 tensor to its sums (a reduction, a cumulative sum...).
+// x any dtype; the result is f64, rounded to integers when x is not floating.
+ctn_node product(Graph &g, ctn_node x, const std::function<ctn_node(ctn_node)> &sum);
 
 // Mean and (biased) variance over the axes of `mask`, kept as size-1 dims.
 void moments(Graph &g, ctn_node x, uint64_t mask, ctn_node *mean, ctn_node *var);

@@ -5,8 +5,12 @@
 #include "onnx/lower.h"
 #include "util/status.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <map>
 #include <limits>
+#include <string>
 
 namespace ctn::onnx {
 namespace {
@@ -147,7 +151,18 @@ void mod(NodeCtx &c) {
   ctn_node a = cast(g, c.in(0), CTN_F64), b = cast(g, c.in(1), CTN_F64);
   ctn_node q = g.op2(CTN_OP_DIV, a, b);
   ctn_node qi = fmod ? cast(g, cast(g, q, CTN_I64), CTN_F64) : floor(g, q);
-  out1(c, cast(g, g.op2(CTN_OP_SUB, a, g.op2(CTN_OP_MUL, b, qi)), dt));
+  ctn_node r = g.op2(CTN_OP_SUB, a, g.op2(CTN_OP_MUL, b, qi));
+  if (!fmod && dtype_is_float(dt)) {
+    // numpy's edge cases: x mod +-inf is x when x is 0 or has the divisor's sign, else the
+    // divisor; +-inf mod y and x mod 0 are NaN.
+    ctn_node zero = g.add_scalar(CTN_F64, 0), inf = g.add_scalar(CTN_F64, std::numeric_limits<double>::infinity());
+    ctn_node same = where3(g, g.op2(CTN_OP_EQ, a, zero), g.add_scalar(CTN_BOOL, 1),
+                           g.op2(CTN_OP_EQ, g.op2(CTN_OP_LT, a, zero), g.op2(CTN_OP_LT, b, zero)));
+    r = where3(g, g.op2(CTN_OP_EQ, g.op1(CTN_OP_ABS, b), inf), where3(g, same, a, b), r);
+    ctn_node bad = where3(g, g.op2(CTN_OP_EQ, g.op1(CTN_OP_ABS, a), inf), g.add_scalar(CTN_BOOL, 1), g.op2(CTN_OP_EQ, b, zero));
+    r = where3(g, bad, g.add_scalar(CTN_F64, std::numeric_limits<double>::quiet_NaN()), r);
+  }
+  out1(c, cast(g, r, dt));
 }
 template <const char *Op>
 void variadic(NodeCtx &c) {
@@ -331,20 +346,7 @@ void reduce_prod(NodeCtx &c) {
   if (empty_reduction(c, r, 1)) return;
   Graph &g = c.g;
   if (r.noop) return out1(c, c.in(0));
-  const int32_t dt = c.dtype(0);
-  ctn_node x = cast(g, c.in(0), CTN_F64);
-  ctn_node zero = g.add_scalar(CTN_F64, 0);
-  ctn_node is0 = g.op2(CTN_OP_EQ, x, zero);
-  ctn_node ax = where3(g, is0, g.add_scalar(CTN_F64, 1), g.op1(CTN_OP_ABS, x));
-  ctn_node mag = g.op1(CTN_OP_EXP, reduce(g, CTN_OP_SUM, g.op1(CTN_OP_LOG, ax), r.mask, r.keep));
-  ctn_node nneg = reduce(g, CTN_OP_SUM, cast(g, g.op2(CTN_OP_LT, x, zero), CTN_F64), r.mask, r.keep);
-  ctn_node half = g.op2(CTN_OP_MUL, nneg, g.add_scalar(CTN_F64, 0.5));
-  ctn_node odd = g.op2(CTN_OP_NE, floor(g, half), half);
-  ctn_node any0 = g.op2(CTN_OP_GT, reduce(g, CTN_OP_SUM, cast(g, is0, CTN_F64), r.mask, r.keep), zero);
-  ctn_node y = where3(g, odd, g.op1(CTN_OP_NEG, mag), mag);
-  y = where3(g, any0, zero, y);
-  if (!dtype_is_float(dt)) y = floor(g, g.op2(CTN_OP_ADD, y, g.add_scalar(CTN_F64, 0.5)));
-  out1(c, cast(g, y, dt));
+  out1(c, cast(g, product(g, c.in(0), [&](ctn_node v) { return reduce(g, CTN_OP_SUM, v, r.mask, r.keep); }), c.dtype(0)));
 }
 
 // ArgMax / ArgMin: the first (or last) extreme's index along one axis.
@@ -361,17 +363,14 @@ void arg_extreme(NodeCtx &c, bool is_max) {
 void argmax(NodeCtx &c) { arg_extreme(c, true); }
 void argmin(NodeCtx &c) { arg_extreme(c, false); }
 
-// CumSum: a matmul with a triangular 0/1 matrix along the axis.
-void cumsum(NodeCtx &c) {
+// Cumulative sum of x (floating) along `ax`: a matmul with a triangular 0/1 matrix.
+ctn_node cumsum_axis(NodeCtx &c, ctn_node x, int32_t ax, bool excl, bool rev) {
   Graph &g = c.g;
-  const Shape s = c.shape(0);
-  const int32_t dt = c.dtype(0);
-  const int32_t ax = c.axis(c.ints(1, "axis").at(0), s.ndim);
-  const bool excl = c.attr_i("exclusive", 0) != 0, rev = c.attr_i("reverse", 0) != 0;
+  const Shape s = g.info(x).shape;
+  const int32_t wt = g.info(x).dtype;
   const int64_t n = s[static_cast<uint32_t>(ax)];
-  if (n > 4096) c.unsupported("CumSum over an axis of %lld (lowered as a matmul with an n x n triangle; n <= 4096)",
-                              static_cast<long long>(n));
-  const int32_t wt = dtype_is_float(dt) ? dt : CTN_F64;
+  if (n > 4096) c.unsupported("%s over an axis of %lld (lowered as a matmul with an n x n triangle; n <= 4096)",
+                              std::string(c.node.op_type).c_str(), static_cast<long long>(n));
   std::vector<double> tri(static_cast<size_t>(n * n));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -382,7 +381,7 @@ void cumsum(NodeCtx &c) {
   for (uint32_t k = 0; k < s.ndim; ++k)
     if (static_cast<int32_t>(k) != ax) perm.push_back(static_cast<int32_t>(k));
   perm.push_back(ax);
-  ctn_node x = permute(g, cast(g, c.in(0), wt), perm);
+  x = permute(g, x, perm);
   Shape ps = g.info(x).shape;
   Shape two;
   two.ndim = 2;
@@ -392,7 +391,287 @@ void cumsum(NodeCtx &c) {
   y = reshape(g, y, ps);
   std::vector<int32_t> inv(perm.size());
   for (size_t k = 0; k < perm.size(); ++k) inv[static_cast<size_t>(perm[k])] = static_cast<int32_t>(k);
-  out1(c, cast(g, permute(g, y, inv), dt));
+  return permute(g, y, inv);
+}
+
+// CumSum, and CumProd as exp(cumsum(log|x|)) with the sign's and the zeros' running counts.
+void cumulative(NodeCtx &c, bool prod) {
+  Graph &g = c.g;
+  const int32_t dt = c.dtype(0);
+  const int32_t ax = c.axis(c.ints(1, "axis").at(0), c.shape(0).ndim);
+  const bool excl = c.attr_i("exclusive", 0) != 0, rev = c.attr_i("reverse", 0) != 0;
+  auto sum = [&](ctn_node v) { return cumsum_axis(c, v, ax, excl, rev); };
+  if (prod) return out1(c, cast(g, product(g, c.in(0), sum), dt));
+  out1(c, cast(g, sum(cast(g, c.in(0), dtype_is_float(dt) ? dt : CTN_F64)), dt));
+}
+void cumsum(NodeCtx &c) { cumulative(c, false); }
+void cumprod(NodeCtx &c) { cumulative(c, true); }
+
+// ---- Einsum ---------------------------------------------------------------------------------------
+// Each operand's dims carry ids (letters; ellipsis dims kEll + k, right-aligned). Repeated ids in
+// one operand become a diagonal (mask and sum), ids needed nowhere else are summed at once, and
+// operands are combined pairwise as one batched matmul [batch, left, contracted] x [batch,
+// contracted, right]; what remains is permuted to the output's order.
+constexpr int kEll = 1000;  // above every letter's code
+
+struct EinTerm {
+  ctn_node x;
+  std::vector<int> ids;
+};
+
+std::vector<int> ein_ids(NodeCtx &c, const std::string &t, uint32_t ndim, int ell) {
+  std::vector<int> ids;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t.compare(i, 3, "...") == 0) {
+      int n = ell < 0 ? static_cast<int>(ndim) - static_cast<int>(t.size() - 3) : ell;
+      if (n < 0) c.invalid("equation term '%s' has more letters than its input has dims (%u)", t.c_str(), ndim);
+      for (int k = 0; k < n; ++k) ids.push_back(kEll + (ell < 0 ? CTN_MAX_DIMS - n + k : CTN_MAX_DIMS - ell + k));
+      i += 2;
+    } else if (std::isalpha(static_cast<unsigned char>(t[i]))) {
+      ids.push_back(t[i]);
+    } else {
+      c.invalid("equation term '%s' has a character '%c' that is neither a letter nor '...'", t.c_str(), t[i]);
+    }
+  }
+  if (ell < 0 && ids.size() != ndim) c.invalid("equation term '%s' names %zu dims, its input has %u", t.c_str(), ids.size(), ndim);
+  return ids;
+}
+
+// Sums away the dims of `t` whose id is not in `keep`.
+void ein_sum_out(Graph &g, EinTerm &t, const std::vector<int> &keep) {
+  uint64_t mask = 0;
+  std::vector<int> left;
+  for (size_t k = 0; k < t.ids.size(); ++k) {
+    if (std::find(keep.begin(), keep.end(), t.ids[k]) == keep.end()) mask |= 1ull << k;
+    else left.push_back(t.ids[k]);
+  }
+  if (mask) t.x = reduce(g, CTN_OP_SUM, t.x, mask, false);
+  t.ids = left;
+}
+
+// Repeated ids: keep the diagonal (x masked by an identity over the two dims, summed over one).
+void ein_diagonals(Graph &g, EinTerm &t) {
+  for (size_t p = 0; p < t.ids.size(); ++p)
+    for (size_t q = p + 1; q < t.ids.size(); ++q) {
+      if (t.ids[p] != t.ids[q]) continue;
+      const Shape s = g.info(t.x).shape;
+      const int64_t n = s[static_cast<uint32_t>(p)];
+      if (s[static_cast<uint32_t>(q)] != n)
+        fail(CTN_ERR_SHAPE, "label '%c' is repeated over dims of %lld and %lld", t.ids[p] < kEll ? t.ids[p] : '.',
+             static_cast<long long>(n), static_cast<long long>(s[static_cast<uint32_t>(q)]));
+      ctn_node eye = g.op2(CTN_OP_EQ, ramp(g, n, s.ndim, static_cast<uint32_t>(p)), ramp(g, n, s.ndim, static_cast<uint32_t>(q)));
+      t.x = reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, t.x, cast(g, eye, g.info(t.x).dtype)), 1ull << q, false);
+      t.ids.erase(t.ids.begin() + static_cast<long>(q));
+      --q;
+    }
+}
+
+// `t` permuted to the ids `order` (each present once) and reshaped to the products of `groups`.
+ctn_node ein_arrange(Graph &g, const EinTerm &t, const std::vector<std::vector<int>> &groups, std::vector<int64_t> *dims_out) {
+  std::vector<int32_t> perm;
+  Shape s = g.info(t.x).shape, r;
+  for (const auto &grp : groups) {
+    int64_t n = 1;
+    for (int id : grp) {
+      auto k = static_cast<uint32_t>(std::find(t.ids.begin(), t.ids.end(), id) - t.ids.begin());
+      perm.push_back(static_cast<int32_t>(k));
+      n *= s[k];
+      if (dims_out) dims_out->push_back(s[k]);
+    }
+    r[r.ndim++] = n;
+  }
+  return reshape(g, permute(g, t.x, perm), r);
+}
+
+EinTerm ein_pair(NodeCtx &c, EinTerm a, EinTerm b, const std::vector<int> &needed) {
+  Graph &g = c.g;
+  auto in = [](const std::vector<int> &v, int id) { return std::find(v.begin(), v.end(), id) != v.end(); };
+  std::vector<int> batch, left, contract, right;
+  for (int id : a.ids) (in(b.ids, id) ? (in(needed, id) ? batch : contract) : left).push_back(id);
+  for (int id : b.ids)
+    if (!in(a.ids, id)) right.push_back(id);
+  // Broadcast size-1 batch dims (ellipsis) of one side to the other's size.
+  auto widen = [&](EinTerm &t, const EinTerm &o) {
+    Shape s = g.info(t.x).shape, os = g.info(o.x).shape, w = s;
+    for (size_t k = 0; k < t.ids.size(); ++k) {
+      auto j = std::find(o.ids.begin(), o.ids.end(), t.ids[k]);
+      if (j == o.ids.end()) continue;
+      int64_t od = os[static_cast<uint32_t>(j - o.ids.begin())];
+      if (s[static_cast<uint32_t>(k)] == 1 && od != 1) w[static_cast<uint32_t>(k)] = od;
+      else if (od != 1 && od != s[static_cast<uint32_t>(k)]) c.invalid("dims of label '%c' differ: %lld and %lld",
+          t.ids[k] < kEll ? t.ids[k] : '.', static_cast<long long>(s[static_cast<uint32_t>(k)]), static_cast<long long>(od));
+    }
+    if (w != s) {
+      ctn_attrs at{};
+      for (uint32_t k = 0; k < w.ndim; ++k) at.i[at.ni++] = w[k];
+      t.x = g.op1(CTN_OP_BROADCAST_TO, t.x, &at);
+    }
+  };
+  widen(a, b);
+  widen(b, a);
+  std::vector<int64_t> da, db;
+  ctn_node x = ein_arrange(g, a, {batch, left, contract}, &da);
+  ctn_node y = ein_arrange(g, b, {batch, contract, right}, &db);
+  ctn_node z = g.op2(CTN_OP_MATMUL, x, y);
+  EinTerm r;
+  r.ids = batch;
+  r.ids.insert(r.ids.end(), left.begin(), left.end());
+  r.ids.insert(r.ids.end(), right.begin(), right.end());
+  Shape rs;
+  for (size_t k = 0; k < batch.size() + left.size(); ++k) rs[rs.ndim++] = da[k];
+  for (size_t k = batch.size() + contract.size(); k < db.size(); ++k) rs[rs.ndim++] = db[k];
+  r.x = reshape(g, z, rs);
+  return r;
+}
+
+void einsum(NodeCtx &c) {
+  Graph &g = c.g;
+  std::string eq;
+  for (char ch : c.attr_s("equation", "")) if (ch != ' ') eq += ch;
+  const size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t p = 0;;) {
+    size_t comma = lhs.find(',', p);
+    terms.push_back(lhs.substr(p, comma == std::string::npos ? std::string::npos : comma - p));
+    if (comma == std::string::npos) break;
+    p = comma + 1;
+  }
+  if (terms.size() != c.n_in()) c.invalid("the equation '%s' has %zu terms for %zu inputs", eq.c_str(), terms.size(), c.n_in());
+  int32_t dt = c.dtype(0);
+  const int32_t wt = dtype_is_float(dt) ? dt : CTN_F64;
+  std::vector<EinTerm> ops;
+  int ell = 0;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    EinTerm t{cast(g, c.in(i), wt), ein_ids(c, terms[i], c.shape(i).ndim, -1)};
+    for (int id : t.ids) ell = std::max(ell, id >= kEll ? CTN_MAX_DIMS - (id - kEll) : 0);
+    ein_diagonals(g, t);
+    ops.push_back(t);
+  }
+  std::vector<int> out;
+  if (arrow != std::string::npos) {
+    out = ein_ids(c, eq.substr(arrow + 2), 0, ell);
+    for (size_t k = 0; k < out.size(); ++k)
+      if (std::count(out.begin(), out.end(), out[k]) > 1) c.invalid("output label '%c' appears more than once", out[k] < kEll ? out[k] : '.');
+  } else {  // implicit: ellipsis dims, then the letters used once, alphabetically
+    for (int k = 0; k < ell; ++k) out.push_back(kEll + CTN_MAX_DIMS - ell + k);
+    std::map<int, int> count;
+    for (const EinTerm &t : ops) for (int id : t.ids) if (id < kEll) ++count[id];
+    for (auto [id, n] : count) if (n == 1) out.push_back(id);
+  }
+  // Ids wanted by the output or by operands at or after `from`.
+  auto needed = [&](size_t from) {
+    std::vector<int> v = out;
+    for (size_t j = from; j < ops.size(); ++j) v.insert(v.end(), ops[j].ids.begin(), ops[j].ids.end());
+    return v;
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    std::vector<int> keep = out;
+    for (size_t j = 0; j < ops.size(); ++j) if (j != i) keep.insert(keep.end(), ops[j].ids.begin(), ops[j].ids.end());
+    ein_sum_out(g, ops[i], keep);
+  }
+  EinTerm acc = ops[0];
+  for (size_t i = 1; i < ops.size(); ++i) acc = ein_pair(c, acc, ops[i], needed(i + 1));
+  ein_sum_out(g, acc, out);
+  std::vector<int32_t> perm;
+  for (int id : out) {
+    auto it = std::find(acc.ids.begin(), acc.ids.end(), id);
+    if (it == acc.ids.end()) c.invalid("output label '%c' is not in any input", id < kEll ? id : '.');
+    perm.push_back(static_cast<int32_t>(it - acc.ids.begin()));
+  }
+  out1(c, cast(g, perm.empty() ? acc.x : permute(g, acc.x, perm), dt));
+}
+
+// ---- bitwise ops -----------------------------------------------------------------------------------
+// Integers are f64 here: bit k of x is floor(x / 2^k) mod 2 (floor division is the arithmetic
+// shift, so negatives have their two's-complement bits), and K bits recombine with the top bit
+// weighing -2^(K-1) for signed dtypes. K is the dtype's width, 53 for int64 (exact while
+// |x| < 2^52).
+struct IntKind {
+  int bits;
+  bool is_signed;
+};
+IntKind int_kind(NodeCtx &c, int32_t dt) {
+  switch (dt) {
+    case CTN_U8: return {8, false};
+    case CTN_I32: return {32, true};
+    case CTN_I64: return {53, true};
+    default: c.unsupported("dtype %s (bitwise ops take uint8, int32 and int64)", dtype_name(dt));
+  }
+}
+
+ctn_node bit_planes(Graph &g, ctn_node x, int bits) {  // x f64 -> x.shape + [bits] of 0/1
+  Shape s = g.info(x).shape, p;
+  s[s.ndim++] = 1;
+  p.ndim = s.ndim;
+  for (uint32_t k = 0; k + 1 < p.ndim; ++k) p[k] = 1;
+  p[p.ndim - 1] = bits;
+  std::vector<double> pw(static_cast<size_t>(bits));
+  for (int k = 0; k < bits; ++k) pw[static_cast<size_t>(k)] = std::ldexp(1.0, k);
+  ctn_node q = floor(g, g.op2(CTN_OP_DIV, reshape(g, x, s), const_f(g, CTN_F64, pw, p)));
+  return g.op2(CTN_OP_SUB, q, g.op2(CTN_OP_MUL, floor(g, g.op2(CTN_OP_MUL, q, g.add_scalar(CTN_F64, 0.5))), g.add_scalar(CTN_F64, 2)));
+}
+
+ctn_node from_bit_planes(Graph &g, ctn_node planes, IntKind k) {
+  Shape p;
+  p.ndim = g.info(planes).shape.ndim;
+  for (uint32_t d = 0; d + 1 < p.ndim; ++d) p[d] = 1;
+  p[p.ndim - 1] = k.bits;
+  std::vector<double> w(static_cast<size_t>(k.bits));
+  for (int b = 0; b < k.bits; ++b) w[static_cast<size_t>(b)] = std::ldexp(k.is_signed && b == k.bits - 1 ? -1.0 : 1.0, b);
+  return reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, planes, const_f(g, CTN_F64, w, p)), 1ull << (p.ndim - 1), false);
+}
+
+// x (f64) wrapped to the dtype's range, as the integer arithmetic of a shift does.
+ctn_node wrap_int(Graph &g, ctn_node x, IntKind k) {
+  if (k.bits > 32) return x;  // int64: f64 holds only what never overflows
+  const double m = std::ldexp(1.0, k.bits), h = k.is_signed ? std::ldexp(1.0, k.bits - 1) : 0;
+  ctn_node v = g.op2(CTN_OP_ADD, x, g.add_scalar(CTN_F64, h));
+  v = g.op2(CTN_OP_SUB, v, g.op2(CTN_OP_MUL, floor(g, g.op2(CTN_OP_DIV, v, g.add_scalar(CTN_F64, m))), g.add_scalar(CTN_F64, m)));
+  return g.op2(CTN_OP_SUB, v, g.add_scalar(CTN_F64, h));
+}
+
+template <int Kind>  // 0 and, 1 or, 2 xor
+void bitwise(NodeCtx &c) {
+  Graph &g = c.g;
+  const int32_t dt = c.dtype(0);
+  if (c.dtype(1) != dt) c.invalid("inputs are %s and %s", dtype_name(dt), dtype_name(c.dtype(1)));
+  const IntKind k = int_kind(c, dt);
+  ctn_node a = bit_planes(g, cast(g, c.in(0), CTN_F64), k.bits), b = bit_planes(g, cast(g, c.in(1), CTN_F64), k.bits);
+  ctn_node r = Kind == 0 ? g.op2(CTN_OP_MUL, a, b) : Kind == 1 ? g.op2(CTN_OP_MAXIMUM, a, b) : g.op1(CTN_OP_ABS, g.op2(CTN_OP_SUB, a, b));
+  out1(c, cast(g, from_bit_planes(g, r, k), dt));
+}
+
+void bitwise_not(NodeCtx &c) {  // ~x = -x - 1 (signed), 2^n - 1 - x (unsigned)
+  Graph &g = c.g;
+  const int32_t dt = c.dtype(0);
+  const IntKind k = int_kind(c, dt);
+  const double top = k.is_signed ? -1.0 : std::ldexp(1.0, k.bits) - 1;
+  out1(c, cast(g, g.op2(CTN_OP_SUB, g.add_scalar(CTN_F64, top), cast(g, c.in(0), CTN_F64)), dt));
+}
+
+// BitShift (numpy's semantics, as the reference: shifts outside [0, width) give 0, or -1 for a
+// right shift of a negative); LEFT multiplies by 2^s and wraps, RIGHT floor-divides.
+void bit_shift(NodeCtx &c) {
+  Graph &g = c.g;
+  const int32_t dt = c.dtype(0);
+  const IntKind k = int_kind(c, dt);
+  const std::string dir = c.attr_s("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT") c.invalid("direction must be LEFT or RIGHT, not '%s'", dir.c_str());
+  const int width = dt == CTN_I64 ? 64 : k.bits;
+  ctn_node x = cast(g, c.in(0), CTN_F64), s = cast(g, c.in(1), CTN_F64);
+  ctn_node p = g.op2(CTN_OP_POW, g.add_scalar(CTN_F64, 2), s);
+  ctn_node out_of_range = where3(g, g.op2(CTN_OP_LT, s, g.add_scalar(CTN_F64, 0)), g.add_scalar(CTN_BOOL, 1),
+                                 g.op2(CTN_OP_GE, s, g.add_scalar(CTN_F64, width)));
+  ctn_node y, fill;
+  if (dir == "LEFT") {
+    y = wrap_int(g, g.op2(CTN_OP_MUL, x, p), k);
+    fill = g.add_scalar(CTN_F64, 0);
+  } else {
+    y = floor(g, g.op2(CTN_OP_DIV, x, p));
+    fill = g.op1(CTN_OP_NEG, cast(g, g.op2(CTN_OP_LT, x, g.add_scalar(CTN_F64, 0)), CTN_F64));
+  }
+  out1(c, cast(g, where3(g, out_of_range, fill, y), dt));
 }
 
 // ---- softmax family -------------------------------------------------------------------------------
@@ -508,6 +787,13 @@ const OpEntry kMath[] = {
     {"ArgMax", argmax},
     {"ArgMin", argmin},
     {"CumSum", cumsum},
+    {"CumProd", cumprod},
+    {"Einsum", einsum},
+    {"BitwiseAnd", bitwise<0>},
+    {"BitwiseOr", bitwise<1>},
+    {"BitwiseXor", bitwise<2>},
+    {"BitwiseNot", bitwise_not},
+    {"BitShift", bit_shift},
     {"Softmax", softmax},
     {"LogSoftmax", log_softmax},
 };

@@ -254,6 +254,34 @@ void pool(NodeCtx &c, bool is_max) {
 void max_pool(NodeCtx &c) { pool(c, true); }
 void avg_pool(NodeCtx &c) { pool(c, false); }
 
+// LpPool: (sum of |x|^p over the zero-padded window)^(1/p), the sum as an average pool with no
+// padding of its own times the window's size.
+void lp_pool(NodeCtx &c) {
+  Graph &g = c.g;
+  const uint32_t nsp = spatial_dims(c);
+  const Shape xs = c.shape(0);
+  if (!dtype_is_float(c.dtype(0))) c.unsupported("dtype %s (float and double only)", dtype_name(c.dtype(0)));
+  std::vector<int64_t> ks = c.attr_ints("kernel_shape");
+  if (ks.size() != nsp) c.invalid("kernel_shape must have %u entries", nsp);
+  Window w = window(c, ks.data(), &xs.d[2], nsp, false);
+  if (w.d[0] != 1 || w.d[1] != 1) c.unsupported("dilations other than 1");
+  const double p = static_cast<double>(c.attr_i("p", 2));
+  if (p < 1) c.invalid("p must be at least 1, not %g", p);
+  ctn_node x = to4d(g, g.op1(CTN_OP_ABS, c.in(0)));
+  const int32_t dt = g.info(x).dtype;
+  x = p == 1 ? x : p == 2 ? g.op2(CTN_OP_MUL, x, x) : g.op2(CTN_OP_POW, x, g.add_scalar(dt, p));
+  const Shape s4 = g.info(x).shape;
+  const int64_t in[2] = {s4[2], s4[3]};
+  int64_t extra[2];
+  ceil_extra(w, in, c.attr_i("ceil_mode", 0) != 0, extra);
+  for (int k = 0; k < 2; ++k) x = pad_axis(g, x, 2 + k, w.pb[k], w.pe[k] + extra[k], 0, 0.0);
+  ctn_attrs a = attrs_i({w.k[0], w.k[1], w.s[0], w.s[1], 0, 0, 1});
+  ctn_node y = g.op2(CTN_OP_MUL, g.op1(CTN_OP_AVG_POOL2D, x, &a), g.add_scalar(dt, static_cast<double>(w.k[0] * w.k[1])));
+  if (p == 2) y = g.op1(CTN_OP_SQRT, y);
+  else if (p != 1) y = g.op2(CTN_OP_POW, y, g.add_scalar(dt, 1.0 / p));
+  out1(c, from4d(g, y, w.one_d));
+}
+
 void global_pool(NodeCtx &c, const char *op) {
   const Shape s = c.shape(0);
   if (s.ndim < 3) c.invalid("the input must be at least 3-d");
@@ -532,6 +560,66 @@ void convert_gru(NodeCtx &c);
 void convert_rnn(NodeCtx &c);
 
 namespace {
+// Col2Im: the inverse of im2col, summing overlapping blocks: the columns [N, C*prod(block), L]
+// times a constant 0/1 map [prod(block)*L, prod(image)] from (kernel offset, block location) to
+// the image position it lands on (positions in the padding are dropped).
+void col2im(NodeCtx &c) {
+  Graph &g = c.g;
+  const int32_t dt = c.dtype(0);
+  if (!dtype_is_float(dt)) c.unsupported("dtype %s (float and double only)", dtype_name(dt));
+  const std::vector<int64_t> img = c.ints(1, "image_shape"), blk = c.ints(2, "block_shape");
+  const size_t nd = img.size();
+  if (nd == 0 || blk.size() != nd) c.invalid("image_shape and block_shape must have the same, non-zero length");
+  auto per_dim = [&](const char *name, int64_t def, size_t n) {
+    std::vector<int64_t> v = c.attr_ints(name);
+    if (v.empty()) v.assign(n, def);
+    if (v.size() != n) c.invalid("%s must have %zu entries", name, n);
+    return v;
+  };
+  const std::vector<int64_t> dil = per_dim("dilations", 1, nd), str = per_dim("strides", 1, nd), pads = per_dim("pads", 0, 2 * nd);
+  const Shape xs = c.shape(0);
+  int64_t k_total = 1, img_total = 1, l_total = 1;
+  std::vector<int64_t> locs(nd);
+  for (size_t d = 0; d < nd; ++d) {
+    if (blk[d] < 1 || img[d] < 1 || dil[d] < 1 || str[d] < 1) c.invalid("sizes, dilations and strides must be positive");
+    constexpr int64_t kBig = int64_t{1} << 31;  // keeps every product below in int64
+    if (blk[d] > kBig || img[d] > kBig || dil[d] > kBig || str[d] > kBig || pads[d] < 0 || pads[d + nd] < 0 ||
+        pads[d] > kBig || pads[d + nd] > kBig)
+      c.invalid("sizes, dilations, strides and pads must be below 2^31 (and pads not negative)");
+    locs[d] = (img[d] + pads[d] + pads[d + nd] - (dil[d] * (blk[d] - 1) + 1)) / str[d] + 1;
+    if (locs[d] < 1) c.invalid("the block does not fit the padded image along dim %zu", d);
+    k_total *= blk[d], img_total *= img[d], l_total *= locs[d];
+    c.limit(static_cast<double>(k_total) * static_cast<double>(l_total) * static_cast<double>(img_total), "Col2Im's position map");
+  }
+  if (xs.ndim != 3 || xs[1] % k_total != 0 || xs[2] != l_total)
+    c.invalid("input %s does not fit: [N, C*%lld, %lld] expected", shape_str(xs).c_str(), static_cast<long long>(k_total),
+              static_cast<long long>(l_total));
+  c.limit(static_cast<double>(k_total) * static_cast<double>(l_total) * static_cast<double>(img_total), "Col2Im's position map");
+  std::vector<double> map(static_cast<size_t>(k_total * l_total * img_total));
+  for (int64_t k = 0; k < k_total; ++k)
+    for (int64_t l = 0; l < l_total; ++l) {
+      int64_t kr = k, lr = l, pos = 0, stride = 1;
+      bool inside = true;
+      for (size_t d = nd; d-- > 0;) {
+        const int64_t ki = kr % blk[d], li = lr % locs[d];
+        kr /= blk[d], lr /= locs[d];
+        const int64_t at = li * str[d] - pads[d] + ki * dil[d];
+        inside = inside && at >= 0 && at < img[d];
+        pos += at * stride;
+        stride *= img[d];
+      }
+      if (inside) map[static_cast<size_t>((k * l_total + l) * img_total + pos)] = 1;
+    }
+  const int64_t nc = xs[0] * (xs[1] / k_total);
+  ctn_node cols = reshape(g, c.in(0), shape_of({nc, k_total * l_total}));
+  ctn_node y = g.op2(CTN_OP_MATMUL, cols, const_f(g, dt, map, shape_of({k_total * l_total, img_total})));
+  Shape out;
+  out[out.ndim++] = xs[0];
+  out[out.ndim++] = xs[1] / k_total;
+  for (int64_t v : img) out[out.ndim++] = v;
+  out1(c, reshape(g, y, out));
+}
+
 const OpEntry kNn[] = {
     {"MatMul", matmul},
     {"Gemm", gemm},
@@ -539,6 +627,8 @@ const OpEntry kNn[] = {
     {"ConvTranspose", conv_transpose},
     {"MaxPool", max_pool},
     {"AveragePool", avg_pool},
+    {"LpPool", lp_pool},
+    {"Col2Im", col2im},
     {"GlobalAveragePool", global_avg_pool},
     {"GlobalMaxPool", global_max_pool},
     {"BatchNormalization", batch_norm},

@@ -216,7 +216,50 @@ void upsample(NodeCtx &c) {
   resize_common(c, s, scales, {}, {});
 }
 
+// AffineGrid: the sampling grid theta @ [x, y(, z), 1] over the normalised output coordinates,
+// a constant base grid [1, P, K+1] times theta^T [N, K+1, K] as one batched matmul.
+void affine_grid(NodeCtx &c) {
+  Graph &g = c.g;
+  const int32_t dt = c.dtype(0);
+  if (!dtype_is_float(dt)) c.unsupported("theta of dtype %s (float and double only)", dtype_name(dt));
+  const std::vector<int64_t> size = c.ints(1, "size");
+  const Shape ts = c.shape(0);
+  const auto k = static_cast<int64_t>(size.size()) - 2;  // spatial dims: 2 or 3
+  if ((k != 2 && k != 3) || ts.ndim != 3 || ts[0] != size[0] || ts[1] != k || ts[2] != k + 1)
+    c.invalid("theta %s does not fit size of %zu entries (theta [N, 2, 3] with [N, C, H, W], [N, 3, 4] with "
+              "[N, C, D, H, W])", shape_str(ts).c_str(), size.size());
+  const bool align = c.attr_i("align_corners", 0) != 0;
+  // Output dims in order (D,) H, W; the coordinate vector is (x, y(, z)): W first.
+  std::vector<int64_t> dims(size.begin() + 2, size.end());
+  int64_t points = 1;
+  for (int64_t d : dims) points *= d;
+  c.limit(static_cast<double>(points) * static_cast<double>(k + 1), "AffineGrid's base grid");
+  auto coord = [&](int64_t i, int64_t n) {
+    if (n <= 1) return 0.0;
+    return align ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1)
+                 : (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n) - 1.0;
+  };
+  std::vector<double> base(static_cast<size_t>(points * (k + 1)));
+  for (int64_t p = 0; p < points; ++p) {
+    int64_t rem = p;
+    for (int64_t j = k - 1; j >= 0; --j) {  // j indexes dims; coordinate slot k-1-j
+      const int64_t n = dims[static_cast<size_t>(j)], i = rem % n;
+      rem /= n;
+      base[static_cast<size_t>(p * (k + 1) + (k - 1 - j))] = coord(i, n);
+    }
+    base[static_cast<size_t>(p * (k + 1) + k)] = 1.0;
+  }
+  ctn_node bg = const_f(g, dt, base, Shape::from(3, std::vector<int64_t>{1, points, k + 1}.data()));
+  ctn_node y = g.op2(CTN_OP_MATMUL, bg, permute(g, c.in(0), {0, 2, 1}));
+  Shape out;
+  out[out.ndim++] = size[0];
+  for (int64_t d : dims) out[out.ndim++] = d;
+  out[out.ndim++] = k;
+  c.outs = {reshape(g, y, out)};
+}
+
 const OpEntry kResize[] = {
+    {"AffineGrid", affine_grid},
     {"Resize", resize},
     {"Upsample", upsample},
 };

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 
 namespace ctn::onnx {
 namespace {
@@ -223,12 +224,15 @@ void gather(NodeCtx &c) {
   out1(c, take(c.g, c.in(0), fix_indices(c, c.in(1), s[static_cast<uint32_t>(ax)]), ax));
 }
 
-void gather_elements(NodeCtx &c) {
-  // Flat index = idx * stride(axis) + (offset of every other coordinate), then one gather.
+// GatherElements / ScatterElements: the flat index (f64) into data of each element of indices
+// (input 1) along `ax`: idx * stride(axis) + the offset of every other coordinate.
+ctn_node elements_flat_index(NodeCtx &c, int32_t ax) {
   Graph &g = c.g;
   const Shape s = c.shape(0), is = c.shape(1);
-  const int32_t ax = c.axis(c.attr_i("axis", 0), s.ndim);
   if (is.ndim != s.ndim) c.invalid("indices must have the rank of data");
+  for (uint32_t k = 0; k < s.ndim; ++k)
+    if (static_cast<int32_t>(k) != ax && is[k] > s[k]) c.invalid("indices' dim %u (%lld) exceeds data's (%lld)", k,
+                                                                 static_cast<long long>(is[k]), static_cast<long long>(s[k]));
   int64_t strides[CTN_MAX_DIMS];
   contiguous_strides(s, strides);
   std::vector<int64_t> base(static_cast<size_t>(is.numel()));
@@ -242,20 +246,26 @@ void gather_elements(NodeCtx &c) {
     base[static_cast<size_t>(f)] = off;
   }
   ctn_node idx = cast(g, fix_indices(c, c.in(1), s[static_cast<uint32_t>(ax)]), CTN_F64);
-  ctn_node flat = g.op2(CTN_OP_ADD, g.op2(CTN_OP_MUL, idx, g.add_scalar(CTN_F64, static_cast<double>(strides[ax]))),
-                        cast(g, const_i64(g, base, is), CTN_F64));
+  return g.op2(CTN_OP_ADD, g.op2(CTN_OP_MUL, idx, g.add_scalar(CTN_F64, static_cast<double>(strides[ax]))),
+               cast(g, const_i64(g, base, is), CTN_F64));
+}
+
+void gather_elements(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  ctn_node flat = elements_flat_index(c, c.axis(c.attr_i("axis", 0), s.ndim));
   const int64_t total = s.numel();
   out1(c, take(g, reshape(g, c.in(0), Shape::from(1, &total)), cast(g, flat, CTN_I64), 0));
 }
 
-void gather_nd(NodeCtx &c) {
+// GatherND / ScatterND: the flat row index (f64, indices.shape[:-1]) into data viewed as `rows`
+// = [prod(shape[:k]), shape[k:]...], k the last dim of indices (input 1).
+ctn_node nd_flat_row(NodeCtx &c, Shape *rows) {
   Graph &g = c.g;
   const Shape s = c.shape(0), is = c.shape(1);
-  if (c.attr_i("batch_dims", 0) != 0) c.unsupported("batch_dims other than 0");
   if (is.ndim == 0) c.invalid("indices must be at least 1-d");
   const int64_t k = is[is.ndim - 1];
   if (k < 1 || k > static_cast<int64_t>(s.ndim)) c.invalid("the last dim of indices (%lld) exceeds the data's rank", static_cast<long long>(k));
-  // Flat row index into data viewed as [prod(shape[:k]), shape[k:]...].
   std::vector<double> stride(static_cast<size_t>(k)), dims(static_cast<size_t>(k));
   double st = 1;
   for (int64_t j = k - 1; j >= 0; --j) {
@@ -270,11 +280,74 @@ void gather_nd(NodeCtx &c) {
   ctn_node idx = cast(g, c.in(1), CTN_F64);
   ctn_node neg = cast(g, g.op2(CTN_OP_LT, idx, g.add_scalar(CTN_F64, 0)), CTN_F64);
   idx = g.op2(CTN_OP_ADD, idx, g.op2(CTN_OP_MUL, neg, const_f(g, CTN_F64, dims, ks)));
-  ctn_node flat = reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, idx, const_f(g, CTN_F64, stride, ks)), 1ull << (is.ndim - 1), false);
-  Shape ds;
-  ds[ds.ndim++] = static_cast<int64_t>(st);
-  for (uint32_t d = static_cast<uint32_t>(k); d < s.ndim; ++d) ds[ds.ndim++] = s[d];
-  out1(c, take(g, reshape(g, c.in(0), ds), cast(g, flat, CTN_I64), 0));
+  *rows = Shape{};
+  (*rows)[rows->ndim++] = static_cast<int64_t>(st);
+  for (uint32_t d = static_cast<uint32_t>(k); d < s.ndim; ++d) (*rows)[rows->ndim++] = s[d];
+  return reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, idx, const_f(g, CTN_F64, stride, ks)), 1ull << (is.ndim - 1), false);
+}
+
+void gather_nd(NodeCtx &c) {
+  if (c.attr_i("batch_dims", 0) != 0) c.unsupported("batch_dims other than 0");
+  Shape rows;
+  ctn_node flat = nd_flat_row(c, &rows);
+  out1(c, take(c.g, reshape(c.g, c.in(0), rows), cast(c.g, flat, CTN_I64), 0));
+}
+
+// Scatter of U update rows (upd [U, R]) into the N rows of data ([N, R]) at the flat row indices
+// `flat` (f64 [U]), with ONNX's reduction ("none", "add", "mul", "max", "min"). No scatter op
+// exists: a [N, U, 1] mask of (flat == row) selects each row's updates, reduced over U. Under
+// "none" duplicate indices (undefined in ONNX) add up.
+ctn_node scatter_rows(NodeCtx &c, ctn_node data, ctn_node flat, ctn_node upd, const std::string &red) {
+  Graph &g = c.g;
+  const int32_t dt = g.info(data).dtype, wt = dtype_is_float(dt) ? dt : CTN_F64;
+  const int64_t n = g.info(data).shape[0], u = g.info(upd).shape[0], r = g.info(upd).shape[1];
+  c.limit(static_cast<double>(n) * static_cast<double>(u) * static_cast<double>(r), "scatter's row-by-update mask");
+  ctn_node d = cast(g, data, wt);
+  ctn_node sel = g.op2(CTN_OP_EQ, reshape(g, flat, Shape::from(3, std::vector<int64_t>{1, u, 1}.data())), ramp(g, n, 3, 0));
+  ctn_node vals = reshape(g, cast(g, upd, wt), Shape::from(3, std::vector<int64_t>{1, u, r}.data()));
+  ctn_node hit = g.op2(CTN_OP_GT, reduce(g, CTN_OP_SUM, cast(g, sel, wt), 2, false), g.add_scalar(wt, 0));  // [N, 1]
+  auto pick = [&](double other) {
+    ctn_node in[3] = {sel, vals, g.add_scalar(wt, other)};
+    return g.add_op(CTN_OP_WHERE, 3, in, nullptr);
+  };
+  auto where = [&](ctn_node cond, ctn_node a, ctn_node b) {
+    ctn_node in[3] = {cond, a, b};
+    return g.add_op(CTN_OP_WHERE, 3, in, nullptr);
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  ctn_node y;
+  if (red == "none") y = where(hit, reduce(g, CTN_OP_SUM, pick(0), 2, false), d);
+  else if (red == "add") y = g.op2(CTN_OP_ADD, d, reduce(g, CTN_OP_SUM, pick(0), 2, false));
+  else if (red == "mul") y = g.op2(CTN_OP_MUL, d, cast(g, product(g, pick(1), [&](ctn_node v) { return reduce(g, CTN_OP_SUM, v, 2, false); }), wt));
+  else if (red == "max") y = where(hit, g.op2(CTN_OP_MAXIMUM, d, reduce(g, CTN_OP_MAX, pick(-inf), 2, false)), d);
+  else if (red == "min") y = where(hit, g.op2(CTN_OP_MINIMUM, d, reduce_min(g, pick(inf), 2, false)), d);
+  else c.invalid("unknown reduction '%s'", red.c_str());
+  return cast(g, y, dt);
+}
+
+void scatter_elements(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0), us = c.shape(2);
+  if (!(us == c.shape(1))) c.invalid("updates must have the shape of indices");
+  ctn_node flat = elements_flat_index(c, c.axis(c.attr_i("axis", 0), s.ndim));
+  const int64_t n = s.numel(), u = us.numel();
+  ctn_node y = scatter_rows(c, reshape(g, c.in(0), Shape::from(2, std::vector<int64_t>{n, 1}.data())),
+                            reshape(g, flat, Shape::from(1, &u)),
+                            reshape(g, c.in(2), Shape::from(2, std::vector<int64_t>{u, 1}.data())), c.attr_s("reduction", "none"));
+  out1(c, reshape(g, y, s));
+}
+
+void scatter_nd(NodeCtx &c) {
+  Graph &g = c.g;
+  Shape rows;
+  ctn_node flat = nd_flat_row(c, &rows);
+  const int64_t u = g.info(flat).shape.numel(), n = rows[0], r = n ? c.shape(0).numel() / n : 0;
+  if (c.shape(2).numel() != u * r) c.invalid("updates have %lld elements, indices and data make %lld",
+                                             static_cast<long long>(c.shape(2).numel()), static_cast<long long>(u * r));
+  ctn_node y = scatter_rows(c, reshape(g, c.in(0), Shape::from(2, std::vector<int64_t>{n, r}.data())),
+                            reshape(g, flat, Shape::from(1, &u)),
+                            reshape(g, c.in(2), Shape::from(2, std::vector<int64_t>{u, r}.data())), c.attr_s("reduction", "none"));
+  out1(c, reshape(g, y, c.shape(0)));
 }
 
 void expand(NodeCtx &c) {
@@ -393,9 +466,15 @@ void constant(NodeCtx &c) {
 
 void range(NodeCtx &c) {
   const int32_t dt = c.dtype(0);
-  double b = c.reals(0, "start").at(0), e = c.reals(1, "limit").at(0), d = c.reals(2, "delta").at(0);
+  auto scalar = [&](size_t i, const char *what) {
+    std::vector<double> v = c.reals(i, what);
+    if (v.size() != 1) c.invalid("%s must be a scalar (it has %zu elements)", what, v.size());
+    return v[0];
+  };
+  double b = scalar(0, "start"), e = scalar(1, "limit"), d = scalar(2, "delta");
   if (d == 0) c.invalid("delta is 0");
   const double count = std::ceil((e - b) / d);
+  if (!std::isfinite(count)) c.invalid("start %g, limit %g and delta %g make no finite range", b, e, d);
   c.limit(std::max(0.0, count), "a range");
   int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
   std::vector<double> v;
@@ -478,6 +557,25 @@ void eye_like(NodeCtx &c) {
   out1(c, cast(c.g, const_f(c.g, CTN_F64, v, s), dt));
 }
 
+// CenterCropPad: each named axis cropped (or zero-padded) to its target size around the centre.
+void center_crop_pad(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  std::vector<int64_t> target = c.ints(1, "shape"), axes = c.attr_ints("axes");
+  if (axes.empty())
+    for (uint32_t k = 0; k < s.ndim; ++k) axes.push_back(k);
+  if (axes.size() != target.size()) c.invalid("shape has %zu entries for %zu axes", target.size(), axes.size());
+  ctn_node x = c.in(0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int32_t ax = c.axis(axes[i], s.ndim);
+    const int64_t have = s[static_cast<uint32_t>(ax)], want = target[i];
+    if (want < 0) c.invalid("target size %lld is negative", static_cast<long long>(want));
+    if (want < have) x = slice(g, x, ax, (have - want) / 2, (have - want) / 2 + want, 1);
+    else if (want > have) x = pad_axis(g, x, ax, (want - have) / 2, want - have - (want - have) / 2, 0, 0.0);
+  }
+  out1(c, x);
+}
+
 const OpEntry kTensor[] = {
     {"Identity", identity},
     {"Reshape", reshape_},
@@ -491,6 +589,9 @@ const OpEntry kTensor[] = {
     {"Gather", gather},
     {"GatherElements", gather_elements},
     {"GatherND", gather_nd},
+    {"ScatterElements", scatter_elements},
+    {"Scatter", scatter_elements},
+    {"ScatterND", scatter_nd},
     {"Expand", expand},
     {"Tile", tile},
     {"Pad", pad},
@@ -504,6 +605,7 @@ const OpEntry kTensor[] = {
     {"OneHot", one_hot_},
     {"Trilu", trilu},
     {"EyeLike", eye_like},
+    {"CenterCropPad", center_crop_pad},
 };
 
 }  // namespace

@@ -16,6 +16,7 @@ Usage: export_ort.py CHUTNEY WORKDIR [ONNX_EXPORT_TEST]. Exit 0 pass, 1 fail, 77
 onnxruntime is missing.
 """
 import os
+import shutil
 import subprocess
 import sys
 
@@ -45,6 +46,8 @@ def chutney_logits(cli, model, x_npy, out_dir):
 
 def main():
     cli, work = sys.argv[1], sys.argv[2]
+    # A fresh folder each run: a previous run's checkpoints would make `chutney train` refuse.
+    shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work, exist_ok=True)
     m_onnx, m_ctn, ck = (os.path.join(work, n) for n in ("m.onnx", "m.ctn", "ck"))
     for p in (m_onnx, m_ctn):

@@ -188,7 +188,18 @@ TEST(OnnxErrors, NameTheNodeTheOpAndWhatIsMissing) {
   Pb conv_g;
   conv_g.m(1, node("Conv", {"x", "w"}, {"y"}, "conv3d")).m(5, conv_w).m(11, value_info("x", 1, {1, 1, 2, 2, 2}))
       .m(12, value_info("y", 1, {1, 1, 2, 2, 2}));
+  auto equation = [](const char *eq) {
+    Pb a;
+    a.s(1, "equation").s(4, eq).i(20, 3);
+    return a;
+  };
   std::vector<Case> cases = {
+      {"einsum_out.onnx", model(one_node_graph(node("Einsum", {"x"}, {"y"}, "ein1", {equation("ab->bb")}))).b,
+       CTN_ERR_INVALID_ARGUMENT, {"node 'ein1' (Einsum)", "output label 'b' appears more than once"}},
+      {"einsum_diag.onnx", model(one_node_graph(node("Einsum", {"x"}, {"y"}, "ein2", {equation("aa->a")}))).b,
+       CTN_ERR_SHAPE, {"node 'ein2' (Einsum)", "label 'a' is repeated over dims of 2 and 3"}},
+      {"einsum_rank.onnx", model(one_node_graph(node("Einsum", {"x"}, {"y"}, "ein3", {equation("abc->a")}))).b,
+       CTN_ERR_INVALID_ARGUMENT, {"node 'ein3' (Einsum)", "names 3 dims, its input has 2"}},
       {"op.onnx", model(one_node_graph(node("FancyOp", {"x"}, {"y"}, "fancy1"))).b, CTN_ERR_UNSUPPORTED,
        {"node 'fancy1' (FancyOp)", "no converter"}},
       {"attr.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu1", {bad_attr}))).b, CTN_ERR_UNSUPPORTED,
@@ -231,6 +242,114 @@ TEST(OnnxErrors, SymbolicDimensionGivenByAnInputValue) {
   load(wrong, e.ctx, path, 0, {{"y", xt.get(), 0, 0}});
   EXPECT_EQ(wrong.st, CTN_ERR_INVALID_ARGUMENT);
   EXPECT_NE(wrong.err.find("no graph input named 'y'"), std::string::npos) << wrong.err;
+  // A value that does not fit is refused with the model's own shape, symbolic dims by name.
+  TensorPtr bad = ctn_cli::make_tensor(CTN_F32, {3, 4}, x.data());
+  Loaded misfit;
+  load(misfit, e.ctx, path, 0, {{"x", bad.get(), 0, 0}});
+  EXPECT_EQ(misfit.st, CTN_ERR_SHAPE);
+  EXPECT_NE(misfit.err.find("input 'x' has shape [3, 4], which does not fit the model's [batch, 3]"), std::string::npos)
+      << misfit.err;
+  // Without a value, CTN_ONNX_SYMBOLIC_DIMS_AS_ONE takes the batch as 1.
+  Loaded one;
+  load(one, e.ctx, path, CTN_ONNX_SYMBOLIC_DIMS_AS_ONE);
+  ASSERT_EQ(one.st, CTN_OK) << one.err;
+  ctn_dtype dt;
+  uint32_t nd = 0;
+  int64_t dims[CTN_MAX_DIMS];
+  ASSERT_EQ(ctn_node_info(one.g, one.node(CTN_ONNX_INPUTS, 0), &dt, &nd, dims), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(nd, 2u);
+  EXPECT_EQ(dims[0], 1);
+  EXPECT_EQ(dims[1], 3);
+  TensorPtr x1 = ctn_cli::make_tensor(CTN_F32, {1, 3}, x.data());
+  auto r1 = run(one.g, {one.node(CTN_ONNX_OUTPUTS, 0)}, {one.node(CTN_ONNX_INPUTS, 0)}, {x1.get()});
+  EXPECT_EQ(r1.at(0), (std::vector<float>{0, 2, 0}));
+}
+
+// y = Loop(M, "", x) whose body adds the outer-scope x to the carried value: y = (M + 1) x.
+std::string loop_model() {
+  Pb body;
+  body.m(1, node("Identity", {"c"}, {"c2"}, "keep")).m(1, node("Add", {"a", "x"}, {"a2"}, "acc")).s(2, "body")
+      .m(11, value_info("i", 7, {})).m(11, value_info("c", 9, {})).m(11, value_info("a", 1, {2}))
+      .m(12, value_info("c2", 9, {})).m(12, value_info("a2", 1, {2}));
+  Pb battr;
+  battr.s(1, "body").m(6, body).i(20, 5);
+  Pb g;
+  g.m(1, node("Loop", {"M", "", "x"}, {"y"}, "loop1", {battr})).s(2, "g")
+      .m(11, value_info("M", 7, {})).m(11, value_info("x", 1, {2})).m(12, value_info("y", 1, {2}));
+  return model(g).b;
+}
+
+TEST(OnnxControlFlow, LoopIsUnrolledWhenItsTripCountIsAConstant) {
+  Env e;
+  const std::string path = write_file("loop.onnx", loop_model());
+  Loaded open;
+  load(open, e.ctx, path);
+  EXPECT_EQ(open.st, CTN_ERR_UNSUPPORTED);
+  EXPECT_NE(open.err.find("node 'loop1' (Loop)"), std::string::npos) << open.err;
+  EXPECT_NE(open.err.find("trip count M must be a constant"), std::string::npos) << open.err;
+  const int64_t trips = 3;
+  TensorPtr m = ctn_cli::make_tensor(CTN_I64, {}, &trips);
+  std::vector<float> x = {1.5f, -2};
+  TensorPtr xt = ctn_cli::make_tensor(CTN_F32, {2}, x.data());
+  Loaded l;
+  load(l, e.ctx, path, 0, {{"M", m.get(), 1, 0}, {"x", xt.get(), 0, 0}});
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  auto r = run(l.g, {l.node(CTN_ONNX_OUTPUTS, 0)}, {l.node(CTN_ONNX_INPUTS, 1)}, {xt.get()});
+  EXPECT_EQ(r.at(0), (std::vector<float>{6, -8}));
+}
+
+// ai.onnx.ml (models/ml_linear.onnx, written with onnx.helper): Scaler -> LinearClassifier
+// (3 classes, softmax), Normalizer (L2), LinearRegressor (2 targets) and a binary
+// LinearClassifier (logistic); the expected values are onnxruntime 1.32's outputs.
+TEST(OnnxMl, LinearModelsMatchOnnxRuntime) {
+  Env e;
+  Loaded l;
+  load(l, e.ctx, kModels + "ml_linear.onnx");
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  const std::vector<float> x = {1.5f, -2, 0.5f, 0, 3, -1};
+  TensorPtr xt = ctn_cli::make_tensor(CTN_F32, {2, 3}, x.data());
+  std::vector<ctn_node> outs;
+  for (uint32_t k = 0; k < 6; ++k) outs.push_back(l.node(CTN_ONNX_OUTPUTS, k));
+  // The int64 labels are compared through a float cast.
+  for (uint32_t k : {0u, 4u}) {
+    ctn_node f = CTN_NODE_NONE;
+    ASSERT_EQ(ctn_cast(l.g, outs[k], CTN_F32, &f), CTN_OK) << ctn_last_error();
+    outs[k] = f;
+  }
+  auto r = run(l.g, outs, {l.node(CTN_ONNX_INPUTS, 0)}, {xt.get()});
+  ASSERT_EQ(r.size(), 6u);
+  EXPECT_EQ(r[0], (std::vector<float>{10, 30}));
+  expect_close(r[1], {0.88907719f, 0.08373727f, 0.02718551f, 0.00095272f, 0.00521515f, 0.99383211f}, 1e-5, 1e-7, "prob");
+  expect_close(r[2], {0.42399916f, -0.84799832f, 0.31799936f, -0.55470020f, 0.83205032f, 0}, 1e-5, 1e-7, "normalizer");
+  EXPECT_EQ(r[3], (std::vector<float>{4.25f, -0.5f, -4.5f, 1.5f}));
+  EXPECT_EQ(r[4], (std::vector<float>{1, 0}));
+  expect_close(r[5], {0.00247258f, 0.99752742f, 0.99807322f, 0.00192678f}, 1e-4, 1e-7, "binary prob");
+}
+
+// Tree ensembles (models/ml_trees.onnx, two hand-written trees with LEQ/LT/GT tests and a NaN
+// routed by missing_value_tracks_true): a 2-target AVERAGE regressor, a 3-class SOFTMAX
+// classifier and a binary classifier, against onnxruntime 1.32's outputs (ml_trees.ort.npz).
+TEST(OnnxMl, TreeEnsemblesMatchOnnxRuntime) {
+  Env e;
+  Loaded l;
+  load(l, e.ctx, kModels + "ml_trees.onnx");
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  auto in = ctn_cli::npz_read(kModels + "ml_trees.in.npz");
+  auto ref = ctn_cli::npz_read(kModels + "ml_trees.ort.npz");
+  ASSERT_EQ(ref.size(), 5u);
+  std::vector<ctn_node> outs;
+  for (uint32_t k = 0; k < 5; ++k) {
+    ctn_node o = l.node(CTN_ONNX_OUTPUTS, k), f = CTN_NODE_NONE;
+    ASSERT_EQ(ctn_cast(l.g, o, CTN_F32, &f), CTN_OK) << ctn_last_error();  // labels are int64
+    outs.push_back(f);
+  }
+  auto r = run(l.g, outs, {l.node(CTN_ONNX_INPUTS, 0)}, {in.at(0).second.get()});
+  ASSERT_EQ(r.size(), 5u);
+  for (size_t k = 0; k < 5; ++k) {
+    std::string name = ref[k].first;
+    for (const char *want : {"r", "label", "prob", "blabel", "bprob"})
+      if (name == want) expect_close(r[k], values(ref[k].second.get()), 1e-5, 1e-6, name);
+  }
 }
 
 // y = x + b with b [3] an external-data initializer stored at byte 8 of w.bin.
@@ -553,7 +672,18 @@ TEST(OnnxCustomDomain, MapsToTheOpLibraryOfThatDomain) {
   load(before, e.ctx, write_file("custom0.onnx", unknown));
   EXPECT_EQ(before.st, CTN_ERR_UNSUPPORTED) << before.err;
   EXPECT_NE(before.err.find("op domain 'com.example'"), std::string::npos) << before.err;
+  // Inspecting (no graph) asks the context about the domain: unsupported now, supported below.
+  auto inspect_supported = [&](const char *file) {
+    Loaded insp;
+    load(insp, e.ctx, write_file(file, unknown), CTN_ONNX_INSPECT_ONLY);
+    EXPECT_EQ(insp.st, CTN_OK) << insp.err;
+    int32_t supported = -1;
+    if (insp.m) ctn_onnx_model_op_type(insp.m, 0, nullptr, &supported, nullptr);
+    return supported;
+  };
+  EXPECT_EQ(inspect_supported("custom0i.onnx"), 0);
   ASSERT_EQ(ctn_context_add_oplib(e.ctx, twice_query), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(inspect_supported("custom1i.onnx"), 1);
   Loaded l;
   load(l, e.ctx, write_file("custom1.onnx", unknown));
   ASSERT_EQ(l.st, CTN_OK) << l.err;

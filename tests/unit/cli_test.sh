@@ -61,6 +61,25 @@ run no-command 2
 # --- version --------------------------------------------------------------------------------
 run version 0 version && contains version out "ABI"
 
+# --- ONNX models with a dynamic batch (tests/onnx/models/dynamic_batch.onnx: input [batch, 4]) ---
+M=$(dirname "$0")/../onnx/models/dynamic_batch
+# info with no --input: batch 1, the real op list and placement (not "folded", not "-").
+if run onnx-info-dynamic 0 onnx info "$M.onnx"; then
+  contains onnx-info-dynamic out "symbolic input dimension is taken as 1"
+  contains onnx-info-dynamic out "matmul,add"
+  if grep -E '^(Gemm|Relu) ' "$TMP/onnx-info-dynamic.out" | grep -qE 'folded at import| - '; then
+    fail "onnx-info-dynamic: an op is shown as folded or unplaced"
+  else
+    pass "onnx-info-dynamic: Gemm and Relu placed on the backends"
+  fi
+fi
+run onnx-info-input 0 onnx info "$M.onnx" --input "input=$M.in.npy" && contains onnx-info-input out "relu"
+# A value that does not fit names the model's expected shape with its symbolic dims.
+run onnx-run-misfit 1 onnx run "$M.onnx" --input "input=$M.bad.npy" --output-dir "$TMP/onnx-out" &&
+  contains onnx-run-misfit err "has shape [2, 5], which does not fit the model's [batch, 4]"
+run onnx-run-fit 0 onnx run "$M.onnx" --input "input=$M.in.npy" --output-dir "$TMP/onnx-out" &&
+  contains onnx-run-fit out "y: f32[2, 3]"
+
 # --- plugins ----------------------------------------------------------------------------------
 if CHUTNEY_CACHE_DIR="$TMP/cache" run plugins 0 plugins --explain; then
   contains plugins out "ctn-cpu.so"

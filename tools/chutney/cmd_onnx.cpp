@@ -88,7 +88,8 @@ const char kUsage[] =
     "run:  imports the model, feeds each input from its .npy file (or every array of an .npz, by\n"
     "      name; the files' shapes fix symbolic dimensions) and writes each output as DIR/NAME.npy.\n"
     "info: lists inputs, outputs, initializers and op types, whether the importer supports each\n"
-    "      and, per available backend, whether the ops it lowers to run there.\n"
+    "      and, per available backend, whether the ops it lowers to run there (for the --input\n"
+    "      shapes; without --input, symbolic input dimensions are taken as 1).\n"
     "test: runs ONNX backend-test cases (model.onnx + test_data_set_*/input_N.pb, output_N.pb).\n"
     "export: writes a chutney graph file, a `chutney train` checkpoint or an ONNX model as ONNX.\n";
 
@@ -192,14 +193,17 @@ int info_cmd(int argc, char **argv) {
     }
     std::printf("\n");
   }
-  // Import for real to see where the lowered ops run.
+  // Import for real to see where the lowered ops run. Without --input, symbolic input dims
+  // (a dynamic batch) are taken as 1 so that a dynamic model still shows its real op list.
   std::string load_error;
   LoadedModel m;
   try {
-    m = load_onnx(ctx.get(), c.model, c.inputs, 0);
+    m = load_onnx(ctx.get(), c.model, c.inputs, c.inputs.empty() ? CTN_ONNX_SYMBOLIC_DIMS_AS_ONE : 0);
   } catch (const Failure &e) {
     load_error = e.what();
   }
+  if (c.inputs.empty() && load_error.empty())
+    std::printf("(no --input: any symbolic input dimension is taken as 1, e.g. batch 1)\n");
   uint32_t backends = 0;
   check(ctn_context_backend_count(ctx.get(), &backends), "ctn_context_backend_count");
   std::vector<std::string> names;
@@ -263,7 +267,8 @@ int info_cmd(int argc, char **argv) {
       }
       std::printf("  %-10s", cell);
     }
-    std::printf("  %s\n", supported ? (*lowered ? lowered : "(folded at import)") : "");
+    const char *how = !supported ? "" : !load_error.empty() ? "(not imported: see below)" : *lowered ? lowered : "(folded at import)";
+    std::printf("  %s\n", how);
   }
   if (!load_error.empty()) std::printf("\nnot imported: %s\n", load_error.c_str());
   for (auto &[b, e] : plan_errors) std::printf("\n%s: not compiled: %s\n", b.c_str(), e.c_str());
