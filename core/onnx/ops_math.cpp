@@ -585,8 +585,9 @@ void einsum(NodeCtx &c) {
 // ---- bitwise ops -----------------------------------------------------------------------------------
 // Integers are f64 here: bit k of x is floor(x / 2^k) mod 2 (floor division is the arithmetic
 // shift, so negatives have their two's-complement bits), and K bits recombine with the top bit
-// weighing -2^(K-1) for signed dtypes. K is the dtype's width, 53 for int64 (exact while
-// |x| < 2^52).
+// weighing -2^(K-1) for signed dtypes. K is the dtype's width. Exact for uint8 and int32; int64
+// is refused, because f64 holds its values only below 2^53 and a wrong answer would be silent:
+// it needs integer kernels.
 struct IntKind {
   int bits;
   bool is_signed;
@@ -595,8 +596,9 @@ IntKind int_kind(NodeCtx &c, int32_t dt) {
   switch (dt) {
     case CTN_U8: return {8, false};
     case CTN_I32: return {32, true};
-    case CTN_I64: return {53, true};
-    default: c.unsupported("dtype %s (bitwise ops take uint8, int32 and int64)", dtype_name(dt));
+    default:
+      c.unsupported("dtype %s (bitwise ops take uint8 and int32: they run through f64 bit planes, which "
+                    "cannot hold every int64)", dtype_name(dt));
   }
 }
 
@@ -624,7 +626,6 @@ ctn_node from_bit_planes(Graph &g, ctn_node planes, IntKind k) {
 
 // x (f64) wrapped to the dtype's range, as the integer arithmetic of a shift does.
 ctn_node wrap_int(Graph &g, ctn_node x, IntKind k) {
-  if (k.bits > 32) return x;  // int64: f64 holds only what never overflows
   const double m = std::ldexp(1.0, k.bits), h = k.is_signed ? std::ldexp(1.0, k.bits - 1) : 0;
   ctn_node v = g.op2(CTN_OP_ADD, x, g.add_scalar(CTN_F64, h));
   v = g.op2(CTN_OP_SUB, v, g.op2(CTN_OP_MUL, floor(g, g.op2(CTN_OP_DIV, v, g.add_scalar(CTN_F64, m))), g.add_scalar(CTN_F64, m)));
@@ -658,7 +659,7 @@ void bit_shift(NodeCtx &c) {
   const IntKind k = int_kind(c, dt);
   const std::string dir = c.attr_s("direction", "");
   if (dir != "LEFT" && dir != "RIGHT") c.invalid("direction must be LEFT or RIGHT, not '%s'", dir.c_str());
-  const int width = dt == CTN_I64 ? 64 : k.bits;
+  const int width = k.bits;
   ctn_node x = cast(g, c.in(0), CTN_F64), s = cast(g, c.in(1), CTN_F64);
   ctn_node p = g.op2(CTN_OP_POW, g.add_scalar(CTN_F64, 2), s);
   ctn_node out_of_range = where3(g, g.op2(CTN_OP_LT, s, g.add_scalar(CTN_F64, 0)), g.add_scalar(CTN_BOOL, 1),
