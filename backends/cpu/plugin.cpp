@@ -271,8 +271,7 @@ ctn_status cpu_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
     if (ctn_status st = ctn_backend_util::check_signature(host, "cpu", sig, out); st != CTN_OK)
       return st;
     bool handled = false;
-    using Maker = ctn_status (*)(Backend *, const ctn_op_signature *, ctn_kernel *, bool *);
-    for (Maker m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,
+    for (KernelMaker *m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,
                     make_matmul_kernel, make_optim_kernel, make_conv_kernel, make_pool_kernel,
                     make_norm_kernel, make_nn_misc_kernel}) {
       ctn_status st = m(be, sig, out, &handled);
