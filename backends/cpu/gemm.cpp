@@ -525,25 +525,31 @@ bool blas_serial(int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa, int64
 }  // namespace
 #endif
 
-void gemm_serial_f32(Backend &be, int64_t m, int64_t n, int64_t k, const float *a,
-                     int64_t rsa, int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c,
-                     int64_t ldc, bool accumulate) {
+namespace {
+// gemm_serial_f32 / _f64: OpenBLAS when the backend uses it and it takes the strides, else the
+// own kernels at the backend's ISA.
+template <class T>
+void gemm_serial_on(Backend &be, int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa,
+                    int64_t csa, const T *b, int64_t rsb, int64_t csb, T *c, int64_t ldc,
+                    bool accumulate) {
   if (m <= 0 || n <= 0) return;
 #ifdef CTN_CPU_HAVE_OPENBLAS
   if (gemm_uses_openblas(be) && blas_serial(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate)) return;
 #endif
-  gemm_serial(blocking_of(*be.gemm_isa.load(std::memory_order_relaxed), float{}), m, n, k, a, rsa, csa, b, rsb,
+  gemm_serial(blocking_of(*be.gemm_isa.load(std::memory_order_relaxed), T{}), m, n, k, a, rsa, csa, b, rsb,
               csb, c, ldc, accumulate);
+}
+}  // namespace
+
+void gemm_serial_f32(Backend &be, int64_t m, int64_t n, int64_t k, const float *a,
+                     int64_t rsa, int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c,
+                     int64_t ldc, bool accumulate) {
+  gemm_serial_on(be, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate);
 }
 void gemm_serial_f64(Backend &be, int64_t m, int64_t n, int64_t k, const double *a,
                      int64_t rsa, int64_t csa, const double *b, int64_t rsb, int64_t csb,
                      double *c, int64_t ldc, bool accumulate) {
-  if (m <= 0 || n <= 0) return;
-#ifdef CTN_CPU_HAVE_OPENBLAS
-  if (gemm_uses_openblas(be) && blas_serial(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate)) return;
-#endif
-  gemm_serial(blocking_of(*be.gemm_isa.load(std::memory_order_relaxed), double{}), m, n, k, a, rsa, csa, b, rsb,
-              csb, c, ldc, accumulate);
+  gemm_serial_on(be, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate);
 }
 
 void own_gemm_f32(Backend &be, int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa,
