@@ -1,5 +1,6 @@
 // For the benchmarks that load one backend plugin straight through its ABI table, without the
-// core (gemm_bench, opencl_bench, cuda_gemm_bench): a minimal host and the dlopen + query step.
+// core (gemm_bench, opencl_bench, cuda_gemm_bench): the host table of the tests that do the same
+// (tests/common/plugin_host.h) and the dlopen + query step.
 #ifndef CTN_BENCH_PLUGIN_H
 #define CTN_BENCH_PLUGIN_H
 
@@ -7,35 +8,21 @@
 
 #include <dlfcn.h>
 
-#include <cstdarg>
 #include <cstdio>
 
-// The text of the last error the plugin reported through the host's set_error ("" before any).
-inline char *bench_plugin_error() {
-  static char text[4096];
-  return text;
-}
+#include "../tests/common/plugin_host.h"
 
-inline ctn_status bench_host_set_error(ctn_status code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(bench_plugin_error(), 4096, fmt, ap);
-  va_end(ap);
-  return code;
-}
+// The text of the last error the plugin reported through the host's set_error ("" before any).
+inline const char *bench_plugin_error() { return ctn_test_host::g_error.c_str(); }
 
 // Warnings and errors go to stderr as "[plugin] message"; stdout stays the benchmark's JSON.
 inline void bench_host_log(ctn_log_level level, const char *plugin, const char *message) {
   if (level >= CTN_LOG_WARN) std::fprintf(stderr, "[%s] %s\n", plugin, message);
 }
 
-// A host table for this ABI version with the two callbacks above.
+// The tests' direct-load host table, with the log above.
 inline ctn_host_api bench_host() {
-  ctn_host_api host{};
-  host.struct_size = sizeof host;
-  host.abi_major = CTN_ABI_MAJOR;
-  host.abi_minor = CTN_ABI_MINOR;
-  host.set_error = bench_host_set_error;
+  ctn_host_api host = ctn_test_host::make_host();
   host.log = bench_host_log;
   return host;
 }

@@ -157,10 +157,7 @@ bool parse_gemm_mode(const char *v, GemmMode *out) {
 
 ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
                     void **out_state) {
-  if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
-  return ctn_backend_util::guarded(host, "cpu init", [&]() -> ctn_status {
-    if (!config || !out_state)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu init: NULL config or out_state");
+  return ctn_backend_util::guarded_init(host, "cpu", config, out_state, [&]() -> ctn_status {
     if (config->struct_size < sizeof(uint32_t) + sizeof(int32_t) || config->num_threads < 1 ||
         config->num_threads > 1024)
       return host->set_error(CTN_ERR_INVALID_ARGUMENT,

@@ -1,7 +1,7 @@
 // A host table for tests that load a backend plugin straight through its ABI table, without
-// libchutney (unit/cpu_plugin_test.cpp, cuda/cuda_plugin_test.cpp): set_error keeps the
-// formatted message in g_error (one per thread, as the core keeps its last error), log drops
-// the plugin's messages.
+// libchutney (unit/cpu_plugin_test.cpp, cuda/cuda_plugin_test.cpp; bench/bench_plugin.h builds
+// the benchmarks' on it): set_error keeps the formatted message in g_error (one per thread, as
+// the core keeps its last error), log drops the plugin's messages.
 #pragma once
 
 #include <chutney/plugin.h>
