@@ -21,18 +21,9 @@
 
 namespace {
 
-ctn_tensor_desc desc(void *data, std::vector<int64_t> shape) {
-  ctn_tensor_desc d{};
-  d.data = data;
-  d.dtype = CTN_F32;
-  d.ndim = static_cast<uint32_t>(shape.size());
-  int64_t s = 1;
-  for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
-    d.shape[k] = shape[k];
-    d.strides[k] = s;
-    s *= shape[k];
-  }
-  return d;
+// An f32 descriptor of contiguous device memory.
+ctn_tensor_desc desc(void *data, const std::vector<int64_t> &shape) {
+  return ctn_test_host::contiguous_desc(CTN_F32, shape, data);
 }
 
 #define CHECK(x)                                                                     \

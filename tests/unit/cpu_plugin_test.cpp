@@ -39,18 +39,8 @@ namespace {
 using ctn_test_host::g_error;
 const ctn_host_api g_host = ctn_test_host::make_host();
 
-ctn_tensor_desc desc(int32_t dtype, std::vector<int64_t> shape, const void *data) {
-  ctn_tensor_desc d{};
-  d.data = const_cast<void *>(data);
-  d.dtype = dtype;
-  d.ndim = static_cast<uint32_t>(shape.size());
-  int64_t s = 1;
-  for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
-    d.shape[k] = shape[k];
-    d.strides[k] = s;
-    s *= shape[k];
-  }
-  return d;
+ctn_tensor_desc desc(int32_t dtype, const std::vector<int64_t> &shape, const void *data) {
+  return ctn_test_host::contiguous_desc(dtype, shape, data);
 }
 
 ctn_attrs attrs_i(std::vector<int64_t> i, std::vector<double> f = {}) {
