@@ -212,12 +212,19 @@ struct BnCall {
         });
         break;
       }
-      case NormKind::kBnGradInput: {
-        // dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat))
-        const T *dy = in(2);
+      case NormKind::kBnGradInput:
+      case NormKind::kBnGradGamma: {
+        // Inputs: grad-input (x, gamma, dy), grad-gamma (x, dy).
+        const bool gamma_grad = st->kind == NormKind::kBnGradGamma;
+        const T *dy = in(gamma_grad ? 1 : 2);
         Stats s;
         double sdy, sdyx;
         grad_stats(x, dy, c, &s, &sdy, &sdyx);
+        if (gamma_grad) {  // dgamma = sum(dy * xhat)
+          out[c] = static_cast<T>(sdyx * s.rstd);
+          break;
+        }
+        // dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat))
         const double count = static_cast<double>(st->outer * inner);
         const double k = in(1)[c] * s.rstd;
         const double mdy = sdy / count, mdyx = sdyx * s.rstd * s.rstd / count;
@@ -227,14 +234,6 @@ struct BnCall {
         each(c, [&](int64_t o) {
           for (int64_t i = 0; i < inner; ++i) out[o + i] = a * dy[o + i] + b * x[o + i] + c0;
         });
-        break;
-      }
-      case NormKind::kBnGradGamma: {
-        const T *dy = in(1);
-        Stats s;
-        double sdy, acc;
-        grad_stats(x, dy, c, &s, &sdy, &acc);
-        out[c] = static_cast<T>(acc * s.rstd);
         break;
       }
       default: break;
