@@ -45,6 +45,15 @@ ctn_status guarded(const ctn_host_api *host, const char *what, F &&body, const c
   }
 }
 
+// The entry of `table` (structs with a `const char *name`) named `name`, or nullptr: how the
+// kernel makers find their op in their table of ops.
+template <class Entry, size_t N>
+const Entry *find_entry(const Entry (&table)[N], const char *name) {
+  for (const Entry &e : table)
+    if (!std::strcmp(e.name, name)) return &e;
+  return nullptr;
+}
+
 // A backend's init entry point: CTN_ERR_INVALID_ARGUMENT for a host that cannot record errors,
 // "<backend> init: NULL config or out_state" without those, else body() under guarded().
 template <class F>

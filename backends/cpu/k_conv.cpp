@@ -337,16 +337,15 @@ ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
 ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
   // conv_transpose2d is conv2d_grad_input with the transpose's input as dy.
   static constexpr struct {
-    const char *op;
+    const char *name;
     ConvKind kind;
     bool transpose;
   } kOps[] = {{CTN_OP_CONV2D, ConvKind::kForward, false},
               {CTN_OP_CONV2D_GRAD_INPUT, ConvKind::kGradInput, false},
               {CTN_OP_CONV_TRANSPOSE2D, ConvKind::kGradInput, true},
               {CTN_OP_CONV2D_GRAD_WEIGHT, ConvKind::kGradWeight, false}};
-  const auto *entry = std::find_if(std::begin(kOps), std::end(kOps),
-                                   [&](const auto &e) { return !std::strcmp(sig->op, e.op); });
-  if (entry == std::end(kOps)) return CTN_OK;
+  const auto *entry = find_entry(kOps, sig->op);
+  if (!entry) return CTN_OK;
   const ConvKind kind = entry->kind;
   const bool transpose = entry->transpose;
   *handled = true;

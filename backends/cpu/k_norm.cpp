@@ -371,9 +371,7 @@ ctn_status make_norm_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
       {CTN_OP_LAYER_NORM_GRAD_INPUT, NormKind::kLnGradInput, 3},
       {CTN_OP_LAYER_NORM_GRAD_GAMMA, NormKind::kLnGradGamma, 2},
   };
-  const Entry *e = nullptr;
-  for (const Entry &k : kEntries)
-    if (!std::strcmp(sig->op, k.name)) e = &k;
+  const Entry *e = find_entry(kEntries, sig->op);
   if (!e) return CTN_OK;
   *handled = true;
   const ctn_host_api *host = be->host;

@@ -597,15 +597,14 @@ void make_taps(PoolState &s) {
 
 ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
   static constexpr struct {
-    const char *op;
+    const char *name;
     PoolKind kind;
   } kOps[] = {{CTN_OP_MAX_POOL2D, PoolKind::kMax},
               {CTN_OP_MAX_POOL2D_GRAD, PoolKind::kMaxGrad},
               {CTN_OP_AVG_POOL2D, PoolKind::kAvg},
               {CTN_OP_AVG_POOL2D_GRAD, PoolKind::kAvgGrad}};
-  const auto *entry = std::find_if(std::begin(kOps), std::end(kOps),
-                                   [&](const auto &e) { return !std::strcmp(sig->op, e.op); });
-  if (entry == std::end(kOps)) return CTN_OK;
+  const auto *entry = find_entry(kOps, sig->op);
+  if (!entry) return CTN_OK;
   const PoolKind kind = entry->kind;
   *handled = true;
   const ctn_host_api *host = be->host;
