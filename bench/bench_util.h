@@ -1,5 +1,5 @@
 // Helpers shared by the C benchmarks: a status check that prints ctn_last_error() and exits,
-// and the two clocks they read (process CPU time stays meaningful on a loaded machine).
+// reading an option's value, the elementwise chain of the dispatch benchmarks, and the two clocks they read (process CPU time stays meaningful on a loaded machine).
 #ifndef CTN_BENCH_UTIL_H
 #define CTN_BENCH_UTIL_H
 
@@ -18,6 +18,36 @@
       std::exit(1);                                                        \
     }                                                                      \
   } while (0)
+
+// The value of the option at argv[*i] (the next argument; *i moves onto it). Without one:
+// "<prog>: <option> needs a value (see --help)" and exit 2.
+inline const char *bench_option_value(const char *prog, int argc, char **argv, int *i) {
+  if (*i + 1 >= argc) {
+    std::fprintf(stderr, "%s: %s needs a value (see --help)\n", prog, argv[*i]);
+    std::exit(2);
+  }
+  return argv[++*i];
+}
+
+// A chain of `n` elementwise nodes from x: it cycles through add, mul, tanh, sub, relu, neg with
+// the second input y, so no pass can fold or simplify it away (dispatch_bench, vulkan_bench; kept
+// in sync with compare_dispatch.py). Returns the last node.
+inline ctn_node bench_elementwise_chain(const char *prog, ctn_graph *g, ctn_node x, ctn_node y, int n) {
+  ctn_node h = x;
+  for (int i = 0; i < n; ++i) {
+    ctn_node o;
+    switch (i % 6) {
+      case 0: CTN_BENCH_CK(prog, ctn_add(g, h, y, &o)); break;
+      case 1: CTN_BENCH_CK(prog, ctn_mul(g, h, y, &o)); break;
+      case 2: CTN_BENCH_CK(prog, ctn_tanh(g, h, &o)); break;
+      case 3: CTN_BENCH_CK(prog, ctn_sub(g, h, y, &o)); break;
+      case 4: CTN_BENCH_CK(prog, ctn_relu(g, h, &o)); break;
+      default: CTN_BENCH_CK(prog, ctn_neg(g, h, &o)); break;
+    }
+    h = o;
+  }
+  return h;
+}
 
 inline double bench_cpu_now() {
   timespec ts{};

@@ -29,7 +29,7 @@ def torch_eager(nodes, size, reps, threads):
     y = 0.5 + 0.001 * torch.arange(size, dtype=torch.float32)
 
     def chain(h):
-        # Same sequence as dispatch_bench.cpp's build_chain.
+        # Same sequence as bench_util.h's bench_elementwise_chain (dispatch_bench).
         for i in range(nodes):
             k = i % 6
             if k == 0:

@@ -91,30 +91,40 @@ def fail(what, r, cmd):
     raise SystemExit(1)
 
 
+def run_side(side, cmd, a, model, threads, jpath):
+    """Runs one side's training command (`cmd` plus the options both sides share), reads the JSON
+    it writes to `jpath`. Returns (process result, JSON, the fields both sides report)."""
+    if model == "cnn":
+        cmd = cmd + ["--cnn-widths", a.cnn_widths]
+    if a.data_dir:
+        cmd = cmd + ["--data-dir", a.data_dir]
+    r = spawn(cmd, child_env(threads))
+    if r["rc"] != 0:
+        fail(side, r, cmd)
+    with open(jpath) as f:
+        j = json.load(f)
+    last = j["epochs"][-1]
+    common = {
+        "side": side, "threads": threads, "images_per_s": last["images_per_s"],
+        "train_images": j["train_images"], "train_seconds": last["train_seconds"],
+        "train_loss": last["train_loss"], "test_accuracy": last["test_accuracy"],
+        "peak_rss_kib": r["peak_rss_kib"], "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
+        "command": cmd,
+    }
+    return r, j, common
+
+
 def run_chutney(a, model, threads, limit, batch, tmp):
     jpath = os.path.join(tmp, f"chutney-{model}-{threads}.json")
     cmd = [a.chutney, "train", "--model", model, "--epochs", str(a.epochs), "--limit", str(limit),
            "--batch-size", str(batch), "--threads", str(threads), "--quiet", "--json", jpath]
-    if model == "cnn":
-        cmd += ["--cnn-widths", a.cnn_widths]
-    if a.data_dir:
-        cmd += ["--data-dir", a.data_dir]
-    r = spawn(cmd, child_env(threads))
-    if r["rc"] != 0:
-        fail("chutney", r, cmd)
-    with open(jpath) as f:
-        j = json.load(f)
-    last = j["epochs"][-1]
-    run = {
-        "side": "chutney", "threads": threads, "images_per_s": last["images_per_s"],
-        "train_images": j["train_images"], "train_seconds": last["train_seconds"],
-        "train_loss": last["train_loss"], "test_accuracy": last["test_accuracy"],
-        "loader_wait_seconds": last.get("loader_wait_seconds"),
-        "peak_rss_kib": r["peak_rss_kib"], "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
+    r, j, run = run_side("chutney", cmd, a, model, threads, jpath)
+    run.update({
+        "loader_wait_seconds": j["epochs"][-1].get("loader_wait_seconds"),
         "planned_peak_bytes": j.get("planned_peak_bytes"), "naive_bytes": j.get("naive_bytes"),
         "placement": j.get("placement"), "optimizer": j.get("optimizer"),
-        "batch_size": j.get("batch_size"), "command": cmd,
-    }
+        "batch_size": j.get("batch_size"),
+    })
     m = PLAN_RE.search(r["stdout"])
     if m:
         run["plan_line"] = m.group(0)
@@ -134,26 +144,14 @@ def run_torch(a, model, threads, limit, batch, tmp):
     jpath = os.path.join(tmp, f"torch-{model}-{threads}.json")
     cmd = [a.python, TORCH_SCRIPT, "--model", model, "--epochs", str(a.epochs), "--limit",
            str(limit), "--batch-size", str(batch), "--threads", str(threads), "--json", jpath]
-    if model == "cnn":
-        cmd += ["--cnn-widths", a.cnn_widths]
-    if a.data_dir:
-        cmd += ["--data-dir", a.data_dir]
-    r = spawn(cmd, child_env(threads))
-    if r["rc"] != 0:
-        fail("pytorch", r, cmd)
-    with open(jpath) as f:
-        j = json.load(f)
-    last = j["epochs"][-1]
-    return {
-        "side": "pytorch", "threads": threads, "images_per_s": last["images_per_s"],
-        "train_images": j["train_images"], "train_seconds": last["train_seconds"],
-        "train_loss": last["train_loss"], "test_accuracy": last["test_accuracy"],
-        "data_seconds": last["data_seconds"],
-        "peak_rss_kib": r["peak_rss_kib"], "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
+    _, j, run = run_side("pytorch", cmd, a, model, threads, jpath)
+    run.update({
+        "data_seconds": j["epochs"][-1]["data_seconds"],
         "torch_threads": j["threads"], "torch_interop_threads": j["interop_threads"],
         "torch_version": j["torch_version"], "optimizer": j["optimizer"],
-        "batch_size": j["batch_size"], "model_repr": j["model_repr"], "command": cmd,
-    }
+        "batch_size": j["batch_size"], "model_repr": j["model_repr"],
+    })
+    return run
 
 
 def summarise(runs, side, threads_list):

@@ -19,15 +19,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
+
 namespace {
 
-#define CK(x)                                                                    \
-  do {                                                                           \
-    if ((x) != CTN_OK) {                                                         \
-      std::fprintf(stderr, "concurrency_bench: %s: %s\n", #x, ctn_last_error()); \
-      std::exit(1);                                                              \
-    }                                                                            \
-  } while (0)
+#define CK(x) CTN_BENCH_CK("concurrency_bench", x)
 
 std::vector<float> fill(size_t n, uint32_t seed) {
   std::vector<float> v(n);

@@ -99,13 +99,7 @@ int main(int argc, char **argv) {
   bool depthwise = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto next = [&]() -> const char * {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "conv_bench: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    auto next = [&] { return bench_option_value("conv_bench", argc, argv, &i); };
     if (a == "-h" || a == "--help") {
       usage();
       return 0;

@@ -9,48 +9,27 @@
 #include <chutney/ops.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 
 #include <chrono>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench_plugin.h"
+
 namespace {
 
-std::string g_err;
-ctn_status set_error(ctn_status code, const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  g_err = buf;
-  return code;
-}
-void log_fn(ctn_log_level, const char *, const char *m) { std::fprintf(stderr, "log: %s\n", m); }
-
-ctn_tensor_desc desc(void *data, std::vector<int64_t> shape) {
-  ctn_tensor_desc d{};
-  d.data = data;
-  d.dtype = CTN_F32;
-  d.ndim = static_cast<uint32_t>(shape.size());
-  int64_t s = 1;
-  for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
-    d.shape[k] = shape[k];
-    d.strides[k] = s;
-    s *= shape[k];
-  }
-  return d;
+// An f32 descriptor of contiguous device memory.
+ctn_tensor_desc desc(void *data, const std::vector<int64_t> &shape) {
+  return ctn_test_host::contiguous_desc(CTN_F32, shape, data);
 }
 
 #define CHECK(x)                                                                     \
   do {                                                                               \
     if (!(x)) {                                                                      \
-      std::fprintf(stderr, "failed: %s (%s) at line %d\n", #x, g_err.c_str(), __LINE__); \
+      std::fprintf(stderr, "failed: %s (%s) at line %d\n", #x, bench_plugin_error(), __LINE__); \
       std::exit(1);                                                                  \
     }                                                                                \
   } while (0)
@@ -60,24 +39,13 @@ ctn_tensor_desc desc(void *data, std::vector<int64_t> shape) {
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : "backends/cuda/ctn-cuda.so";
   const int iters = argc > 2 ? std::atoi(argv[2]) : 50;
-  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!dl) {
-    std::fprintf(stderr, "cannot load %s: %s\n", path, dlerror());
-    return 1;
-  }
-  auto query = reinterpret_cast<ctn_plugin_query_fn>(dlsym(dl, CTN_PLUGIN_ENTRY_SYMBOL));
-  ctn_host_api host{};
-  host.struct_size = sizeof host;
-  host.abi_major = CTN_ABI_MAJOR;
-  host.abi_minor = CTN_ABI_MINOR;
-  host.set_error = set_error;
-  host.log = log_fn;
-  const auto *be = reinterpret_cast<const ctn_backend_desc *>(query(CTN_ABI_VERSION, &host));
-  CHECK(be != nullptr);
+  const ctn_host_api host = bench_host();
+  const ctn_backend_desc *be = bench_load_backend("cuda_gemm_bench", path, &host);
+  if (!be) return 1;
   ctn_backend_config cfg{sizeof cfg, 1};
   void *state = nullptr;
   if (be->init(&host, &cfg, &state) != CTN_OK) {
-    std::printf("{\"error\": \"%s\"}\n", g_err.c_str());
+    std::printf("{\"error\": \"%s\"}\n", bench_plugin_error());
     return 2;
   }
   auto get_stream = reinterpret_cast<void *(*)(void *)>(be->get_proc_address(state, "ctn_cuda_stream"));

@@ -6,45 +6,19 @@
 #include <chutney/chutney.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
+
 namespace {
 
-#define CK(x)                                                              \
-  do {                                                                     \
-    if ((x) != CTN_OK) {                                                   \
-      std::fprintf(stderr, "dispatch_bench: %s: %s\n", #x, ctn_last_error()); \
-      std::exit(1);                                                        \
-    }                                                                      \
-  } while (0)
+#define CK(x) CTN_BENCH_CK("dispatch_bench", x)
 
-double now_us() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// The op sequence: cycles through add, mul, tanh, sub, relu, neg with the two inputs so no pass
-// can fold or simplify it away. Kept in sync with compare_dispatch.py.
-ctn_node build_chain(ctn_graph *g, ctn_node x, ctn_node y, int n) {
-  ctn_node h = x;
-  for (int i = 0; i < n; ++i) {
-    ctn_node o;
-    switch (i % 6) {
-      case 0: CK(ctn_add(g, h, y, &o)); break;
-      case 1: CK(ctn_mul(g, h, y, &o)); break;
-      case 2: CK(ctn_tanh(g, h, &o)); break;
-      case 3: CK(ctn_sub(g, h, y, &o)); break;
-      case 4: CK(ctn_relu(g, h, &o)); break;
-      default: CK(ctn_neg(g, h, &o)); break;
-    }
-    h = o;
-  }
-  return h;
-}
+double now_us() { return 1e6 * bench_wall_now(); }
 
 void usage() {
   std::printf(
@@ -62,13 +36,7 @@ int main(int argc, char **argv) {
   const char *json = nullptr;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto next = [&]() -> const char * {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "dispatch_bench: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    auto next = [&] { return bench_option_value("dispatch_bench", argc, argv, &i); };
     if (a == "--help" || a == "-h") {
       usage();
       return 0;
@@ -98,7 +66,7 @@ int main(int argc, char **argv) {
   ctn_node x, y;
   CK(ctn_input(g, "x", CTN_F32, 1, &size, &x));
   CK(ctn_input(g, "y", CTN_F32, 1, &size, &y));
-  ctn_node out = build_chain(g, x, y, nodes);
+  ctn_node out = bench_elementwise_chain("dispatch_bench", g, x, y, nodes);
   ctn_plan *p;
   CK(ctn_plan_compile(g, 1, &out, nullptr, &p));
   ctn_plan_stats st{};
@@ -135,7 +103,7 @@ int main(int argc, char **argv) {
     CK(ctn_constant(e, xt, &ex));
     CK(ctn_constant(e, yt, &ey));
     double t0 = now_us();
-    ctn_node eo = build_chain(e, ex, ey, nodes);
+    ctn_node eo = bench_elementwise_chain("dispatch_bench", e, ex, ey, nodes);
     double dt = now_us() - t0;
     if (r >= 2) eager_us.push_back(dt);  // first passes warm the kernel cache
     ctn_tensor *v;

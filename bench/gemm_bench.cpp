@@ -7,11 +7,9 @@
 #include <chutney/backend.h>
 #include <chutney/ops.h>
 #include <cblas.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,25 +17,13 @@
 #include <thread>
 #include <vector>
 
+#include "bench_plugin.h"
+
 #ifndef CTN_CPU_PLUGIN_PATH
 #define CTN_CPU_PLUGIN_PATH "ctn-cpu.so"
 #endif
 
 namespace {
-
-char g_error[1024];
-
-ctn_status host_set_error(ctn_status code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(g_error, sizeof g_error, fmt, ap);
-  va_end(ap);
-  return code;
-}
-
-void host_log(ctn_log_level, const char *plugin, const char *message) {
-  std::fprintf(stderr, "[%s] %s\n", plugin, message);
-}
 
 std::vector<int> parse_list(const char *s) {
   std::vector<int> v;
@@ -130,29 +116,13 @@ int main(int argc, char **argv) {
     }
   }
 
-  void *so = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
-  if (!so) {
-    std::fprintf(stderr, "gemm_bench: cannot load %s: %s\n", plugin, dlerror());
-    return 1;
-  }
-  auto query = reinterpret_cast<ctn_plugin_query_fn>(dlsym(so, CTN_PLUGIN_ENTRY_SYMBOL));
-  ctn_host_api host{};
-  host.struct_size = sizeof host;
-  host.abi_major = CTN_ABI_MAJOR;
-  host.abi_minor = CTN_ABI_MINOR;
-  host.set_error = host_set_error;
-  host.log = host_log;
-  const auto *desc = query ? reinterpret_cast<const ctn_backend_desc *>(
-                                 query(CTN_ABI_VERSION, &host))
-                           : nullptr;
-  if (!desc) {
-    std::fprintf(stderr, "gemm_bench: %s has no usable ctn_plugin_query\n", plugin);
-    return 1;
-  }
+  const ctn_host_api host = bench_host();
+  const ctn_backend_desc *desc = bench_load_backend("gemm_bench", plugin, &host);
+  if (!desc) return 1;
   ctn_backend_config cfg{sizeof cfg, threads.empty() ? 1 : threads[0]};
   void *be = nullptr;
   if (desc->init(&host, &cfg, &be) != CTN_OK) {
-    std::fprintf(stderr, "gemm_bench: init failed: %s\n", g_error);
+    std::fprintf(stderr, "gemm_bench: init failed: %s\n", bench_plugin_error());
     return 1;
   }
   auto isa_fn = reinterpret_cast<const char *(*)(void *)>(desc->get_proc_address(be, "ctn_cpu_gemm_isa"));
@@ -161,7 +131,7 @@ int main(int argc, char **argv) {
   std::vector<Row> rows;
   for (int th : threads) {
     if (desc->set_option(be, "num_threads", std::to_string(th).c_str()) != CTN_OK) {
-      std::fprintf(stderr, "gemm_bench: %s\n", g_error);
+      std::fprintf(stderr, "gemm_bench: %s\n", bench_plugin_error());
       return 1;
     }
     for (int n : sizes) {
@@ -185,7 +155,7 @@ int main(int argc, char **argv) {
       sig.inputs = ins;
       ctn_kernel k{};
       if (desc->get_kernel(be, &sig, &k) != CTN_OK) {
-        std::fprintf(stderr, "gemm_bench: get_kernel: %s\n", g_error);
+        std::fprintf(stderr, "gemm_bench: get_kernel: %s\n", bench_plugin_error());
         return 1;
       }
       ins[0].data = a.data();

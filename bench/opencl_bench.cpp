@@ -9,16 +9,16 @@
 #include <chutney/backend.h>
 #include <chutney/chutney.h>
 #include <clblast_c.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "bench_plugin.h"
 
 #ifndef CTN_OPENCL_PLUGIN_PATH
 #define CTN_OPENCL_PLUGIN_PATH "ctn-opencl.so"
@@ -31,39 +31,18 @@ double ms(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-char g_err[4096];
-ctn_status host_set_error(ctn_status code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(g_err, sizeof g_err, fmt, ap);
-  va_end(ap);
-  return code;
-}
-void host_log(ctn_log_level, const char *, const char *) {}
-
 const ctn_backend_desc *load(const ctn_host_api *host) {
-  void *h = dlopen(CTN_OPENCL_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
-  if (!h) return nullptr;
-  auto q = reinterpret_cast<ctn_plugin_query_fn>(dlsym(h, CTN_PLUGIN_ENTRY_SYMBOL));
-  return q ? reinterpret_cast<const ctn_backend_desc *>(q(CTN_ABI_VERSION, host)) : nullptr;
+  return bench_load_backend("opencl_bench", CTN_OPENCL_PLUGIN_PATH, host);
 }
 
 int bench_gemm(int argc, char **argv) {
-  ctn_host_api host{};
-  host.struct_size = sizeof host;
-  host.abi_major = CTN_ABI_MAJOR;
-  host.abi_minor = CTN_ABI_MINOR;
-  host.set_error = host_set_error;
-  host.log = host_log;
+  const ctn_host_api host = bench_host();
   const ctn_backend_desc *d = load(&host);
-  if (!d) {
-    std::fprintf(stderr, "cannot load %s: %s\n", CTN_OPENCL_PLUGIN_PATH, dlerror());
-    return 1;
-  }
+  if (!d) return 1;
   ctn_backend_config cfg{sizeof cfg, 1};
   void *st = nullptr;
   if (d->init(&host, &cfg, &st) != CTN_OK) {
-    std::printf("{\"bench\": \"opencl_gemm\", \"skipped\": \"%s\"}\n", g_err);
+    std::printf("{\"bench\": \"opencl_gemm\", \"skipped\": \"%s\"}\n", bench_plugin_error());
     return 0;
   }
   d->set_option(st, "placement", "always");
@@ -96,7 +75,7 @@ int bench_gemm(int argc, char **argv) {
     ctn_op_signature sig{sizeof sig, 2, "matmul", in, &out, &at};
     ctn_kernel k{};
     if (d->get_kernel(st, &sig, &k) != CTN_OK) {
-      std::fprintf(stderr, "get_kernel: %s\n", g_err);
+      std::fprintf(stderr, "get_kernel: %s\n", bench_plugin_error());
       return 1;
     }
     in[0].data = a;
@@ -192,21 +171,16 @@ int bench_start() {
 }
 
 int bench_policy() {
-  ctn_host_api host{};
-  host.struct_size = sizeof host;
-  host.abi_major = CTN_ABI_MAJOR;
-  host.abi_minor = CTN_ABI_MINOR;
-  host.set_error = host_set_error;
-  host.log = host_log;
+  const ctn_host_api host = bench_host();
   const ctn_backend_desc *d = load(&host);
   ctn_backend_config cfg{sizeof cfg, 1};
   void *st = nullptr;
   if (!d || d->init(&host, &cfg, &st) != CTN_OK) {
-    std::printf("{\"bench\": \"opencl_policy\", \"skipped\": \"%s\"}\n", g_err);
+    std::printf("{\"bench\": \"opencl_policy\", \"skipped\": \"%s\"}\n", bench_plugin_error());
     return 0;
   }
   auto t0 = Clock::now();
-  if (d->set_option(st, "policy", "remeasure") != CTN_OK) std::fprintf(stderr, "%s\n", g_err);
+  if (d->set_option(st, "policy", "remeasure") != CTN_OK) std::fprintf(stderr, "%s\n", bench_plugin_error());
   double took = ms(t0, Clock::now());
   auto report = reinterpret_cast<const char *(*)(void *)>(d->get_proc_address(st, "ctn_opencl_policy_report"));
   std::printf("{\"bench\": \"opencl_policy\", \"measure_ms\": %.0f, \"policy\": %s}\n", took, report(st));

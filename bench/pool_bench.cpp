@@ -124,11 +124,7 @@ int main(int argc, char **argv) {
                   "plan run over R runs (after 3 warm-ups); JSON on stdout. default --reps 50.\n");
       return 0;
     }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "pool_bench: %s needs a value (see --help)\n", argv[i]);
-      return 2;
-    }
-    const char *v = argv[++i];
+    const char *v = bench_option_value("pool_bench", argc, argv, &i);
     if (!std::strcmp(argv[i - 1], "--reps")) {
       reps = std::atoi(v);
     } else if (!std::strcmp(argv[i - 1], "--case")) {

@@ -51,11 +51,7 @@ int main(int argc, char **argv) {
                   "defaults: --n 1048576 --reps 20 --threads 1\n");
       return 0;
     }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "unary_bench: %s needs a value (see --help)\n", argv[i]);
-      return 2;
-    }
-    const char *v = argv[++i];
+    const char *v = bench_option_value("unary_bench", argc, argv, &i);
     if (!std::strcmp(argv[i - 1], "--n")) n = std::atoll(v);
     else if (!std::strcmp(argv[i - 1], "--reps")) reps = std::atoi(v);
     else if (!std::strcmp(argv[i - 1], "--threads")) threads = std::atoi(v);

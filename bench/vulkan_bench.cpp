@@ -8,26 +8,17 @@
 #include <chutney/chutney.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
+
 namespace {
 
-#define CK(x)                                                                   \
-  do {                                                                          \
-    if ((x) != CTN_OK) {                                                        \
-      std::fprintf(stderr, "vulkan_bench: %s: %s\n", #x, ctn_last_error());     \
-      std::exit(1);                                                             \
-    }                                                                           \
-  } while (0)
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+#define CK(x) CTN_BENCH_CK("vulkan_bench", x)
 
 // Seconds per plan run (median of `reps` timed runs after 3 warm-ups). feeds: the inputs.
 double time_runs(ctn_plan *p, uint32_t nf, const ctn_node *fn, const ctn_tensor *const *fv, ctn_tensor *out, int reps) {
@@ -35,9 +26,9 @@ double time_runs(ctn_plan *p, uint32_t nf, const ctn_node *fn, const ctn_tensor 
   for (int i = 0; i < 3; ++i) CK(ctn_plan_run(p, nf, fn, fv, 1, outs));
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
-    double t0 = now_s();
+    double t0 = bench_wall_now();
     CK(ctn_plan_run(p, nf, fn, fv, 1, outs));
-    t.push_back(now_s() - t0);
+    t.push_back(bench_wall_now() - t0);
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -51,19 +42,7 @@ double chain_us(ctn_context *ctx, const char *record, int n, int64_t size, int r
   ctn_node x, y, h;
   CK(ctn_input(g, "x", CTN_F32, 1, &size, &x));
   CK(ctn_input(g, "y", CTN_F32, 1, &size, &y));
-  h = x;
-  for (int i = 0; i < n; ++i) {
-    ctn_node o;
-    switch (i % 6) {
-      case 0: CK(ctn_add(g, h, y, &o)); break;
-      case 1: CK(ctn_mul(g, h, y, &o)); break;
-      case 2: CK(ctn_tanh(g, h, &o)); break;
-      case 3: CK(ctn_sub(g, h, y, &o)); break;
-      case 4: CK(ctn_relu(g, h, &o)); break;
-      default: CK(ctn_neg(g, h, &o)); break;
-    }
-    h = o;
-  }
+  h = bench_elementwise_chain("vulkan_bench", g, x, y, n);
   ctn_compile_options o{};
   o.struct_size = sizeof o;
   o.backends = "vulkan";

@@ -106,9 +106,8 @@ ShapeKind shape_kind(const char *op) {
       {CTN_OP_SLICE, ShapeKind::kSlice},         {CTN_OP_SLICE_GRAD, ShapeKind::kSliceGrad},
       {CTN_OP_CONCAT, ShapeKind::kConcat},       {CTN_OP_BROADCAST_TO, ShapeKind::kBroadcast},
   };
-  for (const auto &o : kOps)
-    if (!std::strcmp(o.name, op)) return o.kind;
-  return ShapeKind::kNone;
+  const auto *o = find_entry(kOps, op);
+  return o ? o->kind : ShapeKind::kNone;
 }
 
 ShapeWalk shape_walk(const ctn_op_signature *sig, ShapeKind kind) {
@@ -183,12 +182,10 @@ ReduceFamily reduce_family(const char *op, int *code) {
       {CTN_OP_CROSS_ENTROPY, ReduceFamily::kCrossEntropy, 0},
       {CTN_OP_CROSS_ENTROPY_GRAD, ReduceFamily::kCrossEntropy, 1},
   };
-  for (const auto &o : kOps)
-    if (!std::strcmp(o.name, op)) {
-      *code = o.code;
-      return o.family;
-    }
-  return ReduceFamily::kNone;
+  const auto *o = find_entry(kOps, op);
+  if (!o) return ReduceFamily::kNone;
+  *code = o->code;
+  return o->family;
 }
 
 int64_t reduce_count(const ctn_op_signature *sig) {

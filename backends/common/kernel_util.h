@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -42,6 +43,30 @@ ctn_status guarded(const ctn_host_api *host, const char *what, F &&body, const c
   } catch (const std::exception &e) {
     return host->set_error(CTN_ERR_INTERNAL, "%s: %s", what, e.what());
   }
+}
+
+// The entry of `table` (structs with a `const char *name`) named `name`, or nullptr: how the
+// kernel makers find their op in their table of ops.
+template <class Entry, size_t N>
+const Entry *find_entry(const Entry (&table)[N], const char *name) {
+  for (const Entry &e : table)
+    if (!std::strcmp(e.name, name)) return &e;
+  return nullptr;
+}
+
+// A backend's init entry point: CTN_ERR_INVALID_ARGUMENT for a host that cannot record errors,
+// "<backend> init: NULL config or out_state" without those, else body() under guarded().
+template <class F>
+ctn_status guarded_init(const ctn_host_api *host, const char *backend,
+                        const ctn_backend_config *config, void **out_state, F &&body) {
+  if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
+  char what[64];
+  std::snprintf(what, sizeof what, "%s init", backend);
+  return guarded(host, what, [&]() -> ctn_status {
+    if (!config || !out_state)
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "%s: NULL config or out_state", what);
+    return body();
+  });
 }
 
 // get_kernel's first checks, in order: a complete signature ("<backend> get_kernel: incomplete
@@ -164,6 +189,12 @@ struct EwWalk {
 EwWalk ew_walk(const ctn_op_signature *sig);
 
 // ---- matmul / matmul_bias_act ------------------------------------------------------------------
+// Whether `op` is one of the two (the matmul makers' first question); *fused: matmul_bias_act.
+inline bool is_matmul_op(const char *op, bool *fused) {
+  *fused = !std::strcmp(op, CTN_OP_MATMUL_BIAS_ACT);
+  return *fused || !std::strcmp(op, CTN_OP_MATMUL);
+}
+
 struct MatmulDims {
   bool ta = false, tb = false;  // attrs i[0], i[1]
   int64_t m = 0, n = 0, k = 0;

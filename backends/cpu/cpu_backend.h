@@ -88,27 +88,15 @@ void kernel_set(ctn_kernel *kernel, ctn_kernel_fn fn, KernelBase *state, uint32_
                 uint64_t workspace = 0);
 
 // get_kernel makers, one per op family; each returns CTN_ERR_UNSUPPORTED (not handled) only
-// after recording a reason, and validates the signature.
-ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
-                                   bool *handled);
-ctn_status make_reduce_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
-                              bool *handled);
-ctn_status make_shape_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
-                             bool *handled);
-ctn_status make_matmul_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
-                              bool *handled);
-ctn_status make_optim_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
-                             bool *handled);  // k_optim.cpp
+// after recording a reason, and validates the signature. *handled says whether `sig` was the
+// family's (cpu_get_kernel asks each family in turn).
+using KernelMaker = ctn_status(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                               bool *handled);
+KernelMaker make_elementwise_kernel, make_reduce_kernel, make_shape_kernel, make_matmul_kernel;
+KernelMaker make_optim_kernel;  // k_optim.cpp
 
 // Neural-network ops: k_conv.cpp, k_pool.cpp, k_norm.cpp, k_nn_misc.cpp (dropout, embedding).
-ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
-                            bool *handled);
-ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
-                            bool *handled);
-ctn_status make_norm_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
-                            bool *handled);
-ctn_status make_nn_misc_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
-                               bool *handled);
+KernelMaker make_conv_kernel, make_pool_kernel, make_norm_kernel, make_nn_misc_kernel;
 
 // oneDNN (k_conv_dnnl.cpp): whether the plugin is built with it, its version, and the kernel
 // maker for an f32 convolution of x [N,C,H,W], w [O,C/G,KH,KW] -> y [N,O,Ho,Wo] (`kind`: 0

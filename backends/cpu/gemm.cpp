@@ -268,11 +268,10 @@ void gemm_serial(const Blocking<T> &bl, int64_t m, int64_t n, int64_t k,
   }
 }
 
+// The operands of one C = A B: A m x k and B k x n, each with a row and a column stride, and C
+// m x n with row stride ldc.
 template <class T>
-struct GemmJob {
-  Blocking<T> bl;
-  bool split_n;
-  int64_t unit;
+struct GemmOperands {
   int64_t m, n, k;
   const T *a;
   int64_t rsa, csa;
@@ -280,6 +279,14 @@ struct GemmJob {
   int64_t rsb, csb;
   T *c;
   int64_t ldc;
+};
+
+// A static split of the work: units of `unit` columns (split_n) or rows per part.
+template <class T>
+struct GemmJob : GemmOperands<T> {
+  Blocking<T> bl;
+  bool split_n;
+  int64_t unit;
 };
 
 template <class T>
@@ -302,15 +309,8 @@ void gemm_part(void *ctx, int64_t begin, int64_t end, int) {
 // is busy with another process, takes fewer blocks instead of holding up the call: the pool
 // splits work statically, and a static half-and-half split ran at the speed of the slower core.
 template <class T>
-struct SharedGemm {
+struct SharedGemm : GemmOperands<T> {
   Blocking<T> bl;
-  int64_t m, n, k;
-  const T *a;
-  int64_t rsa, csa;
-  const T *b;
-  int64_t rsb, csb;
-  T *c;
-  int64_t ldc;
   int64_t chunk, chunks;  // rows per block (a multiple of MR, at most MC), number of blocks
   int64_t panels, npad;   // NR-column panels of B, panels * NR
   T *pb;                  // packed B: K block at row pc starts at pb + pc * npad, panel jp of
@@ -416,7 +416,7 @@ bool shared_gemm(Backend &be, const Blocking<T> &bl, int threads, int64_t m, int
   auto *state = static_cast<std::atomic<int> *>(s.shared);
   for (size_t i = 0; i < states; ++i) new (&state[i]) std::atomic<int>(0);
   T *pb = reinterpret_cast<T *>(static_cast<char *>(s.shared) + state_bytes);
-  SharedGemm<T> g{bl, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc,
+  SharedGemm<T> g{{m, n, k, a, rsa, csa, b, rsb, csb, c, ldc}, bl,
                   chunk, (m + chunk - 1) / chunk, panels, npad, pb, state};
   be.pool->parallel_for(threads, 1, shared_part<T>, &g);
   return true;
@@ -426,8 +426,8 @@ template <class T>
 void own_gemm(Backend &be, int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa,
               int64_t csa, const T *b, int64_t rsb, int64_t csb, T *c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
-  GemmJob<T> job{blocking_of(*be.gemm_isa.load(std::memory_order_relaxed), T{}), n >= m, 0, m, n, k, a,
-                 rsa, csa, b, rsb, csb, c, ldc};
+  GemmJob<T> job{{m, n, k, a, rsa, csa, b, rsb, csb, c, ldc},
+                 blocking_of(*be.gemm_isa.load(std::memory_order_relaxed), T{}), n >= m, 0};
   int threads = be.pool ? be.pool->size() : 1;
   // Below ~1 MFLOP a fork costs more than it saves.
   if (threads <= 1 || m * n * k < 64 * 64 * 64) {
@@ -525,25 +525,31 @@ bool blas_serial(int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa, int64
 }  // namespace
 #endif
 
-void gemm_serial_f32(Backend &be, int64_t m, int64_t n, int64_t k, const float *a,
-                     int64_t rsa, int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c,
-                     int64_t ldc, bool accumulate) {
+namespace {
+// gemm_serial_f32 / _f64: OpenBLAS when the backend uses it and it takes the strides, else the
+// own kernels at the backend's ISA.
+template <class T>
+void gemm_serial_on(Backend &be, int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa,
+                    int64_t csa, const T *b, int64_t rsb, int64_t csb, T *c, int64_t ldc,
+                    bool accumulate) {
   if (m <= 0 || n <= 0) return;
 #ifdef CTN_CPU_HAVE_OPENBLAS
   if (gemm_uses_openblas(be) && blas_serial(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate)) return;
 #endif
-  gemm_serial(blocking_of(*be.gemm_isa.load(std::memory_order_relaxed), float{}), m, n, k, a, rsa, csa, b, rsb,
+  gemm_serial(blocking_of(*be.gemm_isa.load(std::memory_order_relaxed), T{}), m, n, k, a, rsa, csa, b, rsb,
               csb, c, ldc, accumulate);
+}
+}  // namespace
+
+void gemm_serial_f32(Backend &be, int64_t m, int64_t n, int64_t k, const float *a,
+                     int64_t rsa, int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c,
+                     int64_t ldc, bool accumulate) {
+  gemm_serial_on(be, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate);
 }
 void gemm_serial_f64(Backend &be, int64_t m, int64_t n, int64_t k, const double *a,
                      int64_t rsa, int64_t csa, const double *b, int64_t rsb, int64_t csb,
                      double *c, int64_t ldc, bool accumulate) {
-  if (m <= 0 || n <= 0) return;
-#ifdef CTN_CPU_HAVE_OPENBLAS
-  if (gemm_uses_openblas(be) && blas_serial(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate)) return;
-#endif
-  gemm_serial(blocking_of(*be.gemm_isa.load(std::memory_order_relaxed), double{}), m, n, k, a, rsa, csa, b, rsb,
-              csb, c, ldc, accumulate);
+  gemm_serial_on(be, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate);
 }
 
 void own_gemm_f32(Backend &be, int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa,

@@ -335,21 +335,19 @@ ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
 }  // namespace
 
 ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
-  const char *op = sig->op;
-  ConvKind kind;
-  bool transpose = false;
-  if (!std::strcmp(op, CTN_OP_CONV2D)) {
-    kind = ConvKind::kForward;
-  } else if (!std::strcmp(op, CTN_OP_CONV2D_GRAD_INPUT)) {
-    kind = ConvKind::kGradInput;
-  } else if (!std::strcmp(op, CTN_OP_CONV_TRANSPOSE2D)) {
-    kind = ConvKind::kGradInput;
-    transpose = true;
-  } else if (!std::strcmp(op, CTN_OP_CONV2D_GRAD_WEIGHT)) {
-    kind = ConvKind::kGradWeight;
-  } else {
-    return CTN_OK;
-  }
+  // conv_transpose2d is conv2d_grad_input with the transpose's input as dy.
+  static constexpr struct {
+    const char *name;
+    ConvKind kind;
+    bool transpose;
+  } kOps[] = {{CTN_OP_CONV2D, ConvKind::kForward, false},
+              {CTN_OP_CONV2D_GRAD_INPUT, ConvKind::kGradInput, false},
+              {CTN_OP_CONV_TRANSPOSE2D, ConvKind::kGradInput, true},
+              {CTN_OP_CONV2D_GRAD_WEIGHT, ConvKind::kGradWeight, false}};
+  const auto *entry = find_entry(kOps, sig->op);
+  if (!entry) return CTN_OK;
+  const ConvKind kind = entry->kind;
+  const bool transpose = entry->transpose;
   *handled = true;
   const ctn_host_api *host = be->host;
   const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;

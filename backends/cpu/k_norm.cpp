@@ -212,12 +212,19 @@ struct BnCall {
         });
         break;
       }
-      case NormKind::kBnGradInput: {
-        // dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat))
-        const T *dy = in(2);
+      case NormKind::kBnGradInput:
+      case NormKind::kBnGradGamma: {
+        // Inputs: grad-input (x, gamma, dy), grad-gamma (x, dy).
+        const bool gamma_grad = st->kind == NormKind::kBnGradGamma;
+        const T *dy = in(gamma_grad ? 1 : 2);
         Stats s;
         double sdy, sdyx;
         grad_stats(x, dy, c, &s, &sdy, &sdyx);
+        if (gamma_grad) {  // dgamma = sum(dy * xhat)
+          out[c] = static_cast<T>(sdyx * s.rstd);
+          break;
+        }
+        // dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat))
         const double count = static_cast<double>(st->outer * inner);
         const double k = in(1)[c] * s.rstd;
         const double mdy = sdy / count, mdyx = sdyx * s.rstd * s.rstd / count;
@@ -227,14 +234,6 @@ struct BnCall {
         each(c, [&](int64_t o) {
           for (int64_t i = 0; i < inner; ++i) out[o + i] = a * dy[o + i] + b * x[o + i] + c0;
         });
-        break;
-      }
-      case NormKind::kBnGradGamma: {
-        const T *dy = in(1);
-        Stats s;
-        double sdy, acc;
-        grad_stats(x, dy, c, &s, &sdy, &acc);
-        out[c] = static_cast<T>(acc * s.rstd);
         break;
       }
       default: break;
@@ -372,9 +371,7 @@ ctn_status make_norm_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
       {CTN_OP_LAYER_NORM_GRAD_INPUT, NormKind::kLnGradInput, 3},
       {CTN_OP_LAYER_NORM_GRAD_GAMMA, NormKind::kLnGradGamma, 2},
   };
-  const Entry *e = nullptr;
-  for (const Entry &k : kEntries)
-    if (!std::strcmp(sig->op, k.name)) e = &k;
+  const Entry *e = find_entry(kEntries, sig->op);
   if (!e) return CTN_OK;
   *handled = true;
   const ctn_host_api *host = be->host;

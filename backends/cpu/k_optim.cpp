@@ -143,9 +143,7 @@ const OptEntry kEntries[] = {
 
 ctn_status make_optim_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
                              bool *handled) {
-  const OptEntry *e = nullptr;
-  for (const OptEntry &cand : kEntries)
-    if (std::strcmp(cand.name, sig->op) == 0) e = &cand;
+  const OptEntry *e = find_entry(kEntries, sig->op);
   if (!e) return CTN_OK;
   *handled = true;
   const ctn_host_api *host = be->host;

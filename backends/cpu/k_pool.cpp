@@ -596,19 +596,16 @@ void make_taps(PoolState &s) {
 }  // namespace
 
 ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
-  const char *op = sig->op;
-  PoolKind kind;
-  if (!std::strcmp(op, CTN_OP_MAX_POOL2D)) {
-    kind = PoolKind::kMax;
-  } else if (!std::strcmp(op, CTN_OP_MAX_POOL2D_GRAD)) {
-    kind = PoolKind::kMaxGrad;
-  } else if (!std::strcmp(op, CTN_OP_AVG_POOL2D)) {
-    kind = PoolKind::kAvg;
-  } else if (!std::strcmp(op, CTN_OP_AVG_POOL2D_GRAD)) {
-    kind = PoolKind::kAvgGrad;
-  } else {
-    return CTN_OK;
-  }
+  static constexpr struct {
+    const char *name;
+    PoolKind kind;
+  } kOps[] = {{CTN_OP_MAX_POOL2D, PoolKind::kMax},
+              {CTN_OP_MAX_POOL2D_GRAD, PoolKind::kMaxGrad},
+              {CTN_OP_AVG_POOL2D, PoolKind::kAvg},
+              {CTN_OP_AVG_POOL2D_GRAD, PoolKind::kAvgGrad}};
+  const auto *entry = find_entry(kOps, sig->op);
+  if (!entry) return CTN_OK;
+  const PoolKind kind = entry->kind;
   *handled = true;
   const ctn_host_api *host = be->host;
   const ctn_tensor_desc &y = *sig->output;
@@ -629,7 +626,7 @@ ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   st->k2 = st->kh == 2 && st->kw == 2 && st->sh == 2 && st->sw == 2 && st->ph == 0 && st->pw == 0;
   // max_pool2d_grad's arguments are plane offsets in lanes as wide as the data.
   if (kind == PoolKind::kMaxGrad && y.dtype == CTN_F32 && st->h * st->w > INT32_MAX)
-    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: f32 planes of more than 2^31 elements", op);
+    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: f32 planes of more than 2^31 elements", sig->op);
   make_taps(*st);
   st->run32 = planes_for<float>(be->gemm_isa.load()->name);
   st->run64 = planes_for<double>(be->gemm_isa.load()->name);

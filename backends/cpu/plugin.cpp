@@ -157,10 +157,7 @@ bool parse_gemm_mode(const char *v, GemmMode *out) {
 
 ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
                     void **out_state) {
-  if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
-  return ctn_backend_util::guarded(host, "cpu init", [&]() -> ctn_status {
-    if (!config || !out_state)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu init: NULL config or out_state");
+  return ctn_backend_util::guarded_init(host, "cpu", config, out_state, [&]() -> ctn_status {
     if (config->struct_size < sizeof(uint32_t) + sizeof(int32_t) || config->num_threads < 1 ||
         config->num_threads > 1024)
       return host->set_error(CTN_ERR_INVALID_ARGUMENT,
@@ -271,8 +268,7 @@ ctn_status cpu_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
     if (ctn_status st = ctn_backend_util::check_signature(host, "cpu", sig, out); st != CTN_OK)
       return st;
     bool handled = false;
-    using Maker = ctn_status (*)(Backend *, const ctn_op_signature *, ctn_kernel *, bool *);
-    for (Maker m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,
+    for (KernelMaker *m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,
                     make_matmul_kernel, make_optim_kernel, make_conv_kernel, make_pool_kernel,
                     make_norm_kernel, make_nn_misc_kernel}) {
       ctn_status st = m(be, sig, out, &handled);

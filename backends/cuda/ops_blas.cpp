@@ -66,8 +66,8 @@ bool fits_int(int64_t v) { return v >= 0 && v <= std::numeric_limits<int>::max()
 
 ctn_status make_matmul_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
                               bool *handled) {
-  const bool fused = !std::strcmp(sig->op, CTN_OP_MATMUL_BIAS_ACT);
-  if (!fused && std::strcmp(sig->op, CTN_OP_MATMUL)) return CTN_OK;
+  bool fused = false;
+  if (!is_matmul_op(sig->op, &fused)) return CTN_OK;
   *handled = true;
   const ctn_host_api *host = be->host;
   const char *op = fused ? CTN_OP_MATMUL_BIAS_ACT : CTN_OP_MATMUL;

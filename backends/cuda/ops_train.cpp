@@ -95,9 +95,7 @@ const Entry kEntries[] = {
 
 ctn_status make_train_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
                              bool *handled) {
-  const Entry *e = nullptr;
-  for (const Entry &c : kEntries)
-    if (!std::strcmp(c.name, sig->op)) e = &c;
+  const Entry *e = find_entry(kEntries, sig->op);
   if (!e) return CTN_OK;
   *handled = true;
   const ctn_host_api *host = be->host;

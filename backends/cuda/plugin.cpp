@@ -189,10 +189,7 @@ ctn_status init_impl(const ctn_host_api *host, void **out_state) {
 
 ctn_status cuda_init(const ctn_host_api *host, const ctn_backend_config *config,
                      void **out_state) {
-  if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
-  return ctn_backend_util::guarded(host, "cuda init", [&]() -> ctn_status {
-    if (!config || !out_state)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda init: NULL config or out_state");
+  return ctn_backend_util::guarded_init(host, "cuda", config, out_state, [&]() -> ctn_status {
     return init_impl(host, out_state);
   });
 }

@@ -110,9 +110,8 @@ int64_t small_gemm_max() {
 }  // namespace
 
 ctn_status make_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
-  const char *op = sig->op;
-  bool fused = !std::strcmp(op, CTN_OP_MATMUL_BIAS_ACT);
-  if (!fused && std::strcmp(op, CTN_OP_MATMUL) != 0) return CTN_OK;
+  bool fused = false;
+  if (!is_matmul_op(sig->op, &fused)) return CTN_OK;
   *handled = true;
   const ctn_tensor_desc &a = sig->inputs[0];
   if (ctn_status s = need_float(be->host, "opencl", sig->op, a.dtype); s) return s;

@@ -88,10 +88,7 @@ void update_description(Backend &be) {
 
 ctn_status ocl_init(const ctn_host_api *host, const ctn_backend_config *config,
                     void **out_state) {
-  if (!host || !host->set_error) return CTN_ERR_INVALID_ARGUMENT;
-  return ctn_backend_util::guarded(host, "opencl init", [&]() -> ctn_status {
-    if (!config || !out_state)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl init: NULL config or out_state");
+  return ctn_backend_util::guarded_init(host, "opencl", config, out_state, [&]() -> ctn_status {
     auto be = std::make_unique<Backend>();
     be->host = host;
     std::string why;

@@ -8,9 +8,8 @@
 namespace ctn_vk {
 
 ctn_status make_matmul_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
-  const char *op = sig->op;
-  bool fused = !std::strcmp(op, CTN_OP_MATMUL_BIAS_ACT);
-  if (!fused && std::strcmp(op, CTN_OP_MATMUL) != 0) return CTN_OK;
+  bool fused = false;
+  if (!is_matmul_op(sig->op, &fused)) return CTN_OK;
   *handled = true;
   const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
   ctn_status st = CTN_OK;
@@ -69,7 +68,7 @@ ctn_status make_matmul_kernel(Backend &be, const ctn_op_signature *sig, ctn_kern
     bk = 0;
   }
   Kernel *kern = nullptr;
-  if ((st = kernel_new(be, op, p, &kern)) != CTN_OK) return st;
+  if ((st = kernel_new(be, sig->op, p, &kern)) != CTN_OK) return st;
   const Pipeline *pipe = nullptr;
   if ((st = get_pipeline(be, use_sg ? sg_name.c_str() : a.dtype == CTN_F32 ? "matmul.f32" : "matmul.f64",
                          {tx, ty, bm, bn, bk, act}, 5, &pipe)) != CTN_OK) {

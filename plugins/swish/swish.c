@@ -37,6 +37,49 @@ static float sigmoid_f32(float x) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Kernel-maker helpers, shared with the device kernels (swish_device.h).
+ * ------------------------------------------------------------------------------------------- */
+
+void swish_fill_kernel(ctn_kernel *out, ctn_kernel_fn fn, void *state, void (*release)(void *)) {
+  out->fn = fn;
+  out->state = state;
+  out->release = release;
+  out->workspace_size = 0;
+  out->flags = CTN_KERNEL_INPLACE_OK;
+  out->reserved = 0;
+}
+
+ctn_status swish_device_checks(const ctn_host_api *host, const char *name, const char *backend,
+                               const char *proc_name, uint32_t n_inputs,
+                               const ctn_tensor_desc *inputs, const ctn_tensor_desc *output,
+                               void **proc, void **bstate) {
+  uint32_t i;
+  if (!CTN_STRUCT_HAS(ctn_host_api, host, backend_proc) || !host->backend_proc)
+    return host->set_error(CTN_ERR_UNSUPPORTED,
+                           "%s (%s): the host predates ABI 1.2 (no backend_proc)", name, backend);
+  if (host->backend_proc(backend, proc_name, proc, bstate) != CTN_OK)
+    return CTN_ERR_UNSUPPORTED; /* the host recorded why */
+  if (output->dtype != CTN_F32 && output->dtype != CTN_F64)
+    return host->set_error(CTN_ERR_UNSUPPORTED, "%s (%s): no kernel for %s", name, backend,
+                           ctn_desc_dtype_name(output->dtype));
+  for (i = 0; i < n_inputs; ++i)
+    if (inputs[i].dtype != output->dtype)
+      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "%s (%s): inconsistent signature", name,
+                             backend);
+  return CTN_OK;
+}
+
+/* A host kernel: `f32` or `f64` by `dtype`, no state. */
+static ctn_status host_kernel(const ctn_host_api *host, const char *op, ctn_dtype dtype,
+                              ctn_kernel_fn f32, ctn_kernel_fn f64, ctn_kernel *out) {
+  if (dtype != CTN_F32 && dtype != CTN_F64)
+    return host->set_error(CTN_ERR_UNSUPPORTED, "%s: no cpu kernel for %s", op,
+                           ctn_desc_dtype_name(dtype));
+  swish_fill_kernel(out, dtype == CTN_F32 ? f32 : f64, NULL, NULL);
+  return CTN_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * swish (x) -> x * sigmoid(x)
  * ------------------------------------------------------------------------------------------- */
 
@@ -79,19 +122,7 @@ static ctn_status swish_cpu_kernel(const ctn_host_api *host, uint32_t n_inputs,
   (void)attrs;
   if (n_inputs != 1 || inputs[0].dtype != output->dtype)
     return host->set_error(CTN_ERR_INVALID_ARGUMENT, "swish: inconsistent kernel signature");
-  switch (output->dtype) {
-    case CTN_F32: out->fn = swish_f32; break;
-    case CTN_F64: out->fn = swish_f64; break;
-    default:
-      return host->set_error(CTN_ERR_UNSUPPORTED, "swish: no cpu kernel for %s",
-                             ctn_desc_dtype_name(output->dtype));
-  }
-  out->state = NULL;
-  out->release = NULL;
-  out->workspace_size = 0;
-  out->flags = CTN_KERNEL_INPLACE_OK;
-  out->reserved = 0;
-  return CTN_OK;
+  return host_kernel(host, "swish", output->dtype, swish_f32, swish_f64, out);
 }
 
 /* d swish / dx = s + x s (1 - s): one swish_grad node computes dy times that. */
@@ -192,20 +223,7 @@ static ctn_status swish_grad_cpu_kernel(const ctn_host_api *host, uint32_t n_inp
   (void)attrs;
   if (n_inputs != 2 || inputs[0].dtype != output->dtype || inputs[1].dtype != output->dtype)
     return host->set_error(CTN_ERR_INVALID_ARGUMENT, "swish_grad: inconsistent kernel signature");
-  switch (output->dtype) {
-    case CTN_F32: out->fn = swish_grad_f32; break;
-    case CTN_F64: out->fn = swish_grad_f64; break;
-    default:
-      return host->set_error(CTN_ERR_UNSUPPORTED, "swish_grad: no cpu kernel for %s",
-                             ctn_desc_dtype_name(output->dtype));
-  }
-  out->state = NULL;
-  out->release = NULL;
-  out->workspace_size = 0;
-  /* Element i of x and dy is read before element i of dx is written. */
-  out->flags = CTN_KERNEL_INPLACE_OK;
-  out->reserved = 0;
-  return CTN_OK;
+  return host_kernel(host, "swish_grad", output->dtype, swish_grad_f32, swish_grad_f64, out);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -245,29 +245,19 @@ ctn_status swish_opencl_kernel(const ctn_host_api *host, enum swish_op op, uint3
   ctn_status st;
   cl_int err = SW_CL_SUCCESS;
   char kname[32];
-  uint32_t i;
-  (void)inputs;
-  if (!CTN_STRUCT_HAS(ctn_host_api, host, backend_proc) || !host->backend_proc)
-    return host->set_error(CTN_ERR_UNSUPPORTED,
-                           "%s (opencl): the host predates ABI 1.2 (no backend_proc)", name);
-  if (host->backend_proc("opencl", CTN_OPENCL_INTEROP_PROC, &proc, &bstate) != CTN_OK)
-    return CTN_ERR_UNSUPPORTED; /* the host recorded why */
+  st = swish_device_checks(host, name, "opencl", CTN_OPENCL_INTEROP_PROC, n_inputs, inputs, output,
+                           &proc, &bstate);
+  if (st != CTN_OK) return st;
   /* The extra is a function returned as void *: copy its bits (C99 has no cast for it). */
   memcpy(&get_interop, &proc, sizeof get_interop);
   memset(&io, 0, sizeof io);
   io.struct_size = sizeof io;
   if (get_interop(bstate, &io) != CTN_OK || io.version < 1 || !io.get_function)
     return host->set_error(CTN_ERR_UNSUPPORTED, "%s (opencl): the backend's interop failed", name);
-  if (output->dtype != CTN_F32 && output->dtype != CTN_F64)
-    return host->set_error(CTN_ERR_UNSUPPORTED, "%s (opencl): no kernel for %s", name,
-                           ctn_desc_dtype_name(output->dtype));
   if (output->dtype == CTN_F64 && !io.fp64)
     return host->set_error(CTN_ERR_UNSUPPORTED,
                            "%s (opencl): f64 needs cl_khr_fp64, which this device does not offer",
                            name);
-  for (i = 0; i < n_inputs; ++i)
-    if (inputs[i].dtype != output->dtype)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "%s (opencl): inconsistent signature", name);
   k = (ocl_kernel *)calloc(1, sizeof *k);
   if (!k) return host->set_error(CTN_ERR_OUT_OF_MEMORY, "%s (opencl): out of memory", name);
   k->host = host;
@@ -293,12 +283,6 @@ ctn_status swish_opencl_kernel(const ctn_host_api *host, enum swish_op op, uint3
     return host->set_error(CTN_ERR_INTERNAL, "%s (opencl): clCreateKernel(%s) failed (%d)", name,
                            kname, (int)err);
   }
-  out->fn = ocl_kernel_run;
-  out->state = k;
-  out->release = ocl_kernel_release;
-  out->workspace_size = 0;
-  /* Element i of every input is read before element i of the output is written. */
-  out->flags = CTN_KERNEL_INPLACE_OK;
-  out->reserved = 0;
+  swish_fill_kernel(out, ocl_kernel_run, k, ocl_kernel_release);
   return CTN_OK;
 }

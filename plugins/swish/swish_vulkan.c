@@ -205,17 +205,9 @@ ctn_status swish_vulkan_kernel(const ctn_host_api *host, enum swish_op op, uint3
   VkComputePipelineCreateInfo cpi;
   VkResult r;
   uint32_t i, nb = op == SWISH_FWD ? 2u : 3u;
-  if (!CTN_STRUCT_HAS(ctn_host_api, host, backend_proc) || !host->backend_proc)
-    return host->set_error(CTN_ERR_UNSUPPORTED,
-                           "%s (vulkan): the host predates ABI 1.2 (no backend_proc)", name);
-  if (host->backend_proc("vulkan", CTN_VULKAN_INTEROP_PROC, &proc, &bstate) != CTN_OK)
-    return CTN_ERR_UNSUPPORTED; /* the host recorded why */
-  if (output->dtype != CTN_F32 && output->dtype != CTN_F64)
-    return host->set_error(CTN_ERR_UNSUPPORTED, "%s (vulkan): no kernel for %s", name,
-                           ctn_desc_dtype_name(output->dtype));
-  for (i = 0; i < n_inputs; ++i)
-    if (inputs[i].dtype != output->dtype)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "%s (vulkan): inconsistent signature", name);
+  ctn_status st = swish_device_checks(host, name, "vulkan", CTN_VULKAN_INTEROP_PROC, n_inputs,
+                                      inputs, output, &proc, &bstate);
+  if (st != CTN_OK) return st;
   k = (vk_kernel *)calloc(1, sizeof *k);
   if (!k) return host->set_error(CTN_ERR_OUT_OF_MEMORY, "%s (vulkan): out of memory", name);
   memcpy(&get_interop, &proc, sizeof get_interop);
@@ -293,11 +285,6 @@ ctn_status swish_vulkan_kernel(const ctn_host_api *host, enum swish_op op, uint3
     return host->set_error(CTN_ERR_INTERNAL, "%s (vulkan): pipeline creation failed (%d)", name,
                            (int)r);
   }
-  out->fn = vk_kernel_run;
-  out->state = k;
-  out->release = vk_kernel_release;
-  out->workspace_size = 0;
-  out->flags = CTN_KERNEL_INPLACE_OK;
-  out->reserved = 0;
+  swish_fill_kernel(out, vk_kernel_run, k, vk_kernel_release);
   return CTN_OK;
 }

@@ -233,13 +233,8 @@ TEST(abi, KernelExceptionBecomesStatus) {
   ASSERT_EQ(ctn_input(g.get(), "a", CTN_F32, 1, shape, &a), CTN_OK) << ctn_last_error();
   ASSERT_EQ(ctn_input(g.get(), "b", CTN_F32, 1, shape, &b), CTN_OK) << ctn_last_error();
   ASSERT_EQ(ctn_add(g.get(), a, b, &y), CTN_OK) << ctn_last_error();
-  ctn_compile_options opts{};
-  opts.struct_size = sizeof opts;
-  opts.backends = "throwcpu";
-  ctn_plan *raw = nullptr;
-  ctn_status st = ctn_plan_compile(g.get(), 1, &y, &opts, &raw);
-  ASSERT_EQ(st, CTN_OK) << Describe(st);
-  Plan plan(raw);
+  Plan plan = Compile(g.get(), {y}, "throwcpu");
+  ASSERT_TRUE(plan);
   uint32_t steps = 0;
   ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "throwcpu", "add", &steps), CTN_OK);
   EXPECT_EQ(steps, 1u);
@@ -252,7 +247,7 @@ TEST(abi, KernelExceptionBecomesStatus) {
   const ctn_tensor *values[2] = {at.get(), bt.get()};
   ctn_tensor *outs[1] = {out.get()};
   for (int attempt = 0; attempt < 2; ++attempt) {  // the plan stays usable after a failure
-    st = ctn_plan_run(plan.get(), 2, feeds, values, 1, outs);
+    ctn_status st = ctn_plan_run(plan.get(), 2, feeds, values, 1, outs);
     // A misbehaving plugin (CTN_ERR_PLUGIN) or an unexpected exception (CTN_ERR_INTERNAL):
     // either reading is fair, as long as the text says where it came from.
     EXPECT_TRUE(st == CTN_ERR_PLUGIN || st == CTN_ERR_INTERNAL) << Describe(st);
@@ -525,11 +520,9 @@ TEST(abi, PlanSegmentsAreRecordedOnceAndReplayedPerRun) {
   ASSERT_EQ(ctn_input(g.get(), "y", CTN_F32, 1, shape, &y), CTN_OK);
   ASSERT_EQ(ctn_add(g.get(), x, y, &s1), CTN_OK);
   ASSERT_EQ(ctn_add(g.get(), s1, x, &s2), CTN_OK);
-  ctn_compile_options o{};
-  o.struct_size = sizeof o;
-  o.backends = "reccpu";
-  ctn_plan *p = nullptr;
-  ASSERT_EQ(ctn_plan_compile(g.get(), 1, &s2, &o, &p), CTN_OK) << ctn_last_error();
+  Plan plan = Compile(g.get(), {s2}, "reccpu");
+  ASSERT_TRUE(plan);
+  ctn_plan *p = plan.get();
   EXPECT_EQ(prepared() - p0, 1);  // both steps in one segment
   Tensor xt = MakeF32({4}, {1, 2, 3, 4}), yt = MakeF32({4}, {10, 20, 30, 40});
   ctn_tensor *out = nullptr;
@@ -540,6 +533,6 @@ TEST(abi, PlanSegmentsAreRecordedOnceAndReplayedPerRun) {
   EXPECT_EQ(runs() - r0, 3);
   EXPECT_EQ(ReadF32(out), (std::vector<float>{12, 24, 36, 48}));
   ctn_tensor_release(out);
-  ctn_plan_release(p);
+  plan.reset();
   dlclose(dl);
 }

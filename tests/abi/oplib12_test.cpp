@@ -183,23 +183,16 @@ void RunScale(ctn_context *ctx, const char *op, float k) {
   ASSERT_EQ(ctn_op(g.get(), op, 1, &x, nullptr, &y), CTN_OK) << ctn_last_error();
   ASSERT_EQ(ctn_sum(g.get(), y, 0, nullptr, 0, &loss), CTN_OK) << ctn_last_error();
   ASSERT_EQ(ctn_grad(g.get(), loss, 1, &x, &dx), CTN_OK) << ctn_last_error();
-  ctn_node outs[] = {y, dx};
-  ctn_plan *p = nullptr;
-  ASSERT_EQ(ctn_plan_compile(g.get(), 2, outs, nullptr, &p), CTN_OK) << ctn_last_error();
-  Plan plan(p);
+  Plan plan = Compile(g.get(), {y, dx});
+  ASSERT_TRUE(plan);
   uint32_t steps = 0;
-  ASSERT_EQ(ctn_plan_backend_steps(p, "cpu", op, &steps), CTN_OK);
+  ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "cpu", op, &steps), CTN_OK);
   EXPECT_EQ(steps, 1u) << op << " should run on the cpu backend";
   const std::vector<float> xv = {1, -2, 3, 0.5f, 0, -4};
   Tensor xt = MakeF32({2, 3}, xv);
-  ctn_tensor *o0 = nullptr, *o1 = nullptr;
-  ASSERT_EQ(ctn_plan_output_create(p, 0, &o0), CTN_OK);
-  ASSERT_EQ(ctn_plan_output_create(p, 1, &o1), CTN_OK);
-  Tensor t0(o0), t1(o1);
-  const ctn_tensor *feeds[] = {xt.get()};
-  ctn_tensor *const outputs[] = {o0, o1};
-  ASSERT_EQ(ctn_plan_run(p, 1, &x, feeds, 2, outputs), CTN_OK) << ctn_last_error();
-  std::vector<float> yv = ReadF32(o0), dv = ReadF32(o1);
+  std::vector<Tensor> outs = RunOnce(plan.get(), {x}, {xt.get()}, 2);
+  ASSERT_EQ(outs.size(), 2u);
+  std::vector<float> yv = ReadF32(outs[0].get()), dv = ReadF32(outs[1].get());
   ASSERT_EQ(yv.size(), xv.size());
   for (size_t i = 0; i < xv.size(); ++i) {
     EXPECT_FLOAT_EQ(yv[i], k * xv[i]) << op << " element " << i;
@@ -328,20 +321,13 @@ TEST(oplib12, OlderMinorOpLibrariesLoadAndRunBesideA12One) {
     ASSERT_EQ(ctn_op(g.get(), "inproc_scale3", 1, &b, nullptr, &b), CTN_OK) << ctn_last_error();
     ASSERT_EQ(ctn_sum(g.get(), b, 0, nullptr, 0, &loss), CTN_OK);
     ASSERT_EQ(ctn_grad(g.get(), loss, 1, &x, &dx), CTN_OK) << ctn_last_error();
-    ctn_node outs[] = {b, dx};
-    ctn_plan *p = nullptr;
-    ASSERT_EQ(ctn_plan_compile(g.get(), 2, outs, nullptr, &p), CTN_OK) << ctn_last_error();
-    Plan plan(p);
+    Plan plan = Compile(g.get(), {b, dx});
+    ASSERT_TRUE(plan);
     Tensor xt = MakeF32({3}, {1, 2, -3});
-    ctn_tensor *o0 = nullptr, *o1 = nullptr;
-    ASSERT_EQ(ctn_plan_output_create(p, 0, &o0), CTN_OK);
-    ASSERT_EQ(ctn_plan_output_create(p, 1, &o1), CTN_OK);
-    Tensor t0(o0), t1(o1);
-    const ctn_tensor *feeds[] = {xt.get()};
-    ctn_tensor *const outputs[] = {o0, o1};
-    ASSERT_EQ(ctn_plan_run(p, 1, &x, feeds, 2, outputs), CTN_OK) << ctn_last_error();
-    EXPECT_EQ(ReadF32(o0), (std::vector<float>{9, 15, -15})) << prefix;  // 3 (2x + 1)
-    EXPECT_EQ(ReadF32(o1), (std::vector<float>{6, 6, 6})) << prefix;
+    std::vector<Tensor> outs = RunOnce(plan.get(), {x}, {xt.get()}, 2);
+    ASSERT_EQ(outs.size(), 2u);
+    EXPECT_EQ(ReadF32(outs[0].get()), (std::vector<float>{9, 15, -15})) << prefix;  // 3 (2x + 1)
+    EXPECT_EQ(ReadF32(outs[1].get()), (std::vector<float>{6, 6, 6})) << prefix;
   }
 }
 
@@ -606,18 +592,11 @@ TEST(oplib12, RewritesNeverMistakeALibraryOpForTheBuiltin) {
   ASSERT_EQ(ctn_op(g.get(), "neg", 1, &a, nullptr, &b), CTN_OK) << ctn_last_error();
   ASSERT_EQ(ctn_op(g.get(), "ctn::neg", 1, &x, nullptr, &c), CTN_OK) << ctn_last_error();
   ASSERT_EQ(ctn_op(g.get(), "ctn::neg", 1, &c, nullptr, &d), CTN_OK) << ctn_last_error();
-  ctn_node outs[] = {b, d};
-  ctn_plan *p = nullptr;
-  ASSERT_EQ(ctn_plan_compile(g.get(), 2, outs, nullptr, &p), CTN_OK) << ctn_last_error();
-  Plan plan(p);
+  Plan plan = Compile(g.get(), {b, d});
+  ASSERT_TRUE(plan);
   Tensor xt = MakeF32({3}, {1, -2, 3});
-  ctn_tensor *o0 = nullptr, *o1 = nullptr;
-  ASSERT_EQ(ctn_plan_output_create(p, 0, &o0), CTN_OK);
-  ASSERT_EQ(ctn_plan_output_create(p, 1, &o1), CTN_OK);
-  Tensor t0(o0), t1(o1);
-  const ctn_tensor *feeds[] = {xt.get()};
-  ctn_tensor *const outputs[] = {o0, o1};
-  ASSERT_EQ(ctn_plan_run(p, 1, &x, feeds, 2, outputs), CTN_OK) << ctn_last_error();
-  EXPECT_EQ(ReadF32(o0), (std::vector<float>{4, -8, 12})) << "the library's op, twice";
-  EXPECT_EQ(ReadF32(o1), (std::vector<float>{1, -2, 3})) << "the built-in, twice";
+  std::vector<Tensor> outs = RunOnce(plan.get(), {x}, {xt.get()}, 2);
+  ASSERT_EQ(outs.size(), 2u);
+  EXPECT_EQ(ReadF32(outs[0].get()), (std::vector<float>{4, -8, 12})) << "the library's op, twice";
+  EXPECT_EQ(ReadF32(outs[1].get()), (std::vector<float>{1, -2, 3})) << "the built-in, twice";
 }

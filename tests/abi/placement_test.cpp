@@ -42,12 +42,8 @@ TEST(Placement, LeavesLiveWhereTheirFirstConsumerRuns) {
   ASSERT_EQ(ctn_matmul(g.get(), x, w, 0, 0, &m), CTN_OK);
   ASSERT_EQ(ctn_add(g.get(), m, b, &s), CTN_OK);
   ASSERT_EQ(ctn_relu(g.get(), s, &y), CTN_OK);
-  ctn_compile_options o{};
-  o.struct_size = sizeof o;
-  o.backends = "oldcpu,cpu";
-  ctn_plan *raw = nullptr;
-  ASSERT_EQ(ctn_plan_compile(g.get(), 1, &y, &o, &raw), CTN_OK) << ctn_last_error();
-  Plan p(raw);
+  Plan p = Compile(g.get(), {y}, "oldcpu,cpu");
+  ASSERT_TRUE(p);
   EXPECT_EQ(steps(p.get(), "cpu", "matmul"), 1u);
   EXPECT_EQ(steps(p.get(), "oldcpu", "add"), 1u);
   EXPECT_EQ(steps(p.get(), "cpu", "transfer"), 0u) << "x or w crossed to the CPU: they should live there";
@@ -57,14 +53,10 @@ TEST(Placement, LeavesLiveWhereTheirFirstConsumerRuns) {
   ASSERT_EQ(ctn_plan_stats_get(p.get(), &st), CTN_OK);
   EXPECT_EQ(st.n_steps, 4u);
   Tensor xv = MakeF32({2, 3}, {1, 2, 3, -1, -2, -3});
-  ctn_tensor *out_raw = nullptr;
-  ASSERT_EQ(ctn_plan_output_create(p.get(), 0, &out_raw), CTN_OK);
-  Tensor out(out_raw);
-  const ctn_tensor *feeds[1] = {xv.get()};
-  ctn_tensor *outs[1] = {out.get()};
-  ASSERT_EQ(ctn_plan_run(p.get(), 1, &x, feeds, 1, outs), CTN_OK) << ctn_last_error();
+  std::vector<Tensor> outs = RunOnce(p.get(), {x}, {xv.get()});
+  ASSERT_EQ(outs.size(), 1u);
   // x @ w = [[4, 5], [-4, -5]]; + b = [[2, 5.5], [-6, -4.5]]; relu.
-  EXPECT_EQ(ReadF32(out.get()), (std::vector<float>{2, 5.5f, 0, 0}));
+  EXPECT_EQ(ReadF32(outs[0].get()), (std::vector<float>{2, 5.5f, 0, 0}));
 }
 
 // "nocopy" (add, relu, no copy) holds w and v (their first readers run there); w's new value
@@ -87,26 +79,19 @@ TEST(Placement, AssignmentWithoutCopyKernelGoesThroughTheHost) {
   ASSERT_EQ(ctn_mul(g.get(), v, two, &v2), CTN_OK);  // on the CPU
   ASSERT_EQ(ctn_assign(g.get(), w, y, &a1), CTN_OK);
   ASSERT_EQ(ctn_assign(g.get(), v, v2, &a2), CTN_OK);
-  ctn_compile_options o{};
-  o.struct_size = sizeof o;
-  o.backends = "nocopy,cpu";
-  ctn_plan *raw = nullptr;
-  ASSERT_EQ(ctn_plan_compile(g.get(), 1, &t, &o, &raw), CTN_OK) << ctn_last_error();
-  Plan p(raw);
+  Plan p = Compile(g.get(), {t}, "nocopy,cpu");
+  ASSERT_TRUE(p);
   EXPECT_EQ(steps(p.get(), "nocopy", "assign"), 0u);
   EXPECT_EQ(steps(p.get(), "cpu", "mul"), 1u);
   EXPECT_EQ(steps(p.get(), "nocopy", "transfer"), 2u) << "one transfer into each variable";
-  ctn_tensor *out_raw = nullptr;
-  ASSERT_EQ(ctn_plan_output_create(p.get(), 0, &out_raw), CTN_OK);
-  Tensor out(out_raw);
   Tensor xv = MakeF32({3}, {1, -5, 1});
-  const ctn_tensor *feeds[1] = {xv.get()};
-  ctn_tensor *outs[1] = {out.get()};
-  ASSERT_EQ(ctn_plan_run(p.get(), 1, &x, feeds, 1, outs), CTN_OK) << ctn_last_error();
-  EXPECT_EQ(ReadF32(out.get()), (std::vector<float>{3, 1, 5}));  // v + relu(w + x), old values
-  ASSERT_EQ(ctn_plan_run(p.get(), 1, &x, feeds, 1, outs), CTN_OK) << ctn_last_error();
+  std::vector<Tensor> run1 = RunOnce(p.get(), {x}, {xv.get()});
+  ASSERT_EQ(run1.size(), 1u);
+  EXPECT_EQ(ReadF32(run1[0].get()), (std::vector<float>{3, 1, 5}));  // v + relu(w + x), old values
+  std::vector<Tensor> run2 = RunOnce(p.get(), {x}, {xv.get()});
+  ASSERT_EQ(run2.size(), 1u);
   // w = relu([2, -3, 4]) = [2, 0, 4] and v = [2, 2, 2] after run 1.
-  EXPECT_EQ(ReadF32(out.get()), (std::vector<float>{5, 2, 7}));
+  EXPECT_EQ(ReadF32(run2[0].get()), (std::vector<float>{5, 2, 7}));
   ctn_tensor *wr = nullptr, *vr = nullptr;
   ASSERT_EQ(ctn_plan_variable_read(p.get(), w, &wr), CTN_OK);
   ASSERT_EQ(ctn_plan_variable_read(p.get(), v, &vr), CTN_OK);

@@ -64,45 +64,46 @@ class SwishOps : public ::testing::Test {
   Context ctx_;
 };
 
-// Runs a compiled plan with x and w fed, returning every output as f64.
+// The lazy graph of the plan tests: inputs x and w (f64, kShape), loss = BuildLoss(x, w) and its
+// gradients; outputs = {loss, d loss / dx, d loss / dw}.
+struct LossGraph {
+  Graph g;
+  ctn_node x = CTN_NODE_NONE, w = CTN_NODE_NONE;
+  std::vector<ctn_node> outputs;
+};
+
+void BuildLossGraph(ctn_context *ctx, LossGraph *lg) {
+  lg->g = NewGraph(ctx);
+  ASSERT_TRUE(lg->g);
+  ctn_graph *g = lg->g.get();
+  ASSERT_EQ(ctn_input(g, "x", CTN_F64, 2, kShape.data(), &lg->x), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_input(g, "w", CTN_F64, 2, kShape.data(), &lg->w), CTN_OK) << ctn_last_error();
+  const ctn_node loss = BuildLoss(g, lg->x, lg->w);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const ctn_node wrt[2] = {lg->x, lg->w};
+  ctn_node grads[2] = {CTN_NODE_NONE, CTN_NODE_NONE};
+  ASSERT_EQ(ctn_grad(g, loss, 2, wrt, grads), CTN_OK) << ctn_last_error();
+  lg->outputs = {loss, grads[0], grads[1]};
+}
+
+// Runs a compiled plan with x and w fed, returning every output as f64 (n_outputs empty ones
+// after a failure, which RunOnce reported).
 std::vector<std::vector<double>> RunPlan(ctn_plan *plan, ctn_node xn, ctn_node wn,
                                          const std::vector<double> &x,
                                          const std::vector<double> &w, uint32_t n_outputs) {
   Tensor xt = MakeF64(kShape, x), wt = MakeF64(kShape, w);
-  std::vector<Tensor> outs;
-  std::vector<ctn_tensor *> raw_outs;
-  for (uint32_t i = 0; i < n_outputs; ++i) {
-    ctn_tensor *t = nullptr;
-    EXPECT_EQ(ctn_plan_output_create(plan, i, &t), CTN_OK) << ctn_last_error();
-    outs.emplace_back(t);
-    raw_outs.push_back(t);
-  }
-  const ctn_node feeds[2] = {xn, wn};
-  const ctn_tensor *values[2] = {xt.get(), wt.get()};
-  ctn_status st = ctn_plan_run(plan, 2, feeds, values, n_outputs, raw_outs.data());
-  EXPECT_EQ(st, CTN_OK) << Describe(st);
-  std::vector<std::vector<double>> result;
-  for (auto &t : outs) result.push_back(ReadF64(t.get()));
+  std::vector<Tensor> outs = RunOnce(plan, {xn, wn}, {xt.get(), wt.get()}, n_outputs);
+  std::vector<std::vector<double>> result(n_outputs);
+  for (size_t i = 0; i < outs.size(); ++i) result[i] = ReadF64(outs[i].get());
   return result;
 }
 
 TEST_F(SwishOps, LazyForwardAndGradientMatchReferenceAndFiniteDifferences) {
-  Graph g = NewGraph(ctx_.get());
-  ASSERT_TRUE(g);
-  ctn_node x, w;
-  ASSERT_EQ(ctn_input(g.get(), "x", CTN_F64, 2, kShape.data(), &x), CTN_OK) << ctn_last_error();
-  ASSERT_EQ(ctn_input(g.get(), "w", CTN_F64, 2, kShape.data(), &w), CTN_OK) << ctn_last_error();
-  const ctn_node loss = BuildLoss(g.get(), x, w);
-  ASSERT_FALSE(HasFailure());
-  const ctn_node wrt[2] = {x, w};
-  ctn_node grads[2] = {CTN_NODE_NONE, CTN_NODE_NONE};
-  ASSERT_EQ(ctn_grad(g.get(), loss, 2, wrt, grads), CTN_OK) << ctn_last_error();
-
-  const ctn_node outputs[3] = {loss, grads[0], grads[1]};
-  ctn_plan *raw = nullptr;
-  ctn_status st = ctn_plan_compile(g.get(), 3, outputs, nullptr, &raw);
-  ASSERT_EQ(st, CTN_OK) << Describe(st);
-  Plan plan(raw);
+  LossGraph lg;
+  ASSERT_NO_FATAL_FAILURE(BuildLossGraph(ctx_.get(), &lg));
+  const ctn_node x = lg.x, w = lg.w;
+  Plan plan = Compile(lg.g.get(), lg.outputs);
+  ASSERT_TRUE(plan);
   // The custom ops ran on the CPU backend through the library's "cpu" kernels.
   uint32_t n_swish = 0, n_swish_grad = 0;
   ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "cpu", "swish", &n_swish), CTN_OK);
@@ -122,18 +123,19 @@ TEST_F(SwishOps, LazyForwardAndGradientMatchReferenceAndFiniteDifferences) {
   }
 
   // Finite differences through a forward-only plan of the same graph.
-  ctn_plan *fraw = nullptr;
-  ASSERT_EQ(ctn_plan_compile(g.get(), 1, &loss, nullptr, &fraw), CTN_OK) << ctn_last_error();
-  Plan fwd(fraw);
+  Plan fwd = Compile(lg.g.get(), {lg.outputs[0]});
+  ASSERT_TRUE(fwd);
   const double h = 1e-6;
   for (size_t i = 0; i < kX.size(); ++i) {
     for (int which = 0; which < 2; ++which) {
       std::vector<double> xp = kX, xm = kX, wp = kW, wm = kW;
       (which == 0 ? xp : wp)[i] += h;
       (which == 0 ? xm : wm)[i] -= h;
-      const double lp = RunPlan(fwd.get(), x, w, xp, wp, 1)[0][0];
-      const double lm = RunPlan(fwd.get(), x, w, xm, wm, 1)[0][0];
-      const double fd = (lp - lm) / (2 * h);
+      const std::vector<double> lp = RunPlan(fwd.get(), x, w, xp, wp, 1)[0];
+      const std::vector<double> lm = RunPlan(fwd.get(), x, w, xm, wm, 1)[0];
+      ASSERT_EQ(lp.size(), 1u);
+      ASSERT_EQ(lm.size(), 1u);
+      const double fd = (lp[0] - lm[0]) / (2 * h);
       EXPECT_NEAR(out[1 + which][i], fd, 1e-6 * std::max(1.0, std::fabs(fd)))
           << (which == 0 ? "d/dx" : "d/dw") << " element " << i;
     }
@@ -144,19 +146,11 @@ TEST_F(SwishOps, LazyForwardAndGradientMatchReferenceAndFiniteDifferences) {
 // refuses the file naming the op; one with it rebuilds the graph, whose plan computes what the
 // original's does, bit for bit.
 TEST_F(SwishOps, GraphFileResolvesLibraryOpsByNameAtLoad) {
-  Graph g = NewGraph(ctx_.get());
-  ASSERT_TRUE(g);
-  ctn_node x, w;
-  ASSERT_EQ(ctn_input(g.get(), "x", CTN_F64, 2, kShape.data(), &x), CTN_OK) << ctn_last_error();
-  ASSERT_EQ(ctn_input(g.get(), "w", CTN_F64, 2, kShape.data(), &w), CTN_OK) << ctn_last_error();
-  const ctn_node loss = BuildLoss(g.get(), x, w);
-  ASSERT_FALSE(HasFailure());
-  const ctn_node wrt[2] = {x, w};
-  ctn_node grads[2] = {CTN_NODE_NONE, CTN_NODE_NONE};
-  ASSERT_EQ(ctn_grad(g.get(), loss, 2, wrt, grads), CTN_OK) << ctn_last_error();
-  const ctn_node outputs[3] = {loss, grads[0], grads[1]};
+  LossGraph src;
+  ASSERT_NO_FATAL_FAILURE(BuildLossGraph(ctx_.get(), &src));
+  const ctn_node x = src.x, w = src.w, *outputs = src.outputs.data();
   const std::string path = ::testing::TempDir() + "swish_graph.ctn";
-  ASSERT_EQ(ctn_graph_save(g.get(), nullptr, 3, outputs, nullptr, nullptr, path.c_str()), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_graph_save(src.g.get(), nullptr, 3, outputs, nullptr, nullptr, path.c_str()), CTN_OK) << ctn_last_error();
 
   Context bare = IsolatedContext();
   ASSERT_TRUE(bare);
@@ -171,11 +165,8 @@ TEST_F(SwishOps, GraphFileResolvesLibraryOpsByNameAtLoad) {
   ASSERT_EQ(ctn_graph_load(ctx_.get(), path.c_str(), &lg, &saved), CTN_OK) << ctn_last_error();
   Graph loaded(lg);
   ctn_saved_graph_release(saved);
-  ctn_plan *a = nullptr, *b = nullptr;
-  ASSERT_EQ(ctn_plan_compile(g.get(), 3, outputs, nullptr, &a), CTN_OK) << ctn_last_error();
-  Plan pa(a);
-  ASSERT_EQ(ctn_plan_compile(loaded.get(), 3, outputs, nullptr, &b), CTN_OK) << ctn_last_error();
-  Plan pb(b);
+  Plan pa = Compile(src.g.get(), src.outputs), pb = Compile(loaded.get(), src.outputs);
+  ASSERT_TRUE(pa && pb);
   EXPECT_EQ(RunPlan(pa.get(), x, w, kX, kW, 3), RunPlan(pb.get(), x, w, kX, kW, 3));
   std::remove(path.c_str());
 }
@@ -239,19 +230,14 @@ TEST_F(SwishOps, Float32Forward) {
   ASSERT_EQ(ndim, 1u);
   EXPECT_EQ(oshape[0], 6);
 
-  ctn_plan *raw = nullptr;
-  ASSERT_EQ(ctn_plan_compile(g.get(), 1, &y, nullptr, &raw), CTN_OK) << ctn_last_error();
-  Plan plan(raw);
+  Plan plan = Compile(g.get(), {y});
+  ASSERT_TRUE(plan);
   // Large |x| as well: the kernel must not overflow exp().
   const std::vector<float> xv = {-100.f, -3.f, -0.5f, 0.f, 2.f, 100.f};
   Tensor xt = MakeF32({6}, xv);
-  ctn_tensor *out_raw = nullptr;
-  ASSERT_EQ(ctn_plan_output_create(plan.get(), 0, &out_raw), CTN_OK);
-  Tensor out(out_raw);
-  const ctn_tensor *values[1] = {xt.get()};
-  ctn_tensor *outs[1] = {out.get()};
-  ASSERT_EQ(ctn_plan_run(plan.get(), 1, &x, values, 1, outs), CTN_OK) << ctn_last_error();
-  std::vector<float> got = ReadF32(out.get());
+  std::vector<Tensor> outs = RunOnce(plan.get(), {x}, {xt.get()});
+  ASSERT_EQ(outs.size(), 1u);
+  std::vector<float> got = ReadF32(outs[0].get());
   ASSERT_EQ(got.size(), xv.size());
   for (size_t i = 0; i < xv.size(); ++i) {
     ASSERT_TRUE(std::isfinite(got[i])) << i;
@@ -309,26 +295,17 @@ TEST(SwishOnHostBackend, CpuKernelsRunOnAnyHostMemoryBackend) {
   ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
   ASSERT_EQ(ctn_op(g.get(), "swish", 1, &x, nullptr, &y), CTN_OK) << ctn_last_error();
   ASSERT_EQ(ctn_relu(g.get(), y, &z), CTN_OK) << ctn_last_error();
-  ctn_compile_options opts{};
-  opts.struct_size = sizeof opts;
-  opts.backends = "oldcpu";
-  ctn_plan *raw = nullptr;
-  ctn_status st = ctn_plan_compile(g.get(), 1, &z, &opts, &raw);
-  ASSERT_EQ(st, CTN_OK) << Describe(st);
-  Plan plan(raw);
+  Plan plan = Compile(g.get(), {z}, "oldcpu");
+  ASSERT_TRUE(plan);
   uint32_t n = 0;
   ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "oldcpu", "swish", &n), CTN_OK);
   EXPECT_EQ(n, 1u);
 
   const std::vector<float> xv = {-2.f, -0.5f, 0.5f, 3.f};
   Tensor xt = MakeF32({4}, xv);
-  ctn_tensor *out_raw = nullptr;
-  ASSERT_EQ(ctn_plan_output_create(plan.get(), 0, &out_raw), CTN_OK);
-  Tensor out(out_raw);
-  const ctn_tensor *values[1] = {xt.get()};
-  ctn_tensor *outs[1] = {out.get()};
-  ASSERT_EQ(ctn_plan_run(plan.get(), 1, &x, values, 1, outs), CTN_OK) << ctn_last_error();
-  std::vector<float> got = ReadF32(out.get());
+  std::vector<Tensor> outs = RunOnce(plan.get(), {x}, {xt.get()});
+  ASSERT_EQ(outs.size(), 1u);
+  std::vector<float> got = ReadF32(outs[0].get());
   ASSERT_EQ(got.size(), 4u);
   for (size_t i = 0; i < 4; ++i)
     EXPECT_NEAR(got[i], std::max(0.0, SwishRef(xv[i])), 1e-6) << i;

@@ -84,6 +84,37 @@ bool FileExists(const std::string &path) {
   return stat(path.c_str(), &sb) == 0;
 }
 
+Plan Compile(ctn_graph *g, const std::vector<ctn_node> &outputs, const char *backends) {
+  ctn_compile_options opts{};
+  opts.struct_size = sizeof opts;
+  opts.backends = backends;
+  ctn_plan *raw = nullptr;
+  ctn_status st = ctn_plan_compile(g, static_cast<uint32_t>(outputs.size()), outputs.data(),
+                                   backends ? &opts : nullptr, &raw);
+  EXPECT_EQ(st, CTN_OK) << "ctn_plan_compile: " << Describe(st);
+  return Plan(st == CTN_OK ? raw : nullptr);
+}
+
+std::vector<Tensor> RunOnce(ctn_plan *plan, const std::vector<ctn_node> &inputs,
+                            const std::vector<const ctn_tensor *> &feeds, uint32_t n_outputs) {
+  std::vector<Tensor> outs;
+  std::vector<ctn_tensor *> raw;
+  for (uint32_t i = 0; i < n_outputs; ++i) {
+    ctn_tensor *t = nullptr;
+    ctn_status st = ctn_plan_output_create(plan, i, &t);
+    EXPECT_EQ(st, CTN_OK) << "ctn_plan_output_create(" << i << "): " << Describe(st);
+    if (st != CTN_OK) return {};
+    outs.emplace_back(t);
+    raw.push_back(t);
+  }
+  EXPECT_EQ(inputs.size(), feeds.size());
+  ctn_status st = ctn_plan_run(plan, static_cast<uint32_t>(inputs.size()), inputs.data(), feeds.data(),
+                               n_outputs, raw.data());
+  EXPECT_EQ(st, CTN_OK) << "ctn_plan_run: " << Describe(st);
+  if (st != CTN_OK) return {};
+  return outs;
+}
+
 void ExpectSmallGraphRunsOn(ctn_context *ctx, const char *backend, bool with_relu) {
   SCOPED_TRACE(std::string("small graph on backend ") + backend);
   Graph g = NewGraph(ctx);
@@ -98,26 +129,15 @@ void ExpectSmallGraphRunsOn(ctn_context *ctx, const char *backend, bool with_rel
     ASSERT_EQ(ctn_relu(g.get(), sum, &y), CTN_OK) << ctn_last_error();
   }
 
-  ctn_compile_options opts{};
-  opts.struct_size = sizeof opts;
-  opts.backends = backend;
-  ctn_plan *raw = nullptr;
-  ctn_status st = ctn_plan_compile(g.get(), 1, &y, &opts, &raw);
-  ASSERT_EQ(st, CTN_OK) << Describe(st);
-  Plan plan(raw);
+  Plan plan = Compile(g.get(), {y}, backend);
+  ASSERT_TRUE(plan);
 
   const std::vector<float> av = {1.f, -2.f, 3.f, -4.f, 5.f, -6.f}, bv = {0.5f, 1.f, -1.f};
   Tensor at = MakeF32({2, 3}, av), bt = MakeF32({3}, bv);
-  ctn_tensor *out_raw = nullptr;
-  ASSERT_EQ(ctn_plan_output_create(plan.get(), 0, &out_raw), CTN_OK) << ctn_last_error();
-  Tensor out(out_raw);
-  const ctn_node feeds[2] = {a, b};
-  const ctn_tensor *values[2] = {at.get(), bt.get()};
-  ctn_tensor *outs[1] = {out.get()};
-  st = ctn_plan_run(plan.get(), 2, feeds, values, 1, outs);
-  ASSERT_EQ(st, CTN_OK) << Describe(st);
+  std::vector<Tensor> outs = RunOnce(plan.get(), {a, b}, {at.get(), bt.get()});
+  ASSERT_EQ(outs.size(), 1u);
 
-  std::vector<float> got = ReadF32(out.get());
+  std::vector<float> got = ReadF32(outs[0].get());
   ASSERT_EQ(got.size(), 6u);
   for (size_t i = 0; i < 6; ++i) {
     float want = av[i] + bv[i % 3];

@@ -52,6 +52,15 @@ std::string ReportLine(ctn_context *ctx, const std::string &file);
 
 bool FileExists(const std::string &path);
 
+// Compiles `outputs` of `g`, for `backends` (ctn_compile_options.backends) when not nullptr.
+// A null Plan on failure, with a gtest failure naming the status.
+Plan Compile(ctn_graph *g, const std::vector<ctn_node> &outputs, const char *backends = nullptr);
+
+// Runs `plan` once, feeds[i] fed to inputs[i], and returns its first `n_outputs` outputs (new
+// tensors from ctn_plan_output_create). Empty on failure, with a gtest failure naming the call.
+std::vector<Tensor> RunOnce(ctn_plan *plan, const std::vector<ctn_node> &inputs,
+                            const std::vector<const ctn_tensor *> &feeds, uint32_t n_outputs = 1);
+
 // Compiles relu(a + b) (f32, [2, 3] + [3]) for `backend`, runs it, and checks the values and
 // that every step ran on `backend` (gtest failures are reported at the caller's line).
 // `with_relu` false leaves out relu for backends that only have "add".

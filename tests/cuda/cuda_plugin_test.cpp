@@ -10,11 +10,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "../common/plugin_host.h"
 
 #ifndef CTN_CUDA_PLUGIN_PATH
 #define CTN_CUDA_PLUGIN_PATH "ctn-cuda.so"
@@ -22,18 +23,7 @@
 
 namespace {
 
-thread_local std::string g_error;
-
-ctn_status host_set_error(ctn_status code, const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  g_error = buf;
-  return code;
-}
-void host_log(ctn_log_level, const char *, const char *) {}
+using ctn_test_host::g_error;
 
 const char *plugin_path() {
   const char *p = std::getenv("CTN_CUDA_PLUGIN");
@@ -56,11 +46,7 @@ void load_plugin(LoadedPlugin *p) {
   ASSERT_NE(p->dl, nullptr) << "the plugin must load even without a driver: " << dlerror();
   auto query = reinterpret_cast<ctn_plugin_query_fn>(dlsym(p->dl, CTN_PLUGIN_ENTRY_SYMBOL));
   ASSERT_NE(query, nullptr);
-  p->host.struct_size = sizeof p->host;
-  p->host.abi_major = CTN_ABI_MAJOR;
-  p->host.abi_minor = CTN_ABI_MINOR;
-  p->host.set_error = host_set_error;
-  p->host.log = host_log;
+  p->host = ctn_test_host::make_host();
   p->header = query(CTN_ABI_VERSION, &p->host);
   ASSERT_NE(p->header, nullptr);
 }

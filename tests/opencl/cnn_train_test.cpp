@@ -10,18 +10,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "ocl_util.h"
+
 namespace {
 
-#define OK(expr)                                                                        \
-  do {                                                                                  \
-    ctn_status s_ = (expr);                                                             \
-    ASSERT_EQ(s_, CTN_OK) << #expr << ": " << ctn_status_name(s_) << " " << ctn_last_error(); \
-  } while (0)
+using ocl_test::tensor;
 
 constexpr int kN = 32, kS = 12, kC = 4, kF1 = 8, kF2 = 8, kSteps = 12;
 
@@ -51,12 +48,6 @@ Data make_data(uint64_t seed) {
     }
   }
   return d;
-}
-
-ctn_tensor *tensor(std::vector<int64_t> shape, const std::vector<float> &v) {
-  ctn_tensor *t = nullptr;
-  ctn_tensor_create(CTN_F32, static_cast<uint32_t>(shape.size()), shape.data(), v.data(), &t);
-  return t;
 }
 
 struct Result {
@@ -110,19 +101,9 @@ void train(ctn_context *ctx, const char *backend, const Data &data, Result *r) {
   OK(ctn_cross_entropy(g, logits, y, &loss));
   ctn_node params[6] = {w1, g1, b1, w2, wd, bd}, grads[6];
   OK(ctn_grad(g, loss, 6, params, grads));
-  ctn_node lr;
-  OK(ctn_scalar(g, CTN_F32, 0.1, &lr));
-  for (int i = 0; i < 6; ++i) {
-    ctn_node step, nw, as;
-    OK(ctn_mul(g, grads[i], lr, &step));
-    OK(ctn_sub(g, params[i], step, &nw));
-    OK(ctn_assign(g, params[i], nw, &as));
-  }
-  ctn_compile_options co{};
-  co.struct_size = sizeof co;
-  co.backends = backend;
+  ASSERT_NO_FATAL_FAILURE(ocl_test::add_sgd_update(g, 6, params, grads, 0.1));
   ctn_plan *p = nullptr;
-  OK(ctn_plan_compile(g, 1, &loss, &co, &p));
+  OK(ocl_test::compile_for(g, 1, &loss, backend, &p));
   OK(ctn_plan_backend_steps(p, backend, "conv2d", &r->conv));
   OK(ctn_plan_backend_steps(p, backend, "conv2d_grad_weight", &r->conv_gw));
   OK(ctn_plan_backend_steps(p, backend, "conv2d_grad_input", &r->conv_gi));
@@ -135,11 +116,6 @@ void train(ctn_context *ctx, const char *backend, const Data &data, Result *r) {
   OK(ctn_plan_backend_steps(p, backend, "batch_norm_grad_gamma", &gg));
   r->bn_grad = gi + gg;
   OK(ctn_plan_backend_steps(p, backend, nullptr, &r->all_dev));
-  if (std::getenv("CTN_TEST_VERBOSE")) {
-    const char *text = nullptr;
-    ctn_plan_describe(p, &text);
-    std::printf("%s\n", text);
-  }
   ctn_tensor *xt = tensor({kN, 1, kS, kS}, data.x), *yt = nullptr;
   OK(ctn_tensor_create(CTN_I32, 1, ys, data.y.data(), &yt));
   ctn_tensor *lt = nullptr;
@@ -161,14 +137,9 @@ void train(ctn_context *ctx, const char *backend, const Data &data, Result *r) {
 }
 
 TEST(CnnTraining, RunsOnTheDeviceAndLearns) {
-  ctn_context *ctx = nullptr;
-  OK(ctn_context_create(nullptr, &ctx));
-  if (ctn_context_set_option(ctx, "opencl", "placement", "always") != CTN_OK ||
-      ctn_context_set_backends(ctx, "opencl") != CTN_OK) {
-    std::string why = ctn_last_error();
-    ctn_context_release(ctx);
-    GTEST_SKIP() << "opencl unavailable: " << why;
-  }
+  std::string why;
+  ctn_context *ctx = ocl_test::opencl_only_context(&why);
+  if (!ctx) GTEST_SKIP() << "opencl unavailable: " << why;
   Data data = make_data(5);
   Result ocl, cpu;
   ASSERT_NO_FATAL_FAILURE(train(ctx, "opencl", data, &ocl));

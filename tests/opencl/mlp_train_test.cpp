@@ -7,18 +7,15 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "ocl_util.h"
+
 namespace {
 
-#define OK(expr)                                                                        \
-  do {                                                                                  \
-    ctn_status s_ = (expr);                                                             \
-    ASSERT_EQ(s_, CTN_OK) << #expr << ": " << ctn_status_name(s_) << " " << ctn_last_error(); \
-  } while (0)
+using ocl_test::tensor;
 
 constexpr int kN = 256, kD = 8, kH = 32, kC = 4, kSteps = 80;
 
@@ -39,12 +36,6 @@ Data make_data(uint64_t seed) {
     for (int k = 0; k < kD; ++k) d.x.push_back(centers[c * kD + k] + 1.5f * nd(rng));
   }
   return d;
-}
-
-ctn_tensor *tensor(std::vector<int64_t> shape, const std::vector<float> &v) {
-  ctn_tensor *t = nullptr;
-  ctn_tensor_create(CTN_F32, static_cast<uint32_t>(shape.size()), shape.data(), v.data(), &t);
-  return t;
 }
 
 struct TrainResult {
@@ -82,30 +73,15 @@ void train(ctn_context *ctx, const char *backend, const char *other, const Data 
   OK(ctn_cross_entropy(g, logits, y, &loss));
   ctn_node params[4] = {w1, b1, w2, b2}, grads[4];
   OK(ctn_grad(g, loss, 4, params, grads));
-  ctn_node lr;
-  OK(ctn_scalar(g, CTN_F32, 0.3, &lr));
-  std::vector<ctn_node> outs = {loss, logits};
-  for (int i = 0; i < 4; ++i) {
-    ctn_node step, nw, as;
-    OK(ctn_mul(g, grads[i], lr, &step));
-    OK(ctn_sub(g, params[i], step, &nw));
-    OK(ctn_assign(g, params[i], nw, &as));
-  }
-  ctn_compile_options co{};
-  co.struct_size = sizeof co;
-  co.backends = backend;
+  ASSERT_NO_FATAL_FAILURE(ocl_test::add_sgd_update(g, 4, params, grads, 0.3));
+  ctn_node outs[2] = {loss, logits};
   ctn_plan *p = nullptr;
-  OK(ctn_plan_compile(g, static_cast<uint32_t>(outs.size()), outs.data(), &co, &p));
+  OK(ocl_test::compile_for(g, 2, outs, backend, &p));
   uint32_t fused = 0;
   OK(ctn_plan_backend_steps(p, backend, "matmul", &r->matmul_dev));
   OK(ctn_plan_backend_steps(p, backend, "matmul_bias_act", &fused));
   r->matmul_dev += fused;
   OK(ctn_plan_backend_steps(p, backend, nullptr, &r->all_dev));
-  if (std::getenv("CTN_TEST_VERBOSE")) {
-    const char *text = nullptr;
-    ctn_plan_describe(p, &text);
-    std::printf("%s\n", text);
-  }
   OK(ctn_plan_backend_steps(p, backend, "assign", &r->assign_dev));
   OK(ctn_plan_backend_steps(p, backend, "sub", &r->sub_dev));
   if (other) OK(ctn_plan_backend_steps(p, other, nullptr, &r->on_other));
@@ -140,14 +116,9 @@ void train(ctn_context *ctx, const char *backend, const char *other, const Data 
 }
 
 TEST(MlpTraining, OpenClMatchesCpuAccuracy) {
-  ctn_context *ctx = nullptr;
-  OK(ctn_context_create(nullptr, &ctx));
-  if (ctn_context_set_option(ctx, "opencl", "placement", "always") != CTN_OK ||
-      ctn_context_set_backends(ctx, "opencl") != CTN_OK) {
-    std::string why = ctn_last_error();
-    ctn_context_release(ctx);
-    GTEST_SKIP() << "opencl unavailable: " << why;
-  }
+  std::string why;
+  ctn_context *ctx = ocl_test::opencl_only_context(&why);
+  if (!ctx) GTEST_SKIP() << "opencl unavailable: " << why;
   Data data = make_data(42);
   TrainResult ocl, cpu;
   ASSERT_NO_FATAL_FAILURE(train(ctx, "opencl", "cpu", data, &ocl));

@@ -19,13 +19,9 @@
 #include <dirent.h>
 #include <unistd.h>
 
-namespace {
+#include "ocl_util.h"
 
-#define OK(expr)                                                                        \
-  do {                                                                                  \
-    ctn_status s_ = (expr);                                                             \
-    ASSERT_EQ(s_, CTN_OK) << #expr << ": " << ctn_status_name(s_) << " " << ctn_last_error(); \
-  } while (0)
+namespace {
 
 struct Backends {
   bool opencl = false;
@@ -239,11 +235,8 @@ void run_mixed(ctn_context *ctx, const char *backends, MixedResult *r) {
   OK(ctn_matmul(g, x, w, 0, 0, &m));  // [2, 1, 4, 4]
   OK(ctn_op(g, "host_square", 1, &m, nullptr, &sw));
   OK(ctn_mul(g, sw, m, &y));
-  ctn_compile_options o{};
-  o.struct_size = sizeof o;
-  o.backends = backends;
   ctn_plan *p = nullptr;
-  OK(ctn_plan_compile(g, 1, &y, &o, &p));
+  OK(ocl_test::compile_for(g, 1, &y, backends, &p));
   OK(ctn_plan_backend_steps(p, "opencl", nullptr, &r->ocl_steps));
   OK(ctn_plan_backend_steps(p, "cpu", nullptr, &r->cpu_steps));
   OK(ctn_plan_backend_steps(p, "opencl", "transfer", &r->transfers));
@@ -352,16 +345,13 @@ std::vector<float> run_matmul(ctn_context *ctx, const char *backend, std::vector
   EXPECT_EQ(ctn_input(g, "a", CTN_F32, static_cast<uint32_t>(as.size()), as.data(), &a), CTN_OK);
   EXPECT_EQ(ctn_input(g, "b", CTN_F32, static_cast<uint32_t>(bs.size()), bs.data(), &b), CTN_OK);
   EXPECT_EQ(ctn_matmul(g, a, b, ta, tb, &y), CTN_OK) << ctn_last_error();
-  ctn_compile_options o{};
-  o.struct_size = sizeof o;
-  o.backends = backend;
   ctn_plan *p = nullptr;
-  EXPECT_EQ(ctn_plan_compile(g, 1, &y, &o, &p), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(ocl_test::compile_for(g, 1, &y, backend, &p), CTN_OK) << ctn_last_error();
   if (!p) return out;
   ctn_plan_backend_steps(p, backend, "matmul", dev_steps);
   ctn_tensor *at = nullptr, *bt = nullptr, *yt = nullptr;
-  ctn_tensor_create(CTN_F32, static_cast<uint32_t>(as.size()), as.data(), av.data(), &at);
-  ctn_tensor_create(CTN_F32, static_cast<uint32_t>(bs.size()), bs.data(), bv.data(), &bt);
+  at = ocl_test::tensor(as, av);
+  bt = ocl_test::tensor(bs, bv);
   ctn_plan_output_create(p, 0, &yt);
   ctn_node fn[] = {a, b};
   const ctn_tensor *fv[] = {at, bt};

@@ -21,13 +21,9 @@
 #include <string>
 #include <vector>
 
-namespace {
+#include "../common/ok.h"
 
-#define OK(expr)                                                                        \
-  do {                                                                                  \
-    ctn_status s_ = (expr);                                                             \
-    ASSERT_EQ(s_, CTN_OK) << #expr << ": " << ctn_status_name(s_) << " " << ctn_last_error(); \
-  } while (0)
+namespace {
 
 std::string device() {
   const char *d = std::getenv("CTN_TEST_DEVICE");

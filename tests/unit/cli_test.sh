@@ -154,6 +154,34 @@ eval_matches() {
   fi
 }
 
+# same_epoch_loss TAG EPOCH: the train loss of EPOCH is the same in $TMP/full$TAG.json (an
+# uninterrupted run) and $TMP/resumed$TAG.json (a run resumed from a checkpoint).
+same_epoch_loss() {
+  l_full=$(json_field "$TMP/full$1.json" "$2" train_loss)
+  l_res=$(json_field "$TMP/resumed$1.json" "$2" train_loss)
+  if [ -n "$l_full" ] && [ "$l_full" = "$l_res" ]; then
+    pass "resume$1: epoch-$2 train loss $l_res equals the uninterrupted run's"
+  else
+    fail "resume$1: epoch-$2 train loss '$l_res' differs from the uninterrupted run's '$l_full'"
+  fi
+}
+
+# resume_matches TAG TRAIN-OPTIONS...: trains with the options (two epochs) uninterrupted
+# (full$TAG, with --json and --plot), for one epoch with checkpoints in $TMP/ckpt$TAG
+# (part$TAG), and resumed from that epoch-1 checkpoint (resumed$TAG); then checks epoch 2's loss.
+# Non-zero status when one of the runs failed.
+resume_matches() {
+  tag=$1
+  shift
+  run "full$tag" 0 train "$@" --json "$TMP/full$tag.json" --plot "$TMP/full$tag.svg" &&
+    run "part$tag" 0 train "$@" --stop-after 1 --checkpoint-dir "$TMP/ckpt$tag" &&
+    run "resumed$tag" 0 train --resume "$TMP/ckpt$tag/mlp-epoch001.safetensors" \
+      --data-dir "$DATA_DIR" --quiet --eval-batch-size 1000 --json "$TMP/resumed$tag.json" ||
+    return 1
+  same_epoch_loss "$tag" 2
+  return 0
+}
+
 # --- a small real training run ------------------------------------------------------------------
 if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
   if run train 0 train --model mlp --epochs 1 --limit 2048 --data-dir "$DATA_DIR" \
@@ -218,18 +246,7 @@ if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
   # The same with AdamW: its moments and the step (bias correction) come back from the checkpoint.
   common="--model mlp --limit 512 --seed 5 --data-dir $DATA_DIR --quiet --eval-batch-size 1000"
   common="$common --optimizer adamw --epochs 2"
-  if run full-adamw 0 train $common --json "$TMP/full-adamw.json" &&
-      run part-adamw 0 train $common --stop-after 1 --checkpoint-dir "$TMP/ckpt-adamw" &&
-      run resumed-adamw 0 train --resume "$TMP/ckpt-adamw/mlp-epoch001.safetensors" \
-        --data-dir "$DATA_DIR" --quiet --eval-batch-size 1000 --json "$TMP/resumed-adamw.json"; then
-    l_full=$(json_field "$TMP/full-adamw.json" 2 train_loss)
-    l_res=$(json_field "$TMP/resumed-adamw.json" 2 train_loss)
-    if [ -n "$l_full" ] && [ "$l_full" = "$l_res" ]; then
-      pass "resume (adamw): epoch-2 train loss $l_res equals the uninterrupted run's"
-    else
-      fail "resume (adamw): epoch-2 train loss '$l_res' differs from the uninterrupted run's '$l_full'"
-    fi
-  fi
+  resume_matches -adamw $common
 
   # A short CNN run (narrow, for speed, with batch norm): the convolution path trains end to end
   # and beats chance clearly; eval rebuilds the same widths and batch norm from the checkpoint's
@@ -295,24 +312,9 @@ if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
   # momentum state, a cosine schedule with warm-up, and the options taken from the checkpoint).
   common="--model mlp --limit 1024 --seed 7 --data-dir $DATA_DIR --quiet --eval-batch-size 1000"
   common="$common --optimizer sgd --schedule cosine --warmup 3 --epochs 2"
-  if run full 0 train $common --json "$TMP/full.json" --plot "$TMP/full.svg" &&
-      run part 0 train $common --stop-after 1 --checkpoint-dir "$TMP/ckpt" &&
-      run resumed 0 train --resume "$TMP/ckpt/mlp-epoch001.safetensors" \
-        --data-dir "$DATA_DIR" --quiet --eval-batch-size 1000 --json "$TMP/resumed.json"; then
-    l_full=$(json_field "$TMP/full.json" 2 train_loss)
-    l_res=$(json_field "$TMP/resumed.json" 2 train_loss)
-    if [ -n "$l_full" ] && [ "$l_full" = "$l_res" ]; then
-      pass "resume: epoch-2 train loss $l_res equals the uninterrupted run's"
-    else
-      fail "resume: epoch-2 train loss '$l_res' differs from the uninterrupted run's '$l_full'"
-    fi
-    l1_full=$(json_field "$TMP/full.json" 1 train_loss)
-    l1_res=$(json_field "$TMP/resumed.json" 1 train_loss)
-    if [ -n "$l1_full" ] && [ "$l1_full" = "$l1_res" ]; then
-      pass "resume: the resumed log carries epoch 1 from the checkpoint"
-    else
-      fail "resume: epoch-1 loss in the resumed log '$l1_res' is not '$l1_full'"
-    fi
+  if resume_matches "" $common; then
+    # The resumed log carries epoch 1 from the checkpoint.
+    same_epoch_loss "" 1
     contains resumed out "resumed from"
     # eval on the epoch-1 checkpoint gives the accuracy that training printed for epoch 1.
     if run eval 0 eval --checkpoint "$TMP/ckpt/mlp-epoch001.safetensors" --data-dir "$DATA_DIR"; then

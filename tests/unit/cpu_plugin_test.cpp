@@ -15,7 +15,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +23,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "../common/plugin_host.h"
 #if defined(__arm__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
@@ -35,42 +36,11 @@
 
 namespace {
 
-thread_local std::string g_error;
+using ctn_test_host::g_error;
+const ctn_host_api g_host = ctn_test_host::make_host();
 
-ctn_status host_set_error(ctn_status code, const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  g_error = buf;
-  return code;
-}
-void host_log(ctn_log_level, const char *, const char *) {}
-
-ctn_host_api make_host() {
-  ctn_host_api h{};
-  h.struct_size = sizeof h;
-  h.abi_major = CTN_ABI_MAJOR;
-  h.abi_minor = CTN_ABI_MINOR;
-  h.set_error = host_set_error;
-  h.log = host_log;
-  return h;
-}
-const ctn_host_api g_host = make_host();
-
-ctn_tensor_desc desc(int32_t dtype, std::vector<int64_t> shape, const void *data) {
-  ctn_tensor_desc d{};
-  d.data = const_cast<void *>(data);
-  d.dtype = dtype;
-  d.ndim = static_cast<uint32_t>(shape.size());
-  int64_t s = 1;
-  for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
-    d.shape[k] = shape[k];
-    d.strides[k] = s;
-    s *= shape[k];
-  }
-  return d;
+ctn_tensor_desc desc(int32_t dtype, const std::vector<int64_t> &shape, const void *data) {
+  return ctn_test_host::contiguous_desc(dtype, shape, data);
 }
 
 ctn_attrs attrs_i(std::vector<int64_t> i, std::vector<double> f = {}) {

@@ -1,5 +1,6 @@
 // Data pipeline: IDX parsing (synthetic plain and gzip files, hostile files), Fashion-MNIST when
 // installed, and the loader (order, determinism across worker counts, augmentation, stats).
+#include "count_new.h"
 #include "test_helpers.h"
 #include <chutney/data.h>
 #include <gtest/gtest.h>
@@ -18,23 +19,7 @@
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <new>
 #include <vector>
-
-// GCC flags free() of memory from our own operator new as mismatched; here it is matched.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-// Counts every operator new in the process (libchutney's and the workers' included).
-static std::atomic<long> g_news{0};
-void *operator new(std::size_t n) {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  if (void *p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete(void *p, std::size_t) noexcept { std::free(p); }
-
-#define CTN_ASSERT_OK(expr) ASSERT_EQ((expr), CTN_OK) << #expr << ": " << ctn_last_error()
 
 namespace {
 

@@ -1,31 +1,10 @@
 // Executor and eager mode: steady-state runs allocate nothing, variables persist across runs,
 // feeds are validated, eager and compiled execution agree (values and gradients).
+#include "count_new.h"
 #include "test_helpers.h"
 
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
-#include <new>
-
-// GCC flags free() of memory from our own operator new as mismatched; here it is matched.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-// Counts every operator new in the process (libchutney's included: it resolves to this one).
-static std::atomic<long> g_news{0};
-void *operator new(std::size_t n) {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  if (void *p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-// The nothrow forms too (std::stable_partition's buffer): otherwise the runtime's own operator
-// new(nothrow) pairs with the free() below (ASan: alloc-dealloc-mismatch).
-void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n ? n : 1);
-}
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete(void *p, std::size_t) noexcept { std::free(p); }
-void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
 
 namespace {
 struct Model {
@@ -59,6 +38,14 @@ struct Model {
     gw = gr[0];
     gb = gr[1];
   }
+  // Adds the input x [4, 3] (named `name`) and builds the loss on it; returns x.
+  ctn_node build_on_input(const char *name = "x") {
+    const int64_t xs[2] = {4, 3};
+    ctn_node in = CTN_NODE_NONE;
+    EXPECT_EQ(ctn_input(g, name, CTN_F32, 2, xs, &in), CTN_OK) << ctn_last_error();
+    build(in);
+    return in;
+  }
   void sgd() {
     ctn_node lr, sw, sb, nw, nb;
     EXPECT_EQ(ctn_scalar(g, CTN_F32, 0.5, &lr), CTN_OK);
@@ -75,10 +62,7 @@ const std::vector<float> kX = {1, 2, -1, 0.5f, -0.5f, 2, 0, 1, 1, -2, 0.25f, 0.7
 
 TEST(Exec, SteadyStateRunsDoNotAllocate) {
   Model m;
-  int64_t xs[2] = {4, 3};
-  ctn_node x;
-  CTN_ASSERT_OK(ctn_input(m.g, "x", CTN_F32, 2, xs, &x));
-  m.build(x);
+  const ctn_node x = m.build_on_input();
   m.sgd();
   ctn_plan *p;
   CTN_ASSERT_OK(ctn_plan_compile(m.g, 1, &m.loss, nullptr, &p));
@@ -101,15 +85,12 @@ TEST(Exec, SteadyStateRunsDoNotAllocate) {
   EXPECT_EQ(allocs, 0) << "operator new calls during 200 steady-state runs";
   // The variables persisted and training made progress.
   EXPECT_LT(read_f32(out)[0], first);
-  ctn_tensor *wv;
-  CTN_ASSERT_OK(ctn_plan_variable_read(p, m.w, &wv));
-  EXPECT_NE(read_f32(wv), read_f32(m.w0));
+  EXPECT_NE(read_variable(p, m.w), read_f32(m.w0));
   // Writing a variable back resets the trajectory.
   CTN_ASSERT_OK(ctn_plan_variable_write(p, m.w, m.w0));
   CTN_ASSERT_OK(ctn_plan_variable_write(p, m.b, m.b0));
   CTN_ASSERT_OK(ctn_plan_run(p, 1, &x, feeds, 1, &out));
   EXPECT_FLOAT_EQ(read_f32(out)[0], first);
-  ctn_tensor_release(wv);
   ctn_tensor_release(out);
   ctn_tensor_release(xt);
   ctn_plan_release(p);
@@ -120,10 +101,7 @@ TEST(Exec, AssignElisionMatchesCopyingAssignments) {
   std::vector<std::vector<float>> final_w;
   for (uint32_t disable : {0u, static_cast<uint32_t>(CTN_PASS_MEMORY_REUSE)}) {
     Model m;
-    int64_t xs[2] = {4, 3};
-    ctn_node x;
-    CTN_ASSERT_OK(ctn_input(m.g, "x", CTN_F32, 2, xs, &x));
-    m.build(x);
+    const ctn_node x = m.build_on_input();
     m.sgd();
     ctn_compile_options o{sizeof o, disable, nullptr, nullptr, 0, 0};
     ctn_plan *p;
@@ -132,10 +110,7 @@ TEST(Exec, AssignElisionMatchesCopyingAssignments) {
     CTN_ASSERT_OK(ctn_plan_output_create(p, 0, &out));
     const ctn_tensor *feeds[1] = {xt};
     for (int i = 0; i < 20; ++i) CTN_ASSERT_OK(ctn_plan_run(p, 1, &x, feeds, 1, &out));
-    ctn_tensor *wv;
-    CTN_ASSERT_OK(ctn_plan_variable_read(p, m.w, &wv));
-    final_w.push_back(read_f32(wv));
-    ctn_tensor_release(wv);
+    final_w.push_back(read_variable(p, m.w));
     ctn_tensor_release(out);
     ctn_tensor_release(xt);
     ctn_plan_release(p);
@@ -145,10 +120,7 @@ TEST(Exec, AssignElisionMatchesCopyingAssignments) {
 
 TEST(Exec, FeedsAreValidated) {
   Model m;
-  int64_t xs[2] = {4, 3};
-  ctn_node x;
-  CTN_ASSERT_OK(ctn_input(m.g, "images", CTN_F32, 2, xs, &x));
-  m.build(x);
+  const ctn_node x = m.build_on_input("images");
   ctn_plan *p;
   CTN_ASSERT_OK(ctn_plan_compile(m.g, 1, &m.loss, nullptr, &p));
   ctn_tensor *out;
@@ -198,11 +170,8 @@ TEST(Exec, BadArgumentsLeaveVariablesUntouched) {
   auto vars = [&] {
     std::vector<float> v;
     for (ctn_node n : {m.w, m.b}) {
-      ctn_tensor *r = nullptr;
-      EXPECT_EQ(ctn_plan_variable_read(p, n, &r), CTN_OK) << ctn_last_error();
-      auto f = read_f32(r);
+      std::vector<float> f = read_variable(p, n);
       v.insert(v.end(), f.begin(), f.end());
-      ctn_tensor_release(r);
     }
     return v;
   };
@@ -244,10 +213,8 @@ TEST(Exec, BadArgumentsLeaveVariablesUntouched) {
 
 TEST(Exec, EagerMatchesCompiledIncludingGradients) {
   Model lazy, eager(CTN_GRAPH_EAGER);
-  int64_t xs[2] = {4, 3};
-  ctn_node lx, ex;
-  CTN_ASSERT_OK(ctn_input(lazy.g, "x", CTN_F32, 2, xs, &lx));
-  lazy.build(lx);
+  const ctn_node lx = lazy.build_on_input();
+  ctn_node ex;
   ctn_tensor *xt = make_f32({4, 3}, kX);
   CTN_ASSERT_OK(ctn_constant(eager.g, xt, &ex));
   eager.build(ex);
@@ -271,6 +238,7 @@ TEST(Exec, EagerMatchesCompiledIncludingGradients) {
   // Lazy graphs have no values; eager graphs reject placeholders.
   ctn_tensor *none = nullptr;
   EXPECT_EQ(ctn_graph_value(lazy.g, lazy.loss, &none), CTN_ERR_STATE);
+  const int64_t xs[2] = {4, 3};
   ctn_node ph;
   EXPECT_EQ(ctn_input(eager.g, "x", CTN_F32, 2, xs, &ph), CTN_ERR_STATE);
   ctn_tensor_release(xt);

@@ -16,13 +16,9 @@
 #include <string>
 #include <vector>
 
-namespace {
+#include "../common/ok.h"
 
-#define OK(expr)                                                                                  \
-  do {                                                                                            \
-    ctn_status s_ = (expr);                                                                       \
-    ASSERT_EQ(s_, CTN_OK) << #expr << ": " << ctn_status_name(s_) << " " << ctn_last_error();     \
-  } while (0)
+namespace {
 
 constexpr int kSteps = 4;
 

@@ -231,6 +231,15 @@ TEST(NnInit, SameSeedAndNameGiveSameValuesInAnyOrder) {
 
 // ---- optimizers against hand-computed updates --------------------------------------------------
 
+// An optimizer of `kind` (CTN_OPTIM_*) at learning rate `lr`; every other field 0 (its default).
+ctn_optimizer optimizer(int32_t kind, double lr) {
+  ctn_optimizer o{};
+  o.struct_size = sizeof o;
+  o.kind = kind;
+  o.lr = lr;
+  return o;
+}
+
 struct OptCase {
   const char *label;
   ctn_optimizer opt;
@@ -294,29 +303,22 @@ void check_optimizer(const OptCase &oc) {
 }
 
 TEST(NnOptim, MatchesHandComputedUpdates) {
-  auto opt = [](int kind, double lr) {
-    ctn_optimizer o{};
-    o.struct_size = sizeof o;
-    o.kind = kind;
-    o.lr = lr;
-    return o;
-  };
   std::vector<OptCase> cases;
-  cases.push_back({"sgd", opt(CTN_OPTIM_SGD, 0.1)});
-  cases.push_back({"sgd wd", opt(CTN_OPTIM_SGD, 0.1)});
+  cases.push_back({"sgd", optimizer(CTN_OPTIM_SGD, 0.1)});
+  cases.push_back({"sgd wd", optimizer(CTN_OPTIM_SGD, 0.1)});
   cases.back().opt.weight_decay = 0.05;
-  cases.push_back({"sgd momentum", opt(CTN_OPTIM_SGD, 0.1)});
+  cases.push_back({"sgd momentum", optimizer(CTN_OPTIM_SGD, 0.1)});
   cases.back().opt.momentum = 0.9;
-  cases.push_back({"sgd nesterov wd", opt(CTN_OPTIM_SGD, 0.1)});
+  cases.push_back({"sgd nesterov wd", optimizer(CTN_OPTIM_SGD, 0.1)});
   cases.back().opt.momentum = 0.8;
   cases.back().opt.nesterov = 1;
   cases.back().opt.weight_decay = 0.01;
-  cases.push_back({"adam", opt(CTN_OPTIM_ADAM, 0.05)});
-  cases.push_back({"adam l2", opt(CTN_OPTIM_ADAM, 0.05)});
+  cases.push_back({"adam", optimizer(CTN_OPTIM_ADAM, 0.05)});
+  cases.push_back({"adam l2", optimizer(CTN_OPTIM_ADAM, 0.05)});
   cases.back().opt.weight_decay = 0.1;
   cases.back().opt.beta1 = 0.8;
   cases.back().opt.eps = 1e-3;
-  cases.push_back({"adamw", opt(CTN_OPTIM_ADAMW, 0.05)});
+  cases.push_back({"adamw", optimizer(CTN_OPTIM_ADAMW, 0.05)});
   cases.back().opt.weight_decay = 0.1;
   cases.back().opt.beta2 = 0.99;
   for (const auto &c : cases) check_optimizer(c);
@@ -327,9 +329,7 @@ TEST(NnOptim, StateVariablesAndErrors) {
   ctn_node x = f.input("x", CTN_F32, {2, 3}), y, loss;
   CTN_ASSERT_OK(ctn_nn_linear(f.m, x, 3, 2, 1, &y));
   CTN_ASSERT_OK(ctn_sum(f.g, y, 0, nullptr, 0, &loss));
-  ctn_optimizer o{};
-  o.struct_size = sizeof o;
-  o.kind = CTN_OPTIM_ADAMW;
+  ctn_optimizer o = optimizer(CTN_OPTIM_ADAMW, 0);
   o.beta1 = 1.0;
   EXPECT_EQ(ctn_nn_minimize(f.m, loss, &o, nullptr), CTN_ERR_INVALID_ARGUMENT);
   o.beta1 = 0;
@@ -573,10 +573,7 @@ TEST(NnTrain, MlpOverfitsSmallBatch) {
   const ctn_layer mlp[] = {CTN_NN_LINEAR(32), CTN_NN_RELU(), CTN_NN_LINEAR(4)};  // the C99 macros
   CTN_ASSERT_OK(ctn_nn_sequential(f.m, x, 3, mlp, &logits));
   CTN_ASSERT_OK(ctn_cross_entropy(f.g, logits, y, &loss));
-  ctn_optimizer o{};
-  o.struct_size = sizeof o;
-  o.kind = CTN_OPTIM_ADAM;
-  o.lr = 0.02;
+  ctn_optimizer o = optimizer(CTN_OPTIM_ADAM, 0.02);
   CTN_ASSERT_OK(ctn_nn_minimize(f.m, loss, &o, nullptr));
   ctn_tensor *xt = make_tensor(CTN_F32, {B, D}, randn(B * D, 5)), *yt = make_tensor(CTN_I32, {B}, labels_of(B, 4, 6));
   auto losses = train(f, loss, {x, y}, {xt, yt}, 150);
@@ -603,10 +600,7 @@ TEST(NnTrain, CnnOverfitsSmallBatchAndEvalModelAgrees) {
     GTEST_SKIP() << "nn ops not built yet: " << ctn_last_error();
   CTN_ASSERT_OK(s);
   CTN_ASSERT_OK(ctn_cross_entropy(f.g, logits, y, &loss));
-  ctn_optimizer o{};
-  o.struct_size = sizeof o;
-  o.kind = CTN_OPTIM_SGD;
-  o.lr = 0.1;
+  ctn_optimizer o = optimizer(CTN_OPTIM_SGD, 0.1);
   o.momentum = 0.9;
   o.nesterov = 1;
   CTN_ASSERT_OK(ctn_nn_minimize(f.m, loss, &o, nullptr));
@@ -666,10 +660,7 @@ TEST(NnTrain, LstmLearnsToyMemoryTaskWithClipping) {
   CTN_ASSERT_OK(ctn_nn_lstm(f.m, x, H, nullptr, &hl));
   CTN_ASSERT_OK(ctn_nn_linear(f.m, hl, H, 2, 1, &logits));
   CTN_ASSERT_OK(ctn_cross_entropy(f.g, logits, y, &loss));
-  ctn_optimizer o{};
-  o.struct_size = sizeof o;
-  o.kind = CTN_OPTIM_ADAM;
-  o.lr = 0.03;
+  ctn_optimizer o = optimizer(CTN_OPTIM_ADAM, 0.03);
   o.clip_norm = 1.0;
   CTN_ASSERT_OK(ctn_nn_minimize(f.m, loss, &o, &norm));
   ctn_tensor *xt = make_tensor(CTN_F32, {T, N, 1}, xs), *yt = make_tensor(CTN_I32, {N}, ys);

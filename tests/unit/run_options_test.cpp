@@ -50,13 +50,7 @@ struct Tiny {
     ctn_plan_release(plan);
     ctn_graph_release(g);
   }
-  std::vector<float> weights() {
-    ctn_tensor *t = nullptr;
-    EXPECT_EQ(ctn_plan_variable_read(plan, w, &t), CTN_OK);
-    auto v = read_f32(t);
-    ctn_tensor_release(t);
-    return v;
-  }
+  std::vector<float> weights() { return read_variable(plan, w); }
 };
 
 // Every feed mistake of the issue is an error naming it; nothing runs (the variable keeps its value).
@@ -118,13 +112,7 @@ struct Long {
     ctn_plan_release(plan);
     ctn_graph_release(g);
   }
-  std::vector<float> variable() {
-    ctn_tensor *t = nullptr;
-    EXPECT_EQ(ctn_plan_variable_read(plan, v, &t), CTN_OK);
-    auto r = read_f32(t);
-    ctn_tensor_release(t);
-    return r;
-  }
+  std::vector<float> variable() { return read_variable(plan, v); }
 };
 
 using Clock = std::chrono::steady_clock;

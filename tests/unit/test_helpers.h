@@ -61,6 +61,18 @@ inline std::vector<float> read_f32(const ctn_tensor *t) {
   return v;
 }
 
+// The value variable `v` holds in `p` now (ctn_plan_variable_read), as f32.
+inline std::vector<float> read_variable(ctn_plan *p, ctn_node v) {
+  ctn_tensor *t = nullptr;
+  if (ctn_plan_variable_read(p, v, &t) != CTN_OK) {
+    ADD_FAILURE() << "ctn_plan_variable_read: " << ctn_last_error();
+    return {};
+  }
+  std::vector<float> r = read_f32(t);
+  ctn_tensor_release(t);
+  return r;
+}
+
 // Compiles and runs `outputs` of a lazy graph once with the given feeds; returns the outputs.
 inline std::vector<std::vector<float>> run_once(ctn_graph *g, std::vector<ctn_node> outputs,
                                                 std::vector<ctn_node> feed_nodes = {},

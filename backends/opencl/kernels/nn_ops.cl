@@ -139,46 +139,6 @@ __kernel void FN(max_pool2d)(long total, __global const long *g, __global const 
   }
 }
 
-/* dx[p, ih, iw]: the dy of every window (in row-major window order) whose first maximum is
- * (ih, iw); the argmax is recomputed per window exactly as the CPU backend does. */
-__kernel void FN(max_pool2d_grad)(long total, __global const long *g, __global const T *x,
-                                  long xo, __global const T *dy, long dyo, __global T *dx,
-                                  long dxo) {
-  const long H = g[1], W = g[2], HO = g[3], WO = g[4], KH = g[5], KW = g[6], SH = g[7], SW = g[8],
-             PH = g[9], PW = g[10];
-  for (long i = get_global_id(0); i < total; i += get_global_size(0)) {
-    long t = i / W;
-    const long iw = i - t * W;
-    const long ih = t % H, p = t / H;
-    const long me = ih * W + iw;
-    __global const T *xp = x + xo + p * H * W;
-    __global const T *dyp = dy + dyo + p * HO * WO;
-    /* Windows whose span [o*S - P, o*S - P + K) contains the index. */
-    const long ah = ih + PH - KH + 1, aw = iw + PW - KW + 1;
-    const long oh0 = ah <= 0 ? 0 : (ah + SH - 1) / SH, oh1 = min((ih + PH) / SH, HO - 1);
-    const long ow0 = aw <= 0 ? 0 : (aw + SW - 1) / SW, ow1 = min((iw + PW) / SW, WO - 1);
-    T acc = (T)0;
-    for (long oh = oh0; oh <= oh1; ++oh) {
-      const long h0 = max(oh * SH - PH, 0L), h1 = min(oh * SH - PH + KH, H);
-      for (long ow = ow0; ow <= ow1; ++ow) {
-        const long w0 = max(ow * SW - PW, 0L), w1 = min(ow * SW - PW + KW, W);
-        T m = (T)(-INFINITY);
-        long arg = h0 * W + w0;
-        for (long hh = h0; hh < h1; ++hh)
-          for (long ww = w0; ww < w1; ++ww) {
-            const T v = xp[hh * W + ww];
-            if (v > m || (v != v && m == m)) {
-              m = v;
-              arg = hh * W + ww;
-            }
-          }
-        if (arg == me) acc += dyp[oh * WO + ow];
-      }
-    }
-    dx[dxo + i] = acc;
-  }
-}
-
 inline T FN(pool_div)(long inc, long KH, long KW, long h0, long h1, long w0, long w1) {
   return inc ? (T)(KH * KW) : (T)((h1 - h0) * (w1 - w0));
 }
@@ -201,15 +161,20 @@ __kernel void FN(avg_pool2d)(long total, __global const long *g, __global const 
   }
 }
 
-__kernel void FN(avg_pool2d_grad)(long total, __global const long *g, __global const T *dy,
-                                  long dyo, __global const T *unused, long uo, __global T *dx,
-                                  long dxo) {
+/* The gradient of a pooling, dx[p, ih, iw]: a gather over every window whose span
+ * [o*S - P, o*S - P + K) contains (ih, iw). Max pooling (x != NULL) takes the dy of each window
+ * whose first maximum, in row-major order, is (ih, iw): the argmax is recomputed per window
+ * exactly as the CPU backend does. Average pooling (x == NULL) takes each window's dy over its
+ * divisor (pool_div, count_include_pad = g[11]). */
+inline void FN(pool2d_grad)(long total, __global const long *g, __global const T *x, long xo,
+                            __global const T *dy, long dyo, __global T *dx, long dxo) {
   const long H = g[1], W = g[2], HO = g[3], WO = g[4], KH = g[5], KW = g[6], SH = g[7], SW = g[8],
              PH = g[9], PW = g[10], INC = g[11];
   for (long i = get_global_id(0); i < total; i += get_global_size(0)) {
     long t = i / W;
     const long iw = i - t * W;
     const long ih = t % H, p = t / H;
+    const long me = ih * W + iw;
     __global const T *dyp = dy + dyo + p * HO * WO;
     const long ah = ih + PH - KH + 1, aw = iw + PW - KW + 1;
     const long oh0 = ah <= 0 ? 0 : (ah + SH - 1) / SH, oh1 = min((ih + PH) / SH, HO - 1);
@@ -219,11 +184,38 @@ __kernel void FN(avg_pool2d_grad)(long total, __global const long *g, __global c
       const long h0 = max(oh * SH - PH, 0L), h1 = min(oh * SH - PH + KH, H);
       for (long ow = ow0; ow <= ow1; ++ow) {
         const long w0 = max(ow * SW - PW, 0L), w1 = min(ow * SW - PW + KW, W);
-        acc += dyp[oh * WO + ow] / FN(pool_div)(INC, KH, KW, h0, h1, w0, w1);
+        if (!x) {
+          acc += dyp[oh * WO + ow] / FN(pool_div)(INC, KH, KW, h0, h1, w0, w1);
+          continue;
+        }
+        __global const T *xp = x + xo + p * H * W;
+        T m = (T)(-INFINITY);
+        long arg = h0 * W + w0;
+        for (long hh = h0; hh < h1; ++hh)
+          for (long ww = w0; ww < w1; ++ww) {
+            const T v = xp[hh * W + ww];
+            if (v > m || (v != v && m == m)) {
+              m = v;
+              arg = hh * W + ww;
+            }
+          }
+        if (arg == me) acc += dyp[oh * WO + ow];
       }
     }
     dx[dxo + i] = acc;
   }
+}
+
+__kernel void FN(max_pool2d_grad)(long total, __global const long *g, __global const T *x,
+                                  long xo, __global const T *dy, long dyo, __global T *dx,
+                                  long dxo) {
+  FN(pool2d_grad)(total, g, x, xo, dy, dyo, dx, dxo);
+}
+
+__kernel void FN(avg_pool2d_grad)(long total, __global const long *g, __global const T *dy,
+                                  long dyo, __global const T *unused, long uo, __global T *dx,
+                                  long dxo) {
+  FN(pool2d_grad)(total, g, 0, 0, dy, dyo, dx, dxo);
 }
 
 /* ---- normalisation: work-group reductions in ACC (ls a power of two). ---- */
