@@ -916,7 +916,8 @@ TEST_F(CpuPlugin, SetOptionErrorsAndGemmName) {
 // The oneDNN convolutions (when the plugin has them) against the own im2col + GEMM ones, which
 // the conformance suite checks against a double reference: every direction, strides, floor
 // output sizes, dilation, groups, one input channel, 1x1, and batches that split unevenly over
-// 1-3 threads (two primitive batch sizes). The kernel counter proves oneDNN made each kernel.
+// 1-3 threads (two primitive batch sizes), one image whose forward splits its output channels
+// (or groups) over the threads. The kernel counter proves oneDNN made each kernel.
 TEST_F(CpuPlugin, ConvOneDNNMatchesOwn) {
   auto conv_name = reinterpret_cast<const char *(*)(void *)>(d_->get_proc_address(be_, "ctn_cpu_conv_name"));
   auto made = reinterpret_cast<uint64_t (*)(void *)>(d_->get_proc_address(be_, "ctn_cpu_onednn_kernels"));
@@ -938,6 +939,10 @@ TEST_F(CpuPlugin, ConvOneDNNMatchesOwn) {
       {3, 8, 11, 10, 8, 3, 3, 2, 2, 0, 1, 1, 1, 1}, {2, 8, 9, 9, 8, 3, 3, 1, 1, 2, 2, 2, 2, 1},
       {4, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 4}, {1, 1, 28, 28, 32, 5, 5, 1, 1, 2, 2, 1, 1, 1},
       {7, 12, 6, 6, 24, 1, 1, 1, 1, 0, 0, 1, 1, 1},
+      // One image, large enough for the forward to split its output channels over 2-3 threads:
+      // 32 channels, an odd 21 (parts of 10 and 11), depthwise, 3 groups (parts of 1 and 2).
+      {1, 16, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1}, {1, 8, 20, 20, 21, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+      {1, 32, 28, 28, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32}, {1, 24, 14, 14, 24, 3, 3, 2, 1, 1, 0, 1, 1, 3},
   };
   unsigned seed = 40;
   for (const char *threads : {"1", "2", "3"})
