@@ -76,6 +76,18 @@ struct BlasJob {
     const T *bp = b + (st->tb ? j0 * st->k : j0);
     T *cp = c + i0 * st->n + j0;
     if (m <= 0 || n <= 0) return;
+    if (m == 1) {
+      // One row (batch-1 inference: classifier heads, LSTM steps): GEMV reads B once; GEMM
+      // would pack all of B first for a single row. A's row is contiguous (stride m = 1 when
+      // transposed). y = B[j0:j1, :] x with B stored [n, k] (tb), else y = B[:, j0:j1]^T x.
+      const auto tv = st->tb ? CblasNoTrans : CblasTrans;
+      const blasint rows = st->tb ? n : k, cols = st->tb ? k : n;
+      if constexpr (sizeof(T) == 4)
+        cblas_sgemv(CblasRowMajor, tv, rows, cols, 1.0f, bp, ldb, ap, 1, 0.0f, cp, 1);
+      else
+        cblas_dgemv(CblasRowMajor, tv, rows, cols, 1.0, bp, ldb, ap, 1, 0.0, cp, 1);
+      return;
+    }
     if constexpr (sizeof(T) == 4)
       cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, ap, lda, bp, ldb, 0.0f, cp, static_cast<blasint>(st->n));
     else

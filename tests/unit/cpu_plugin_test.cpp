@@ -260,6 +260,10 @@ TEST_F(CpuPlugin, GemmOwnAndOpenBLASMatchNaive) {
       {{300, 50}, {50, 20}, false, false},  {{2, 3, 7, 9}, {3, 9, 5}, false, false},
       {{4, 1, 6, 5}, {3, 6, 8}, true, false}, {{5, 13, 21}, {21, 11}, false, false},
       {{2, 0}, {0, 3}, false, false},
+      // One row (OpenBLAS: GEMV, split over columns at 2 threads): every transpose.
+      {{1, 1280}, {1280, 1000}, false, false}, {{1, 700}, {600, 700}, false, true},
+      {{700, 1}, {700, 600}, true, false},     {{700, 1}, {600, 700}, true, true},
+      {{3, 1, 65}, {65, 33}, false, false},
   };
   std::vector<std::string> gemms = {"own"};
   if (has_openblas()) gemms.push_back("openblas");
