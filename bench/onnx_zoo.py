@@ -63,26 +63,19 @@ def build_model(name, batch):
     torch.manual_seed(0)
     tv = torchvision.models
     image = lambda: (torch.randn(batch, 3, 224, 224),)
-    if name == "resnet18":
-        return tv.resnet18(), image()
-    if name == "resnet50":
-        return tv.resnet50(), image()
-    if name == "mobilenet_v2":
-        return tv.mobilenet_v2(), image()
-    if name == "mobilenet_v3_small":
-        return tv.mobilenet_v3_small(), image()
-    if name == "efficientnet_b0":
-        return tv.efficientnet_b0(), image()
-    if name == "squeezenet":
-        return tv.squeezenet1_1(), image()
-    if name == "shufflenet":
-        return tv.shufflenet_v2_x1_0(), image()
-    if name == "convnext_tiny":
-        return tv.convnext_tiny(), image()
+    torchvision_names = {"resnet18": "resnet18", "resnet50": "resnet50", "mobilenet_v2": "mobilenet_v2",
+                         "mobilenet_v3_small": "mobilenet_v3_small", "efficientnet_b0": "efficientnet_b0",
+                         "squeezenet": "squeezenet1_1", "shufflenet": "shufflenet_v2_x1_0",
+                         "convnext_tiny": "convnext_tiny"}
+    if name in torchvision_names:
+        return getattr(tv, torchvision_names[name])(), image()
     if name == "vit_small":
-        # ViT-S/16 width (384, 6 heads) with 6 of its 12 layers, 224x224: 197 tokens.
-        return tv.VisionTransformer(image_size=224, patch_size=16, num_layers=6, num_heads=6, hidden_dim=384,
-                                    mlp_dim=1536, num_classes=1000), image()
+        # ViT-S/16 width (384, 6 heads) with 6 of its 12 layers, 224x224: 197 tokens. torchvision
+        # zero-initialises the head (all outputs 0, nothing to compare): random weights instead.
+        vit = tv.VisionTransformer(image_size=224, patch_size=16, num_layers=6, num_heads=6, hidden_dim=384,
+                                   mlp_dim=1536, num_classes=1000)
+        nn.init.normal_(vit.heads.head.weight, std=0.02)
+        return vit, image()
     if name == "transformer_encoder":
         layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True,
                                            dropout=0.1)

@@ -112,7 +112,7 @@ void gemm_one(Backend &be, const MatmulState &st, const T *a, const T *b, T *c) 
     return;
   }
 #ifdef CTN_CPU_HAVE_OPENBLAS
-  if (gemm_uses_openblas(be)) {
+  if (gemm_uses_openblas(be) || (st.m == 1 && gemv_uses_openblas(be))) {
     // OpenBLAS runs single-threaded (set_threads): its own workers spin-wait after each call
     // and would steal the cores from our pool's next kernel. The pool splits the larger output
     // dimension instead, each participant calling OpenBLAS on its block.
