@@ -56,10 +56,6 @@ bool gemm_uses_openblas(const Backend &be) {
   }
 }
 
-bool gemv_uses_openblas(const Backend &be) {
-  return kHaveOpenBLAS && be.gemm_mode.load(std::memory_order_relaxed) != GemmMode::kOwn;
-}
-
 const char *gemm_active_name(const Backend &be) {
   return gemm_uses_openblas(be) ? "openblas" : "own";
 }
