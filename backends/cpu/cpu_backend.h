@@ -45,7 +45,8 @@ struct Backend {
   std::string description;
 };
 
-// True when OpenBLAS runs the GEMM calls now.
+// True when OpenBLAS runs the GEMM calls now ("auto": unless OpenBLAS runs a pre-AVX core and
+// the own GEMM has AVX2/AVX-512 kernels).
 bool gemm_uses_openblas(const Backend &be);
 const char *gemm_active_name(const Backend &be);
 // "onednn", "own" or "auto" (oneDNN where it is faster per shape); "own" without oneDNN.

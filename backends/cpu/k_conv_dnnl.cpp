@@ -2,7 +2,10 @@
 // library PyTorch uses on the CPU), when the plugin is built with it (-Dcpu_onednn, auto).
 //
 // Threads: the batch is split into one part per pool participant, and each part runs a
-// single-threaded oneDNN primitive on the thread that takes it. oneDNN's own OpenMP team is
+// single-threaded oneDNN primitive on the thread that takes it. A forward convolution of one
+// image (inference) is split over its output channels instead (over its groups when grouped):
+// each part computes a contiguous block of output channels from its rows of the weights (and,
+// grouped, its block of input channels), so batch 1 gains from a second thread too. oneDNN's own OpenMP team is
 // never used: libgomp's idle workers spin for milliseconds after every parallel region, and on
 // a 2-core machine that spinning stole the cores from the pool's next kernels (the CNN step did
 // not get faster at all although its convolutions did; docs/BENCHMARKS.md). Grad-weight sums
@@ -68,8 +71,9 @@ struct Variant {
 
 struct DnnlConvState : KernelBase {
   int kind = 0;  // 0 forward, 1 grad-input, 2 grad-weight
+  // Units split over the parts: images, or for a one-image forward output channels (groups).
   int64_t n = 0, parts = 1;
-  int64_t per_image[3] = {0, 0, 0};  // elements per image of inputs 0, 1 and the output (0: not batched)
+  int64_t per_image[3] = {0, 0, 0};  // elements per unit of inputs 0, 1 and the output (0: shared)
   int64_t dw_elems = 0;              // grad-weight: elements of the weight gradient
   size_t dw_offset = 0;              // grad-weight: where a part > 0 puts it in its slot
   Variant v[2];
@@ -123,7 +127,8 @@ struct DnnlCall {
     error = what;
   }
 
-  // Runs part `p` (images [n0, n1)) on the calling thread with one OpenMP thread.
+  // Runs part `p` (units [n0, n1): images, or output channels / groups) on the calling thread
+  // with one OpenMP thread.
   void run_part(int64_t p) {
     const DnnlConvState &s = *st;
     const int64_t n0 = s.n * p / s.parts, n1 = s.n * (p + 1) / s.parts;
@@ -267,6 +272,45 @@ std::string make_variant(int kind, int64_t n, const int64_t *xs, const int64_t *
   return impl ? impl : "?";
 }
 
+// A one-image forward convolution split over output channels: `units` output channels (groups
+// when grouped) over `parts` threads; parts 1 when the batch split applies or the convolution is
+// too small for a second thread to pay (the pool's hand-off costs a few microseconds).
+struct ChannelSplit {
+  int64_t units = 0, parts = 1;
+  int64_t per_unit[3] = {0, 0, 0};  // elements of x, w and y per unit (x 0: every part reads all)
+
+  // The primitive of a part of k units: a convolution of the part's channels (k groups when
+  // grouped, the rows of w [k * O/G, C/G, KH, KW]).
+  std::string make(int64_t k, const int64_t *xs, const int64_t *ws_, const int64_t *ys, const int64_t *at,
+                   const memory::dims &pr, Variant *v) const {
+    const int64_t g = at[6], uo = g == 1 ? 1 : ws_[0] / g, cg = ws_[1];  // uo: output channels per unit
+    const int64_t px[4] = {1, g == 1 ? xs[1] : k * cg, xs[2], xs[3]};
+    const int64_t pw[4] = {k * uo, cg, ws_[2], ws_[3]};
+    const int64_t py[4] = {1, k * uo, ys[2], ys[3]};
+    int64_t pat[7];
+    std::copy(at, at + 7, pat);
+    pat[6] = g == 1 ? 1 : k;
+    std::string impl = make_variant(0, 1, px, pw, py, pat, pr, v);
+    v->n = k;  // selects the variant by part size, like a batch part's image count
+    return impl;
+  }
+};
+
+ChannelSplit channel_split(int kind, int threads, const int64_t *xs, const int64_t *ws_, const int64_t *ys,
+                           int64_t groups) {
+  ChannelSplit s;
+  if (kind != 0 || xs[0] != 1 || threads < 2) return s;
+  const int64_t macs = ys[1] * ys[2] * ys[3] * ws_[1] * ws_[2] * ws_[3];
+  s.units = groups == 1 ? ws_[0] : groups;
+  if (s.units < 2 || macs < (int64_t{1} << 17)) return s;
+  s.parts = std::min<int64_t>(threads, s.units);
+  const int64_t uo = groups == 1 ? 1 : ws_[0] / groups, cg = ws_[1];
+  s.per_unit[0] = groups == 1 ? 0 : cg * xs[2] * xs[3];
+  s.per_unit[1] = uo * cg * ws_[2] * ws_[3];
+  s.per_unit[2] = uo * ys[2] * ys[3];
+  return s;
+}
+
 }  // namespace
 
 bool onednn_built_in() { return true; }
@@ -337,6 +381,12 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
       case 1: st->per_image[0] = y_img, st->per_image[2] = x_img; break;
       default: st->per_image[0] = x_img, st->per_image[1] = y_img; break;
     }
+    const ChannelSplit split = channel_split(kind, be->num_threads.load(), xs, ws_, ys, at[6]);
+    if (split.parts > 1) {
+      st->n = split.units;
+      st->parts = split.parts;
+      std::copy(split.per_unit, split.per_unit + 3, st->per_image);
+    }
     // Creation is serialised: oneDNN's primitive cache and JIT are thread-safe by their
     // documentation, but their synchronisation is invisible to ThreadSanitizer (the library is
     // not instrumented; the tsan stage reported its cache lock as a race). Kernels are made once
@@ -346,8 +396,13 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
     omp_set_num_threads(1);  // primitives built for the one thread that runs each part
     const memory::dims pr{prh, prw};
     const int64_t lo = st->n / st->parts, hi = (st->n + st->parts - 1) / st->parts;
-    st->impl = make_variant(kind, lo, xs, ws_, ys, at, pr, &st->v[0]);
-    if (hi != lo) make_variant(kind, hi, xs, ws_, ys, at, pr, &st->v[1]);
+    if (split.parts > 1) {
+      st->impl = split.make(lo, xs, ws_, ys, at, pr, &st->v[0]);
+      if (hi != lo) split.make(hi, xs, ws_, ys, at, pr, &st->v[1]);
+    } else {
+      st->impl = make_variant(kind, lo, xs, ws_, ys, at, pr, &st->v[0]);
+      if (hi != lo) make_variant(kind, hi, xs, ws_, ys, at, pr, &st->v[1]);
+    }
     omp_set_num_threads(caller_threads);
     // The reference implementation is far slower than the own im2col + GEMM.
     if (st->impl.rfind("ref", 0) == 0) {

@@ -12,6 +12,65 @@
 namespace ctn_cpu {
 namespace {
 
+// The own one-row product (M = 1: batch-1 classifier heads, LSTM steps) y[j0:j1] = x B, for
+// when the own GEMM runs: its packing costs more than the product for a single row. Plain loops,
+// compiled per ISA through the target attributes of the gemv_* callers (as k_pool.cpp): B stored
+// [n, k] (rsb 1, csb k) is a dot product per column with 16 independent partial sums (a float
+// reduction is not vectorised otherwise), B stored [k, n] (csb 1) rows of x[p] * B[p, :] added.
+// One of rsb and csb is always 1 (MatmulState); A's row is contiguous (csa is 1 when M is 1).
+template <class T>
+struct GemvJob {
+  const T *x, *b;
+  T *y;
+  int64_t k, rsb, csb;
+  void run(int64_t j0, int64_t j1) const {
+    if (csb == 1) {
+      for (int64_t j = j0; j < j1; ++j) y[j] = T(0);
+      for (int64_t p = 0; p < k; ++p) {
+        const T xp = x[p], *row = b + p * rsb;
+        for (int64_t j = j0; j < j1; ++j) y[j] += xp * row[j];
+      }
+      return;
+    }
+    constexpr int kLanes = 16;
+    for (int64_t j = j0; j < j1; ++j) {
+      const T *col = b + j * csb;
+      T acc[kLanes] = {};
+      int64_t p = 0;
+      for (; p + kLanes <= k; p += kLanes)  // rsb is 1 here: B's column j is contiguous
+        for (int l = 0; l < kLanes; ++l) acc[l] += x[p + l] * col[p + l];
+      T sum = T(0);
+      for (int l = 0; l < kLanes; ++l) sum += acc[l];
+      for (; p < k; ++p) sum += x[p] * col[p];
+      y[j] = sum;
+    }
+  }
+};
+
+#define CTN_GEMV_VARIANT(SUFFIX, TARGET)                                                         \
+  TARGET void gemv_##SUFFIX(const GemvJob<float> &j, int64_t j0, int64_t j1) { j.run(j0, j1); }  \
+  TARGET void gemv_##SUFFIX(const GemvJob<double> &j, int64_t j0, int64_t j1) { j.run(j0, j1); }
+
+#if defined(__x86_64__)
+CTN_GEMV_VARIANT(avx512, __attribute__((target("avx512f"))))
+CTN_GEMV_VARIANT(avx2, __attribute__((target("avx2,fma"))))
+#endif
+CTN_GEMV_VARIANT(generic, )
+
+template <class T>
+using GemvFn = void (*)(const GemvJob<T> &, int64_t, int64_t);
+
+// The variant for a GEMM ISA name (the CPU runs it: gemm_isa_select checked).
+template <class T>
+GemvFn<T> gemv_for(const char *isa) {
+#if defined(__x86_64__)
+  if (isa && !std::strcmp(isa, "avx512")) return gemv_avx512;
+  if (isa && !std::strcmp(isa, "avx2")) return gemv_avx2;
+#endif
+  (void)isa;
+  return gemv_generic;
+}
+
 struct MatmulState : KernelBase {
   int64_t m = 0, n = 0, k = 0;
   bool ta = false, tb = false;
@@ -23,6 +82,8 @@ struct MatmulState : KernelBase {
   int64_t batches = 0;
   int64_t c_step = 0;                           // elements between output matrices
   int act = -1;                                 // -1: plain matmul; else CTN_ACT_*
+  GemvFn<float> gemv32 = nullptr;  // the own one-row path, per ISA
+  GemvFn<double> gemv64 = nullptr;
 };
 
 template <class T>
@@ -76,6 +137,18 @@ struct BlasJob {
     const T *bp = b + (st->tb ? j0 * st->k : j0);
     T *cp = c + i0 * st->n + j0;
     if (m <= 0 || n <= 0) return;
+    if (m == 1) {
+      // One row (batch-1 inference: classifier heads, LSTM steps): GEMV reads B once; GEMM
+      // would pack all of B first for a single row. A's row is contiguous (stride m = 1 when
+      // transposed). y = B[j0:j1, :] x with B stored [n, k] (tb), else y = B[:, j0:j1]^T x.
+      const auto tv = st->tb ? CblasNoTrans : CblasTrans;
+      const blasint rows = st->tb ? n : k, cols = st->tb ? k : n;
+      if constexpr (sizeof(T) == 4)
+        cblas_sgemv(CblasRowMajor, tv, rows, cols, 1.0f, bp, ldb, ap, 1, 0.0f, cp, 1);
+      else
+        cblas_dgemv(CblasRowMajor, tv, rows, cols, 1.0, bp, ldb, ap, 1, 0.0, cp, 1);
+      return;
+    }
     if constexpr (sizeof(T) == 4)
       cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, ap, lda, bp, ldb, 0.0f, cp, static_cast<blasint>(st->n));
     else
@@ -92,6 +165,29 @@ struct BlasJob {
   }
 };
 #endif
+
+template <class T>
+struct GemvCall {
+  GemvJob<T> job;
+  GemvFn<T> fn;
+  static void part(void *ctx, int64_t j0, int64_t j1, int) {
+    const auto *c = static_cast<const GemvCall *>(ctx);
+    c->fn(c->job, j0, j1);
+  }
+};
+
+template <class T>
+void own_gemv(Backend &be, const MatmulState &st, const T *a, const T *b, T *c) {
+  GemvCall<T> call{{a, b, c, st.k, st.rsb, st.csb}, nullptr};
+  if constexpr (sizeof(T) == 4) call.fn = st.gemv32;
+  else call.fn = st.gemv64;
+  // Split over columns when there is enough to share (a 1280 x 1000 head: yes; an LSTM step's
+  // 256 x 1024: no, the hand-off would cost about what the second thread saves).
+  if (be.pool && be.pool->size() > 1 && st.n * st.k >= (int64_t{1} << 19))
+    be.pool->parallel_for(st.n, 64, GemvCall<T>::part, &call);
+  else
+    call.fn(call.job, 0, st.n);
+}
 
 template <class T>
 void gemm_one(Backend &be, const MatmulState &st, const T *a, const T *b, T *c) {
@@ -117,6 +213,10 @@ void gemm_one(Backend &be, const MatmulState &st, const T *a, const T *b, T *c) 
     return;
   }
 #endif
+  if (st.m == 1) {
+    own_gemv<T>(be, st, a, b, c);
+    return;
+  }
   if constexpr (sizeof(T) == 4)
     own_gemm_f32(be, st.m, st.n, st.k, a, st.rsa, st.csa, b, st.rsb, st.csb, c, st.n);
   else
@@ -169,6 +269,8 @@ ctn_status make_matmul_kernel(Backend *be, const ctn_op_signature *sig, ctn_kern
   st->rsb = d.tb ? 1 : d.n;
   st->csb = d.tb ? d.k : 1;
   if (fused) st->act = d.act;
+  st->gemv32 = gemv_for<float>(be->gemm_isa.load()->name);
+  st->gemv64 = gemv_for<double>(be->gemm_isa.load()->name);
   st->c_step = d.m * d.n;
   if (fold_batches(d)) st->c_step = d.m * d.n;
   st->m = d.m;

@@ -9,6 +9,8 @@
 
 #include "cpu_backend.h"
 
+#include <strings.h>
+
 #ifdef CTN_CPU_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -21,8 +23,37 @@ constexpr bool kHaveOpenBLAS = true;
 constexpr bool kHaveOpenBLAS = false;
 #endif
 
+// OpenBLAS's DYNAMIC_ARCH build falls back to a pre-AVX core on CPUs it does not recognise
+// (Debian's 0.3.21 names this stop's "Intel(R) Xeon(R) Processor" VM Prescott): its SSE3 GEMM ran
+// at 32 GFLOP/s there against the own AVX-512 GEMM's 118-160 (bench/gemm_bench, 1 thread).
+bool openblas_core_is_pre_avx() {
+#ifdef CTN_CPU_HAVE_OPENBLAS
+  static const bool weak = [] {
+    const char *core = openblas_get_corename();
+    if (!core) return false;
+    for (const char *w : {"prescott", "core2", "penryn", "dunnington", "nehalem", "atom", "katmai",
+                          "coppermine", "northwood", "banias", "opteron", "barcelona", "generic"})
+      if (!strcasecmp(core, w)) return true;
+    return false;
+  }();
+  return weak;
+#else
+  return false;
+#endif
+}
+
 bool gemm_uses_openblas(const Backend &be) {
-  return kHaveOpenBLAS && be.gemm_mode.load(std::memory_order_relaxed) != GemmMode::kOwn;
+  if (!kHaveOpenBLAS) return false;
+  switch (be.gemm_mode.load(std::memory_order_relaxed)) {
+    case GemmMode::kOwn: return false;
+    case GemmMode::kOpenBLAS: return true;
+    default: {
+      // auto: OpenBLAS, unless it runs a pre-AVX core while the own GEMM has AVX2/AVX-512 kernels
+      const char *isa = be.gemm_isa.load()->name;
+      const bool own_vector = !std::strcmp(isa, "avx512") || !std::strcmp(isa, "avx2");
+      return !(own_vector && openblas_core_is_pre_avx());
+    }
+  }
 }
 
 const char *gemm_active_name(const Backend &be) {

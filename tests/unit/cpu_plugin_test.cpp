@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -230,6 +231,10 @@ TEST_F(CpuPlugin, GemmOwnAndOpenBLASMatchNaive) {
       {{300, 50}, {50, 20}, false, false},  {{2, 3, 7, 9}, {3, 9, 5}, false, false},
       {{4, 1, 6, 5}, {3, 6, 8}, true, false}, {{5, 13, 21}, {21, 11}, false, false},
       {{2, 0}, {0, 3}, false, false},
+      // One row (OpenBLAS: GEMV, split over columns at 2 threads): every transpose.
+      {{1, 1280}, {1280, 1000}, false, false}, {{1, 700}, {600, 700}, false, true},
+      {{700, 1}, {700, 600}, true, false},     {{700, 1}, {600, 700}, true, true},
+      {{3, 1, 65}, {65, 33}, false, false},
   };
   std::vector<std::string> gemms = {"own"};
   if (has_openblas()) gemms.push_back("openblas");
@@ -873,8 +878,19 @@ TEST_F(CpuPlugin, SetOptionErrorsAndGemmName) {
   EXPECT_NE(std::string(d_->describe(be_)).find("GEMM own"), std::string::npos);
   if (d_->set_option(be_, "gemm", "openblas") == CTN_OK) {
     EXPECT_STREQ(gemm_name_(be_), "openblas");
+    // auto: OpenBLAS unless its core (in the description's OpenBLAS config) is a pre-AVX one
+    // while the own GEMM has vector kernels (x86-64 with AVX2 or AVX-512).
+    std::string cfg = d_->describe(be_);
+    for (char &ch : cfg) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    ASSERT_EQ(d_->set_option(be_, "gemm", "own"), CTN_OK);
+    const std::string own = d_->describe(be_);
+    const bool vector = own.find("(avx512") != std::string::npos || own.find("(avx2") != std::string::npos;
+    bool pre_avx = false;
+    for (const char *core : {" prescott", " core2", " penryn", " dunnington", " nehalem", " atom", " katmai",
+                             " coppermine", " northwood", " banias", " opteron", " barcelona", " generic"})
+      pre_avx = pre_avx || cfg.find(std::string(core) + " ") != std::string::npos;
     ASSERT_EQ(d_->set_option(be_, "gemm", "auto"), CTN_OK);
-    EXPECT_STREQ(gemm_name_(be_), "openblas");
+    EXPECT_STREQ(gemm_name_(be_), vector && pre_avx ? "own" : "openblas") << cfg;
   } else {
     ASSERT_EQ(d_->set_option(be_, "gemm", "auto"), CTN_OK);
     EXPECT_STREQ(gemm_name_(be_), "own");
@@ -886,7 +902,8 @@ TEST_F(CpuPlugin, SetOptionErrorsAndGemmName) {
 // The oneDNN convolutions (when the plugin has them) against the own im2col + GEMM ones, which
 // the conformance suite checks against a double reference: every direction, strides, floor
 // output sizes, dilation, groups, one input channel, 1x1, and batches that split unevenly over
-// 1-3 threads (two primitive batch sizes). The kernel counter proves oneDNN made each kernel.
+// 1-3 threads (two primitive batch sizes), one image whose forward splits its output channels
+// (or groups) over the threads. The kernel counter proves oneDNN made each kernel.
 TEST_F(CpuPlugin, ConvOneDNNMatchesOwn) {
   auto conv_name = reinterpret_cast<const char *(*)(void *)>(d_->get_proc_address(be_, "ctn_cpu_conv_name"));
   auto made = reinterpret_cast<uint64_t (*)(void *)>(d_->get_proc_address(be_, "ctn_cpu_onednn_kernels"));
@@ -908,6 +925,10 @@ TEST_F(CpuPlugin, ConvOneDNNMatchesOwn) {
       {3, 8, 11, 10, 8, 3, 3, 2, 2, 0, 1, 1, 1, 1}, {2, 8, 9, 9, 8, 3, 3, 1, 1, 2, 2, 2, 2, 1},
       {4, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 4}, {1, 1, 28, 28, 32, 5, 5, 1, 1, 2, 2, 1, 1, 1},
       {7, 12, 6, 6, 24, 1, 1, 1, 1, 0, 0, 1, 1, 1},
+      // One image, large enough for the forward to split its output channels over 2-3 threads:
+      // 32 channels, an odd 21 (parts of 10 and 11), depthwise, 3 groups (parts of 1 and 2).
+      {1, 16, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1}, {1, 8, 20, 20, 21, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+      {1, 32, 28, 28, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32}, {1, 24, 14, 14, 24, 3, 3, 2, 1, 1, 0, 1, 1, 3},
   };
   unsigned seed = 40;
   for (const char *threads : {"1", "2", "3"})
