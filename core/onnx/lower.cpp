@@ -201,19 +201,6 @@ ctn_node hardsigmoid(Graph &g, ctn_node x, double alpha, double beta) {
   return g.op1(CTN_OP_CLAMP, y, &a);
 }
 
-ctn_node erf(Graph &g, ctn_node x) {
-  // gelu(z) = z Phi(z) and erf(x) = 2 Phi(x sqrt 2) - 1; in f64 so that the division and the
-  // cancellation near 0 keep f32 accuracy. z = 0 is special-cased (erf(0) = 0).
-  const int32_t dt = g.info(x).dtype;
-  ctn_node z = g.op2(CTN_OP_MUL, cast(g, x, CTN_F64), g.add_scalar(CTN_F64, std::sqrt(2.0)));
-  ctn_node zero = g.add_scalar(CTN_F64, 0);
-  ctn_node safe_z = g.op2(CTN_OP_ADD, z, cast(g, g.op2(CTN_OP_EQ, z, zero), CTN_F64));
-  ctn_node phi = g.op2(CTN_OP_DIV, g.op1(CTN_OP_GELU, safe_z), safe_z);
-  ctn_node e = g.op2(CTN_OP_SUB, g.op2(CTN_OP_MUL, phi, g.add_scalar(CTN_F64, 2)), g.add_scalar(CTN_F64, 1));
-  ctn_node in[3] = {g.op2(CTN_OP_EQ, z, zero), zero, e};
-  return cast(g, g.add_op(CTN_OP_WHERE, 3, in, nullptr), dt);
-}
-
 ctn_node floor(Graph &g, ctn_node x) {
   const int32_t dt = g.info(x).dtype;
   ctn_node t = cast(g, cast(g, x, CTN_I64), dt);  // truncation toward zero

@@ -40,7 +40,6 @@ ctn_node pad_axis(Graph &g, ctn_node x, int32_t axis, int64_t before, int64_t af
 ctn_node softplus(Graph &g, ctn_node x);
 ctn_node elu(Graph &g, ctn_node x, double alpha);
 ctn_node hardsigmoid(Graph &g, ctn_node x, double alpha, double beta);
-ctn_node erf(Graph &g, ctn_node x);
 ctn_node floor(Graph &g, ctn_node x);  // through an integer cast: |x| < 2^63
 ctn_node logical_not(Graph &g, ctn_node b);
 

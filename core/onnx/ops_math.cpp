@@ -38,7 +38,7 @@ void unary_float(NodeCtx &c) { out1(c, c.g.op1(Op, need_floating(c, 0))); }
 
 constexpr char kNeg[] = CTN_OP_NEG, kAbs[] = CTN_OP_ABS, kRelu[] = CTN_OP_RELU, kSign[] = CTN_OP_SIGN;
 constexpr char kExp[] = CTN_OP_EXP, kLog[] = CTN_OP_LOG, kSqrt[] = CTN_OP_SQRT, kTanh[] = CTN_OP_TANH,
-               kSigmoid[] = CTN_OP_SIGMOID;
+               kSigmoid[] = CTN_OP_SIGMOID, kErf[] = CTN_OP_ERF, kAtan[] = CTN_OP_ATAN;
 
 void reciprocal(NodeCtx &c) {
   ctn_node x = need_floating(c, 0);
@@ -103,7 +103,6 @@ void gelu(NodeCtx &c) {
   ctn_node t = g.op2(CTN_OP_ADD, g.op1(CTN_OP_TANH, inner), scalar_like(g, x, 1));
   out1(c, g.op2(CTN_OP_MUL, g.op2(CTN_OP_MUL, x, t), scalar_like(g, x, 0.5)));
 }
-void erf_(NodeCtx &c) { out1(c, erf(c.g, need_floating(c, 0))); }
 void floor_(NodeCtx &c) { out1(c, floor(c.g, need_floating(c, 0))); }
 void ceil_(NodeCtx &c) {
   ctn_node x = need_floating(c, 0);
@@ -746,7 +745,8 @@ const OpEntry kMath[] = {
     {"ThresholdedRelu", thresholded_relu},
     {"PRelu", prelu},
     {"Gelu", gelu},
-    {"Erf", erf_},
+    {"Erf", unary_float<kErf>},
+    {"Atan", unary_float<kAtan>},
     {"Floor", floor_},
     {"Ceil", ceil_},
     {"Round", round_},
