@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Structure checks for chutney's sources (issue 26).
 
-  tools/check_structure.py [--max-lines N] [--list] [--root DIR]
+  tools/check_structure.py [--max-lines N] [--list] [--root DIR]   (meson test: `structure`, suite unit)
 
 1. Include graph between the folders of core/: prints each folder's dependencies
    and every cycle (a folder that reaches itself through #include "other/...").
