@@ -60,7 +60,7 @@ typedef struct ctn_onnx_options {
 #define CTN_ONNX_INSPECT_ONLY 2u
 /* A symbolic dimension of a graph input that options.inputs does not give is taken as 1 (batch 1,
  * sequence 1...) instead of failing: for describing a dynamic model without sample inputs
- * (`chutney onnx info`). since 1.3 */
+ * (`chutney onnx info`). since 1.4 */
 #define CTN_ONNX_SYMBOLIC_DIMS_AS_ONE 4u
 
 /* Loads the ONNX model at `path` into a new lazy graph of `ctx`. On success *out_graph is a new

@@ -39,9 +39,9 @@
 #define CTN_OP_CAST "cast"            /* i[0] = target ctn_dtype; any dtype to any dtype;
                                          to bool: x != 0 */
 #define CTN_OP_COPY "copy"            /* identity */
-#define CTN_OP_ERF "erf"              /* since 1.3: the error function, 2/sqrt(pi) int_0^x e^(-t^2) dt
+#define CTN_OP_ERF "erf"              /* since 1.4: the error function, 2/sqrt(pi) int_0^x e^(-t^2) dt
                                          (ONNX Erf); f32|f64 */
-#define CTN_OP_ATAN "atan"            /* since 1.3: arctangent, in (-pi/2, pi/2) (ONNX Atan); f32|f64 */
+#define CTN_OP_ATAN "atan"            /* since 1.4: arctangent, in (-pi/2, pi/2) (ONNX Atan); f32|f64 */
 
 /* ---- elementwise binary [bcast]: (a, b) -> broadcast shape, dtype of a == dtype of b --------- */
 #define CTN_OP_ADD "add"

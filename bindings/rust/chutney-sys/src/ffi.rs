@@ -504,6 +504,7 @@ extern "C" {
 
 pub const CTN_ONNX_INITIALIZERS_AS_CONSTANTS: u32 = 1;
 pub const CTN_ONNX_INSPECT_ONLY: u32 = 2;
+pub const CTN_ONNX_SYMBOLIC_DIMS_AS_ONE: u32 = 4;
 pub const CTN_ONNX_INPUTS: i32 = 0;
 pub const CTN_ONNX_OUTPUTS: i32 = 1;
 pub const CTN_ONNX_INITIALIZERS: i32 = 2;
@@ -758,7 +759,7 @@ pub struct ctn_kernel {
 // ---- version.h ---------------------------------------------------------------------------------
 
 pub const CTN_ABI_MAJOR: u32 = 1;
-pub const CTN_ABI_MINOR: u32 = 3;
+pub const CTN_ABI_MINOR: u32 = 4;
 pub const CTN_VERSION_MAJOR: u32 = 0;
 pub const CTN_VERSION_MINOR: u32 = 1;
 pub const CTN_VERSION_PATCH: u32 = 0;
