@@ -113,20 +113,22 @@ def codes():
 
 
 # ---- formulas -> code ----------------------------------------------------------------------
-# Each target's spelling of the formula language's functions. GLSL has exp/log/pow/tanh/atan for
-# 32-bit floats only and erf for neither: m_* (backends/vulkan/shaders/math.glsl) are the
+# Each target's spelling of the formula language's functions. GLSL has exp/log/pow/tanh/atan/sin/
+# cos/tan for 32-bit floats only and erf for neither: m_* (backends/vulkan/shaders/math.glsl) are the
 # built-ins for f32 (erf: a series) and range reduction + series for f64, so every dtype the
 # Vulkan backend runs (f32, f64) has every function. OpenCL C and CUDA have them all for float
 # and double (OpenCL's double where the device has cl_khr_fp64); the CPU uses <cmath>.
 FUNCS = {
     'cpu': {'exp': 'std::exp', 'log': 'std::log', 'sqrt': 'std::sqrt', 'tanh': 'std::tanh',
-            'erf': 'std::erf', 'pow': 'std::pow', 'atan': 'std::atan'},
-    'ocl': {f: f for f in ('exp', 'log', 'sqrt', 'tanh', 'erf', 'pow', 'atan')},
-    'cuda': {f: f for f in ('exp', 'log', 'sqrt', 'tanh', 'erf', 'pow', 'atan')},
+            'erf': 'std::erf', 'pow': 'std::pow', 'atan': 'std::atan', 'sin': 'std::sin', 'cos': 'std::cos',
+            'tan': 'std::tan'},
+    'ocl': {f: f for f in ('exp', 'log', 'sqrt', 'tanh', 'erf', 'pow', 'atan', 'sin', 'cos', 'tan')},
+    'cuda': {f: f for f in ('exp', 'log', 'sqrt', 'tanh', 'erf', 'pow', 'atan', 'sin', 'cos', 'tan')},
     'vk': {'exp': 'm_exp', 'log': 'm_log', 'sqrt': 'sqrt', 'tanh': 'm_tanh', 'erf': 'm_erf',
-           'pow': 'm_pow', 'atan': 'm_atan', 'abs': 'abs', 'sign': 'sign', 'isnan': 'isnan'},
+           'pow': 'm_pow', 'atan': 'm_atan', 'sin': 'm_sin', 'cos': 'm_cos', 'tan': 'm_tan', 'abs': 'abs',
+           'sign': 'sign', 'isnan': 'isnan'},
 }
-HEAVY = ('exp', 'log', 'tanh', 'erf', 'pow', 'atan')  # transcendental: the CPU threads them sooner
+HEAVY = ('exp', 'log', 'tanh', 'erf', 'pow', 'atan', 'sin', 'cos', 'tan')  # transcendental: the CPU threads them sooner
 VARS = {'unary': ('x', 'f0', 'f1'), 'binary': ('a', 'b', 'f0', 'f1'), 'grad': ('a', 'b', 'f0', 'f1')}
 TOKEN = re.compile(r'\s+|(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?|[A-Za-z_]\w*|\|\||&&|[<>=!]=|[-+*/()?:<>,]')
 

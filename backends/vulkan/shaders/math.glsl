@@ -73,12 +73,58 @@ double m_atan(double x) {
   if (inv) r = 1.57079632679489661923LF - r;
   return x < 0.0LF ? -r : r;
 }
+
+// sin, cos: x = n pi/2 + r with pi/2 in three parts (fdlibm's pio2_1..3; n pio2_1 is exact for
+// |n| < 2^20, so results keep full accuracy for |x| below about 1.6e6 and lose it gradually
+// beyond), |r| <= pi/4, then the Taylor series to r^23 (below 2^-53) and the quadrant.
+void m_reduce_pio2(double x, out double r, out int q) {
+  double n = floor(x * 0.63661977236758134308LF + 0.5LF);
+  r = ((x - n * 1.57079632673412561417e+00LF) - n * 6.07710050630396597660e-11LF) - n * 2.02226624871116645580e-21LF;
+  q = int(n - 4.0LF * floor(n * 0.25LF));
+}
+double m_sin_r(double r) {
+  double r2 = r * r, s = 1.0LF;
+  [[unroll]] for (int k = 11; k >= 1; --k) s = 1.0LF - r2 * s / double((2 * k) * (2 * k + 1));
+  return r * s;
+}
+double m_cos_r(double r) {
+  double r2 = r * r, c = 1.0LF;
+  [[unroll]] for (int k = 11; k >= 1; --k) c = 1.0LF - r2 * c / double((2 * k - 1) * (2 * k));
+  return c;
+}
+double m_sin(double x) {
+  if (isnan(x) || isinf(x)) return f64_nan();
+  double r;
+  int q;
+  m_reduce_pio2(x, r, q);
+  double v = (q & 1) == 0 ? m_sin_r(r) : m_cos_r(r);
+  return q >= 2 ? -v : v;
+}
+double m_cos(double x) {
+  if (isnan(x) || isinf(x)) return f64_nan();
+  double r;
+  int q;
+  m_reduce_pio2(x, r, q);
+  double v = (q & 1) == 0 ? m_cos_r(r) : m_sin_r(r);
+  return (q == 1 || q == 2) ? -v : v;
+}
+double m_tan(double x) {
+  if (isnan(x) || isinf(x)) return f64_nan();
+  double r;
+  int q;
+  m_reduce_pio2(x, r, q);
+  double s = m_sin_r(r), c = m_cos_r(r);
+  return (q & 1) == 0 ? s / c : -c / s;
+}
 #else
 T t_inf() { return uintBitsToFloat(0x7f800000u); }
 T t_nan() { return uintBitsToFloat(0x7fc00000u); }
 float m_exp(float x) { return exp(x); }
 float m_log(float x) { return log(x); }
 float m_atan(float x) { return atan(x); }
+float m_sin(float x) { return sin(x); }
+float m_cos(float x) { return cos(x); }
+float m_tan(float x) { return tan(x); }
 float m_tanh(float x) {
   float ax = abs(x);
   if (ax > 9.0) return sign(x);
