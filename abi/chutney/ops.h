@@ -42,6 +42,9 @@
 #define CTN_OP_ERF "erf"              /* since 1.4: the error function, 2/sqrt(pi) int_0^x e^(-t^2) dt
                                          (ONNX Erf); f32|f64 */
 #define CTN_OP_ATAN "atan"            /* since 1.4: arctangent, in (-pi/2, pi/2) (ONNX Atan); f32|f64 */
+#define CTN_OP_SIN "sin"              /* since 1.4: sine (ONNX Sin); f32|f64 */
+#define CTN_OP_COS "cos"              /* since 1.4: cosine (ONNX Cos); f32|f64 */
+#define CTN_OP_TAN "tan"              /* since 1.4: tangent (ONNX Tan); f32|f64 */
 
 /* ---- elementwise binary [bcast]: (a, b) -> broadcast shape, dtype of a == dtype of b --------- */
 #define CTN_OP_ADD "add"

@@ -315,6 +315,19 @@ void atan_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node 
   dx[0] = g.op2(CTN_OP_DIV, dy, g.op2(CTN_OP_ADD, g.add_scalar(g.info(x).dtype, 1.0), g.op2(CTN_OP_MUL, x, x)));
 }
 
+// sin: dx = dy cos x; cos: dx = -dy sin x; tan: dx = dy (1 + y^2), y the output.
+void sin_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx) {
+  if (need[0]) dx[0] = g.op2(CTN_OP_MUL, dy, g.op1(CTN_OP_COS, g.node(node).inputs[0]));
+}
+void cos_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx) {
+  if (need[0]) dx[0] = g.op1(CTN_OP_NEG, g.op2(CTN_OP_MUL, dy, g.op1(CTN_OP_SIN, g.node(node).inputs[0])));
+}
+void tan_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx) {
+  if (!need[0]) return;
+  ctn_node one = g.add_scalar(g.info(node).dtype, 1.0);
+  dx[0] = g.op2(CTN_OP_MUL, dy, g.op2(CTN_OP_ADD, one, g.op2(CTN_OP_MUL, node, node)));
+}
+
 // One row per op: inference, gradient and tangent rules, attributes, and the probe node of
 // ctn_context_op_support (OpDef, graph/op.h). Elementwise ops' kernels are generated from their
 // formula in backends/common/ew_ops.py.
@@ -334,6 +347,9 @@ const OpDef kOps[] = {
     OpDef{.name = CTN_OP_CAST, .n_inputs = 1, .infer = infer_cast, .grad = rules::cast, .flags = OP_ELEMENTWISE, .attributes = "i[0] target dtype", .tangent = rules::linear_jvp, .probe = {.inputs = "D[2,3]", .ints = {}, .ni = 1}},
     OpDef{.name = CTN_OP_ERF, .n_inputs = 1, .infer = infer_unary_float, .grad = erf_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
     OpDef{.name = CTN_OP_ATAN, .n_inputs = 1, .infer = infer_unary_float, .grad = atan_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_SIN, .n_inputs = 1, .infer = infer_unary_float, .grad = sin_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_COS, .n_inputs = 1, .infer = infer_unary_float, .grad = cos_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_TAN, .n_inputs = 1, .infer = infer_unary_float, .grad = tan_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
     OpDef{.name = CTN_OP_COPY, .n_inputs = 1, .infer = infer_identity, .grad = rules::copy, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
     OpDef{.name = CTN_OP_ADD, .n_inputs = 2, .infer = infer_binary_float, .grad = rules::add, .flags = OP_ELEMENTWISE, .tangent = rules::add_jvp},
     OpDef{.name = CTN_OP_SUB, .n_inputs = 2, .infer = infer_binary_float, .grad = rules::sub, .flags = OP_ELEMENTWISE, .tangent = rules::sub_jvp},

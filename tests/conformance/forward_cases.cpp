@@ -66,6 +66,9 @@ void add_elementwise(std::vector<OpCase> &cs) {
   cs.push_back(unary("gelu", un(ctn_gelu), ref1(ref_gelu), uni(-4, 4)));
   cs.push_back(unary("erf", named("erf"), ref1([](double x) { return std::erf(x); }), with_zeros(uni(-4, 4))));
   cs.push_back(unary("atan", named("atan"), ref1([](double x) { return std::atan(x); }), with_zeros(uni(-40, 40))));
+  cs.push_back(unary("sin", named("sin"), ref1([](double x) { return std::sin(x); }), with_zeros(uni(-20, 20))));
+  cs.push_back(unary("cos", named("cos"), ref1([](double x) { return std::cos(x); }), with_zeros(uni(-20, 20))));
+  cs.push_back(unary("tan", named("tan"), ref1([](double x) { return std::tan(x); }), with_zeros(uni(-1.4, 1.4))));
   {
     OpCase c{"leaky_relu", "leaky_relu", {}};
     for (double slope : {0.1, 0.3})

@@ -54,6 +54,9 @@ void add_elementwise(std::vector<OpCase> &cs) {
   cs.push_back(g_unary("gelu", un(ctn_gelu), uni(-3, 3)));
   cs.push_back(g_unary("erf", named("erf"), uni(-2, 2)));
   cs.push_back(g_unary("atan", named("atan"), uni(-3, 3)));
+  cs.push_back(g_unary("sin", named("sin"), uni(-3, 3)));
+  cs.push_back(g_unary("cos", named("cos"), uni(-3, 3)));
+  cs.push_back(g_unary("tan", named("tan"), uni(-1.2, 1.2)));
   cs.push_back(g_unary(
       "leaky_relu",
       [](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
