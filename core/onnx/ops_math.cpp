@@ -38,7 +38,8 @@ void unary_float(NodeCtx &c) { out1(c, c.g.op1(Op, need_floating(c, 0))); }
 
 constexpr char kNeg[] = CTN_OP_NEG, kAbs[] = CTN_OP_ABS, kRelu[] = CTN_OP_RELU, kSign[] = CTN_OP_SIGN;
 constexpr char kExp[] = CTN_OP_EXP, kLog[] = CTN_OP_LOG, kSqrt[] = CTN_OP_SQRT, kTanh[] = CTN_OP_TANH,
-               kSigmoid[] = CTN_OP_SIGMOID, kErf[] = CTN_OP_ERF, kAtan[] = CTN_OP_ATAN;
+               kSigmoid[] = CTN_OP_SIGMOID, kErf[] = CTN_OP_ERF, kAtan[] = CTN_OP_ATAN,
+               kSin[] = CTN_OP_SIN, kCos[] = CTN_OP_COS, kTan[] = CTN_OP_TAN;
 
 void reciprocal(NodeCtx &c) {
   ctn_node x = need_floating(c, 0);
@@ -747,6 +748,9 @@ const OpEntry kMath[] = {
     {"Gelu", gelu},
     {"Erf", unary_float<kErf>},
     {"Atan", unary_float<kAtan>},
+    {"Sin", unary_float<kSin>},
+    {"Cos", unary_float<kCos>},
+    {"Tan", unary_float<kTan>},
     {"Floor", floor_},
     {"Ceil", ceil_},
     {"Round", round_},
