@@ -29,6 +29,7 @@ inline void part_range(int64_t n, int parts, int p, int64_t *begin, int64_t *end
 }  // namespace
 
 // size - 1 workers plus the caller; one job at a time (the pool hands a crew to one caller).
+// Which thread runs which part is not fixed (run()), so results never depend on it.
 class ThreadPool::Crew {
  public:
   Crew(int size, ThreadInit init, ThreadFini fini, uint64_t epoch) : size_(size), epoch_(epoch) {
@@ -36,7 +37,7 @@ class ThreadPool::Crew {
     std::string why;
     for (int i = 1; i < size_; ++i) {
       try {
-        workers_.emplace_back([this, i, init, fini] { worker_main(i, init, fini); });
+        workers_.emplace_back([this, init, fini] { worker_main(init, fini); });
       } catch (const std::system_error &e) {
         why = "cannot start worker thread " + std::to_string(i) + " of " + std::to_string(size_ - 1) + " (" +
               e.what() + ")";
@@ -65,24 +66,29 @@ class ThreadPool::Crew {
   int size() const { return size_; }
   uint64_t epoch() const { return epoch_; }
 
+  // Parts are claimed, not assigned: the caller and the workers take the next unclaimed part
+  // until none is left, so the caller runs every part no worker has begun (a worker still
+  // waking up, or descheduled, costs nothing) and waits only for parts already running.
   void run(int parts, int64_t n, RangeFn fn, void *ctx) {
+    uint32_t seq;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       fn_ = fn;
       ctx_ = ctx;
       n_ = n;
-      parts_ = parts;
-      pending_.store(size_ - 1, std::memory_order_relaxed);
+      done_.store(0, std::memory_order_relaxed);
+      seq = static_cast<uint32_t>(generation_.load(std::memory_order_relaxed) + 1);
+      claim_.store(pack(seq, parts, 0), std::memory_order_release);
       generation_.fetch_add(1, std::memory_order_release);
     }
     work_cv_.notify_all();
-    run_part(0);
+    run_claimed(seq);
     for (int i = 0; i < kSpinIterations; ++i) {
-      if (pending_.load(std::memory_order_acquire) == 0) return;
+      if (done_.load(std::memory_order_acquire) == parts) return;
       CTN_CPU_RELAX();
     }
     std::unique_lock<std::mutex> lock(mutex_);
-    done_cv_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+    done_cv_.wait(lock, [&] { return done_.load(std::memory_order_acquire) == parts; });
   }
 
  private:
@@ -97,14 +103,36 @@ class ThreadPool::Crew {
     workers_.clear();
   }
 
-  void run_part(int part) {
-    if (part >= parts_) return;
-    int64_t begin, end;
-    part_range(n_, parts_, part, &begin, &end);
-    if (begin < end) fn_(ctx_, begin, end, part);
+  // claim_ holds the job's sequence number (the low 32 bits of its generation), its number of
+  // parts and the next unclaimed part: one word, so a claim can never take a part of a job that
+  // has since been replaced (the sequence must still match).
+  static uint64_t pack(uint32_t seq, int parts, int next) {
+    return (uint64_t{seq} << 32) | (static_cast<uint64_t>(parts) << 16) | static_cast<uint64_t>(next);
+  }
+  // Claims and runs parts of job `seq` until none is left; returns how many it ran.
+  int run_claimed(uint32_t seq) {
+    int ran = 0;
+    for (;;) {
+      uint64_t v = claim_.load(std::memory_order_acquire);
+      int part, parts;
+      do {
+        parts = static_cast<int>((v >> 16) & 0xffff);
+        part = static_cast<int>(v & 0xffff);
+        if (static_cast<uint32_t>(v >> 32) != seq || part >= parts) return ran;
+      } while (!claim_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire));
+      // The job's fields stay as they are until every part is done, this one included.
+      int64_t begin, end;
+      part_range(n_, parts, part, &begin, &end);
+      if (begin < end) fn_(ctx_, begin, end, part);
+      ++ran;
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == parts) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        done_cv_.notify_one();
+      }
+    }
   }
 
-  void worker_main(int index, ThreadInit init, ThreadFini fini) {
+  void worker_main(ThreadInit init, ThreadFini fini) {
     struct AtExit {
       ThreadFini f;
       ~AtExit() {
@@ -136,11 +164,7 @@ class ThreadPool::Crew {
         seen = generation_.load(std::memory_order_acquire);
         if (stop_) return;
       }
-      run_part(index);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        done_cv_.notify_one();
-      }
+      run_claimed(static_cast<uint32_t>(seen));
     }
   }
 
@@ -150,14 +174,14 @@ class ThreadPool::Crew {
   std::mutex mutex_;
   std::condition_variable work_cv_, done_cv_, start_cv_;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> claim_{0};  // pack(seq, parts, next part)
+  std::atomic<int> done_{0};        // parts of the current job finished
   bool stop_ = false;
   int reported_ = 0, init_failed_ = 0;  // start-up: workers that ran their ThreadInit
   // The current job, written by the caller before generation_ is bumped.
   RangeFn fn_ = nullptr;
   void *ctx_ = nullptr;
   int64_t n_ = 0;
-  int parts_ = 0;
 };
 
 ThreadPool::~ThreadPool() {

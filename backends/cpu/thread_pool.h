@@ -1,8 +1,10 @@
 // A fork-join pool for the CPU backend that any number of threads may call at once (one
 // context serves plans and eager graphs run from several threads; chutney.h).
 //
-// The work is done by crews: a crew is size - 1 worker threads plus the calling thread as
-// participant 0, and runs one job at a time. A caller takes an idle crew for its job; when none
+// The work is done by crews: a crew is size - 1 worker threads plus the calling thread, and runs
+// one job at a time. The parts of a job are claimed in order by whichever of them is free, so
+// the caller runs the parts no worker has begun and never waits for a worker that has not
+// started (a descheduled or still sleeping worker used to hold the whole job up). A caller takes an idle crew for its job; when none
 // is idle it either starts another crew (mode kPerCaller, up to kMaxCrews) or runs the job's
 // parts one after another on its own thread (mode kShared, the default: one crew, so a pool of
 // n never runs more than n - 1 workers however many callers there are; docs/BENCHMARKS.md has
