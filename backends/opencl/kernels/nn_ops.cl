@@ -121,8 +121,14 @@ __kernel void FN(conv2d_grad_weight)(long total, __global const long *g, __globa
 #define POOL_META(g)                                                                               \
   const long H = g[1], W = g[2], HO = g[3], WO = g[4], KH = g[5], KW = g[6], SH = g[7], SW = g[8], \
              PH = g[9], PW = g[10]
-__kernel void FN(max_pool2d)(long total, __global const long *g, __global const T *x, long xo,
-                             __global const T *unused, long uo, __global T *y, long yo) {
+inline T FN(pool_div)(long inc, long KH, long KW, long h0, long h1, long w0, long w1) {
+  return inc ? (T)(KH * KW) : (T)((h1 - h0) * (w1 - w0));
+}
+
+/* y[p, oh, ow] over the window clipped to the input: its maximum (avg == 0) or its sum over
+ * pool_div (avg != 0, count_include_pad = g[11]). */
+inline void FN(pool2d)(long total, __global const long *g, __global const T *x, long xo,
+                       __global T *y, long yo, int avg) {
   POOL_META(g);
   for (long i = get_global_id(0); i < total; i += get_global_size(0)) {
     long t = i / WO;
@@ -131,6 +137,13 @@ __kernel void FN(max_pool2d)(long total, __global const long *g, __global const 
     const long h0 = max(oh * SH - PH, 0L), h1 = min(oh * SH - PH + KH, H);
     const long w0 = max(ow * SW - PW, 0L), w1 = min(ow * SW - PW + KW, W);
     __global const T *xp = x + xo + p * H * W;
+    if (avg) {
+      T acc = (T)0;
+      for (long ih = h0; ih < h1; ++ih)
+        for (long iw = w0; iw < w1; ++iw) acc += xp[ih * W + iw];
+      y[yo + i] = acc / FN(pool_div)(g[11], KH, KW, h0, h1, w0, w1);
+      continue;
+    }
     T m = (T)(-INFINITY);
     for (long ih = h0; ih < h1; ++ih)
       for (long iw = w0; iw < w1; ++iw) {
@@ -141,26 +154,14 @@ __kernel void FN(max_pool2d)(long total, __global const long *g, __global const 
   }
 }
 
-inline T FN(pool_div)(long inc, long KH, long KW, long h0, long h1, long w0, long w1) {
-  return inc ? (T)(KH * KW) : (T)((h1 - h0) * (w1 - w0));
+__kernel void FN(max_pool2d)(long total, __global const long *g, __global const T *x, long xo,
+                             __global const T *unused, long uo, __global T *y, long yo) {
+  FN(pool2d)(total, g, x, xo, y, yo, 0);
 }
 
 __kernel void FN(avg_pool2d)(long total, __global const long *g, __global const T *x, long xo,
                              __global const T *unused, long uo, __global T *y, long yo) {
-  POOL_META(g);
-  const long INC = g[11];
-  for (long i = get_global_id(0); i < total; i += get_global_size(0)) {
-    long t = i / WO;
-    const long ow = i - t * WO;
-    const long oh = t % HO, p = t / HO;
-    const long h0 = max(oh * SH - PH, 0L), h1 = min(oh * SH - PH + KH, H);
-    const long w0 = max(ow * SW - PW, 0L), w1 = min(ow * SW - PW + KW, W);
-    __global const T *xp = x + xo + p * H * W;
-    T acc = (T)0;
-    for (long ih = h0; ih < h1; ++ih)
-      for (long iw = w0; iw < w1; ++iw) acc += xp[ih * W + iw];
-    y[yo + i] = acc / FN(pool_div)(INC, KH, KW, h0, h1, w0, w1);
-  }
+  FN(pool2d)(total, g, x, xo, y, yo, 1);
 }
 
 /* The gradient of a pooling, dx[p, ih, iw]: a gather over every window whose span
