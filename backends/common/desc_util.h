@@ -85,6 +85,14 @@ inline void contiguous_strides(const ctn_tensor_desc &d, int64_t *str) {
   }
 }
 
+// The row-major multi-index idx[0..nd) of flat element i in `shape`.
+inline void unravel(int64_t i, int nd, const int64_t *shape, int64_t *idx) {
+  for (int k = nd - 1; k >= 0; --k) {
+    idx[k] = i % shape[k];
+    i /= shape[k];
+  }
+}
+
 // A strided walk with size-1 dims dropped and neighbours whose strides chain merged (at least
 // one dim: a scalar walk is [1] with stride 0), so that copies loop over as few dims as possible.
 struct DimWalk {

@@ -28,6 +28,26 @@
     return CTN_ABI_VERSION_MAJOR(host_abi_version) == CTN_ABI_MAJOR ? &(desc).header : nullptr; \
   }
 
+// A constant-initialised backend descriptor (designated initialisers, so nothing runs when the
+// plugin is loaded): `p` is the backend's function prefix (p##_init ... p##_get_proc_address);
+// the optional slots (synchronize and the 1.1 plan segments) are given explicitly, nullptr where
+// the backend has none.
+#define CTN_BACKEND_DESC(name_, flags_, p, sync, plan_prepare_, plan_run_, plan_release_) \
+  ctn_backend_desc {                                                                     \
+    .header = {.struct_size = sizeof(ctn_backend_desc),                                  \
+               .abi_major = CTN_ABI_MAJOR,                                               \
+               .abi_minor = CTN_ABI_MINOR,                                               \
+               .kind = CTN_PLUGIN_BACKEND,                                               \
+               .reserved = 0,                                                            \
+               .name = name_},                                                           \
+    .flags = flags_, .reserved = 0, .init = p##_init, .shutdown = p##_shutdown,          \
+    .describe = p##_describe, .buffer_alloc = p##_buffer_alloc,                          \
+    .buffer_free = p##_buffer_free, .upload = p##_upload, .download = p##_download,      \
+    .get_kernel = p##_get_kernel, .synchronize = sync, .set_option = p##_set_option,     \
+    .get_proc_address = p##_get_proc_address, .plan_prepare = plan_prepare_,             \
+    .plan_run = plan_run_, .plan_release = plan_release_,                                \
+  }
+
 namespace ctn_backend_util {
 
 // Runs body() (which returns a ctn_status) for a C ABI entry point: std::bad_alloc becomes

@@ -102,11 +102,7 @@ struct EwCall {
   void strided(int64_t i0, int64_t i1) const {
     const int nd = st->nd;
     int64_t idx[CTN_MAX_DIMS];
-    int64_t rem = i0;
-    for (int k = nd - 1; k >= 0; --k) {
-      idx[k] = rem % st->shape[k];
-      rem /= st->shape[k];
-    }
+    ctn_backend_util::unravel(i0, nd, st->shape, idx);
     const int64_t inner = st->shape[nd - 1];
     const int64_t s0 = st->str[0][nd - 1], s1 = st->str[1][nd - 1], s2 = st->str[2][nd - 1];
     int64_t pos = i0;

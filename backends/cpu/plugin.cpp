@@ -398,34 +398,12 @@ void *cpu_get_proc_address(void *, const char *name) {
 }
 
 // Constant-initialised: no code runs when the plugin is loaded.
-constexpr ctn_backend_desc kDesc = {
-    .header = {.struct_size = sizeof(ctn_backend_desc),
-               .abi_major = CTN_ABI_MAJOR,
-               .abi_minor = CTN_ABI_MINOR,
-               .kind = CTN_PLUGIN_BACKEND,
-               .reserved = 0,
-               .name = "cpu"},
-    // Concurrent: the pool serves any number of callers, kernel states are read-only, scratch
-    // belongs to the thread that uses it, and options are atomics behind option_mu.
-    .flags = CTN_BACKEND_HOST_MEMORY | CTN_BACKEND_CONCURRENT,
-    .reserved = 0,
-    .init = cpu_init,
-    .shutdown = cpu_shutdown,
-    .describe = cpu_describe,
-    .buffer_alloc = cpu_buffer_alloc,
-    .buffer_free = cpu_buffer_free,
-    .upload = cpu_upload,
-    .download = cpu_download,
-    .get_kernel = cpu_get_kernel,
-    .synchronize = nullptr,
-    .set_option = cpu_set_option,
-    .get_proc_address = cpu_get_proc_address,
-    // 1.1 plan segments: kernels run synchronously on the calling thread, so recording the
-    // plan would gain nothing over the host calling each kernel.
-    .plan_prepare = nullptr,
-    .plan_run = nullptr,
-    .plan_release = nullptr,
-};
+// Concurrent: the pool serves any number of callers, kernel states are read-only, scratch belongs
+// to the thread that uses it, and options are atomics behind option_mu. No synchronize and no 1.1
+// plan segments: kernels run synchronously on the calling thread, so recording the plan would gain
+// nothing over the host calling each kernel.
+constexpr ctn_backend_desc kDesc =
+    CTN_BACKEND_DESC("cpu", CTN_BACKEND_HOST_MEMORY | CTN_BACKEND_CONCURRENT, cpu, nullptr, nullptr, nullptr, nullptr);
 
 }  // namespace
 }  // namespace ctn_cpu

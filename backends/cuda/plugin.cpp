@@ -426,30 +426,8 @@ void cuda_plan_release(void *state, void *segment) {
 }
 
 // Constant-initialised: nothing runs when the plugin is loaded.
-constexpr ctn_backend_desc kDesc = {
-    .header = {.struct_size = sizeof(ctn_backend_desc),
-               .abi_major = CTN_ABI_MAJOR,
-               .abi_minor = CTN_ABI_MINOR,
-               .kind = CTN_PLUGIN_BACKEND,
-               .reserved = 0,
-               .name = "cuda"},
-    .flags = 0,
-    .reserved = 0,
-    .init = cuda_init,
-    .shutdown = cuda_shutdown,
-    .describe = cuda_describe,
-    .buffer_alloc = cuda_buffer_alloc,
-    .buffer_free = cuda_buffer_free,
-    .upload = cuda_upload,
-    .download = cuda_download,
-    .get_kernel = cuda_get_kernel,
-    .synchronize = cuda_synchronize,
-    .set_option = cuda_set_option,
-    .get_proc_address = cuda_get_proc_address,
-    .plan_prepare = cuda_plan_prepare,
-    .plan_run = cuda_plan_run,
-    .plan_release = cuda_plan_release,
-};
+constexpr ctn_backend_desc kDesc = CTN_BACKEND_DESC("cuda", 0, cuda, cuda_synchronize, cuda_plan_prepare,
+                                                    cuda_plan_run, cuda_plan_release);
 
 }  // namespace
 }  // namespace ctn_cuda

@@ -371,30 +371,8 @@ void *ocl_get_proc_address(void *, const char *name) {
 }
 
 // Constant-initialised: nothing runs when the plugin is loaded (libOpenCL is touched in init).
-constexpr ctn_backend_desc kDesc = {
-    .header = {.struct_size = sizeof(ctn_backend_desc),
-               .abi_major = CTN_ABI_MAJOR,
-               .abi_minor = CTN_ABI_MINOR,
-               .kind = CTN_PLUGIN_BACKEND,
-               .reserved = 0,
-               .name = "opencl"},
-    .flags = 0,
-    .reserved = 0,
-    .init = ocl_init,
-    .shutdown = ocl_shutdown,
-    .describe = ocl_describe,
-    .buffer_alloc = ocl_buffer_alloc,
-    .buffer_free = ocl_buffer_free,
-    .upload = ocl_upload,
-    .download = ocl_download,
-    .get_kernel = ocl_get_kernel,
-    .synchronize = ocl_synchronize,
-    .set_option = ocl_set_option,
-    .get_proc_address = ocl_get_proc_address,
-    .plan_prepare = ocl_plan_prepare,
-    .plan_run = ocl_plan_run,
-    .plan_release = ocl_plan_release,
-};
+constexpr ctn_backend_desc kDesc = CTN_BACKEND_DESC("opencl", 0, ocl, ocl_synchronize, ocl_plan_prepare,
+                                                    ocl_plan_run, ocl_plan_release);
 
 }  // namespace
 }  // namespace ctn_ocl

@@ -527,30 +527,8 @@ void *vk_get_proc_address(void *, const char *name) {
 }
 
 // Constant-initialised: no code runs when the plugin is loaded.
-constexpr ctn_backend_desc kDesc = {
-    .header = {.struct_size = sizeof(ctn_backend_desc),
-               .abi_major = CTN_ABI_MAJOR,
-               .abi_minor = CTN_ABI_MINOR,
-               .kind = CTN_PLUGIN_BACKEND,
-               .reserved = 0,
-               .name = "vulkan"},
-    .flags = 0,
-    .reserved = 0,
-    .init = vk_init,
-    .shutdown = vk_shutdown,
-    .describe = vk_describe,
-    .buffer_alloc = vk_buffer_alloc,
-    .buffer_free = vk_buffer_free,
-    .upload = vk_upload,
-    .download = vk_download,
-    .get_kernel = vk_get_kernel,
-    .synchronize = vk_synchronize,
-    .set_option = vk_set_option,
-    .get_proc_address = vk_get_proc_address,
-    .plan_prepare = plan_prepare,
-    .plan_run = plan_run,
-    .plan_release = plan_release,
-};
+constexpr ctn_backend_desc kDesc = CTN_BACKEND_DESC("vulkan", 0, vk, vk_synchronize, plan_prepare,
+                                                    plan_run, plan_release);
 
 }  // namespace
 }  // namespace ctn_vk

@@ -39,6 +39,19 @@ int32_t env_num_threads() {
   return static_cast<int32_t>(n);
 }
 
+
+// The checks of a ctn_context_*_info call before it fills `out`: `index` names one of the `n`
+// `items`, and out->struct_size covers at least the fields before `name_offset` (an older,
+// smaller struct gets the fields it has; since 1.2, 1.0 and 1.1 required the full size). Returns
+// the caller's struct_size.
+uint32_t info_checks(const char *fn, uint32_t index, size_t n, const char *items, uint32_t sz, size_t name_offset,
+                     const char *info_type) {
+  if (index >= n) fail(CTN_ERR_INVALID_ARGUMENT, "%s: index %u is out of range (%zu %s)", fn, index, n, items);
+  if (sz < name_offset)
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: out->struct_size %u is too small: set it to sizeof(%s)", fn, sz, info_type);
+  return sz;
+}
+
 }  // namespace
 
 extern "C" {
@@ -159,12 +172,8 @@ CTN_API ctn_status ctn_context_op_info(ctn_context *ctx, uint32_t index, ctn_op_
     NEED(ctx);
     NEED(out);
     const std::vector<const OpDef *> ops = registry_ops(*ctx);
-    if (index >= ops.size())
-      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_op_info: index %u is out of range (%zu ops)", index, ops.size());
-    const uint32_t sz = out->struct_size;
-    if (sz < offsetof(ctn_op_info, name))
-      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_op_info: out->struct_size %u is too small: set it to sizeof(ctn_op_info)",
-           sz);
+    const uint32_t sz =
+        info_checks(__func__, index, ops.size(), "ops", out->struct_size, offsetof(ctn_op_info, name), "ctn_op_info");
     const OpDef &op = *ops[index];
     ctn_op_info info{};
     info.struct_size = sz;
@@ -227,14 +236,8 @@ CTN_API ctn_status ctn_context_backend_info(ctn_context *ctx, uint32_t index, ct
   return wall([&] {
     NEED(ctx);
     NEED(out);
-    if (index >= ctx->backends.size())
-      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_backend_info: index %u is out of range (%zu backends)", index,
-           ctx->backends.size());
-    // An older, smaller struct gets the fields it has (since 1.2; 1.0 and 1.1 required the full size).
-    const uint32_t sz = out->struct_size;
-    if (sz < offsetof(ctn_backend_info, name))
-      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_context_backend_info: out->struct_size %u is too small: set it to "
-           "sizeof(ctn_backend_info)", sz);
+    const uint32_t sz = info_checks(__func__, index, ctx->backends.size(), "backends", out->struct_size,
+                                    offsetof(ctn_backend_info, name), "ctn_backend_info");
     const Backend &b = *ctx->backends[index];
     ctn_backend_info info{};
     info.struct_size = sz;

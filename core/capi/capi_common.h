@@ -8,6 +8,7 @@
 #include "util/status.h"
 #include "util/wall.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -29,6 +30,16 @@ inline int32_t raw_dtype(const ctn_dtype &d) {
 }
 
 inline ctn_tensor *wrap(Tensor t) { return new ctn_tensor(std::move(t)); }
+
+// Copies `src` into the caller's versioned struct `out`: as much as out->struct_size covers (which
+// must at least hold struct_size itself), keeping the caller's struct_size.
+template <class T>
+void copy_versioned(T *out, const T &src, const char *fn) {
+  const uint32_t sz = out->struct_size;
+  if (sz < sizeof(uint32_t)) fail(CTN_ERR_INVALID_ARGUMENT, "%s: set out->struct_size", fn);
+  std::memcpy(out, &src, std::min<size_t>(sz, sizeof(T)));
+  out->struct_size = sz;
+}
 
 }  // namespace ctn::capi
 

@@ -35,10 +35,7 @@ CTN_API ctn_status ctn_plan_stats_get(ctn_plan *p, ctn_plan_stats *out) {
   return wall([&] {
     NEED(p);
     NEED(out);
-    uint32_t sz = out->struct_size;
-    if (sz < sizeof(uint32_t)) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_stats_get: set out->struct_size");
-    std::memcpy(out, &p->stats(), std::min<size_t>(sz, sizeof(ctn_plan_stats)));
-    out->struct_size = sz;
+    copy_versioned(out, p->stats(), __func__);
   });
 }
 
@@ -46,10 +43,7 @@ CTN_API ctn_status ctn_plan_memory_report_get(ctn_plan *p, ctn_plan_memory_repor
   return wall([&] {
     NEED(p);
     NEED(out);
-    uint32_t sz = out->struct_size;
-    if (sz < sizeof(uint32_t)) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_memory_report_get: set out->struct_size");
-    std::memcpy(out, &p->memory_report(), std::min<size_t>(sz, sizeof(ctn_plan_memory_report)));
-    out->struct_size = sz;
+    copy_versioned(out, p->memory_report(), __func__);
   });
 }
 

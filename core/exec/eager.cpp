@@ -2,6 +2,7 @@
 
 #include "exec/select.h"
 #include "plugin/context.h"
+#include "util/small_buf.h"
 #include "util/status.h"
 
 #include <cstring>
@@ -40,13 +41,8 @@ const EagerEntry *lookup(Context &ctx, const OpDef &op, Backend *b, const Tensor
     auto it = ctx.eager_cache.find(key);
     if (it != ctx.eager_cache.end()) return it->second.kernel.fn ? &it->second : nullptr;
   }
-  ctn_tensor_desc descs[8];
-  std::vector<ctn_tensor_desc> big;
-  ctn_tensor_desc *d = descs;
-  if (n > 8) {
-    big.resize(n);
-    d = big.data();
-  }
+  SmallBuf<ctn_tensor_desc, 8> descs(n);
+  ctn_tensor_desc *d = descs.data();
   for (uint32_t i = 0; i < n; ++i) d[i] = make_desc(ValueInfo{in[i]->dtype, in[i]->shape});
   ctn_tensor_desc od = make_desc(out);
   EagerEntry e;
@@ -62,13 +58,8 @@ const EagerEntry *lookup(Context &ctx, const OpDef &op, Backend *b, const Tensor
 void run_on(const EagerEntry &e, const OpDef &op, const ctn_attrs &attrs, const Tensor *const *in, uint32_t n,
             Tensor &out) {
   Backend &b = *e.backend;
-  ctn_tensor_desc descs[8];
-  std::vector<ctn_tensor_desc> big;
-  ctn_tensor_desc *d = descs;
-  if (n > 8) {
-    big.resize(n);
-    d = big.data();
-  }
+  SmallBuf<ctn_tensor_desc, 8> descs(n);
+  ctn_tensor_desc *d = descs.data();
   ctn_tensor_desc od = make_desc(ValueInfo{out.dtype, out.shape});
   std::vector<void *> device_bufs;
   std::unique_ptr<Storage> ws;
@@ -149,14 +140,9 @@ Tensor eager_compute(Context &ctx, const OpDef &op, const ctn_attrs &attrs, cons
 }
 
 void eager_execute(Graph &g, Node &node) {
-  const Tensor *small[8];
-  std::vector<const Tensor *> big;
-  const Tensor **in = small;
   const uint32_t n = static_cast<uint32_t>(node.inputs.size());
-  if (n > 8) {
-    big.resize(n);
-    in = big.data();
-  }
+  SmallBuf<const Tensor *, 8> in_buf(n);
+  const Tensor **in = in_buf.data();
   for (uint32_t i = 0; i < n; ++i) {
     const Node &src = g.node(node.inputs[i]);
     if (!src.value) fail(CTN_ERR_STATE, "%s: input %u has no value (eager graphs compute every node)", node.op->name.c_str(), i);

@@ -1,5 +1,6 @@
 #include "graph/graph.h"
 
+#include "util/small_buf.h"
 #include "util/status.h"
 
 #include <cstring>
@@ -157,13 +158,8 @@ ctn_node Graph::add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, cons
   if (attrs_in.ni > CTN_ATTR_INTS || attrs_in.nf > CTN_ATTR_FLOATS)
     fail(CTN_ERR_INVALID_ARGUMENT, "%s: attrs.ni is %u and attrs.nf is %u (at most %d and %d)", op.name.c_str(),
          attrs_in.ni, attrs_in.nf, CTN_ATTR_INTS, CTN_ATTR_FLOATS);
-  ValueInfo small[4];
-  std::vector<ValueInfo> big;
-  ValueInfo *in = small;
-  if (n > 4) {
-    big.resize(n);
-    in = big.data();
-  }
+  SmallBuf<ValueInfo, 4> in_buf(n);
+  ValueInfo *in = in_buf.data();
   for (uint32_t i = 0; i < n; ++i) {
     check(inputs[i], op.name.c_str());
     in[i] = nodes_[inputs[i]].info;

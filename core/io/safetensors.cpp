@@ -440,6 +440,18 @@ std::string describe(const ctn_tensor *t, ctn_dtype *dt, std::vector<int64_t> *s
   shape->assign(sh, sh + nd);
   return std::string(ctn_dtype_name(*dt)) + " " + shape_str(*shape);
 }
+
+// The argument checks of ctn_plan_save_variables and ctn_plan_load_variables (ctn_io_fn: which).
+void need_plan_variables(const char *ctn_io_fn, ctn_plan *plan, uint32_t n, const char *const *names,
+                         const ctn_node *nodes, const char *path) {
+  CTN_IO_NEED(plan);
+  CTN_IO_NEED(path);
+  if (n > 0) {
+    CTN_IO_NEED(names);
+    CTN_IO_NEED(nodes);
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -563,12 +575,7 @@ CTN_API ctn_status ctn_plan_save_variables(ctn_plan *plan, uint32_t n, const cha
                                            const ctn_node *nodes, const char *path, const char *metadata_json) {
   const char *ctn_io_fn = __func__;
   return wall([&] {
-    CTN_IO_NEED(plan);
-    CTN_IO_NEED(path);
-    if (n > 0) {
-      CTN_IO_NEED(names);
-      CTN_IO_NEED(nodes);
-    }
+    need_plan_variables(ctn_io_fn, plan, n, names, nodes, path);
     std::vector<TensorPtr> owned;
     std::vector<const ctn_tensor *> ts;
     for (uint32_t i = 0; i < n; ++i) {
@@ -584,12 +591,7 @@ CTN_API ctn_status ctn_plan_load_variables(ctn_plan *plan, uint32_t n, const cha
                                            const ctn_node *nodes, const char *path) {
   const char *ctn_io_fn = __func__;
   return wall([&] {
-    CTN_IO_NEED(plan);
-    CTN_IO_NEED(path);
-    if (n > 0) {
-      CTN_IO_NEED(names);
-      CTN_IO_NEED(nodes);
-    }
+    need_plan_variables(ctn_io_fn, plan, n, names, nodes, path);
     auto ck = load(path);
     std::vector<TensorPtr> values;
     for (uint32_t i = 0; i < n; ++i) {

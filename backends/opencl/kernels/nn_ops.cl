@@ -17,11 +17,14 @@
 /* ---- convolution. g = meta: N, C, H, W, O, KH, KW, HO, WO, SH, SW, PH, PW, DH, DW, G, CG, OG
  * (C/G input channels and O/G output channels per group). conv_transpose2d is conv2d_grad_input
  * with the transpose's input as dy. ---- */
+/* The meta every convolution kernel reads (all but N), as constants named as above. */
+#define CONV_META(g)                                                                              \
+  const long C = g[1], H = g[2], W = g[3], O = g[4], KH = g[5], KW = g[6], HO = g[7], WO = g[8]; \
+  const long SH = g[9], SW = g[10], PH = g[11], PW = g[12], DH = g[13], DW = g[14], CG = g[16],  \
+             OG = g[17]
 __kernel void FN(conv2d)(long total, __global const long *g, __global const T *x, long xo,
                          __global const T *w, long wo, __global T *y, long yo) {
-  const long C = g[1], H = g[2], W = g[3], O = g[4], KH = g[5], KW = g[6], HO = g[7], WO = g[8];
-  const long SH = g[9], SW = g[10], PH = g[11], PW = g[12], DH = g[13], DW = g[14], CG = g[16],
-             OG = g[17];
+  CONV_META(g);
   for (long i = get_global_id(0); i < total; i += get_global_size(0)) {
     long t = i / WO;
     const long ow = i - t * WO;
@@ -49,9 +52,7 @@ __kernel void FN(conv2d)(long total, __global const long *g, __global const T *x
 __kernel void FN(conv2d_grad_input)(long total, __global const long *g, __global const T *dy,
                                     long dyo, __global const T *w, long wo, __global T *dx,
                                     long dxo) {
-  const long C = g[1], H = g[2], W = g[3], O = g[4], KH = g[5], KW = g[6], HO = g[7], WO = g[8];
-  const long SH = g[9], SW = g[10], PH = g[11], PW = g[12], DH = g[13], DW = g[14], CG = g[16],
-             OG = g[17];
+  CONV_META(g);
   for (long i = get_global_id(0); i < total; i += get_global_size(0)) {
     long t = i / W;
     const long iw = i - t * W;
@@ -84,10 +85,8 @@ __kernel void FN(conv2d_grad_input)(long total, __global const long *g, __global
 __kernel void FN(conv2d_grad_weight)(long total, __global const long *g, __global const T *x,
                                      long xo, __global const T *dy, long dyo, __global T *dw,
                                      long dwo) {
-  const long N = g[0], C = g[1], H = g[2], W = g[3], O = g[4], KH = g[5], KW = g[6], HO = g[7],
-             WO = g[8];
-  const long SH = g[9], SW = g[10], PH = g[11], PW = g[12], DH = g[13], DW = g[14], CG = g[16],
-             OG = g[17];
+  const long N = g[0];
+  CONV_META(g);
   for (long i = get_global_id(0); i < total; i += get_global_size(0)) {
     long t = i / KW;
     const long kj = i - t * KW;
@@ -118,10 +117,19 @@ __kernel void FN(conv2d_grad_weight)(long total, __global const long *g, __globa
 
 /* ---- pooling. g = meta: planes, H, W, HO, WO, KH, KW, SH, SW, PH, PW, count_include_pad.
  * Windows are clipped to the input; max padding is -inf. ---- */
-__kernel void FN(max_pool2d)(long total, __global const long *g, __global const T *x, long xo,
-                             __global const T *unused, long uo, __global T *y, long yo) {
-  const long H = g[1], W = g[2], HO = g[3], WO = g[4], KH = g[5], KW = g[6], SH = g[7], SW = g[8],
-             PH = g[9], PW = g[10];
+/* The meta every pooling kernel reads (all but planes and count_include_pad). */
+#define POOL_META(g)                                                                               \
+  const long H = g[1], W = g[2], HO = g[3], WO = g[4], KH = g[5], KW = g[6], SH = g[7], SW = g[8], \
+             PH = g[9], PW = g[10]
+inline T FN(pool_div)(long inc, long KH, long KW, long h0, long h1, long w0, long w1) {
+  return inc ? (T)(KH * KW) : (T)((h1 - h0) * (w1 - w0));
+}
+
+/* y[p, oh, ow] over the window clipped to the input: its maximum (avg == 0) or its sum over
+ * pool_div (avg != 0, count_include_pad = g[11]). */
+inline void FN(pool2d)(long total, __global const long *g, __global const T *x, long xo,
+                       __global T *y, long yo, int avg) {
+  POOL_META(g);
   for (long i = get_global_id(0); i < total; i += get_global_size(0)) {
     long t = i / WO;
     const long ow = i - t * WO;
@@ -129,6 +137,13 @@ __kernel void FN(max_pool2d)(long total, __global const long *g, __global const 
     const long h0 = max(oh * SH - PH, 0L), h1 = min(oh * SH - PH + KH, H);
     const long w0 = max(ow * SW - PW, 0L), w1 = min(ow * SW - PW + KW, W);
     __global const T *xp = x + xo + p * H * W;
+    if (avg) {
+      T acc = (T)0;
+      for (long ih = h0; ih < h1; ++ih)
+        for (long iw = w0; iw < w1; ++iw) acc += xp[ih * W + iw];
+      y[yo + i] = acc / FN(pool_div)(g[11], KH, KW, h0, h1, w0, w1);
+      continue;
+    }
     T m = (T)(-INFINITY);
     for (long ih = h0; ih < h1; ++ih)
       for (long iw = w0; iw < w1; ++iw) {
@@ -139,26 +154,14 @@ __kernel void FN(max_pool2d)(long total, __global const long *g, __global const 
   }
 }
 
-inline T FN(pool_div)(long inc, long KH, long KW, long h0, long h1, long w0, long w1) {
-  return inc ? (T)(KH * KW) : (T)((h1 - h0) * (w1 - w0));
+__kernel void FN(max_pool2d)(long total, __global const long *g, __global const T *x, long xo,
+                             __global const T *unused, long uo, __global T *y, long yo) {
+  FN(pool2d)(total, g, x, xo, y, yo, 0);
 }
 
 __kernel void FN(avg_pool2d)(long total, __global const long *g, __global const T *x, long xo,
                              __global const T *unused, long uo, __global T *y, long yo) {
-  const long H = g[1], W = g[2], HO = g[3], WO = g[4], KH = g[5], KW = g[6], SH = g[7], SW = g[8],
-             PH = g[9], PW = g[10], INC = g[11];
-  for (long i = get_global_id(0); i < total; i += get_global_size(0)) {
-    long t = i / WO;
-    const long ow = i - t * WO;
-    const long oh = t % HO, p = t / HO;
-    const long h0 = max(oh * SH - PH, 0L), h1 = min(oh * SH - PH + KH, H);
-    const long w0 = max(ow * SW - PW, 0L), w1 = min(ow * SW - PW + KW, W);
-    __global const T *xp = x + xo + p * H * W;
-    T acc = (T)0;
-    for (long ih = h0; ih < h1; ++ih)
-      for (long iw = w0; iw < w1; ++iw) acc += xp[ih * W + iw];
-    y[yo + i] = acc / FN(pool_div)(INC, KH, KW, h0, h1, w0, w1);
-  }
+  FN(pool2d)(total, g, x, xo, y, yo, 1);
 }
 
 /* The gradient of a pooling, dx[p, ih, iw]: a gather over every window whose span
@@ -168,8 +171,8 @@ __kernel void FN(avg_pool2d)(long total, __global const long *g, __global const 
  * divisor (pool_div, count_include_pad = g[11]). */
 inline void FN(pool2d_grad)(long total, __global const long *g, __global const T *x, long xo,
                             __global const T *dy, long dyo, __global T *dx, long dxo) {
-  const long H = g[1], W = g[2], HO = g[3], WO = g[4], KH = g[5], KW = g[6], SH = g[7], SW = g[8],
-             PH = g[9], PW = g[10], INC = g[11];
+  POOL_META(g);
+  const long INC = g[11];
   for (long i = get_global_id(0); i < total; i += get_global_size(0)) {
     long t = i / W;
     const long iw = i - t * W;
