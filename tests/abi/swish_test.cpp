@@ -152,9 +152,8 @@ TEST_F(SwishOps, GraphFileResolvesLibraryOpsByNameAtLoad) {
   const std::string path = ::testing::TempDir() + "swish_graph.ctn";
   ASSERT_EQ(ctn_graph_save(src.g.get(), nullptr, 3, outputs, nullptr, nullptr, path.c_str()), CTN_OK) << ctn_last_error();
 
-  Context bare = IsolatedContext();
+  Context bare = ContextWith({CTN_TEST_CPU_PLUGIN});
   ASSERT_TRUE(bare);
-  ASSERT_EQ(ctn_context_load_plugin(bare.get(), CTN_TEST_CPU_PLUGIN), CTN_OK) << ctn_last_error();
   ctn_graph *lg = nullptr;
   ctn_saved_graph *saved = nullptr;
   EXPECT_EQ(ctn_graph_load(bare.get(), path.c_str(), &lg, &saved), CTN_ERR_UNSUPPORTED);
@@ -282,12 +281,8 @@ TEST_F(SwishOps, InferRejectsBadInputsWithClearMessages) {
 // A host-memory backend may run op libraries' "cpu" kernels (CTN_BACKEND_HOST_MEMORY): with
 // only the test backend "oldcpu" loaded, swish still runs, on oldcpu.
 TEST(SwishOnHostBackend, CpuKernelsRunOnAnyHostMemoryBackend) {
-  Context ctx = IsolatedContext();
+  Context ctx = ContextWith({CTN_TEST_PLUGIN_OLDER_MINOR, CTN_TEST_SWISH_PLUGIN});
   ASSERT_TRUE(ctx);
-  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_OLDER_MINOR), CTN_OK)
-      << ctn_last_error();
-  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_SWISH_PLUGIN), CTN_OK)
-      << ctn_last_error();
   Graph g = NewGraph(ctx.get());
   ASSERT_TRUE(g);
   const int64_t shape[1] = {4};

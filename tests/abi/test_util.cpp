@@ -25,6 +25,20 @@ static Context CreateContext(uint32_t flags) {
 Context IsolatedContext() { return CreateContext(CTN_CONTEXT_NO_AUTOLOAD); }
 Context DefaultContext() { return CreateContext(0); }
 
+Context ContextWith(std::initializer_list<const char *> plugins) {
+  Context ctx = IsolatedContext();
+  EXPECT_TRUE(ctx) << "no isolated context: " << ctn_last_error();
+  if (!ctx) return ctx;
+  for (const char *p : plugins) {
+    ctn_status st = ctn_context_load_plugin(ctx.get(), p);
+    if (st != CTN_OK) {
+      ADD_FAILURE() << "loading " << p << ": " << Describe(st);
+      return Context();
+    }
+  }
+  return ctx;
+}
+
 Graph NewGraph(ctn_context *ctx, uint32_t flags) {
   ctn_graph *g = nullptr;
   ctn_status st = ctn_graph_create(ctx, flags, &g);

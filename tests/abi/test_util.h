@@ -5,6 +5,7 @@
 #include <chutney/chutney.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ std::string Describe(ctn_status st);
 
 // A context that loads nothing by itself (CTN_CONTEXT_NO_AUTOLOAD); nullptr on failure.
 Context IsolatedContext();
+// An isolated context with `plugins` loaded in order; nullptr, with a gtest failure naming the
+// plugin and the status, when one does not load.
+Context ContextWith(std::initializer_list<const char *> plugins);
 // A context with the default search (build tree, CHUTNEY_PLUGIN_PATH...).
 Context DefaultContext();
 

@@ -57,6 +57,36 @@ inline Ref ref2(double (*f)(double, double)) {
   return [f](const std::vector<Arr> &x, ctn_dtype) { return ref_map2(x[0], x[1], f); };
 }
 
+// A case table built once from the functions that append its groups of cases, in order.
+using AddCases = void (*)(std::vector<OpCase> &);
+inline std::vector<OpCase> collect_cases(std::initializer_list<AddCases> adders) {
+  std::vector<OpCase> cs;
+  for (AddCases add : adders) add(cs);
+  return cs;
+}
+
+// "[2,3]": a shape in a variant's label.
+inline std::string shape_label(const Shape &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+// a @ b with the given transposes, inputs uniform in [-1, 1], against ref_matmul (the reference
+// is unused where the case is a gradient case).
+struct MatmulCase {
+  Shape a, b;
+  int ta, tb;
+};
+inline Variant matmul_variant(const MatmulCase &m) {
+  const int ta = m.ta, tb = m.tb;
+  return variant(
+      shape_label(m.a) + (ta ? "^T" : "") + "@" + shape_label(m.b) + (tb ? "^T" : ""),
+      {in(m.a, uni(-1, 1)), in(m.b, uni(-1, 1))},
+      [ta, tb](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) { return ctn_matmul(g, n[0], n[1], ta, tb, o); },
+      [ta, tb](const std::vector<Arr> &x, ctn_dtype) { return ref_matmul(x[0], x[1], ta != 0, tb != 0); });
+}
+
 // FNV-1a: a seed that is the same on every platform and standard library.
 inline uint64_t seed_of(const std::string &s) {
   uint64_t h = 1469598103934665603ull;

@@ -199,29 +199,14 @@ void add_casts(std::vector<OpCase> &cs) {
 }
 
 void add_matmul(std::vector<OpCase> &cs) {
-  struct Mm {
-    Shape a, b;
-    int ta, tb;
-  };
-  const Mm mms[] = {{{3, 4}, {4, 5}, 0, 0},       {{4, 3}, {4, 5}, 1, 0},
-                    {{3, 4}, {5, 4}, 0, 1},       {{4, 3}, {5, 4}, 1, 1},
-                    {{1, 1}, {1, 1}, 0, 0},       {{1, 6}, {6, 1}, 0, 0},
-                    {{3, 1}, {1, 4}, 0, 0},       {{2, 3, 4}, {2, 4, 2}, 0, 0},
-                    {{2, 3, 4}, {4, 5}, 0, 0},    {{2, 1, 3, 4}, {3, 4, 2}, 0, 0},
-                    {{2, 4, 3}, {1, 5, 4}, 1, 1}, {{3, 4}, {2, 2, 4, 3}, 0, 0}};
+  const MatmulCase mms[] = {{{3, 4}, {4, 5}, 0, 0},       {{4, 3}, {4, 5}, 1, 0},
+                            {{3, 4}, {5, 4}, 0, 1},       {{4, 3}, {5, 4}, 1, 1},
+                            {{1, 1}, {1, 1}, 0, 0},       {{1, 6}, {6, 1}, 0, 0},
+                            {{3, 1}, {1, 4}, 0, 0},       {{2, 3, 4}, {2, 4, 2}, 0, 0},
+                            {{2, 3, 4}, {4, 5}, 0, 0},    {{2, 1, 3, 4}, {3, 4, 2}, 0, 0},
+                            {{2, 4, 3}, {1, 5, 4}, 1, 1}, {{3, 4}, {2, 2, 4, 3}, 0, 0}};
   OpCase c{"matmul", "matmul", {}};
-  for (const Mm &m : mms) {
-    int ta = m.ta, tb = m.tb;
-    c.variants.push_back(variant(
-        shape_label(m.a) + (ta ? "^T" : "") + "@" + shape_label(m.b) + (tb ? "^T" : ""),
-        {in(m.a, uni(-1, 1)), in(m.b, uni(-1, 1))},
-        [ta, tb](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
-          return ctn_matmul(g, n[0], n[1], ta, tb, o);
-        },
-        [ta, tb](const std::vector<Arr> &x, ctn_dtype) {
-          return ref_matmul(x[0], x[1], ta != 0, tb != 0);
-        }));
-  }
+  for (const MatmulCase &m : mms) c.variants.push_back(matmul_variant(m));
   cs.push_back(c);
 
   OpCase f{"matmul_bias_act", "matmul_bias_act", {}};
@@ -297,16 +282,8 @@ void add_shape_cases(std::vector<OpCase> &cs);      // forward_cases_shape.cpp
 void add_composite_forward(std::vector<OpCase> &cs);  // composite_cases.cpp
 
 const std::vector<OpCase> &forward_cases() {
-  static const std::vector<OpCase> cases = [] {
-    std::vector<OpCase> cs;
-    add_elementwise(cs);
-    add_casts(cs);
-    add_matmul(cs);
-    add_reductions(cs);
-    add_shape_cases(cs);
-    add_composite_forward(cs);
-    return cs;
-  }();
+  static const std::vector<OpCase> cases = collect_cases(
+      {add_elementwise, add_casts, add_matmul, add_reductions, add_shape_cases, add_composite_forward});
   return cases;
 }
 

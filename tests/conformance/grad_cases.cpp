@@ -9,12 +9,6 @@
 namespace conf {
 namespace {
 
-std::string shape_label(const Shape &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 OpCase g_unary(const std::string &op, Build b, Gen g) {
   OpCase c{"grad:" + op, op, {}};
   for (const Shape &s : std::vector<Shape>{{}, {2, 3}, {1, 4, 1}})
@@ -123,24 +117,12 @@ void add_elementwise(std::vector<OpCase> &cs) {
 }
 
 void add_matmul(std::vector<OpCase> &cs) {
-  struct Mm {
-    Shape a, b;
-    int ta, tb;
-  };
-  const Mm mms[] = {{{3, 4}, {4, 2}, 0, 0},       {{4, 3}, {4, 2}, 1, 0},
-                    {{3, 4}, {2, 4}, 0, 1},       {{4, 3}, {2, 4}, 1, 1},
-                    {{2, 3, 4}, {4, 2}, 0, 0},    {{2, 1, 2, 3}, {3, 3, 2}, 0, 0},
-                    {{2, 3, 2}, {1, 2, 3}, 1, 1}};
+  const MatmulCase mms[] = {{{3, 4}, {4, 2}, 0, 0},       {{4, 3}, {4, 2}, 1, 0},
+                            {{3, 4}, {2, 4}, 0, 1},       {{4, 3}, {2, 4}, 1, 1},
+                            {{2, 3, 4}, {4, 2}, 0, 0},    {{2, 1, 2, 3}, {3, 3, 2}, 0, 0},
+                            {{2, 3, 2}, {1, 2, 3}, 1, 1}};
   OpCase c{"grad:matmul", "matmul", {}};
-  for (const Mm &m : mms) {
-    int ta = m.ta, tb = m.tb;
-    c.variants.push_back(variant(
-        shape_label(m.a) + (ta ? "^T" : "") + "@" + shape_label(m.b) + (tb ? "^T" : ""),
-        {in(m.a, uni(-1, 1)), in(m.b, uni(-1, 1))},
-        [ta, tb](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
-          return ctn_matmul(g, n[0], n[1], ta, tb, o);
-        }));
-  }
+  for (const MatmulCase &m : mms) c.variants.push_back(matmul_variant(m));
   cs.push_back(c);
   // matmul_bias_act has no gradient rule: it only appears after fusion, which runs on the
   // compiled graph, after ctn_grad has differentiated the unfused ops.
@@ -269,15 +251,8 @@ void add_softmax(std::vector<OpCase> &cs) {
 void add_composite_grad(std::vector<OpCase> &cs);  // composite_cases.cpp
 
 const std::vector<OpCase> &grad_cases() {
-  static const std::vector<OpCase> cases = [] {
-    std::vector<OpCase> cs;
-    add_elementwise(cs);
-    add_matmul(cs);
-    add_reductions_and_shapes(cs);
-    add_softmax(cs);
-    add_composite_grad(cs);
-    return cs;
-  }();
+  static const std::vector<OpCase> cases = collect_cases(
+      {add_elementwise, add_matmul, add_reductions_and_shapes, add_softmax, add_composite_grad});
   return cases;
 }
 
