@@ -25,6 +25,11 @@ static Context CreateContext(uint32_t flags) {
 Context IsolatedContext() { return CreateContext(CTN_CONTEXT_NO_AUTOLOAD); }
 Context DefaultContext() { return CreateContext(0); }
 
+void ExpectLastErrorHas(std::initializer_list<const char *> parts) {
+  const std::string msg = ctn_last_error();
+  for (const char *p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "no '" << p << "' in: " << msg;
+}
+
 Context ContextWith(std::initializer_list<const char *> plugins) {
   Context ctx = IsolatedContext();
   EXPECT_TRUE(ctx) << "no isolated context: " << ctn_last_error();

@@ -56,6 +56,9 @@ std::string ReportLine(ctn_context *ctx, const std::string &file);
 
 bool FileExists(const std::string &path);
 
+// Expects ctn_last_error() to mention every one of `parts` (failures show the whole message).
+void ExpectLastErrorHas(std::initializer_list<const char *> parts);
+
 // Compiles `outputs` of `g`, for `backends` (ctn_compile_options.backends) when not nullptr.
 // A null Plan on failure, with a gtest failure naming the status.
 Plan Compile(ctn_graph *g, const std::vector<ctn_node> &outputs, const char *backends = nullptr);
