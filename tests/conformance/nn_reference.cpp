@@ -114,91 +114,67 @@ namespace {
 Shape pooled(const Shape &x, const PoolP &p) {
   return {x[0], x[1], (x[2] + 2 * p.ph - p.kh) / p.sh + 1, (x[3] + 2 * p.pw - p.kw) / p.sw + 1};
 }
+
+// Every window of a pool with input shape xs and output shape ys: f(output index, the input
+// indices of the window's in-bounds taps in window order, the divisor of an average over it).
+template <class F>
+void pool_windows(const Shape &xs, const Shape &ys, const PoolP &p, F f) {
+  std::vector<size_t> taps;
+  for (int64_t b = 0; b < ys[0]; ++b)
+    for (int64_t c = 0; c < ys[1]; ++c)
+      for (int64_t oh = 0; oh < ys[2]; ++oh)
+        for (int64_t ow = 0; ow < ys[3]; ++ow) {
+          taps.clear();
+          for (int64_t i = 0; i < p.kh; ++i)
+            for (int64_t j = 0; j < p.kw; ++j) {
+              int64_t ih = oh * p.sh - p.ph + i, iw = ow * p.sw - p.pw + j;
+              if (ih >= 0 && ih < xs[2] && iw >= 0 && iw < xs[3]) taps.push_back(at4(xs, b, c, ih, iw));
+            }
+          const double count = p.include_pad ? static_cast<double>(p.kh * p.kw) : static_cast<double>(taps.size());
+          f(at4(ys, b, c, oh, ow), taps, count);
+        }
+}
 }  // namespace
 
 Arr ref_max_pool2d(const Arr &x, const PoolP &p) {
   Arr y = make_arr(pooled(x.shape, p));
-  for (int64_t b = 0; b < y.shape[0]; ++b)
-    for (int64_t c = 0; c < y.shape[1]; ++c)
-      for (int64_t oh = 0; oh < y.shape[2]; ++oh)
-        for (int64_t ow = 0; ow < y.shape[3]; ++ow) {
-          double m = -std::numeric_limits<double>::infinity();
-          for (int64_t i = 0; i < p.kh; ++i)
-            for (int64_t j = 0; j < p.kw; ++j) {
-              int64_t ih = oh * p.sh - p.ph + i, iw = ow * p.sw - p.pw + j;
-              if (ih >= 0 && ih < x.shape[2] && iw >= 0 && iw < x.shape[3])
-                m = std::max(m, x.v[at4(x.shape, b, c, ih, iw)]);
-            }
-          y.v[at4(y.shape, b, c, oh, ow)] = m;
-        }
+  pool_windows(x.shape, y.shape, p, [&](size_t yi, const std::vector<size_t> &taps, double) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (size_t k : taps) m = std::max(m, x.v[k]);
+    y.v[yi] = m;
+  });
   return y;
 }
 
 Arr ref_max_pool2d_grad(const Arr &x, const Arr &dy, const PoolP &p) {
   Arr dx = make_arr(x.shape);
-  for (int64_t b = 0; b < dy.shape[0]; ++b)
-    for (int64_t c = 0; c < dy.shape[1]; ++c)
-      for (int64_t oh = 0; oh < dy.shape[2]; ++oh)
-        for (int64_t ow = 0; ow < dy.shape[3]; ++ow) {
-          double m = -std::numeric_limits<double>::infinity();
-          size_t arg = 0;
-          bool found = false;
-          for (int64_t i = 0; i < p.kh; ++i)
-            for (int64_t j = 0; j < p.kw; ++j) {
-              int64_t ih = oh * p.sh - p.ph + i, iw = ow * p.sw - p.pw + j;
-              if (ih < 0 || ih >= x.shape[2] || iw < 0 || iw >= x.shape[3]) continue;
-              size_t k = at4(x.shape, b, c, ih, iw);
-              if (!found || x.v[k] > m) m = x.v[k], arg = k, found = true;  // strict: the first max wins
-            }
-          dx.v[arg] += dy.v[at4(dy.shape, b, c, oh, ow)];
-        }
+  pool_windows(x.shape, dy.shape, p, [&](size_t yi, const std::vector<size_t> &taps, double) {
+    double m = -std::numeric_limits<double>::infinity();
+    size_t arg = 0;
+    bool found = false;
+    for (size_t k : taps)
+      if (!found || x.v[k] > m) m = x.v[k], arg = k, found = true;  // strict: the first max wins
+    dx.v[arg] += dy.v[yi];
+  });
   return dx;
 }
 
-namespace {
-// Sum (avg) or scatter (grad) over the windows; `count` is the divisor of each window.
-double window_count(const PoolP &p, int64_t oh, int64_t ow, int64_t h, int64_t w) {
-  if (p.include_pad) return static_cast<double>(p.kh * p.kw);
-  int64_t n = 0;
-  for (int64_t i = 0; i < p.kh; ++i)
-    for (int64_t j = 0; j < p.kw; ++j) {
-      int64_t ih = oh * p.sh - p.ph + i, iw = ow * p.sw - p.pw + j;
-      n += ih >= 0 && ih < h && iw >= 0 && iw < w;
-    }
-  return static_cast<double>(n);
-}
-}  // namespace
-
 Arr ref_avg_pool2d(const Arr &x, const PoolP &p) {
   Arr y = make_arr(pooled(x.shape, p));
-  for (int64_t b = 0; b < y.shape[0]; ++b)
-    for (int64_t c = 0; c < y.shape[1]; ++c)
-      for (int64_t oh = 0; oh < y.shape[2]; ++oh)
-        for (int64_t ow = 0; ow < y.shape[3]; ++ow) {
-          double s = 0;
-          for (int64_t i = 0; i < p.kh; ++i)
-            for (int64_t j = 0; j < p.kw; ++j) {
-              int64_t ih = oh * p.sh - p.ph + i, iw = ow * p.sw - p.pw + j;
-              if (ih >= 0 && ih < x.shape[2] && iw >= 0 && iw < x.shape[3]) s += x.v[at4(x.shape, b, c, ih, iw)];
-            }
-          y.v[at4(y.shape, b, c, oh, ow)] = s / window_count(p, oh, ow, x.shape[2], x.shape[3]);
-        }
+  pool_windows(x.shape, y.shape, p, [&](size_t yi, const std::vector<size_t> &taps, double count) {
+    double s = 0;
+    for (size_t k : taps) s += x.v[k];
+    y.v[yi] = s / count;
+  });
   return y;
 }
 
 Arr ref_avg_pool2d_grad(const Arr &dy, const PoolP &p, int64_t h, int64_t w) {
   Arr dx = make_arr({dy.shape[0], dy.shape[1], h, w});
-  for (int64_t b = 0; b < dy.shape[0]; ++b)
-    for (int64_t c = 0; c < dy.shape[1]; ++c)
-      for (int64_t oh = 0; oh < dy.shape[2]; ++oh)
-        for (int64_t ow = 0; ow < dy.shape[3]; ++ow) {
-          double g = dy.v[at4(dy.shape, b, c, oh, ow)] / window_count(p, oh, ow, h, w);
-          for (int64_t i = 0; i < p.kh; ++i)
-            for (int64_t j = 0; j < p.kw; ++j) {
-              int64_t ih = oh * p.sh - p.ph + i, iw = ow * p.sw - p.pw + j;
-              if (ih >= 0 && ih < h && iw >= 0 && iw < w) dx.v[at4(dx.shape, b, c, ih, iw)] += g;
-            }
-        }
+  pool_windows(dx.shape, dy.shape, p, [&](size_t yi, const std::vector<size_t> &taps, double count) {
+    const double g = dy.v[yi] / count;
+    for (size_t k : taps) dx.v[k] += g;
+  });
   return dx;
 }
 
