@@ -87,6 +87,28 @@ inline Variant matmul_variant(const MatmulCase &m) {
       [ta, tb](const std::vector<Arr> &x, ctn_dtype) { return ref_matmul(x[0], x[1], ta != 0, tb != 0); });
 }
 
+// A reduction (sum, mean, max) over `axes` of an input of shape `s`, drawn from `gen`, against
+// ref_reduce (unused where the case is a gradient case).
+struct ReduceCase {
+  Shape s;
+  std::vector<int32_t> axes;
+  int keep;
+};
+using ReduceFn = ctn_status (*)(ctn_graph *, ctn_node, uint32_t, const int32_t *, int32_t, ctn_node *);
+inline Variant reduce_variant(ReduceFn fn, Red kind, const ReduceCase &r, Gen gen) {
+  std::string label = shape_label(r.s) + " axes{";
+  for (int32_t a : r.axes) label += std::to_string(a) + ",";
+  label += "} keep " + std::to_string(r.keep);
+  const std::vector<int32_t> axes = r.axes;
+  const int keep = r.keep;
+  return variant(
+      label, {in(r.s, std::move(gen))},
+      [fn, axes, keep](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
+        return fn(g, n[0], static_cast<uint32_t>(axes.size()), axes.data(), keep, o);
+      },
+      [axes, keep, kind](const std::vector<Arr> &x, ctn_dtype) { return ref_reduce(x[0], axes, keep != 0, kind); });
+}
+
 // FNV-1a: a seed that is the same on every platform and standard library.
 inline uint64_t seed_of(const std::string &s) {
   uint64_t h = 1469598103934665603ull;

@@ -237,41 +237,20 @@ void add_matmul(std::vector<OpCase> &cs) {
 }
 
 void add_reductions(std::vector<OpCase> &cs) {
-  struct R {
-    Shape s;
-    std::vector<int32_t> axes;
-    int keep;
-  };
-  const R rs[] = {{{2, 3, 4}, {}, 0},      {{2, 3, 4}, {}, 1},      {{2, 3, 4}, {0}, 0},
-                  {{2, 3, 4}, {-1}, 1},    {{2, 3, 4}, {0, 2}, 0},  {{2, 3, 4}, {1, -1}, 1},
-                  {{2, 3, 4}, {0, 1, 2}, 0}, {{5}, {0}, 0},         {{}, {}, 0},
-                  {{}, {}, 1},             {{1, 3, 1}, {0, 2}, 0},  {{2, 1, 3}, {1}, 1},
-                  {{2, 1, 3}, {-3}, 0}};
+  const ReduceCase rs[] = {{{2, 3, 4}, {}, 0},      {{2, 3, 4}, {}, 1},      {{2, 3, 4}, {0}, 0},
+                           {{2, 3, 4}, {-1}, 1},    {{2, 3, 4}, {0, 2}, 0},  {{2, 3, 4}, {1, -1}, 1},
+                           {{2, 3, 4}, {0, 1, 2}, 0}, {{5}, {0}, 0},         {{}, {}, 0},
+                           {{}, {}, 1},             {{1, 3, 1}, {0, 2}, 0},  {{2, 1, 3}, {1}, 1},
+                           {{2, 1, 3}, {-3}, 0}};
   struct K {
     const char *name;
     Red kind;
-    ctn_status (*fn)(ctn_graph *, ctn_node, uint32_t, const int32_t *, int32_t, ctn_node *);
+    ReduceFn fn;
   };
   const K ks[] = {{"sum", Red::Sum, ctn_sum}, {"mean", Red::Mean, ctn_mean}, {"max", Red::Max, ctn_max}};
   for (const K &k : ks) {
     OpCase c{k.name, k.name, {}};
-    for (const R &r : rs) {
-      std::string label = shape_label(r.s) + " axes{";
-      for (int32_t a : r.axes) label += std::to_string(a) + ",";
-      label += "} keep " + std::to_string(r.keep);
-      auto fn = k.fn;
-      auto axes = r.axes;
-      int keep = r.keep;
-      Red kind = k.kind;
-      c.variants.push_back(variant(
-          label, {in(r.s, uni(-3, 3))},
-          [fn, axes, keep](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
-            return fn(g, n[0], static_cast<uint32_t>(axes.size()), axes.data(), keep, o);
-          },
-          [axes, keep, kind](const std::vector<Arr> &x, ctn_dtype) {
-            return ref_reduce(x[0], axes, keep != 0, kind);
-          }));
-    }
+    for (const ReduceCase &r : rs) c.variants.push_back(reduce_variant(k.fn, k.kind, r, uni(-3, 3)));
     cs.push_back(c);
   }
 }

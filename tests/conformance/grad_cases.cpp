@@ -129,32 +129,16 @@ void add_matmul(std::vector<OpCase> &cs) {
 }
 
 void add_reductions_and_shapes(std::vector<OpCase> &cs) {
-  struct R {
-    Shape s;
-    std::vector<int32_t> axes;
-    int keep;
-  };
-  const R rs[] = {{{2, 3, 4}, {}, 0}, {{2, 3, 4}, {0, 2}, 1}, {{2, 3, 4}, {-1}, 0},
-                  {{}, {}, 0},        {{1, 3, 1}, {1}, 0}};
+  const ReduceCase rs[] = {{{2, 3, 4}, {}, 0}, {{2, 3, 4}, {0, 2}, 1}, {{2, 3, 4}, {-1}, 0},
+                           {{}, {}, 0},        {{1, 3, 1}, {1}, 0}};
   struct K {
     const char *name;
-    ctn_status (*fn)(ctn_graph *, ctn_node, uint32_t, const int32_t *, int32_t, ctn_node *);
+    Red kind;
+    ReduceFn fn;
   };
-  for (const K &k : {K{"sum", ctn_sum}, K{"mean", ctn_mean}, K{"max", ctn_max}}) {
+  for (const K &k : {K{"sum", Red::Sum, ctn_sum}, K{"mean", Red::Mean, ctn_mean}, K{"max", Red::Max, ctn_max}}) {
     OpCase c{std::string("grad:") + k.name, k.name, {}};
-    for (const R &r : rs) {
-      auto fn = k.fn;
-      auto axes = r.axes;
-      int keep = r.keep;
-      std::string label = shape_label(r.s) + " axes{";
-      for (int32_t a : r.axes) label += std::to_string(a) + ",";
-      c.variants.push_back(variant(label + "} keep " + std::to_string(keep), {in(r.s, uni(-2, 2))},
-                                   [fn, axes, keep](ctn_graph *g, const Nodes &n, ctn_dtype,
-                                                    ctn_node *o) {
-                                     return fn(g, n[0], static_cast<uint32_t>(axes.size()),
-                                               axes.data(), keep, o);
-                                   }));
-    }
+    for (const ReduceCase &r : rs) c.variants.push_back(reduce_variant(k.fn, k.kind, r, uni(-2, 2)));
     cs.push_back(c);
   }
   {
