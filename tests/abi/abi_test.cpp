@@ -273,12 +273,8 @@ TEST(abi, KernelExceptionInEagerModeBecomesStatus) {
 TEST(abi, CollidingCustomOpLoadsAndTheFirstKeepsTheName) {
   Context ctx = ContextWith({CTN_TEST_SWISH_PLUGIN, CTN_TEST_PLUGIN_DUP_OP});
   ASSERT_TRUE(ctx);
-  const char *report = nullptr;
-  ASSERT_EQ(ctn_context_plugin_report(ctx.get(), &report), CTN_OK);
-  EXPECT_NE(std::string(report).find("swish resolves to swish-ops::swish of op library \"swish-ops\" (loaded "
-                                     "first); this library's op is dup-ops::swish"),
-            std::string::npos)
-      << report;
+  ASSERT_NO_FATAL_FAILURE(ExpectReportHas(ctx.get(), "swish resolves to swish-ops::swish of op library \"swish-ops\" "
+                                                      "(loaded first); this library's op is dup-ops::swish"));
 
   // The duplicate's infer accepts i32; swish's rejects it: the first is in charge of "swish",
   // the second is reachable by its qualified name.
@@ -351,12 +347,8 @@ TEST(abi, LibraryOpShadowsTheBuiltinForProgramsOnly) {
   ASSERT_TRUE(ctx);
   const std::string line = ReportLine(ctx.get(), BaseName(CTN_TEST_PLUGIN_DUP_BUILTIN));
   EXPECT_NE(line.find("loaded"), std::string::npos) << line;
-  const char *report = nullptr;
-  ASSERT_EQ(ctn_context_plugin_report(ctx.get(), &report), CTN_OK);
-  EXPECT_NE(std::string(report).find("add resolves to dup-builtin::add (shadows the built-in op; ctn::add names the "
-                                     "built-in)"),
-            std::string::npos)
-      << report;
+  ASSERT_NO_FATAL_FAILURE(ExpectReportHas(ctx.get(), "add resolves to dup-builtin::add (shadows the built-in op; "
+                                                      "ctn::add names the built-in)"));
 
   // The registry lists the library's op as "add" and the built-in as "ctn::add".
   uint32_t n = 0;

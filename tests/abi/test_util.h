@@ -56,6 +56,9 @@ std::string ReportLine(ctn_context *ctx, const std::string &file);
 
 bool FileExists(const std::string &path);
 
+// Expects the context's plugin report (ctn_context_plugin_report) to contain `text`.
+void ExpectReportHas(ctn_context *ctx, const std::string &text);
+
 // Expects ctn_last_error() to mention every one of `parts` (failures show the whole message).
 void ExpectLastErrorHas(std::initializer_list<const char *> parts);
 
