@@ -109,6 +109,18 @@ inline Variant reduce_variant(ReduceFn fn, Red kind, const ReduceCase &r, Gen ge
       [axes, keep, kind](const std::vector<Arr> &x, ctn_dtype) { return ref_reduce(x[0], axes, keep != 0, kind); });
 }
 
+// where(cond, a, b) over the shapes s[0], s[1], s[2]: cond 0 or 1 (bool), a and b drawn from
+// `gen`, against ref_map3 (unused where the case is a gradient case).
+inline Variant where_variant(const std::vector<Shape> &s, const Gen &gen) {
+  return variant(
+      shape_label(s[0]) + "?" + shape_label(s[1]) + ":" + shape_label(s[2]),
+      {in(s[0], ints(0, 1), CTN_BOOL), in(s[1], gen), in(s[2], gen)},
+      [](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) { return ctn_where(g, n[0], n[1], n[2], o); },
+      [](const std::vector<Arr> &x, ctn_dtype) {
+        return ref_map3(x[0], x[1], x[2], [](double c, double a, double b) { return c != 0 ? a : b; });
+      });
+}
+
 // FNV-1a: a seed that is the same on every platform and standard library.
 inline uint64_t seed_of(const std::string &s) {
   uint64_t h = 1469598103934665603ull;

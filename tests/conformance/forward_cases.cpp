@@ -133,17 +133,7 @@ void add_elementwise(std::vector<OpCase> &cs) {
     OpCase c{"where", "where", {}};
     const std::vector<std::vector<Shape>> shapes = {
         {{2, 3}, {2, 3}, {2, 3}}, {{2, 1, 3}, {4, 3}, {}}, {{3}, {2, 3}, {2, 1}}, {{}, {}, {}}};
-    for (const auto &s : shapes)
-      c.variants.push_back(variant(
-          shape_label(s[0]) + "?" + shape_label(s[1]) + ":" + shape_label(s[2]),
-          {in(s[0], ints(0, 1), CTN_BOOL), in(s[1], uni(-3, 3)), in(s[2], uni(-3, 3))},
-          [](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
-            return ctn_where(g, n[0], n[1], n[2], o);
-          },
-          [](const std::vector<Arr> &x, ctn_dtype) {
-            return ref_map3(x[0], x[1], x[2],
-                            [](double c, double a, double b) { return c != 0 ? a : b; });
-          }));
+    for (const auto &s : shapes) c.variants.push_back(where_variant(s, uni(-3, 3)));
     cs.push_back(c);
   }
 }

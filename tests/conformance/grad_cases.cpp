@@ -94,13 +94,7 @@ void add_elementwise(std::vector<OpCase> &cs) {
     OpCase c{"grad:where", "where", {}};
     const std::vector<std::vector<Shape>> shapes = {{{2, 3}, {2, 3}, {2, 3}},
                                                     {{2, 1, 3}, {4, 3}, {}}};
-    for (const auto &s : shapes)
-      c.variants.push_back(variant(
-          shape_label(s[0]) + "?" + shape_label(s[1]) + ":" + shape_label(s[2]),
-          {in(s[0], ints(0, 1), CTN_BOOL), in(s[1], uni(-2, 2)), in(s[2], uni(-2, 2))},
-          [](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
-            return ctn_where(g, n[0], n[1], n[2], o);
-          }));
+    for (const auto &s : shapes) c.variants.push_back(where_variant(s, uni(-2, 2)));
     cs.push_back(c);
   }
   {
