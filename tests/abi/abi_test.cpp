@@ -49,6 +49,14 @@ bool FindBackend(ctn_context *ctx, const std::string &name, ctn_backend_info *ou
   return false;
 }
 
+// `name` is known and available, at the host's ABI major and minor `minor`.
+void ExpectAvailableAt(ctn_context *ctx, const char *name, uint32_t minor, ctn_backend_info *info) {
+  ASSERT_TRUE(FindBackend(ctx, name, info)) << name;
+  EXPECT_EQ(info->available, 1u);
+  EXPECT_EQ(info->abi_major, static_cast<uint32_t>(CTN_ABI_MAJOR));
+  EXPECT_EQ(info->abi_minor, minor);
+}
+
 struct BrokenCase {
   const char *label;
   std::string path;
@@ -146,23 +154,18 @@ TEST(abi, FileThatIsNotASharedObjectIsRejected) {
 // get_proc_address as NULL. The bytes after the short descriptor are poisoned pointers, so a
 // host that read them would crash here.
 TEST(abi, OlderMinorLoadsAndRunsWithMissingSlotsAsNull) {
-  Context ctx = IsolatedContext();
+  Context ctx = ContextWith({CTN_TEST_PLUGIN_OLDER_MINOR});
   ASSERT_TRUE(ctx);
-  ctn_status st = ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_OLDER_MINOR);
-  ASSERT_EQ(st, CTN_OK) << Describe(st);
 
   ctn_backend_info info{};
-  ASSERT_TRUE(FindBackend(ctx.get(), "oldcpu", &info));
-  EXPECT_EQ(info.available, 1u);
-  EXPECT_EQ(info.abi_major, static_cast<uint32_t>(CTN_ABI_MAJOR));
-  EXPECT_EQ(info.abi_minor, static_cast<uint32_t>(CTN_ABI_MINOR));
+  ASSERT_NO_FATAL_FAILURE(ExpectAvailableAt(ctx.get(), "oldcpu", static_cast<uint32_t>(CTN_ABI_MINOR), &info));
   ASSERT_NE(info.path, nullptr);
   EXPECT_EQ(BaseName(info.path), BaseName(CTN_TEST_PLUGIN_OLDER_MINOR));
   ASSERT_NE(info.description, nullptr);
   EXPECT_NE(std::string(info.description).find("oldcpu"), std::string::npos);
 
   // set_option is absent: "the backend takes no options", not a call through garbage.
-  st = ctn_context_set_option(ctx.get(), "oldcpu", "num_threads", "2");
+  ctn_status st = ctn_context_set_option(ctx.get(), "oldcpu", "num_threads", "2");
   EXPECT_EQ(st, CTN_ERR_INVALID_ARGUMENT) << Describe(st);
 
   ExpectSmallGraphRunsOn(ctx.get(), "oldcpu");
@@ -174,28 +177,19 @@ TEST(abi, OlderMinorLoadsAndRunsWithMissingSlotsAsNull) {
 
 // A plugin from a future minor with extra trailing slots: read only up to what the host knows.
 TEST(abi, NewerMinorLoadsAndRuns) {
-  Context ctx = IsolatedContext();
+  Context ctx = ContextWith({CTN_TEST_PLUGIN_NEWER_MINOR});
   ASSERT_TRUE(ctx);
-  ctn_status st = ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_NEWER_MINOR);
-  ASSERT_EQ(st, CTN_OK) << Describe(st);
 
   ctn_backend_info info{};
-  ASSERT_TRUE(FindBackend(ctx.get(), "newcpu", &info));
-  EXPECT_EQ(info.available, 1u);
-  EXPECT_EQ(info.abi_major, static_cast<uint32_t>(CTN_ABI_MAJOR));
-  EXPECT_EQ(info.abi_minor, static_cast<uint32_t>(CTN_ABI_MINOR + 1));
+  ASSERT_NO_FATAL_FAILURE(ExpectAvailableAt(ctx.get(), "newcpu", static_cast<uint32_t>(CTN_ABI_MINOR + 1), &info));
 
   ExpectSmallGraphRunsOn(ctx.get(), "newcpu", /*with_relu=*/false);
   ExpectCpuStillWorks(ctx.get());
 }
 
 TEST(abi, OldAndNewMinorsCoexistInOneContext) {
-  Context ctx = IsolatedContext();
+  Context ctx = ContextWith({CTN_TEST_PLUGIN_OLDER_MINOR, CTN_TEST_PLUGIN_NEWER_MINOR});
   ASSERT_TRUE(ctx);
-  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_OLDER_MINOR), CTN_OK)
-      << ctn_last_error();
-  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_NEWER_MINOR), CTN_OK)
-      << ctn_last_error();
   ExpectSmallGraphRunsOn(ctx.get(), "newcpu", /*with_relu=*/false);
   ExpectSmallGraphRunsOn(ctx.get(), "oldcpu");
 }
@@ -221,10 +215,8 @@ TEST(abi, UnavailableBackendIsListedWithItsReason) {
 }
 
 TEST(abi, KernelExceptionBecomesStatus) {
-  Context ctx = IsolatedContext();
+  Context ctx = ContextWith({CTN_TEST_PLUGIN_KERNEL_THROWS});
   ASSERT_TRUE(ctx);
-  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_KERNEL_THROWS), CTN_OK)
-      << ctn_last_error();
 
   Graph g = NewGraph(ctx.get());
   ASSERT_TRUE(g);
@@ -260,10 +252,8 @@ TEST(abi, KernelExceptionBecomesStatus) {
 }
 
 TEST(abi, KernelExceptionInEagerModeBecomesStatus) {
-  Context ctx = IsolatedContext();
+  Context ctx = ContextWith({CTN_TEST_PLUGIN_KERNEL_THROWS});
   ASSERT_TRUE(ctx);
-  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_KERNEL_THROWS), CTN_OK)
-      << ctn_last_error();
   ASSERT_EQ(ctn_context_set_backends(ctx.get(), "throwcpu"), CTN_OK) << ctn_last_error();
   Graph g = NewGraph(ctx.get(), CTN_GRAPH_EAGER);
   ASSERT_TRUE(g);
@@ -281,16 +271,10 @@ TEST(abi, KernelExceptionInEagerModeBecomesStatus) {
 // first loaded keeps the unqualified name, each op keeps its qualified one, and the report says
 // which op the name resolves to.
 TEST(abi, CollidingCustomOpLoadsAndTheFirstKeepsTheName) {
-  Context ctx = IsolatedContext();
+  Context ctx = ContextWith({CTN_TEST_SWISH_PLUGIN, CTN_TEST_PLUGIN_DUP_OP});
   ASSERT_TRUE(ctx);
-  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_SWISH_PLUGIN), CTN_OK) << ctn_last_error();
-  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_DUP_OP), CTN_OK) << ctn_last_error();
-  const char *report = nullptr;
-  ASSERT_EQ(ctn_context_plugin_report(ctx.get(), &report), CTN_OK);
-  EXPECT_NE(std::string(report).find("swish resolves to swish-ops::swish of op library \"swish-ops\" (loaded "
-                                     "first); this library's op is dup-ops::swish"),
-            std::string::npos)
-      << report;
+  ASSERT_NO_FATAL_FAILURE(ExpectReportHas(ctx.get(), "swish resolves to swish-ops::swish of op library \"swish-ops\" "
+                                                      "(loaded first); this library's op is dup-ops::swish"));
 
   // The duplicate's infer accepts i32; swish's rejects it: the first is in charge of "swish",
   // the second is reachable by its qualified name.
@@ -330,11 +314,8 @@ TEST(abi, CollisionInTheOtherOrderKeepsBoth) {
 // loaded first and holds the plain name.
 TEST(abi, LibraryRulesUseTheLibrarysOwnOps) {
   if (!FileExists(CTN_TEST_CPU_PLUGIN)) GTEST_SKIP() << "no CPU plugin in this build";
-  Context ctx = IsolatedContext();
+  Context ctx = ContextWith({CTN_TEST_CPU_PLUGIN, CTN_TEST_PLUGIN_DUP_SWISH_GRAD, CTN_TEST_SWISH_PLUGIN});
   ASSERT_TRUE(ctx);
-  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_CPU_PLUGIN), CTN_OK) << ctn_last_error();
-  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_DUP_SWISH_GRAD), CTN_OK) << ctn_last_error();
-  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_SWISH_PLUGIN), CTN_OK) << ctn_last_error();
   Graph g = NewGraph(ctx.get());
   const int64_t shape[1] = {2};
   ctn_node x, y, loss, dx;
@@ -362,18 +343,12 @@ TEST(abi, LibraryRulesUseTheLibrarysOwnOps) {
 // the built-in. dup-builtin's "add" has no kernels: a plan that used it would not compile.
 TEST(abi, LibraryOpShadowsTheBuiltinForProgramsOnly) {
   if (!FileExists(CTN_TEST_CPU_PLUGIN)) GTEST_SKIP() << "no CPU plugin in this build";
-  Context ctx = IsolatedContext();
+  Context ctx = ContextWith({CTN_TEST_CPU_PLUGIN, CTN_TEST_PLUGIN_DUP_BUILTIN});
   ASSERT_TRUE(ctx);
-  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_CPU_PLUGIN), CTN_OK) << ctn_last_error();
-  ASSERT_EQ(ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_DUP_BUILTIN), CTN_OK) << ctn_last_error();
   const std::string line = ReportLine(ctx.get(), BaseName(CTN_TEST_PLUGIN_DUP_BUILTIN));
   EXPECT_NE(line.find("loaded"), std::string::npos) << line;
-  const char *report = nullptr;
-  ASSERT_EQ(ctn_context_plugin_report(ctx.get(), &report), CTN_OK);
-  EXPECT_NE(std::string(report).find("add resolves to dup-builtin::add (shadows the built-in op; ctn::add names the "
-                                     "built-in)"),
-            std::string::npos)
-      << report;
+  ASSERT_NO_FATAL_FAILURE(ExpectReportHas(ctx.get(), "add resolves to dup-builtin::add (shadows the built-in op; "
+                                                      "ctn::add names the built-in)"));
 
   // The registry lists the library's op as "add" and the built-in as "ctn::add".
   uint32_t n = 0;
@@ -498,10 +473,8 @@ TEST(abi, EnvironmentPluginPathIsSearched) {
 // replays them per run; its kernels refuse to run outside a replay, so passing proves the host
 // used the segment path rather than calling each kernel.
 TEST(abi, PlanSegmentsAreRecordedOnceAndReplayedPerRun) {
-  Context ctx = IsolatedContext();
+  Context ctx = ContextWith({CTN_TEST_PLUGIN_RECORDING});
   ASSERT_TRUE(ctx);
-  ctn_status st = ctn_context_load_plugin(ctx.get(), CTN_TEST_PLUGIN_RECORDING);
-  ASSERT_EQ(st, CTN_OK) << Describe(st);
   // Reach the plugin's counters through its own descriptor (same loaded image).
   void *dl = dlopen(CTN_TEST_PLUGIN_RECORDING, RTLD_NOW | RTLD_NOLOAD);
   ASSERT_NE(dl, nullptr);

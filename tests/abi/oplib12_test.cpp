@@ -568,10 +568,7 @@ TEST(oplib12, OpNamesDeclareTheirDomain) {
   EXPECT_TRUE(names.count("scale2x"));
   EXPECT_TRUE(names.count("add"));
   EXPECT_TRUE(names.count("ctn::add"));
-  const char *report = nullptr;
-  ASSERT_EQ(ctn_context_plugin_report(ctx.get(), &report), CTN_OK);
-  EXPECT_NE(std::string(report).find("op library \"example-lib\" (ABI 1." + std::to_string(CTN_ABI_MINOR) + "): com.example::scale2x"), std::string::npos)
-      << report;
+  ExpectReportHas(ctx.get(), "op library \"example-lib\" (ABI 1." + std::to_string(CTN_ABI_MINOR) + "): com.example::scale2x");
 }
 
 // The core's rewrites are about built-in ops: a library op named "neg" (here y = 2 x) applied

@@ -25,6 +25,31 @@ static Context CreateContext(uint32_t flags) {
 Context IsolatedContext() { return CreateContext(CTN_CONTEXT_NO_AUTOLOAD); }
 Context DefaultContext() { return CreateContext(0); }
 
+void ExpectReportHas(ctn_context *ctx, const std::string &text) {
+  const char *report = nullptr;
+  ASSERT_EQ(ctn_context_plugin_report(ctx, &report), CTN_OK) << ctn_last_error();
+  EXPECT_NE(std::string(report).find(text), std::string::npos) << "no '" << text << "' in:\n" << report;
+}
+
+void ExpectLastErrorHas(std::initializer_list<const char *> parts) {
+  const std::string msg = ctn_last_error();
+  for (const char *p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "no '" << p << "' in: " << msg;
+}
+
+Context ContextWith(std::initializer_list<const char *> plugins) {
+  Context ctx = IsolatedContext();
+  EXPECT_TRUE(ctx) << "no isolated context: " << ctn_last_error();
+  if (!ctx) return ctx;
+  for (const char *p : plugins) {
+    ctn_status st = ctn_context_load_plugin(ctx.get(), p);
+    if (st != CTN_OK) {
+      ADD_FAILURE() << "loading " << p << ": " << Describe(st);
+      return Context();
+    }
+  }
+  return ctx;
+}
+
 Graph NewGraph(ctn_context *ctx, uint32_t flags) {
   ctn_graph *g = nullptr;
   ctn_status st = ctn_graph_create(ctx, flags, &g);

@@ -5,6 +5,7 @@
 #include <chutney/chutney.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ std::string Describe(ctn_status st);
 
 // A context that loads nothing by itself (CTN_CONTEXT_NO_AUTOLOAD); nullptr on failure.
 Context IsolatedContext();
+// An isolated context with `plugins` loaded in order; nullptr, with a gtest failure naming the
+// plugin and the status, when one does not load.
+Context ContextWith(std::initializer_list<const char *> plugins);
 // A context with the default search (build tree, CHUTNEY_PLUGIN_PATH...).
 Context DefaultContext();
 
@@ -51,6 +55,12 @@ std::string BaseName(const std::string &path);
 std::string ReportLine(ctn_context *ctx, const std::string &file);
 
 bool FileExists(const std::string &path);
+
+// Expects the context's plugin report (ctn_context_plugin_report) to contain `text`.
+void ExpectReportHas(ctn_context *ctx, const std::string &text);
+
+// Expects ctn_last_error() to mention every one of `parts` (failures show the whole message).
+void ExpectLastErrorHas(std::initializer_list<const char *> parts);
 
 // Compiles `outputs` of `g`, for `backends` (ctn_compile_options.backends) when not nullptr.
 // A null Plan on failure, with a gtest failure naming the status.

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
@@ -193,6 +194,38 @@ class BackendTest : public ::testing::Test {
   int n_ran_ = 0;
   std::string pass_note_;  // appended to "pass" in the matrix, e.g. " (fused)"
 };
+
+// A test of one case of a case table on one backend: (backend name, index into the table).
+using CaseParam = std::tuple<std::string, size_t>;
+class CaseTest : public BackendTest, public ::testing::WithParamInterface<CaseParam> {
+ protected:
+  // Starts the test of the parameter's case: NULL when the backend is skipped or setup failed.
+  const OpCase *begin_case(const std::vector<OpCase> &cases);
+  // Every variant of the case, forward against its reference in f32 and f64 (f64 only where the
+  // variant says so), with and without the rewriting passes.
+  void check_forward(const std::vector<OpCase> &cases);
+  // Every variant of the case, gradients against central finite differences.
+  void check_gradients(const std::vector<OpCase> &cases);
+};
+
+// Every backend x every case of `cases`, and the test names for them ("cpu_add").
+std::vector<CaseParam> case_params(const std::vector<OpCase> &cases);
+std::function<std::string(const ::testing::TestParamInfo<CaseParam> &)> case_param_name(
+    const std::vector<OpCase> &(*cases)());
+
+// Owning handles for the C API objects a test creates.
+struct GraphDel {
+  void operator()(ctn_graph *g) const { ctn_graph_release(g); }
+};
+struct PlanDel {
+  void operator()(ctn_plan *p) const { ctn_plan_release(p); }
+};
+struct TensorDel {
+  void operator()(ctn_tensor *t) const { ctn_tensor_release(t); }
+};
+using GraphPtr = std::unique_ptr<ctn_graph, GraphDel>;
+using PlanPtr = std::unique_ptr<ctn_plan, PlanDel>;
+using TensorPtr = std::unique_ptr<ctn_tensor, TensorDel>;
 
 }  // namespace conf
 

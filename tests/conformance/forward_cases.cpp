@@ -136,17 +136,7 @@ void add_elementwise(std::vector<OpCase> &cs) {
     OpCase c{"where", "where", {}};
     const std::vector<std::vector<Shape>> shapes = {
         {{2, 3}, {2, 3}, {2, 3}}, {{2, 1, 3}, {4, 3}, {}}, {{3}, {2, 3}, {2, 1}}, {{}, {}, {}}};
-    for (const auto &s : shapes)
-      c.variants.push_back(variant(
-          shape_label(s[0]) + "?" + shape_label(s[1]) + ":" + shape_label(s[2]),
-          {in(s[0], ints(0, 1), CTN_BOOL), in(s[1], uni(-3, 3)), in(s[2], uni(-3, 3))},
-          [](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
-            return ctn_where(g, n[0], n[1], n[2], o);
-          },
-          [](const std::vector<Arr> &x, ctn_dtype) {
-            return ref_map3(x[0], x[1], x[2],
-                            [](double c, double a, double b) { return c != 0 ? a : b; });
-          }));
+    for (const auto &s : shapes) c.variants.push_back(where_variant(s, uni(-3, 3)));
     cs.push_back(c);
   }
 }
@@ -202,29 +192,14 @@ void add_casts(std::vector<OpCase> &cs) {
 }
 
 void add_matmul(std::vector<OpCase> &cs) {
-  struct Mm {
-    Shape a, b;
-    int ta, tb;
-  };
-  const Mm mms[] = {{{3, 4}, {4, 5}, 0, 0},       {{4, 3}, {4, 5}, 1, 0},
-                    {{3, 4}, {5, 4}, 0, 1},       {{4, 3}, {5, 4}, 1, 1},
-                    {{1, 1}, {1, 1}, 0, 0},       {{1, 6}, {6, 1}, 0, 0},
-                    {{3, 1}, {1, 4}, 0, 0},       {{2, 3, 4}, {2, 4, 2}, 0, 0},
-                    {{2, 3, 4}, {4, 5}, 0, 0},    {{2, 1, 3, 4}, {3, 4, 2}, 0, 0},
-                    {{2, 4, 3}, {1, 5, 4}, 1, 1}, {{3, 4}, {2, 2, 4, 3}, 0, 0}};
+  const MatmulCase mms[] = {{{3, 4}, {4, 5}, 0, 0},       {{4, 3}, {4, 5}, 1, 0},
+                            {{3, 4}, {5, 4}, 0, 1},       {{4, 3}, {5, 4}, 1, 1},
+                            {{1, 1}, {1, 1}, 0, 0},       {{1, 6}, {6, 1}, 0, 0},
+                            {{3, 1}, {1, 4}, 0, 0},       {{2, 3, 4}, {2, 4, 2}, 0, 0},
+                            {{2, 3, 4}, {4, 5}, 0, 0},    {{2, 1, 3, 4}, {3, 4, 2}, 0, 0},
+                            {{2, 4, 3}, {1, 5, 4}, 1, 1}, {{3, 4}, {2, 2, 4, 3}, 0, 0}};
   OpCase c{"matmul", "matmul", {}};
-  for (const Mm &m : mms) {
-    int ta = m.ta, tb = m.tb;
-    c.variants.push_back(variant(
-        shape_label(m.a) + (ta ? "^T" : "") + "@" + shape_label(m.b) + (tb ? "^T" : ""),
-        {in(m.a, uni(-1, 1)), in(m.b, uni(-1, 1))},
-        [ta, tb](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
-          return ctn_matmul(g, n[0], n[1], ta, tb, o);
-        },
-        [ta, tb](const std::vector<Arr> &x, ctn_dtype) {
-          return ref_matmul(x[0], x[1], ta != 0, tb != 0);
-        }));
-  }
+  for (const MatmulCase &m : mms) c.variants.push_back(matmul_variant(m));
   cs.push_back(c);
 
   OpCase f{"matmul_bias_act", "matmul_bias_act", {}};
@@ -255,41 +230,20 @@ void add_matmul(std::vector<OpCase> &cs) {
 }
 
 void add_reductions(std::vector<OpCase> &cs) {
-  struct R {
-    Shape s;
-    std::vector<int32_t> axes;
-    int keep;
-  };
-  const R rs[] = {{{2, 3, 4}, {}, 0},      {{2, 3, 4}, {}, 1},      {{2, 3, 4}, {0}, 0},
-                  {{2, 3, 4}, {-1}, 1},    {{2, 3, 4}, {0, 2}, 0},  {{2, 3, 4}, {1, -1}, 1},
-                  {{2, 3, 4}, {0, 1, 2}, 0}, {{5}, {0}, 0},         {{}, {}, 0},
-                  {{}, {}, 1},             {{1, 3, 1}, {0, 2}, 0},  {{2, 1, 3}, {1}, 1},
-                  {{2, 1, 3}, {-3}, 0}};
+  const ReduceCase rs[] = {{{2, 3, 4}, {}, 0},      {{2, 3, 4}, {}, 1},      {{2, 3, 4}, {0}, 0},
+                           {{2, 3, 4}, {-1}, 1},    {{2, 3, 4}, {0, 2}, 0},  {{2, 3, 4}, {1, -1}, 1},
+                           {{2, 3, 4}, {0, 1, 2}, 0}, {{5}, {0}, 0},         {{}, {}, 0},
+                           {{}, {}, 1},             {{1, 3, 1}, {0, 2}, 0},  {{2, 1, 3}, {1}, 1},
+                           {{2, 1, 3}, {-3}, 0}};
   struct K {
     const char *name;
     Red kind;
-    ctn_status (*fn)(ctn_graph *, ctn_node, uint32_t, const int32_t *, int32_t, ctn_node *);
+    ReduceFn fn;
   };
   const K ks[] = {{"sum", Red::Sum, ctn_sum}, {"mean", Red::Mean, ctn_mean}, {"max", Red::Max, ctn_max}};
   for (const K &k : ks) {
     OpCase c{k.name, k.name, {}};
-    for (const R &r : rs) {
-      std::string label = shape_label(r.s) + " axes{";
-      for (int32_t a : r.axes) label += std::to_string(a) + ",";
-      label += "} keep " + std::to_string(r.keep);
-      auto fn = k.fn;
-      auto axes = r.axes;
-      int keep = r.keep;
-      Red kind = k.kind;
-      c.variants.push_back(variant(
-          label, {in(r.s, uni(-3, 3))},
-          [fn, axes, keep](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
-            return fn(g, n[0], static_cast<uint32_t>(axes.size()), axes.data(), keep, o);
-          },
-          [axes, keep, kind](const std::vector<Arr> &x, ctn_dtype) {
-            return ref_reduce(x[0], axes, keep != 0, kind);
-          }));
-    }
+    for (const ReduceCase &r : rs) c.variants.push_back(reduce_variant(k.fn, k.kind, r, uni(-3, 3)));
     cs.push_back(c);
   }
 }
@@ -300,16 +254,8 @@ void add_shape_cases(std::vector<OpCase> &cs);      // forward_cases_shape.cpp
 void add_composite_forward(std::vector<OpCase> &cs);  // composite_cases.cpp
 
 const std::vector<OpCase> &forward_cases() {
-  static const std::vector<OpCase> cases = [] {
-    std::vector<OpCase> cs;
-    add_elementwise(cs);
-    add_casts(cs);
-    add_matmul(cs);
-    add_reductions(cs);
-    add_shape_cases(cs);
-    add_composite_forward(cs);
-    return cs;
-  }();
+  static const std::vector<OpCase> cases = collect_cases(
+      {add_elementwise, add_casts, add_matmul, add_reductions, add_shape_cases, add_composite_forward});
   return cases;
 }
 

@@ -6,12 +6,6 @@
 namespace conf {
 namespace {
 
-std::string shape_label(const Shape &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 void add_layout(std::vector<OpCase> &cs) {
   {
     OpCase c{"reshape", "reshape", {}};

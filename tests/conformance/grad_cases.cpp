@@ -9,12 +9,6 @@
 namespace conf {
 namespace {
 
-std::string shape_label(const Shape &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 OpCase g_unary(const std::string &op, Build b, Gen g) {
   OpCase c{"grad:" + op, op, {}};
   for (const Shape &s : std::vector<Shape>{{}, {2, 3}, {1, 4, 1}})
@@ -103,13 +97,7 @@ void add_elementwise(std::vector<OpCase> &cs) {
     OpCase c{"grad:where", "where", {}};
     const std::vector<std::vector<Shape>> shapes = {{{2, 3}, {2, 3}, {2, 3}},
                                                     {{2, 1, 3}, {4, 3}, {}}};
-    for (const auto &s : shapes)
-      c.variants.push_back(variant(
-          shape_label(s[0]) + "?" + shape_label(s[1]) + ":" + shape_label(s[2]),
-          {in(s[0], ints(0, 1), CTN_BOOL), in(s[1], uni(-2, 2)), in(s[2], uni(-2, 2))},
-          [](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
-            return ctn_where(g, n[0], n[1], n[2], o);
-          }));
+    for (const auto &s : shapes) c.variants.push_back(where_variant(s, uni(-2, 2)));
     cs.push_back(c);
   }
   {
@@ -126,56 +114,28 @@ void add_elementwise(std::vector<OpCase> &cs) {
 }
 
 void add_matmul(std::vector<OpCase> &cs) {
-  struct Mm {
-    Shape a, b;
-    int ta, tb;
-  };
-  const Mm mms[] = {{{3, 4}, {4, 2}, 0, 0},       {{4, 3}, {4, 2}, 1, 0},
-                    {{3, 4}, {2, 4}, 0, 1},       {{4, 3}, {2, 4}, 1, 1},
-                    {{2, 3, 4}, {4, 2}, 0, 0},    {{2, 1, 2, 3}, {3, 3, 2}, 0, 0},
-                    {{2, 3, 2}, {1, 2, 3}, 1, 1}};
+  const MatmulCase mms[] = {{{3, 4}, {4, 2}, 0, 0},       {{4, 3}, {4, 2}, 1, 0},
+                            {{3, 4}, {2, 4}, 0, 1},       {{4, 3}, {2, 4}, 1, 1},
+                            {{2, 3, 4}, {4, 2}, 0, 0},    {{2, 1, 2, 3}, {3, 3, 2}, 0, 0},
+                            {{2, 3, 2}, {1, 2, 3}, 1, 1}};
   OpCase c{"grad:matmul", "matmul", {}};
-  for (const Mm &m : mms) {
-    int ta = m.ta, tb = m.tb;
-    c.variants.push_back(variant(
-        shape_label(m.a) + (ta ? "^T" : "") + "@" + shape_label(m.b) + (tb ? "^T" : ""),
-        {in(m.a, uni(-1, 1)), in(m.b, uni(-1, 1))},
-        [ta, tb](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
-          return ctn_matmul(g, n[0], n[1], ta, tb, o);
-        }));
-  }
+  for (const MatmulCase &m : mms) c.variants.push_back(matmul_variant(m));
   cs.push_back(c);
   // matmul_bias_act has no gradient rule: it only appears after fusion, which runs on the
   // compiled graph, after ctn_grad has differentiated the unfused ops.
 }
 
 void add_reductions_and_shapes(std::vector<OpCase> &cs) {
-  struct R {
-    Shape s;
-    std::vector<int32_t> axes;
-    int keep;
-  };
-  const R rs[] = {{{2, 3, 4}, {}, 0}, {{2, 3, 4}, {0, 2}, 1}, {{2, 3, 4}, {-1}, 0},
-                  {{}, {}, 0},        {{1, 3, 1}, {1}, 0}};
+  const ReduceCase rs[] = {{{2, 3, 4}, {}, 0}, {{2, 3, 4}, {0, 2}, 1}, {{2, 3, 4}, {-1}, 0},
+                           {{}, {}, 0},        {{1, 3, 1}, {1}, 0}};
   struct K {
     const char *name;
-    ctn_status (*fn)(ctn_graph *, ctn_node, uint32_t, const int32_t *, int32_t, ctn_node *);
+    Red kind;
+    ReduceFn fn;
   };
-  for (const K &k : {K{"sum", ctn_sum}, K{"mean", ctn_mean}, K{"max", ctn_max}}) {
+  for (const K &k : {K{"sum", Red::Sum, ctn_sum}, K{"mean", Red::Mean, ctn_mean}, K{"max", Red::Max, ctn_max}}) {
     OpCase c{std::string("grad:") + k.name, k.name, {}};
-    for (const R &r : rs) {
-      auto fn = k.fn;
-      auto axes = r.axes;
-      int keep = r.keep;
-      std::string label = shape_label(r.s) + " axes{";
-      for (int32_t a : r.axes) label += std::to_string(a) + ",";
-      c.variants.push_back(variant(label + "} keep " + std::to_string(keep), {in(r.s, uni(-2, 2))},
-                                   [fn, axes, keep](ctn_graph *g, const Nodes &n, ctn_dtype,
-                                                    ctn_node *o) {
-                                     return fn(g, n[0], static_cast<uint32_t>(axes.size()),
-                                               axes.data(), keep, o);
-                                   }));
-    }
+    for (const ReduceCase &r : rs) c.variants.push_back(reduce_variant(k.fn, k.kind, r, uni(-2, 2)));
     cs.push_back(c);
   }
   {
@@ -272,15 +232,8 @@ void add_softmax(std::vector<OpCase> &cs) {
 void add_composite_grad(std::vector<OpCase> &cs);  // composite_cases.cpp
 
 const std::vector<OpCase> &grad_cases() {
-  static const std::vector<OpCase> cases = [] {
-    std::vector<OpCase> cs;
-    add_elementwise(cs);
-    add_matmul(cs);
-    add_reductions_and_shapes(cs);
-    add_softmax(cs);
-    add_composite_grad(cs);
-    return cs;
-  }();
+  static const std::vector<OpCase> cases = collect_cases(
+      {add_elementwise, add_matmul, add_reductions_and_shapes, add_softmax, add_composite_grad});
   return cases;
 }
 

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "conformance.hpp"
+#include "case_helpers.hpp"
 
 #ifndef CTN_CONF_CPU_PLUGIN
 #define CTN_CONF_CPU_PLUGIN ""
@@ -367,6 +367,55 @@ void BackendTest::TearDown() {
   if (!HasFailure() && !IsSkipped() && !unsupported_.empty() && n_ran_ == 0)
     GTEST_SKIP() << "unsupported on " << backend_ << ": " << unsupported_
                  << (n_unsupported_ > 1 ? " [+" + std::to_string(n_unsupported_ - 1) + " more]" : "");
+}
+
+const OpCase *CaseTest::begin_case(const std::vector<OpCase> &cases) {
+  const OpCase &c = cases.at(std::get<1>(GetParam()));
+  begin(std::get<0>(GetParam()), c.row);
+  return IsSkipped() || HasFatalFailure() ? nullptr : &c;
+}
+
+void CaseTest::check_forward(const std::vector<OpCase> &cases) {
+  const OpCase *c = begin_case(cases);
+  if (c == nullptr) return;
+  for (const Variant &v : c->variants) {
+    for (ctn_dtype fdt : {CTN_F32, CTN_F64}) {
+      if (v.only_f64 && fdt == CTN_F32) continue;
+      uint64_t seed = seed_of(c->row + "/" + v.label + "/" + ctn_dtype_name(fdt));
+      for (bool all_passes : {false, true}) {
+        std::string u = run_forward_variant(backend_, *c, v, fdt, seed, all_passes);
+        if (!u.empty()) {
+          note_unsupported(u);
+          break;
+        }
+        note_ran();
+      }
+    }
+  }
+}
+
+void CaseTest::check_gradients(const std::vector<OpCase> &cases) {
+  const OpCase *c = begin_case(cases);
+  if (c == nullptr) return;
+  for (const Variant &v : c->variants) {
+    std::string u = run_grad_variant(backend_, *c, v, seed_of(c->row + "/" + v.label));
+    if (!u.empty()) note_unsupported(u);
+    else note_ran();
+  }
+}
+
+std::vector<CaseParam> case_params(const std::vector<OpCase> &cases) {
+  std::vector<CaseParam> out;
+  for (const std::string &b : backend_names())
+    for (size_t i = 0; i < cases.size(); ++i) out.emplace_back(b, i);
+  return out;
+}
+
+std::function<std::string(const ::testing::TestParamInfo<CaseParam> &)> case_param_name(
+    const std::vector<OpCase> &(*cases)()) {
+  return [cases](const ::testing::TestParamInfo<CaseParam> &info) {
+    return param_name(std::get<0>(info.param)) + "_" + param_name(cases().at(std::get<1>(info.param)).row);
+  };
 }
 
 }  // namespace conf

@@ -43,6 +43,14 @@ Arr ref_dropout(const Arr &x, int64_t step, double p, int64_t seed, ctn_dtype dt
 Arr ref_embedding(const Arr &table, const Arr &ids);
 Arr ref_embedding_grad(const Arr &ids, const Arr &dy, int64_t v);
 
+// One conv_transpose2d variant: input and weight uniform in [-1, 1]; `ref` NULL for a gradient case.
+struct ConvTCase {
+  Shape x, w;
+  ConvP p;
+  int64_t oph, opw;
+};
+Variant conv_transpose_variant(const ConvTCase &t, Ref ref = nullptr);
+
 const std::vector<OpCase> &nn_forward_cases();
 const std::vector<OpCase> &nn_grad_cases();
 

@@ -5,12 +5,6 @@
 namespace conf {
 namespace {
 
-std::string sl(const Shape &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 struct ConvCase {
   Shape x, w;
   ConvP p;
@@ -38,7 +32,7 @@ void add_conv(std::vector<OpCase> &cs) {
       gw{"conv2d_grad_weight", "conv2d_grad_weight", {}};
   for (const ConvCase &k : conv_cases()) {
     const ConvP p = k.p;
-    const std::string label = sl(k.x) + "*" + sl(k.w) + " " + p.label();
+    const std::string label = shape_label(k.x) + "*" + shape_label(k.w) + " " + p.label();
     fwd.variants.push_back(variant(
         label, {in(k.x, uni(-1, 1)), in(k.w, uni(-1, 1))},
         [p](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
@@ -65,30 +59,17 @@ void add_conv(std::vector<OpCase> &cs) {
   cs.push_back(gin);
   cs.push_back(gw);
 
-  struct T {
-    Shape x, w;
-    ConvP p;
-    int64_t oph, opw;
-  };
-  const T ts[] = {{{2, 3, 4, 4}, {3, 2, 3, 3}, ConvP{}, 0, 0},
-                  {{1, 2, 3, 4}, {2, 3, 3, 2}, ConvP{2, 2, 1, 0, 1, 1, 1}, 1, 0},
-                  {{1, 4, 3, 3}, {4, 1, 2, 3}, ConvP{2, 1, 0, 1, 1, 2, 2}, 1, 0},
-                  {{2, 2, 3, 2}, {2, 2, 2, 2}, ConvP{3, 2, 1, 1, 2, 1, 1}, 2, 1}};
+  const ConvTCase ts[] = {{{2, 3, 4, 4}, {3, 2, 3, 3}, ConvP{}, 0, 0},
+                          {{1, 2, 3, 4}, {2, 3, 3, 2}, ConvP{2, 2, 1, 0, 1, 1, 1}, 1, 0},
+                          {{1, 4, 3, 3}, {4, 1, 2, 3}, ConvP{2, 1, 0, 1, 1, 2, 2}, 1, 0},
+                          {{2, 2, 3, 2}, {2, 2, 2, 2}, ConvP{3, 2, 1, 1, 2, 1, 1}, 2, 1}};
   OpCase tc{"conv_transpose2d", "conv_transpose2d", {}};
-  for (const T &t : ts) {
+  for (const ConvTCase &t : ts) {
     const ConvP p = t.p;
     const int64_t oph = t.oph, opw = t.opw;
-    tc.variants.push_back(variant(
-        sl(t.x) + "*" + sl(t.w) + " " + p.label() + " op" + std::to_string(oph) + "," + std::to_string(opw),
-        {in(t.x, uni(-1, 1)), in(t.w, uni(-1, 1))},
-        [p, oph, opw](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
-          return ctn_conv_transpose2d(g, n[0], n[1], static_cast<int32_t>(p.sh), static_cast<int32_t>(p.sw),
-                                      static_cast<int32_t>(p.ph), static_cast<int32_t>(p.pw),
-                                      static_cast<int32_t>(p.dh), static_cast<int32_t>(p.dw),
-                                      static_cast<int32_t>(p.g), static_cast<int32_t>(oph),
-                                      static_cast<int32_t>(opw), o);
-        },
-        [p, oph, opw](const std::vector<Arr> &x, ctn_dtype) { return ref_conv_transpose2d(x[0], x[1], p, oph, opw); }));
+    tc.variants.push_back(conv_transpose_variant(t, [p, oph, opw](const std::vector<Arr> &x, ctn_dtype) {
+      return ref_conv_transpose2d(x[0], x[1], p, oph, opw);
+    }));
   }
   cs.push_back(tc);
 }
@@ -116,7 +97,7 @@ void add_pool(std::vector<OpCase> &cs) {
       av{"avg_pool2d", "avg_pool2d", {}}, ag{"avg_pool2d_grad", "avg_pool2d_grad", {}};
   for (const P &c : ps) {
     const PoolP p = c.p;
-    const std::string label = sl(c.x) + " " + p.label();
+    const std::string label = shape_label(c.x) + " " + p.label();
     const Shape ys = {c.x[0], c.x[1], (c.x[2] + 2 * p.ph - p.kh) / p.sh + 1, (c.x[3] + 2 * p.pw - p.kw) / p.sw + 1};
     const int64_t h = c.x[2], w = c.x[3];
     // Few distinct values: ties inside windows exercise the "first maximum" rule.
@@ -146,14 +127,14 @@ void add_pool(std::vector<OpCase> &cs) {
       PoolP q = p;
       q.include_pad = incl;
       av.variants.push_back(variant(
-          sl(c.x) + " " + q.label(), {in(c.x, uni(-2, 2))},
+          shape_label(c.x) + " " + q.label(), {in(c.x, uni(-2, 2))},
           [q](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
             return ctn_avg_pool2d(g, n[0], static_cast<int32_t>(q.kh), static_cast<int32_t>(q.kw),
                                   static_cast<int32_t>(q.sh), static_cast<int32_t>(q.sw), static_cast<int32_t>(q.ph),
                                   static_cast<int32_t>(q.pw), q.include_pad, o);
           },
           [q](const std::vector<Arr> &x, ctn_dtype) { return ref_avg_pool2d(x[0], q); }));
-      ag.variants.push_back(variant(sl(ys) + "->" + sl(c.x) + " " + q.label(), {in(ys, uni(-2, 2))},
+      ag.variants.push_back(variant(shape_label(ys) + "->" + shape_label(c.x) + " " + q.label(), {in(ys, uni(-2, 2))},
                                     named("avg_pool2d_grad", q.attrs(true, {h, w})),
                                     [q, h, w](const std::vector<Arr> &x, ctn_dtype) {
                                       return ref_avg_pool2d_grad(x[0], q, h, w);
@@ -175,21 +156,21 @@ void add_norm(std::vector<OpCase> &cs) {
   for (const Shape &s : bn_shapes) {
     const Shape c = {s[1]};
     bn.variants.push_back(variant(
-        sl(s), {in(s, uni(-2, 3)), in(c, uni(0.5, 2)), in(c, uni(-1, 1))},
+        shape_label(s), {in(s, uni(-2, 3)), in(c, uni(0.5, 2)), in(c, uni(-1, 1))},
         [eps](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) { return ctn_batch_norm(g, n[0], n[1], n[2], eps, o); },
         [eps](const std::vector<Arr> &x, ctn_dtype) { return ref_batch_norm(x[0], x[1], x[2], eps); }));
-    bgi.variants.push_back(variant(sl(s), {in(s, uni(-2, 3)), in(c, uni(0.5, 2)), in(s, uni(-1, 1))},
+    bgi.variants.push_back(variant(shape_label(s), {in(s, uni(-2, 3)), in(c, uni(0.5, 2)), in(s, uni(-1, 1))},
                                    named("batch_norm_grad_input", attrs({}, {eps})),
                                    [eps](const std::vector<Arr> &x, ctn_dtype) {
                                      return ref_batch_norm_grad_input(x[0], x[1], x[2], eps);
                                    }));
-    bgg.variants.push_back(variant(sl(s), {in(s, uni(-2, 3)), in(s, uni(-1, 1))},
+    bgg.variants.push_back(variant(shape_label(s), {in(s, uni(-2, 3)), in(s, uni(-1, 1))},
                                    named("batch_norm_grad_gamma", attrs({}, {eps})),
                                    [eps](const std::vector<Arr> &x, ctn_dtype) {
                                      return ref_batch_norm_grad_gamma(x[0], x[1], eps);
                                    }));
     bi.variants.push_back(variant(
-        sl(s), {in(s, uni(-2, 3)), in(c, uni(0.5, 2)), in(c, uni(-1, 1)), in(c, uni(-1, 1)), in(c, uni(0.2, 2))},
+        shape_label(s), {in(s, uni(-2, 3)), in(c, uni(0.5, 2)), in(c, uni(-1, 1)), in(c, uni(-1, 1)), in(c, uni(0.2, 2))},
         [eps](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
           return ctn_batch_norm_inference(g, n[0], n[1], n[2], n[3], n[4], eps, o);
         },
@@ -211,7 +192,7 @@ void add_norm(std::vector<OpCase> &cs) {
     const int axis = l.axis;
     const int a = axis < 0 ? axis + static_cast<int>(l.x.size()) : axis;
     const Shape ps(l.x.begin() + a, l.x.end());
-    const std::string label = sl(l.x) + " axis " + std::to_string(axis);
+    const std::string label = shape_label(l.x) + " axis " + std::to_string(axis);
     ln.variants.push_back(variant(
         label, {in(l.x, uni(-2, 3)), in(ps, uni(0.5, 2)), in(ps, uni(-1, 1))},
         [axis, eps](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
@@ -245,7 +226,7 @@ void add_misc(std::vector<OpCase> &cs) {
     const double p = d.p;
     const int64_t seed = d.seed;
     Variant v = variant(
-        sl(d.x) + " p " + std::to_string(p) + " seed " + std::to_string(seed),
+        shape_label(d.x) + " p " + std::to_string(p) + " seed " + std::to_string(seed),
         {in(d.x, uni(-2, 2)), in({}, ints(0, 1 << 30), CTN_I64)},
         [p, seed](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) { return ctn_dropout(g, n[0], n[1], p, seed, o); },
         [p, seed](const std::vector<Arr> &x, ctn_dtype dt) {
@@ -265,7 +246,7 @@ void add_misc(std::vector<OpCase> &cs) {
     const int64_t v = e.v;
     Shape dy = e.ids;
     dy.push_back(e.d);
-    const std::string label = "V" + std::to_string(e.v) + " D" + std::to_string(e.d) + " ids " + sl(e.ids) +
+    const std::string label = "V" + std::to_string(e.v) + " D" + std::to_string(e.d) + " ids " + shape_label(e.ids) +
                               (e.dt == CTN_I32 ? " i32" : " i64");
     em.variants.push_back(variant(label, {in({e.v, e.d}, uni(-2, 2)), in(e.ids, ints(0, static_cast<int>(v - 1)), e.dt)},
                                   bin(ctn_embedding),
@@ -280,15 +261,25 @@ void add_misc(std::vector<OpCase> &cs) {
 
 }  // namespace
 
+Variant conv_transpose_variant(const ConvTCase &t, Ref ref) {
+  const ConvP p = t.p;
+  const int64_t oph = t.oph, opw = t.opw;
+  return variant(
+      shape_label(t.x) + "*" + shape_label(t.w) + " " + p.label() + " op" + std::to_string(oph) + "," +
+          std::to_string(opw),
+      {in(t.x, uni(-1, 1)), in(t.w, uni(-1, 1))},
+      [p, oph, opw](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
+        return ctn_conv_transpose2d(g, n[0], n[1], static_cast<int32_t>(p.sh), static_cast<int32_t>(p.sw),
+                                    static_cast<int32_t>(p.ph), static_cast<int32_t>(p.pw),
+                                    static_cast<int32_t>(p.dh), static_cast<int32_t>(p.dw),
+                                    static_cast<int32_t>(p.g), static_cast<int32_t>(oph),
+                                    static_cast<int32_t>(opw), o);
+      },
+      std::move(ref));
+}
+
 const std::vector<OpCase> &nn_forward_cases() {
-  static const std::vector<OpCase> cases = [] {
-    std::vector<OpCase> cs;
-    add_conv(cs);
-    add_pool(cs);
-    add_norm(cs);
-    add_misc(cs);
-    return cs;
-  }();
+  static const std::vector<OpCase> cases = collect_cases({add_conv, add_pool, add_norm, add_misc});
   return cases;
 }
 

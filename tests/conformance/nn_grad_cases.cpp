@@ -7,12 +7,6 @@
 namespace conf {
 namespace {
 
-std::string sl(const Shape &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
 
 Build conv_build(const ConvP &p) {
@@ -37,7 +31,7 @@ void add_conv(std::vector<OpCase> &cs) {
       gw{"grad:conv2d_grad_weight", "conv2d_grad_weight", {}};
   for (const C &c : convs) {
     const ConvP p = c.p;
-    const std::string label = sl(c.x) + "*" + sl(c.w) + " " + p.label();
+    const std::string label = shape_label(c.x) + "*" + shape_label(c.w) + " " + p.label();
     fwd.variants.push_back(variant(label, {in(c.x, uni(-1, 1)), in(c.w, uni(-1, 1))}, conv_build(p)));
     const Shape dy = {c.x[0], c.w[0], out_size(c.x[2], c.w[2], p.sh, p.ph, p.dh),
                       out_size(c.x[3], c.w[3], p.sw, p.pw, p.dw)};
@@ -50,26 +44,11 @@ void add_conv(std::vector<OpCase> &cs) {
   cs.push_back(gin);
   cs.push_back(gw);
 
-  struct T {
-    Shape x, w;
-    ConvP p;
-    int32_t oph, opw;
-  };
-  const T ts[] = {{{1, 2, 3, 3}, {2, 2, 2, 2}, ConvP{}, 0, 0},
-                  {{2, 2, 2, 3}, {2, 1, 3, 2}, ConvP{2, 2, 1, 0, 1, 1, 1}, 1, 1},
-                  {{1, 4, 2, 2}, {4, 1, 2, 2}, ConvP{2, 1, 0, 1, 1, 2, 2}, 1, 0}};
+  const ConvTCase ts[] = {{{1, 2, 3, 3}, {2, 2, 2, 2}, ConvP{}, 0, 0},
+                          {{2, 2, 2, 3}, {2, 1, 3, 2}, ConvP{2, 2, 1, 0, 1, 1, 1}, 1, 1},
+                          {{1, 4, 2, 2}, {4, 1, 2, 2}, ConvP{2, 1, 0, 1, 1, 2, 2}, 1, 0}};
   OpCase tc{"grad:conv_transpose2d", "conv_transpose2d", {}};
-  for (const T &t : ts) {
-    const ConvP p = t.p;
-    const int32_t oph = t.oph, opw = t.opw;
-    tc.variants.push_back(variant(
-        sl(t.x) + "*" + sl(t.w) + " " + p.label() + " op" + std::to_string(oph) + "," + std::to_string(opw),
-        {in(t.x, uni(-1, 1)), in(t.w, uni(-1, 1))}, [p, oph, opw](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
-          return ctn_conv_transpose2d(g, n[0], n[1], static_cast<int32_t>(p.sh), static_cast<int32_t>(p.sw),
-                                      static_cast<int32_t>(p.ph), static_cast<int32_t>(p.pw), static_cast<int32_t>(p.dh),
-                                      static_cast<int32_t>(p.dw), static_cast<int32_t>(p.g), oph, opw, o);
-        }));
-  }
+  for (const ConvTCase &t : ts) tc.variants.push_back(conv_transpose_variant(t));
   cs.push_back(tc);
 }
 
@@ -85,7 +64,7 @@ void add_pool(std::vector<OpCase> &cs) {
     // Continuous inputs: ties (where the max is not differentiable) have probability 0, and
     // the values are far enough apart for a 1e-6 step.
     PoolP p = c.p;
-    mx.variants.push_back(variant(sl(c.x) + " " + p.label(), {in(c.x, uni(-2, 2))},
+    mx.variants.push_back(variant(shape_label(c.x) + " " + p.label(), {in(c.x, uni(-2, 2))},
                                   [p](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
                                     return ctn_max_pool2d(g, n[0], static_cast<int32_t>(p.kh), static_cast<int32_t>(p.kw),
                                                           static_cast<int32_t>(p.sh), static_cast<int32_t>(p.sw),
@@ -93,7 +72,7 @@ void add_pool(std::vector<OpCase> &cs) {
                                   }));
     for (bool incl : {false, true}) {
       p.include_pad = incl;
-      av.variants.push_back(variant(sl(c.x) + " " + p.label(), {in(c.x, uni(-2, 2))},
+      av.variants.push_back(variant(shape_label(c.x) + " " + p.label(), {in(c.x, uni(-2, 2))},
                                     [p](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
                                       return ctn_avg_pool2d(g, n[0], static_cast<int32_t>(p.kh),
                                                             static_cast<int32_t>(p.kw), static_cast<int32_t>(p.sh),
@@ -101,7 +80,7 @@ void add_pool(std::vector<OpCase> &cs) {
                                                             static_cast<int32_t>(p.pw), p.include_pad, o);
                                     }));
       const Shape ys = {c.x[0], c.x[1], (c.x[2] + 2 * p.ph - p.kh) / p.sh + 1, (c.x[3] + 2 * p.pw - p.kw) / p.sw + 1};
-      ag.variants.push_back(variant(sl(ys) + " " + p.label(), {in(ys, uni(-2, 2))},
+      ag.variants.push_back(variant(shape_label(ys) + " " + p.label(), {in(ys, uni(-2, 2))},
                                     named("avg_pool2d_grad", p.attrs(true, {c.x[2], c.x[3]}))));
     }
   }
@@ -115,12 +94,12 @@ void add_norm(std::vector<OpCase> &cs) {
   OpCase bn{"grad:batch_norm", "batch_norm", {}}, bi{"grad:batch_norm_inference", "batch_norm_inference", {}};
   for (const Shape &s : std::vector<Shape>{{4, 3}, {2, 2, 2, 3}}) {
     const Shape c = {s[1]};
-    bn.variants.push_back(variant(sl(s), {in(s, uni(-2, 2)), in(c, uni(0.5, 2)), in(c, uni(-1, 1))},
+    bn.variants.push_back(variant(shape_label(s), {in(s, uni(-2, 2)), in(c, uni(0.5, 2)), in(c, uni(-1, 1))},
                                   [eps](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
                                     return ctn_batch_norm(g, n[0], n[1], n[2], eps, o);
                                   }));
     bi.variants.push_back(variant(
-        sl(s), {in(s, uni(-2, 2)), in(c, uni(0.5, 2)), in(c, uni(-1, 1)), in(c, uni(-1, 1)), in(c, uni(0.3, 2))},
+        shape_label(s), {in(s, uni(-2, 2)), in(c, uni(0.5, 2)), in(c, uni(-1, 1)), in(c, uni(-1, 1)), in(c, uni(0.3, 2))},
         [eps](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
           return ctn_batch_norm_inference(g, n[0], n[1], n[2], n[3], n[4], eps, o);
         }));
@@ -135,7 +114,7 @@ void add_norm(std::vector<OpCase> &cs) {
   for (const L &l : {L{{3, 4}, 1}, L{{2, 2, 3}, 1}, L{{2, 3}, 0}}) {
     const int axis = l.axis;
     const Shape ps(l.x.begin() + axis, l.x.end());
-    ln.variants.push_back(variant(sl(l.x) + " axis " + std::to_string(axis),
+    ln.variants.push_back(variant(shape_label(l.x) + " axis " + std::to_string(axis),
                                   {in(l.x, uni(-2, 2)), in(ps, uni(0.5, 2)), in(ps, uni(-1, 1))},
                                   [axis, eps](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {
                                     return ctn_layer_norm(g, n[0], n[1], n[2], axis, eps, o);
@@ -166,14 +145,7 @@ void add_misc(std::vector<OpCase> &cs) {
 }  // namespace
 
 const std::vector<OpCase> &nn_grad_cases() {
-  static const std::vector<OpCase> cases = [] {
-    std::vector<OpCase> cs;
-    add_conv(cs);
-    add_pool(cs);
-    add_norm(cs);
-    add_misc(cs);
-    return cs;
-  }();
+  static const std::vector<OpCase> cases = collect_cases({add_conv, add_pool, add_norm, add_misc});
   return cases;
 }
 

@@ -42,66 +42,47 @@ int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { retur
 
 }  // namespace
 
-Arr ref_conv2d(const Arr &x, const Arr &w, const ConvP &p) {
-  const Shape &xs = x.shape, &ws = w.shape;
-  const int64_t n = xs[0], h = xs[2], wd = xs[3], o = ws[0], cg = ws[1], kh = ws[2], kw = ws[3];
-  const int64_t og = o / p.g;
-  const int64_t ho = conv_out(h, kh, p.sh, p.ph, p.dh), wo = conv_out(wd, kw, p.sw, p.pw, p.dw);
-  Arr y = make_arr({n, o, ho, wo});
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t oc = 0; oc < o; ++oc)
-      for (int64_t oh = 0; oh < ho; ++oh)
-        for (int64_t ow = 0; ow < wo; ++ow) {
-          double s = 0;
-          for (int64_t c = 0; c < cg; ++c)
-            for (int64_t i = 0; i < kh; ++i)
-              for (int64_t j = 0; j < kw; ++j) {
-                int64_t ih = oh * p.sh - p.ph + i * p.dh, iw = ow * p.sw - p.pw + j * p.dw;
-                if (ih < 0 || ih >= h || iw < 0 || iw >= wd) continue;
-                s += x.v[at4(xs, b, (oc / og) * cg + c, ih, iw)] * w.v[at4(ws, oc, c, i, j)];
-              }
-          y.v[at4(y.shape, b, oc, oh, ow)] = s;
-        }
-  return y;
-}
+namespace {
 
-Arr ref_conv2d_grad_input(const Arr &dy, const Arr &w, const ConvP &p, int64_t h, int64_t wd) {
-  const Shape &ds = dy.shape, &ws = w.shape;
-  const int64_t n = ds[0], o = ws[0], cg = ws[1], kh = ws[2], kw = ws[3], og = o / p.g;
-  Arr dx = make_arr({n, cg * p.g, h, wd});
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t oc = 0; oc < o; ++oc)
-      for (int64_t oh = 0; oh < ds[2]; ++oh)
-        for (int64_t ow = 0; ow < ds[3]; ++ow) {
-          const double g = dy.v[at4(ds, b, oc, oh, ow)];
-          for (int64_t c = 0; c < cg; ++c)
-            for (int64_t i = 0; i < kh; ++i)
-              for (int64_t j = 0; j < kw; ++j) {
-                int64_t ih = oh * p.sh - p.ph + i * p.dh, iw = ow * p.sw - p.pw + j * p.dw;
-                if (ih < 0 || ih >= h || iw < 0 || iw >= wd) continue;
-                dx.v[at4(dx.shape, b, (oc / og) * cg + c, ih, iw)] += g * w.v[at4(ws, oc, c, i, j)];
-              }
-        }
-  return dx;
-}
-
-Arr ref_conv2d_grad_weight(const Arr &x, const Arr &dy, const ConvP &p, int64_t kh, int64_t kw) {
-  const Shape &xs = x.shape, &ds = dy.shape;
-  const int64_t n = xs[0], cg = xs[1] / p.g, o = ds[1], og = o / p.g;
-  Arr dw = make_arr({o, cg, kh, kw});
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t oc = 0; oc < o; ++oc)
-      for (int64_t oh = 0; oh < ds[2]; ++oh)
-        for (int64_t ow = 0; ow < ds[3]; ++ow) {
-          const double g = dy.v[at4(ds, b, oc, oh, ow)];
+// Every in-bounds tap of a conv2d with input shape xs, weight shape ws and output shape ys:
+// output (b, oc, oh, ow) reads input (b, (oc / og) * cg + c, ih, iw) through weight (oc, c, i, j).
+// f(output index, input index, weight index), in output order, then c, i, j.
+template <class F>
+void conv2d_taps(const Shape &xs, const Shape &ws, const Shape &ys, const ConvP &p, F f) {
+  const int64_t cg = ws[1], kh = ws[2], kw = ws[3], og = ws[0] / p.g;
+  for (int64_t b = 0; b < ys[0]; ++b)
+    for (int64_t oc = 0; oc < ys[1]; ++oc)
+      for (int64_t oh = 0; oh < ys[2]; ++oh)
+        for (int64_t ow = 0; ow < ys[3]; ++ow)
           for (int64_t c = 0; c < cg; ++c)
             for (int64_t i = 0; i < kh; ++i)
               for (int64_t j = 0; j < kw; ++j) {
                 int64_t ih = oh * p.sh - p.ph + i * p.dh, iw = ow * p.sw - p.pw + j * p.dw;
                 if (ih < 0 || ih >= xs[2] || iw < 0 || iw >= xs[3]) continue;
-                dw.v[at4(dw.shape, oc, c, i, j)] += g * x.v[at4(xs, b, (oc / og) * cg + c, ih, iw)];
+                f(at4(ys, b, oc, oh, ow), at4(xs, b, (oc / og) * cg + c, ih, iw), at4(ws, oc, c, i, j));
               }
-        }
+}
+
+}  // namespace
+
+Arr ref_conv2d(const Arr &x, const Arr &w, const ConvP &p) {
+  const Shape &xs = x.shape, &ws = w.shape;
+  const int64_t ho = conv_out(xs[2], ws[2], p.sh, p.ph, p.dh), wo = conv_out(xs[3], ws[3], p.sw, p.pw, p.dw);
+  Arr y = make_arr({xs[0], ws[0], ho, wo});
+  conv2d_taps(xs, ws, y.shape, p, [&](size_t yi, size_t xi, size_t wi) { y.v[yi] += x.v[xi] * w.v[wi]; });
+  return y;
+}
+
+// The adjoints scatter along the same taps.
+Arr ref_conv2d_grad_input(const Arr &dy, const Arr &w, const ConvP &p, int64_t h, int64_t wd) {
+  Arr dx = make_arr({dy.shape[0], w.shape[1] * p.g, h, wd});
+  conv2d_taps(dx.shape, w.shape, dy.shape, p, [&](size_t yi, size_t xi, size_t wi) { dx.v[xi] += dy.v[yi] * w.v[wi]; });
+  return dx;
+}
+
+Arr ref_conv2d_grad_weight(const Arr &x, const Arr &dy, const ConvP &p, int64_t kh, int64_t kw) {
+  Arr dw = make_arr({dy.shape[1], x.shape[1] / p.g, kh, kw});
+  conv2d_taps(x.shape, dw.shape, dy.shape, p, [&](size_t yi, size_t xi, size_t wi) { dw.v[wi] += dy.v[yi] * x.v[xi]; });
   return dw;
 }
 
@@ -133,91 +114,67 @@ namespace {
 Shape pooled(const Shape &x, const PoolP &p) {
   return {x[0], x[1], (x[2] + 2 * p.ph - p.kh) / p.sh + 1, (x[3] + 2 * p.pw - p.kw) / p.sw + 1};
 }
+
+// Every window of a pool with input shape xs and output shape ys: f(output index, the input
+// indices of the window's in-bounds taps in window order, the divisor of an average over it).
+template <class F>
+void pool_windows(const Shape &xs, const Shape &ys, const PoolP &p, F f) {
+  std::vector<size_t> taps;
+  for (int64_t b = 0; b < ys[0]; ++b)
+    for (int64_t c = 0; c < ys[1]; ++c)
+      for (int64_t oh = 0; oh < ys[2]; ++oh)
+        for (int64_t ow = 0; ow < ys[3]; ++ow) {
+          taps.clear();
+          for (int64_t i = 0; i < p.kh; ++i)
+            for (int64_t j = 0; j < p.kw; ++j) {
+              int64_t ih = oh * p.sh - p.ph + i, iw = ow * p.sw - p.pw + j;
+              if (ih >= 0 && ih < xs[2] && iw >= 0 && iw < xs[3]) taps.push_back(at4(xs, b, c, ih, iw));
+            }
+          const double count = p.include_pad ? static_cast<double>(p.kh * p.kw) : static_cast<double>(taps.size());
+          f(at4(ys, b, c, oh, ow), taps, count);
+        }
+}
 }  // namespace
 
 Arr ref_max_pool2d(const Arr &x, const PoolP &p) {
   Arr y = make_arr(pooled(x.shape, p));
-  for (int64_t b = 0; b < y.shape[0]; ++b)
-    for (int64_t c = 0; c < y.shape[1]; ++c)
-      for (int64_t oh = 0; oh < y.shape[2]; ++oh)
-        for (int64_t ow = 0; ow < y.shape[3]; ++ow) {
-          double m = -std::numeric_limits<double>::infinity();
-          for (int64_t i = 0; i < p.kh; ++i)
-            for (int64_t j = 0; j < p.kw; ++j) {
-              int64_t ih = oh * p.sh - p.ph + i, iw = ow * p.sw - p.pw + j;
-              if (ih >= 0 && ih < x.shape[2] && iw >= 0 && iw < x.shape[3])
-                m = std::max(m, x.v[at4(x.shape, b, c, ih, iw)]);
-            }
-          y.v[at4(y.shape, b, c, oh, ow)] = m;
-        }
+  pool_windows(x.shape, y.shape, p, [&](size_t yi, const std::vector<size_t> &taps, double) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (size_t k : taps) m = std::max(m, x.v[k]);
+    y.v[yi] = m;
+  });
   return y;
 }
 
 Arr ref_max_pool2d_grad(const Arr &x, const Arr &dy, const PoolP &p) {
   Arr dx = make_arr(x.shape);
-  for (int64_t b = 0; b < dy.shape[0]; ++b)
-    for (int64_t c = 0; c < dy.shape[1]; ++c)
-      for (int64_t oh = 0; oh < dy.shape[2]; ++oh)
-        for (int64_t ow = 0; ow < dy.shape[3]; ++ow) {
-          double m = -std::numeric_limits<double>::infinity();
-          size_t arg = 0;
-          bool found = false;
-          for (int64_t i = 0; i < p.kh; ++i)
-            for (int64_t j = 0; j < p.kw; ++j) {
-              int64_t ih = oh * p.sh - p.ph + i, iw = ow * p.sw - p.pw + j;
-              if (ih < 0 || ih >= x.shape[2] || iw < 0 || iw >= x.shape[3]) continue;
-              size_t k = at4(x.shape, b, c, ih, iw);
-              if (!found || x.v[k] > m) m = x.v[k], arg = k, found = true;  // strict: the first max wins
-            }
-          dx.v[arg] += dy.v[at4(dy.shape, b, c, oh, ow)];
-        }
+  pool_windows(x.shape, dy.shape, p, [&](size_t yi, const std::vector<size_t> &taps, double) {
+    double m = -std::numeric_limits<double>::infinity();
+    size_t arg = 0;
+    bool found = false;
+    for (size_t k : taps)
+      if (!found || x.v[k] > m) m = x.v[k], arg = k, found = true;  // strict: the first max wins
+    dx.v[arg] += dy.v[yi];
+  });
   return dx;
 }
 
-namespace {
-// Sum (avg) or scatter (grad) over the windows; `count` is the divisor of each window.
-double window_count(const PoolP &p, int64_t oh, int64_t ow, int64_t h, int64_t w) {
-  if (p.include_pad) return static_cast<double>(p.kh * p.kw);
-  int64_t n = 0;
-  for (int64_t i = 0; i < p.kh; ++i)
-    for (int64_t j = 0; j < p.kw; ++j) {
-      int64_t ih = oh * p.sh - p.ph + i, iw = ow * p.sw - p.pw + j;
-      n += ih >= 0 && ih < h && iw >= 0 && iw < w;
-    }
-  return static_cast<double>(n);
-}
-}  // namespace
-
 Arr ref_avg_pool2d(const Arr &x, const PoolP &p) {
   Arr y = make_arr(pooled(x.shape, p));
-  for (int64_t b = 0; b < y.shape[0]; ++b)
-    for (int64_t c = 0; c < y.shape[1]; ++c)
-      for (int64_t oh = 0; oh < y.shape[2]; ++oh)
-        for (int64_t ow = 0; ow < y.shape[3]; ++ow) {
-          double s = 0;
-          for (int64_t i = 0; i < p.kh; ++i)
-            for (int64_t j = 0; j < p.kw; ++j) {
-              int64_t ih = oh * p.sh - p.ph + i, iw = ow * p.sw - p.pw + j;
-              if (ih >= 0 && ih < x.shape[2] && iw >= 0 && iw < x.shape[3]) s += x.v[at4(x.shape, b, c, ih, iw)];
-            }
-          y.v[at4(y.shape, b, c, oh, ow)] = s / window_count(p, oh, ow, x.shape[2], x.shape[3]);
-        }
+  pool_windows(x.shape, y.shape, p, [&](size_t yi, const std::vector<size_t> &taps, double count) {
+    double s = 0;
+    for (size_t k : taps) s += x.v[k];
+    y.v[yi] = s / count;
+  });
   return y;
 }
 
 Arr ref_avg_pool2d_grad(const Arr &dy, const PoolP &p, int64_t h, int64_t w) {
   Arr dx = make_arr({dy.shape[0], dy.shape[1], h, w});
-  for (int64_t b = 0; b < dy.shape[0]; ++b)
-    for (int64_t c = 0; c < dy.shape[1]; ++c)
-      for (int64_t oh = 0; oh < dy.shape[2]; ++oh)
-        for (int64_t ow = 0; ow < dy.shape[3]; ++ow) {
-          double g = dy.v[at4(dy.shape, b, c, oh, ow)] / window_count(p, oh, ow, h, w);
-          for (int64_t i = 0; i < p.kh; ++i)
-            for (int64_t j = 0; j < p.kw; ++j) {
-              int64_t ih = oh * p.sh - p.ph + i, iw = ow * p.sw - p.pw + j;
-              if (ih >= 0 && ih < h && iw >= 0 && iw < w) dx.v[at4(dx.shape, b, c, ih, iw)] += g;
-            }
-        }
+  pool_windows(dx.shape, dy.shape, p, [&](size_t yi, const std::vector<size_t> &taps, double count) {
+    const double g = dy.v[yi] / count;
+    for (size_t k : taps) dx.v[k] += g;
+  });
   return dx;
 }
 

@@ -9,76 +9,21 @@
 namespace conf {
 namespace {
 
-using Param = std::tuple<std::string, size_t>;
+class NnForward : public CaseTest {};
 
-std::string label(const std::string &backend, const std::string &row) {
-  return param_name(backend) + "_" + param_name(row);
-}
+TEST_P(NnForward, MatchesReference) { check_forward(nn_forward_cases()); }
 
-class NnForward : public BackendTest, public ::testing::WithParamInterface<Param> {};
+INSTANTIATE_TEST_SUITE_P(Nn, NnForward, ::testing::ValuesIn(case_params(nn_forward_cases())),
+                         case_param_name(nn_forward_cases));
 
-TEST_P(NnForward, MatchesReference) {
-  const auto &[backend, index] = GetParam();
-  const OpCase &c = nn_forward_cases().at(index);
-  begin(backend, c.row);
-  if (IsSkipped() || HasFatalFailure()) return;
-  for (const Variant &v : c.variants) {
-    for (ctn_dtype fdt : {CTN_F32, CTN_F64}) {
-      uint64_t seed = seed_of(c.row + "/" + v.label + "/" + ctn_dtype_name(fdt));
-      for (bool all_passes : {false, true}) {
-        std::string u = run_forward_variant(backend, c, v, fdt, seed, all_passes);
-        if (!u.empty()) {
-          note_unsupported(u);
-          break;
-        }
-        note_ran();
-      }
-    }
-  }
-}
+class NnGradient : public CaseTest {};
 
-INSTANTIATE_TEST_SUITE_P(Nn, NnForward,
-                         ::testing::Combine(::testing::ValuesIn(backend_names()),
-                                            ::testing::Range<size_t>(0, nn_forward_cases().size())),
-                         [](const ::testing::TestParamInfo<Param> &info) {
-                           return label(std::get<0>(info.param), nn_forward_cases()[std::get<1>(info.param)].row);
-                         });
+TEST_P(NnGradient, MatchesFiniteDifferences) { check_gradients(nn_grad_cases()); }
 
-class NnGradient : public BackendTest, public ::testing::WithParamInterface<Param> {};
-
-TEST_P(NnGradient, MatchesFiniteDifferences) {
-  const auto &[backend, index] = GetParam();
-  const OpCase &c = nn_grad_cases().at(index);
-  begin(backend, c.row);
-  if (IsSkipped() || HasFatalFailure()) return;
-  for (const Variant &v : c.variants) {
-    std::string u = run_grad_variant(backend, c, v, seed_of(c.row + "/" + v.label));
-    if (!u.empty()) note_unsupported(u);
-    else note_ran();
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Nn, NnGradient,
-                         ::testing::Combine(::testing::ValuesIn(backend_names()),
-                                            ::testing::Range<size_t>(0, nn_grad_cases().size())),
-                         [](const ::testing::TestParamInfo<Param> &info) {
-                           return label(std::get<0>(info.param), nn_grad_cases()[std::get<1>(info.param)].row);
-                         });
+INSTANTIATE_TEST_SUITE_P(Nn, NnGradient, ::testing::ValuesIn(case_params(nn_grad_cases())),
+                         case_param_name(nn_grad_cases));
 
 // ---- behaviour --------------------------------------------------------------------------------------
-
-struct GraphDel {
-  void operator()(ctn_graph *g) const { ctn_graph_release(g); }
-};
-struct PlanDel {
-  void operator()(ctn_plan *p) const { ctn_plan_release(p); }
-};
-struct TensorDel {
-  void operator()(ctn_tensor *t) const { ctn_tensor_release(t); }
-};
-using GraphPtr = std::unique_ptr<ctn_graph, GraphDel>;
-using PlanPtr = std::unique_ptr<ctn_plan, PlanDel>;
-using TensorPtr = std::unique_ptr<ctn_tensor, TensorDel>;
 
 GraphPtr lazy_graph() {
   ctn_graph *g = nullptr;

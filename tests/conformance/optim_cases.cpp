@@ -99,37 +99,12 @@ const std::vector<OpCase> &optim_cases() {
 
 namespace {
 
-using Param = std::tuple<std::string, size_t>;
+class OptimForward : public CaseTest {};
 
-class OptimForward : public BackendTest, public ::testing::WithParamInterface<Param> {};
+TEST_P(OptimForward, MatchesReference) { check_forward(optim_cases()); }
 
-TEST_P(OptimForward, MatchesReference) {
-  const auto &[backend, index] = GetParam();
-  const OpCase &c = optim_cases().at(index);
-  begin(backend, c.row);
-  if (IsSkipped() || HasFatalFailure()) return;
-  for (const Variant &v : c.variants) {
-    for (ctn_dtype fdt : {CTN_F32, CTN_F64}) {
-      uint64_t seed = seed_of(c.row + "/" + v.label + "/" + ctn_dtype_name(fdt));
-      for (bool all_passes : {false, true}) {
-        std::string u = run_forward_variant(backend, c, v, fdt, seed, all_passes);
-        if (!u.empty()) {
-          note_unsupported(u);
-          break;
-        }
-        note_ran();
-      }
-    }
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Optim, OptimForward,
-                         ::testing::Combine(::testing::ValuesIn(backend_names()),
-                                            ::testing::Range<size_t>(0, optim_cases().size())),
-                         [](const ::testing::TestParamInfo<Param> &info) {
-                           return param_name(std::get<0>(info.param)) + "_" +
-                                  param_name(optim_cases()[std::get<1>(info.param)].row);
-                         });
+INSTANTIATE_TEST_SUITE_P(Optim, OptimForward, ::testing::ValuesIn(case_params(optim_cases())),
+                         case_param_name(optim_cases));
 
 }  // namespace
 }  // namespace conf

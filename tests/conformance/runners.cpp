@@ -9,19 +9,6 @@
 namespace conf {
 namespace {
 
-struct GraphDel {
-  void operator()(ctn_graph *g) const { ctn_graph_release(g); }
-};
-struct PlanDel {
-  void operator()(ctn_plan *p) const { ctn_plan_release(p); }
-};
-struct TensorDel {
-  void operator()(ctn_tensor *t) const { ctn_tensor_release(t); }
-};
-using GraphPtr = std::unique_ptr<ctn_graph, GraphDel>;
-using PlanPtr = std::unique_ptr<ctn_plan, PlanDel>;
-using TensorPtr = std::unique_ptr<ctn_tensor, TensorDel>;
-
 std::string shape_str(const Shape &s) {
   std::ostringstream os;
   os << '[';

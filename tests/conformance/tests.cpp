@@ -47,76 +47,23 @@ TEST(ConformanceSetup, ContextAndPlugins) {
 
 // ---- forward ---------------------------------------------------------------------------------------
 
-class Forward : public BackendTest, public ::testing::WithParamInterface<Param> {};
+class Forward : public CaseTest {};
 
-TEST_P(Forward, MatchesReference) {
-  const auto &[backend, index] = GetParam();
-  const OpCase &c = forward_cases().at(index);
-  begin(backend, c.row);
-  if (IsSkipped() || HasFatalFailure()) return;
-  for (size_t vi = 0; vi < c.variants.size(); ++vi) {
-    const Variant &v = c.variants[vi];
-    for (ctn_dtype fdt : {CTN_F32, CTN_F64}) {
-      if (v.only_f64 && fdt == CTN_F32) continue;
-      uint64_t seed = seed_of(c.row + "/" + v.label + "/" + ctn_dtype_name(fdt));
-      for (bool all_passes : {false, true}) {
-        std::string u = run_forward_variant(backend, c, v, fdt, seed, all_passes);
-        if (!u.empty()) {
-          note_unsupported(u);
-          break;
-        }
-        note_ran();
-      }
-    }
-  }
-}
+TEST_P(Forward, MatchesReference) { check_forward(forward_cases()); }
 
-INSTANTIATE_TEST_SUITE_P(Ops, Forward,
-                         ::testing::Combine(::testing::ValuesIn(backend_names()),
-                                            ::testing::Range<size_t>(0, forward_cases().size())),
-                         [](const ::testing::TestParamInfo<Param> &info) {
-                           return param_label(std::get<0>(info.param),
-                                              forward_cases()[std::get<1>(info.param)].row);
-                         });
+INSTANTIATE_TEST_SUITE_P(Ops, Forward, ::testing::ValuesIn(case_params(forward_cases())),
+                         case_param_name(forward_cases));
 
 // ---- gradients: finite differences ------------------------------------------------------------------
 
-class Gradient : public BackendTest, public ::testing::WithParamInterface<Param> {};
+class Gradient : public CaseTest {};
 
-TEST_P(Gradient, MatchesFiniteDifferences) {
-  const auto &[backend, index] = GetParam();
-  const OpCase &c = grad_cases().at(index);
-  begin(backend, c.row);
-  if (IsSkipped() || HasFatalFailure()) return;
-  for (const Variant &v : c.variants) {
-    std::string u = run_grad_variant(backend, c, v, seed_of(c.row + "/" + v.label));
-    if (!u.empty()) note_unsupported(u);
-    else note_ran();
-  }
-}
+TEST_P(Gradient, MatchesFiniteDifferences) { check_gradients(grad_cases()); }
 
-INSTANTIATE_TEST_SUITE_P(Ops, Gradient,
-                         ::testing::Combine(::testing::ValuesIn(backend_names()),
-                                            ::testing::Range<size_t>(0, grad_cases().size())),
-                         [](const ::testing::TestParamInfo<Param> &info) {
-                           return param_label(std::get<0>(info.param),
-                                              grad_cases()[std::get<1>(info.param)].row);
-                         });
+INSTANTIATE_TEST_SUITE_P(Ops, Gradient, ::testing::ValuesIn(case_params(grad_cases())),
+                         case_param_name(grad_cases));
 
 // ---- gradients: documented subgradients and accumulation, exact values ------------------------------
-
-struct GraphDel {
-  void operator()(ctn_graph *g) const { ctn_graph_release(g); }
-};
-struct PlanDel {
-  void operator()(ctn_plan *p) const { ctn_plan_release(p); }
-};
-struct TensorDel {
-  void operator()(ctn_tensor *t) const { ctn_tensor_release(t); }
-};
-using GraphPtr = std::unique_ptr<ctn_graph, GraphDel>;
-using PlanPtr = std::unique_ptr<ctn_plan, PlanDel>;
-using TensorPtr = std::unique_ptr<ctn_tensor, TensorDel>;
 
 struct Exact {
   std::string row;

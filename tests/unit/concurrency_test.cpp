@@ -85,6 +85,13 @@ std::vector<float> read(const ctn_tensor *t) {
   return v;
 }
 
+// `th` takes `t`; its values are appended to `out`.
+void append_owned(TensorHolder &th, ctn_tensor *t, std::vector<float> &out) {
+  th.ts.push_back(t);
+  const std::vector<float> v = read(t);
+  out.insert(out.end(), v.begin(), v.end());
+}
+
 // The model: x [8,3,16,16] -> conv 3x3 (16) -> batch norm -> relu -> 2x2 max-pool -> [8,1024]
 // -> @ w2 [1024,64] + b2 -> tanh -> @ w3 [64,10] -> cross-entropy. The conv has enough work to
 // split over the pool, the first GEMM is above the own GEMM's threading threshold, and the
@@ -179,9 +186,7 @@ std::vector<float> plan_work(ctn_context *ctx, const Config &su, uint32_t seed) 
   for (ctn_node v : m.vars) {
     ctn_tensor *t = nullptr;
     OK(ctn_plan_variable_read(p, v, &t));
-    th.ts.push_back(t);
-    auto vals = read(t);
-    out.insert(out.end(), vals.begin(), vals.end());
+    append_owned(th, t, out);
   }
   return out;
 }
@@ -202,9 +207,7 @@ std::vector<float> eager_work(ctn_context *ctx, const Config &su, uint32_t seed)
   for (ctn_node n : {m.loss, m.grads[0], m.grads[1], m.grads[2], m.grads[3], m.grads[4], m.grads[5]}) {
     ctn_tensor *t = nullptr;
     OK(ctn_graph_value(g, n, &t));
-    th.ts.push_back(t);
-    auto v = read(t);
-    out.insert(out.end(), v.begin(), v.end());
+    append_owned(th, t, out);
   }
   return out;
 }

@@ -23,6 +23,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../common/plugin_host.h"
@@ -520,21 +521,23 @@ TEST_F(CpuPlugin, MaxPoolGrad2x2FirstMaximumNaNAndTies) {
           want[arg] = dy[(p * Ho + oh) * Wo + ow];
         }
     const ctn_attrs at = attrs_i({2, 2, 2, 2, 0, 0});
-    std::vector<double> y(dy.size(), 0.0), dx(x.size(), -7.0);
-    ASSERT_EQ(run(CTN_OP_MAX_POOL2D_GRAD,
-                  {desc(CTN_F64, {N, C, H, W}, x.data()), desc(CTN_F64, {N, C, Ho, Wo}, y.data()),
-                   desc(CTN_F64, {N, C, Ho, Wo}, dy.data())},
-                  desc(CTN_F64, {N, C, H, W}, dx.data()), at),
-              CTN_OK)
-        << g_error;
-    auto xf = conv<float>(x), yf = conv<float>(y), dyf = conv<float>(dy);
-    std::vector<float> dxf(x.size(), -7.0f);
-    ASSERT_EQ(run(CTN_OP_MAX_POOL2D_GRAD,
-                  {desc(CTN_F32, {N, C, H, W}, xf.data()), desc(CTN_F32, {N, C, Ho, Wo}, yf.data()),
-                   desc(CTN_F32, {N, C, Ho, Wo}, dyf.data())},
-                  desc(CTN_F32, {N, C, H, W}, dxf.data()), at),
-              CTN_OK)
-        << g_error;
+    // The kernel in dx's element type, on x, y = 0 and dy converted to it; dx starts at -7.
+    auto run_grad = [&](auto &dx) {
+      using T = typename std::decay_t<decltype(dx)>::value_type;
+      const int32_t dt = dt_of<T>();
+      auto xt = conv<T>(x), yt = conv<T>(std::vector<double>(dy.size(), 0.0)), dyt = conv<T>(dy);
+      dx.assign(x.size(), static_cast<T>(-7.0));
+      ASSERT_EQ(run(CTN_OP_MAX_POOL2D_GRAD,
+                    {desc(dt, {N, C, H, W}, xt.data()), desc(dt, {N, C, Ho, Wo}, yt.data()),
+                     desc(dt, {N, C, Ho, Wo}, dyt.data())},
+                    desc(dt, {N, C, H, W}, dx.data()), at),
+                CTN_OK)
+          << g_error;
+    };
+    std::vector<double> dx;
+    std::vector<float> dxf;
+    ASSERT_NO_FATAL_FAILURE(run_grad(dx));
+    ASSERT_NO_FATAL_FAILURE(run_grad(dxf));
     for (size_t i = 0; i < x.size(); ++i) {
       ASSERT_EQ(dx[i], want[i]) << "f64 element " << i << " size " << big;
       ASSERT_EQ(dxf[i], static_cast<float>(want[i])) << "f32 element " << i << " size " << big;

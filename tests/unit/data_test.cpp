@@ -431,12 +431,7 @@ TEST(Loader, ShapesDtypesAndOwnership) {
   ctn_dataset_release(ds);  // the loader keeps its own reference
   ctn_tensor *img = nullptr, *lab = nullptr;
   CTN_ASSERT_OK(ctn_loader_batch_create(L, &img, &lab));
-  uint32_t nd = 0;
-  int64_t sh[8];
-  CTN_ASSERT_OK(ctn_tensor_shape(img, &nd, sh));
-  ASSERT_EQ(nd, 2u);
-  EXPECT_EQ(sh[0], 4);
-  EXPECT_EQ(sh[1], 20);
+  ASSERT_EQ(shape_of(img), (std::vector<int64_t>{4, 20}));
   int32_t n = -1;
   CTN_ASSERT_OK(ctn_loader_next(L, img, lab, &n));
   EXPECT_EQ(n, 4);

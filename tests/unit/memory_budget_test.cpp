@@ -296,21 +296,18 @@ ctn_context *context_for(const char *backend, std::string *why) {
 
 class MemoryBudget : public ::testing::TestWithParam<const char *> {};
 
-TEST_P(MemoryBudget, MlpBitIdenticalDownToTheMinimum) {
+// check_budgets on `backend`, skipped (with the reason) where the backend is unavailable.
+void check_budgets_on(const char *backend, void (*build)(ctn_context *, Model &)) {
   std::string why;
-  ctn_context *ctx = context_for(GetParam(), &why);
-  if (!ctx) GTEST_SKIP() << GetParam() << " unavailable: " << why;
-  check_budgets(ctx, GetParam(), build_mlp);
+  ctn_context *ctx = context_for(backend, &why);
+  if (!ctx) GTEST_SKIP() << backend << " unavailable: " << why;
+  check_budgets(ctx, backend, build);
   ctn_context_release(ctx);
 }
 
-TEST_P(MemoryBudget, CnnBitIdenticalDownToTheMinimum) {
-  std::string why;
-  ctn_context *ctx = context_for(GetParam(), &why);
-  if (!ctx) GTEST_SKIP() << GetParam() << " unavailable: " << why;
-  check_budgets(ctx, GetParam(), build_cnn);
-  ctn_context_release(ctx);
-}
+TEST_P(MemoryBudget, MlpBitIdenticalDownToTheMinimum) { check_budgets_on(GetParam(), build_mlp); }
+
+TEST_P(MemoryBudget, CnnBitIdenticalDownToTheMinimum) { check_budgets_on(GetParam(), build_cnn); }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MemoryBudget, ::testing::Values("cpu", "opencl", "vulkan"),
                          [](const ::testing::TestParamInfo<const char *> &i) {

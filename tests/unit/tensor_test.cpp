@@ -3,12 +3,7 @@
 
 TEST(Tensor, CreateReadWrite) {
   ctn_tensor *t = make_f32({2, 3}, {1, 2, 3, 4, 5, 6});
-  uint32_t nd = 0;
-  int64_t shape[8];
-  CTN_ASSERT_OK(ctn_tensor_shape(t, &nd, shape));
-  EXPECT_EQ(nd, 2u);
-  EXPECT_EQ(shape[0], 2);
-  EXPECT_EQ(shape[1], 3);
+  EXPECT_EQ(shape_of(t), (std::vector<int64_t>{2, 3}));
   int64_t strides[8];
   CTN_ASSERT_OK(ctn_tensor_strides(t, strides));
   EXPECT_EQ(strides[0], 3);

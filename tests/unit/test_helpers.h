@@ -53,6 +53,16 @@ inline ctn_tensor *make_f32(std::vector<int64_t> shape, std::vector<float> data)
   return t;
 }
 
+// The dims of `t` (empty, with a gtest failure, when ctn_tensor_shape fails).
+inline std::vector<int64_t> shape_of(const ctn_tensor *t) {
+  uint32_t nd = 0;
+  int64_t dims[CTN_MAX_DIMS];
+  ctn_status st = ctn_tensor_shape(t, &nd, dims);
+  EXPECT_EQ(st, CTN_OK) << ctn_last_error();
+  if (st != CTN_OK) return {};
+  return std::vector<int64_t>(dims, dims + nd);
+}
+
 inline std::vector<float> read_f32(const ctn_tensor *t) {
   int64_t n = 0;
   ctn_tensor_numel(t, &n);
