@@ -29,9 +29,9 @@
   }
 
 // A constant-initialised backend descriptor (designated initialisers, so nothing runs when the
-// plugin is loaded): `p` is the backend's function prefix (p##_init ... p##_get_proc_address);
-// the optional slots (synchronize and the 1.1 plan segments) are given explicitly, nullptr where
-// the backend has none.
+// plugin is loaded): `p` is the backend's function prefix (p##_init ... p##_get_proc_address),
+// describe returns Backend::description; the optional slots (synchronize and the 1.1 plan
+// segments) are given explicitly, nullptr where the backend has none.
 #define CTN_BACKEND_DESC(name_, flags_, p, sync, plan_prepare_, plan_run_, plan_release_) \
   ctn_backend_desc {                                                                     \
     .header = {.struct_size = sizeof(ctn_backend_desc),                                  \
@@ -41,7 +41,7 @@
                .reserved = 0,                                                            \
                .name = name_},                                                           \
     .flags = flags_, .reserved = 0, .init = p##_init, .shutdown = p##_shutdown,          \
-    .describe = p##_describe, .buffer_alloc = p##_buffer_alloc,                          \
+    .describe = ctn_backend_util::describe<Backend>, .buffer_alloc = p##_buffer_alloc,   \
     .buffer_free = p##_buffer_free, .upload = p##_upload, .download = p##_download,      \
     .get_kernel = p##_get_kernel, .synchronize = sync, .set_option = p##_set_option,     \
     .get_proc_address = p##_get_proc_address, .plan_prepare = plan_prepare_,             \
@@ -49,6 +49,12 @@
   }
 
 namespace ctn_backend_util {
+
+// The describe slot of every first-party backend: its state's `description` string.
+template <class B>
+const char *describe(void *state) {
+  return static_cast<B *>(state)->description.c_str();
+}
 
 // Runs body() (which returns a ctn_status) for a C ABI entry point: std::bad_alloc becomes
 // CTN_ERR_OUT_OF_MEMORY "<what>[(<arg>)]: out of memory", any other std::exception

@@ -60,15 +60,9 @@ CTN_GEMV_VARIANT(generic, )
 template <class T>
 using GemvFn = void (*)(const GemvJob<T> &, int64_t, int64_t);
 
-// The variant for a GEMM ISA name (the CPU runs it: gemm_isa_select checked).
 template <class T>
 GemvFn<T> gemv_for(const char *isa) {
-#if defined(__x86_64__)
-  if (isa && !std::strcmp(isa, "avx512")) return gemv_avx512;
-  if (isa && !std::strcmp(isa, "avx2")) return gemv_avx2;
-#endif
-  (void)isa;
-  return gemv_generic;
+  return CTN_ISA_VARIANT(GemvFn<T>, isa, gemv);
 }
 
 struct MatmulState : KernelBase {

@@ -532,15 +532,9 @@ CTN_POOL_VARIANT(avx2, __attribute__((target("avx2"))))
 #endif
 CTN_POOL_VARIANT(generic, )
 
-// The variant for a GEMM ISA name (the CPU runs it: gemm_isa_select checked), as vmath_for.
 template <class T>
 PlanesFn<T> planes_for(const char *isa) {
-#if defined(__x86_64__)
-  if (isa && !std::strcmp(isa, "avx512")) return planes_avx512;
-  if (isa && !std::strcmp(isa, "avx2")) return planes_avx2;
-#endif
-  (void)isa;
-  return planes_generic;
+  return CTN_ISA_VARIANT(PlanesFn<T>, isa, planes);
 }
 
 template <class T>

@@ -251,10 +251,6 @@ void cpu_shutdown(void *state) {
   delete be;
 }
 
-const char *cpu_describe(void *state) {
-  return static_cast<Backend *>(state)->description.c_str();
-}
-
 ctn_status cpu_buffer_alloc(void *state, uint64_t bytes, void **out_handle) {
   auto *be = static_cast<Backend *>(state);
   if (!out_handle) return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu: NULL out_handle");

@@ -204,10 +204,6 @@ void cuda_shutdown(void *state) {
   delete be;
 }
 
-const char *cuda_describe(void *state) {
-  return static_cast<Backend *>(state)->description.c_str();
-}
-
 ctn_status cuda_buffer_alloc(void *state, uint64_t bytes, void **out_handle) {
   auto *be = static_cast<Backend *>(state);
   if (!out_handle) return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda: NULL out_handle");

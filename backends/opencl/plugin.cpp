@@ -154,8 +154,6 @@ void ocl_shutdown(void *state) {
   delete be;
 }
 
-const char *ocl_describe(void *state) { return static_cast<Backend *>(state)->description.c_str(); }
-
 ctn_status ocl_buffer_alloc(void *state, uint64_t bytes, void **out_handle) {
   auto *be = static_cast<Backend *>(state);
   if (!out_handle) return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl: NULL out_handle");

@@ -313,8 +313,6 @@ void vk_shutdown(void *state) {
   }
 }
 
-const char *vk_describe(void *state) { return static_cast<Backend *>(state)->description.c_str(); }
-
 ctn_status vk_buffer_alloc(void *state, uint64_t bytes, void **out_handle) {
   auto *be = static_cast<Backend *>(state);
   return ctn_backend_util::guarded(be->host, "vulkan", [&]() -> ctn_status {

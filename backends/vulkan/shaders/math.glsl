@@ -92,29 +92,37 @@ double m_cos_r(double r) {
   [[unroll]] for (int k = 11; k >= 1; --k) c = 1.0LF - r2 * c / double((2 * k - 1) * (2 * k));
   return c;
 }
-double m_sin(double x) {
-  if (isnan(x) || isinf(x)) return f64_nan();
+// sin x and cos x together: quadrant q turns (sin r, cos r) into (s, c) = (sin r, cos r),
+// (cos r, -sin r), (-sin r, -cos r), (-cos r, sin r).
+void m_sincos(double x, out double s, out double c) {
+  if (isnan(x) || isinf(x)) {
+    s = f64_nan();
+    c = s;
+    return;
+  }
   double r;
   int q;
   m_reduce_pio2(x, r, q);
-  double v = (q & 1) == 0 ? m_sin_r(r) : m_cos_r(r);
-  return q >= 2 ? -v : v;
+  double sr = m_sin_r(r), cr = m_cos_r(r);
+  s = (q & 1) == 0 ? sr : cr;
+  c = (q & 1) == 0 ? cr : sr;
+  if (q >= 2) s = -s;
+  if (q == 1 || q == 2) c = -c;
+}
+double m_sin(double x) {
+  double s, c;
+  m_sincos(x, s, c);
+  return s;
 }
 double m_cos(double x) {
-  if (isnan(x) || isinf(x)) return f64_nan();
-  double r;
-  int q;
-  m_reduce_pio2(x, r, q);
-  double v = (q & 1) == 0 ? m_cos_r(r) : m_sin_r(r);
-  return (q == 1 || q == 2) ? -v : v;
+  double s, c;
+  m_sincos(x, s, c);
+  return c;
 }
 double m_tan(double x) {
-  if (isnan(x) || isinf(x)) return f64_nan();
-  double r;
-  int q;
-  m_reduce_pio2(x, r, q);
-  double s = m_sin_r(r), c = m_cos_r(r);
-  return (q & 1) == 0 ? s / c : -c / s;
+  double s, c;
+  m_sincos(x, s, c);
+  return s / c;
 }
 #else
 T t_inf() { return uintBitsToFloat(0x7f800000u); }
