@@ -34,7 +34,7 @@ using ExpandFn = ctn_node (*)(Graph &g, const OpDef &op, const ctn_node *in, uin
 
 // Forward-mode rule (ctn_jvp): adds to `g` the tangent of node `node` given its inputs' tangents
 // `t` (CTN_NODE_NONE: zero); returns CTN_NODE_NONE when the tangent is zero. Built-in rules:
-// autodiff/tangent_rules.cpp.
+// the shared ones in autodiff/tangent_rules.cpp, an op's own beside its row (core/ops/).
 using TangentFn = ctn_node (*)(Graph &g, ctn_node node, const ctn_node *t);
 
 // The node ctn_context_op_support builds to ask a backend whether it runs the op. `inputs`:

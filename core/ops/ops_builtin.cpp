@@ -1,5 +1,5 @@
-// Built-in op schemas: shape/dtype inference (with attribute normalisation) and the table that
-// ties each op name to its inference and gradient rule.
+// Built-in op schemas: shape/dtype inference (with attribute normalisation), the gradient and
+// tangent rules, and the table that ties each op name to them.
 #include <chutney/ops.h>
 
 #include "autodiff/rules.h"
@@ -9,6 +9,360 @@
 
 #include <cstring>
 #include <vector>
+
+// Gradient rules of the ops below (OpDef::grad), kept beside their rows.
+// The gradient rule table. Each rule reads its forward node from the graph and emits backward
+// nodes with ordinary graph ops, so backends need no special support for autodiff beyond the
+// *_grad ops of ops.h. Broadcasting binary ops reduce their gradients with sum_to.
+namespace ctn::rules {
+
+namespace {
+const Node &N(Graph &g, ctn_node n) { return g.node(n); }
+ctn_node in(Graph &g, ctn_node n, int k) { return g.node(n).inputs[static_cast<size_t>(k)]; }
+Shape shape_of(Graph &g, ctn_node n) { return g.info(n).shape; }
+ctn_node scalar_like(Graph &g, ctn_node like, double v) { return g.add_scalar(g.info(like).dtype, v); }
+ctn_node keepdims_shape(Graph &g, ctn_node dy, const Node &fwd) {
+  // Reshape a reduction's gradient to the keepdims shape so that it broadcasts to the input.
+  const Shape &x = g.info(fwd.inputs[0]).shape;
+  uint64_t mask = static_cast<uint64_t>(fwd.attrs.i[0]);
+  ctn_attrs a{};
+  for (uint32_t k = 0; k < x.ndim; ++k) a.i[a.ni++] = ((mask >> k) & 1) ? 1 : x[k];
+  return g.op1(CTN_OP_RESHAPE, dy, &a);
+}
+ctn_node bcast_to(Graph &g, ctn_node v, const Shape s) {
+  if (g.info(v).shape == s) return v;
+  ctn_attrs a{};
+  for (uint32_t k = 0; k < s.ndim; ++k) a.i[a.ni++] = s[k];
+  return g.op1(CTN_OP_BROADCAST_TO, v, &a);
+}
+}  // namespace
+
+CTN_GRAD_RULE(add) {
+  (void)node;
+  if (need[0]) dx[0] = sum_to(g, dy, shape_of(g, in(g, node, 0)));
+  if (need[1]) dx[1] = sum_to(g, dy, shape_of(g, in(g, node, 1)));
+}
+CTN_GRAD_RULE(sub) {
+  if (need[0]) dx[0] = sum_to(g, dy, shape_of(g, in(g, node, 0)));
+  if (need[1]) dx[1] = sum_to(g, g.op1(CTN_OP_NEG, dy), shape_of(g, in(g, node, 1)));
+}
+CTN_GRAD_RULE(mul) {
+  ctn_node a = in(g, node, 0), b = in(g, node, 1);
+  if (need[0]) dx[0] = sum_to(g, g.op2(CTN_OP_MUL, dy, b), shape_of(g, a));
+  if (need[1]) dx[1] = sum_to(g, g.op2(CTN_OP_MUL, dy, a), shape_of(g, b));
+}
+CTN_GRAD_RULE(div) {
+  ctn_node a = in(g, node, 0), b = in(g, node, 1);
+  if (need[0]) dx[0] = sum_to(g, g.op2(CTN_OP_DIV, dy, b), shape_of(g, a));
+  if (need[1]) {  // d(a/b)/db = -y/b
+    ctn_node t = g.op2(CTN_OP_DIV, g.op2(CTN_OP_MUL, dy, node), b);
+    dx[1] = sum_to(g, g.op1(CTN_OP_NEG, t), shape_of(g, b));
+  }
+}
+CTN_GRAD_RULE(pow) {
+  ctn_node a = in(g, node, 0), b = in(g, node, 1);
+  if (need[0]) {  // b * a^(b-1)
+    ctn_node bm1 = g.op2(CTN_OP_SUB, b, scalar_like(g, b, 1.0));
+    ctn_node t = g.op2(CTN_OP_MUL, g.op2(CTN_OP_MUL, dy, b), g.op2(CTN_OP_POW, a, bm1));
+    dx[0] = sum_to(g, t, shape_of(g, a));
+  }
+  if (need[1]) {  // y * log(a)
+    ctn_node t = g.op2(CTN_OP_MUL, g.op2(CTN_OP_MUL, dy, node), g.op1(CTN_OP_LOG, a));
+    dx[1] = sum_to(g, t, shape_of(g, b));
+  }
+}
+static void minmax(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx, const char *cmp) {
+  // Ties send the gradient to a (the first operand).
+  ctn_node a = in(g, node, 0), b = in(g, node, 1);
+  ctn_node mask = g.op2(cmp, a, b);
+  ctn_node z = scalar_like(g, dy, 0.0);
+  ctn_node w[3];
+  if (need[0]) {
+    w[0] = mask, w[1] = dy, w[2] = z;
+    dx[0] = sum_to(g, g.add_op(CTN_OP_WHERE, 3, w, nullptr), shape_of(g, a));
+  }
+  if (need[1]) {
+    w[0] = mask, w[1] = z, w[2] = dy;
+    dx[1] = sum_to(g, g.add_op(CTN_OP_WHERE, 3, w, nullptr), shape_of(g, b));
+  }
+}
+CTN_GRAD_RULE(maximum) { minmax(g, node, dy, need, dx, CTN_OP_GE); }
+CTN_GRAD_RULE(minimum) { minmax(g, node, dy, need, dx, CTN_OP_LE); }
+CTN_GRAD_RULE(neg) { if (need[0]) dx[0] = g.op1(CTN_OP_NEG, dy); (void)node; }
+CTN_GRAD_RULE(exp) { if (need[0]) dx[0] = g.op2(CTN_OP_MUL, dy, node); }
+CTN_GRAD_RULE(log) { if (need[0]) dx[0] = g.op2(CTN_OP_DIV, dy, in(g, node, 0)); }
+CTN_GRAD_RULE(sqrt) {
+  if (need[0]) dx[0] = g.op2(CTN_OP_DIV, dy, g.op2(CTN_OP_MUL, node, scalar_like(g, node, 2.0)));
+}
+CTN_GRAD_RULE(abs) {  // abs'(0) = sign(0) = 0
+  if (need[0]) dx[0] = g.op2(CTN_OP_MUL, dy, g.op1(CTN_OP_SIGN, in(g, node, 0)));
+}
+CTN_GRAD_RULE(tanh) { if (need[0]) dx[0] = g.op2(CTN_OP_TANH_GRAD, node, dy); }
+CTN_GRAD_RULE(sigmoid) { if (need[0]) dx[0] = g.op2(CTN_OP_SIGMOID_GRAD, node, dy); }
+// relu'(0) = 0. The rule reads the output (y > 0 exactly where x > 0), so the pre-activation
+// value is not kept alive for backward and matmul+bias+relu still fuses in training graphs.
+CTN_GRAD_RULE(relu) { if (need[0]) dx[0] = g.op2(CTN_OP_RELU_GRAD, node, dy); }
+CTN_GRAD_RULE(leaky_relu) {
+  ctn_attrs a = N(g, node).attrs;
+  if (need[0]) dx[0] = g.op2(CTN_OP_LEAKY_RELU_GRAD, in(g, node, 0), dy, &a);
+}
+CTN_GRAD_RULE(gelu) { if (need[0]) dx[0] = g.op2(CTN_OP_GELU_GRAD, in(g, node, 0), dy); }
+CTN_GRAD_RULE(clamp) {  // 1 on [lo, hi] inclusive
+  ctn_attrs a = N(g, node).attrs;
+  if (need[0]) dx[0] = g.op2(CTN_OP_CLAMP_GRAD, in(g, node, 0), dy, &a);
+}
+CTN_GRAD_RULE(cast) {
+  int32_t src = g.info(in(g, node, 0)).dtype;
+  if (need[0] && dtype_is_float(src) && dtype_is_float(g.info(node).dtype)) {
+    ctn_attrs a = attrs_i({src});
+    dx[0] = g.op1(CTN_OP_CAST, dy, &a);
+  }
+}
+CTN_GRAD_RULE(copy) { (void)node; if (need[0]) dx[0] = dy; }
+CTN_GRAD_RULE(where) {
+  ctn_node c = in(g, node, 0);
+  ctn_node z = scalar_like(g, dy, 0.0);
+  ctn_node w[3];
+  if (need[1]) {
+    w[0] = c, w[1] = dy, w[2] = z;
+    dx[1] = sum_to(g, g.add_op(CTN_OP_WHERE, 3, w, nullptr), shape_of(g, in(g, node, 1)));
+  }
+  if (need[2]) {
+    w[0] = c, w[1] = z, w[2] = dy;
+    dx[2] = sum_to(g, g.add_op(CTN_OP_WHERE, 3, w, nullptr), shape_of(g, in(g, node, 2)));
+  }
+}
+CTN_GRAD_RULE(matmul) {
+  // With A = op(a), B = op(b): dA = dy B^T, dB = A^T dy, then undo the operand transposes.
+  ctn_node a = in(g, node, 0), b = in(g, node, 1);
+  bool ta = N(g, node).attrs.i[0], tb = N(g, node).attrs.i[1];
+  auto mm = [&](ctn_node x, ctn_node y, int tx, int ty) {
+    ctn_attrs at = attrs_i({tx, ty});
+    return g.op2(CTN_OP_MATMUL, x, y, &at);
+  };
+  if (need[0]) {
+    ctn_node r = !ta ? (!tb ? mm(dy, b, 0, 1) : mm(dy, b, 0, 0)) : (!tb ? mm(b, dy, 0, 1) : mm(b, dy, 1, 1));
+    dx[0] = sum_to(g, r, shape_of(g, a));
+  }
+  if (need[1]) {
+    ctn_node r = !tb ? (!ta ? mm(a, dy, 1, 0) : mm(a, dy, 0, 0)) : (!ta ? mm(dy, a, 1, 0) : mm(dy, a, 1, 1));
+    dx[1] = sum_to(g, r, shape_of(g, b));
+  }
+}
+CTN_GRAD_RULE(sum) {
+  if (!need[0]) return;
+  const Node f = N(g, node);
+  dx[0] = bcast_to(g, keepdims_shape(g, dy, f), shape_of(g, f.inputs[0]));
+}
+CTN_GRAD_RULE(mean) {
+  if (!need[0]) return;
+  const Node f = N(g, node);
+  const Shape x = shape_of(g, f.inputs[0]);
+  int64_t count = 1;
+  for (uint32_t k = 0; k < x.ndim; ++k)
+    if ((static_cast<uint64_t>(f.attrs.i[0]) >> k) & 1) count *= x[k];
+  ctn_node s = g.op2(CTN_OP_DIV, dy, scalar_like(g, dy, static_cast<double>(count ? count : 1)));
+  dx[0] = bcast_to(g, keepdims_shape(g, s, f), x);
+}
+CTN_GRAD_RULE(max) {
+  // Every tied maximum shares the gradient equally.
+  if (!need[0]) return;
+  const Node f = N(g, node);
+  ctn_node x = f.inputs[0];
+  ctn_attrs ca = attrs_i({g.info(x).dtype});
+  ctn_node mask = g.op1(CTN_OP_CAST, g.op2(CTN_OP_EQ, x, keepdims_shape(g, node, f)), &ca);
+  ctn_attrs ra = attrs_i({f.attrs.i[0], 1});
+  ctn_node count = g.op1(CTN_OP_SUM, mask, &ra);
+  ctn_node share = g.op2(CTN_OP_DIV, keepdims_shape(g, dy, f), count);
+  dx[0] = g.op2(CTN_OP_MUL, mask, share);
+}
+CTN_GRAD_RULE(reshape) {
+  if (!need[0]) return;
+  const Shape x = shape_of(g, in(g, node, 0));
+  ctn_attrs a{};
+  for (uint32_t k = 0; k < x.ndim; ++k) a.i[a.ni++] = x[k];
+  dx[0] = g.op1(CTN_OP_RESHAPE, dy, &a);
+}
+CTN_GRAD_RULE(permute) {
+  if (!need[0]) return;
+  const ctn_attrs fa = N(g, node).attrs;
+  ctn_attrs a{};
+  a.ni = fa.ni;
+  for (uint32_t k = 0; k < a.ni; ++k) a.i[fa.i[k]] = k;
+  dx[0] = g.op1(CTN_OP_PERMUTE, dy, &a);
+}
+CTN_GRAD_RULE(slice) {
+  if (!need[0]) return;
+  const Node f = N(g, node);
+  ctn_attrs a = f.attrs;
+  a.i[4] = shape_of(g, f.inputs[0])[static_cast<uint32_t>(f.attrs.i[0])];
+  a.ni = 5;
+  dx[0] = g.op1(CTN_OP_SLICE_GRAD, dy, &a);
+}
+CTN_GRAD_RULE(slice_grad) {
+  if (!need[0]) return;
+  ctn_attrs a = N(g, node).attrs;
+  a.i[4] = 0;
+  a.ni = 4;
+  dx[0] = g.op1(CTN_OP_SLICE, dy, &a);
+}
+CTN_GRAD_RULE(concat) {
+  const Node f = N(g, node);
+  int64_t ax = f.attrs.i[0], start = 0;
+  for (size_t k = 0; k < f.inputs.size(); ++k) {
+    int64_t len = shape_of(g, f.inputs[k])[static_cast<uint32_t>(ax)];
+    if (need[k]) {
+      ctn_attrs a = attrs_i({ax, start, start + len, 1});
+      dx[k] = g.op1(CTN_OP_SLICE, dy, &a);
+    }
+    start += len;
+  }
+}
+CTN_GRAD_RULE(broadcast_to) { if (need[0]) dx[0] = sum_to(g, dy, shape_of(g, in(g, node, 0))); }
+CTN_GRAD_RULE(softmax) {
+  ctn_attrs a = N(g, node).attrs;
+  if (need[0]) dx[0] = g.op2(CTN_OP_SOFTMAX_GRAD, node, dy, &a);
+}
+CTN_GRAD_RULE(log_softmax) {
+  ctn_attrs a = N(g, node).attrs;
+  if (need[0]) dx[0] = g.op2(CTN_OP_LOG_SOFTMAX_GRAD, node, dy, &a);
+}
+CTN_GRAD_RULE(cross_entropy) {
+  if (!need[0]) return;
+  ctn_node w[3] = {in(g, node, 0), in(g, node, 1), dy};
+  dx[0] = g.add_op(CTN_OP_CROSS_ENTROPY_GRAD, 3, w, nullptr);
+}
+CTN_GRAD_RULE(zero) { (void)g, (void)node, (void)dy, (void)need, (void)dx; }
+
+
+
+// Tangent rules of the ops below with a formula of their own (OpDef::tangent).
+CTN_TANGENT_RULE(add_jvp) {
+  Fwd x(g, node, t);
+  return bcast(g, add_tangents(g, t[0], t[1]), x.out());
+}
+
+CTN_TANGENT_RULE(sub_jvp) {
+  Fwd x(g, node, t);
+  if (x.none(1)) return bcast(g, t[0], x.out());
+  const ctn_node r = x.none(0) ? g.op1(CTN_OP_NEG, t[1]) : g.op2(CTN_OP_SUB, t[0], t[1]);
+  return bcast(g, r, x.out());
+}
+
+CTN_TANGENT_RULE(div_jvp) {  // (ta - y tb) / b
+  Fwd x(g, node, t);
+  ctn_node num = t[0];
+  if (!x.none(1)) {
+    ctn_node yt = g.op2(CTN_OP_MUL, node, t[1]);
+    num = num == CTN_NODE_NONE ? g.op1(CTN_OP_NEG, yt) : g.op2(CTN_OP_SUB, num, yt);
+  }
+  return num == CTN_NODE_NONE ? num : bcast(g, g.op2(CTN_OP_DIV, num, x.in(1)), x.out());
+}
+
+CTN_TANGENT_RULE(pow_jvp) {  // ta b a^(b-1) + tb y log(a)
+  Fwd x(g, node, t);
+  ctn_node r = CTN_NODE_NONE;
+  if (!x.none(0)) {
+    ctn_node bm1 = g.op2(CTN_OP_SUB, x.in(1), g.add_scalar(g.info(x.in(1)).dtype, 1.0));
+    r = g.op2(CTN_OP_MUL, g.op2(CTN_OP_MUL, t[0], x.in(1)), g.op2(CTN_OP_POW, x.in(0), bm1));
+  }
+  if (!x.none(1))
+    r = add_tangents(g, r, g.op2(CTN_OP_MUL, g.op2(CTN_OP_MUL, t[1], node), g.op1(CTN_OP_LOG, x.in(0))));
+  return r == CTN_NODE_NONE ? r : bcast(g, r, x.out());
+}
+
+CTN_TANGENT_RULE(minmax_jvp) {  // maximum, minimum: ties follow a, as the reverse rule
+  Fwd x(g, node, t);
+  if (x.none(0) && x.none(1)) return CTN_NODE_NONE;
+  ctn_node mask = g.op2(x.f.op->name == CTN_OP_MAXIMUM ? CTN_OP_GE : CTN_OP_LE, x.in(0), x.in(1));
+  ctn_node w[3] = {mask, bcast(g, x.tz(g, 0), x.out()), bcast(g, x.tz(g, 1), x.out())};
+  return g.add_op(CTN_OP_WHERE, 3, w, nullptr);
+}
+
+CTN_TANGENT_RULE(where_jvp) {
+  Fwd x(g, node, t);
+  if (x.none(1) && x.none(2)) return CTN_NODE_NONE;
+  ctn_node w[3] = {x.in(0), x.tz(g, 1), x.tz(g, 2)};
+  return bcast(g, g.add_op(CTN_OP_WHERE, 3, w, nullptr), x.out());
+}
+
+CTN_TANGENT_RULE(concat_jvp) {
+  Fwd x(g, node, t);
+  bool any = false;
+  std::vector<ctn_node> ins;
+  for (size_t i = 0; i < x.k(); ++i) {
+    any = any || !x.none(i);
+    ins.push_back(x.tz(g, i));
+  }
+  return any ? g.add_op(*x.f.op, static_cast<uint32_t>(x.k()), ins.data(), x.f.attrs) : CTN_NODE_NONE;
+}
+
+CTN_TANGENT_RULE(log_softmax_jvp) {  // ta - sum(softmax * ta) along the axis
+  Fwd x(g, node, t);
+  if (x.none(0)) return CTN_NODE_NONE;
+  ctn_attrs a = attrs_i({static_cast<int64_t>(1ull << x.f.attrs.i[0]), 1});
+  ctn_node s = g.op1(CTN_OP_SUM, g.op2(CTN_OP_MUL, g.op1(CTN_OP_EXP, node), t[0]), &a);
+  return g.op2(CTN_OP_SUB, t[0], s);
+}
+
+CTN_TANGENT_RULE(max_jvp) {  // every tied maximum shares equally, as the reverse rule
+  Fwd x(g, node, t);
+  if (x.none(0)) return CTN_NODE_NONE;
+  const Shape &xs = g.info(x.in(0)).shape;
+  const uint64_t mask_axes = static_cast<uint64_t>(x.f.attrs.i[0]);
+  ctn_attrs ka{};
+  for (uint32_t d = 0; d < xs.ndim; ++d) ka.i[ka.ni++] = ((mask_axes >> d) & 1) ? 1 : xs[d];
+  ctn_node yk = g.op1(CTN_OP_RESHAPE, node, &ka);
+  ctn_attrs ca = attrs_i({g.info(x.in(0)).dtype});
+  ctn_node mask = g.op1(CTN_OP_CAST, g.op2(CTN_OP_EQ, x.in(0), yk), &ca);
+  ctn_node num = g.op1(CTN_OP_SUM, g.op2(CTN_OP_MUL, mask, t[0]), &x.f.attrs);
+  ctn_node cnt = g.op1(CTN_OP_SUM, mask, &x.f.attrs);
+  return g.op2(CTN_OP_DIV, num, cnt);
+}
+
+// Backward ops, so that forward over reverse (Hessian-vector products) works.
+CTN_TANGENT_RULE(masked_grad_jvp) {  // relu/leaky_relu/clamp_grad (x, dy): linear in dy
+  Fwd x(g, node, t);
+  return x.none(1) ? CTN_NODE_NONE : g.op2(x.f.op->name.c_str(), x.in(0), t[1], &x.f.attrs);
+}
+
+CTN_TANGENT_RULE(output_grad_jvp) {
+  // tanh_grad, sigmoid_grad (y, dy). tanh: dy (1 - y^2) -> tdy (1 - y^2) - 2 y dy ty;
+  // sigmoid: dy y (1 - y) -> ... + dy (1 - 2y) ty
+  Fwd x(g, node, t);
+  const bool is_tanh = x.f.op->name == CTN_OP_TANH_GRAD;
+  ctn_node r = x.none(1) ? CTN_NODE_NONE : g.op2(x.f.op->name.c_str(), x.in(0), t[1], &x.f.attrs);
+  if (!x.none(0)) {
+    const int32_t dt = g.info(x.in(0)).dtype;
+    ctn_node d = is_tanh ? g.op2(CTN_OP_MUL, g.add_scalar(dt, -2.0), x.in(0))
+                         : g.op2(CTN_OP_SUB, g.add_scalar(dt, 1.0), g.op2(CTN_OP_MUL, g.add_scalar(dt, 2.0), x.in(0)));
+    r = add_tangents(g, r, g.op2(CTN_OP_MUL, g.op2(CTN_OP_MUL, d, x.in(1)), t[0]));
+  }
+  return r == CTN_NODE_NONE ? r : bcast(g, r, x.out());
+}
+
+CTN_TANGENT_RULE(cross_entropy_grad_jvp) {
+  // (logits [N, C], labels, dy) -> dy (softmax(logits) - onehot) / N: linear in dy; in the
+  // logits, dy / N times softmax's (symmetric) Jacobian.
+  Fwd x(g, node, t);
+  ctn_node r = CTN_NODE_NONE;
+  if (!x.none(2)) {
+    ctn_node w[3] = {x.in(0), x.in(1), t[2]};
+    r = g.add_op(CTN_OP_CROSS_ENTROPY_GRAD, 3, w, &x.f.attrs);
+  }
+  if (!x.none(0)) {
+    const int32_t dt = g.info(x.in(0)).dtype;
+    const int64_t nrows = g.info(x.in(0)).shape[0];
+    ctn_attrs ax = attrs_i({1});
+    ctn_node sm = g.op1(CTN_OP_SOFTMAX, x.in(0), &ax);
+    ctn_node j = g.op2(CTN_OP_SOFTMAX_GRAD, sm, t[0], &ax);
+    ctn_node scale = g.op2(CTN_OP_DIV, x.in(2), g.add_scalar(dt, static_cast<double>(nrows)));
+    r = add_tangents(g, r, g.op2(CTN_OP_MUL, j, scale));
+  }
+  return r;
+}
+
+}  // namespace ctn::rules
 
 namespace ctn {
 
