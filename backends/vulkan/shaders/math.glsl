@@ -92,37 +92,27 @@ double m_cos_r(double r) {
   [[unroll]] for (int k = 11; k >= 1; --k) c = 1.0LF - r2 * c / double((2 * k - 1) * (2 * k));
   return c;
 }
-// sin x and cos x together: quadrant q turns (sin r, cos r) into (s, c) = (sin r, cos r),
-// (cos r, -sin r), (-sin r, -cos r), (-cos r, sin r).
-void m_sincos(double x, out double s, out double c) {
-  if (isnan(x) || isinf(x)) {
-    s = f64_nan();
-    c = s;
-    return;
-  }
+// sin of n pi/2 + r for the quadrant q = n mod 4 (any q >= 0): one series, never both.
+double m_sin_q(double r, int q) {
+  double v = (q & 1) == 0 ? m_sin_r(r) : m_cos_r(r);
+  return (q & 2) != 0 ? -v : v;
+}
+// sin(x + shift pi/2): shift 0 is sin x, shift 1 cos x.
+double m_sin_shifted(double x, int shift) {
+  if (isnan(x) || isinf(x)) return f64_nan();
   double r;
   int q;
   m_reduce_pio2(x, r, q);
-  double sr = m_sin_r(r), cr = m_cos_r(r);
-  s = (q & 1) == 0 ? sr : cr;
-  c = (q & 1) == 0 ? cr : sr;
-  if (q >= 2) s = -s;
-  if (q == 1 || q == 2) c = -c;
+  return m_sin_q(r, q + shift);
 }
-double m_sin(double x) {
-  double s, c;
-  m_sincos(x, s, c);
-  return s;
-}
-double m_cos(double x) {
-  double s, c;
-  m_sincos(x, s, c);
-  return c;
-}
+double m_sin(double x) { return m_sin_shifted(x, 0); }
+double m_cos(double x) { return m_sin_shifted(x, 1); }
 double m_tan(double x) {
-  double s, c;
-  m_sincos(x, s, c);
-  return s / c;
+  if (isnan(x) || isinf(x)) return f64_nan();
+  double r;
+  int q;
+  m_reduce_pio2(x, r, q);
+  return m_sin_q(r, q) / m_sin_q(r, q + 1);
 }
 #else
 T t_inf() { return uintBitsToFloat(0x7f800000u); }
