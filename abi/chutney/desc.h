@@ -53,11 +53,15 @@ static inline size_t ctn_desc_dtype_size(int32_t dtype) {
     case CTN_I64: return 8;
     case CTN_U8: return 1;
     case CTN_BOOL: return 1;
+    case CTN_F16: return 2;  /* since 1.5 */
+    case CTN_BF16: return 2; /* since 1.5 */
+    case CTN_I8: return 1;   /* since 1.5 */
     default: return 0;
   }
 }
 
-/* "f32", "f64", "i32", "i64", "u8", "bool"; "?" for an unknown dtype (the core's spelling). */
+/* "f32", "f64", "i32", "i64", "u8", "bool", and since 1.5 "f16", "bf16", "i8"; "?" for an
+ * unknown dtype (the core's spelling). */
 static inline const char *ctn_desc_dtype_name(int32_t dtype) {
   switch (dtype) {
     case CTN_F32: return "f32";
@@ -66,12 +70,19 @@ static inline const char *ctn_desc_dtype_name(int32_t dtype) {
     case CTN_I64: return "i64";
     case CTN_U8: return "u8";
     case CTN_BOOL: return "bool";
+    case CTN_F16: return "f16";
+    case CTN_BF16: return "bf16";
+    case CTN_I8: return "i8";
     default: return "?";
   }
 }
 
-/* 1 for f32 and f64. */
+/* 1 for f32 and f64 (unchanged in 1.5: a plugin that branches on it keeps its meaning when it is
+ * rebuilt; the 16-bit floats have their own test below). */
 static inline int ctn_desc_is_float(int32_t dtype) { return dtype == CTN_F32 || dtype == CTN_F64; }
+
+/* 1 for the 16-bit floats CTN_F16 and CTN_BF16 (since 1.5). */
+static inline int ctn_desc_is_half(int32_t dtype) { return dtype == CTN_F16 || dtype == CTN_BF16; }
 
 /* Host-memory backends and CPU kernels of op libraries: the address of element 0. */
 static inline void *ctn_desc_host_ptr(const ctn_tensor_desc *t) {

@@ -72,7 +72,15 @@ typedef enum ctn_dtype {
   CTN_I64 = 3,
   CTN_U8 = 4,
   CTN_BOOL = 5, /* one byte per element, 0 or 1 */
-  CTN_DTYPE_COUNT_V1 = 6
+  CTN_DTYPE_COUNT_V1 = 6,
+  /* since 1.5: the reduced-precision and quantized types (docs/ABI.md, "Dtypes added after 1.0").
+   * The host never hands a tensor of these to a plugin built against an older minor: such a
+   * plugin's kernels see only the six dtypes above. */
+  CTN_F16 = 6,  /* IEEE 754 binary16, two bytes (numpy float16, ONNX FLOAT16) */
+  CTN_BF16 = 7, /* bfloat16: the upper half of an f32 (ONNX BFLOAT16); converted with
+                   round-to-nearest-even */
+  CTN_I8 = 8,   /* signed 8-bit integer (quantized tensors; CTN_U8 is the unsigned one) */
+  CTN_DTYPE_COUNT_V5 = 9 /* since 1.5 */
 } ctn_dtype;
 
 /* Maximum number of dimensions of a tensor. */

@@ -40,11 +40,30 @@ void release_thunk(void *state) {
   delete t;
 }
 
+// The name of the first dtype among the inputs and output that a plugin built against ABI 1.minor
+// does not know, or nullptr.
+const char *dtype_unknown_to(uint32_t minor, uint32_t n, const ctn_tensor_desc *in, const ctn_tensor_desc &out) {
+  if (minor >= 5) return nullptr;
+  for (uint32_t i = 0; i <= n; ++i) {
+    const int32_t dt = i < n ? in[i].dtype : out.dtype;
+    if (dt >= CTN_DTYPE_COUNT_V1) return dtype_name(dt);
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool select_kernel(Backend &b, const OpDef &op, uint32_t n, const ctn_tensor_desc *in, const ctn_tensor_desc &out,
                    const ctn_attrs &attrs, ctn_kernel *k, std::string *why) {
   *k = ctn_kernel{};
+  // The ABI promise (types.h): a plugin built before a dtype existed never sees a tensor of it.
+  const bool lib_older = op.ext && op.lib->abi_minor < b.abi_minor;
+  if (const char *late = dtype_unknown_to(lib_older ? op.lib->abi_minor : b.abi_minor, n, in, out)) {
+    if (why)
+      *why = format("%s %s was built against ABI 1.%u, before the dtype %s (ABI 1.5)", lib_older ? "op library" : "backend",
+                    lib_older ? op.lib->name.c_str() : b.name.c_str(), lib_older ? op.lib->abi_minor : b.abi_minor, late);
+    return false;
+  }
   if (op.ext) {
     // An exact backend match first; else a "cpu" kernel on any host-memory backend (backend.h).
     const auto &x = static_cast<const ExtOpDef &>(op);

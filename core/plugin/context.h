@@ -92,6 +92,7 @@ struct OpLib {
   std::string name, path;
   ctn_oplib_desc desc{};
   void *dl = nullptr;  // nullptr for libraries added in process (ctn_context_add_oplib)
+  uint16_t abi_minor = CTN_ABI_MINOR;  // the minor its header says it was built against
   std::vector<std::unique_ptr<ExtOpDef>> ops;
 };
 

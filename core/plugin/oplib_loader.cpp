@@ -192,6 +192,7 @@ void Context::admit_oplib(const ctn_plugin_header *h, const std::string &path, v
   std::memcpy(&lib->desc, h, std::min<size_t>(h->struct_size, sizeof(ctn_oplib_desc)));
   lib->name = name;
   lib->path = path;
+  lib->abi_minor = h->abi_minor;
   std::vector<std::unique_ptr<ExtOpDef>> defs;
   try {
     defs = read_op_defs(lib->desc, h->abi_minor, name);

@@ -54,6 +54,9 @@ size_t dtype_size(int32_t dtype) {
     case CTN_I64: return 8;
     case CTN_U8: return 1;
     case CTN_BOOL: return 1;
+    case CTN_F16: return 2;
+    case CTN_BF16: return 2;
+    case CTN_I8: return 1;
     default: return 0;
   }
 }
@@ -66,11 +69,14 @@ const char *dtype_name(int32_t dtype) {
     case CTN_I64: return "i64";
     case CTN_U8: return "u8";
     case CTN_BOOL: return "bool";
+    case CTN_F16: return "f16";
+    case CTN_BF16: return "bf16";
+    case CTN_I8: return "i8";
     default: return "?";
   }
 }
 
-bool dtype_valid(int32_t dtype) { return dtype >= 0 && dtype < CTN_DTYPE_COUNT_V1; }
+bool dtype_valid(int32_t dtype) { return dtype >= 0 && dtype < CTN_DTYPE_COUNT_V5; }
 bool dtype_is_float(int32_t dtype) { return dtype == CTN_F32 || dtype == CTN_F64; }
 
 void contiguous_strides(const Shape &s, int64_t *strides) {

@@ -399,6 +399,10 @@ int main(void) {
   K(CTN_U8);
   K(CTN_BOOL);
   K(CTN_DTYPE_COUNT_V1);
+  K(CTN_F16);
+  K(CTN_BF16);
+  K(CTN_I8);
+  K(CTN_DTYPE_COUNT_V5);
   K(CTN_ABI_MAJOR);
   K(CTN_ABI_MINOR);
   K(CTN_VERSION_MAJOR);

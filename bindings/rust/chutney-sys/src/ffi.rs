@@ -701,6 +701,10 @@ pub const CTN_I64: ctn_dtype = 3;
 pub const CTN_U8: ctn_dtype = 4;
 pub const CTN_BOOL: ctn_dtype = 5;
 pub const CTN_DTYPE_COUNT_V1: ctn_dtype = 6;
+pub const CTN_F16: ctn_dtype = 6;
+pub const CTN_BF16: ctn_dtype = 7;
+pub const CTN_I8: ctn_dtype = 8;
+pub const CTN_DTYPE_COUNT_V5: ctn_dtype = 9;
 /// C `ctn_status` (types.h).
 pub type ctn_status = i32;
 /// C `ctn_dtype` (types.h).
@@ -759,7 +763,7 @@ pub struct ctn_kernel {
 // ---- version.h ---------------------------------------------------------------------------------
 
 pub const CTN_ABI_MAJOR: u32 = 1;
-pub const CTN_ABI_MINOR: u32 = 4;
+pub const CTN_ABI_MINOR: u32 = 5;
 pub const CTN_VERSION_MAJOR: u32 = 0;
 pub const CTN_VERSION_MINOR: u32 = 1;
 pub const CTN_VERSION_PATCH: u32 = 0;

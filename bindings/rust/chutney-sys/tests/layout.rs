@@ -143,6 +143,10 @@ fn rust_lines() -> Vec<String> {
         CTN_U8
         CTN_BOOL
         CTN_DTYPE_COUNT_V1
+        CTN_F16
+        CTN_BF16
+        CTN_I8
+        CTN_DTYPE_COUNT_V5
         CTN_ABI_MAJOR
         CTN_ABI_MINOR
         CTN_VERSION_MAJOR
