@@ -11,31 +11,28 @@
 
 namespace ctn {
 
-namespace {
-
-const char *file_kind(mode_t m) {
-  if (S_ISFIFO(m)) return "is a FIFO, not a regular file";
-  if (S_ISDIR(m)) return "is a directory";
-  if (S_ISCHR(m)) return "is a character device, not a regular file";
-  if (S_ISBLK(m)) return "is a block device, not a regular file";
-  if (S_ISSOCK(m)) return "is a socket, not a regular file";
-  return "is not a regular file";
+const char *file_kind(unsigned mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
 }
-
-}  // namespace
 
 int open_regular_file(const std::string &path, const std::string &what, uint64_t *size) {
   // Non-blocking first: a plain open of a FIFO waits for a writer.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) fail(CTN_ERR_IO, "%s %s: cannot open: %s", what.c_str(), path.c_str(), std::strerror(errno));
   struct stat st {};
-  const char *why = nullptr;
+  std::string why;
   if (::fstat(fd, &st) != 0) why = std::strerror(errno);
-  else if (!S_ISREG(st.st_mode)) why = file_kind(st.st_mode);
+  else if (S_ISDIR(st.st_mode)) why = "is a directory";
+  else if (!S_ISREG(st.st_mode)) why = std::string("is ") + file_kind(st.st_mode) + ", not a regular file";
   else if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) why = std::strerror(errno);
-  if (why) {
+  if (!why.empty()) {
     ::close(fd);
-    fail(CTN_ERR_IO, "%s %s: %s", what.c_str(), path.c_str(), why);
+    fail(CTN_ERR_IO, "%s %s: %s", what.c_str(), path.c_str(), why.c_str());
   }
   if (size) *size = static_cast<uint64_t>(st.st_size);
   return fd;

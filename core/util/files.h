@@ -8,6 +8,10 @@
 
 namespace ctn {
 
+// "a FIFO", "a directory", "a character device", "a block device", "a socket" or "a special
+// file", for a stat st_mode that is not a regular file's.
+const char *file_kind(unsigned mode);
+
 // Opens `path` read-only (close-on-exec) if it is a regular file, else throws CTN_ERR_IO
 // "<what> <path>: <reason>" (no such file, is a FIFO / a directory / a device...). The returned
 // descriptor blocks as usual; *size (may be NULL) is the file's size. The caller closes it.
