@@ -96,6 +96,14 @@ using KernelMaker = ctn_status(Backend *be, const ctn_op_signature *sig, ctn_ker
 KernelMaker make_elementwise_kernel, make_reduce_kernel, make_shape_kernel, make_matmul_kernel;
 KernelMaker make_optim_kernel;  // k_optim.cpp
 
+// The kernel of the family that owns sig->op, as that family makes it (plugin.cpp):
+// CTN_ERR_UNSUPPORTED with a reason for an op no family knows.
+ctn_status make_native_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out);
+// k_widen.cpp: whether an operand of `sig` is f16 or bf16, and the fallback for such a signature
+// whose op has no 16-bit kernel: the f32 kernel of the same signature between conversions.
+bool sig_has_half(const ctn_op_signature *sig);
+ctn_status make_widened_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out);
+
 // Neural-network ops: k_conv.cpp, k_pool.cpp, k_norm.cpp, k_nn_misc.cpp (dropout, embedding).
 KernelMaker make_conv_kernel, make_pool_kernel, make_norm_kernel, make_nn_misc_kernel;
 

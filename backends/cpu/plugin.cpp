@@ -268,6 +268,21 @@ ctn_status cpu_buffer_alloc(void *state, uint64_t bytes, void **out_handle) {
   return CTN_OK;
 }
 
+}  // namespace
+
+ctn_status make_native_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out) {
+  bool handled = false;
+  for (KernelMaker *m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,
+                         make_matmul_kernel, make_optim_kernel, make_conv_kernel, make_pool_kernel,
+                         make_norm_kernel, make_nn_misc_kernel}) {
+    ctn_status st = m(be, sig, out, &handled);
+    if (handled) return st;
+  }
+  return be->host->set_error(CTN_ERR_UNSUPPORTED, "cpu backend: unknown op '%s'", sig->op);
+}
+
+namespace {
+
 void cpu_buffer_free(void *, void *handle) { std::free(handle); }
 
 ctn_status cpu_upload(void *state, void *handle, uint64_t offset, const void *src,
@@ -294,14 +309,16 @@ ctn_status cpu_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
   return ctn_backend_util::guarded(host, "cpu get_kernel", [&]() -> ctn_status {
     if (ctn_status st = ctn_backend_util::check_signature(host, "cpu", sig, out); st != CTN_OK)
       return st;
+    if (!sig_has_half(sig)) return make_native_kernel(be, sig, out);
+    // 16-bit floats: the elementwise and shape families have kernels of their own (loads and
+    // stores convert, the arithmetic is f32's); every other op runs as its f32 kernel between
+    // conversions (k_widen.cpp).
     bool handled = false;
-    for (KernelMaker *m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,
-                    make_matmul_kernel, make_optim_kernel, make_conv_kernel, make_pool_kernel,
-                    make_norm_kernel, make_nn_misc_kernel}) {
+    for (KernelMaker *m : {make_elementwise_kernel, make_shape_kernel}) {
       ctn_status st = m(be, sig, out, &handled);
       if (handled) return st;
     }
-    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu backend: unknown op '%s'", sig->op);
+    return make_widened_kernel(be, sig, out);
   }, sig && sig->op ? sig->op : "?");
 }
 
