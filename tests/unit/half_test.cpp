@@ -1,0 +1,253 @@
+// The 16-bit floats (issue 27): desc.h's scalar conversions (rounding to nearest even, NaN,
+// infinities, f16 subnormals and overflow, no double rounding from f64), the CPU backend's casts
+// against them over every f16 value and many f32 bit patterns (run once per CPU ISA variant by
+// meson: CHUTNEY_CPU_ISA), casts to i8, and gradients through an f16 graph against f32's.
+#include <chutney/chutney.h>
+#include <chutney/desc.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "test_helpers.h"
+
+namespace {
+
+float bits_f32(uint32_t u) { return ctn_desc_bits_f32(u); }
+bool f16_is_nan(uint16_t h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0; }
+bool bf16_is_nan(uint16_t h) { return (h & 0x7f80u) == 0x7f80u && (h & 0x7fu) != 0; }
+
+TEST(HalfConvert, F16RoundsToNearestEven) {
+  EXPECT_EQ(ctn_desc_f32_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(ctn_desc_f32_to_f16(1.0f + 0x1p-11f), 0x3c00);           // tie: to even (down)
+  EXPECT_EQ(ctn_desc_f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);       // tie: to even (up)
+  EXPECT_EQ(ctn_desc_f32_to_f16(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);  // past the tie: up
+  EXPECT_EQ(ctn_desc_f32_to_f16(-2.5f), 0xc100);
+  EXPECT_EQ(ctn_desc_f32_to_f16(65504.f), 0x7bff);    // the largest f16
+  EXPECT_EQ(ctn_desc_f32_to_f16(65519.f), 0x7bff);    // below the midpoint to 2^16
+  EXPECT_EQ(ctn_desc_f32_to_f16(65520.f), 0x7c00);    // the midpoint: to even, which is inf
+  EXPECT_EQ(ctn_desc_f32_to_f16(-1e10f), 0xfc00);     // overflow: -inf
+  EXPECT_EQ(ctn_desc_f32_to_f16(INFINITY), 0x7c00);
+  EXPECT_EQ(ctn_desc_f32_to_f16(-INFINITY), 0xfc00);
+  EXPECT_TRUE(f16_is_nan(ctn_desc_f32_to_f16(NAN)));
+  EXPECT_TRUE(f16_is_nan(ctn_desc_f32_to_f16(bits_f32(0x7f800001u))));  // a payload in the low bits only
+  EXPECT_EQ(ctn_desc_f32_to_f16(-0.0f), 0x8000);
+  // Subnormals: 2^-24 is the smallest; 2^-25 ties to even (zero), just above rounds up.
+  EXPECT_EQ(ctn_desc_f32_to_f16(0x1p-24f), 0x0001);
+  EXPECT_EQ(ctn_desc_f32_to_f16(0x1p-25f), 0x0000);
+  EXPECT_EQ(ctn_desc_f32_to_f16(0x1.8p-24f), 0x0002);  // 1.5 ulp: tie, to even
+  EXPECT_EQ(ctn_desc_f32_to_f16(0x1.4p-24f), 0x0001);
+  EXPECT_EQ(ctn_desc_f32_to_f16(-0x1p-14f), 0x8400);   // the smallest normal
+  EXPECT_EQ(ctn_desc_f32_to_f16(0x1.ff8p-15f), 0x03ff);  // the largest subnormal
+  EXPECT_EQ(ctn_desc_f32_to_f16(0x1.ffcp-15f), 0x0400);  // half an ulp above: a tie, up to the normal
+  EXPECT_EQ(ctn_desc_f16_to_f32(0x0001), 0x1p-24f);
+  EXPECT_EQ(ctn_desc_f16_to_f32(0x03ff), 0x1.ff8p-15f);
+  EXPECT_EQ(ctn_desc_f16_to_f32(0x7bff), 65504.f);
+  // Every f16 comes back through f32 unchanged (NaNs stay NaN).
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const uint16_t back = ctn_desc_f32_to_f16(ctn_desc_f16_to_f32(static_cast<uint16_t>(h)));
+    if (f16_is_nan(static_cast<uint16_t>(h))) {
+      EXPECT_TRUE(f16_is_nan(back)) << h;
+    } else {
+      ASSERT_EQ(back, h);
+    }
+  }
+}
+
+TEST(HalfConvert, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(ctn_desc_f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(ctn_desc_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);      // tie: down to even
+  EXPECT_EQ(ctn_desc_f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);  // tie: up to even
+  EXPECT_EQ(ctn_desc_f32_to_bf16(std::numeric_limits<float>::max()), 0x7f80);  // past bf16's max: inf
+  EXPECT_EQ(ctn_desc_f32_to_bf16(-INFINITY), 0xff80);
+  EXPECT_TRUE(bf16_is_nan(ctn_desc_f32_to_bf16(NAN)));
+  EXPECT_TRUE(bf16_is_nan(ctn_desc_f32_to_bf16(bits_f32(0x7f800001u))));  // would round to inf
+  EXPECT_EQ(ctn_desc_bf16_to_f32(0x4049), 3.140625f);
+  EXPECT_EQ(ctn_desc_f32_to_bf16(bits_f32(0x00010000u)), 0x0001);  // an f32 subnormal: kept
+}
+
+TEST(HalfConvert, F64RoundsOnce) {
+  // Just above the f16 tie between 1 and 1 + 2^-10: through a plain f32 it would become the tie
+  // and then round down; the right answer is up.
+  const double d = 1.0 + 0x1p-11 + 0x1p-40;
+  EXPECT_EQ(ctn_desc_f32_to_f16(static_cast<float>(d)), 0x3c00);  // double rounding
+  EXPECT_EQ(ctn_desc_f64_to_f16(d), 0x3c01);
+  EXPECT_EQ(ctn_desc_f64_to_bf16(1.0 + 0x1p-8 + 0x1p-40), 0x3f81);
+  EXPECT_EQ(ctn_desc_f64_to_f16(1e300), 0x7c00);
+  EXPECT_EQ(ctn_desc_f64_to_bf16(-1e300), 0xff80);
+  EXPECT_EQ(ctn_desc_f64_to_f16(0x1p-25), 0x0000);  // exact tie stays a tie
+  EXPECT_EQ(ctn_desc_f64_to_f16(0x1p-25 + 0x1p-60), 0x0001);
+  EXPECT_TRUE(f16_is_nan(ctn_desc_f64_to_f16(NAN)));
+}
+
+// ---- through the CPU backend ------------------------------------------------------------------
+
+struct Cpu : ::testing::Test {
+  Ctx c;
+  // The graph y = cast(x, to) run on x (n elements of `from`, bytes `x`); y's bytes.
+  std::vector<unsigned char> cast(ctn_dtype from, ctn_dtype to, const void *x, int64_t n) {
+    std::vector<unsigned char> y(static_cast<size_t>(n) * ctn_dtype_size(to));
+    ctn_graph *g = nullptr;
+    EXPECT_EQ(ctn_graph_create(c.ctx, 0, &g), CTN_OK) << ctn_last_error();
+    ctn_node in, out;
+    EXPECT_EQ(ctn_input(g, "x", from, 1, &n, &in), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ctn_cast(g, in, to, &out), CTN_OK) << ctn_last_error();
+    ctn_plan *p = nullptr;
+    EXPECT_EQ(ctn_plan_compile(g, 1, &out, nullptr, &p), CTN_OK) << ctn_last_error();
+    ctn_tensor *xt = nullptr, *yt = nullptr;
+    EXPECT_EQ(ctn_tensor_create(from, 1, &n, x, &xt), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ctn_plan_output_create(p, 0, &yt), CTN_OK) << ctn_last_error();
+    const ctn_tensor *feeds[] = {xt};
+    ctn_tensor *const outs[] = {yt};
+    EXPECT_EQ(ctn_plan_run(p, 1, &in, feeds, 1, outs), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ctn_tensor_read(yt, y.data(), y.size()), CTN_OK) << ctn_last_error();
+    ctn_tensor_release(xt);
+    ctn_tensor_release(yt);
+    ctn_plan_release(p);
+    ctn_graph_release(g);
+    return y;
+  }
+  template <class T>
+  std::vector<T> as(const std::vector<unsigned char> &b) {
+    std::vector<T> v(b.size() / sizeof(T));
+    std::memcpy(v.data(), b.data(), b.size());
+    return v;
+  }
+};
+
+TEST_F(Cpu, EveryF16WidensExactly) {
+  std::vector<uint16_t> h(65536);
+  for (uint32_t i = 0; i < 65536; ++i) h[i] = static_cast<uint16_t>(i);
+  for (ctn_dtype dt : {CTN_F16, CTN_BF16}) {
+    const auto f = as<float>(cast(dt, CTN_F32, h.data(), 65536));
+    ASSERT_EQ(f.size(), 65536u);
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const float want = dt == CTN_F16 ? ctn_desc_f16_to_f32(h[i]) : ctn_desc_bf16_to_f32(h[i]);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(f[i])) << i;
+      } else {
+        ASSERT_EQ(ctn_desc_f32_bits(f[i]), ctn_desc_f32_bits(want)) << ctn_desc_dtype_name(dt) << " " << i;
+      }
+    }
+  }
+}
+
+TEST_F(Cpu, F32NarrowsAsTheScalarRule) {
+  // Random bit patterns (every exponent) and the edge values, long enough for the vector loops.
+  std::mt19937 rng(27);
+  std::vector<float> x;
+  for (float v : {0.f, -0.f, 1.f + 0x1p-11f, 1.f + 0x1p-8f, 65504.f, 65520.f, 0x1p-25f, 0x1p-24f,
+                  0x1.8p-24f, INFINITY, -INFINITY, NAN, std::numeric_limits<float>::max()})
+    x.push_back(v);
+  while (x.size() < 200003) x.push_back(bits_f32(rng()));
+  const int64_t n = static_cast<int64_t>(x.size());
+  const auto h = as<uint16_t>(cast(CTN_F32, CTN_F16, x.data(), n));
+  const auto b = as<uint16_t>(cast(CTN_F32, CTN_BF16, x.data(), n));
+  ASSERT_EQ(h.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      EXPECT_TRUE(f16_is_nan(h[i]) && bf16_is_nan(b[i])) << i;
+      continue;
+    }
+    ASSERT_EQ(h[i], ctn_desc_f32_to_f16(x[i])) << "f16 of " << x[i];
+    // AVX512_BF16's instruction flushes f32 subnormal inputs to zero (half.h): allowed there.
+    const bool subnormal = std::fpclassify(x[i]) == FP_SUBNORMAL;
+    if (!(subnormal && (b[i] & 0x7fffu) == 0)) {
+      ASSERT_EQ(b[i], ctn_desc_f32_to_bf16(x[i])) << "bf16 of " << x[i];
+    }
+  }
+}
+
+TEST_F(Cpu, HalfToHalfAndF64) {
+  const std::vector<double> d = {1.0 + 0x1p-11 + 0x1p-40, 1e300, -3.25, 0x1p-25 + 0x1p-60};
+  const auto h = as<uint16_t>(cast(CTN_F64, CTN_F16, d.data(), 4));
+  EXPECT_EQ(h, (std::vector<uint16_t>{0x3c01, 0x7c00, 0xc280, 0x0001}));
+  // f16 -> bf16 rounds the f16 value once: 1 + 2^-10 is a bf16 tie (down to 1).
+  const auto b = as<uint16_t>(cast(CTN_F16, CTN_BF16, h.data(), 4));
+  EXPECT_EQ(b, (std::vector<uint16_t>{0x3f80, 0x7f80, 0xc050, 0x3380}));
+}
+
+TEST_F(Cpu, CastsToI8SaturateOrWrap) {
+  const std::vector<float> f = {-300.f, -128.5f, -1.5f, 0.7f, 127.9f, 300.f, NAN, INFINITY};
+  std::vector<uint16_t> h;
+  for (float v : f) h.push_back(ctn_desc_f32_to_f16(v));
+  const std::vector<int8_t> want = {-128, -128, -1, 0, 127, 127, 0, 127};
+  EXPECT_EQ(as<int8_t>(cast(CTN_F32, CTN_I8, f.data(), 8)), want);
+  EXPECT_EQ(as<int8_t>(cast(CTN_F16, CTN_I8, h.data(), 8)), want);  // -128.5 is -128.5 in f16 too
+  const std::vector<int32_t> i = {300, -129, 127, -5};
+  EXPECT_EQ(as<int8_t>(cast(CTN_I32, CTN_I8, i.data(), 4)), (std::vector<int8_t>{44, 127, 127, -5}));
+  const std::vector<int8_t> back = {-128, -1, 0, 127};
+  const auto bh = as<uint16_t>(cast(CTN_I8, CTN_BF16, back.data(), 4));
+  EXPECT_EQ(bh, (std::vector<uint16_t>{0xc300, 0xbf80, 0x0000, 0x42fe}));
+}
+
+// loss = sum(tanh(x @ w) * c) in f16 and in f32; the gradient wrt w agrees to f16 accuracy.
+TEST_F(Cpu, GradientThroughAnF16Graph) {
+  const int64_t xs[2] = {8, 16}, ws[2] = {16, 4}, cs[2] = {8, 4};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> xv(128), wv(64), cv(32);
+  for (auto *v : {&xv, &wv, &cv})
+    for (float &e : *v) e = ctn_desc_f16_to_f32(ctn_desc_f32_to_f16(u(rng) * 0.5f));  // exact in f16
+  std::vector<std::vector<float>> grads;
+  for (ctn_dtype dt : {CTN_F32, CTN_F16}) {
+    ctn_graph *g = nullptr;
+    CTN_ASSERT_OK(ctn_graph_create(c.ctx, 0, &g));
+    ctn_node x, w, cc, xw, t, m, loss, dw;
+    CTN_ASSERT_OK(ctn_input(g, "x", dt, 2, xs, &x));
+    CTN_ASSERT_OK(ctn_input(g, "w", dt, 2, ws, &w));
+    CTN_ASSERT_OK(ctn_input(g, "c", dt, 2, cs, &cc));
+    CTN_ASSERT_OK(ctn_matmul(g, x, w, 0, 0, &xw));
+    CTN_ASSERT_OK(ctn_tanh(g, xw, &t));
+    CTN_ASSERT_OK(ctn_mul(g, t, cc, &m));
+    CTN_ASSERT_OK(ctn_sum(g, m, 0, nullptr, 0, &loss));
+    CTN_ASSERT_OK(ctn_grad(g, loss, 1, &w, &dw));
+    ctn_dtype gdt = CTN_F32;
+    CTN_ASSERT_OK(ctn_node_info(g, dw, &gdt, nullptr, nullptr));
+    EXPECT_EQ(gdt, dt);
+    ctn_plan *p = nullptr;
+    CTN_ASSERT_OK(ctn_plan_compile(g, 1, &dw, nullptr, &p));
+    std::vector<ctn_tensor *> feeds;
+    const std::vector<float> *vals[3] = {&xv, &wv, &cv};
+    const int64_t *shapes[3] = {xs, ws, cs};
+    for (int k = 0; k < 3; ++k) {
+      std::vector<uint16_t> h;
+      for (float v : *vals[k]) h.push_back(ctn_desc_f32_to_f16(v));
+      ctn_tensor *tt = nullptr;
+      CTN_ASSERT_OK(ctn_tensor_create(dt, 2, shapes[k], dt == CTN_F16 ? static_cast<const void *>(h.data()) : vals[k]->data(), &tt));
+      feeds.push_back(tt);
+    }
+    ctn_tensor *out = nullptr;
+    CTN_ASSERT_OK(ctn_plan_output_create(p, 0, &out));
+    const ctn_node in[3] = {x, w, cc};
+    const ctn_tensor *fv[3] = {feeds[0], feeds[1], feeds[2]};
+    ctn_tensor *const outs[] = {out};
+    CTN_ASSERT_OK(ctn_plan_run(p, 3, in, fv, 1, outs));
+    std::vector<float> gv(64);
+    if (dt == CTN_F16) {
+      std::vector<uint16_t> h(64);
+      CTN_ASSERT_OK(ctn_tensor_read(out, h.data(), 128));
+      for (int k = 0; k < 64; ++k) gv[k] = ctn_desc_f16_to_f32(h[k]);
+    } else {
+      CTN_ASSERT_OK(ctn_tensor_read(out, gv.data(), 256));
+    }
+    grads.push_back(gv);
+    for (ctn_tensor *tt : feeds) ctn_tensor_release(tt);
+    ctn_tensor_release(out);
+    ctn_plan_release(p);
+    ctn_graph_release(g);
+  }
+  double num = 0, den = 0;
+  for (int k = 0; k < 64; ++k) {
+    num += (grads[1][k] - grads[0][k]) * (grads[1][k] - grads[0][k]);
+    den += grads[0][k] * grads[0][k];
+  }
+  EXPECT_GT(den, 0.1);
+  EXPECT_LT(std::sqrt(num / den), 5e-3) << "relative error of the f16 gradient";
+}
+
+}  // namespace
