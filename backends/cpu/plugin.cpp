@@ -318,6 +318,9 @@ ctn_status cpu_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
       ctn_status st = m(be, sig, out, &handled);
       if (handled) return st;
     }
+    // A 16-bit matmul: oneDNN's (16-bit dot products, f32 sums) when the option asks for it.
+    std::string why;
+    if (be->half_matmul_onednn.load() && make_onednn_matmul_half(be, sig, out, &why)) return CTN_OK;
     return make_widened_kernel(be, sig, out);
   }, sig && sig->op ? sig->op : "?");
 }
@@ -369,6 +372,16 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
                                "cpu: conv 'onednn' requested but this build has no oneDNN "
                                "(libdnnl-dev; meson option cpu_onednn)");
       be->conv_mode = mode;
+    } else if (std::strcmp(key, "half_matmul") == 0) {
+      bool onednn = false;
+      if (!parse_choice(value, {{"convert", false}, {"onednn", true}}, &onednn))
+        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                               "cpu: half_matmul must be 'convert' or 'onednn', got '%s'", value);
+      if (onednn && !onednn_built_in())
+        return host->set_error(CTN_ERR_UNAVAILABLE,
+                               "cpu: half_matmul 'onednn' requested but this build has no oneDNN "
+                               "(libdnnl-dev; meson option cpu_onednn)");
+      be->half_matmul_onednn = onednn;
     } else if (std::strcmp(key, "gemm_isa") == 0) {
       const GemmIsa *isa = gemm_isa_select(value);
       if (!isa)
@@ -379,7 +392,7 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
       be->gemm_isa = isa;
     } else {
       return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                             "cpu: unknown option '%s' (num_threads, pool, gemm, gemm_isa, conv)",
+                             "cpu: unknown option '%s' (num_threads, pool, gemm, gemm_isa, conv, half_matmul)",
                              key);
     }
     update_description(*be);

@@ -185,6 +185,65 @@ TEST_F(Cpu, CastsToI8SaturateOrWrap) {
   EXPECT_EQ(bh, (std::vector<uint16_t>{0xc300, 0xbf80, 0x0000, 0x42fe}));
 }
 
+// A bf16 / f16 matmul (plain and transposed operands) on each path of the half_matmul option,
+// against the f64 product of the same 16-bit inputs.
+TEST_F(Cpu, HalfMatmulPaths) {
+  EXPECT_EQ(ctn_context_set_option(c.ctx, "cpu", "half_matmul", "fast"), CTN_ERR_INVALID_ARGUMENT);
+  const int64_t m = 37, k = 48, n = 40;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const char *path : {"convert", "onednn"}) {
+    if (ctn_context_set_option(c.ctx, "cpu", "half_matmul", path) != CTN_OK) {
+      std::printf("half_matmul=%s: %s (skipped)\n", path, ctn_last_error());
+      continue;
+    }
+    for (ctn_dtype dt : {CTN_BF16, CTN_F16})
+      for (int t = 0; t < 4; ++t) {
+        const int ta = t & 1, tb = t >> 1;
+        SCOPED_TRACE(std::string(path) + " " + ctn_desc_dtype_name(dt) + " ta " + std::to_string(ta) + " tb " + std::to_string(tb));
+        std::vector<uint16_t> a(m * k), b(k * n);
+        for (auto &e : a) e = dt == CTN_F16 ? ctn_desc_f32_to_f16(u(rng)) : ctn_desc_f32_to_bf16(u(rng));
+        for (auto &e : b) e = dt == CTN_F16 ? ctn_desc_f32_to_f16(u(rng)) : ctn_desc_f32_to_bf16(u(rng));
+        auto val = [&](uint16_t h) { return double(dt == CTN_F16 ? ctn_desc_f16_to_f32(h) : ctn_desc_bf16_to_f32(h)); };
+        ctn_graph *g = nullptr;
+        CTN_ASSERT_OK(ctn_graph_create(c.ctx, 0, &g));
+        const int64_t as[2] = {ta ? k : m, ta ? m : k}, bs[2] = {tb ? n : k, tb ? k : n};
+        ctn_node an, bn, y;
+        CTN_ASSERT_OK(ctn_input(g, "a", dt, 2, as, &an));
+        CTN_ASSERT_OK(ctn_input(g, "b", dt, 2, bs, &bn));
+        CTN_ASSERT_OK(ctn_matmul(g, an, bn, ta, tb, &y));
+        ctn_plan *p = nullptr;
+        CTN_ASSERT_OK(ctn_plan_compile(g, 1, &y, nullptr, &p));
+        ctn_tensor *at = nullptr, *bt = nullptr, *yt = nullptr;
+        CTN_ASSERT_OK(ctn_tensor_create(dt, 2, as, a.data(), &at));
+        CTN_ASSERT_OK(ctn_tensor_create(dt, 2, bs, b.data(), &bt));
+        CTN_ASSERT_OK(ctn_plan_output_create(p, 0, &yt));
+        const ctn_node in[2] = {an, bn};
+        const ctn_tensor *fv[2] = {at, bt};
+        ctn_tensor *const outs[] = {yt};
+        CTN_ASSERT_OK(ctn_plan_run(p, 2, in, fv, 1, outs));
+        std::vector<uint16_t> yv(m * n);
+        CTN_ASSERT_OK(ctn_tensor_read(yt, yv.data(), yv.size() * 2));
+        double num = 0, den = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double r = 0;
+            for (int64_t q = 0; q < k; ++q)
+              r += val(a[ta ? q * m + i : i * k + q]) * val(b[tb ? j * k + q : q * n + j]);
+            const double d = val(yv[i * n + j]) - r;
+            num += d * d;
+            den += r * r;
+          }
+        EXPECT_LT(num / den, dt == CTN_F16 ? 4e-6 : 1e-4);  // one rounding of the f32 sum
+        ctn_tensor_release(at);
+        ctn_tensor_release(bt);
+        ctn_tensor_release(yt);
+        ctn_plan_release(p);
+        ctn_graph_release(g);
+      }
+  }
+}
+
 // loss = sum(tanh(x @ w) * c) in f16 and in f32; the gradient wrt w agrees to f16 accuracy.
 TEST_F(Cpu, GradientThroughAnF16Graph) {
   const int64_t xs[2] = {8, 16}, ws[2] = {16, 4}, cs[2] = {8, 4};
