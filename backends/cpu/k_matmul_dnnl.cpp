@@ -12,7 +12,7 @@
 
 #include <omp.h>
 
-#include <oneapi/dnnl/dnnl.hpp>
+#include "k_dnnl.h"
 
 #include <algorithm>
 #include <mutex>
@@ -22,13 +22,7 @@ namespace {
 
 using dnnl::memory;
 
-constexpr size_t kAlign = 64;
-size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-dnnl::engine &engine() {
-  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  return eng;
-}
+dnnl::engine &engine() { return onednn_engine(); }
 
 // The primitive for `rows` rows of the result.
 struct Part {
@@ -100,8 +94,7 @@ ctn_status dnnl_matmul_kernel(void *state, const ctn_kernel_args *args) {
   call.a = desc_ptr<const char>(args->inputs[0]);
   call.b = desc_ptr<const char>(args->inputs[1]);
   call.y = desc_ptr<char>(args->outputs[0]);
-  const auto base = reinterpret_cast<uintptr_t>(args->workspace);
-  call.ws = static_cast<char *>(args->workspace) + (align_up(base) - base);
+  call.ws = dnnl_workspace(args->workspace);
   const int caller_threads = omp_get_max_threads();
   if (st->parts > 1) st->be->pool->parallel_for(st->parts, 1, Call::part_fn, &call);
   else Call::part_fn(&call, 0, 1, 0);
@@ -147,10 +140,10 @@ bool make_onednn_matmul_half(Backend *be, const ctn_op_signature *sig, ctn_kerne
       *why = "oneDNN has only its reference implementation (" + impl + ")";
       return false;
     }
-    st->slot = align_up(std::max(st->v[0].scratch.get_size(), st->v[1].rows ? st->v[1].scratch.get_size() : 0));
-    const uint64_t ws = static_cast<uint64_t>(st->slot) * static_cast<uint64_t>(st->parts) + kAlign;
-    kernel_set(out, dnnl_matmul_kernel, st.release(), 0, ws);
-    be->onednn_kernels.fetch_add(1, std::memory_order_relaxed);
+    st->slot = dnnl_align_up(std::max(st->v[0].scratch.get_size(), st->v[1].rows ? st->v[1].scratch.get_size() : 0));
+    const size_t slot = st->slot;
+    const int64_t parts = st->parts;
+    dnnl_kernel_set(be, out, dnnl_matmul_kernel, st.release(), slot, parts);
     return true;
   } catch (const dnnl::error &e) {
     omp_set_num_threads(caller_threads);
