@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "test_helpers.h"
@@ -183,6 +184,38 @@ TEST_F(Cpu, CastsToI8SaturateOrWrap) {
   const std::vector<int8_t> back = {-128, -1, 0, 127};
   const auto bh = as<uint16_t>(cast(CTN_I8, CTN_BF16, back.data(), 4));
   EXPECT_EQ(bh, (std::vector<uint16_t>{0xc300, 0xbf80, 0x0000, 0x42fe}));
+}
+
+// CTN_RUN_CHECK_NUMERICS reads 16-bit tensors: an f16 overflow (300 * 300 > 65504) is found.
+TEST_F(Cpu, NumericsCheckSeesF16Infinity) {
+  ctn_graph *g = nullptr;
+  CTN_ASSERT_OK(ctn_graph_create(c.ctx, 0, &g));
+  const int64_t n = 3;
+  ctn_node x, y;
+  CTN_ASSERT_OK(ctn_input(g, "x", CTN_F16, 1, &n, &x));
+  CTN_ASSERT_OK(ctn_mul(g, x, x, &y));
+  ctn_plan *p = nullptr;
+  CTN_ASSERT_OK(ctn_plan_compile(g, 1, &y, nullptr, &p));
+  const uint16_t xv[3] = {ctn_desc_f32_to_f16(2.f), ctn_desc_f32_to_f16(300.f), ctn_desc_f32_to_f16(-1.f)};
+  ctn_tensor *xt = nullptr, *yt = nullptr;
+  CTN_ASSERT_OK(ctn_tensor_create(CTN_F16, 1, &n, xv, &xt));
+  CTN_ASSERT_OK(ctn_plan_output_create(p, 0, &yt));
+  const ctn_tensor *fv[1] = {xt};
+  ctn_tensor *const outs[] = {yt};
+  ctn_run_options o{};
+  o.struct_size = sizeof o;
+  CTN_EXPECT_OK(ctn_plan_run_with_options(p, &o, 1, &x, fv, 1, outs));  // unchecked: runs
+  uint16_t yv[3] = {};
+  CTN_ASSERT_OK(ctn_tensor_read(yt, yv, sizeof yv));
+  EXPECT_EQ(yv[0], ctn_desc_f32_to_f16(4.f));
+  EXPECT_EQ(yv[1], 0x7c00);  // inf
+  o.flags = CTN_RUN_CHECK_NUMERICS;
+  EXPECT_EQ(ctn_plan_run_with_options(p, &o, 1, &x, fv, 1, outs), CTN_ERR_NUMERICS);
+  EXPECT_NE(std::string(ctn_last_error()).find("mul"), std::string::npos) << ctn_last_error();
+  ctn_tensor_release(xt);
+  ctn_tensor_release(yt);
+  ctn_plan_release(p);
+  ctn_graph_release(g);
 }
 
 // A bf16 / f16 matmul (plain and transposed operands) on each path of the half_matmul option,
