@@ -119,18 +119,29 @@ const HalfIsa kAvx2 = {"avx2", f16_to_f32_avx2, bf16_to_f32_avx2, f32_to_f16_avx
 
 }  // namespace
 
-const HalfIsa &half_generic() { return kGeneric; }
+const HalfIsa *half_variant(const char *name) {
+  if (!std::strcmp(name, "generic")) return &kGeneric;
+#if defined(__x86_64__)
+  if (!std::strcmp(name, "avx512_bf16") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"))
+    return &kAvx512Bf16;
+  if (!std::strcmp(name, "avx512") && __builtin_cpu_supports("avx512f")) return &kAvx512;
+  // Every AVX2 CPU has F16C (Haswell, Zen); checked anyway, the check is cheap.
+  if (!std::strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c"))
+    return &kAvx2;
+#endif
+  return nullptr;
+}
 
 const HalfIsa &half_for(const char *isa_name) {
-#if defined(__x86_64__)
-  if (isa_name && std::strcmp(isa_name, "avx512") == 0)
-    return __builtin_cpu_supports("avx512bf16") ? kAvx512Bf16 : kAvx512;
-  // Every AVX2 CPU has F16C (Haswell, Zen); checked anyway, the check is cheap.
-  if (isa_name && std::strcmp(isa_name, "avx2") == 0 && __builtin_cpu_supports("f16c")) return kAvx2;
-#else
-  (void)isa_name;
-#endif
-  return kGeneric;
+  const HalfIsa *v = nullptr;
+  if (isa_name && !std::strcmp(isa_name, "avx512")) {
+    v = half_variant("avx512_bf16");
+    if (!v) v = half_variant("avx512");
+  } else if (isa_name && !std::strcmp(isa_name, "avx2")) {
+    v = half_variant("avx2");
+  }
+  return v ? *v : kGeneric;
 }
 
 }  // namespace ctn_cpu

@@ -45,8 +45,9 @@ struct HalfIsa {
 // The variant for a GEMM ISA name ("avx512": with AVX512_BF16 when the CPU has it; "avx2";
 // anything else: the scalar one). The caller has checked that the CPU runs the ISA.
 const HalfIsa &half_for(const char *isa_name);
-// The scalar variant (tests compare the vector ones with it).
-const HalfIsa &half_generic();
+// The variant named "avx512_bf16", "avx512", "avx2" or "generic" when this build has it and the
+// CPU runs it, else nullptr (tests/unit/half_isa_test.cpp compares each with the generic one).
+const HalfIsa *half_variant(const char *name);
 
 }  // namespace ctn_cpu
 
