@@ -2,7 +2,7 @@
  *
  * Small functions every plugin otherwise writes again: element count, shape equality, the
  * strides of an input seen through numpy broadcasting, dtype size and name, shape formatting
- * for error messages. Everything is `static inline`: nothing here is exported by libchutney, a
+ * for error messages, and (since 1.5) conversions to and from the 16-bit floats. Everything is `static inline`: nothing here is exported by libchutney, a
  * plugin that uses it does not link libchutney, and a plugin built against one version of this
  * header keeps working with any host of the same ABI major.
  *
