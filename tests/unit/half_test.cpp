@@ -186,6 +186,47 @@ TEST_F(Cpu, CastsToI8SaturateOrWrap) {
   EXPECT_EQ(bh, (std::vector<uint16_t>{0xc300, 0xbf80, 0x0000, 0x42fe}));
 }
 
+// An eager bf16 graph: softmax (widened) of x * 2 (native) on the CPU, its gradient too.
+TEST_F(Cpu, EagerBf16) {
+  ctn_graph *g = nullptr;
+  CTN_ASSERT_OK(ctn_graph_create(c.ctx, CTN_GRAPH_EAGER, &g));
+  const int64_t shape[2] = {2, 3};
+  const float xv[6] = {0.5f, -1.f, 2.f, 0.f, 0.25f, -0.75f};  // exact in bf16
+  uint16_t xb[6];
+  for (int i = 0; i < 6; ++i) xb[i] = ctn_desc_f32_to_bf16(xv[i]);
+  ctn_tensor *xt = nullptr;
+  CTN_ASSERT_OK(ctn_tensor_create(CTN_BF16, 2, shape, xb, &xt));
+  ctn_node x, two, y, s, loss, dx;
+  CTN_ASSERT_OK(ctn_variable(g, "x", xt, &x));
+  CTN_ASSERT_OK(ctn_scalar(g, CTN_BF16, 2.0, &two));
+  CTN_ASSERT_OK(ctn_mul(g, x, two, &y));
+  CTN_ASSERT_OK(ctn_softmax(g, y, -1, &s));
+  CTN_ASSERT_OK(ctn_sum(g, s, 0, nullptr, 0, &loss));
+  CTN_ASSERT_OK(ctn_grad(g, loss, 1, &x, &dx));
+  const char *where = nullptr;
+  CTN_ASSERT_OK(ctn_graph_node_backend(g, s, &where));
+  EXPECT_STREQ(where, "cpu");
+  ctn_tensor *st = nullptr, *dt = nullptr;
+  CTN_ASSERT_OK(ctn_graph_value(g, s, &st));
+  CTN_ASSERT_OK(ctn_graph_value(g, dx, &dt));
+  uint16_t sv[6], dv[6];
+  CTN_ASSERT_OK(ctn_tensor_read(st, sv, sizeof sv));
+  CTN_ASSERT_OK(ctn_tensor_read(dt, dv, sizeof dv));
+  for (int r = 0; r < 2; ++r) {
+    double den = 0;
+    for (int j = 0; j < 3; ++j) den += std::exp(2.0 * xv[r * 3 + j]);
+    for (int j = 0; j < 3; ++j) {
+      const double want = std::exp(2.0 * xv[r * 3 + j]) / den;
+      EXPECT_NEAR(ctn_desc_bf16_to_f32(sv[r * 3 + j]), want, 8e-3 * want + 1e-6) << r << "," << j;
+      EXPECT_NEAR(ctn_desc_bf16_to_f32(dv[r * 3 + j]), 0.0, 1e-2);  // the rows sum to 1 whatever x is
+    }
+  }
+  ctn_tensor_release(xt);
+  ctn_tensor_release(st);
+  ctn_tensor_release(dt);
+  ctn_graph_release(g);
+}
+
 // CTN_RUN_CHECK_NUMERICS reads 16-bit tensors: an f16 overflow (300 * 300 > 65504) is found.
 TEST_F(Cpu, NumericsCheckSeesF16Infinity) {
   ctn_graph *g = nullptr;
