@@ -183,13 +183,7 @@ ctn_status dnnl_conv_kernel(void *state, const ctn_kernel_args *args) {
   call.in[1] = desc_ptr<const float>(args->inputs[1]);
   call.out = desc_ptr<float>(args->outputs[0]);
   call.ws = dnnl_workspace(args->workspace);
-  // The calling thread may belong to an application that uses OpenMP: restore its setting.
-  const int caller_threads = omp_get_max_threads();
-  if (st->parts > 1)
-    st->be->pool->parallel_for(st->parts, 1, DnnlCall::part_fn, &call);
-  else
-    DnnlCall::part_fn(&call, 0, 1, 0);
-  omp_set_num_threads(caller_threads);
+  dnnl_run_parts(*st->be, st->parts, DnnlCall::part_fn, &call);
   if (call.code != CTN_OK)
     return st->host->set_error(call.code, "cpu conv (oneDNN %s): %s", st->impl.c_str(),
                                call.error.c_str());
@@ -345,8 +339,7 @@ void onednn_limit_isa(const char *isa) {
 // `why` says which.
 bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *ws_,
                       const int64_t *ys, const int64_t *at, ctn_kernel *out, std::string *why) {
-  const int caller_threads = omp_get_max_threads();
-  try {
+  return dnnl_make(why, [&](int caller_threads) {
     const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5];
     // Right padding that gives oneDNN's output size (it may be negative for a floor output:
     // any value within a stride of it gives the same size).
@@ -408,13 +401,9 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
     st->slot_bytes = align_up(slot);
     const size_t slot_bytes = st->slot_bytes;
     const int64_t parts = st->parts;
-    dnnl_kernel_set(be, out, dnnl_conv_kernel, st.release(), slot_bytes, parts);
+    dnnl_kernel_set(be, out, dnnl_conv_kernel, std::move(st), slot_bytes, parts);
     return true;
-  } catch (const dnnl::error &e) {
-    omp_set_num_threads(caller_threads);
-    *why = std::string("oneDNN: ") + e.what();
-    return false;
-  }
+  });
 }
 
 }  // namespace ctn_cpu

@@ -95,10 +95,7 @@ ctn_status dnnl_matmul_kernel(void *state, const ctn_kernel_args *args) {
   call.b = desc_ptr<const char>(args->inputs[1]);
   call.y = desc_ptr<char>(args->outputs[0]);
   call.ws = dnnl_workspace(args->workspace);
-  const int caller_threads = omp_get_max_threads();
-  if (st->parts > 1) st->be->pool->parallel_for(st->parts, 1, Call::part_fn, &call);
-  else Call::part_fn(&call, 0, 1, 0);
-  omp_set_num_threads(caller_threads);
+  dnnl_run_parts(*st->be, st->parts, Call::part_fn, &call);
   if (!call.error.empty())
     return st->host->set_error(CTN_ERR_INTERNAL, "cpu matmul (oneDNN, %s): %s", ctn_desc_dtype_name(args->inputs[0].dtype),
                                call.error.c_str());
@@ -121,8 +118,7 @@ bool make_onednn_matmul_half(Backend *be, const ctn_op_signature *sig, ctn_kerne
     *why = "batched or empty";
     return false;
   }
-  const int caller_threads = omp_get_max_threads();
-  try {
+  return dnnl_make(why, [&](int caller_threads) {
     auto st = new_state<DnnlMatmulState>(be);
     st->m = d.m, st->n = d.n, st->k = d.k, st->ta = d.ta;
     // Parts of at least 16 rows.
@@ -143,13 +139,9 @@ bool make_onednn_matmul_half(Backend *be, const ctn_op_signature *sig, ctn_kerne
     st->slot = dnnl_align_up(std::max(st->v[0].scratch.get_size(), st->v[1].rows ? st->v[1].scratch.get_size() : 0));
     const size_t slot = st->slot;
     const int64_t parts = st->parts;
-    dnnl_kernel_set(be, out, dnnl_matmul_kernel, st.release(), slot, parts);
+    dnnl_kernel_set(be, out, dnnl_matmul_kernel, std::move(st), slot, parts);
     return true;
-  } catch (const dnnl::error &e) {
-    omp_set_num_threads(caller_threads);
-    *why = std::string("oneDNN: ") + e.what();
-    return false;
-  }
+  });
 }
 
 }  // namespace ctn_cpu
