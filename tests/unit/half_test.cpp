@@ -186,6 +186,53 @@ TEST_F(Cpu, CastsToI8SaturateOrWrap) {
   EXPECT_EQ(bh, (std::vector<uint16_t>{0xc300, 0xbf80, 0x0000, 0x42fe}));
 }
 
+// i8 and f16 through the bit-moving and comparing kernels: lt on signed bytes (a u8 compare
+// would call -1 greater than 1), where and permute on 2-byte elements.
+TEST_F(Cpu, I8CompareAndHalfWherePermute) {
+  ctn_graph *g = nullptr;
+  CTN_ASSERT_OK(ctn_graph_create(c.ctx, 0, &g));
+  const int64_t s4 = 4, s23[2] = {2, 3};
+  ctn_node a, b, lt, h, z, w, p;
+  CTN_ASSERT_OK(ctn_input(g, "a", CTN_I8, 1, &s4, &a));
+  CTN_ASSERT_OK(ctn_input(g, "b", CTN_I8, 1, &s4, &b));
+  CTN_ASSERT_OK(ctn_compare(g, "lt", a, b, &lt));
+  CTN_ASSERT_OK(ctn_input(g, "h", CTN_F16, 1, &s4, &h));
+  CTN_ASSERT_OK(ctn_scalar(g, CTN_F16, -0.5, &z));
+  CTN_ASSERT_OK(ctn_where(g, lt, h, z, &w));
+  ctn_node m;
+  CTN_ASSERT_OK(ctn_input(g, "m", CTN_F16, 2, s23, &m));
+  const int32_t perm[2] = {1, 0};
+  CTN_ASSERT_OK(ctn_permute(g, m, perm, &p));
+  const ctn_node outs_n[2] = {w, p};
+  ctn_plan *plan = nullptr;
+  CTN_ASSERT_OK(ctn_plan_compile(g, 2, outs_n, nullptr, &plan));
+  const int8_t av[4] = {-1, 5, -128, 3}, bv[4] = {1, -5, 127, 3};
+  uint16_t hv[4], mv[6];
+  for (int i = 0; i < 4; ++i) hv[i] = ctn_desc_f32_to_f16(static_cast<float>(i) + 0.25f);
+  for (int i = 0; i < 6; ++i) mv[i] = ctn_desc_f32_to_f16(static_cast<float>(10 * i));
+  ctn_tensor *at = nullptr, *bt = nullptr, *ht = nullptr, *mt = nullptr, *wt = nullptr, *pt = nullptr;
+  CTN_ASSERT_OK(ctn_tensor_create(CTN_I8, 1, &s4, av, &at));
+  CTN_ASSERT_OK(ctn_tensor_create(CTN_I8, 1, &s4, bv, &bt));
+  CTN_ASSERT_OK(ctn_tensor_create(CTN_F16, 1, &s4, hv, &ht));
+  CTN_ASSERT_OK(ctn_tensor_create(CTN_F16, 2, s23, mv, &mt));
+  CTN_ASSERT_OK(ctn_plan_output_create(plan, 0, &wt));
+  CTN_ASSERT_OK(ctn_plan_output_create(plan, 1, &pt));
+  const ctn_node in[4] = {a, b, h, m};
+  const ctn_tensor *fv[4] = {at, bt, ht, mt};
+  ctn_tensor *const outs[2] = {wt, pt};
+  CTN_ASSERT_OK(ctn_plan_run(plan, 4, in, fv, 2, outs));
+  uint16_t wv[4], pv[6];
+  CTN_ASSERT_OK(ctn_tensor_read(wt, wv, sizeof wv));
+  CTN_ASSERT_OK(ctn_tensor_read(pt, pv, sizeof pv));
+  const float want_w[4] = {0.25f, -0.5f, 2.25f, -0.5f};  // lt: -1<1, 5<-5 no, -128<127, 3<3 no
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(ctn_desc_f16_to_f32(wv[i]), want_w[i]) << i;
+  const float want_p[6] = {0, 30, 10, 40, 20, 50};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(ctn_desc_f16_to_f32(pv[i]), want_p[i]) << i;
+  for (ctn_tensor *t : {at, bt, ht, mt, wt, pt}) ctn_tensor_release(t);
+  ctn_plan_release(plan);
+  ctn_graph_release(g);
+}
+
 // An eager bf16 graph: softmax (widened) of x * 2 (native) on the CPU, its gradient too.
 TEST_F(Cpu, EagerBf16) {
   ctn_graph *g = nullptr;
