@@ -202,7 +202,7 @@ void cast_(NodeCtx &c) {
   int64_t to = c.attr_i("to", -1);
   c.ignore("saturate");
   int32_t dt = dtype_from_onnx(static_cast<int32_t>(to));
-  if (dt < 0) c.unsupported("cast to %s (chutney has float, double, int32, int64, uint8 and bool)", data_type_name(static_cast<int32_t>(to)));
+  if (dt < 0) c.unsupported("cast to %s (chutney has float, double, float16, bfloat16, int32, int64, int8, uint8 and bool)", data_type_name(static_cast<int32_t>(to)));
   out1(c, cast(c.g, c.in(0), dt));
 }
 void cast_like(NodeCtx &c) {
