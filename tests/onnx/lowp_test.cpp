@@ -1,8 +1,9 @@
 // The ABI 1.5 dtypes (f16, bf16, i8) through the doors tensors enter and leave by, apart from
 // checkpoints (tests/unit/checkpoint_test.cpp): DLPack both ways, ONNX TensorProtos (raw_data
 // and int32_data as the ONNX spec packs them), graph inputs and outputs of those types, Cast's
-// target types, and ctn_onnx_export of such tensors read back by the importer. Everything is
-// bit for bit: no door converts.
+// target types, ctn_onnx_export of such tensors read back by the importer, and graph files.
+// Everything is bit for bit: no door converts.
+#include <chutney/checkpoint.h>
 #include <chutney/dlpack.h>
 #include <chutney/onnx.h>
 #include <gtest/gtest.h>
@@ -335,6 +336,63 @@ TEST(LowpOnnx, ExportRoundTripsTheDtypes) {
     ctn_tensor_release(res[k]);
   }
   ctn_plan_release(p);
+}
+
+// Graph files (ctn_graph_save / ctn_graph_load, safetensors inside) keep f16/bf16/i8 constants,
+// inputs and cast nodes: same dtypes, same bits.
+TEST(LowpGraphFile, SaveAndLoadKeepTheDtypes) {
+  Onnx o;
+  CTN_ASSERT_OK(ctn_graph_create(o.ctx, 0, &o.g));
+  std::vector<ctn_node> outs;
+  std::vector<ctn_tensor *> values;
+  for (const Case &c : cases()) {
+    int64_t n = static_cast<int64_t>(c.int32_data.size());
+    ctn_tensor *t = nullptr;
+    CTN_ASSERT_OK(ctn_tensor_create(c.dt, 1, &n, c.bits.data(), &t));
+    ctn_node k = CTN_NODE_NONE;
+    CTN_ASSERT_OK(ctn_constant(o.g, t, &k));
+    outs.push_back(k);
+    values.push_back(t);
+  }
+  int64_t shape[1] = {4};
+  ctn_node x = CTN_NODE_NONE, c = CTN_NODE_NONE;
+  CTN_ASSERT_OK(ctn_input(o.g, "x", CTN_I8, 1, shape, &x));
+  CTN_ASSERT_OK(ctn_cast(o.g, x, CTN_BF16, &c));
+  outs.push_back(c);
+  const std::string path = tmp_path("lowp.ctn");
+  CTN_ASSERT_OK(ctn_graph_save(o.g, nullptr, 4, outs.data(), nullptr, nullptr, path.c_str()));
+  for (auto *t : values) ctn_tensor_release(t);
+
+  ctn_graph *g = nullptr;
+  ctn_saved_graph *saved = nullptr;
+  CTN_ASSERT_OK(ctn_graph_load(o.ctx, path.c_str(), &g, &saved));
+  const ctn_dtype want[] = {CTN_F16, CTN_BF16, CTN_I8, CTN_BF16};
+  std::vector<ctn_node> louts(4);
+  for (uint32_t k = 0; k < 4; ++k) {
+    CTN_ASSERT_OK(ctn_saved_graph_entry(saved, CTN_SAVED_OUTPUTS, k, nullptr, &louts[k]));
+    ctn_dtype dt{};
+    uint32_t nd = 0;
+    CTN_ASSERT_OK(ctn_node_info(g, louts[k], &dt, &nd, nullptr));
+    EXPECT_EQ(dt, want[k]) << "output " << k;
+  }
+  ctn_node lx = CTN_NODE_NONE;
+  CTN_ASSERT_OK(ctn_saved_graph_entry(saved, CTN_SAVED_INPUTS, 0, nullptr, &lx));
+  ctn_dtype dt{};
+  uint32_t nd = 0;
+  CTN_ASSERT_OK(ctn_node_info(g, lx, &dt, &nd, nullptr));
+  EXPECT_EQ(dt, CTN_I8);
+  ctn_plan *p = nullptr;
+  CTN_ASSERT_OK(ctn_plan_compile(g, 3, louts.data(), nullptr, &p));
+  std::vector<ctn_tensor *> res(3);
+  for (uint32_t k = 0; k < 3; ++k) CTN_ASSERT_OK(ctn_plan_output_create(p, k, &res[k]));
+  CTN_ASSERT_OK(ctn_plan_run(p, 0, nullptr, nullptr, 3, res.data()));
+  for (uint32_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(contents(res[k]), cases()[k].bits) << "output " << k;
+    ctn_tensor_release(res[k]);
+  }
+  ctn_plan_release(p);
+  ctn_saved_graph_release(saved);
+  ctn_graph_release(g);
 }
 
 // Cast f32 -> f16 / bf16 -> f32 through an imported model, against PyTorch's rounding (round to
