@@ -15,14 +15,10 @@ import sys
 # under $TORCH_PY or /tmp/torch2-venv's Python when this one lacks torch; exit 77, SKIP, if none).
 torch = None
 if "--torch" in sys.argv:
-    try:
-        import torch
-    except ImportError:
-        for py in (os.environ.get("TORCH_PY"), "/tmp/torch2-venv/bin/python"):
-            if py and os.path.realpath(py) != os.path.realpath(sys.executable) and os.access(py, os.X_OK):
-                os.execv(py, [py] + sys.argv)
-        print("SKIP: no Python with torch (source /work/shared/peers/torch2-venv.sh to make one)")
-        sys.exit(77)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+    from torch_peer import torch_or_rerun  # noqa: E402
+
+    torch = torch_or_rerun()
     sys.argv.remove("--torch")
 
 import numpy as np  # noqa: E402 (after the re-run under the torch venv)

@@ -32,17 +32,7 @@ std::string write_file(const std::string &name, const std::string &bytes) {
   return p;
 }
 
-Bytes contents(const ctn_tensor *t) {
-  int64_t n = 0;
-  ctn_dtype dt{};
-  ctn_tensor_numel(t, &n);
-  ctn_tensor_dtype(t, &dt);
-  Bytes b(static_cast<size_t>(n) * ctn_dtype_size(dt));
-  if (!b.empty()) {
-    EXPECT_EQ(ctn_tensor_read(t, b.data(), b.size()), CTN_OK) << ctn_last_error();
-  }
-  return b;
-}
+Bytes contents(const ctn_tensor *t) { return tensor_bytes(t); }
 
 template <class T>
 Bytes bytes_of(const std::vector<T> &v) {
@@ -73,6 +63,30 @@ std::vector<Case> cases() {
   for (uint16_t h : kBF16) c[1].int32_data.push_back(h);
   for (int8_t q : kI8) c[2].int32_data.push_back(q);      // values, sign-extended
   return c;
+}
+
+// A constant of each case in `g`, in cases() order.
+std::vector<ctn_node> case_constants(ctn_graph *g) {
+  std::vector<ctn_node> out;
+  for (const Case &c : cases()) {
+    int64_t n = static_cast<int64_t>(c.int32_data.size());
+    ctn_tensor *t = nullptr;
+    EXPECT_EQ(ctn_tensor_create(c.dt, 1, &n, c.bits.data(), &t), CTN_OK) << ctn_last_error();
+    ctn_node k = CTN_NODE_NONE;
+    EXPECT_EQ(ctn_constant(g, t, &k), CTN_OK) << ctn_last_error();
+    ctn_tensor_release(t);
+    out.push_back(k);
+  }
+  return out;
+}
+
+// Runs the first three of `outs` (one per case, in cases() order): each must hold its case's
+// bits. No kernel computes in the new dtypes here: the values only move.
+void expect_case_bits(ctn_graph *g, std::vector<ctn_node> outs) {
+  outs.resize(3);
+  const auto got = run_once_as(tensor_bytes, g, outs);
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(got[k], cases()[k].bits) << "output " << k << " (" << ctn_dtype_name(cases()[k].dt) << ")";
 }
 
 int g_deleted = 0;
@@ -258,19 +272,8 @@ TEST(LowpOnnx, ModelsKeepTheirDtypes) {
     EXPECT_EQ(o.dtype(o.entry(CTN_ONNX_INPUTS, 0)), dts[in]);
     EXPECT_EQ(o.dtype(o.entry(CTN_ONNX_OUTPUTS, 3)), dts[in]);
     EXPECT_EQ(o.dtype(o.entry(CTN_ONNX_OUTPUTS, 4)), dts[out]);
-    // The initializers hold the file's bits: the identity outputs run without any kernel that
-    // computes in the new dtypes.
-    std::vector<ctn_node> outs = {o.entry(CTN_ONNX_OUTPUTS, 0), o.entry(CTN_ONNX_OUTPUTS, 1), o.entry(CTN_ONNX_OUTPUTS, 2)};
-    ctn_plan *p = nullptr;
-    CTN_ASSERT_OK(ctn_plan_compile(o.g, 3, outs.data(), nullptr, &p));
-    std::vector<ctn_tensor *> res(3);
-    for (uint32_t k = 0; k < 3; ++k) CTN_ASSERT_OK(ctn_plan_output_create(p, k, &res[k]));
-    CTN_ASSERT_OK(ctn_plan_run(p, 0, nullptr, nullptr, 3, res.data()));
-    for (uint32_t k = 0; k < 3; ++k) {
-      EXPECT_EQ(contents(res[k]), cases()[k].bits) << "y" << k;
-      ctn_tensor_release(res[k]);
-    }
-    ctn_plan_release(p);
+    // The initializers hold the file's bits.
+    expect_case_bits(o.g, {o.entry(CTN_ONNX_OUTPUTS, 0), o.entry(CTN_ONNX_OUTPUTS, 1), o.entry(CTN_ONNX_OUTPUTS, 2)});
   }
 }
 
@@ -299,17 +302,7 @@ TEST(LowpOnnx, AnInputValueOfAnotherDtypeIsRefused) {
 TEST(LowpOnnx, ExportRoundTripsTheDtypes) {
   Onnx o;
   CTN_ASSERT_OK(ctn_graph_create(o.ctx, 0, &o.g));
-  std::vector<ctn_node> outs;
-  std::vector<ctn_tensor *> values;
-  for (const Case &c : cases()) {
-    int64_t n = static_cast<int64_t>(c.int32_data.size());
-    ctn_tensor *t = nullptr;
-    CTN_ASSERT_OK(ctn_tensor_create(c.dt, 1, &n, c.bits.data(), &t));
-    ctn_node k = CTN_NODE_NONE;
-    CTN_ASSERT_OK(ctn_constant(o.g, t, &k));
-    outs.push_back(k);
-    values.push_back(t);
-  }
+  std::vector<ctn_node> outs = case_constants(o.g);
   int64_t shape[2] = {2, 3};
   ctn_node x = CTN_NODE_NONE, c = CTN_NODE_NONE;
   CTN_ASSERT_OK(ctn_input(o.g, "x", CTN_BF16, 2, shape, &x));
@@ -318,24 +311,13 @@ TEST(LowpOnnx, ExportRoundTripsTheDtypes) {
   const char *names[] = {"h", "b", "q", "c"};
   const std::string path = tmp_path("export.onnx");
   CTN_ASSERT_OK(ctn_onnx_export(o.g, nullptr, 4, outs.data(), names, path.c_str()));
-  for (auto *t : values) ctn_tensor_release(t);
 
   Onnx back;
   CTN_ASSERT_OK(back.load(path));
   EXPECT_EQ(back.dtype(back.entry(CTN_ONNX_INPUTS, 0)), CTN_BF16);
   const ctn_dtype want[] = {CTN_F16, CTN_BF16, CTN_I8, CTN_F16};
   for (uint32_t k = 0; k < 4; ++k) EXPECT_EQ(back.dtype(back.entry(CTN_ONNX_OUTPUTS, k)), want[k]) << names[k];
-  std::vector<ctn_node> consts = {back.entry(CTN_ONNX_OUTPUTS, 0), back.entry(CTN_ONNX_OUTPUTS, 1), back.entry(CTN_ONNX_OUTPUTS, 2)};
-  ctn_plan *p = nullptr;
-  CTN_ASSERT_OK(ctn_plan_compile(back.g, 3, consts.data(), nullptr, &p));
-  std::vector<ctn_tensor *> res(3);
-  for (uint32_t k = 0; k < 3; ++k) CTN_ASSERT_OK(ctn_plan_output_create(p, k, &res[k]));
-  CTN_ASSERT_OK(ctn_plan_run(p, 0, nullptr, nullptr, 3, res.data()));
-  for (uint32_t k = 0; k < 3; ++k) {
-    EXPECT_EQ(contents(res[k]), cases()[k].bits) << names[k];
-    ctn_tensor_release(res[k]);
-  }
-  ctn_plan_release(p);
+  expect_case_bits(back.g, {back.entry(CTN_ONNX_OUTPUTS, 0), back.entry(CTN_ONNX_OUTPUTS, 1), back.entry(CTN_ONNX_OUTPUTS, 2)});
 }
 
 // Graph files (ctn_graph_save / ctn_graph_load, safetensors inside) keep f16/bf16/i8 constants,
@@ -343,17 +325,7 @@ TEST(LowpOnnx, ExportRoundTripsTheDtypes) {
 TEST(LowpGraphFile, SaveAndLoadKeepTheDtypes) {
   Onnx o;
   CTN_ASSERT_OK(ctn_graph_create(o.ctx, 0, &o.g));
-  std::vector<ctn_node> outs;
-  std::vector<ctn_tensor *> values;
-  for (const Case &c : cases()) {
-    int64_t n = static_cast<int64_t>(c.int32_data.size());
-    ctn_tensor *t = nullptr;
-    CTN_ASSERT_OK(ctn_tensor_create(c.dt, 1, &n, c.bits.data(), &t));
-    ctn_node k = CTN_NODE_NONE;
-    CTN_ASSERT_OK(ctn_constant(o.g, t, &k));
-    outs.push_back(k);
-    values.push_back(t);
-  }
+  std::vector<ctn_node> outs = case_constants(o.g);
   int64_t shape[1] = {4};
   ctn_node x = CTN_NODE_NONE, c = CTN_NODE_NONE;
   CTN_ASSERT_OK(ctn_input(o.g, "x", CTN_I8, 1, shape, &x));
@@ -361,38 +333,21 @@ TEST(LowpGraphFile, SaveAndLoadKeepTheDtypes) {
   outs.push_back(c);
   const std::string path = tmp_path("lowp.ctn");
   CTN_ASSERT_OK(ctn_graph_save(o.g, nullptr, 4, outs.data(), nullptr, nullptr, path.c_str()));
-  for (auto *t : values) ctn_tensor_release(t);
 
-  ctn_graph *g = nullptr;
+  Onnx back;  // (its graph comes from the file; no model handle)
   ctn_saved_graph *saved = nullptr;
-  CTN_ASSERT_OK(ctn_graph_load(o.ctx, path.c_str(), &g, &saved));
+  CTN_ASSERT_OK(ctn_graph_load(back.ctx, path.c_str(), &back.g, &saved));
   const ctn_dtype want[] = {CTN_F16, CTN_BF16, CTN_I8, CTN_BF16};
   std::vector<ctn_node> louts(4);
   for (uint32_t k = 0; k < 4; ++k) {
     CTN_ASSERT_OK(ctn_saved_graph_entry(saved, CTN_SAVED_OUTPUTS, k, nullptr, &louts[k]));
-    ctn_dtype dt{};
-    uint32_t nd = 0;
-    CTN_ASSERT_OK(ctn_node_info(g, louts[k], &dt, &nd, nullptr));
-    EXPECT_EQ(dt, want[k]) << "output " << k;
+    EXPECT_EQ(back.dtype(louts[k]), want[k]) << "output " << k;
   }
   ctn_node lx = CTN_NODE_NONE;
   CTN_ASSERT_OK(ctn_saved_graph_entry(saved, CTN_SAVED_INPUTS, 0, nullptr, &lx));
-  ctn_dtype dt{};
-  uint32_t nd = 0;
-  CTN_ASSERT_OK(ctn_node_info(g, lx, &dt, &nd, nullptr));
-  EXPECT_EQ(dt, CTN_I8);
-  ctn_plan *p = nullptr;
-  CTN_ASSERT_OK(ctn_plan_compile(g, 3, louts.data(), nullptr, &p));
-  std::vector<ctn_tensor *> res(3);
-  for (uint32_t k = 0; k < 3; ++k) CTN_ASSERT_OK(ctn_plan_output_create(p, k, &res[k]));
-  CTN_ASSERT_OK(ctn_plan_run(p, 0, nullptr, nullptr, 3, res.data()));
-  for (uint32_t k = 0; k < 3; ++k) {
-    EXPECT_EQ(contents(res[k]), cases()[k].bits) << "output " << k;
-    ctn_tensor_release(res[k]);
-  }
-  ctn_plan_release(p);
+  EXPECT_EQ(back.dtype(lx), CTN_I8);
+  expect_case_bits(back.g, louts);
   ctn_saved_graph_release(saved);
-  ctn_graph_release(g);
 }
 
 // Cast f32 -> f16 / bf16 -> f32 through an imported model, against PyTorch's rounding (round to

@@ -55,6 +55,17 @@ int write(const char *path) {
   return 0;
 }
 
+// Loads `path` and counts its tensors; NULL (with the message printed) when it cannot.
+ctn_checkpoint *open_checkpoint(const char *path, uint32_t *count) {
+  ctn_checkpoint *ck = nullptr;
+  if (ctn_checkpoint_load(path, &ck) != CTN_OK) {
+    std::fprintf(stderr, "ctn_checkpoint_load: %s\n", ctn_last_error());
+    return nullptr;
+  }
+  ctn_checkpoint_count(ck, count);
+  return ck;
+}
+
 template <class T>
 std::vector<T> get(ctn_checkpoint *ck, const char *name, ctn_dtype want_dt, std::vector<int64_t> want_shape) {
   ctn_tensor *t = nullptr;
@@ -78,13 +89,9 @@ std::vector<T> get(ctn_checkpoint *ck, const char *name, ctn_dtype want_dt, std:
 }
 
 int check(const char *path) {
-  ctn_checkpoint *ck = nullptr;
-  if (ctn_checkpoint_load(path, &ck) != CTN_OK) {
-    std::fprintf(stderr, "ctn_checkpoint_load: %s\n", ctn_last_error());
-    return 1;
-  }
   uint32_t count = 0;
-  ctn_checkpoint_count(ck, &count);
+  ctn_checkpoint *ck = open_checkpoint(path, &count);
+  if (!ck) return 1;
   expect(count == 8, "count " + std::to_string(count));
   auto alpha = get<float>(ck, "alpha", CTN_F32, {3, 4});
   for (size_t i = 0; i < alpha.size(); ++i) expect(alpha[i] == static_cast<float>(i) * 0.25f - 1.0f, "alpha[" + std::to_string(i) + "]");
@@ -129,13 +136,9 @@ double bf16_value(uint16_t b) {
 // `dump PATH`: one line per tensor, "name dtype [shape] v0 v1 ..." with every value printed
 // exactly (%.17g), for the reduced-precision interop script to compare with PyTorch.
 int dump(const char *path) {
-  ctn_checkpoint *ck = nullptr;
-  if (ctn_checkpoint_load(path, &ck) != CTN_OK) {
-    std::fprintf(stderr, "ctn_checkpoint_load: %s\n", ctn_last_error());
-    return 1;
-  }
   uint32_t count = 0;
-  ctn_checkpoint_count(ck, &count);
+  ctn_checkpoint *ck = open_checkpoint(path, &count);
+  if (!ck) return 1;
   for (uint32_t i = 0; i < count && failures == 0; ++i) {
     const char *name = nullptr;
     ctn_checkpoint_name(ck, i, &name);
@@ -175,13 +178,9 @@ int dump(const char *path) {
 
 // `resave IN OUT`: every tensor of IN saved to OUT in IN's order, through chutney tensors.
 int resave(const char *in, const char *out) {
-  ctn_checkpoint *ck = nullptr;
-  if (ctn_checkpoint_load(in, &ck) != CTN_OK) {
-    std::fprintf(stderr, "ctn_checkpoint_load: %s\n", ctn_last_error());
-    return 1;
-  }
   uint32_t count = 0;
-  ctn_checkpoint_count(ck, &count);
+  ctn_checkpoint *ck = open_checkpoint(in, &count);
+  if (!ck) return 1;
   std::vector<const char *> names(count);
   std::vector<ctn_tensor *> ts(count, nullptr);
   ctn_status s = CTN_OK;

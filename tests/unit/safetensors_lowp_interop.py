@@ -21,14 +21,10 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    import torch
-except ImportError:
-    for py in (os.environ.get("TORCH_PY"), "/tmp/torch2-venv/bin/python"):
-        if py and os.path.realpath(py) != os.path.realpath(sys.executable) and os.access(py, os.X_OK):
-            os.execv(py, [py] + sys.argv)
-    print("SKIP: no Python with torch (source /work/shared/peers/torch2-venv.sh to make one)")
-    sys.exit(77)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from torch_peer import torch_or_rerun  # noqa: E402
+
+torch = torch_or_rerun()
 
 ST_NAME = {torch.float16: "F16", torch.bfloat16: "BF16", torch.int8: "I8", torch.float32: "F32"}
 CTN_NAME = {torch.float16: "f16", torch.bfloat16: "bf16", torch.int8: "i8", torch.float32: "f32"}

@@ -104,18 +104,7 @@ func NewHalfTensor(dt DType, bits []uint16, shape ...int64) (*Tensor, error) {
 	if !isHalf(dt) {
 		return nil, newError(StatusDType, "NewHalfTensor: dtype %v is not f16 or bf16", dt)
 	}
-	n, err := numel(shape)
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(bits)) != n {
-		return nil, newError(StatusShape, "NewHalfTensor: %d values for shape %v (%d elements)", len(bits), shape, n)
-	}
-	var p unsafe.Pointer
-	if n > 0 {
-		p = unsafe.Pointer(&bits[0])
-	}
-	return newTensor(dt, shape, p)
+	return newTensorOf(dt, bits, shape, "NewHalfTensor")
 }
 
 // NewHalfTensorFromFloat32 creates a Float16 or BFloat16 tensor from float32 values, each

@@ -123,18 +123,24 @@ func newTensor(dt DType, shape []int64, data unsafe.Pointer) (*Tensor, error) {
 // NewTensor creates a tensor of shape `shape` holding a copy of data (row-major); no shape is a
 // scalar. len(data) must equal the product of the shape.
 func NewTensor[T Elem](data []T, shape ...int64) (*Tensor, error) {
+	return newTensorOf(DTypeOf[T](), data, shape, "NewTensor")
+}
+
+// newTensorOf creates a dtype-dt tensor holding a copy of data, whose length must match the
+// shape (what names the caller in the error).
+func newTensorOf[T any](dt DType, data []T, shape []int64, what string) (*Tensor, error) {
 	n, err := numel(shape)
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(data)) != n {
-		return nil, newError(StatusShape, "NewTensor: %d values for shape %v (%d elements)", len(data), shape, n)
+		return nil, newError(StatusShape, "%s: %d values for shape %v (%d elements)", what, len(data), shape, n)
 	}
 	var p unsafe.Pointer
 	if n > 0 {
 		p = unsafe.Pointer(&data[0])
 	}
-	return newTensor(DTypeOf[T](), shape, p)
+	return newTensor(dt, shape, p)
 }
 
 // Zeros creates a tensor of zeros.
