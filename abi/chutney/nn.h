@@ -117,6 +117,17 @@ CTN_API ctn_status ctn_model_variable(ctn_model *m, const char *name, uint32_t k
                                       int64_t fan_in, int64_t fan_out, double gain,
                                       ctn_node *out);
 
+/* Makes the existing variable node `var` of the model's graph (made by ctn_variable, or by
+ * ctn_onnx_load for a floating initializer) a model variable of `kind` (CTN_VAR_*) named `name`
+ * (NULL: the variable's own name), so ctn_nn_minimize trains it, ctn_model_variables lists it and
+ * ctn_model_copy_state moves it: how an imported model is fine-tuned with this header's
+ * optimizers. Errors: CTN_ERR_INVALID_ARGUMENT (NULL model, `var` not a variable of the graph,
+ * an empty name, a name the model has for another node, an unknown kind); CTN_ERR_DTYPE (a dtype
+ * other than the model's). Adopting the same node under the same name and kind again is a no-op.
+ * since 1.5 */
+CTN_API ctn_status ctn_model_adopt_variable(ctn_model *m, ctn_node var, uint32_t kind,
+                                            const char *name);
+
 /* Every variable of the kinds in the bit mask `kinds` (CTN_VAR_*), in creation order: names
  * ("fc1.weight", "fc1.weight.adam_m", "bn1.running_mean"...) and variable nodes. This is the
  * list to checkpoint (all kinds) or to differentiate (CTN_VAR_PARAMETER). The arrays are owned

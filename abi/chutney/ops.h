@@ -122,10 +122,11 @@
 #define CTN_OP_MISH "mish"               /* x tanh(softplus(x)) */
 #define CTN_OP_RECIPROCAL "reciprocal"   /* 1 / x */
 
-/* Activation codes for matmul_bias_act i[2]. */
+/* Activation codes for matmul_bias_act i[2] and conv2d_bias_act i[7]. */
 #define CTN_ACT_NONE 0
 #define CTN_ACT_RELU 1
 #define CTN_ACT_GELU 2
+#define CTN_ACT_CLAMP 3 /* since 1.5, conv2d_bias_act only: clamp(v, f[0], f[1]) (ONNX Clip, relu6) */
 
 /* ---- optimizer steps (since 1.1): elementwise, write the new value of one state tensor; the
  * caller ctn_assign's it into the variable (the core writes in place when legal). w, g and the
@@ -152,6 +153,11 @@
 /* (x [N,C,H,W], w [O,C/groups,KH,KW]) -> [N,O,Ho,Wo], Ho = (H + 2 ph - dh (KH-1) - 1) / sh + 1
  * (floor; Wo alike). No bias: add one with a broadcasting add of [O,1,1]. */
 #define CTN_OP_CONV2D "conv2d"
+/* since 1.5. Fused: (x, w, bias [O]) -> act(conv2d(x, w) + bias[o] over each output channel o);
+ * conv attrs + i[7] = activation (CTN_ACT_*; CTN_ACT_CLAMP reads f[0] lo, f[1] hi). Emitted by
+ * the fusion pass for conv2d -> add(bias [O,1,1]) [-> relu / clamp] only when the backend offers
+ * it (docs/OPS.md); f32. */
+#define CTN_OP_CONV2D_BIAS_ACT "conv2d_bias_act"
 /* (dy [N,O,Ho,Wo], w [O,C/groups,KH,KW]) -> dx [N,C,H,W]; conv attrs + i[7], i[8] = H, W (stride
  * makes the input size ambiguous). The adjoint of conv2d w.r.t. x. */
 #define CTN_OP_CONV2D_GRAD_INPUT "conv2d_grad_input"

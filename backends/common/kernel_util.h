@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -56,6 +58,16 @@ const char *describe(void *state) {
   return static_cast<B *>(state)->description.c_str();
 }
 
+// A kernel state of type S (members `be` and `op`) for backend `be` and op `op`, a string that
+// outlives the kernel (the signature's op name or a constant). The OpenCL and CUDA kernel makers'.
+template <class S, class B>
+std::unique_ptr<S> new_state(B *be, const char *op) {
+  auto st = std::make_unique<S>();
+  st->be = be;
+  st->op = op;
+  return st;
+}
+
 // Runs body() (which returns a ctn_status) for a C ABI entry point: std::bad_alloc becomes
 // CTN_ERR_OUT_OF_MEMORY "<what>[(<arg>)]: out of memory", any other std::exception
 // CTN_ERR_INTERNAL "<what>: <e.what()>".
@@ -95,23 +107,34 @@ ctn_status guarded_init(const ctn_host_api *host, const char *backend,
   });
 }
 
+// Operand i's dtype and rank: CTN_ERR_INVALID_ARGUMENT for an unknown dtype or ndim past
+// CTN_MAX_DIMS; CTN_ERR_UNSUPPORTED for a dtype added after 1.0 (f16, bf16, i8: types.h) unless
+// the backend computes in them (reduced_dtypes), so the host places the node elsewhere.
+inline ctn_status check_operand_type(const ctn_host_api *host, const char *backend, const char *op,
+                                     uint32_t i, const ctn_tensor_desc &d, bool reduced_dtypes) {
+  if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "%s %s: operand %u has ndim %u / dtype %d out of range",
+                           backend, op, i, d.ndim, static_cast<int>(d.dtype));
+  if (d.dtype >= CTN_DTYPE_COUNT_V1 && !reduced_dtypes)
+    return host->set_error(CTN_ERR_UNSUPPORTED, "%s %s: the %s backend does not compute in %s yet", backend, op,
+                           backend, dtype_name(d.dtype));
+  return CTN_OK;
+}
+
 // get_kernel's first checks, in order: a complete signature ("<backend> get_kernel: incomplete
-// signature"); then per operand i (the inputs, then the output as operand n_inputs) a known
-// dtype and ndim <= CTN_MAX_DIMS, with negative_dims no negative dim (CTN_ERR_SHAPE), and last
-// each(i, d), the backend's own check of it (CTN_OK to go on).
+// signature"); then per operand i (the inputs, then the output as operand n_inputs)
+// check_operand_type, with negative_dims no negative dim (CTN_ERR_SHAPE), and last each(i, d),
+// the backend's own check of it (CTN_OK to go on).
 template <class Each>
 ctn_status check_signature(const ctn_host_api *host, const char *backend,
                            const ctn_op_signature *sig, const ctn_kernel *out, bool negative_dims,
-                           Each &&each) {
+                           Each &&each, bool reduced_dtypes = false) {
   if (!sig || !out || !sig->op || !sig->output || !sig->attrs || (sig->n_inputs && !sig->inputs))
     return host->set_error(CTN_ERR_INVALID_ARGUMENT, "%s get_kernel: incomplete signature",
                            backend);
   for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
     const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
-    if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                             "%s %s: operand %u has ndim %u / dtype %d out of range", backend,
-                             sig->op, i, d.ndim, static_cast<int>(d.dtype));
+    if (ctn_status st = check_operand_type(host, backend, sig->op, i, d, reduced_dtypes); st != CTN_OK) return st;
     for (uint32_t k = 0; negative_dims && k < d.ndim; ++k)
       if (d.shape[k] < 0)
         return host->set_error(CTN_ERR_SHAPE, "%s %s: operand %u has a negative dim", backend,
@@ -122,9 +145,34 @@ ctn_status check_signature(const ctn_host_api *host, const char *backend,
 }
 // The same with every check on and no check of the backend's own.
 inline ctn_status check_signature(const ctn_host_api *host, const char *backend,
-                                  const ctn_op_signature *sig, const ctn_kernel *out) {
-  return check_signature(host, backend, sig, out, true,
-                         [](uint32_t, const ctn_tensor_desc &) -> ctn_status { return CTN_OK; });
+                                  const ctn_op_signature *sig, const ctn_kernel *out,
+                                  bool reduced_dtypes = false) {
+  return check_signature(
+      host, backend, sig, out, true, [](uint32_t, const ctn_tensor_desc &) -> ctn_status { return CTN_OK; },
+      reduced_dtypes);
+}
+
+// A backend's get_kernel body after its own preparation: check_signature, then before() (a
+// ctn_status, CTN_OK to go on), then the makers in order until one says it handled the op (its
+// status is the answer); none did: CTN_ERR_UNSUPPORTED "<backend> backend: op '<op>' is not
+// implemented". Exceptions become statuses (guarded).
+template <class B, class Before>
+ctn_status get_kernel_by_makers(
+    B *be, const char *backend, const ctn_op_signature *sig, ctn_kernel *out, bool reduced_dtypes, Before &&before,
+    std::initializer_list<ctn_status (*)(B *, const ctn_op_signature *, ctn_kernel *, bool *)> makers) {
+  const ctn_host_api *host = be->host;
+  char what[64];
+  std::snprintf(what, sizeof what, "%s get_kernel", backend);
+  return guarded(host, what, [&]() -> ctn_status {
+    if (ctn_status st = check_signature(host, backend, sig, out, reduced_dtypes); st != CTN_OK) return st;
+    if (ctn_status st = before(); st != CTN_OK) return st;
+    bool handled = false;
+    for (auto *m : makers) {
+      ctn_status st = m(be, sig, out, &handled);
+      if (handled) return st;
+    }
+    return host->set_error(CTN_ERR_UNSUPPORTED, "%s backend: op '%s' is not implemented", backend, sig->op);
+  }, sig && sig->op ? sig->op : "?");
 }
 
 // A get_proc_address table: name -> function.
@@ -141,6 +189,16 @@ void *proc_lookup(const ProcEntry (&table)[N], const char *name) {
     if (std::strcmp(e.name, name) == 0) return e.fn;
   return nullptr;
 }
+
+// Defines the get_proc_address slot `fn`: the entries (CTN_PROC_ENTRY(name, function), ...) by
+// name, then fallback(name) (interop_proc, or no_proc).
+#define CTN_GET_PROC_ADDRESS(fn, fallback, ...)                               \
+  void *fn(void *, const char *name) {                                        \
+    static const ::ctn_backend_util::ProcEntry table[] = {__VA_ARGS__};       \
+    if (void *found = ::ctn_backend_util::proc_lookup(table, name)) return found; \
+    return fallback(name);                                                    \
+  }
+inline void *no_proc(const char *) { return nullptr; }
 
 // The interop extras (abi/chutney/{opencl,vulkan,cuda}.h). get_proc_address's answer: `fill`
 // when `name` is the extra's `proc` name, nullptr otherwise.

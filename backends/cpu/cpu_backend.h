@@ -109,8 +109,15 @@ std::string onednn_version();
 void onednn_pin_libraries();
 // Caps oneDNN's JIT at CHUTNEY_CPU_ISA's level (avx2, avx512, generic); before any primitive.
 void onednn_limit_isa(const char *isa);
+// A forward convolution's epilogue (conv2d_bias_act): + bias[o] (input 2), then act (CTN_ACT_*;
+// clamp to [lo, hi]), inside oneDNN's kernel (a bias and an eltwise post-op).
+struct ConvEpilogue {
+  int act = 0;
+  double lo = 0, hi = 0;
+};
 bool make_onednn_conv(Backend *be, int kind, const int64_t *x, const int64_t *w, const int64_t *y,
-                      const int64_t *attrs, ctn_kernel *out, std::string *why);
+                      const int64_t *attrs, ctn_kernel *out, std::string *why,
+                      const ConvEpilogue *epilogue = nullptr);
 
 // Broadcast of `in` (numpy rules, right-aligned) to `out`'s shape: element strides of `in`
 // indexed by out's axes (0 on broadcast axes). False when the shapes do not broadcast.

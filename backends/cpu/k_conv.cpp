@@ -5,6 +5,7 @@
 // memory and a call never allocates. Per-image GEMMs write NCHW directly (no transposes), and
 // 1x1 stride-1 unpadded convolutions skip im2col (the input already is the column matrix).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "cpu_backend.h"
@@ -332,6 +333,85 @@ ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
   return CTN_OK;
 }
 
+// conv2d_bias_act without oneDNN's fused kernel (f64, conv=own, a build or ISA without it): the
+// plain conv2d kernel, then bias and activation in one pass over each output plane.
+struct BiasActState : KernelBase {
+  ctn_kernel conv{};
+  ConvEpilogue epi;
+  int64_t planes = 0, channels = 0, hw = 0;
+  ~BiasActState() override {
+    if (conv.release) conv.release(conv.state);
+  }
+};
+
+template <class T>
+struct BiasActCall {
+  const BiasActState *st;
+  T *y;
+  const T *bias;
+  static void part(void *ctx, int64_t p0, int64_t p1, int) {
+    const auto &c = *static_cast<const BiasActCall *>(ctx);
+    const ConvEpilogue &e = c.st->epi;
+    const T lo = static_cast<T>(e.lo), hi = static_cast<T>(e.hi);
+    for (int64_t p = p0; p < p1; ++p) {
+      const T b = c.bias[p % c.st->channels];
+      T *row = c.y + p * c.st->hw;
+      for (int64_t i = 0; i < c.st->hw; ++i) {
+        T v = row[i] + b;
+        if (e.act == CTN_ACT_RELU) v = v > 0 ? v : T(0);
+        else if (e.act == CTN_ACT_GELU) v = T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752440)));
+        else if (e.act == CTN_ACT_CLAMP) v = v < lo ? lo : v > hi ? hi : v;
+        row[i] = v;
+      }
+    }
+  }
+};
+
+template <class T>
+ctn_status bias_act_kernel(void *state, const ctn_kernel_args *args) {
+  const auto *st = static_cast<const BiasActState *>(state);
+  ctn_kernel_args a = *args;
+  a.n_inputs = 2;
+  if (ctn_status s = st->conv.fn(st->conv.state, &a); s != CTN_OK) return s;
+  BiasActCall<T> call{st, desc_ptr<T>(args->outputs[0]), desc_ptr<const T>(args->inputs[2])};
+  st->be->pool->parallel_for(st->planes, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, st->hw)),
+                             BiasActCall<T>::part, &call);
+  return CTN_OK;
+}
+
+// conv2d_bias_act: oneDNN's convolution with a bias and an eltwise post-op (f32), else the
+// plain convolution with the epilogue above.
+ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+  *handled = true;
+  const ctn_tensor_desc &x = sig->inputs[0], &w = sig->inputs[1], &y = *sig->output;
+  if (ctn_status s = need_float(be->host, "cpu", sig->op, x.dtype); s) return s;
+  ConvEpilogue epi;
+  epi.act = static_cast<int>(sig->attrs->i[7]);
+  epi.lo = sig->attrs->f[0];
+  epi.hi = sig->attrs->f[1];
+  std::string why;
+  if (x.dtype == CTN_F32 && be->conv_mode.load() != ConvMode::kOwn && onednn_built_in() &&
+      make_onednn_conv(be, 0, x.shape, w.shape, y.shape, sig->attrs->i, out, &why, &epi))
+    return CTN_OK;
+  auto st = new_state<BiasActState>(be);
+  st->epi = epi;
+  st->channels = y.shape[1];
+  st->hw = y.shape[2] * y.shape[3];
+  st->planes = y.shape[0] * y.shape[1];
+  ctn_op_signature csig = *sig;
+  csig.op = CTN_OP_CONV2D;
+  csig.n_inputs = 2;
+  ctn_attrs ca = *sig->attrs;
+  ca.ni = 7;
+  ca.nf = 0;
+  csig.attrs = &ca;
+  bool conv_handled = false;
+  if (ctn_status s = make_conv_kernel(be, &csig, &st->conv, &conv_handled); s != CTN_OK) return s;
+  const uint64_t ws = st->conv.workspace_size;
+  kernel_set(out, x.dtype == CTN_F32 ? bias_act_kernel<float> : bias_act_kernel<double>, st.release(), 0, ws);
+  return CTN_OK;
+}
+
 }  // namespace
 
 ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
@@ -344,6 +424,7 @@ ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
               {CTN_OP_CONV2D_GRAD_INPUT, ConvKind::kGradInput, false},
               {CTN_OP_CONV_TRANSPOSE2D, ConvKind::kGradInput, true},
               {CTN_OP_CONV2D_GRAD_WEIGHT, ConvKind::kGradWeight, false}};
+  if (!std::strcmp(sig->op, CTN_OP_CONV2D_BIAS_ACT)) return make_conv_bias_act(be, sig, out, handled);
   const auto *entry = find_entry(kOps, sig->op);
   if (!entry) return CTN_OK;
   const ConvKind kind = entry->kind;

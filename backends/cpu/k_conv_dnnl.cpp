@@ -64,6 +64,7 @@ struct Variant {
   int64_t n = 0;
   dnnl::primitive prim;
   Arg in[2], out;
+  memory::desc bias;  // conv2d_bias_act: the bias [O of the part], read in place (zero: none)
   memory::desc scratch;
   size_t scratch_offset = 0;
   size_t bytes = 0;  // slot bytes it needs
@@ -75,6 +76,7 @@ struct DnnlConvState : KernelBase {
   int64_t n = 0, parts = 1;
   int64_t per_image[3] = {0, 0, 0};  // elements per unit of inputs 0, 1 and the output (0: shared)
   int64_t dw_elems = 0;              // grad-weight: elements of the weight gradient
+  int64_t bias_per_unit = 0;         // conv2d_bias_act split over output channels: bias per unit
   size_t dw_offset = 0;              // grad-weight: where a part > 0 puts it in its slot
   Variant v[2];
   size_t slot_bytes = 0;
@@ -113,6 +115,7 @@ memory scratch_mem(const memory::desc &d, char *ws, size_t off) {
 struct DnnlCall {
   const DnnlConvState *st;
   const float *in[2];
+  const float *bias = nullptr;  // conv2d_bias_act
   float *out;
   char *ws;
   // The first failure of any part, reported by the calling thread after the join.
@@ -160,6 +163,8 @@ struct DnnlCall {
       memory prim_out = o.reorder ? memory(o.prim, eng, slot + o.offset) : user_out;
       m.emplace(o.role, prim_out);
       m.emplace(DNNL_ARG_SCRATCHPAD, scratch_mem(v.scratch, slot, v.scratch_offset));
+      if (bias)
+        m.emplace(DNNL_ARG_BIAS, memory(v.bias, eng, const_cast<float *>(bias) + n0 * s.bias_per_unit));
       v.prim.execute(strm, m);
       if (o.reorder)
         o.r.execute(strm, {{DNNL_ARG_FROM, prim_out},
@@ -186,6 +191,7 @@ ctn_status dnnl_conv_kernel(void *state, const ctn_kernel_args *args) {
   call.st = st;
   call.in[0] = desc_ptr<const float>(args->inputs[0]);
   call.in[1] = desc_ptr<const float>(args->inputs[1]);
+  if (st->v[0].bias.get_size()) call.bias = desc_ptr<const float>(args->inputs[2]);
   call.out = desc_ptr<float>(args->outputs[0]);
   // The workspace has kAlign spare bytes: oneDNN's blocked buffers start on a cache line.
   const auto base = reinterpret_cast<uintptr_t>(args->workspace);
@@ -213,7 +219,7 @@ ctn_status dnnl_conv_kernel(void *state, const ctn_kernel_args *args) {
 // grad-weight); returns oneDNN's implementation name.
 std::string make_variant(int kind, int64_t n, const int64_t *xs, const int64_t *ws_,
                          const int64_t *ys, const int64_t *at, const memory::dims &pr,
-                         Variant *v) {
+                         Variant *v, const ConvEpilogue *epi) {
   const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5],
                 groups = at[6];
   dnnl::engine &eng = cpu_engine();
@@ -224,10 +230,25 @@ std::string make_variant(int kind, int64_t n, const int64_t *xs, const int64_t *
       uw(w, Dt::f32, groups == 1 ? Tag::oihw : Tag::goihw);
   memory::desc ax(x, Dt::f32, Tag::any), ay(y, Dt::f32, Tag::any), aw(w, Dt::f32, Tag::any);
   const memory::dims strides{sh, sw}, dil{dh - 1, dw - 1}, pl{ph, pw};
-  dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training,
-                                     dnnl::algorithm::convolution_direct, ax, aw, ay, strides, dil,
-                                     pl, pr);
   dnnl::primitive_attr attr = user_scratchpad();
+  if (epi) {
+    v->bias = memory::desc({ys[1]}, Dt::f32, Tag::x);
+    static constexpr dnnl::algorithm kAlg[] = {dnnl::algorithm::undef, dnnl::algorithm::eltwise_relu,
+                                               dnnl::algorithm::eltwise_gelu_erf, dnnl::algorithm::eltwise_clip};
+    if (epi->act > CTN_ACT_NONE && epi->act <= CTN_ACT_CLAMP) {
+      dnnl::post_ops po;
+      po.append_eltwise(1.f, kAlg[epi->act], epi->act == CTN_ACT_CLAMP ? static_cast<float>(epi->lo) : 0.f,
+                        epi->act == CTN_ACT_CLAMP ? static_cast<float>(epi->hi) : 0.f);
+      attr.set_post_ops(po);
+    }
+  }
+  // Inference (forward_inference) when fused: no training workspace; conv2d itself keeps
+  // forward_training, the descriptor its backward primitives are made from.
+  dnnl::convolution_forward::desc fd =
+      epi ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                            ax, aw, v->bias, ay, strides, dil, pl, pr)
+          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                            ax, aw, ay, strides, dil, pl, pr);
   dnnl::convolution_forward::primitive_desc fpd(fd, attr, eng);
   // Per direction: the primitive and its arguments in kernel order (inputs 0, 1, output) as
   // oneDNN roles and the caller's plain layouts; the primitive's layouts are queried by role.
@@ -282,7 +303,7 @@ struct ChannelSplit {
   // The primitive of a part of k units: a convolution of the part's channels (k groups when
   // grouped, the rows of w [k * O/G, C/G, KH, KW]).
   std::string make(int64_t k, const int64_t *xs, const int64_t *ws_, const int64_t *ys, const int64_t *at,
-                   const memory::dims &pr, Variant *v) const {
+                   const memory::dims &pr, Variant *v, const ConvEpilogue *epi) const {
     const int64_t g = at[6], uo = g == 1 ? 1 : ws_[0] / g, cg = ws_[1];  // uo: output channels per unit
     const int64_t px[4] = {1, g == 1 ? xs[1] : k * cg, xs[2], xs[3]};
     const int64_t pw[4] = {k * uo, cg, ws_[2], ws_[3]};
@@ -290,7 +311,7 @@ struct ChannelSplit {
     int64_t pat[7];
     std::copy(at, at + 7, pat);
     pat[6] = g == 1 ? 1 : k;
-    std::string impl = make_variant(0, 1, px, pw, py, pat, pr, v);
+    std::string impl = make_variant(0, 1, px, pw, py, pat, pr, v, epi);
     v->n = k;  // selects the variant by part size, like a batch part's image count
     return impl;
   }
@@ -351,7 +372,8 @@ void onednn_limit_isa(const char *isa) {
 // its own) when oneDNN has only its reference implementation for the shape or refuses it;
 // `why` says which.
 bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *ws_,
-                      const int64_t *ys, const int64_t *at, ctn_kernel *out, std::string *why) {
+                      const int64_t *ys, const int64_t *at, ctn_kernel *out, std::string *why,
+                      const ConvEpilogue *epi) {
   const int caller_threads = omp_get_max_threads();
   try {
     const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5];
@@ -386,6 +408,7 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
       st->n = split.units;
       st->parts = split.parts;
       std::copy(split.per_unit, split.per_unit + 3, st->per_image);
+      st->bias_per_unit = split.per_unit[2] / (ys[2] * ys[3]);  // output channels per unit
     }
     // Creation is serialised: oneDNN's primitive cache and JIT are thread-safe by their
     // documentation, but their synchronisation is invisible to ThreadSanitizer (the library is
@@ -397,11 +420,11 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
     const memory::dims pr{prh, prw};
     const int64_t lo = st->n / st->parts, hi = (st->n + st->parts - 1) / st->parts;
     if (split.parts > 1) {
-      st->impl = split.make(lo, xs, ws_, ys, at, pr, &st->v[0]);
-      if (hi != lo) split.make(hi, xs, ws_, ys, at, pr, &st->v[1]);
+      st->impl = split.make(lo, xs, ws_, ys, at, pr, &st->v[0], epi);
+      if (hi != lo) split.make(hi, xs, ws_, ys, at, pr, &st->v[1], epi);
     } else {
-      st->impl = make_variant(kind, lo, xs, ws_, ys, at, pr, &st->v[0]);
-      if (hi != lo) make_variant(kind, hi, xs, ws_, ys, at, pr, &st->v[1]);
+      st->impl = make_variant(kind, lo, xs, ws_, ys, at, pr, &st->v[0], epi);
+      if (hi != lo) make_variant(kind, hi, xs, ws_, ys, at, pr, &st->v[1], epi);
     }
     omp_set_num_threads(caller_threads);
     // The reference implementation is far slower than the own im2col + GEMM.
@@ -436,7 +459,7 @@ void onednn_pin_libraries() {}
 std::string onednn_version() { return ""; }
 void onednn_limit_isa(const char *) {}
 bool make_onednn_conv(Backend *, int, const int64_t *, const int64_t *, const int64_t *,
-                      const int64_t *, ctn_kernel *, std::string *why) {
+                      const int64_t *, ctn_kernel *, std::string *why, const ConvEpilogue *) {
   *why = "this build has no oneDNN";
   return false;
 }

@@ -289,20 +289,10 @@ ctn_status cpu_download(void *state, void *handle, uint64_t offset, void *dst,
 }
 
 ctn_status cpu_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
-  auto *be = static_cast<Backend *>(state);
-  const ctn_host_api *host = be->host;
-  return ctn_backend_util::guarded(host, "cpu get_kernel", [&]() -> ctn_status {
-    if (ctn_status st = ctn_backend_util::check_signature(host, "cpu", sig, out); st != CTN_OK)
-      return st;
-    bool handled = false;
-    for (KernelMaker *m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,
-                    make_matmul_kernel, make_optim_kernel, make_conv_kernel, make_pool_kernel,
-                    make_norm_kernel, make_nn_misc_kernel}) {
-      ctn_status st = m(be, sig, out, &handled);
-      if (handled) return st;
-    }
-    return host->set_error(CTN_ERR_UNSUPPORTED, "cpu backend: unknown op '%s'", sig->op);
-  }, sig && sig->op ? sig->op : "?");
+  return ctn_backend_util::get_kernel_by_makers(
+      static_cast<Backend *>(state), "cpu", sig, out, false, [] { return CTN_OK; },
+      {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel, make_matmul_kernel, make_optim_kernel,
+       make_conv_kernel, make_pool_kernel, make_norm_kernel, make_nn_misc_kernel});
 }
 
 ctn_status cpu_set_option(void *state, const char *key, const char *value) {
@@ -382,16 +372,12 @@ uint64_t proc_onednn_kernels(void *state) {
 const char *proc_gemm_isa(void *state) { return static_cast<Backend *>(state)->gemm_isa.load()->name; }
 int proc_num_threads(void *state) { return static_cast<Backend *>(state)->num_threads.load(); }
 
-void *cpu_get_proc_address(void *, const char *name) {
-  static const ctn_backend_util::ProcEntry table[] = {
-      CTN_PROC_ENTRY("ctn_cpu_gemm_name", proc_gemm_name),
-      CTN_PROC_ENTRY("ctn_cpu_gemm_isa", proc_gemm_isa),
-      CTN_PROC_ENTRY("ctn_cpu_num_threads", proc_num_threads),
-      CTN_PROC_ENTRY("ctn_cpu_conv_name", proc_conv_name),
-      CTN_PROC_ENTRY("ctn_cpu_onednn_kernels", proc_onednn_kernels),
-  };
-  return ctn_backend_util::proc_lookup(table, name);
-}
+CTN_GET_PROC_ADDRESS(cpu_get_proc_address, ctn_backend_util::no_proc,
+    CTN_PROC_ENTRY("ctn_cpu_gemm_name", proc_gemm_name),
+    CTN_PROC_ENTRY("ctn_cpu_gemm_isa", proc_gemm_isa),
+    CTN_PROC_ENTRY("ctn_cpu_num_threads", proc_num_threads),
+    CTN_PROC_ENTRY("ctn_cpu_conv_name", proc_conv_name),
+    CTN_PROC_ENTRY("ctn_cpu_onednn_kernels", proc_onednn_kernels))
 
 // Constant-initialised: no code runs when the plugin is loaded.
 // Concurrent: the pool serves any number of callers, kernel states are read-only, scratch belongs

@@ -129,15 +129,6 @@ struct KernelBase {
   virtual ~KernelBase() = default;
 };
 
-// A kernel state of type S for backend `be` and op `op` (a string that outlives the kernel).
-template <class S>
-std::unique_ptr<S> new_state(Backend *be, const char *op) {
-  auto st = std::make_unique<S>();
-  st->be = be;
-  st->op = op;
-  return st;
-}
-
 void kernel_release(void *state);
 void kernel_set(ctn_kernel *kernel, ctn_kernel_fn fn, KernelBase *state, uint32_t flags = 0,
                 uint64_t workspace = 0);

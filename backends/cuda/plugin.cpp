@@ -295,19 +295,13 @@ ctn_status cuda_synchronize(void *state) {
 
 ctn_status cuda_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
   auto *be = static_cast<Backend *>(state);
-  const ctn_host_api *host = be->host;
-  return ctn_backend_util::guarded(host, "cuda get_kernel", [&]() -> ctn_status {
-    if (ctn_status st = ctn_backend_util::check_signature(host, "cuda", sig, out); st != CTN_OK)
-      return st;
-    cudaSetDevice(be->device);
-    bool handled = false;
-    for (Maker m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,
-                    make_matmul_kernel, make_dnn_kernel, make_train_kernel}) {
-      ctn_status st = m(be, sig, out, &handled);
-      if (handled) return st;
-    }
-    return host->set_error(CTN_ERR_UNSUPPORTED, "cuda backend: op '%s' is not implemented", sig->op);
-  }, sig && sig->op ? sig->op : "?");
+  return ctn_backend_util::get_kernel_by_makers(
+      be, "cuda", sig, out, false, [be] {
+        cudaSetDevice(be->device);  // the calling thread may have another device current
+        return CTN_OK;
+      },
+      {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel, make_matmul_kernel, make_dnn_kernel,
+       make_train_kernel});
 }
 
 bool parse_bool(const char *v, bool *out) {
@@ -347,14 +341,9 @@ ctn_status cuda_set_option(void *state, const char *key, const char *value) {
 void *proc_stream(void *state) { return static_cast<Backend *>(state)->stream; }
 int proc_device(void *state) { return static_cast<Backend *>(state)->device; }
 
-void *cuda_get_proc_address(void *, const char *name) {
-  static const ctn_backend_util::ProcEntry table[] = {
-      CTN_PROC_ENTRY("ctn_cuda_stream", proc_stream),
-      CTN_PROC_ENTRY("ctn_cuda_device", proc_device),
-  };
-  if (void *fn = ctn_backend_util::proc_lookup(table, name)) return fn;
-  return interop_proc(name);  // "ctn_cuda_interop" (interop.cpp)
-}
+CTN_GET_PROC_ADDRESS(cuda_get_proc_address, interop_proc,
+    CTN_PROC_ENTRY("ctn_cuda_stream", proc_stream),
+    CTN_PROC_ENTRY("ctn_cuda_device", proc_device))
 
 // ---- plan segments: capture once, replay with one cudaGraphLaunch per run ---------------------
 ctn_status run_calls(const std::vector<ctn_plan_call> &calls) {

@@ -50,14 +50,14 @@ ctn_status Op::fail(cl_int e, const char *what) {
   return be->host->set_error(e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_RESOURCES
                                  ? CTN_ERR_OUT_OF_MEMORY
                                  : CTN_ERR_INTERNAL,
-                             "opencl %s: %s: %s", name, what, cl_error_name(e));
+                             "opencl %s: %s: %s", op, what, cl_error_name(e));
 }
 
 cl_kernel Op::make_kernel(const char *kname) {
   cl_int e = CL_SUCCESS;
   cl_kernel k = clCreateKernel(be->program, kname, &e);
   if (e != CL_SUCCESS) {
-    be->host->set_error(CTN_ERR_INTERNAL, "opencl %s: clCreateKernel(%s): %s", name, kname,
+    be->host->set_error(CTN_ERR_INTERNAL, "opencl %s: clCreateKernel(%s): %s", op, kname,
                         cl_error_name(e));
     return nullptr;
   }
@@ -135,7 +135,7 @@ ctn_status op_kernel_fn(void *state, const ctn_kernel_args *args) {
     if (ctn_status st = op->bind(*args); st != CTN_OK) return st;
     return op->enqueue();
   } catch (const std::exception &e) {
-    return op->be->host->set_error(CTN_ERR_INTERNAL, "opencl %s: %s", op->name, e.what());
+    return op->be->host->set_error(CTN_ERR_INTERNAL, "opencl %s: %s", op->op, e.what());
   }
 }
 
@@ -159,7 +159,7 @@ ctn_status check_offset(Backend *be, const char *op, const ctn_tensor_desc &d) {
 
 ctn_status Op::check_args(const ctn_kernel_args &a) {
   for (uint32_t i = 0; i < a.n_inputs; ++i)
-    if (ctn_status s = check_offset(be, name, a.inputs[i]); s) return s;
-  return check_offset(be, name, a.outputs[0]);
+    if (ctn_status s = check_offset(be, op, a.inputs[i]); s) return s;
+  return check_offset(be, op, a.outputs[0]);
 }
 }  // namespace ctn_ocl

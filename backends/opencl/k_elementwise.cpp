@@ -126,7 +126,7 @@ ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel
   const char *op = sig->op;
   const ctn_tensor_desc &y = *sig->output;
   const ctn_tensor_desc &a = sig->inputs[0];
-  auto st = new_op<EwOp>(be, ent->name);
+  auto st = new_state<EwOp>(be, ent->name);
   st->kind = ent->kind;
   st->code = ent->code;
   st->dt = ent->kind == kWhere ? sig->inputs[1].dtype : a.dtype;

@@ -93,7 +93,7 @@ struct MatmulOp : Op {
       }
       if (s != CLBlastSuccess)
         return be->host->set_error(CTN_ERR_INTERNAL, "opencl %s: CLBlast GEMM %zux%zux%zu (batch %zu) failed with status %d",
-                                   name, m, n, k, nb, static_cast<int>(s));
+                                   op, m, n, k, nb, static_cast<int>(s));
     }
     if (act >= 0) return launch(epi, static_cast<int64_t>(m * n * nb));
     return CTN_OK;
@@ -116,7 +116,7 @@ ctn_status make_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel *out
   const ctn_tensor_desc &a = sig->inputs[0];
   if (ctn_status s = need_float(be->host, "opencl", sig->op, a.dtype); s) return s;
   MatmulDims d = matmul_dims(sig);
-  auto st = new_op<MatmulOp>(be, fused ? CTN_OP_MATMUL_BIAS_ACT : CTN_OP_MATMUL);
+  auto st = new_state<MatmulOp>(be, fused ? CTN_OP_MATMUL_BIAS_ACT : CTN_OP_MATMUL);
   st->dt = a.dtype;
   st->ta = d.ta;
   st->tb = d.tb;
@@ -211,7 +211,7 @@ struct DropoutOp : Op {
 ctn_status make_dropout(Backend *be, const ctn_op_signature *sig, ctn_kernel *out) {
   const ctn_tensor_desc &x = sig->inputs[0];
   double p = sig->attrs->f[0];
-  auto st = new_op<DropoutOp>(be, "dropout");
+  auto st = new_state<DropoutOp>(be, "dropout");
   st->dt = x.dtype;
   st->n = desc_numel(x);
   st->seed = static_cast<cl_ulong>(sig->attrs->i[0]);
@@ -237,7 +237,7 @@ ctn_status make_optim(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
   const ctn_host_api *host = be->host;
   const ctn_tensor_desc &w = sig->inputs[0], &y = *sig->output;
   if (ctn_status s = need_float(host, "opencl", sig->op, w.dtype); s) return s;
-  auto st = new_op<OptimOp>(be, names[code]);
+  auto st = new_state<OptimOp>(be, names[code]);
   st->dt = w.dtype;
   st->code = code;
   st->n = desc_numel(y);

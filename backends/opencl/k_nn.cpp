@@ -22,7 +22,7 @@ struct GatherOp : Op {
   ctn_status bind(const ctn_kernel_args &a) override {
     const ctn_tensor_desc &x = a.inputs[in0], &z = a.inputs[in1], &y = a.outputs[0];
     for (const ctn_tensor_desc *d : {&x, &z, &y})
-      if (ctn_status s = check_offset(be, name, *d); s) return s;
+      if (ctn_status s = check_offset(be, op, *d); s) return s;
     cl_int e = set_args(k, total, meta, mem_of(x), cl_long(elem_off(x)), mem_of(z),
                         cl_long(elem_off(z)), mem_of(y), cl_long(elem_off(y)));
     return e == CL_SUCCESS ? CTN_OK : fail(e, "clSetKernelArg");
@@ -50,7 +50,7 @@ ctn_status make_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
   const int64_t n = cx->shape[0], c = cx->shape[1], h = cx->shape[2], w = cx->shape[3];
   const int64_t o = cw->shape[0], kh = cw->shape[2], kw = cw->shape[3];
   const int64_t ho = cy->shape[2], wo = cy->shape[3];
-  auto st = new_op<GatherOp>(be, op);
+  auto st = new_state<GatherOp>(be, op);
   st->total = desc_numel(y);
   if (ctn_status s = st->set_meta({n, c, h, w, o, kh, kw, ho, wo, sh, sw, ph, pw, dh, dw, groups,
                                    c / groups, o / groups});
@@ -84,7 +84,7 @@ ctn_status make_pool(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
             h + 2 * ph >= kh && w + 2 * pw >= kw && ho == (h + 2 * ph - kh) / sh + 1 &&
             wo == (w + 2 * pw - kw) / sw + 1;
   if (kind == PoolKind::kMaxGrad) ok = ok && same_shape(sig->inputs[1], small) && same_shape(y, big);
-  auto st = new_op<GatherOp>(be, op);
+  auto st = new_state<GatherOp>(be, op);
   st->total = desc_numel(y);
   if (kind == PoolKind::kMaxGrad) st->in1 = 2;  // (x, y, dy): x and dy
   else st->in1 = 0;
@@ -183,7 +183,7 @@ ctn_status make_norm(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
     int64_t rows = 1, len = 1;
     for (uint32_t k = 0; k < x.ndim; ++k) (static_cast<int64_t>(k) < a ? rows : len) *= x.shape[k];
     const bool gg = code == 2;
-    auto st = new_op<LayerNormOp>(be, op);
+    auto st = new_state<LayerNormOp>(be, op);
     st->dt = x.dtype;
     st->code = code;
     st->rows = rows;
@@ -215,7 +215,7 @@ ctn_status make_norm(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
     const bool full = (code == kBnGradInput && i == 2) || (code == kBnGradGamma && i == 1);
     ok = full ? same_shape(d, x) : (d.ndim == 1 && d.shape[0] == ch);
   }
-  auto st = new_op<BatchNormOp>(be, op);
+  auto st = new_state<BatchNormOp>(be, op);
   st->dt = x.dtype;
   st->code = code;
   st->outer = outer;
@@ -256,7 +256,7 @@ ctn_status make_embedding(Backend *be, const ctn_op_signature *sig, ctn_kernel *
                         &y = *sig->output;
   if (ctn_status s = need_float(host, "opencl", sig->op, vals.dtype); s) return s;
   const ctn_tensor_desc &table = grad ? y : vals;
-  auto st = new_op<EmbOp>(be, op);
+  auto st = new_state<EmbOp>(be, op);
   st->grad = grad;
   st->V = table.shape[0];
   st->D = table.shape[1];

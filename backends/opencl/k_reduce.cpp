@@ -26,8 +26,8 @@ struct ReduceOp : Op {
   size_t local = 1;
   ctn_status bind(const ctn_kernel_args &a) override {
     const ctn_tensor_desc &x = a.inputs[0], &y = a.outputs[0];
-    if (ctn_status s = check_offset(be, name, x); s) return s;
-    if (ctn_status s = check_offset(be, name, y); s) return s;
+    if (ctn_status s = check_offset(be, op, x); s) return s;
+    if (ctn_status s = check_offset(be, op, y); s) return s;
     cl_int e = set_args(k, code, nout, R, nk, nr, meta, mem_of(x), cl_long(elem_off(x)), mem_of(y),
                         cl_long(elem_off(y)));
     if (e == CL_SUCCESS) e = set_scalar(k, 10, dt, scale);
@@ -47,7 +47,7 @@ struct SoftmaxOp : Op {
     const ctn_tensor_desc &x = a.inputs[0], &y = a.outputs[0];
     const ctn_tensor_desc &dy = a.n_inputs > 1 ? a.inputs[1] : a.inputs[0];
     for (const ctn_tensor_desc *d : {&x, &dy, &y})
-      if (ctn_status s = check_offset(be, name, *d); s) return s;
+      if (ctn_status s = check_offset(be, op, *d); s) return s;
     cl_int e = set_args(k, code, rows, len, inner, mem_of(x), cl_long(elem_off(x)), mem_of(dy),
                         cl_long(elem_off(dy)), mem_of(y), cl_long(elem_off(y)),
                         LocalMem{local * dtype_size(dt)});
@@ -88,7 +88,7 @@ ctn_status make_reduce_op(Backend *be, const ctn_op_signature *sig, ctn_kernel *
   if (ctn_status s = need_float(be, sig->op, x.dtype); s) return s;
   const uint64_t mask = static_cast<uint64_t>(sig->attrs->i[0]);
   const int64_t count = reduce_count(sig);
-  auto st = new_op<ReduceOp>(be, sig->op);
+  auto st = new_state<ReduceOp>(be, sig->op);
   st->dt = x.dtype;
   st->code = code;
   st->nout = desc_numel(y);
@@ -128,7 +128,7 @@ ctn_status make_reduce_op(Backend *be, const ctn_op_signature *sig, ctn_kernel *
 ctn_status make_softmax(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, int code) {
   const ctn_tensor_desc &x = sig->inputs[0];
   if (ctn_status s = need_float(be, sig->op, x.dtype); s) return s;
-  auto st = new_op<SoftmaxOp>(be, sig->op);
+  auto st = new_state<SoftmaxOp>(be, sig->op);
   st->dt = x.dtype;
   st->code = code;
   const AxisDims d = axis_dims(x, sig->attrs->i[0]);
@@ -146,7 +146,7 @@ ctn_status make_softmax(Backend *be, const ctn_op_signature *sig, ctn_kernel *ou
 ctn_status make_ce(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool grad) {
   const ctn_tensor_desc &x = sig->inputs[0], &lab = sig->inputs[1];
   if (ctn_status s = need_float(be, sig->op, x.dtype); s) return s;
-  auto st = new_op<CeOp>(be, sig->op);
+  auto st = new_state<CeOp>(be, sig->op);
   st->grad = grad;
   st->dt = x.dtype;
   st->N = x.shape[0];

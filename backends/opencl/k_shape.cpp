@@ -18,8 +18,8 @@ struct WalkOp : Op {
   size_t src_off = 0, dst_off = 0;
   ctn_status bind(const ctn_kernel_args &a) override {
     const ctn_tensor_desc &x = a.inputs[0], &y = a.outputs[0];
-    if (ctn_status s = check_offset(be, name, x); s) return s;
-    if (ctn_status s = check_offset(be, name, y); s) return s;
+    if (ctn_status s = check_offset(be, op, x); s) return s;
+    if (ctn_status s = check_offset(be, op, y); s) return s;
     src = mem_of(x);
     dst = mem_of(y);
     src_off = x.offset;
@@ -55,11 +55,11 @@ struct ConcatOp : Op {
     srcs.clear();
     src_offs.clear();
     for (uint32_t i = 0; i < a.n_inputs; ++i) {
-      if (!a.inputs[i].data) return check_offset(be, name, a.inputs[i]);
+      if (!a.inputs[i].data) return check_offset(be, op, a.inputs[i]);
       srcs.push_back(mem_of(a.inputs[i]));
       src_offs.push_back(a.inputs[i].offset);
     }
-    if (ctn_status s = check_offset(be, name, a.outputs[0]); s) return s;
+    if (ctn_status s = check_offset(be, op, a.outputs[0]); s) return s;
     dst = mem_of(a.outputs[0]);
     dst_off = a.outputs[0].offset;
     return CTN_OK;
@@ -93,14 +93,14 @@ ctn_status make_shape(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
   const size_t es = dtype_size(y.dtype);
   if (kind == ShapeKind::kConcat) {
     const ConcatPlan plan = concat_plan(sig);
-    auto cs = new_op<ConcatOp>(be, CTN_OP_CONCAT);
+    auto cs = new_state<ConcatOp>(be, CTN_OP_CONCAT);
     cs->outer = plan.outer;
     cs->out_row = plan.row * static_cast<int64_t>(es);
     for (int64_t c : plan.chunk) cs->chunk.push_back(c * static_cast<int64_t>(es));
     op_set(out, cs.release());
     return CTN_OK;
   }
-  auto st = new_op<WalkOp>(be, sig->op);
+  auto st = new_state<WalkOp>(be, sig->op);
   st->es = es;
   const ShapeWalk w = shape_walk(sig, kind);
   if (kind == ShapeKind::kReshape) {

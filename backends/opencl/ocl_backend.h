@@ -67,7 +67,7 @@ std::string device_key(const Backend &be);  // hex hash of device name + driver 
 // binds each call once in plan_prepare and only enqueues in plan_run.
 struct Op {
   Backend *be = nullptr;
-  const char *name = "";
+  const char *op = "";  // the op's name (a string that outlives the kernel)
   virtual ~Op();
   virtual ctn_status bind(const ctn_kernel_args &args) = 0;
   virtual ctn_status enqueue() = 0;
@@ -84,15 +84,6 @@ struct Op {
   std::vector<cl_kernel> kernels;  // released with the op
   cl_mem meta = nullptr;
 };
-
-// An op state of type S for backend `be`, named `name` (a string that outlives the kernel).
-template <class S>
-std::unique_ptr<S> new_op(Backend *be, const char *name) {
-  auto st = std::make_unique<S>();
-  st->be = be;
-  st->name = name;
-  return st;
-}
 
 ctn_status op_kernel_fn(void *state, const ctn_kernel_args *args);
 void op_release(void *state);

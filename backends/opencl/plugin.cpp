@@ -357,16 +357,11 @@ const char *proc_placement_explain(void *state) {
 cl_command_queue proc_queue(void *state) { return static_cast<Backend *>(state)->queue; }
 cl_context proc_context(void *state) { return static_cast<Backend *>(state)->context; }
 
-void *ocl_get_proc_address(void *, const char *name) {
-  static const ctn_backend_util::ProcEntry table[] = {
-      CTN_PROC_ENTRY("ctn_opencl_policy_report", proc_policy),
-      CTN_PROC_ENTRY("ctn_placement_explain", proc_placement_explain),
-      CTN_PROC_ENTRY("ctn_opencl_queue", proc_queue),
-      CTN_PROC_ENTRY("ctn_opencl_context", proc_context),
-  };
-  if (void *fn = ctn_backend_util::proc_lookup(table, name)) return fn;
-  return interop_proc(name);  // "ctn_opencl_interop" (interop.cpp)
-}
+CTN_GET_PROC_ADDRESS(ocl_get_proc_address, interop_proc,
+    CTN_PROC_ENTRY("ctn_opencl_policy_report", proc_policy),
+    CTN_PROC_ENTRY("ctn_placement_explain", proc_placement_explain),
+    CTN_PROC_ENTRY("ctn_opencl_queue", proc_queue),
+    CTN_PROC_ENTRY("ctn_opencl_context", proc_context))
 
 // Constant-initialised: nothing runs when the plugin is loaded (libOpenCL is touched in init).
 constexpr ctn_backend_desc kDesc = CTN_BACKEND_DESC("opencl", 0, ocl, ocl_synchronize, ocl_plan_prepare,

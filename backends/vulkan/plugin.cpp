@@ -415,10 +415,7 @@ ctn_status vk_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *o
     if (sig->n_inputs > 8) return decline(*be, sig, "more than 8 inputs");
     for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
       const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
-      if (d.ndim > CTN_MAX_DIMS || dtype_size(d.dtype) == 0)
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                               "vulkan %s: operand %u has ndim %u / dtype %d out of range", sig->op,
-                               i, d.ndim, static_cast<int>(d.dtype));
+      if (ctn_status st = check_operand_type(host, "vulkan", sig->op, i, d, false); st != CTN_OK) return st;
       for (uint32_t k = 0; k < d.ndim; ++k)
         if (d.shape[k] < 0)
           return host->set_error(CTN_ERR_SHAPE, "vulkan %s: operand %u has a negative dim", sig->op, i);
@@ -509,20 +506,15 @@ const char *proc_placement_explain(void *state) {
   return static_cast<Backend *>(state)->policy.explain_cstr("CHUTNEY_VULKAN_PLACEMENT");
 }
 
-void *vk_get_proc_address(void *, const char *name) {
-  static const ctn_backend_util::ProcEntry table[] = {
-      CTN_PROC_ENTRY("ctn_vulkan_validation_errors", proc_validation_errors),
-      CTN_PROC_ENTRY("ctn_vulkan_validation_enabled", proc_validation_enabled),
-      CTN_PROC_ENTRY("ctn_vulkan_submits", proc_submits),
-      CTN_PROC_ENTRY("ctn_vulkan_pipelines_created", proc_pipelines_created),
-      CTN_PROC_ENTRY("ctn_vulkan_cache_note", proc_cache_note),
-      CTN_PROC_ENTRY("ctn_vulkan_cache_path", proc_cache_path),
-      CTN_PROC_ENTRY("ctn_vulkan_policy_report", proc_policy_report),
-      CTN_PROC_ENTRY("ctn_placement_explain", proc_placement_explain),
-  };
-  if (void *fn = ctn_backend_util::proc_lookup(table, name)) return fn;
-  return interop_proc(name);  // "ctn_vulkan_interop" (interop.cpp)
-}
+CTN_GET_PROC_ADDRESS(vk_get_proc_address, interop_proc,
+    CTN_PROC_ENTRY("ctn_vulkan_validation_errors", proc_validation_errors),
+    CTN_PROC_ENTRY("ctn_vulkan_validation_enabled", proc_validation_enabled),
+    CTN_PROC_ENTRY("ctn_vulkan_submits", proc_submits),
+    CTN_PROC_ENTRY("ctn_vulkan_pipelines_created", proc_pipelines_created),
+    CTN_PROC_ENTRY("ctn_vulkan_cache_note", proc_cache_note),
+    CTN_PROC_ENTRY("ctn_vulkan_cache_path", proc_cache_path),
+    CTN_PROC_ENTRY("ctn_vulkan_policy_report", proc_policy_report),
+    CTN_PROC_ENTRY("ctn_placement_explain", proc_placement_explain))
 
 // Constant-initialised: no code runs when the plugin is loaded.
 constexpr ctn_backend_desc kDesc = CTN_BACKEND_DESC("vulkan", 0, vk, vk_synchronize, plan_prepare,

@@ -4,13 +4,13 @@
 #include "capi/handles.h"
 #include "io/io_common.h"
 #include "onnx/exporter.h"
+#include "util/files.h"
 #include "onnx/importer.h"
 #include "plugin/context.h"
 #include "util/wall.h"
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <memory>
 
@@ -126,9 +126,7 @@ CTN_API ctn_status ctn_onnx_model_version(const ctn_onnx_model *model, int64_t *
 CTN_API ctn_status ctn_onnx_tensor_load(const char *path, ctn_tensor **out, const char **out_name) {
   return wall([&] {
     if (!path || !out) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_onnx_tensor_load: %s is NULL", path ? "out" : "path");
-    std::ifstream f(path, std::ios::binary);
-    if (!f) fail(CTN_ERR_IO, "ctn_onnx_tensor_load: cannot open %s", path);
-    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::string bytes = read_regular_file(path, "ctn_onnx_tensor_load:");
     onnx::TensorP tp = onnx::parse_tensor(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), path);
     std::string dir = path;
     dir = dir.find('/') == std::string::npos ? "." : dir.substr(0, dir.rfind('/'));

@@ -183,60 +183,88 @@ std::vector<ctn_node> schedule(const Graph &g, const std::vector<ctn_node> &root
   return order;
 }
 
-void fuse_matmul_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend, PassStats &st) {
+// The producers the fusion pass folds a bias and an activation into: matmul -> add(bias [N]) and
+// conv2d -> add(bias [O,1,1] or [1,O,1,1]), each optionally followed by relu, gelu or (conv2d
+// only) clamp; the producer and the add must have no other consumer, and the backend must offer
+// the fused op for the node's signature.
+struct BiasFusion {
+  const char *producer, *fused;
+  bool clamp;          // clamp joins as CTN_ACT_CLAMP (f[0], f[1])
+  uint32_t act_slot;   // the fused op's activation attribute: i[act_slot]
+};
+const BiasFusion kBiasFusions[] = {{CTN_OP_MATMUL, CTN_OP_MATMUL_BIAS_ACT, false, 2},
+                                   {CTN_OP_CONV2D, CTN_OP_CONV2D_BIAS_ACT, true, 7}};
+
+// Whether `b` is the bias of producer value `p` for fusion f: matmul a vector over its last dim,
+// conv2d one value per output channel ([O,1,1] or [1,O,1,1]).
+bool is_bias(const Graph &g, const BiasFusion &f, ctn_node p, ctn_node b) {
+  const ValueInfo &pi = g.info(p), &bi = g.info(b);
+  if (bi.dtype != pi.dtype) return false;
+  if (f.act_slot == 2) return bi.shape.ndim == 1 && bi.shape[0] == pi.shape[pi.shape.ndim - 1];
+  const uint32_t nd = bi.shape.ndim;
+  return (nd == 3 || nd == 4) && bi.shape[nd - 3] == pi.shape[1] && bi.shape[nd - 2] == 1 && bi.shape[nd - 1] == 1 &&
+         (nd == 3 || bi.shape[0] == 1);
+}
+
+void fuse_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend, PassStats &st) {
   if (!backend) return;
   Graph &g = rw.g;
-  const OpDef *fused_op = g.context()->find_core_op(CTN_OP_MATMUL_BIAS_ACT);
+  const OpDef *reshape = g.context()->find_core_op(CTN_OP_RESHAPE);
   std::vector<ctn_node> order = schedule(g, roots);
   std::vector<uint32_t> consumers(g.size(), 0);
   for (ctn_node v : order)
     for (ctn_node in : g.node(v).inputs) ++consumers[in];
   for (ctn_node r : roots) ++consumers[r];
 
-  // matmul -> add(bias) [-> act]; the matmul and add must have no other consumer.
-  auto match_add = [&](ctn_node add, ctn_node *mm, ctn_node *bias) {
-    if (!is_op(g, add, CTN_OP_ADD)) return false;
-    for (int side = 0; side < 2; ++side) {
-      ctn_node m = g.node(add).inputs[static_cast<size_t>(side)];
-      ctn_node b = g.node(add).inputs[static_cast<size_t>(1 - side)];
-      if (!is_op(g, m, CTN_OP_MATMUL) || consumers[m] != 1) continue;
-      const ValueInfo &mi = g.info(m), &bi = g.info(b);
-      if (bi.dtype != mi.dtype || bi.shape.ndim != 1 || bi.shape[0] != mi.shape[mi.shape.ndim - 1]) continue;
-      if (g.info(add).shape != mi.shape) continue;
-      *mm = m;
-      *bias = b;
-      return true;
+  std::vector<char> done(g.size(), 0);
+  // target = act(add) or add itself; act: CTN_ACT_*, lo/hi for clamp.
+  auto try_fuse = [&](ctn_node target, ctn_node add, int act, double lo, double hi) {
+    if (!is_op(g, add, CTN_OP_ADD) || done[add]) return false;
+    for (const BiasFusion &f : kBiasFusions) {
+      if (act == CTN_ACT_CLAMP && !f.clamp) continue;
+      for (int side = 0; side < 2; ++side) {
+        const ctn_node p = g.node(add).inputs[static_cast<size_t>(side)];
+        ctn_node bias = g.node(add).inputs[static_cast<size_t>(1 - side)];
+        if (!is_op(g, p, f.producer) || consumers[p] != 1 || !is_bias(g, f, p, bias)) continue;
+        if (g.info(add).shape != g.info(p).shape) continue;
+        const Node prod = g.node(p);
+        ctn_attrs a = prod.attrs;
+        a.i[f.act_slot] = act;
+        a.ni = f.act_slot + 1;
+        a.nf = act == CTN_ACT_CLAMP ? 2 : 0;
+        a.f[0] = lo, a.f[1] = hi;
+        const OpDef *fused = g.context()->find_core_op(f.fused);
+        ValueInfo bias_info = g.info(bias);
+        if (bias_info.shape.ndim != 1) bias_info.shape = Shape::from(1, &g.info(p).shape.d[1]);
+        ctn_tensor_desc in[3] = {make_desc(g.info(prod.inputs[0])), make_desc(g.info(prod.inputs[1])),
+                                 make_desc(bias_info)};
+        ctn_tensor_desc od = make_desc(g.info(target));
+        ctn_kernel k;
+        std::string why;
+        if (!select_kernel(*backend, *fused, 3, in, od, a, &k, &why)) return false;
+        backend->release(k);
+        if (g.info(bias).shape.ndim != 1) bias = g.add_op(*reshape, 1, &bias, attrs_i({bias_info.shape[0]}));
+        ctn_node ins[3] = {prod.inputs[0], prod.inputs[1], bias};
+        rw.set(target, g.add_op(*fused, 3, ins, a));
+        done.resize(g.size(), 0);
+        done[add] = done[p] = 1;
+        st.fused += act == CTN_ACT_NONE ? 1 : 2;
+        return true;
+      }
     }
     return false;
   };
-  std::vector<char> done(g.size(), 0);
-  auto try_fuse = [&](ctn_node target, ctn_node add, int act) {
-    ctn_node mm, bias;
-    if (!match_add(add, &mm, &bias)) return false;
-    const Node m = g.node(mm);
-    ctn_attrs a = attrs_i({m.attrs.i[0], m.attrs.i[1], act});
-    ctn_tensor_desc in[3] = {make_desc(g.info(m.inputs[0])), make_desc(g.info(m.inputs[1])), make_desc(g.info(bias))};
-    ctn_tensor_desc od = make_desc(g.info(target));
-    ctn_kernel k;
-    std::string why;
-    if (!select_kernel(*backend, *fused_op, 3, in, od, a, &k, &why)) return false;
-    backend->release(k);
-    ctn_node ins[3] = {m.inputs[0], m.inputs[1], bias};
-    ctn_node f = g.add_op(*fused_op, 3, ins, a);
-    rw.set(target, f);
-    done.resize(g.size(), 0);
-    done[add] = done[mm] = 1;
-    st.fused += act == CTN_ACT_NONE ? 1 : 2;
-    return true;
-  };
   for (ctn_node v : order) {
-    int act = is_op(g, v, CTN_OP_RELU) ? CTN_ACT_RELU : is_op(g, v, CTN_OP_GELU) ? CTN_ACT_GELU : -1;
-    if (act < 0) continue;
-    ctn_node add = g.node(v).inputs[0];
-    if (consumers[add] == 1) try_fuse(v, add, act);
+    const Node &nd = g.node(v);
+    const int act = is_op(g, v, CTN_OP_RELU)    ? CTN_ACT_RELU
+                    : is_op(g, v, CTN_OP_GELU)  ? CTN_ACT_GELU
+                    : is_op(g, v, CTN_OP_CLAMP) ? CTN_ACT_CLAMP
+                                                : -1;
+    if (act < 0 || consumers[nd.inputs[0]] != 1) continue;
+    try_fuse(v, nd.inputs[0], act, act == CTN_ACT_CLAMP ? nd.attrs.f[0] : 0, act == CTN_ACT_CLAMP ? nd.attrs.f[1] : 0);
   }
   for (ctn_node v : order)
-    if (!done[v] && is_op(g, v, CTN_OP_ADD)) try_fuse(v, v, CTN_ACT_NONE);
+    if (v < done.size() && !done[v]) try_fuse(v, v, CTN_ACT_NONE, 0, 0);
   rw.resolve_all(roots);
 }
 
@@ -247,7 +275,7 @@ void rewrite(CompileState &cs) {
     if (b->available && b->host_memory() && !host) host = b.get();
   simplify_and_fold(cs.rw, cs.enabled(CTN_PASS_SIMPLIFY), cs.enabled(CTN_PASS_CONSTANT_FOLDING), host, cs.pass_stats);
   cs.rw.resolve_all(cs.roots);
-  if (cs.enabled(CTN_PASS_FUSION)) fuse_matmul_bias_act(cs.rw, cs.roots, cs.prefs[0], cs.pass_stats);
+  if (cs.enabled(CTN_PASS_FUSION)) fuse_bias_act(cs.rw, cs.roots, cs.prefs[0], cs.pass_stats);
 }
 
 }  // namespace ctn

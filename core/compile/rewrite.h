@@ -34,7 +34,8 @@ void simplify_and_fold(Rewriter &rw, bool simplify, bool fold, Backend *fold_bac
 // Live nodes reachable from roots in a valid execution order (dead-code elimination).
 std::vector<ctn_node> schedule(const Graph &g, const std::vector<ctn_node> &roots);
 
-// matmul + bias (+ relu/gelu) into matmul_bias_act when `backend` offers that kernel.
-void fuse_matmul_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend, PassStats &st);
+// matmul + bias (+ relu/gelu) into matmul_bias_act, conv2d + bias (+ relu/gelu/clamp) into
+// conv2d_bias_act, when `backend` offers the fused kernel.
+void fuse_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend, PassStats &st);
 
 }  // namespace ctn

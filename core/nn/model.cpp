@@ -2,6 +2,8 @@
 // feeds, and copying state between plans.
 #include "nn/model.h"
 
+#include "graph/graph.h"
+#include "tensor/shape.h"
 #include "util/wall.h"
 
 #include <algorithm>
@@ -293,6 +295,34 @@ CTN_API ctn_status ctn_model_variable(ctn_model *m, const char *name, uint32_t k
     } catch (const Error &e) {
       throw Error(e.code(), std::string("ctn_model_variable: ") + e.message());
     }
+  });
+}
+
+CTN_API ctn_status ctn_model_adopt_variable(ctn_model *m, ctn_node var, uint32_t kind, const char *name) {
+  return wall([&] {
+    need_model(m, __func__);
+    const Graph &g = *m->g;
+    if (var >= g.size() || g.node(var).kind != NodeKind::Variable)
+      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_model_adopt_variable: node %u is not a variable of the model's graph", var);
+    const Node &n = g.node(var);
+    const std::string nm = name ? name : n.name;
+    if (nm.empty()) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_model_adopt_variable: the name is empty");
+    if (kind != CTN_VAR_PARAMETER && kind != CTN_VAR_BUFFER && kind != CTN_VAR_OPTIMIZER)
+      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_model_adopt_variable: kind %u is not one CTN_VAR_* value", kind);
+    if (n.info.dtype != m->dtype)
+      fail(CTN_ERR_DTYPE, "ctn_model_adopt_variable: variable \"%s\" is %s, the model's dtype is %s", nm.c_str(),
+           dtype_name(n.info.dtype), dtype_name(m->dtype));
+    for (const ctn_model::Var &v : m->vars)
+      if (v.node == var && v.name != nm)
+        fail(CTN_ERR_INVALID_ARGUMENT, "ctn_model_adopt_variable: node %u is the model's variable \"%s\" already", var,
+             v.name.c_str());
+    if (const ctn_model::Var *v = find(*m, nm)) {
+      if (v->node == var && v->kind == kind) return;
+      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_model_adopt_variable: the model has a variable \"%s\" already (node %u)",
+           nm.c_str(), v->node);
+    }
+    m->by_name[nm] = m->vars.size();
+    m->vars.push_back(ctn_model::Var{nm, var, kind, std::vector<int64_t>(n.info.shape.d, n.info.shape.d + n.info.shape.ndim)});
   });
 }
 

@@ -5,12 +5,12 @@
 #include "onnx/lower.h"
 
 #include "plugin/context.h"
+#include "util/files.h"
 #include "util/status.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <unordered_map>
 
@@ -185,16 +185,7 @@ bool never_fold(std::string_view op) {
   return op.rfind("Random", 0) == 0 || op == "Multinomial" || op == "Bernoulli";
 }
 
-std::string read_file(const std::string &path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) fail(CTN_ERR_IO, "ctn_onnx_load: cannot open %s: %s", path.c_str(), std::strerror(errno));
-  std::streamoff n = f.tellg();
-  if (n < 0) fail(CTN_ERR_IO, "ctn_onnx_load: cannot read %s", path.c_str());
-  std::string buf(static_cast<size_t>(n), '\0');
-  f.seekg(0);
-  if (n && !f.read(buf.data(), n)) fail(CTN_ERR_IO, "ctn_onnx_load: cannot read %s", path.c_str());
-  return buf;
-}
+std::string read_file(const std::string &path) { return read_regular_file(path, "ctn_onnx_load:"); }
 
 class Importer {
  public:

@@ -2,10 +2,12 @@
 // size checked. Kept apart from the importer so that the fuzz target links it without the graph.
 #include "onnx/importer.h"
 
+#include "util/files.h"
 #include "util/status.h"
 
 #include <cstring>
-#include <fstream>
+
+#include <unistd.h>
 
 namespace ctn::onnx {
 
@@ -53,9 +55,9 @@ std::string read_external(const TensorP &t, const std::string &base_dir, const s
     fail(CTN_ERR_CORRUPT, "%s: tensor '%s': external data location '%s' must be a relative path inside the model's "
          "directory", what.c_str(), sv(t.name).c_str(), location.c_str());
   std::string path = (base_dir.empty() ? std::string(".") : base_dir) + "/" + location;
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) fail(CTN_ERR_IO, "%s: tensor '%s': cannot open external data file %s", what.c_str(), sv(t.name).c_str(), path.c_str());
-  long long size = static_cast<long long>(f.tellg());
+  uint64_t usize = 0;
+  ::close(open_regular_file(path, what + ": tensor '" + sv(t.name) + "': external data file", &usize));
+  const auto size = static_cast<long long>(usize);
   if (length < 0) length = size - offset;
   if (offset > size || length > size - offset)
     fail(CTN_ERR_CORRUPT, "%s: tensor '%s': external range [%lld, %lld) is beyond the end of %s (%lld bytes)",
@@ -63,10 +65,7 @@ std::string read_external(const TensorP &t, const std::string &base_dir, const s
   if (static_cast<size_t>(length) != nbytes)
     fail(CTN_ERR_CORRUPT, "%s: tensor '%s': external data holds %lld bytes, the shape needs %zu", what.c_str(),
          sv(t.name).c_str(), length, nbytes);
-  std::string buf(static_cast<size_t>(length), '\0');
-  f.seekg(offset);
-  if (!f.read(buf.data(), length)) fail(CTN_ERR_IO, "%s: tensor '%s': cannot read %s", what.c_str(), sv(t.name).c_str(), path.c_str());
-  return buf;
+  return read_regular_file(path, what + ": tensor '" + sv(t.name) + "': external data file", offset, length);
 }
 
 template <class Src>

@@ -318,6 +318,21 @@ ValueInfo infer_conv2d(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_att
   return ValueInfo{in[0].dtype, conv_forward_shape(op, in[0].shape, in[1].shape, c, "input")};
 }
 
+// (x, w, bias [O]); conv attrs + i[7] activation (f[0], f[1]: clamp bounds) -> act(conv2d + bias).
+ValueInfo infer_conv2d_bias_act(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  const int64_t act = a.i[7];
+  ValueInfo r = infer_conv2d(op, in, 2, a);
+  if (in[2].dtype != in[0].dtype || in[2].shape.ndim != 1 || in[2].shape[0] != r.shape[1])
+    fail(CTN_ERR_SHAPE, "%s: bias must be [O] with O = %lld: %s", N(op), L(r.shape[1]), values_str(in, n).c_str());
+  if (act < CTN_ACT_NONE || act > CTN_ACT_CLAMP)
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: unknown activation %lld", N(op), L(act));
+  if (act == CTN_ACT_CLAMP && (a.nf < 2 || !(a.f[0] <= a.f[1])))
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: clamp needs f[0] <= f[1]", N(op));
+  a.i[7] = act;
+  a.ni = 8;
+  return r;
+}
+
 // (dy, w); i[7], i[8] = H, W -> dx [N, C, H, W].
 ValueInfo infer_conv2d_grad_input(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
   same_float(op, in, n, {1});
@@ -636,6 +651,8 @@ using namespace rules;
 
 const OpDef kNnOps[] = {
     OpDef{.name = CTN_OP_CONV2D, .n_inputs = 2, .infer = infer_conv2d, .grad = conv2d, .attributes = CONV_ATTRS, .tangent = rules::bilinear_jvp, .probe = {.inputs = "D[1,1,4,4] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1}, .ni = 7}},
+    // Fusion-only (compile/rewrite.cpp): no gradient, emitted only where the backend offers it.
+    OpDef{.name = CTN_OP_CONV2D_BIAS_ACT, .n_inputs = 3, .infer = infer_conv2d_bias_act, .attributes = CONV_ATTRS ", i[7] activation, f[0..1] clamp bounds", .probe = {.inputs = "D[1,2,4,4] D[2,2,3,3] D[2]", .ints = {1, 1, 0, 0, 1, 1, 1, CTN_ACT_CLAMP}, .ni = 8, .floats = {0, 6}, .nf = 2}},
     OpDef{.name = CTN_OP_CONV2D_GRAD_INPUT, .n_inputs = 2, .infer = infer_conv2d_grad_input, .grad = conv2d_grad_input, .attributes = CONV_ATTRS ", i[7..8] input H, W", .probe = {.inputs = "D[1,1,2,2] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1, 4, 4}, .ni = 9}},
     OpDef{.name = CTN_OP_CONV2D_GRAD_WEIGHT, .n_inputs = 2, .infer = infer_conv2d_grad_weight, .grad = conv2d_grad_weight, .attributes = CONV_ATTRS ", i[7..8] KH, KW", .probe = {.inputs = "D[1,1,4,4] D[1,1,2,2]", .ints = {1, 1, 0, 0, 1, 1, 1, 3, 3}, .ni = 9}},
     OpDef{.name = CTN_OP_CONV_TRANSPOSE2D, .n_inputs = 2, .infer = infer_conv_transpose2d, .grad = conv_transpose2d, .attributes = CONV_ATTRS ", i[7..8] output padding", .tangent = rules::bilinear_jvp, .probe = {.inputs = "D[1,1,2,2] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1, 0, 0}, .ni = 9}},

@@ -6,6 +6,7 @@
 
 #include "graph/graph.h"
 #include "plugin/context.h"
+#include "util/files.h"
 #include "util/status.h"
 
 #include <dirent.h>
@@ -58,15 +59,6 @@ std::vector<std::string> scan_dir(const std::string &dir) {
   closedir(d);
   std::sort(out.begin(), out.end());
   return out;
-}
-
-const char *file_kind(mode_t m) {
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISDIR(m)) return "a directory";
-  if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
-  if (S_ISSOCK(m)) return "a socket";
-  return "not a plain file";
 }
 
 std::string real(const std::string &p) {

@@ -207,6 +207,18 @@ for flag in checkpoint-dir json plot memory-budget data-dir backend resume; do
   bad "flag-empty-$flag" 2 "--$flag' needs a value" $T --data-dir "$DATA_DIR" --$flag ""
 done
 bad flag-empty-inline 2 "--json' needs a value" $T --data-dir "$DATA_DIR" --json=
+# --model-onnx: a missing file, a file that is not ONNX, a FIFO, and --model onnx without a file.
+TO="train --limit 128 --batch-size 64 --epochs 1 --quiet --eval-batch-size 1000 --data-dir $DATA_DIR"
+bad onnx-missing 1 "$TMP/none.onnx" $TO --model-onnx "$TMP/none.onnx"
+printf 'not a protobuf' >"$TMP/junk.onnx"
+bad onnx-junk 1 "junk.onnx" $TO --model-onnx "$TMP/junk.onnx"
+mkfifo "$TMP/fifo.onnx"
+bad onnx-fifo 1 "fifo.onnx" $TO --model-onnx "$TMP/fifo.onnx"
+bad onnx-run-fifo 1 "is a FIFO" onnx run "$TMP/fifo.onnx" --output-dir "$TMP/onnx-out"
+bad onnx-info-fifo 1 "is a FIFO" onnx info "$TMP/fifo.onnx"
+bad onnx-input-fifo 1 "fifo.onnx" onnx run "$(dirname "$0")/../onnx/models/cnn_bn.onnx" --input "x=$TMP/fifo.onnx" --output-dir "$TMP/onnx-out"
+bad onnx-no-file 2 "--model onnx needs --model-onnx" $TO --model onnx
+bad onnx-and-model 2 "leave out --model cnn" $TO --model cnn --model-onnx "$TMP/junk.onnx"
 # Output paths are checked before training starts, not when first written (issue 30).
 : >"$TMP/plainfile"
 for flag in json plot export-onnx save-model; do

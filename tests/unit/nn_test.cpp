@@ -302,6 +302,46 @@ void check_optimizer(const OptCase &oc) {
   ctn_plan_release(p);
 }
 
+// ctn_model_adopt_variable (1.5): a graph variable made outside the model (as ctn_onnx_load makes
+// them) is trained by ctn_nn_minimize from its own value, and listed under its name.
+TEST(NnAdopt, AdoptedVariableIsTrainedFromItsValue) {
+  Fixture f(CTN_F64);
+  ctn_tensor *w0 = make_tensor(CTN_F64, {2}, {3.0, -2.0});
+  ctn_node w, x = f.input("x", CTN_F64, {2}), xw, loss;
+  CTN_ASSERT_OK(ctn_variable(f.g, "imported.w", w0, &w));
+  ctn_tensor_release(w0);
+  CTN_ASSERT_OK(ctn_model_adopt_variable(f.m, w, CTN_VAR_PARAMETER, nullptr));
+  CTN_ASSERT_OK(ctn_model_adopt_variable(f.m, w, CTN_VAR_PARAMETER, "imported.w"));  // again: a no-op
+  EXPECT_EQ(f.names(CTN_VAR_PARAMETER), std::vector<std::string>{"imported.w"});
+  // Errors name what is wrong and change nothing.
+  EXPECT_EQ(ctn_model_adopt_variable(f.m, x, CTN_VAR_PARAMETER, "x"), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ctn_last_error()).find("not a variable"), std::string::npos) << ctn_last_error();
+  EXPECT_EQ(ctn_model_adopt_variable(f.m, 9999, CTN_VAR_PARAMETER, "n"), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ctn_model_adopt_variable(f.m, w, CTN_VAR_PARAMETER, "other"), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ctn_model_adopt_variable(f.m, w, 3u, "imported.w"), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ctn_model_adopt_variable(nullptr, w, CTN_VAR_PARAMETER, nullptr), CTN_ERR_INVALID_ARGUMENT);
+  ctn_tensor *v32 = make_tensor(CTN_F32, {1}, {1.0});
+  ctn_node w32;
+  CTN_ASSERT_OK(ctn_variable(f.g, "f32", v32, &w32));
+  ctn_tensor_release(v32);
+  EXPECT_EQ(ctn_model_adopt_variable(f.m, w32, CTN_VAR_PARAMETER, nullptr), CTN_ERR_DTYPE);
+  EXPECT_EQ(f.names(CTN_VAR_PARAMETER | CTN_VAR_BUFFER | CTN_VAR_OPTIMIZER), std::vector<std::string>{"imported.w"});
+  // loss = sum(x * w); SGD without momentum: w -= lr * x each step.
+  CTN_ASSERT_OK(ctn_mul(f.g, x, w, &xw));
+  CTN_ASSERT_OK(ctn_sum(f.g, xw, 0, nullptr, 0, &loss));
+  ctn_optimizer o = optimizer(CTN_OPTIM_SGD, 0.5);
+  CTN_ASSERT_OK(ctn_nn_minimize(f.m, loss, &o, nullptr));
+  ctn_compile_options co = cpu_only();
+  ctn_plan *p = nullptr;
+  CTN_ASSERT_OK(ctn_plan_compile(f.g, 1, &loss, &co, &p));
+  ctn_tensor *xt = make_tensor(CTN_F64, {2}, {1.0, 4.0});
+  const ctn_tensor *feeds[1] = {xt};
+  CTN_ASSERT_OK(ctn_model_run(f.m, p, 1, &x, feeds, 0, nullptr));
+  ctn_tensor_release(xt);
+  EXPECT_EQ(read_var(p, w), (std::vector<double>{3.0 - 0.5 * 1.0, -2.0 - 0.5 * 4.0}));
+  ctn_plan_release(p);
+}
+
 TEST(NnOptim, MatchesHandComputedUpdates) {
   std::vector<OptCase> cases;
   cases.push_back({"sgd", optimizer(CTN_OPTIM_SGD, 0.1)});

@@ -104,6 +104,55 @@ TEST(Passes, DeadCodeIsEliminated) {
   EXPECT_EQ(steps_of(t.g, live, "exp"), 0u);
 }
 
+// ONNX's Conv with a bias then Clip(0, 6) (MobileNet's relu6): conv2d -> add(bias [O,1,1]) -> clamp
+// becomes one conv2d_bias_act step; a bias that is not per channel ([1,1,W]) keeps the ops apart,
+// and an add whose result has another consumer fuses without the activation.
+TEST(Passes, ConvBiasClampFuses) {
+  G t;
+  ctn_node x = t.in({1, 3, 6, 6}), w, b, bw, c, s, r, s2, r2, other;
+  std::vector<float> wd(4 * 3 * 3 * 3), bd = {0.5f, -0.5f, 0.25f, 2.0f};
+  for (size_t i = 0; i < wd.size(); ++i) wd[i] = std::cos(static_cast<float>(i)) * 0.5f;
+  ctn_tensor *wv = make_f32({4, 3, 3, 3}, wd), *bv = make_f32({4, 1, 1}, bd), *bwv = make_f32({1, 1, 6}, {1, 2, 3, 4, 5, 6});
+  CTN_ASSERT_OK(ctn_constant(t.g, wv, &w));
+  CTN_ASSERT_OK(ctn_constant(t.g, bv, &b));
+  CTN_ASSERT_OK(ctn_constant(t.g, bwv, &bw));
+  CTN_ASSERT_OK(ctn_conv2d(t.g, x, w, 1, 1, 1, 1, 1, 1, 1, &c));
+  CTN_ASSERT_OK(ctn_add(t.g, c, b, &s));
+  CTN_ASSERT_OK(ctn_clamp(t.g, s, 0.0, 6.0, &r));
+  EXPECT_EQ(steps_of(t.g, r, "conv2d_bias_act"), 1u);
+  EXPECT_EQ(steps_of(t.g, r, nullptr), 1u);
+  EXPECT_EQ(steps_of(t.g, r, "conv2d_bias_act", CTN_PASS_FUSION), 0u);
+  std::vector<float> xd(108);
+  for (size_t i = 0; i < xd.size(); ++i) xd[i] = 3 * std::sin(static_cast<float>(i));
+  ctn_tensor *xv = make_f32({1, 3, 6, 6}, xd);
+  ctn_compile_options nofuse{sizeof nofuse, CTN_PASS_FUSION, nullptr, nullptr, 0, 0};
+  auto fused = run_once(t.g, {r}, {x}, {xv});
+  auto plain = run_once(t.g, {r}, {x}, {xv}, &nofuse);
+  ASSERT_EQ(fused[0].size(), plain[0].size());
+  int clipped = 0;
+  for (size_t i = 0; i < fused[0].size(); ++i) {
+    EXPECT_NEAR(fused[0][i], plain[0][i], 1e-5) << i;
+    clipped += plain[0][i] == 0.0 || plain[0][i] == 6.0;
+  }
+  EXPECT_GT(clipped, 0);  // the bounds matter in this case
+  // Not a per-channel bias: no fusion.
+  CTN_ASSERT_OK(ctn_add(t.g, c, bw, &s2));
+  CTN_ASSERT_OK(ctn_relu(t.g, s2, &r2));
+  EXPECT_EQ(steps_of(t.g, r2, "conv2d_bias_act"), 0u);
+  // The sum also read elsewhere: conv and bias still fuse, the clamp stays a step of its own.
+  CTN_ASSERT_OK(ctn_neg(t.g, s, &other));
+  ctn_node both[2] = {r, other};
+  ctn_plan *p = nullptr;
+  CTN_ASSERT_OK(ctn_plan_compile(t.g, 2, both, nullptr, &p));
+  uint32_t n_fused = 0, n_clamp = 0;
+  CTN_ASSERT_OK(ctn_plan_backend_steps(p, "cpu", "conv2d_bias_act", &n_fused));
+  CTN_ASSERT_OK(ctn_plan_backend_steps(p, "cpu", "clamp", &n_clamp));
+  EXPECT_EQ(n_fused, 1u);
+  EXPECT_EQ(n_clamp, 1u);
+  ctn_plan_release(p);
+  for (auto *p : {wv, bv, bwv, xv}) ctn_tensor_release(p);
+}
+
 TEST(Passes, MatmulBiasReluFuses) {
   G t;
   ctn_node x = t.in({5, 3}), w, b, m, s, r;

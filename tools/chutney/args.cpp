@@ -1,12 +1,15 @@
 // Command-line parsing and small helpers shared by the commands.
 #include "cli.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 namespace ctn_cli {
@@ -22,6 +25,28 @@ void check(ctn_status status, const char *what) {
   if (text.rfind(name, 0) != 0) msg += name + (text.empty() ? "" : ": ");
   msg += text;
   throw Failure(msg);
+}
+
+std::string read_user_file(const std::string &path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw Failure("cannot open " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  std::string why;
+  if (::fstat(fd, &st) != 0) why = std::strerror(errno);
+  else if (S_ISFIFO(st.st_mode)) why = "is a FIFO, not a regular file";
+  else if (S_ISDIR(st.st_mode)) why = "is a directory";
+  else if (!S_ISREG(st.st_mode)) why = "is not a regular file";
+  else if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) why = std::strerror(errno);
+  std::string bytes;
+  char buf[1 << 16];
+  for (ssize_t n; why.empty() && (n = ::read(fd, buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) why = std::strerror(errno);
+    else bytes.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  if (!why.empty()) throw Failure("cannot read " + path + ": " + why);
+  return bytes;
 }
 
 TensorPtr make_tensor(ctn_dtype dtype, const std::vector<int64_t> &shape, const void *data) {

@@ -52,6 +52,11 @@ using TensorPtr = std::unique_ptr<ctn_tensor, TensorDeleter>;
 
 TensorPtr make_tensor(ctn_dtype dtype, const std::vector<int64_t> &shape, const void *data);
 
+// The whole of the file a user named, which must be a regular file: a FIFO, a directory or a
+// device is a Failure "cannot read PATH: is a FIFO..." at once (a plain open of a FIFO waits for
+// a writer forever).
+std::string read_user_file(const std::string &path);
+
 // A context with the default plugin search. `backends` ("" keeps CHUTNEY_BACKEND / "cpu") is
 // applied with ctn_context_set_backends so that an unavailable backend is a clear error;
 // `threads` 0 keeps CHUTNEY_NUM_THREADS / the core count.

@@ -49,7 +49,8 @@ struct EpochLog {
 };
 
 struct TrainOptions {
-  std::string model;
+  std::string model;       // mlp | cnn | onnx (--model-onnx)
+  std::string onnx_path;   // --model-onnx
   CnnWidths widths;
   int64_t batch = 0;
   OptimConfig optim;
@@ -183,7 +184,7 @@ ResumeState read_resume(const std::string &path) {
   r.path = path;
   for (const char *key : {"format", "model", "epoch", "step", "seed", "batch_size", "optimizer",
                           "lr", "momentum", "weight_decay", "schedule", "warmup", "epochs",
-                          "limit", "augment", "history", "cnn_widths", "ranks", "run_id"}) {
+                          "limit", "augment", "history", "cnn_widths", "ranks", "run_id", "onnx_model"}) {
     const char *v = nullptr;
     check(ctn_checkpoint_metadata_get(ck.get(), key, &v), "ctn_checkpoint_metadata_get");
     if (v != nullptr) r.meta[key] = v;
@@ -267,6 +268,11 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
   TrainOptions o;
   Picker pick(args, r);
   o.model = pick("model", "model", "mlp");
+  o.onnx_path = pick("model-onnx", "onnx_model", "");
+  if (!o.onnx_path.empty() && args.has("model") && o.model != "onnx")
+    throw UsageError("--model-onnx trains the ONNX model it names: leave out --model " + o.model);
+  if (!o.onnx_path.empty()) o.model = "onnx";
+  if (o.model == "onnx" && o.onnx_path.empty()) pick.bad("model", "--model onnx needs --model-onnx FILE.onnx");
   o.widths = pick.checked("cnn-widths", [&] { return parse_widths(pick("cnn-widths", "cnn_widths", "32,64,128"), "--cnn-widths"); });
   const ModelSpec spec = pick.checked("model", [&] { return model_spec(o.model, o.widths); });
   auto to_int = [&](const std::string &name, const std::string &v, int64_t lo, int64_t hi) {
@@ -395,6 +401,7 @@ std::string metadata_json(const TrainOptions &o, int64_t epoch, int64_t step,
   std::vector<std::pair<std::string, std::string>> kv = {
       {"format", "chutney-train-1"},
       {"model", o.model},
+      {"onnx_model", o.onnx_path},
       {"cnn_widths", widths_text(o.widths)},
       {"epoch", std::to_string(epoch)},
       {"step", std::to_string(step)},
@@ -639,7 +646,13 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
   DatasetPtr train_ds = open_fashion_mnist(o.data_dir, "train");
   DatasetPtr test_ds = open_fashion_mnist(o.data_dir, "test");
   const ModelSpec spec = model_spec(o.model, o.widths);
-  const bool flat = o.model == "mlp";
+  auto build = [&](int64_t batch, bool training) {
+    return o.model == "onnx" ? build_onnx_model(ctx.get(), o.onnx_path, batch, o.seed, training, o.optim)
+                             : build_model(ctx.get(), o.model, batch, o.seed, training, o.optim, o.widths);
+  };
+  BuiltModel tm = build(o.batch, true);
+  BuiltModel em = build(o.eval_batch, false);
+  const bool flat = tm.flat;
   LoaderPtr train_loader = make_loader(train_ds.get(), o.batch, flat, true, o.seed,
                                        o.augment ? 2 : 0, o.augment, o.workers, o.rank, o.ranks);
   LoaderPtr test_loader = make_loader(test_ds.get(), o.eval_batch, flat, false, o.seed, 0, false,
@@ -658,8 +671,6 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
   test_info.struct_size = sizeof test_info;
   check(ctn_dataset_info_get(test_ds.get(), &test_info), "ctn_dataset_info_get");
 
-  BuiltModel tm = build_model(ctx.get(), o.model, o.batch, o.seed, true, o.optim, o.widths);
-  BuiltModel em = build_model(ctx.get(), o.model, o.eval_batch, o.seed, false, o.optim, o.widths);
   PlanPtr train_plan;
   {
     // Data-parallel: gradients averaged across the ranks in buckets, variables from rank 0. A
@@ -894,7 +905,7 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
 const CommandSpec &train_command() {
   static const CommandSpec spec{
       "train",
-      "train a model (mlp, cnn) on Fashion-MNIST and report test accuracy",
+      "train a model (mlp, cnn, or an ONNX model) on Fashion-MNIST and report test accuracy",
       "Data: {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz from the Debian package\n"
       "dataset-fashion-mnist (default directory " CTN_FASHION_MNIST_DIR ").\n"
       "Progress goes to stderr (a live bar on a terminal); results go to stdout, ending with\n"
@@ -916,6 +927,7 @@ const CommandSpec &train_command() {
       "Temporary files left in DIR by a killed writer are removed when it is opened.\n",
       {
           {"model", "NAME", "model to train: mlp (784-512-256-10) or cnn (default mlp)"},
+          {"model-onnx", "FILE.onnx", "fine-tune this ONNX model instead: one f32 input [N, 784] or [N, 1, 28, 28] (pixels normalised as for the built-in models), first output the logits [N, 10]; every f32 initializer is trained (docs/MODELS.md)"},
           {"cnn-widths", "C1,C2[,C3],FC[,bn][,valid][,k3]", "cnn: conv channels (two or three blocks) and hidden units; ,bn: batch norm after each conv; ,valid: unpadded convs; ,k3: 3x3 kernels instead of 5x5 (default 32,64,128)"},
           {"epochs", "N", "total passes over the training set (default 2)"},
           {"batch-size", "B", "images per training step, per rank with --distributed (default: mlp 128, cnn 64; distributed: that over the ranks)"},

@@ -61,6 +61,7 @@ std::string widths_text(const CnnWidths &w) {
 
 ModelSpec model_spec(const std::string &name, const CnnWidths &w) {
   if (name == "mlp") return {"mlp", 128, "mlp 784-512-256-10"};
+  if (name == "onnx") return {"onnx", 64, "an ONNX model (--model-onnx)"};
   if (name == "cnn") {
     const std::string bn = w.bn ? " batchnorm" : "", pad = w.valid ? " valid" : "";
     const std::string k = std::to_string(w.kernel);
@@ -120,8 +121,13 @@ BuiltModel build_model(ctn_context *ctx, const std::string &name, int64_t batch,
     check(ctn_nn_sequential(m, b.x, static_cast<uint32_t>(layers.size()), layers.data(), &b.logits),
           "ctn_nn_sequential (cnn)");
   }
-  if (!training) return b;
+  if (training) add_training(b, batch, optim);
+  return b;
+}
 
+void add_training(BuiltModel &b, int64_t batch, const OptimConfig &optim) {
+  ctn_graph *g = b.graph.get();
+  ctn_model *m = b.model.get();
   const int64_t lshape[1] = {batch};
   check(ctn_input(g, "labels", CTN_I32, 1, lshape, &b.labels), "ctn_input (labels)");
   check(ctn_cross_entropy(g, b.logits, b.labels, &b.loss), "ctn_cross_entropy");
@@ -141,7 +147,6 @@ BuiltModel build_model(ctn_context *ctx, const std::string &name, int64_t batch,
   opt.weight_decay = optim.weight_decay;
   opt.clip_norm = optim.clip_norm;
   check(ctn_nn_minimize(m, b.loss, &opt, nullptr), "ctn_nn_minimize");
-  return b;
 }
 
 DatasetPtr open_fashion_mnist(const std::string &dir, const char *split) {

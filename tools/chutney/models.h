@@ -75,6 +75,18 @@ struct BuiltModel {
 BuiltModel build_model(ctn_context *ctx, const std::string &name, int64_t batch, uint64_t seed,
                        bool training, const OptimConfig &optim, const CnnWidths &w = CnnWidths{});
 
+// The ONNX model at `path` as a CLI model (models_onnx.cpp): its one input, f32 [N, 784] or
+// [N, 1, 28, 28] with any N (taken as `batch`), its first output the logits [batch, 10]; every
+// floating initializer becomes a trainable parameter under its ONNX name (ctn_model_adopt_variable),
+// so checkpoints, --resume and the train -> eval copy work as for the built-in models. A Failure
+// says what does not fit (the model's shapes named).
+BuiltModel build_onnx_model(ctn_context *ctx, const std::string &path, int64_t batch, uint64_t seed, bool training,
+                            const OptimConfig &optim);
+
+// The training half of a model: a "labels" input (i32 [batch]), the mean cross entropy of the
+// logits as `loss`, and ctn_nn_minimize with `optim` over the model's parameters.
+void add_training(BuiltModel &b, int64_t batch, const OptimConfig &optim);
+
 // ---- data -------------------------------------------------------------------------------------
 struct DatasetDeleter {
   void operator()(ctn_dataset *p) const { ctn_dataset_release(p); }

@@ -10,11 +10,7 @@
 namespace ctn_cli {
 namespace {
 
-std::string slurp(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Failure("cannot open " + path);
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
+std::string slurp(const std::string &path) { return read_user_file(path); }
 
 struct Descr {
   const char *code;

@@ -202,8 +202,7 @@ std::string run_isolated(ctn_context *ctx, const std::string &dir, const Options
 std::vector<std::string> read_lines(const std::string &path) {
   std::vector<std::string> v;
   if (path.empty()) return v;
-  std::ifstream f(path);
-  if (!f) throw Failure("cannot open " + path);
+  std::istringstream f(read_user_file(path));
   for (std::string line; std::getline(f, line);) {
     size_t hash = line.find('#');
     if (hash != std::string::npos) line.resize(hash);

@@ -5,8 +5,9 @@
 # reason), with a floor on the number of cases found. Then the DLPack interop test (ctypes +
 # NumPy >= 2.1 from the same venv), then ONNX export: a briefly trained CNN exported by
 # `chutney train --export-onnx` runs in onnxruntime (pinned, ~20 MB from PyPI, same venv) with
-# chutney's outputs (tests/onnx/export_ort.py, a few seconds). The venv is cached in the build
-# folder between runs.
+# chutney's outputs (tests/onnx/export_ort.py, a few seconds); last, `chutney train --model-onnx`
+# fine-tunes an MLP written with onnx.helper and its export runs in onnxruntime
+# (tests/onnx/train_onnx.py, a few seconds). The venv is cached in the build folder between runs.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 venv=$BUILD_DIR/onnx-venv
 want="onnx==1.23.2 numpy==2.4.6 onnxruntime==1.32.0"
@@ -37,4 +38,7 @@ erc=0
 "$venv/bin/python" tests/onnx/export_ort.py "$BUILD_DIR/tools/chutney/chutney" "$BUILD_DIR/onnx-export" \
   "$BUILD_DIR/tests/unit/onnx_export_test" || erc=$?
 if (( erc == 0 )); then record 1 0 0; elif (( erc == 77 )); then record 0 0 1; erc=0; else record 0 1 0; fi
-(( rc == 0 && drc == 0 && erc == 0 ))
+trc=0
+"$venv/bin/python" tests/onnx/train_onnx.py "$BUILD_DIR/tools/chutney/chutney" "$BUILD_DIR/onnx-train" || trc=$?
+if (( trc == 0 )); then record 1 0 0; elif (( trc == 77 )); then record 0 0 1; trc=0; else record 0 1 0; fi
+(( rc == 0 && drc == 0 && erc == 0 && trc == 0 ))

@@ -317,6 +317,9 @@ static inline goctn_ret goctn_model_set_init(ctn_model *m, ctn_init weight_init,
 static inline goctn_ret goctn_model_variable(ctn_model *m, const char *name, uint32_t kind, uint32_t ndim, const int64_t *shape, ctn_init init, int64_t fan_in, int64_t fan_out, double gain, ctn_node *out) {
   return goctn_result(ctn_model_variable(m, name, kind, ndim, shape, init, fan_in, fan_out, gain, out));
 }
+static inline goctn_ret goctn_model_adopt_variable(ctn_model *m, ctn_node var, uint32_t kind, const char *name) {
+  return goctn_result(ctn_model_adopt_variable(m, var, kind, name));
+}
 static inline goctn_ret goctn_model_variables(ctn_model *m, uint32_t kinds, uint32_t *out_count, const char *const **out_names, const ctn_node **out_nodes) {
   return goctn_result(ctn_model_variables(m, kinds, out_count, out_names, out_nodes));
 }

@@ -473,6 +473,7 @@ extern "C" {
     pub fn ctn_nn_init_fill(t: *mut ctn_tensor, kind: ctn_init, fan_in: i64, fan_out: i64, gain: f64, seed: u64) -> ctn_status;
     pub fn ctn_model_set_init(m: *mut ctn_model, weight_init: ctn_init, gain: f64) -> ctn_status;
     pub fn ctn_model_variable(m: *mut ctn_model, name: *const c_char, kind: u32, ndim: u32, shape: *const i64, init: ctn_init, fan_in: i64, fan_out: i64, gain: f64, out: *mut ctn_node) -> ctn_status;
+    pub fn ctn_model_adopt_variable(m: *mut ctn_model, var: ctn_node, kind: u32, name: *const c_char) -> ctn_status;
     pub fn ctn_model_variables(m: *mut ctn_model, kinds: u32, out_count: *mut u32, out_names: *mut *const *const c_char, out_nodes: *mut *const ctn_node) -> ctn_status;
     pub fn ctn_model_copy_state(src_model: *const ctn_model, src: *mut ctn_plan, dst_model: *const ctn_model, dst: *mut ctn_plan, out_copied: *mut u32) -> ctn_status;
     pub fn ctn_model_step(m: *mut ctn_model, out: *mut ctn_node) -> ctn_status;

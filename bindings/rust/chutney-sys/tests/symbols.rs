@@ -98,6 +98,7 @@ fn every_declared_function_links() {
         ("ctn_max", ctn_max as *const () as usize),
         ("ctn_max_pool2d", ctn_max_pool2d as *const () as usize),
         ("ctn_mean", ctn_mean as *const () as usize),
+        ("ctn_model_adopt_variable", ctn_model_adopt_variable as *const () as usize),
         ("ctn_model_copy_state", ctn_model_copy_state as *const () as usize),
         ("ctn_model_create", ctn_model_create as *const () as usize),
         ("ctn_model_graph", ctn_model_graph as *const () as usize),
