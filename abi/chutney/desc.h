@@ -2,7 +2,7 @@
  *
  * Small functions every plugin otherwise writes again: element count, shape equality, the
  * strides of an input seen through numpy broadcasting, dtype size and name, shape formatting
- * for error messages. Everything is `static inline`: nothing here is exported by libchutney, a
+ * for error messages, and (since 1.5) conversions to and from the 16-bit floats. Everything is `static inline`: nothing here is exported by libchutney, a
  * plugin that uses it does not link libchutney, and a plugin built against one version of this
  * header keeps working with any host of the same ABI major.
  *
@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "types.h"
 
@@ -83,6 +84,74 @@ static inline int ctn_desc_is_float(int32_t dtype) { return dtype == CTN_F32 || 
 
 /* 1 for the 16-bit floats CTN_F16 and CTN_BF16 (since 1.5). */
 static inline int ctn_desc_is_half(int32_t dtype) { return dtype == CTN_F16 || dtype == CTN_BF16; }
+
+/* ---- 16-bit floats (since 1.5) -------------------------------------------------------------
+ * Scalar conversions between the stored bits of CTN_F16 / CTN_BF16 and f32 / f64. To a 16-bit
+ * float: round to nearest, ties to even; NaN stays a (quiet) NaN with its sign; a finite value
+ * past the largest one rounds to infinity (f16: |x| >= 65520; bf16 at the f32 limit); values
+ * below the smallest normal become subnormals (then zero), as IEEE 754 says. From f64 the
+ * rounding is direct (through a round-to-odd f32, so never twice). Widening is exact. */
+static inline uint32_t ctn_desc_f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+static inline float ctn_desc_bits_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static inline float ctn_desc_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return ctn_desc_bits_f32(sign | 0x7f800000u | (m << 13)); /* inf, NaN */
+  if (e != 0) return ctn_desc_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+  if (m == 0) return ctn_desc_bits_f32(sign);
+  e = 113u; /* subnormal: normalise */
+  while (!(m & 0x400u)) {
+    m <<= 1;
+    --e;
+  }
+  return ctn_desc_bits_f32(sign | (e << 23) | ((m & 0x3ffu) << 13));
+}
+
+/* r, the value truncated to a multiple of 2^shift, rounded to nearest even by its remainder. */
+static inline uint32_t ctn_desc_round_shift(uint32_t v, uint32_t shift) {
+  uint32_t r = v >> shift, rem = v & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+  return r + (rem > half || (rem == half && (r & 1u)));
+}
+
+static inline uint16_t ctn_desc_f32_to_f16(float f) {
+  uint32_t x = ctn_desc_f32_bits(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* NaN */
+  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 (and inf): inf */
+  if (ax >= 0x38800000u) /* normal: rebias the exponent, round off 13 bits */
+    return (uint16_t)(sign | ctn_desc_round_shift(ax - (112u << 23), 13));
+  if (ax < 0x33000000u) return (uint16_t)sign; /* at most 2^-25: to zero (the tie is even) */
+  return (uint16_t)(sign | ctn_desc_round_shift((ax & 0x7fffffu) | 0x800000u, 126u - (ax >> 23)));
+}
+
+static inline float ctn_desc_bf16_to_f32(uint16_t h) { return ctn_desc_bits_f32((uint32_t)h << 16); }
+
+static inline uint16_t ctn_desc_f32_to_bf16(float f) {
+  uint32_t x = ctn_desc_f32_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+/* f64 to f32 rounding to odd: exact values stay, others get their last bit set, so that a
+ * second rounding to a narrower float is the correct rounding of the f64. */
+static inline float ctn_desc_f64_to_f32_odd(double d) {
+  float f = (float)d;
+  double af = f < 0 ? -(double)f : (double)f, ad = d < 0 ? -d : d;
+  uint32_t u;
+  if ((double)f == d || d != d) return f;
+  u = ctn_desc_f32_bits(f);
+  if (af > ad) u -= 1u; /* rounded away from zero (inf included): the value below it */
+  return ctn_desc_bits_f32(u | 1u);
+}
+static inline uint16_t ctn_desc_f64_to_f16(double d) { return ctn_desc_f32_to_f16(ctn_desc_f64_to_f32_odd(d)); }
+static inline uint16_t ctn_desc_f64_to_bf16(double d) { return ctn_desc_f32_to_bf16(ctn_desc_f64_to_f32_odd(d)); }
 
 /* Host-memory backends and CPU kernels of op libraries: the address of element 0. */
 static inline void *ctn_desc_host_ptr(const ctn_tensor_desc *t) {

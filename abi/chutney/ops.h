@@ -37,7 +37,11 @@
 #define CTN_OP_LEAKY_RELU "leaky_relu" /* f[0] = negative slope */
 #define CTN_OP_CLAMP "clamp"          /* f[0] = lo, f[1] = hi */
 #define CTN_OP_CAST "cast"            /* i[0] = target ctn_dtype; any dtype to any dtype;
-                                         to bool: x != 0 */
+                                         to bool: x != 0; float to integer (u8, i8 included):
+                                         toward zero, saturating at the type's limits, NaN -> 0;
+                                         integer to a narrower integer: modulo 2^bits (C's
+                                         conversion); since 1.5 to f16 / bf16: round to nearest
+                                         even, NaN stays NaN, past the largest finite -> inf */
 #define CTN_OP_COPY "copy"            /* identity */
 #define CTN_OP_ERF "erf"              /* since 1.4: the error function, 2/sqrt(pi) int_0^x e^(-t^2) dt
                                          (ONNX Erf); f32|f64 */

@@ -216,7 +216,8 @@ def cpu_code(table):
                 rows.append('CTN_BIN_INT("%s", %s)' % (op, camel(op)) if ints else
                             'CTN_BIN("%s", k%s, %s, %s)' % (op, group.capitalize(), camel(op), heavy))
     lines.append('')
-    lines.append('// The table rows; the includer defines CTN_UNARY[_INT] and CTN_BIN[_INT].')
+    lines.append('// The table rows; the includer defines CTN_UNARY[_INT] and CTN_BIN[_INT] (the CPU\'s also')
+    lines.append('// instantiate each formula\'s f16/bf16 loop from its f32 functor: k_elementwise.cpp).')
     lines.append('#define CTN_EW_CPU_ROWS \\')
     lines.append(', \\\n'.join('    ' + r for r in rows))
     return lines

@@ -40,6 +40,10 @@ struct Backend {
   std::atomic<const GemmIsa *> gemm_isa{nullptr};
   std::atomic<ConvMode> conv_mode{ConvMode::kAuto};
   std::atomic<uint64_t> onednn_kernels{0};  // conv kernels made by oneDNN (tests, diagnostics)
+  // 16-bit matmuls made from now on: oneDNN's bf16/f16 kernel (option half_matmul=onednn) or,
+  // by default, the f32 GEMM between conversions (faster on this project's CPUs with oneDNN 2.6:
+  // docs/BENCHMARKS.md, "16-bit floats on the CPU").
+  std::atomic<bool> half_matmul_onednn{false};
   std::atomic<int> num_threads{1};
   std::mutex option_mu;  // serialises set_option (and the description it rewrites)
   std::string description;
@@ -95,6 +99,18 @@ using KernelMaker = ctn_status(Backend *be, const ctn_op_signature *sig, ctn_ker
                                bool *handled);
 KernelMaker make_elementwise_kernel, make_reduce_kernel, make_shape_kernel, make_matmul_kernel;
 KernelMaker make_optim_kernel;  // k_optim.cpp
+
+// The kernel of the family that owns sig->op, as that family makes it (plugin.cpp):
+// CTN_ERR_UNSUPPORTED with a reason for an op no family knows.
+ctn_status make_native_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out);
+// k_widen.cpp: whether an operand of `sig` is f16 or bf16, and the fallback for such a signature
+// whose op has no 16-bit kernel: the f32 kernel of the same signature between conversions.
+bool sig_has_half(const ctn_op_signature *sig);
+ctn_status make_widened_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out);
+// k_matmul_dnnl.cpp: a plain (unbatched, unfused) bf16 or f16 matmul through oneDNN, 16-bit in and
+// out, f32 accumulation; false, with the reason in `why`, where oneDNN is not built in or has
+// only its reference code for it.
+bool make_onednn_matmul_half(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, std::string *why);
 
 // Neural-network ops: k_conv.cpp, k_pool.cpp, k_norm.cpp, k_nn_misc.cpp (dropout, embedding).
 KernelMaker make_conv_kernel, make_pool_kernel, make_norm_kernel, make_nn_misc_kernel;

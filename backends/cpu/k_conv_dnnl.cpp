@@ -24,7 +24,7 @@
 #include <dlfcn.h>
 #include <omp.h>
 
-#include <oneapi/dnnl/dnnl.hpp>
+#include "k_dnnl.h"
 
 #include <cstdio>
 #include <algorithm>
@@ -40,13 +40,8 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 using Dt = memory::data_type;
 
-dnnl::engine &cpu_engine() {
-  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  return eng;
-}
-
-constexpr size_t kAlign = 64;
-size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+dnnl::engine &cpu_engine() { return onednn_engine(); }
+size_t align_up(size_t n) { return dnnl_align_up(n); }
 
 // One tensor argument of the primitive: the caller's plain NCHW/OIHW memory and the layout the
 // primitive wants; when they differ the call reorders through the workspace at `offset`.
@@ -193,16 +188,8 @@ ctn_status dnnl_conv_kernel(void *state, const ctn_kernel_args *args) {
   call.in[1] = desc_ptr<const float>(args->inputs[1]);
   if (st->v[0].bias.get_size()) call.bias = desc_ptr<const float>(args->inputs[2]);
   call.out = desc_ptr<float>(args->outputs[0]);
-  // The workspace has kAlign spare bytes: oneDNN's blocked buffers start on a cache line.
-  const auto base = reinterpret_cast<uintptr_t>(args->workspace);
-  call.ws = static_cast<char *>(args->workspace) + (align_up(base) - base);
-  // The calling thread may belong to an application that uses OpenMP: restore its setting.
-  const int caller_threads = omp_get_max_threads();
-  if (st->parts > 1)
-    st->be->pool->parallel_for(st->parts, 1, DnnlCall::part_fn, &call);
-  else
-    DnnlCall::part_fn(&call, 0, 1, 0);
-  omp_set_num_threads(caller_threads);
+  call.ws = dnnl_workspace(args->workspace);
+  dnnl_run_parts(*st->be, st->parts, DnnlCall::part_fn, &call);
   if (call.code != CTN_OK)
     return st->host->set_error(call.code, "cpu conv (oneDNN %s): %s", st->impl.c_str(),
                                call.error.c_str());
@@ -374,8 +361,7 @@ void onednn_limit_isa(const char *isa) {
 bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *ws_,
                       const int64_t *ys, const int64_t *at, ctn_kernel *out, std::string *why,
                       const ConvEpilogue *epi) {
-  const int caller_threads = omp_get_max_threads();
-  try {
+  return dnnl_make(why, [&](int caller_threads) {
     const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5];
     // Right padding that gives oneDNN's output size (it may be negative for a floor output:
     // any value within a stride of it gives the same size).
@@ -436,16 +422,11 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
     st->dw_offset = slot;
     if (kind == 2) slot += static_cast<size_t>(st->dw_elems) * sizeof(float);
     st->slot_bytes = align_up(slot);
-    const uint64_t ws =
-        static_cast<uint64_t>(st->slot_bytes) * static_cast<uint64_t>(st->parts) + kAlign;
-    kernel_set(out, dnnl_conv_kernel, st.release(), 0, ws);
-    be->onednn_kernels.fetch_add(1, std::memory_order_relaxed);
+    const size_t slot_bytes = st->slot_bytes;
+    const int64_t parts = st->parts;
+    dnnl_kernel_set(be, out, dnnl_conv_kernel, std::move(st), slot_bytes, parts);
     return true;
-  } catch (const dnnl::error &e) {
-    omp_set_num_threads(caller_threads);
-    *why = std::string("oneDNN: ") + e.what();
-    return false;
-  }
+  });
 }
 
 }  // namespace ctn_cpu

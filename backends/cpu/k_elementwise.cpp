@@ -7,6 +7,7 @@
 
 #include "cpu_backend.h"
 #include "gemm.h"
+#include "half.h"
 #include "vmath.h"
 
 namespace ctn_cpu {
@@ -23,7 +24,16 @@ struct EwState : KernelBase, EwWalk {
   Params p;
   int64_t threshold = 0;   // parallel above this many elements
   VmathFn vm = nullptr;    // f32 exp/log/tanh/sigmoid: the vectorised array function (vmath.h)
+  const HalfIsa *hi = nullptr;  // f16/bf16 operands: the array conversions (half.h)
+  int32_t hdt = -1;             // their dtype; for cast the source, hdt_to the target
+  int32_t hdt_to = -1;
 };
+
+// Runs part(ctx, i0, i1) over the state's n elements: on the calling thread when small.
+void ew_run(const EwState *st, void (*part)(void *, int64_t, int64_t, int), void *ctx) {
+  if (st->n < st->threshold || st->be->pool->size() == 1) part(ctx, 0, st->n, 0);
+  else st->be->pool->parallel_for(st->n, st->threshold / 2, part, ctx);
+}
 
 // ---- functors -------------------------------------------------------------------------------
 // The arithmetic ones (Neg, Exp, ..., SigmoidGrad: one per formula of backends/common/ew_ops.py)
@@ -51,6 +61,8 @@ template <class TO, class TI> struct Cast {
   TO operator()(TI x) const {
     if constexpr (std::is_same_v<TO, bool>) {
       return x != TI(0);
+    } else if constexpr (std::is_same_v<TO, F16> || std::is_same_v<TO, BF16>) {
+      return TO(static_cast<double>(x));  // one rounding, to nearest even (exact from f32)
     } else if constexpr (std::is_floating_point_v<TI> && std::is_integral_v<TO>) {
       if (x != x) return TO(0);
       if (x <= TI(std::numeric_limits<TO>::min())) return std::numeric_limits<TO>::min();
@@ -66,7 +78,7 @@ template <class TO, class TI> struct Cast {
 // undefined behaviour (found by fuzz_graph: a constant of random bytes cast to f32).
 template <class TO> struct CastFromBool {
   Params p;
-  TO operator()(uint8_t x) const { return static_cast<TO>(x != 0); }
+  TO operator()(uint8_t x) const { return static_cast<TO>(x != 0 ? 1.0f : 0.0f); }
 };
 
 // ---- the loops ------------------------------------------------------------------------------
@@ -160,11 +172,82 @@ ctn_status ew_kernel(void *state, const ctn_kernel_args *args) {
                                        desc_ptr<const TA>(args->inputs[0]), nullptr, nullptr};
   if constexpr (NIN >= 2) call.b = desc_ptr<const TB>(args->inputs[1]);
   if constexpr (NIN >= 3) call.c = desc_ptr<const TC>(args->inputs[2]);
-  if (st->n < st->threshold || st->be->pool->size() == 1) {
-    call.range(0, st->n);
-  } else {
-    st->be->pool->parallel_for(st->n, st->threshold / 2, decltype(call)::part, &call);
+  ew_run(st, decltype(call)::part, &call);
+  return CTN_OK;
+}
+
+// ---- f16 / bf16 ---------------------------------------------------------------------------------
+// The 16-bit loops of every formula: blocks of the inputs converted to f32 (vectorised), the f32
+// functor (or vmath array function) over the block, the result rounded back. A broadcast that
+// needs the strided walk runs the same functor through the scalar storage types instead.
+constexpr int64_t kHalfBlock = 256;
+
+template <class Op, int NIN>
+struct HalfCall {
+  const EwState *st;
+  Op op;
+  uint16_t *o;
+  const uint16_t *in[2];
+
+  void range(int64_t i0, int64_t i1) const {
+    float buf[NIN + 1][kHalfBlock];
+    const HalfToF32 widen = st->hi->widen(st->hdt);
+    for (int64_t b = i0; b < i1; b += kHalfBlock) {
+      const int64_t len = std::min(kHalfBlock, i1 - b);
+      for (int j = 0; j < NIN; ++j) {
+        if (st->mode[j] == 0) {
+          widen(in[j] + b, buf[j], len);
+        } else {
+          widen(in[j], buf[j], 1);  // one element: broadcast
+          std::fill(buf[j] + 1, buf[j] + len, buf[j][0]);
+        }
+      }
+      float *__restrict y = buf[NIN];
+      if (st->vm) st->vm(buf[0], y, len);
+      else if constexpr (NIN == 1) for (int64_t t = 0; t < len; ++t) y[t] = op(buf[0][t]);
+      else for (int64_t t = 0; t < len; ++t) y[t] = op(buf[0][t], buf[1][t]);
+      st->hi->narrow(st->hdt)(y, o + b, len);
+    }
   }
+  static void part(void *ctx, int64_t i0, int64_t i1, int) {
+    static_cast<const HalfCall *>(ctx)->range(i0, i1);
+  }
+};
+
+template <class Op, int NIN>
+ctn_status ew_half_kernel(void *state, const ctn_kernel_args *args) {
+  const auto *st = static_cast<const EwState *>(state);
+  if (st->general)
+    return st->hdt == CTN_F16 ? ew_kernel<Op, F16, F16, F16, F16, NIN>(state, args)
+                              : ew_kernel<Op, BF16, BF16, BF16, BF16, NIN>(state, args);
+  HalfCall<Op, NIN> call{st, Op{st->p}, desc_ptr<uint16_t>(args->outputs[0]),
+                         {desc_ptr<const uint16_t>(args->inputs[0]),
+                          NIN > 1 ? desc_ptr<const uint16_t>(args->inputs[1]) : nullptr}};
+  ew_run(st, decltype(call)::part, &call);
+  return CTN_OK;
+}
+
+// Casts among f32, f16 and bf16: the array conversions, through an f32 block between the two
+// 16-bit floats.
+void half_cast_part(void *ctx, int64_t i0, int64_t i1, int) {
+  const auto *c = static_cast<const std::pair<const EwState *, const ctn_kernel_args *> *>(ctx);
+  const EwState *st = c->first;
+  const char *src = desc_ptr<const char>(c->second->inputs[0]);
+  char *dst = desc_ptr<char>(c->second->outputs[0]);
+  float buf[kHalfBlock];
+  for (int64_t b = i0; b < i1; b += kHalfBlock) {
+    const int64_t len = std::min(kHalfBlock, i1 - b);
+    const float *f = buf;
+    if (st->hdt == CTN_F32) f = reinterpret_cast<const float *>(src) + b;
+    else st->hi->widen(st->hdt)(reinterpret_cast<const uint16_t *>(src) + b, buf, len);
+    if (st->hdt_to == CTN_F32) std::memcpy(reinterpret_cast<float *>(dst) + b, f, len * sizeof(float));
+    else st->hi->narrow(st->hdt_to)(f, reinterpret_cast<uint16_t *>(dst) + b, len);
+  }
+}
+
+ctn_status half_cast_kernel(void *state, const ctn_kernel_args *args) {
+  std::pair<const EwState *, const ctn_kernel_args *> ctx{static_cast<const EwState *>(state), args};
+  ew_run(ctx.first, half_cast_part, &ctx);
   return CTN_OK;
 }
 
@@ -179,11 +262,7 @@ void vm_part(void *ctx, int64_t i0, int64_t i1, int) {
 ctn_status vm_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const EwState *>(state);
   std::pair<const EwState *, const ctn_kernel_args *> ctx{st, args};
-  if (st->n < st->threshold || st->be->pool->size() == 1) {
-    vm_part(&ctx, 0, st->n, 0);
-  } else {
-    st->be->pool->parallel_for(st->n, st->threshold / 2, vm_part, &ctx);
-  }
+  ew_run(st, vm_part, &ctx);
   return CTN_OK;
 }
 
@@ -203,35 +282,38 @@ struct OpEntry {
   Kind kind;
   bool heavy;  // transcendental: worth threads at smaller sizes
   ctn_kernel_fn f32, f64, i32, i64;
+  ctn_kernel_fn half;  // f16 and bf16 (the dtype is in the state)
 };
 
+// Every formula's row gets its 16-bit kernel from its f32 functor (ew_half_kernel).
 #define CTN_UNARY(name, F, heavy)                                              \
   {name, kUnary, heavy, ew_kernel<F<float>, float, float>,                     \
-   ew_kernel<F<double>, double, double>, nullptr, nullptr}
+   ew_kernel<F<double>, double, double>, nullptr, nullptr, ew_half_kernel<F<float>, 1>}
 #define CTN_UNARY_INT(name, F)                                                 \
   {name, kUnaryInt, false, ew_kernel<F<float>, float, float>,                  \
    ew_kernel<F<double>, double, double>, ew_kernel<F<int32_t>, int32_t, int32_t>, \
-   ew_kernel<F<int64_t>, int64_t, int64_t>}
+   ew_kernel<F<int64_t>, int64_t, int64_t>, ew_half_kernel<F<float>, 1>}
 #define CTN_BIN(name, kind, F, heavy)                                          \
   {name, kind, heavy, ew_kernel<F<float>, float, float, float, float, 2>,      \
-   ew_kernel<F<double>, double, double, double, double, 2>, nullptr, nullptr}
+   ew_kernel<F<double>, double, double, double, double, 2>, nullptr, nullptr,  \
+   ew_half_kernel<F<float>, 2>}
 #define CTN_BIN_INT(name, F)                                                   \
   {name, kBinaryInt, false, ew_kernel<F<float>, float, float, float, float, 2>, \
    ew_kernel<F<double>, double, double, double, double, 2>,                    \
    ew_kernel<F<int32_t>, int32_t, int32_t, int32_t, int32_t, 2>,               \
-   ew_kernel<F<int64_t>, int64_t, int64_t, int64_t, int64_t, 2>}
+   ew_kernel<F<int64_t>, int64_t, int64_t, int64_t, int64_t, 2>, ew_half_kernel<F<float>, 2>}
 
 const OpEntry kOps[] = {
     CTN_EW_CPU_ROWS,
-    {CTN_OP_EQ, kCompare, false, nullptr, nullptr, nullptr, nullptr},
-    {CTN_OP_NE, kCompare, false, nullptr, nullptr, nullptr, nullptr},
-    {CTN_OP_LT, kCompare, false, nullptr, nullptr, nullptr, nullptr},
-    {CTN_OP_LE, kCompare, false, nullptr, nullptr, nullptr, nullptr},
-    {CTN_OP_GT, kCompare, false, nullptr, nullptr, nullptr, nullptr},
-    {CTN_OP_GE, kCompare, false, nullptr, nullptr, nullptr, nullptr},
-    {CTN_OP_WHERE, kWhere, false, nullptr, nullptr, nullptr, nullptr},
-    {CTN_OP_CAST, kCast, false, nullptr, nullptr, nullptr, nullptr},
-    {CTN_OP_COPY, kCopy, false, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_EQ, kCompare, false, nullptr, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_NE, kCompare, false, nullptr, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_LT, kCompare, false, nullptr, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_LE, kCompare, false, nullptr, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_GT, kCompare, false, nullptr, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_GE, kCompare, false, nullptr, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_WHERE, kWhere, false, nullptr, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_CAST, kCast, false, nullptr, nullptr, nullptr, nullptr, nullptr},
+    {CTN_OP_COPY, kCopy, false, nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
 // Same kernel for every element type of one size class; comparisons read each dtype exactly.
@@ -242,6 +324,9 @@ ctn_kernel_fn compare_fn(int32_t dtype) {
     case CTN_F64: return ew_kernel<F<double>, uint8_t, double, double, double, 2>;
     case CTN_I32: return ew_kernel<F<int32_t>, uint8_t, int32_t, int32_t, int32_t, 2>;
     case CTN_I64: return ew_kernel<F<int64_t>, uint8_t, int64_t, int64_t, int64_t, 2>;
+    case CTN_I8: return ew_kernel<F<int8_t>, uint8_t, int8_t, int8_t, int8_t, 2>;
+    case CTN_F16: return ew_kernel<F<float>, uint8_t, F16, F16, F16, 2>;
+    case CTN_BF16: return ew_kernel<F<float>, uint8_t, BF16, BF16, BF16, 2>;
     default: return ew_kernel<F<uint8_t>, uint8_t, uint8_t, uint8_t, uint8_t, 2>;
   }
 }
@@ -258,6 +343,7 @@ ctn_kernel_fn compare_fn(const char *op, int32_t dtype) {
 ctn_kernel_fn where_fn(int32_t dtype) {
   switch (dtype_size(dtype)) {  // a select only moves bits
     case 1: return ew_kernel<Where<uint8_t>, uint8_t, uint8_t, uint8_t, uint8_t, 3>;
+    case 2: return ew_kernel<Where<uint16_t>, uint16_t, uint8_t, uint16_t, uint16_t, 3>;
     case 4: return ew_kernel<Where<uint32_t>, uint32_t, uint8_t, uint32_t, uint32_t, 3>;
     default: return ew_kernel<Where<uint64_t>, uint64_t, uint8_t, uint64_t, uint64_t, 3>;
   }
@@ -271,6 +357,10 @@ ctn_kernel_fn cast_from(int32_t from) {
     case CTN_I32: return ew_kernel<Cast<TO, int32_t>, TO, int32_t>;
     case CTN_I64: return ew_kernel<Cast<TO, int64_t>, TO, int64_t>;
     case CTN_U8: return ew_kernel<Cast<TO, uint8_t>, TO, uint8_t>;
+    case CTN_I8: return ew_kernel<Cast<TO, int8_t>, TO, int8_t>;
+    // From a 16-bit float: the value as an f32 (exact), then f32's rule.
+    case CTN_F16: return ew_kernel<Cast<TO, float>, TO, F16>;
+    case CTN_BF16: return ew_kernel<Cast<TO, float>, TO, BF16>;
     default: return ew_kernel<CastFromBool<TO>, TO, uint8_t>;
   }
 }
@@ -282,6 +372,9 @@ ctn_kernel_fn cast_fn(int32_t from, int32_t to) {
     case CTN_I32: return cast_from<int32_t>(from);
     case CTN_I64: return cast_from<int64_t>(from);
     case CTN_U8: return cast_from<uint8_t>(from);
+    case CTN_I8: return cast_from<int8_t>(from);
+    case CTN_F16: return cast_from<F16>(from);
+    case CTN_BF16: return cast_from<BF16>(from);
     default: return cast_from<bool>(from);
   }
 }
@@ -306,6 +399,10 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
   st->threshold = e->heavy ? kParallelThresholdHeavy : kParallelThreshold;
   ctn_kernel_fn fn = nullptr;
   int32_t dt = a.dtype;
+  st->hi = &half_for(be->gemm_isa.load()->name);
+  if (ctn_desc_is_half(dt)) st->hdt = dt;
+  // f32, f16 and bf16 among themselves: the vectorised array conversions.
+  auto f32_or_half = [](int32_t t) { return t == CTN_F32 || ctn_desc_is_half(t); };
 
   auto pick = [&]() -> ctn_kernel_fn {
     switch (dt) {
@@ -313,6 +410,8 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
       case CTN_F64: return e->f64;
       case CTN_I32: return e->i32;
       case CTN_I64: return e->i64;
+      case CTN_F16:
+      case CTN_BF16: return e->half;
       default: return nullptr;
     }
   };
@@ -326,7 +425,13 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
         kernel_set(out, copy_kernel, st.release(), CTN_KERNEL_INPLACE_OK);
         return CTN_OK;
       }
-      fn = cast_fn(dt, to);
+      if (f32_or_half(dt) && f32_or_half(to)) {
+        st->hdt = dt;
+        st->hdt_to = to;
+        fn = half_cast_kernel;
+      } else {
+        fn = cast_fn(dt, to);
+      }
       break;
     }
     case kUnary:
@@ -340,8 +445,8 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
         return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (%s)", op,
                                dtype_name(dt),
                                e->kind == kUnaryInt || e->kind == kBinaryInt
-                                   ? "f32, f64, i32, i64 only"
-                                   : "f32 and f64 only");
+                                   ? "f32, f64, f16, bf16, i32, i64 only"
+                                   : "f32, f64, f16 and bf16 only");
       break;
     }
     case kWhere:
@@ -350,12 +455,12 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
       break;
   }
   static_cast<EwWalk &>(*st) = ew_walk(sig);
-  if (e->kind == kUnary && dt == CTN_F32 && !st->general) {
+  if (e->kind == kUnary && (dt == CTN_F32 || st->hdt >= 0) && !st->general) {
     const VmathIsa &vm = vmath_for(be->gemm_isa.load()->name);
     const bool is_exp = !std::strcmp(op, CTN_OP_EXP), is_log = !std::strcmp(op, CTN_OP_LOG),
                is_tanh = !std::strcmp(op, CTN_OP_TANH), is_sig = !std::strcmp(op, CTN_OP_SIGMOID);
     st->vm = is_exp ? vm.exp : is_log ? vm.log : is_tanh ? vm.tanh : is_sig ? vm.sigmoid : nullptr;
-    if (st->vm) fn = vm_kernel;
+    if (st->vm && dt == CTN_F32) fn = vm_kernel;  // the 16-bit kernel runs vm on its blocks
   }
   uint32_t flags = 0;
   if (e->kind != kWhere && e->kind != kCast && e->kind != kCompare && same_shape(a, o) &&

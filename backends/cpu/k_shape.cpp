@@ -68,6 +68,7 @@ ctn_status walk_kernel(void *state, const ctn_kernel_args *args) {
 ctn_kernel_fn walk_fn(int32_t dtype) {
   switch (dtype_size(dtype)) {
     case 1: return walk_kernel<uint8_t>;
+    case 2: return walk_kernel<uint16_t>;  // f16, bf16
     case 4: return walk_kernel<uint32_t>;
     default: return walk_kernel<uint64_t>;
   }

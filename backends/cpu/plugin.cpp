@@ -268,6 +268,21 @@ ctn_status cpu_buffer_alloc(void *state, uint64_t bytes, void **out_handle) {
   return CTN_OK;
 }
 
+}  // namespace
+
+ctn_status make_native_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out) {
+  bool handled = false;
+  for (KernelMaker *m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,
+                         make_matmul_kernel, make_optim_kernel, make_conv_kernel, make_pool_kernel,
+                         make_norm_kernel, make_nn_misc_kernel}) {
+    ctn_status st = m(be, sig, out, &handled);
+    if (handled) return st;
+  }
+  return be->host->set_error(CTN_ERR_UNSUPPORTED, "cpu backend: unknown op '%s'", sig->op);
+}
+
+namespace {
+
 void cpu_buffer_free(void *, void *handle) { std::free(handle); }
 
 ctn_status cpu_upload(void *state, void *handle, uint64_t offset, const void *src,
@@ -289,10 +304,25 @@ ctn_status cpu_download(void *state, void *handle, uint64_t offset, void *dst,
 }
 
 ctn_status cpu_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
-  return ctn_backend_util::get_kernel_by_makers(
-      static_cast<Backend *>(state), "cpu", sig, out, false, [] { return CTN_OK; },
-      {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel, make_matmul_kernel, make_optim_kernel,
-       make_conv_kernel, make_pool_kernel, make_norm_kernel, make_nn_misc_kernel});
+  auto *be = static_cast<Backend *>(state);
+  const ctn_host_api *host = be->host;
+  return ctn_backend_util::guarded(host, "cpu get_kernel", [&]() -> ctn_status {
+    if (ctn_status st = ctn_backend_util::check_signature(host, "cpu", sig, out, true); st != CTN_OK)
+      return st;
+    if (!sig_has_half(sig)) return make_native_kernel(be, sig, out);
+    // 16-bit floats: the elementwise and shape families have kernels of their own (loads and
+    // stores convert, the arithmetic is f32's); every other op runs as its f32 kernel between
+    // conversions (k_widen.cpp).
+    bool handled = false;
+    for (KernelMaker *m : {make_elementwise_kernel, make_shape_kernel}) {
+      ctn_status st = m(be, sig, out, &handled);
+      if (handled) return st;
+    }
+    // A 16-bit matmul: oneDNN's (16-bit dot products, f32 sums) when the option asks for it.
+    std::string why;
+    if (be->half_matmul_onednn.load() && make_onednn_matmul_half(be, sig, out, &why)) return CTN_OK;
+    return make_widened_kernel(be, sig, out);
+  }, sig && sig->op ? sig->op : "?");
 }
 
 ctn_status cpu_set_option(void *state, const char *key, const char *value) {
@@ -342,6 +372,16 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
                                "cpu: conv 'onednn' requested but this build has no oneDNN "
                                "(libdnnl-dev; meson option cpu_onednn)");
       be->conv_mode = mode;
+    } else if (std::strcmp(key, "half_matmul") == 0) {
+      bool onednn = false;
+      if (!parse_choice(value, {{"convert", false}, {"onednn", true}}, &onednn))
+        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
+                               "cpu: half_matmul must be 'convert' or 'onednn', got '%s'", value);
+      if (onednn && !onednn_built_in())
+        return host->set_error(CTN_ERR_UNAVAILABLE,
+                               "cpu: half_matmul 'onednn' requested but this build has no oneDNN "
+                               "(libdnnl-dev; meson option cpu_onednn)");
+      be->half_matmul_onednn = onednn;
     } else if (std::strcmp(key, "gemm_isa") == 0) {
       const GemmIsa *isa = gemm_isa_select(value);
       if (!isa)
@@ -352,7 +392,7 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
       be->gemm_isa = isa;
     } else {
       return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                             "cpu: unknown option '%s' (num_threads, pool, gemm, gemm_isa, conv)",
+                             "cpu: unknown option '%s' (num_threads, pool, gemm, gemm_isa, conv, half_matmul)",
                              key);
     }
     update_description(*be);

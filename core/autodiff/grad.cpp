@@ -14,7 +14,7 @@ void append_grad(Graph &g, ctn_node loss, uint32_t n, const ctn_node *wrt, ctn_n
   g.check(loss, "ctn_grad");
   if (n && (!wrt || !out)) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_grad: wrt or out_grads is NULL");
   const ValueInfo li = g.info(loss);
-  if (!dtype_is_float(li.dtype)) fail(CTN_ERR_DTYPE, "ctn_grad: the loss must be f32 or f64, got %s", dtype_name(li.dtype));
+  if (!dtype_is_float(li.dtype)) fail(CTN_ERR_DTYPE, "ctn_grad: the loss must be a float (f32, f64, f16, bf16), got %s", dtype_name(li.dtype));
   if (li.shape.numel() != 1)
     fail(CTN_ERR_SHAPE, "ctn_grad: the loss must have one element, got %s", shape_str(li.shape).c_str());
   for (uint32_t i = 0; i < n; ++i) g.check(wrt[i], "ctn_grad");

@@ -52,12 +52,7 @@ bool const_all(const Graph &g, ctn_node n, double v) {
   const int64_t cnt = t.numel();
   for (int64_t i = 0; i < cnt; ++i) {
     double x;
-    switch (t.dtype) {
-      case CTN_F32: x = reinterpret_cast<const float *>(t.data())[i]; break;
-      case CTN_F64: x = reinterpret_cast<const double *>(t.data())[i]; break;
-      default: return false;
-    }
-    if (x != v) return false;
+    if (!float_element(t.dtype, t.data(), i, &x) || x != v) return false;
   }
   return cnt > 0;
 }

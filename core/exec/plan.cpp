@@ -255,26 +255,19 @@ void Plan::run_steps(const RunControl *rc) {
 
 namespace {
 
-// Index of the first NaN or infinity of the f32/f64 tensor `d` on backend `b`, and how many
-// there are; -1 when all are finite (or the dtype is not a float).
+// Index of the first NaN or infinity of the float tensor `d` (f32, f64, f16, bf16) on backend
+// `b`, and how many there are; -1 when all are finite (or the dtype is not a float).
 std::pair<int64_t, int64_t> first_nonfinite(Backend &b, const ctn_tensor_desc &d) {
-  if (d.dtype != CTN_F32 && d.dtype != CTN_F64) return {-1, 0};
+  if (!dtype_is_float(d.dtype)) return {-1, 0};
   int64_t n = 1;
   for (uint32_t i = 0; i < d.ndim; ++i) n *= d.shape[i];
-  const size_t esz = d.dtype == CTN_F32 ? 4 : 8;
-  std::vector<unsigned char> host(static_cast<size_t>(n) * esz);
+  std::vector<double> host((static_cast<size_t>(n) * dtype_size(d.dtype) + 7) / 8);  // aligned
   b.sync();
-  if (n > 0) b.download(d.data, d.offset, host.data(), host.size());
+  if (n > 0) b.download(d.data, d.offset, host.data(), static_cast<size_t>(n) * dtype_size(d.dtype));
   int64_t first = -1, count = 0;
   for (int64_t i = 0; i < n; ++i) {
-    double v;
-    if (esz == 4) {
-      float f;
-      std::memcpy(&f, host.data() + i * 4, 4);
-      v = f;
-    } else {
-      std::memcpy(&v, host.data() + i * 8, 8);
-    }
+    double v = 0;
+    float_element(d.dtype, host.data(), i, &v);
     if (!std::isfinite(v)) {
       if (first < 0) first = i;
       ++count;

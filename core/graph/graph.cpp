@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include <chutney/desc.h>
+
 namespace ctn {
 
 namespace {
@@ -83,6 +85,7 @@ ctn_node Graph::add_scalar(int32_t dtype, double v) {
   if (dtype == CTN_I32) ok = fits(-2147483649.0, 2147483648.0);
   if (dtype == CTN_I64) ok = fits(-9223372036854777856.0, 9223372036854775808.0);
   if (dtype == CTN_U8) ok = fits(-1.0, 256.0);
+  if (dtype == CTN_I8) ok = fits(-129.0, 128.0);
   if (!ok) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_scalar: %g does not fit in %s", v, dtype_name(dtype));
   Tensor t = Tensor::empty(dtype, Shape{});
   switch (dtype) {
@@ -92,6 +95,10 @@ ctn_node Graph::add_scalar(int32_t dtype, double v) {
     case CTN_I64: *reinterpret_cast<int64_t *>(t.data()) = static_cast<int64_t>(v); break;
     case CTN_U8: *reinterpret_cast<uint8_t *>(t.data()) = static_cast<uint8_t>(v); break;
     case CTN_BOOL: *reinterpret_cast<uint8_t *>(t.data()) = v != 0; break;
+    case CTN_I8: *reinterpret_cast<int8_t *>(t.data()) = static_cast<int8_t>(v); break;
+    // The 16-bit floats round to nearest even (once, from the double); past the range: inf.
+    case CTN_F16: *reinterpret_cast<uint16_t *>(t.data()) = ctn_desc_f64_to_f16(v); break;
+    case CTN_BF16: *reinterpret_cast<uint16_t *>(t.data()) = ctn_desc_f64_to_bf16(v); break;
   }
   Node n;
   n.kind = NodeKind::Constant;

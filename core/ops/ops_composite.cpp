@@ -89,13 +89,14 @@ CTN_COMPOSITE(softsign) { return p.div(x[0], p.add(p.k(1.0), p.abs(x[0]))); }
 // overflow) and the gradient is sigmoid(x) also at 0 (written with |x| = 2m - x, the subgradients
 // of relu and abs at 0 would give 0). log1p(e) for e = e^-|x| in (0, 1]: log(1 + e) where 1 + e
 // keeps e's digits, else the series e - e^2/2 + e^3/3 (relative error e^3/4 against eps/e: the
-// threshold balances both, 2^-5 for f32, 2^-12 for f64).
+// threshold balances both: 2^-12 for f64, 2^-5 for f32, 2^-2 for f16 and bf16, whose
+// eps/e is large).
 CTN_COMPOSITE(softplus) {
   ctn_node m = p.relu(x[0]);
   ctn_node e = p.exp(p.sub(x[0], p.add(m, m)));
   ctn_node direct = p.log(p.add(p.k(1.0), e));
   ctn_node series = p.mul(e, p.sub(p.k(1.0), p.mul(e, p.sub(p.k(0.5), p.mul(e, p.k(1.0 / 3))))));
-  ctn_node small = p.lt(e, p.k(p.dtype() == CTN_F32 ? 0x1p-5 : 0x1p-12));
+  ctn_node small = p.lt(e, p.k(p.dtype() == CTN_F64 ? 0x1p-12 : p.dtype() == CTN_F32 ? 0x1p-5 : 0x1p-2));
   return p.add(m, p.where(small, series, direct));
 }
 

@@ -2,6 +2,8 @@
 
 #include "util/status.h"
 
+#include <chutney/desc.h>
+
 namespace ctn {
 
 Shape Shape::from(uint32_t ndim, const int64_t *dims) {
@@ -77,7 +79,19 @@ const char *dtype_name(int32_t dtype) {
 }
 
 bool dtype_valid(int32_t dtype) { return dtype >= 0 && dtype < CTN_DTYPE_COUNT_V5; }
-bool dtype_is_float(int32_t dtype) { return dtype == CTN_F32 || dtype == CTN_F64; }
+bool dtype_is_float(int32_t dtype) {
+  return dtype == CTN_F32 || dtype == CTN_F64 || dtype == CTN_F16 || dtype == CTN_BF16;
+}
+
+bool float_element(int32_t dtype, const void *data, int64_t i, double *out) {
+  switch (dtype) {
+    case CTN_F32: *out = static_cast<const float *>(data)[i]; return true;
+    case CTN_F64: *out = static_cast<const double *>(data)[i]; return true;
+    case CTN_F16: *out = ctn_desc_f16_to_f32(static_cast<const uint16_t *>(data)[i]); return true;
+    case CTN_BF16: *out = ctn_desc_bf16_to_f32(static_cast<const uint16_t *>(data)[i]); return true;
+    default: return false;
+  }
+}
 
 void contiguous_strides(const Shape &s, int64_t *strides) {
   // Saturating: only an empty shape (a zero dim) can have a product of the other dims past

@@ -44,7 +44,10 @@ std::string shape_str(const Shape &s);
 size_t dtype_size(int32_t dtype);
 const char *dtype_name(int32_t dtype);
 bool dtype_valid(int32_t dtype);
+// f32, f64 and (since 1.5) the 16-bit floats f16 and bf16: the dtypes float ops take.
 bool dtype_is_float(int32_t dtype);
+// Element i of a float tensor's data as a double (exact); false for any other dtype.
+bool float_element(int32_t dtype, const void *data, int64_t i, double *out);
 
 // Row-major contiguous strides (elements).
 void contiguous_strides(const Shape &s, int64_t *strides);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chutney/chutney.h>
+#include <chutney/desc.h>
 
 #include <cmath>
 #include <string>
@@ -214,6 +215,63 @@ const CompatBackend kBackends[] = {
     {CTN_COMPAT_BACKEND_1_4, "vend14", 4},
     {CTN_COMPAT_BACKEND_SRC, "vendsrc", CTN_ABI_MINOR},
 };
+
+// The dtypes of 1.5 never reach a 1.4 backend (types.h): an f16 graph runs on the CPU backend
+// next to vend14, and the reason names vend14's ABI and the dtype; an f32 graph still runs on it.
+TEST(CompatBackendHalf, F16NeverReachesA14Backend) {
+  Context ctx = ContextWith({CTN_COMPAT_BACKEND_1_4, CTN_TEST_CPU_PLUGIN});
+  ASSERT_TRUE(ctx);
+  const char *want = "vend14 was built against ABI 1.4, before the dtype f16 (ABI 1.5)";
+  int32_t supported = 1;
+  const char *reason = nullptr;
+  ASSERT_EQ(ctn_context_op_support(ctx.get(), "vend14", "add", CTN_F16, &supported, &reason), CTN_OK)
+      << ctn_last_error();
+  EXPECT_EQ(supported, 0);
+  EXPECT_NE(std::string(reason ? reason : "").find(want), std::string::npos) << reason;
+
+  for (ctn_dtype dt : {CTN_F16, CTN_F32}) {
+    SCOPED_TRACE(ctn_dtype_name(dt));
+    Graph g = NewGraph(ctx.get());
+    ASSERT_TRUE(g);
+    const int64_t shape[1] = {4};
+    ctn_node a, b, y;
+    ASSERT_EQ(ctn_input(g.get(), "a", dt, 1, shape, &a), CTN_OK) << ctn_last_error();
+    ASSERT_EQ(ctn_input(g.get(), "b", dt, 1, shape, &b), CTN_OK) << ctn_last_error();
+    ASSERT_EQ(ctn_add(g.get(), a, b, &y), CTN_OK) << ctn_last_error();
+    if (dt == CTN_F16) {  // vend14 alone: no backend, and the reason says why
+      ctn_compile_options o{};
+      o.struct_size = sizeof o;
+      o.backends = "vend14";
+      ctn_plan *p = nullptr;
+      EXPECT_EQ(ctn_plan_compile(g.get(), 1, &y, &o, &p), CTN_ERR_UNSUPPORTED);
+      EXPECT_NE(std::string(ctn_last_error()).find(want), std::string::npos) << ctn_last_error();
+      ctn_plan_release(p);
+    }
+    Plan plan = Compile(g.get(), {y}, "vend14,cpu");  // vend14 preferred
+    ASSERT_TRUE(plan);
+    uint32_t on14 = 0, oncpu = 0;
+    ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "vend14", "add", &on14), CTN_OK);
+    ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "cpu", "add", &oncpu), CTN_OK);
+    EXPECT_EQ(on14, dt == CTN_F16 ? 0u : 1u);
+    EXPECT_EQ(oncpu, dt == CTN_F16 ? 1u : 0u);
+    // 1.5 + 0.25 and friends are exact in f16: the values come back unchanged.
+    const float av[4] = {1.5f, -2.f, 0.25f, 1024.f}, bv[4] = {0.25f, 0.5f, -1.f, 3.f};
+    uint16_t ah[4], bh[4];
+    for (int i = 0; i < 4; ++i) {
+      ah[i] = ctn_desc_f32_to_f16(av[i]);
+      bh[i] = ctn_desc_f32_to_f16(bv[i]);
+    }
+    Tensor at = MakeTensor(dt, {4}, dt == CTN_F16 ? static_cast<const void *>(ah) : av);
+    Tensor bt = MakeTensor(dt, {4}, dt == CTN_F16 ? static_cast<const void *>(bh) : bv);
+    std::vector<Tensor> outs = RunOnce(plan.get(), {a, b}, {at.get(), bt.get()});
+    ASSERT_EQ(outs.size(), 1u);
+    uint16_t yh[4] = {};
+    float yf[4] = {};
+    ASSERT_EQ(ctn_tensor_read(outs[0].get(), dt == CTN_F16 ? static_cast<void *>(yh) : yf, dt == CTN_F16 ? 8 : 16), CTN_OK);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(dt == CTN_F16 ? ctn_desc_f16_to_f32(yh[i]) : yf[i], av[i] + bv[i]) << i;
+  }
+}
 
 INSTANTIATE_TEST_SUITE_P(compat, CompatBackendTest, ::testing::ValuesIn(kBackends),
                          [](const auto &info) { return std::string(info.param.name); });

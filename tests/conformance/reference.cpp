@@ -290,6 +290,9 @@ double round_to(double x, ctn_dtype dtype) {
     case CTN_I64: return static_cast<double>(static_cast<int64_t>(x));
     case CTN_U8: return static_cast<double>(static_cast<uint8_t>(x));
     case CTN_BOOL: return x != 0.0 ? 1.0 : 0.0;
+    case CTN_I8: return static_cast<double>(static_cast<int8_t>(x));
+    case CTN_F16: return ctn_desc_f16_to_f32(ctn_desc_f64_to_f16(x));
+    case CTN_BF16: return ctn_desc_bf16_to_f32(ctn_desc_f64_to_bf16(x));
     default: return x;
   }
 }

@@ -83,9 +83,9 @@ void compare(const Arr &y, ctn_dtype ydt, const Arr &r, ctn_dtype rdt, const Var
                       << ctn_dtype_name(rdt);
   ASSERT_EQ(shape_str(y.shape), shape_str(r.shape)) << what << ": output shape";
   ASSERT_EQ(y.v.size(), r.v.size()) << what;
-  if (rdt == CTN_F32 || rdt == CTN_F64) {
+  if (rdt == CTN_F32 || rdt == CTN_F64 || rdt == CTN_F16 || rdt == CTN_BF16) {
     double e = nmse(y, r);
-    double tol = rdt == CTN_F32 ? v.tol32 : v.tol64;
+    double tol = rdt == CTN_F32 ? v.tol32 : rdt == CTN_F64 ? v.tol64 : rdt == CTN_F16 ? v.tol16 : v.tolbf16;
     std::ostringstream first;
     for (size_t i = 0; i < r.v.size() && i < 12; ++i)
       first << " [" << i << "] got " << y.v[i] << " want " << r.v[i];
