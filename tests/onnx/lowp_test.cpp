@@ -352,10 +352,8 @@ TEST(LowpGraphFile, SaveAndLoadKeepTheDtypes) {
 
 // Cast f32 -> f16 / bf16 -> f32 through an imported model, against PyTorch's rounding (round to
 // nearest even: 65520 overflows f16 to inf, 1.00390625 is a bf16 tie rounding to 1, 1e-8
-// underflows f16 to 0 and stays a bf16 normal). Enable once the CPU backend's cast kernels know
-// the 1.5 dtypes (issue 27, the compute half): until then every backend refuses the casts at
-// compile time ("the cpu backend does not compute in f16 yet").
-TEST(LowpOnnx, DISABLED_CastChainMatchesPyTorchOnceCastKernelsKnowTheDtypes) {
+// underflows f16 to 0 and stays a bf16 normal). The casts run on the CPU backend.
+TEST(LowpOnnx, CastChainMatchesPyTorch) {
   auto cast = [](const char *in, const char *out, int64_t to) {
     Pb a;
     a.s(1, "to").i(20, 2).i(3, to);
