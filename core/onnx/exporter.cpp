@@ -9,6 +9,7 @@
 #include "onnx/proto_writer.h"
 #include "util/status.h"
 
+#include <chutney/desc.h>
 #include <chutney/ops.h>
 
 #include <cstring>
@@ -283,7 +284,9 @@ std::string Exporter::const_scalar(int32_t dtype, double v) {
   Tensor t = Tensor::empty(dtype, Shape{});
   if (dtype == CTN_F32) *reinterpret_cast<float *>(t.data()) = static_cast<float>(v);
   else if (dtype == CTN_F64) *reinterpret_cast<double *>(t.data()) = v;
-  else unsupported(std::string("a ") + dtype_name(dtype) + " bound (f32 and f64 bounds are exported)");
+  else if (dtype == CTN_F16) *reinterpret_cast<uint16_t *>(t.data()) = ctn_desc_f64_to_f16(v);
+  else if (dtype == CTN_BF16) *reinterpret_cast<uint16_t *>(t.data()) = ctn_desc_f64_to_bf16(v);
+  else unsupported(std::string("a ") + dtype_name(dtype) + " bound (floating bounds are exported)");
   std::string name = fresh();
   graph_.message(5, tensor_proto(name, t));
   return name;

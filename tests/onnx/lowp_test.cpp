@@ -384,3 +384,26 @@ TEST(LowpOnnx, CastChainMatchesPyTorch) {
   ctn_plan_release(p);
   ctn_tensor_release(xv);
 }
+
+// An f16 clamp exports as Clip with f16 bounds (rounded once from the op's double bounds) and
+// the re-imported model clamps the same.
+TEST(LowpOnnx, F16ClampExportsWithF16Bounds) {
+  Onnx o;
+  CTN_ASSERT_OK(ctn_graph_create(o.ctx, 0, &o.g));
+  int64_t shape[1] = {4};
+  ctn_node x = CTN_NODE_NONE, y = CTN_NODE_NONE;
+  CTN_ASSERT_OK(ctn_input(o.g, "x", CTN_F16, 1, shape, &x));
+  CTN_ASSERT_OK(ctn_clamp(o.g, x, -1.0, 2.5, &y));
+  const char *names[] = {"y"};
+  const std::string path = tmp_path("clamp16.onnx");
+  CTN_ASSERT_OK(ctn_onnx_export(o.g, nullptr, 1, &y, names, path.c_str()));
+  Onnx back;
+  CTN_ASSERT_OK(back.load(path));
+  const std::vector<uint16_t> in = {0xc200, 0x3800, 0x4200, 0x70e2};  // -3, 0.5, 3, 10000
+  ctn_tensor *xv = nullptr;
+  CTN_ASSERT_OK(ctn_tensor_create(CTN_F16, 1, shape, in.data(), &xv));
+  const auto got = run_once_as(tensor_bytes, back.g, {back.entry(CTN_ONNX_OUTPUTS, 0)}, {back.entry(CTN_ONNX_INPUTS, 0)}, {xv});
+  ctn_tensor_release(xv);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], bytes_of(std::vector<uint16_t>{0xbc00, 0x3800, 0x4100, 0x4100}));  // -1, 0.5, 2.5, 2.5
+}
