@@ -49,6 +49,16 @@
 #define CTN_OP_SIN "sin"              /* since 1.4: sine (ONNX Sin); f32|f64 */
 #define CTN_OP_COS "cos"              /* since 1.4: cosine (ONNX Cos); f32|f64 */
 #define CTN_OP_TAN "tan"              /* since 1.4: tangent (ONNX Tan); f32|f64 */
+/* since 1.5: the inverse and hyperbolic functions of ONNX (Asin, Acos, Sinh, Cosh, Asinh, Acosh,
+ * Atanh); f32|f64 (and the 16-bit floats on the CPU). Outside the domain (|x| > 1 for asin,
+ * acos, atanh; x < 1 for acosh) the result is NaN, atanh(+-1) is +-inf. */
+#define CTN_OP_ASIN "asin"
+#define CTN_OP_ACOS "acos"
+#define CTN_OP_SINH "sinh"
+#define CTN_OP_COSH "cosh"
+#define CTN_OP_ASINH "asinh"
+#define CTN_OP_ACOSH "acosh"
+#define CTN_OP_ATANH "atanh"
 
 /* ---- elementwise binary [bcast]: (a, b) -> broadcast shape, dtype of a == dtype of b --------- */
 #define CTN_OP_ADD "add"

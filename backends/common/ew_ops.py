@@ -22,13 +22,13 @@ import sys
 # codes >= TWO read a second input, >= THREE a third, >= FOUR a fourth, >= STEP an i64 step.
 GROUPS = [
     ('unary', 1, 1),
-    ('binary', 20, 2),
-    ('grad', 30, 2),      # backward helpers: (forward value, upstream gradient)
-    ('optim2', 40, 2),
-    ('optim3', 60, 3),
-    ('optim4', 70, 4),
-    ('step', 90, None),   # the last input is an i64 step
-    ('compare', 100, 2),  # bool output
+    ('binary', 40, 2),
+    ('grad', 50, 2),      # backward helpers: (forward value, upstream gradient)
+    ('optim2', 70, 2),
+    ('optim3', 80, 3),
+    ('optim4', 90, 4),
+    ('step', 100, None),  # the last input is an i64 step
+    ('compare', 110, 2),  # bool output
 ]
 
 # The list: (op name as in abi/chutney/ops.h, group, backends running it through these codes,
@@ -61,6 +61,15 @@ OPS = [
     ('sin', 'unary', 'cpu ocl vk cuda', False, 'sin(x)'),
     ('cos', 'unary', 'cpu ocl vk cuda', False, 'cos(x)'),
     ('tan', 'unary', 'cpu ocl vk cuda', False, 'tan(x)'),
+    # Not on Vulkan: GLSL has these for 32-bit floats only and no m_* series for f64 yet; a
+    # Vulkan plan runs them on the CPU (placement falls back per op).
+    ('asin', 'unary', 'cpu ocl cuda', False, 'asin(x)'),
+    ('acos', 'unary', 'cpu ocl cuda', False, 'acos(x)'),
+    ('sinh', 'unary', 'cpu ocl cuda', False, 'sinh(x)'),
+    ('cosh', 'unary', 'cpu ocl cuda', False, 'cosh(x)'),
+    ('asinh', 'unary', 'cpu ocl cuda', False, 'asinh(x)'),
+    ('acosh', 'unary', 'cpu ocl cuda', False, 'acosh(x)'),
+    ('atanh', 'unary', 'cpu ocl cuda', False, 'atanh(x)'),
     ('add', 'binary', 'cpu ocl vk cuda', True, 'a + b'),
     ('sub', 'binary', 'cpu ocl vk cuda', True, 'a - b'),
     ('mul', 'binary', 'cpu ocl vk cuda', True, 'a * b'),
@@ -124,14 +133,17 @@ def codes():
 FUNCS = {
     'cpu': {'exp': 'std::exp', 'log': 'std::log', 'sqrt': 'std::sqrt', 'tanh': 'std::tanh',
             'erf': 'std::erf', 'pow': 'std::pow', 'atan': 'std::atan', 'sin': 'std::sin', 'cos': 'std::cos',
-            'tan': 'std::tan'},
-    'ocl': {f: f for f in ('exp', 'log', 'sqrt', 'tanh', 'erf', 'pow', 'atan', 'sin', 'cos', 'tan')},
-    'cuda': {f: f for f in ('exp', 'log', 'sqrt', 'tanh', 'erf', 'pow', 'atan', 'sin', 'cos', 'tan')},
+            'tan': 'std::tan', **{f: 'std::' + f for f in ('asin', 'acos', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh')}},
+    'ocl': {f: f for f in ('exp', 'log', 'sqrt', 'tanh', 'erf', 'pow', 'atan', 'sin', 'cos', 'tan', 'asin', 'acos',
+                           'sinh', 'cosh', 'asinh', 'acosh', 'atanh')},
+    'cuda': {f: f for f in ('exp', 'log', 'sqrt', 'tanh', 'erf', 'pow', 'atan', 'sin', 'cos', 'tan', 'asin', 'acos',
+                            'sinh', 'cosh', 'asinh', 'acosh', 'atanh')},
     'vk': {'exp': 'm_exp', 'log': 'm_log', 'sqrt': 'sqrt', 'tanh': 'm_tanh', 'erf': 'm_erf',
            'pow': 'm_pow', 'atan': 'm_atan', 'sin': 'm_sin', 'cos': 'm_cos', 'tan': 'm_tan', 'abs': 'abs',
            'sign': 'sign', 'isnan': 'isnan'},
 }
-HEAVY = ('exp', 'log', 'tanh', 'erf', 'pow', 'atan', 'sin', 'cos', 'tan')  # transcendental: the CPU threads them sooner
+HEAVY = ('exp', 'log', 'tanh', 'erf', 'pow', 'atan', 'sin', 'cos', 'tan', 'asin', 'acos', 'sinh', 'cosh', 'asinh',
+         'acosh', 'atanh')  # transcendental: the CPU threads them sooner
 VARS = {'unary': ('x', 'f0', 'f1'), 'binary': ('a', 'b', 'f0', 'f1'), 'grad': ('a', 'b', 'f0', 'f1')}
 TOKEN = re.compile(r'\s+|(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?|[A-Za-z_]\w*|\|\||&&|[<>=!]=|[-+*/()?:<>,]')
 

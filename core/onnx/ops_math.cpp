@@ -39,7 +39,9 @@ void unary_float(NodeCtx &c) { out1(c, c.g.op1(Op, need_floating(c, 0))); }
 constexpr char kNeg[] = CTN_OP_NEG, kAbs[] = CTN_OP_ABS, kRelu[] = CTN_OP_RELU, kSign[] = CTN_OP_SIGN;
 constexpr char kExp[] = CTN_OP_EXP, kLog[] = CTN_OP_LOG, kSqrt[] = CTN_OP_SQRT, kTanh[] = CTN_OP_TANH,
                kSigmoid[] = CTN_OP_SIGMOID, kErf[] = CTN_OP_ERF, kAtan[] = CTN_OP_ATAN,
-               kSin[] = CTN_OP_SIN, kCos[] = CTN_OP_COS, kTan[] = CTN_OP_TAN;
+               kSin[] = CTN_OP_SIN, kCos[] = CTN_OP_COS, kTan[] = CTN_OP_TAN, kAsin[] = CTN_OP_ASIN,
+               kAcos[] = CTN_OP_ACOS, kSinh[] = CTN_OP_SINH, kCosh[] = CTN_OP_COSH, kAsinh[] = CTN_OP_ASINH,
+               kAcosh[] = CTN_OP_ACOSH, kAtanh[] = CTN_OP_ATANH;
 
 void reciprocal(NodeCtx &c) {
   ctn_node x = need_floating(c, 0);
@@ -752,6 +754,13 @@ const OpEntry kMath[] = {
     {"Sin", unary_float<kSin>},
     {"Cos", unary_float<kCos>},
     {"Tan", unary_float<kTan>},
+    {"Asin", unary_float<kAsin>},
+    {"Acos", unary_float<kAcos>},
+    {"Sinh", unary_float<kSinh>},
+    {"Cosh", unary_float<kCosh>},
+    {"Asinh", unary_float<kAsinh>},
+    {"Acosh", unary_float<kAcosh>},
+    {"Atanh", unary_float<kAtanh>},
     {"Floor", floor_},
     {"Ceil", ceil_},
     {"Round", round_},

@@ -682,6 +682,39 @@ void tan_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *
   dx[0] = g.op2(CTN_OP_MUL, dy, g.op2(CTN_OP_ADD, one, g.op2(CTN_OP_MUL, node, node)));
 }
 
+// The inverse and hyperbolic functions (x the input): asin dx = dy / sqrt(1 - x^2), acos its
+// negative, sinh dx = dy cosh x, cosh dx = dy sinh x, asinh dx = dy / sqrt(x^2 + 1), acosh dx =
+// dy / sqrt(x^2 - 1), atanh dx = dy / (1 - x^2).
+ctn_node one_minus_sq(Graph &g, ctn_node x, double sign) {  // sign (1 - x^2) with sign = +-1
+  ctn_node sq = g.op2(CTN_OP_MUL, x, x), one = g.add_scalar(g.info(x).dtype, 1.0);
+  return sign > 0 ? g.op2(CTN_OP_SUB, one, sq) : g.op2(CTN_OP_SUB, sq, one);
+}
+void asin_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx) {
+  if (need[0]) dx[0] = g.op2(CTN_OP_DIV, dy, g.op1(CTN_OP_SQRT, one_minus_sq(g, g.node(node).inputs[0], 1)));
+}
+void acos_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx) {
+  if (need[0])
+    dx[0] = g.op1(CTN_OP_NEG, g.op2(CTN_OP_DIV, dy, g.op1(CTN_OP_SQRT, one_minus_sq(g, g.node(node).inputs[0], 1))));
+}
+void sinh_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx) {
+  if (need[0]) dx[0] = g.op2(CTN_OP_MUL, dy, g.op1(CTN_OP_COSH, g.node(node).inputs[0]));
+}
+void cosh_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx) {
+  if (need[0]) dx[0] = g.op2(CTN_OP_MUL, dy, g.op1(CTN_OP_SINH, g.node(node).inputs[0]));
+}
+void asinh_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx) {
+  if (!need[0]) return;
+  ctn_node x = g.node(node).inputs[0];
+  ctn_node r = g.op1(CTN_OP_SQRT, g.op2(CTN_OP_ADD, g.op2(CTN_OP_MUL, x, x), g.add_scalar(g.info(x).dtype, 1.0)));
+  dx[0] = g.op2(CTN_OP_DIV, dy, r);
+}
+void acosh_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx) {
+  if (need[0]) dx[0] = g.op2(CTN_OP_DIV, dy, g.op1(CTN_OP_SQRT, one_minus_sq(g, g.node(node).inputs[0], -1)));
+}
+void atanh_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx) {
+  if (need[0]) dx[0] = g.op2(CTN_OP_DIV, dy, one_minus_sq(g, g.node(node).inputs[0], 1));
+}
+
 // One row per op: inference, gradient and tangent rules, attributes, and the probe node of
 // ctn_context_op_support (OpDef, graph/op.h). Elementwise ops' kernels are generated from their
 // formula in backends/common/ew_ops.py.
@@ -704,6 +737,13 @@ const OpDef kOps[] = {
     OpDef{.name = CTN_OP_SIN, .n_inputs = 1, .infer = infer_unary_float, .grad = sin_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
     OpDef{.name = CTN_OP_COS, .n_inputs = 1, .infer = infer_unary_float, .grad = cos_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
     OpDef{.name = CTN_OP_TAN, .n_inputs = 1, .infer = infer_unary_float, .grad = tan_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_ASIN, .n_inputs = 1, .infer = infer_unary_float, .grad = asin_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_ACOS, .n_inputs = 1, .infer = infer_unary_float, .grad = acos_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_SINH, .n_inputs = 1, .infer = infer_unary_float, .grad = sinh_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_COSH, .n_inputs = 1, .infer = infer_unary_float, .grad = cosh_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_ASINH, .n_inputs = 1, .infer = infer_unary_float, .grad = asinh_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_ACOSH, .n_inputs = 1, .infer = infer_unary_float, .grad = acosh_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
+    OpDef{.name = CTN_OP_ATANH, .n_inputs = 1, .infer = infer_unary_float, .grad = atanh_grad, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
     OpDef{.name = CTN_OP_COPY, .n_inputs = 1, .infer = infer_identity, .grad = rules::copy, .flags = OP_ELEMENTWISE, .tangent = rules::self_adjoint_jvp},
     OpDef{.name = CTN_OP_ADD, .n_inputs = 2, .infer = infer_binary_float, .grad = rules::add, .flags = OP_ELEMENTWISE, .tangent = rules::add_jvp},
     OpDef{.name = CTN_OP_SUB, .n_inputs = 2, .infer = infer_binary_float, .grad = rules::sub, .flags = OP_ELEMENTWISE, .tangent = rules::sub_jvp},

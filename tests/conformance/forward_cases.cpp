@@ -69,6 +69,13 @@ void add_elementwise(std::vector<OpCase> &cs) {
   cs.push_back(unary("sin", named("sin"), ref1([](double x) { return std::sin(x); }), with_zeros(uni(-20, 20))));
   cs.push_back(unary("cos", named("cos"), ref1([](double x) { return std::cos(x); }), with_zeros(uni(-20, 20))));
   cs.push_back(unary("tan", named("tan"), ref1([](double x) { return std::tan(x); }), with_zeros(uni(-1.4, 1.4))));
+  cs.push_back(unary("asin", named("asin"), ref1([](double x) { return std::asin(x); }), with_zeros(uni(-0.97, 0.97))));
+  cs.push_back(unary("acos", named("acos"), ref1([](double x) { return std::acos(x); }), with_zeros(uni(-0.97, 0.97))));
+  cs.push_back(unary("sinh", named("sinh"), ref1([](double x) { return std::sinh(x); }), with_zeros(uni(-6, 6))));
+  cs.push_back(unary("cosh", named("cosh"), ref1([](double x) { return std::cosh(x); }), with_zeros(uni(-6, 6))));
+  cs.push_back(unary("asinh", named("asinh"), ref1([](double x) { return std::asinh(x); }), with_zeros(uni(-30, 30))));
+  cs.push_back(unary("acosh", named("acosh"), ref1([](double x) { return std::acosh(x); }), uni(1.01, 30)));
+  cs.push_back(unary("atanh", named("atanh"), ref1([](double x) { return std::atanh(x); }), with_zeros(uni(-0.97, 0.97))));
   {
     OpCase c{"leaky_relu", "leaky_relu", {}};
     for (double slope : {0.1, 0.3})

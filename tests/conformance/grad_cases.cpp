@@ -51,6 +51,13 @@ void add_elementwise(std::vector<OpCase> &cs) {
   cs.push_back(g_unary("sin", named("sin"), uni(-3, 3)));
   cs.push_back(g_unary("cos", named("cos"), uni(-3, 3)));
   cs.push_back(g_unary("tan", named("tan"), uni(-1.2, 1.2)));
+  cs.push_back(g_unary("asin", named("asin"), uni(-0.9, 0.9)));
+  cs.push_back(g_unary("acos", named("acos"), uni(-0.9, 0.9)));
+  cs.push_back(g_unary("sinh", named("sinh"), uni(-3, 3)));
+  cs.push_back(g_unary("cosh", named("cosh"), uni(-3, 3)));
+  cs.push_back(g_unary("asinh", named("asinh"), uni(-5, 5)));
+  cs.push_back(g_unary("acosh", named("acosh"), uni(1.2, 5)));
+  cs.push_back(g_unary("atanh", named("atanh"), uni(-0.9, 0.9)));
   cs.push_back(g_unary(
       "leaky_relu",
       [](ctn_graph *g, const Nodes &n, ctn_dtype, ctn_node *o) {

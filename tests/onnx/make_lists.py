@@ -13,8 +13,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # op type -> reason (ops the importer has no converter for).
 OP_REASONS = [
-    (r"^(Asin|Acos|Sinh|Cosh|Asinh|Acosh|Atanh)$",
-     "trigonometric op: chutney has sin, cos, tan and atan only (the importer adds no kernels)"),
     (r"^(HannWindow|HammingWindow|BlackmanWindow|DFT|STFT|MelWeightMatrix)$",
      "signal-processing op (needs cos/sin or complex numbers)"),
     (r"^(Sequence\w*|SplitToSequence|ConcatFromSequence|Optional\w*)$",
