@@ -12,8 +12,9 @@
  *   rest      the data section: each tensor's elements row-major, little-endian, at
  *             [begin, end) relative to the start of the data section; tensors tile the section
  *             exactly (no gaps, no overlaps, nothing after the last one).
- * dtypes: F32 F64 I32 I64 U8 BOOL map to the chutney dtypes of the same name. Files holding other
- * safetensors dtypes (F16, BF16, I8, ...) load; only ctn_checkpoint_get of such a tensor fails.
+ * dtypes: F32 F64 I32 I64 U8 BOOL map to the chutney dtypes of the same name, and since 1.5 F16
+ * BF16 I8 to CTN_F16 CTN_BF16 CTN_I8 (bit for bit). Files holding other safetensors dtypes (I16,
+ * U16, F8_E4M3, ...) load; only ctn_checkpoint_get of such a tensor fails.
  *
  * Atomicity: ctn_checkpoint_save writes a temporary file in the target's directory, fsyncs it,
  * renames it over the target and fsyncs the directory. At every instant `path` is either the old

@@ -109,11 +109,12 @@ extern "C" {
 
 /* Wraps a DLPack tensor without copying. Accepted: version.major 1 (any minor), a CPU device
  * (kDLCPU, kDLCUDAHost, kDLROCMHost), lanes 1 and a dtype chutney has: float 32/64, int 32/64,
- * uint 8, bool 8 (also kDLUInt 8 read as uint8). Any element strides (NULL: compact), any byte
- * offset. Ownership of `managed` passes to chutney on every path: on success its deleter is
- * called exactly once, when the last chutney view of the storage goes (the returned tensor and
- * any slice/permute/reshape view of it, graphs' constants copy); on failure it is called before
- * this function returns. With DLPACK_FLAG_BITMASK_READ_ONLY the tensor and its views refuse
+ * uint 8, bool 8 (also kDLUInt 8 read as uint8); since 1.5 float 16 (CTN_F16), bfloat 16
+ * (CTN_BF16) and int 8 (CTN_I8), which ctn_tensor_to_dlpack exports the same way. Any element
+ * strides (NULL: compact), any byte offset. Ownership of `managed` passes to chutney on every
+ * path: on success its deleter is called exactly once, when the last chutney view of the
+ * storage goes (the returned tensor and any slice/permute/reshape view of it, graphs' constants
+ * copy); on failure it is called before this function returns. With DLPACK_FLAG_BITMASK_READ_ONLY the tensor and its views refuse
  * ctn_tensor_write and being a ctn_plan_run output (CTN_ERR_STATE); the pointer of
  * ctn_tensor_data is then for reading only.
  * Errors: CTN_ERR_INVALID_ARGUMENT (NULL, a NULL deleter is fine), CTN_ERR_UNSUPPORTED (major

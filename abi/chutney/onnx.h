@@ -12,7 +12,7 @@
  * ctn_onnx_options.inputs. Parts of the graph that depend only on constants are evaluated at
  * import time (shape computations, folded constants). docs/ONNX.md lists the supported ops,
  * opsets (7 to 28; 13 and newer are what the suite tests) and dtypes (float, double, int32,
- * int64, uint8, bool).
+ * int64, uint8, bool; since 1.5 float16, bfloat16 and int8, kept as CTN_F16/CTN_BF16/CTN_I8).
  *
  * ctn_onnx_export (since 1.3) writes a chutney graph back out as an ONNX model.
  */

@@ -35,6 +35,9 @@ int32_t dtype_from_dl(DLDataType t) {
   if (t.code == kDLInt && t.bits == 64) return CTN_I64;
   if (t.code == kDLUInt && t.bits == 8) return CTN_U8;
   if (t.code == kDLBool && t.bits == 8) return CTN_BOOL;
+  if (t.code == kDLFloat && t.bits == 16) return CTN_F16;
+  if (t.code == kDLBfloat && t.bits == 16) return CTN_BF16;
+  if (t.code == kDLInt && t.bits == 8) return CTN_I8;
   return -1;
 }
 
@@ -45,6 +48,9 @@ DLDataType dl_from_dtype(int32_t d) {
     case CTN_I32: return {kDLInt, 32, 1};
     case CTN_I64: return {kDLInt, 64, 1};
     case CTN_U8: return {kDLUInt, 8, 1};
+    case CTN_F16: return {kDLFloat, 16, 1};
+    case CTN_BF16: return {kDLBfloat, 16, 1};
+    case CTN_I8: return {kDLInt, 8, 1};
     default: return {kDLBool, 8, 1};
   }
 }

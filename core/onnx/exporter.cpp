@@ -9,6 +9,7 @@
 #include "onnx/proto_writer.h"
 #include "util/status.h"
 
+#include <chutney/desc.h>
 #include <chutney/ops.h>
 
 #include <cstring>
@@ -29,6 +30,9 @@ int32_t onnx_dtype(int32_t dt) {
     case CTN_I64: return DT_INT64;
     case CTN_U8: return DT_UINT8;
     case CTN_BOOL: return DT_BOOL;
+    case CTN_F16: return DT_FLOAT16;
+    case CTN_BF16: return DT_BFLOAT16;
+    case CTN_I8: return DT_INT8;
   }
   fail(CTN_ERR_UNSUPPORTED, "ctn_onnx_export: dtype %d has no ONNX type", dt);
 }
@@ -280,7 +284,9 @@ std::string Exporter::const_scalar(int32_t dtype, double v) {
   Tensor t = Tensor::empty(dtype, Shape{});
   if (dtype == CTN_F32) *reinterpret_cast<float *>(t.data()) = static_cast<float>(v);
   else if (dtype == CTN_F64) *reinterpret_cast<double *>(t.data()) = v;
-  else unsupported("a bound for this dtype");
+  else if (dtype == CTN_F16) *reinterpret_cast<uint16_t *>(t.data()) = ctn_desc_f64_to_f16(v);
+  else if (dtype == CTN_BF16) *reinterpret_cast<uint16_t *>(t.data()) = ctn_desc_f64_to_bf16(v);
+  else unsupported(std::string("a ") + dtype_name(dtype) + " bound (floating bounds are exported)");
   std::string name = fresh();
   graph_.message(5, tensor_proto(name, t));
   return name;

@@ -19,6 +19,9 @@ int32_t dtype_from_onnx(int32_t t) {
     case DT_INT64: return CTN_I64;
     case DT_UINT8: return CTN_U8;
     case DT_BOOL: return CTN_BOOL;
+    case DT_FLOAT16: return CTN_F16;
+    case DT_BFLOAT16: return CTN_BF16;
+    case DT_INT8: return CTN_I8;
     default: return -1;
   }
 }
@@ -78,6 +81,11 @@ void fill_from(Tensor &out, const std::vector<Src> &src, const TensorP &t, const
       case CTN_I32: reinterpret_cast<int32_t *>(out.data())[k] = static_cast<int32_t>(src[k]); break;
       case CTN_I64: reinterpret_cast<int64_t *>(out.data())[k] = static_cast<int64_t>(src[k]); break;
       case CTN_U8: reinterpret_cast<uint8_t *>(out.data())[k] = static_cast<uint8_t>(src[k]); break;
+      case CTN_I8: reinterpret_cast<int8_t *>(out.data())[k] = static_cast<int8_t>(src[k]); break;
+      // ONNX keeps 16-bit floats in int32_data as their bit patterns (the low 16 bits), not
+      // as values: the bits are copied, never converted.
+      case CTN_F16:
+      case CTN_BF16: reinterpret_cast<uint16_t *>(out.data())[k] = static_cast<uint16_t>(src[k]); break;
       default: reinterpret_cast<uint8_t *>(out.data())[k] = src[k] != Src(0); break;
     }
   }
@@ -88,8 +96,8 @@ void fill_from(Tensor &out, const std::vector<Src> &src, const TensorP &t, const
 Tensor tensor_from_proto(const TensorP &t, const std::string &base_dir, const std::string &what) {
   const int32_t dt = dtype_from_onnx(t.data_type);
   if (dt < 0)
-    fail(CTN_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s, which chutney does not have (float, double, int32, int64, "
-         "uint8 and bool are supported)", what.c_str(), sv(t.name).c_str(), data_type_name(t.data_type));
+    fail(CTN_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s, which chutney does not have (float, double, "
+         "float16, bfloat16, int32, int64, int8, uint8 and bool are supported)", what.c_str(), sv(t.name).c_str(), data_type_name(t.data_type));
   if (t.dims.size() > CTN_MAX_DIMS)
     fail(CTN_ERR_UNSUPPORTED, "%s: tensor '%s' has %zu dims; chutney supports at most %d", what.c_str(), sv(t.name).c_str(),
          t.dims.size(), CTN_MAX_DIMS);

@@ -1,15 +1,27 @@
 #!/usr/bin/env python3
 """DLPack 1.1 interop of libchutney with NumPy (>= 2.1: versioned DLPack), through ctypes only.
+float16 and int8 arrays and bfloat16 bit patterns (ABI 1.5 dtypes) cross both ways too.
 
 Asserts: zero-copy both ways (pointer equality), strides and byte offsets honoured, a read-only
 array stays unwritten (chutney refuses the write), the deleter runs exactly once and only when
 the last chutney view goes, bad major/lanes/dtype call the deleter and fail with a message,
 CTN_DLPACK_CONTIGUOUS copies and says IS_COPIED, and 10,000 round trips leak neither deleters
-nor memory. Usage: dlpack_test.py path/to/libchutney.so"""
+nor memory. Usage: dlpack_test.py [--torch] path/to/libchutney.so"""
 import ctypes as C
+import os
 import sys
 
-import numpy as np
+# --torch: also exchange PyTorch's bfloat16, float16 and int8 tensors (the peer venv: re-run
+# under $TORCH_PY or /tmp/torch2-venv's Python when this one lacks torch; exit 77, SKIP, if none).
+torch = None
+if "--torch" in sys.argv:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+    from torch_peer import torch_or_rerun  # noqa: E402
+
+    torch = torch_or_rerun()
+    sys.argv.remove("--torch")
+
+import numpy as np  # noqa: E402 (after the re-run under the torch venv)
 
 assert tuple(int(x) for x in np.__version__.split(".")[:2]) >= (2, 1), "NumPy >= 2.1 exports versioned DLPack"
 lib = C.CDLL(sys.argv[1])
@@ -205,6 +217,65 @@ for kw, what in ((dict(major=2), "DLPack major"), (dict(lanes=4), "lanes"), (dic
     msg = lib.ctn_last_error().decode()
     check(st == CTN_ERR_UNSUPPORTED and t.value is None, f"an unsupported {what} is refused ({msg})")
     check(deleted[0] == before + 1, f"the deleter runs once when the {what} is refused")
+
+# 5b. The ABI 1.5 dtypes: numpy float16 and int8 both ways without a copy, and bfloat16 (which
+# numpy lacks) from a managed tensor of uint16 bit patterns; every bit kept.
+lib.ctn_tensor_dtype.argtypes = [C.c_void_p, C.POINTER(C.c_int)]
+CTN_F16, CTN_BF16, CTN_I8 = 6, 7, 8
+for arr, want in ((np.array([[1, -2.5], [65504, np.nan]], np.float16)[:, ::-1], CTN_F16),
+                  (np.array([-128, -1, 0, 127], np.int8), CTN_I8)):
+    t = from_numpy(arr)
+    dt = C.c_int()
+    lib.ctn_tensor_dtype(t, C.byref(dt))
+    check(dt.value == want, f"numpy {arr.dtype} imports as chutney dtype {want} (got {dt.value})")
+    got = read(t, arr.size, arr.dtype)
+    check(got.tobytes() == np.ascontiguousarray(arr).tobytes(), f"numpy {arr.dtype} (strided) values bit for bit")
+    back = np.from_dlpack(Exported(t))
+    check(back.dtype == arr.dtype and back.ctypes.data == arr.ctypes.data and back.strides == arr.strides,
+          f"chutney {arr.dtype} exports to numpy as the same dtype, memory and strides")
+    del back
+    lib.ctn_tensor_release(t)
+bits = np.array([0x3F80, 0xC000, 0x7F7F, 0x0001, 0x8000, 0xFF80, 0x7F81], np.uint16)
+t = C.c_void_p()
+check(lib.ctn_tensor_from_dlpack(C.pointer(managed(bits, code=4, bits=16)), C.byref(t)) == CTN_OK, "kDLBfloat 16 imports")
+dt = C.c_int()
+lib.ctn_tensor_dtype(t, C.byref(dt))
+check(dt.value == CTN_BF16, f"kDLBfloat 16 is chutney's bf16 (got {dt.value})")
+check(np.array_equal(read(t, bits.size, np.uint16), bits), "bf16 bit patterns kept")
+e = Exported(t)
+d = e.m.contents.dl_tensor.dtype
+check((d.code, d.bits, d.lanes) == (4, 16, 1), f"bf16 exports as kDLBfloat 16 ({d.code}, {d.bits}, {d.lanes})")
+e.m.contents.deleter(e.m)  # consumed by nobody: delete it as a consumer would
+before = deleted[0]
+lib.ctn_tensor_release(t)
+check(deleted[0] == before + 1, "the bf16 import's deleter ran once its last user went")
+keep.clear()
+
+# 5c. PyTorch (--torch): its bfloat16, float16 and int8 tensors, strided, come in without a copy
+# as chutney's bf16, f16 and i8 and go back to PyTorch as the same dtype, memory and bits.
+if torch is not None:
+    for tdt, want in ((torch.bfloat16, CTN_BF16), (torch.float16, CTN_F16), (torch.int8, CTN_I8)):
+        src = torch.tensor([[1.0, -2.0, 0.1], [100.0, -0.0, 3.0e4 if tdt != torch.int8 else 7.0]]).to(tdt)
+        x = src.t()  # strided
+        cap = x.__dlpack__(max_version=(1, 0))
+        ptr = api.PyCapsule_GetPointer(cap, b"dltensor_versioned")
+        api.PyCapsule_SetName(cap, b"used_dltensor_versioned")
+        t = C.c_void_p()
+        check(lib.ctn_tensor_from_dlpack(C.cast(ptr, C.POINTER(DLManaged)), C.byref(t)) == CTN_OK, f"torch {tdt} imports")
+        dt = C.c_int()
+        lib.ctn_tensor_dtype(t, C.byref(dt))
+        check(dt.value == want, f"torch {tdt} is chutney dtype {want} (got {dt.value})")
+        raw = read(t, x.numel(), np.int8 if tdt == torch.int8 else np.uint16)
+        ints = x.contiguous().view(torch.int8 if tdt == torch.int8 else torch.int16).numpy().view(raw.dtype).ravel()
+        check(np.array_equal(raw, ints), f"torch {tdt} bits read row-major through the strides")
+        y = torch.from_dlpack(Exported(t))
+        check(y.dtype == tdt and y.data_ptr() == x.data_ptr() and y.stride() == x.stride(),
+              f"chutney exports {tdt} back to PyTorch as the same dtype, memory and strides")
+        check(torch.equal(y.view(torch.int8 if tdt == torch.int8 else torch.int16),
+                          x.view(torch.int8 if tdt == torch.int8 else torch.int16)), f"{tdt} bits unchanged")
+        del y
+        lib.ctn_tensor_release(t)
+    print(f"dlpack: PyTorch {torch.__version__} bfloat16, float16 and int8 exchanged")
 
 # 6. 10,000 round trips leak neither deleters nor memory.
 def rss_kb():

@@ -11,7 +11,9 @@ m.ctn --checkpoint-dir ck`, then checks:
   4. with ONNX_EXPORT_TEST (the onnx_export_test binary): the models of its test of the basic
      ops (elementwise, comparisons, Where, Clip, MatMul with transposes, reductions, Slice,
      Concat, Expand, Reshape, Transpose, Cast) and of an inference CNN with AveragePool run in
-     onnxruntime with chutney's outputs (rtol 1e-4).
+     onnxruntime with chutney's outputs (rtol 1e-4);
+  5. float16 and bfloat16 models re-exported by chutney pass the checker and keep their bits
+     (onnxruntime runs the float16 one).
 Usage: export_ort.py CHUTNEY WORKDIR [ONNX_EXPORT_TEST]. Exit 0 pass, 1 fail, 77 when
 onnxruntime is missing.
 """
@@ -87,8 +89,36 @@ def main():
                   f"{float(np.max(np.abs(again - want)))}")
             return 1
         print(f"export_ort: chutney onnx export of the {what}: same outputs bit for bit")
+    if check_lowp_models(cli, work):
+        return 1
     if len(sys.argv) > 3:
         return check_unit_models(cli, sys.argv[3], work)
+    return 0
+
+
+def check_lowp_models(cli, work):
+    """5. ABI 1.5 dtypes: `chutney onnx export` of tests/onnx/models/identity_f16.onnx passes the
+    checker and runs in onnxruntime, numpy's float16 file in, the same bits out; the bf16
+    initializer of const_bf16.onnx (int32_data, as onnx.helper packs it) comes out as raw_data
+    with the same bits. Returns 1 on failure."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    f16, bf16 = os.path.join(work, "re_f16.onnx"), os.path.join(work, "re_bf16.onnx")
+    sh(cli, "onnx", "export", os.path.join(here, "models", "identity_f16.onnx"), f16)
+    sh(cli, "onnx", "export", os.path.join(here, "models", "const_bf16.onnx"), bf16)
+    for path in (f16, bf16):
+        onnx.checker.check_model(onnx.load(path), full_check=True)
+    sess = ort.InferenceSession(f16, providers=["CPUExecutionProvider"])
+    x = np.load(os.path.join(here, "data_f16.npy"))
+    y = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    if y.dtype != np.float16 or not np.array_equal(y.view(np.uint16), x.view(np.uint16)):
+        print(f"export_ort: FAIL: the exported float16 identity gave {y.dtype} {y!r} for {x!r}")
+        return 1
+    orig = onnx.load(os.path.join(here, "models", "const_bf16.onnx")).graph.initializer[0]
+    got = onnx.load(bf16).graph.initializer[0]
+    if got.data_type != onnx.TensorProto.BFLOAT16 or list(np.frombuffer(got.raw_data, np.uint16)) != list(orig.int32_data):
+        print(f"export_ort: FAIL: the bf16 initializer came back as {got}")
+        return 1
+    print("export_ort: float16 and bfloat16 models re-exported: checker, onnxruntime and the bits agree")
     return 0
 
 

@@ -204,8 +204,8 @@ TEST(OnnxErrors, NameTheNodeTheOpAndWhatIsMissing) {
        {"node 'fancy1' (FancyOp)", "no converter"}},
       {"attr.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu1", {bad_attr}))).b, CTN_ERR_UNSUPPORTED,
        {"node 'relu1' (Relu)", "attribute 'flavour'"}},
-      {"dtype.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu2"), 10)).b, CTN_ERR_UNSUPPORTED,
-       {"'x'", "FLOAT16"}},
+      {"dtype.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu2"), 4)).b, CTN_ERR_UNSUPPORTED,
+       {"'x'", "UINT16"}},
       {"conv3d.onnx", model(conv_g).b, CTN_ERR_UNSUPPORTED, {"node 'conv3d' (Conv)", "5-d input"}},
       {"symbolic.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu3"), 1, {0, 3}, {"batch"})).b,
        CTN_ERR_INVALID_ARGUMENT, {"'x'", "'batch'", "ctn_onnx_options.inputs"}},
@@ -571,9 +571,47 @@ TEST(Npy, RoundTripsFortranOrderAndCompressedNpz) {
   std::vector<int64_t> a(6);
   ASSERT_EQ(ctn_tensor_read(z[0].second.get(), a.data(), 48), CTN_OK);
   EXPECT_EQ(a, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
-  EXPECT_THROW(ctn_cli::npy_parse(std::string("\x93NUMPY\x01\x00\x20\x00{'descr': '<f2', 'fortran_order': False, 'shape': (1,), }", 42), "f16"),
+  EXPECT_THROW(ctn_cli::npy_parse(std::string("\x93NUMPY\x01\x00\x20\x00{'descr': '<u2', 'fortran_order': False, 'shape': (1,), }", 42), "u2"),
                ctn_cli::Failure);
   EXPECT_THROW(ctn_cli::npy_parse("junk", "junk"), ctn_cli::Failure);
+}
+
+// float16 and int8 files written by numpy.save read as f16 and i8 with numpy's bits and write back
+// byte for byte; a bf16 tensor (numpy has no bfloat16) is refused naming the dtype.
+TEST(Npy, Float16AndInt8FromNumpyRoundTrip) {
+  const std::vector<uint16_t> h = {0x3c00, 0xc100, 0x7bff, 0x0001, 0x8000, 0x7c00};  // numpy's bits
+  const std::vector<int8_t> q = {-128, -1, 0, 127};
+  struct File {
+    const char *name;
+    ctn_dtype dt;
+    std::vector<int64_t> shape;
+    std::string bits;
+  } files[] = {{"data_f16.npy", CTN_F16, {2, 3}, std::string(reinterpret_cast<const char *>(h.data()), 12)},
+               {"data_i8.npy", CTN_I8, {4}, std::string(reinterpret_cast<const char *>(q.data()), 4)}};
+  for (const File &f : files) {
+    SCOPED_TRACE(f.name);
+    const std::string src = CTN_ONNX_TEST_DIR + std::string("/") + f.name;
+    TensorPtr t = ctn_cli::npy_read(src);
+    ctn_dtype dt{};
+    ctn_tensor_dtype(t.get(), &dt);
+    EXPECT_EQ(dt, f.dt);
+    EXPECT_EQ(shape_of(t.get()), f.shape);
+    std::string got(f.bits.size(), '\0');
+    ASSERT_EQ(ctn_tensor_read(t.get(), got.data(), got.size()), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(got, f.bits);
+    const std::string out = tmp_dir() + "/" + f.name;
+    ctn_cli::npy_write(out, t.get());
+    std::ifstream a(src, std::ios::binary), b(out, std::ios::binary);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(a), {}), std::string(std::istreambuf_iterator<char>(b), {}));
+  }
+  const uint16_t one = 0x3f80;
+  TensorPtr bf = ctn_cli::make_tensor(CTN_BF16, {1}, &one);
+  try {
+    ctn_cli::npy_write(tmp_dir() + "/bf16.npy", bf.get());
+    ADD_FAILURE() << "a bf16 tensor was written as .npy";
+  } catch (const ctn_cli::Failure &e) {
+    EXPECT_NE(std::string(e.what()).find("bf16 tensor has no .npy dtype"), std::string::npos) << e.what();
+  }
 }
 
 // ---- DLPack from C --------------------------------------------------------------------------
@@ -607,7 +645,7 @@ TEST(DlpackC, ZeroCopyDeleterOnceReadOnlyAndRefusals) {
     DLManagedTensorVersioned b = m;
     if (which == 0) b.version.major = 2;
     if (which == 1) b.dl_tensor.dtype.lanes = 2;
-    if (which == 2) b.dl_tensor.dtype = {kDLBfloat, 16, 1};
+    if (which == 2) b.dl_tensor.dtype = {kDLUInt, 16, 1};  // (lowp_test.cpp: f16, bf16, i8 and more refusals)
     g_deleted = 0;
     ctn_tensor *bad = nullptr;
     EXPECT_EQ(ctn_tensor_from_dlpack(&b, &bad), CTN_ERR_UNSUPPORTED);

@@ -63,15 +63,8 @@ ctn_tensor *make(ctn_dtype dt, std::vector<int64_t> shape, const void *data) {
 }
 
 Bytes contents(const ctn_tensor *t) {
-  int64_t n = 0;
-  ctn_dtype dt{};
-  ctn_tensor_numel(t, &n);
-  ctn_tensor_dtype(t, &dt);
-  Bytes b(static_cast<size_t>(n) * ctn_dtype_size(dt));
-  if (!b.empty()) {
-    EXPECT_EQ(ctn_tensor_read(t, b.data(), b.size()), CTN_OK) << ctn_last_error();
-  }
-  return b;
+  const std::vector<unsigned char> b = tensor_bytes(t);
+  return Bytes(b.begin(), b.end());
 }
 
 TEST(Checkpoint, HeadersCompileAsC99) { EXPECT_EQ(ctn_io_headers_c99_check(), 0); }
@@ -314,20 +307,104 @@ TEST(Checkpoint, CorruptFilesGivePreciseErrors) {
 }
 
 TEST(Checkpoint, UnsupportedDtypeLoadsButCannotBeFetched) {
-  std::string path = make_tmpdir() + "/f16.safetensors";
-  spit(path, raw(R"({"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"f":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+  std::string path = make_tmpdir() + "/u16.safetensors";
+  spit(path, raw(R"({"h":{"dtype":"U16","shape":[2],"data_offsets":[0,4]},"f":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
                  Bytes{0, 60, 0, 64, 0, 0, static_cast<char>(0x80), 63}));
   ctn_checkpoint *ck = nullptr;
   CTN_ASSERT_OK(ctn_checkpoint_load(path.c_str(), &ck));
   ctn_tensor *t = nullptr;
   EXPECT_EQ(ctn_checkpoint_get(ck, "h", &t), CTN_ERR_UNSUPPORTED);
-  EXPECT_NE(std::string(ctn_last_error()).find("F16"), std::string::npos) << ctn_last_error();
+  EXPECT_NE(std::string(ctn_last_error()).find("U16"), std::string::npos) << ctn_last_error();
+  EXPECT_NE(std::string(ctn_last_error()).find("\"h\""), std::string::npos) << ctn_last_error();
+  EXPECT_EQ(ctn_checkpoint_info(ck, "h", nullptr, nullptr, nullptr), CTN_ERR_UNSUPPORTED);
   CTN_ASSERT_OK(ctn_checkpoint_get(ck, "f", &t));
   float v = 0;
   ctn_tensor_read(t, &v, 4);
   EXPECT_EQ(v, 1.0f);
   ctn_tensor_release(t);
   ctn_checkpoint_release(ck);
+}
+
+// F16, BF16 and I8 (ABI 1.5) in a file written byte by byte as the safetensors package lays it
+// out: each loads as its chutney dtype with the file's bits (NaN payloads, -0, subnormals and
+// infinities included), saves back to the same bytes, and a size that does not fit the 2- or
+// 1-byte element is refused naming the dtype.
+TEST(Checkpoint, ReducedPrecisionDtypesAreBitExact) {
+  const std::string dir = make_tmpdir(), path = dir + "/half.safetensors";
+  // f16: 1, -2, 65504 (max), 2^-24 (smallest subnormal), -0, +inf, a NaN with a payload.
+  const uint16_t f16[7] = {0x3c00, 0xc000, 0x7bff, 0x0001, 0x8000, 0x7c00, 0x7e01};
+  // bf16: 1, -2, the largest finite, the smallest subnormal, -0, -inf, a signalling-NaN pattern.
+  const uint16_t bf16[7] = {0x3f80, 0xc000, 0x7f7f, 0x0001, 0x8000, 0xff80, 0x7f81};
+  const int8_t i8[4] = {-128, -1, 0, 127};
+  Bytes data;
+  auto put = [&](const void *p, size_t n) { data.insert(data.end(), static_cast<const char *>(p), static_cast<const char *>(p) + n); };
+  put(f16, sizeof f16);
+  put(bf16, sizeof bf16);
+  put(i8, sizeof i8);
+  data.resize(data.size() + 2);  // a second, 1-element BF16 tensor at the end: 1.5
+  const uint16_t one_half = 0x3fc0;
+  std::memcpy(data.data() + 32, &one_half, 2);
+  std::string header = R"({"h":{"dtype":"F16","shape":[7],"data_offsets":[0,14]},)"
+                       R"("b":{"dtype":"BF16","shape":[7,1],"data_offsets":[14,28]},)"
+                       R"("q":{"dtype":"I8","shape":[2,2],"data_offsets":[28,32]},)"
+                       R"("s":{"dtype":"BF16","shape":[],"data_offsets":[32,34]}})";
+  spit(path, raw(header, data));
+  ctn_checkpoint *ck = nullptr;
+  CTN_ASSERT_OK(ctn_checkpoint_load(path.c_str(), &ck));
+  struct Want {
+    const char *name;
+    ctn_dtype dt;
+    std::vector<int64_t> shape;
+    Bytes bytes;
+  };
+  auto bytes_of = [](const void *p, size_t n) { return Bytes(static_cast<const char *>(p), static_cast<const char *>(p) + n); };
+  const Want want[] = {{"h", CTN_F16, {7}, bytes_of(f16, sizeof f16)},
+                       {"b", CTN_BF16, {7, 1}, bytes_of(bf16, sizeof bf16)},
+                       {"q", CTN_I8, {2, 2}, bytes_of(i8, sizeof i8)},
+                       {"s", CTN_BF16, {}, bytes_of(&one_half, 2)}};
+  std::vector<ctn_tensor *> loaded;
+  for (const Want &w : want) {
+    SCOPED_TRACE(w.name);
+    ctn_dtype dt{};
+    uint32_t nd = 9;
+    int64_t sh[8];
+    CTN_ASSERT_OK(ctn_checkpoint_info(ck, w.name, &dt, &nd, sh));
+    EXPECT_EQ(dt, w.dt);
+    EXPECT_EQ(std::vector<int64_t>(sh, sh + nd), w.shape);
+    ctn_tensor *t = nullptr;
+    CTN_ASSERT_OK(ctn_checkpoint_get(ck, w.name, &t));
+    ctn_tensor_dtype(t, &dt);
+    EXPECT_EQ(dt, w.dt);
+    EXPECT_EQ(contents(t), w.bytes);
+    loaded.push_back(t);
+  }
+  ctn_checkpoint_release(ck);
+
+  // Saved again in the same order, the data section is the original byte for byte and the
+  // header names the safetensors dtypes.
+  const std::string again = dir + "/again.safetensors";
+  const char *names[] = {"h", "b", "q", "s"};
+  CTN_ASSERT_OK(ctn_checkpoint_save(again.c_str(), 4, names, loaded.data(), nullptr));
+  for (auto *t : loaded) ctn_tensor_release(t);
+  Bytes file = slurp(again);
+  ASSERT_GE(file.size(), 8u + data.size());
+  uint64_t hl = 0;
+  for (int k = 7; k >= 0; --k) hl = (hl << 8) | static_cast<uint8_t>(file[static_cast<size_t>(k)]);
+  std::string h2(file.data() + 8, hl);
+  for (const char *dt : {"\"dtype\":\"F16\"", "\"dtype\":\"BF16\"", "\"dtype\":\"I8\""})
+    EXPECT_NE(h2.find(dt), std::string::npos) << h2;
+  EXPECT_EQ(Bytes(file.begin() + static_cast<std::ptrdiff_t>(8 + hl), file.end()), data);
+
+  // A 2-byte dtype with an odd span, and an I8 tensor whose span is too long.
+  for (auto [hdr, needle] : {std::pair<std::string, const char *>{R"({"h":{"dtype":"F16","shape":[3],"data_offsets":[0,5]}})",
+                                                                "[3] of F16 needs 6 bytes but data_offsets span 5"},
+                             {R"({"q":{"dtype":"I8","shape":[4],"data_offsets":[0,5]}})", "[4] of I8 needs 4 bytes"},
+                             {R"({"b":{"dtype":"BF16","shape":[3],"data_offsets":[0,6]}})", "beyond the data section"}}) {
+    SCOPED_TRACE(hdr);
+    spit(path, raw(hdr, Bytes(5, 0)));
+    EXPECT_EQ(ctn_checkpoint_load(path.c_str(), &ck), CTN_ERR_CORRUPT);
+    EXPECT_NE(std::string(ctn_last_error()).find(needle), std::string::npos) << ctn_last_error();
+  }
 }
 
 // Random truncations, bit flips and byte overwrites (mostly in the header, where parsing

@@ -79,6 +79,20 @@ run onnx-run-misfit 1 onnx run "$M.onnx" --input "input=$M.bad.npy" --output-dir
   contains onnx-run-misfit err "has shape [2, 5], which does not fit the model's [batch, 4]"
 run onnx-run-fit 0 onnx run "$M.onnx" --input "input=$M.in.npy" --output-dir "$TMP/onnx-out" &&
   contains onnx-run-fit out "y: f32[2, 3]"
+# ABI 1.5 dtypes through the CLI's doors (models made with onnx.helper): numpy's float16 .npy in,
+# the same bytes out of an Identity; a bf16 output (an int32_data initializer) has no .npy form
+# and is refused by name.
+L=$(dirname "$0")/../onnx
+if run onnx-run-f16 0 onnx run "$L/models/identity_f16.onnx" --input "x=$L/data_f16.npy" --output-dir "$TMP/onnx-f16"; then
+  contains onnx-run-f16 out "y: f16[2, 3]"
+  if cmp -s "$TMP/onnx-f16/y.npy" "$L/data_f16.npy"; then
+    pass "onnx-run-f16: y.npy is numpy's float16 file byte for byte"
+  else
+    fail "onnx-run-f16: y.npy differs from the float16 input"
+  fi
+fi
+run onnx-run-bf16 1 onnx run "$L/models/const_bf16.onnx" --output-dir "$TMP/onnx-bf16" &&
+  contains onnx-run-bf16 err "a bf16 tensor has no .npy dtype"
 
 # --- plugins ----------------------------------------------------------------------------------
 if CHUTNEY_CACHE_DIR="$TMP/cache" run plugins 0 plugins --explain; then

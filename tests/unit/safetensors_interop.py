@@ -2,7 +2,8 @@
 """chutney <-> safetensors interoperability.
 
 Usage: safetensors_interop.py PATH/TO/safetensors_interop (the C++ helper).
-1. The helper writes a checkpoint with every chutney dtype; safetensors.numpy.load_file must
+1. The helper writes a checkpoint with every chutney dtype but bf16 (numpy has none; the
+   PyTorch script safetensors_lowp_interop.py covers it); safetensors.numpy.load_file must
    read it with the exact values, dtypes and shapes, and the metadata must be visible.
 2. This script writes a file with safetensors.numpy.save_file; the helper loads it in chutney
    and compares the values.
@@ -45,6 +46,8 @@ def main():
             "u8": np.array([[0, 1], [254, 255]], dtype=np.uint8),
             "bool": np.array([True, False, True], dtype=np.bool_),
             "scalar": np.array(3.25, dtype=np.float32),
+            "f16": np.array([[1.0, -0.5], [65504.0, 2.0**-24]], dtype=np.float16),
+            "i8": np.array([-128, 5, 127], dtype=np.int8),
         }
         if sorted(got) != sorted(want):
             fail(f"names {sorted(got)} != {sorted(want)}")
@@ -68,6 +71,8 @@ def main():
                 "delta": np.array([7, -7], dtype=np.int32),
                 "eps": np.array([[3], [2], [1]], dtype=np.uint8),
                 "flag": np.array([True, False]),
+                "half": np.array([1.5, -65504.0, 1e-7], dtype=np.float16),
+                "small": np.array([[-128, -1], [0, 127]], dtype=np.int8),
             },
             src,
             metadata={"source": "numpy"},
@@ -75,7 +80,7 @@ def main():
         r = subprocess.run([helper, "check", src])
         if r.returncode != 0:
             fail("chutney could not read the file written by safetensors")
-        print("safetensors -> chutney: 6 tensors and metadata match")
+        print("safetensors -> chutney: 8 tensors and metadata match")
 
 
 if __name__ == "__main__":

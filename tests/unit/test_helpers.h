@@ -83,12 +83,24 @@ inline std::vector<float> read_variable(ctn_plan *p, ctn_node v) {
   return r;
 }
 
-// Compiles and runs `outputs` of a lazy graph once with the given feeds; returns the outputs.
-inline std::vector<std::vector<float>> run_once(ctn_graph *g, std::vector<ctn_node> outputs,
-                                                std::vector<ctn_node> feed_nodes = {},
-                                                std::vector<const ctn_tensor *> feeds = {},
-                                                const ctn_compile_options *opts = nullptr, ctn_plan_stats *stats = nullptr) {
-  std::vector<std::vector<float>> res;
+// The elements of `t` (row-major) as raw bytes, whatever the dtype.
+inline std::vector<unsigned char> tensor_bytes(const ctn_tensor *t) {
+  int64_t n = 0;
+  ctn_dtype dt{};
+  ctn_tensor_numel(t, &n);
+  ctn_tensor_dtype(t, &dt);
+  std::vector<unsigned char> b(static_cast<size_t>(n) * ctn_dtype_size(dt));
+  if (!b.empty() && ctn_tensor_read(t, b.data(), b.size()) != CTN_OK) ADD_FAILURE() << ctn_last_error();
+  return b;
+}
+
+// Compiles and runs `outputs` of a lazy graph once with the given feeds; returns each output
+// as `read` gives it (read_f32, tensor_bytes...).
+template <class Read>
+inline auto run_once_as(Read read, ctn_graph *g, std::vector<ctn_node> outputs, std::vector<ctn_node> feed_nodes = {},
+                        std::vector<const ctn_tensor *> feeds = {}, const ctn_compile_options *opts = nullptr,
+                        ctn_plan_stats *stats = nullptr) {
+  std::vector<decltype(read(static_cast<const ctn_tensor *>(nullptr)))> res;
   ctn_plan *p = nullptr;
   if (ctn_plan_compile(g, static_cast<uint32_t>(outputs.size()), outputs.data(), opts, &p) != CTN_OK) {
     ADD_FAILURE() << "compile: " << ctn_last_error();
@@ -100,7 +112,7 @@ inline std::vector<std::vector<float>> run_once(ctn_graph *g, std::vector<ctn_no
                    static_cast<uint32_t>(outs.size()), outs.data()) != CTN_OK)
     ADD_FAILURE() << "run: " << ctn_last_error();
   for (auto *t : outs) {
-    res.push_back(read_f32(t));
+    res.push_back(read(t));
     ctn_tensor_release(t);
   }
   if (stats) {
@@ -109,4 +121,12 @@ inline std::vector<std::vector<float>> run_once(ctn_graph *g, std::vector<ctn_no
   }
   ctn_plan_release(p);
   return res;
+}
+
+// run_once_as with the outputs read as f32.
+inline std::vector<std::vector<float>> run_once(ctn_graph *g, std::vector<ctn_node> outputs,
+                                                std::vector<ctn_node> feed_nodes = {},
+                                                std::vector<const ctn_tensor *> feeds = {},
+                                                const ctn_compile_options *opts = nullptr, ctn_plan_stats *stats = nullptr) {
+  return run_once_as(read_f32, g, std::move(outputs), std::move(feed_nodes), std::move(feeds), opts, stats);
 }

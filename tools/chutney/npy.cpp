@@ -16,8 +16,10 @@ struct Descr {
   const char *code;
   ctn_dtype dtype;
 };
+// numpy has no bfloat16, so a bf16 tensor has no .npy form (npy_write refuses it by name).
 const Descr kDescrs[] = {{"<f4", CTN_F32}, {"<f8", CTN_F64}, {"<i4", CTN_I32}, {"<i8", CTN_I64},
-                         {"|u1", CTN_U8},  {"|b1", CTN_BOOL}, {"<u1", CTN_U8}, {"<b1", CTN_BOOL}};
+                         {"|u1", CTN_U8},  {"|b1", CTN_BOOL}, {"<f2", CTN_F16}, {"|i1", CTN_I8},
+                         {"<u1", CTN_U8},  {"<b1", CTN_BOOL}, {"<i1", CTN_I8}};
 
 // The value of 'key' in the header dict, as the text up to the next ',' at depth 0 or '}'.
 std::string header_value(const std::string &h, const char *key, const std::string &what) {
@@ -58,7 +60,7 @@ TensorPtr npy_parse(const std::string &b, const std::string &what) {
   const Descr *d = nullptr;
   for (const Descr &x : kDescrs)
     if (descr == x.code) d = &x;
-  if (!d) throw Failure(what + ": dtype '" + descr + "' is not one chutney has (<f4 <f8 <i4 <i8 |u1 |b1)");
+  if (!d) throw Failure(what + ": dtype '" + descr + "' is not one chutney has (<f4 <f8 <f2 <i4 <i8 |i1 |u1 |b1)");
   const bool fortran = header_value(h, "fortran_order", what) == "True";
   std::string sh = header_value(h, "shape", what);
   std::vector<int64_t> shape;
@@ -109,6 +111,9 @@ void npy_write(const std::string &path, const ctn_tensor *t) {
   std::string descr;
   for (const Descr &x : kDescrs)
     if (x.dtype == dt && descr.empty()) descr = x.code;
+  if (descr.empty())
+    throw Failure(path + ": a " + ctn_dtype_name(dt) + " tensor has no .npy dtype (numpy has no bfloat16: cast it to f32 "
+                  "or save a safetensors checkpoint)");
   std::string sh = "(";
   for (uint32_t k = 0; k < nd; ++k) sh += std::to_string(shape[k]) + (nd == 1 ? "," : k + 1 < nd ? ", " : "");
   sh += ")";

@@ -6,6 +6,8 @@
 #include "npy.h"
 #include "onnx_cli.h"
 
+#include <chutney/desc.h>
+
 #include <dirent.h>
 #include <poll.h>
 #include <signal.h>
@@ -34,7 +36,8 @@ const char kHelp[] =
     "  --skip FILE         'NAME: reason' or 'PREFIX*: reason' lines; listed cases are not run\n"
     "  --min-cases N       fail when fewer than N cases are found\n"
     "  --filter TEXT       run only cases whose name contains TEXT\n"
-    "  --rtol R --atol A   float tolerance |out - ref| <= atol + rtol |ref| (default 1e-3, 1e-7)\n"
+    "  --rtol R --atol A   float tolerance |out - ref| <= atol + rtol |ref| (default 1e-3, 1e-7;\n"
+    "                      f16 and bf16 values decoded, bf16 with rtol at least 2^-7: one ulp)\n"
     "  --timeout S         seconds per case (default 60)\n"
     "  --report FILE       write 'name<TAB>status<TAB>reason' per case\n"
     "  --write-passing FILE  write the names of the passing cases (an --expected list)\n"
@@ -76,6 +79,19 @@ std::string tensor_str(const ctn_tensor *t) {
   return r + "]";
 }
 
+// Element i of a floating buffer of dtype dt as a double (16-bit floats decoded exactly), so
+// every floating dtype is compared with the same tolerance and NaN is NaN whatever its payload.
+double float_at(const char *p, ctn_dtype dt, int64_t i) {
+  uint16_t h = 0;
+  if (dt == CTN_F16 || dt == CTN_BF16) std::memcpy(&h, p + 2 * i, 2);
+  switch (dt) {
+    case CTN_F32: return reinterpret_cast<const float *>(p)[i];
+    case CTN_F16: return ctn_desc_f16_to_f32(h);
+    case CTN_BF16: return ctn_desc_bf16_to_f32(h);
+    default: return reinterpret_cast<const double *>(p)[i];
+  }
+}
+
 // "" when `out` matches `ref`, else what differs.
 std::string compare(const ctn_tensor *out, const ctn_tensor *ref, double rtol, double atol) {
   if (tensor_str(out) != tensor_str(ref)) return "got " + tensor_str(out) + ", expected " + tensor_str(ref);
@@ -89,13 +105,15 @@ std::string compare(const ctn_tensor *out, const ctn_tensor *ref, double rtol, d
   check(ctn_tensor_read(ref, b.data(), b.size()), "ctn_tensor_read");
   int64_t bad = 0, first = -1;
   double worst = 0;
+  const bool floating = dt == CTN_F32 || dt == CTN_F64 || dt == CTN_F16 || dt == CTN_BF16;
+  // bfloat16 keeps 8 significant bits: a result one unit in the last place from the reference
+  // (a rounding step done differently) is as close as the format can say, whatever rtol asks.
+  const double rel = dt == CTN_BF16 ? std::max(rtol, 0x1p-7) : rtol;
   for (int64_t i = 0; i < n; ++i) {
     bool ok;
-    double x = 0, y = 0;
-    if (dt == CTN_F32 || dt == CTN_F64) {
-      x = dt == CTN_F32 ? reinterpret_cast<float *>(a.data())[i] : reinterpret_cast<double *>(a.data())[i];
-      y = dt == CTN_F32 ? reinterpret_cast<float *>(b.data())[i] : reinterpret_cast<double *>(b.data())[i];
-      ok = (std::isnan(x) && std::isnan(y)) || x == y || std::fabs(x - y) <= atol + rtol * std::fabs(y);
+    if (floating) {
+      const double x = float_at(a.data(), dt, i), y = float_at(b.data(), dt, i);
+      ok = (std::isnan(x) && std::isnan(y)) || x == y || std::fabs(x - y) <= atol + rel * std::fabs(y);
       if (!ok) worst = std::max(worst, std::fabs(x - y));
     } else {
       ok = std::memcmp(a.data() + i * es, b.data() + i * es, es) == 0;
@@ -106,7 +124,7 @@ std::string compare(const ctn_tensor *out, const ctn_tensor *ref, double rtol, d
   if (!bad) return "";
   std::ostringstream m;
   m << bad << " of " << n << " elements differ (first at " << first;
-  if (dt == CTN_F32 || dt == CTN_F64) m << ", max abs diff " << worst;
+  if (floating) m << ", max abs diff " << worst;
   m << ")";
   return m.str();
 }

@@ -32,14 +32,19 @@ const (
 // DType is an element type (ctn_dtype).
 type DType int32
 
-// The element types. Bool is one byte per element, 0 or 1, like Go's bool.
+// The element types. Bool is one byte per element, 0 or 1, like Go's bool. Float16 (IEEE
+// binary16) and BFloat16 have no Go type: their elements cross as uint16 bit patterns
+// (NewHalfTensor, Tensor.HalfBits; F16ToFloat32 and the other converters in half.go).
 const (
-	Float32 DType = C.CTN_F32
-	Float64 DType = C.CTN_F64
-	Int32   DType = C.CTN_I32
-	Int64   DType = C.CTN_I64
-	Uint8   DType = C.CTN_U8
-	Bool    DType = C.CTN_BOOL
+	Float32  DType = C.CTN_F32
+	Float64  DType = C.CTN_F64
+	Int32    DType = C.CTN_I32
+	Int64    DType = C.CTN_I64
+	Uint8    DType = C.CTN_U8
+	Bool     DType = C.CTN_BOOL
+	Float16  DType = C.CTN_F16  // since ABI 1.5
+	BFloat16 DType = C.CTN_BF16 // since ABI 1.5
+	Int8     DType = C.CTN_I8   // since ABI 1.5
 )
 
 // Init is a weight initialiser (ctn_init).

@@ -164,6 +164,30 @@ func (m *Model) Variable(name string, kind VarKind, shape []int64, init Init, fa
 	})
 }
 
+// AdoptVariable makes the existing variable node v of the model's graph (a Graph.Variable, or a
+// floating initializer of an imported ONNX model) a model variable of kind named name ("": the
+// variable's own name), so Minimize trains it, Variables lists it and CopyState moves it: how an
+// imported model is fine-tuned. Adopting the same node under the same name and kind again does
+// nothing. Since ABI 1.5.
+func (m *Model) AdoptVariable(v Node, kind VarKind, name string) error {
+	if m == nil {
+		return nilError("Model")
+	}
+	if v.g != m.g {
+		return newError(StatusInvalidArgument, "AdoptVariable: the node is not of the model's graph")
+	}
+	var cs cstrings
+	defer cs.free()
+	var p *C.char
+	if name != "" {
+		var err error
+		if p, err = cs.add(name, "AdoptVariable"); err != nil {
+			return err
+		}
+	}
+	return m.call(func() C.goctn_ret { return C.goctn_model_adopt_variable(m.ptr, v.id, C.uint32_t(kind), p) })
+}
+
 // NamedNode is a model variable: its name and node.
 type NamedNode struct {
 	Name string

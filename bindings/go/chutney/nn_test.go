@@ -222,3 +222,33 @@ func TestInitAndSchedules(t *testing.T) {
 	_, err = chutney.LRSchedule{Kind: 42, BaseLR: 1}.At(1)
 	wantErr(t, err, chutney.ErrInvalidArgument)
 }
+
+// A plain graph variable adopted by the model is listed with the model's variables (under its
+// own name or a new one), adopting it again is a no-op, and a variable of another dtype or a
+// node that is not a variable is refused.
+func TestModelAdoptVariable(t *testing.T) {
+	g := graph(t)
+	w := g.Variable("w", tensor(t, []float32{1, 2, 3}, 3))
+	b := g.Variable("b", tensor(t, []float32{0}, 1))
+	d := g.Variable("d", tensor(t, []float64{0}, 1))
+	m := closer(t, must(g.NewModel(chutney.Float32, 1)))
+	if err := m.AdoptVariable(w, chutney.VarParameter, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AdoptVariable(w, chutney.VarParameter, ""); err != nil {
+		t.Fatalf("adopting again: %v", err)
+	}
+	if err := m.AdoptVariable(b, chutney.VarBuffer, "bias"); err != nil {
+		t.Fatal(err)
+	}
+	params := must(m.Variables(chutney.VarParameter))
+	if len(params) != 1 || params[0].Name != "w" || params[0].Node.ID() != w.ID() {
+		t.Fatalf("parameters %v", params)
+	}
+	buffers := must(m.Variables(chutney.VarBuffer))
+	if len(buffers) != 1 || buffers[0].Name != "bias" || buffers[0].Node.ID() != b.ID() {
+		t.Fatalf("buffers %v", buffers)
+	}
+	wantErr(t, m.AdoptVariable(d, chutney.VarParameter, ""), chutney.ErrDType)
+	wantErr(t, m.AdoptVariable(g.Add(w, w), chutney.VarParameter, "sum"), chutney.ErrInvalidArgument)
+}

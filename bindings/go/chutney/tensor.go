@@ -20,9 +20,10 @@ func (d DType) String() string { return C.GoString(C.ctn_dtype_name(C.ctn_dtype(
 // Size is the size in bytes of one element, 0 for an unknown dtype.
 func (d DType) Size() int { return int(C.ctn_dtype_size(C.ctn_dtype(d))) }
 
-// Elem is the set of Go element types a Tensor converts from and to.
+// Elem is the set of Go element types a Tensor converts from and to. Float16 and BFloat16
+// tensors are read and written as uint16 bit patterns instead (half.go).
 type Elem interface {
-	float32 | float64 | int32 | int64 | uint8 | bool
+	float32 | float64 | int32 | int64 | uint8 | int8 | bool
 }
 
 // DTypeOf is the dtype of Go element type T.
@@ -39,6 +40,8 @@ func DTypeOf[T Elem]() DType {
 		return Int64
 	case uint8:
 		return Uint8
+	case int8:
+		return Int8
 	default:
 		return Bool
 	}
@@ -120,18 +123,24 @@ func newTensor(dt DType, shape []int64, data unsafe.Pointer) (*Tensor, error) {
 // NewTensor creates a tensor of shape `shape` holding a copy of data (row-major); no shape is a
 // scalar. len(data) must equal the product of the shape.
 func NewTensor[T Elem](data []T, shape ...int64) (*Tensor, error) {
+	return newTensorOf(DTypeOf[T](), data, shape, "NewTensor")
+}
+
+// newTensorOf creates a dtype-dt tensor holding a copy of data, whose length must match the
+// shape (what names the caller in the error).
+func newTensorOf[T any](dt DType, data []T, shape []int64, what string) (*Tensor, error) {
 	n, err := numel(shape)
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(data)) != n {
-		return nil, newError(StatusShape, "NewTensor: %d values for shape %v (%d elements)", len(data), shape, n)
+		return nil, newError(StatusShape, "%s: %d values for shape %v (%d elements)", what, len(data), shape, n)
 	}
 	var p unsafe.Pointer
 	if n > 0 {
 		p = unsafe.Pointer(&data[0])
 	}
-	return newTensor(DTypeOf[T](), shape, p)
+	return newTensor(dt, shape, p)
 }
 
 // Zeros creates a tensor of zeros.
@@ -256,11 +265,16 @@ func Write[T Elem](t *Tensor, src []T) error {
 // withElems runs a copy between the tensor and s (op names it in errors) under a use reference,
 // once s is checked against the tensor's dtype and element count; nothing to copy is no call.
 func withElems[T Elem](t *Tensor, s []T, op string, call func(p unsafe.Pointer, bytes C.size_t) C.goctn_ret) error {
+	return withSlice(t, s, func() error { return checkElems[T](t, len(s), op) }, call)
+}
+
+// withSlice is withElems with the check given: validate runs under the use reference.
+func withSlice[T any](t *Tensor, s []T, validate func() error, call func(p unsafe.Pointer, bytes C.size_t) C.goctn_ret) error {
 	if err := t.use(); err != nil {
 		return err
 	}
 	defer t.h.release()
-	if err := checkElems[T](t, len(s), op); err != nil {
+	if err := validate(); err != nil {
 		return err
 	}
 	if len(s) == 0 {
@@ -285,11 +299,14 @@ func (t *Tensor) Int64s() ([]int64, error) { return Values[int64](t) }
 // Uint8s returns the elements of a Uint8 tensor.
 func (t *Tensor) Uint8s() ([]uint8, error) { return Values[uint8](t) }
 
+// Int8s returns the elements of an Int8 tensor.
+func (t *Tensor) Int8s() ([]int8, error) { return Values[int8](t) }
+
 // Bools returns the elements of a Bool tensor.
 func (t *Tensor) Bools() ([]bool, error) { return Values[bool](t) }
 
 // Item returns the single element of a one-element tensor of any dtype as a float64 (exact
-// for every dtype but large 64-bit integers).
+// for every dtype but large 64-bit integers; Float16 and BFloat16 are converted exactly).
 func (t *Tensor) Item() (float64, error) {
 	if t == nil {
 		return 0, nilError("Tensor")
@@ -311,10 +328,18 @@ func (t *Tensor) Item() (float64, error) {
 // itemReaders read the one element of a tensor of each numeric dtype (Bool is Item's own case).
 var itemReaders = map[DType]func(*Tensor) (float64, error){
 	Float32: itemAs[float32], Float64: itemAs[float64], Int32: itemAs[int32], Int64: itemAs[int64],
-	Uint8: itemAs[uint8],
+	Uint8: itemAs[uint8], Int8: itemAs[int8], Float16: itemHalf, BFloat16: itemHalf,
 }
 
-func itemAs[T float32 | float64 | int32 | int64 | uint8](t *Tensor) (float64, error) {
+func itemHalf(t *Tensor) (float64, error) {
+	v, err := t.HalfFloat32s()
+	if err != nil {
+		return 0, err
+	}
+	return float64(v[0]), nil
+}
+
+func itemAs[T float32 | float64 | int32 | int64 | uint8 | int8](t *Tensor) (float64, error) {
 	var v [1]T
 	err := Read(t, v[:])
 	return float64(v[0]), err

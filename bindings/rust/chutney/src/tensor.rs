@@ -1,5 +1,6 @@
 //! Host tensors: creation from slices, copies out to `Vec`s, views.
 use crate::error::{check, Error, Result, Status};
+use crate::half::{bf16, f16};
 use chutney_sys as sys;
 use std::marker::PhantomData;
 use std::ops::Deref;
@@ -20,6 +21,12 @@ pub enum Dtype {
     U8,
     /// Boolean, one byte (0 or 1).
     Bool,
+    /// IEEE 754 binary16 (element type [`f16`](crate::f16)). Since ABI 1.5.
+    F16,
+    /// bfloat16 (element type [`bf16`](crate::bf16)). Since ABI 1.5.
+    BF16,
+    /// 8-bit signed integer. Since ABI 1.5.
+    I8,
 }
 
 impl Dtype {
@@ -32,6 +39,9 @@ impl Dtype {
             Dtype::I64 => sys::CTN_I64,
             Dtype::U8 => sys::CTN_U8,
             Dtype::Bool => sys::CTN_BOOL,
+            Dtype::F16 => sys::CTN_F16,
+            Dtype::BF16 => sys::CTN_BF16,
+            Dtype::I8 => sys::CTN_I8,
         }
     }
 
@@ -44,6 +54,9 @@ impl Dtype {
             sys::CTN_I64 => Dtype::I64,
             sys::CTN_U8 => Dtype::U8,
             sys::CTN_BOOL => Dtype::Bool,
+            sys::CTN_F16 => Dtype::F16,
+            sys::CTN_BF16 => Dtype::BF16,
+            sys::CTN_I8 => Dtype::I8,
             _ => return Err(Error::new(Status::DTYPE, format!("unknown dtype {v}"))),
         })
     }
@@ -65,7 +78,8 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Rust types that are tensor elements: `f32`, `f64`, `i32`, `i64`, `u8`. Sealed: every bit
+/// Rust types that are tensor elements: `f32`, `f64`, `i32`, `i64`, `u8`, `i8`, and the 16-bit
+/// floats [`f16`](crate::f16) and [`bf16`](crate::bf16) (bit patterns). Sealed: every bit
 /// pattern of these is a valid value, which is what makes copying from the library sound.
 pub trait Element: Copy + Default + sealed::Sealed + 'static {
     /// The dtype of this element type.
@@ -78,7 +92,7 @@ macro_rules! element {
         impl Element for $t { const DTYPE: Dtype = Dtype::$d; }
     )*};
 }
-element!(f32 => F32, f64 => F64, i32 => I32, i64 => I64, u8 => U8);
+element!(f32 => F32, f64 => F64, i32 => I32, i64 => I64, u8 => U8, i8 => I8, f16 => F16, bf16 => BF16);
 
 /// The element count of `shape`, checking every dim >= 0, ndim <= 8 and no overflow.
 pub(crate) fn numel_of(shape: &[i64]) -> Result<usize> {
