@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <ctime>
 
 // CTN_BENCH_CK("pool_bench", ctn_call(...)): on failure, "pool_bench: ctn_call(...): error" and exit 1.
@@ -27,6 +29,43 @@ inline const char *bench_option_value(const char *prog, int argc, char **argv, i
     std::exit(2);
   }
   return argv[++*i];
+}
+
+// The options of the small benches: --help (prints `usage`), then each name of `names` ("--n",
+// "--reps", ...) with a value, stored through set(name, value). Returns -1 to go on, else the exit
+// status: 0 after --help, 2 after an unknown option (named on stderr).
+template <class Set>
+int bench_options(const char *prog, const char *usage, int argc, char **argv, Set &&set) {
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+    const char *name = argv[i];
+    const char *v = bench_option_value(prog, argc, argv, &i);
+    if (!set(std::string(name), v)) {
+      std::fprintf(stderr, "%s: unknown option %s (see --help)\n", prog, name);
+      return 2;
+    }
+  }
+  return -1;
+}
+
+// bench_options for the benches taking --n, --reps and --threads (each >= 1).
+inline int bench_n_reps_threads(const char *prog, const char *usage, int argc, char **argv, int64_t *n, int *reps,
+                                int *threads) {
+  int rc = bench_options(prog, usage, argc, argv, [&](const std::string &o, const char *v) {
+    if (o == "--n") *n = std::atoll(v);
+    else if (o == "--reps") *reps = std::atoi(v);
+    else if (o == "--threads") *threads = std::atoi(v);
+    else return false;
+    return true;
+  });
+  if (rc < 0 && (*n < 1 || *reps < 1 || *threads < 1)) {
+    std::fprintf(stderr, "%s: --n, --reps and --threads must be >= 1\n", prog);
+    rc = 2;
+  }
+  return rc;
 }
 
 // A chain of `n` elementwise nodes from x: it cycles through add, mul, tanh, sub, relu, neg with

@@ -64,26 +64,11 @@ double time_op(ctn_context *ctx, ctn_dtype dt, bool matmul, int64_t n, int reps)
 int main(int argc, char **argv) {
   int64_t n = 512;
   int reps = 10, threads = 1;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::printf("usage: half_bench [--n N] [--reps R] [--threads T]\n"
-                  "n x n matmul and add in f32, bf16, f16 on the CPU backend; best wall time of R;\n"
-                  "JSON on stdout. defaults: --n 512 --reps 10 --threads 1\n");
-      return 0;
-    }
-    const char *v = bench_option_value("half_bench", argc, argv, &i);
-    if (!std::strcmp(argv[i - 1], "--n")) n = std::atoll(v);
-    else if (!std::strcmp(argv[i - 1], "--reps")) reps = std::atoi(v);
-    else if (!std::strcmp(argv[i - 1], "--threads")) threads = std::atoi(v);
-    else {
-      std::fprintf(stderr, "half_bench: unknown option %s (see --help)\n", argv[i - 1]);
-      return 2;
-    }
-  }
-  if (n < 1 || reps < 1 || threads < 1) {
-    std::fprintf(stderr, "half_bench: --n, --reps and --threads must be >= 1\n");
-    return 2;
-  }
+  const char *usage =
+      "usage: half_bench [--n N] [--reps R] [--threads T]\n"
+      "n x n matmul and add in f32, bf16, f16 on the CPU backend; best wall time of R;\n"
+      "JSON on stdout. defaults: --n 512 --reps 10 --threads 1\n";
+  if (int rc = bench_n_reps_threads("half_bench", usage, argc, argv, &n, &reps, &threads); rc >= 0) return rc;
   ctn_context *ctx = nullptr;
   CK(ctn_context_create(nullptr, &ctx));
   CK(ctn_context_set_num_threads(ctx, threads));

@@ -117,23 +117,17 @@ Times time_copy_out(ctn_context *ctx, const Case &c, int reps) {
 int main(int argc, char **argv) {
   int reps = 50;
   const char *only = nullptr;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::printf("usage: pool_bench [--reps R] [--case NAME]\n"
-                  "f32 max/avg pooling on the CPU backend at 1 and 2 threads: best and median ms per\n"
-                  "plan run over R runs (after 3 warm-ups); JSON on stdout. default --reps 50.\n");
-      return 0;
-    }
-    const char *v = bench_option_value("pool_bench", argc, argv, &i);
-    if (!std::strcmp(argv[i - 1], "--reps")) {
-      reps = std::atoi(v);
-    } else if (!std::strcmp(argv[i - 1], "--case")) {
-      only = v;
-    } else {
-      std::fprintf(stderr, "pool_bench: unknown option %s (see --help)\n", argv[i - 1]);
-      return 2;
-    }
-  }
+  const char *usage =
+      "usage: pool_bench [--reps R] [--case NAME]\n"
+      "f32 max/avg pooling on the CPU backend at 1 and 2 threads: best and median ms per\n"
+      "plan run over R runs (after 3 warm-ups); JSON on stdout. default --reps 50.\n";
+  auto set = [&](const std::string &o, const char *v) {
+    if (o == "--reps") reps = std::atoi(v);
+    else if (o == "--case") only = v;
+    else return false;
+    return true;
+  };
+  if (int rc = bench_options("pool_bench", usage, argc, argv, set); rc >= 0) return rc;
   if (reps < 1) {
     std::fprintf(stderr, "pool_bench: --reps must be >= 1\n");
     return 2;

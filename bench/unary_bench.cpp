@@ -43,27 +43,12 @@ float tanh_ref(float x) { return std::tanh(x); }
 int main(int argc, char **argv) {
   int64_t n = 1 << 20;
   int reps = 20, threads = 1;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::printf("usage: unary_bench [--n ELEMENTS] [--reps R] [--threads T]\n"
-                  "f32 exp/log/tanh/sigmoid: the backend's kernel vs a loop over glibc's float function,\n"
-                  "ns of process CPU time per element (best of R, interleaved); JSON on stdout.\n"
-                  "defaults: --n 1048576 --reps 20 --threads 1\n");
-      return 0;
-    }
-    const char *v = bench_option_value("unary_bench", argc, argv, &i);
-    if (!std::strcmp(argv[i - 1], "--n")) n = std::atoll(v);
-    else if (!std::strcmp(argv[i - 1], "--reps")) reps = std::atoi(v);
-    else if (!std::strcmp(argv[i - 1], "--threads")) threads = std::atoi(v);
-    else {
-      std::fprintf(stderr, "unary_bench: unknown option %s (see --help)\n", argv[i - 1]);
-      return 2;
-    }
-  }
-  if (n < 1 || reps < 1 || threads < 1) {
-    std::fprintf(stderr, "unary_bench: --n, --reps and --threads must be >= 1\n");
-    return 2;
-  }
+  const char *usage =
+      "usage: unary_bench [--n ELEMENTS] [--reps R] [--threads T]\n"
+      "f32 exp/log/tanh/sigmoid: the backend's kernel vs a loop over glibc's float function,\n"
+      "ns of process CPU time per element (best of R, interleaved); JSON on stdout.\n"
+      "defaults: --n 1048576 --reps 20 --threads 1\n";
+  if (int rc = bench_n_reps_threads("unary_bench", usage, argc, argv, &n, &reps, &threads); rc >= 0) return rc;
   ctn_context *ctx = nullptr;
   CK(ctn_context_create(nullptr, &ctx));
   CK(ctn_context_set_num_threads(ctx, threads));

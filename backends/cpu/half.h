@@ -14,20 +14,16 @@ namespace ctn_cpu {
 
 // One stored f16 / bf16: reads as a float, is made from a float (rounded to nearest even), so a
 // loop written for float elements runs on it unchanged (k_elementwise.cpp's strided walk).
-struct F16 {
+template <uint16_t (*FromF32)(float), uint16_t (*FromF64)(double), float (*ToF32)(uint16_t)>
+struct Half16 {
   uint16_t bits;
-  F16() = default;
-  F16(float f) : bits(ctn_desc_f32_to_f16(f)) {}
-  F16(double d) : bits(ctn_desc_f64_to_f16(d)) {}
-  operator float() const { return ctn_desc_f16_to_f32(bits); }
+  Half16() = default;
+  Half16(float f) : bits(FromF32(f)) {}
+  Half16(double d) : bits(FromF64(d)) {}
+  operator float() const { return ToF32(bits); }
 };
-struct BF16 {
-  uint16_t bits;
-  BF16() = default;
-  BF16(float f) : bits(ctn_desc_f32_to_bf16(f)) {}
-  BF16(double d) : bits(ctn_desc_f64_to_bf16(d)) {}
-  operator float() const { return ctn_desc_bf16_to_f32(bits); }
-};
+using F16 = Half16<ctn_desc_f32_to_f16, ctn_desc_f64_to_f16, ctn_desc_f16_to_f32>;
+using BF16 = Half16<ctn_desc_f32_to_bf16, ctn_desc_f64_to_bf16, ctn_desc_bf16_to_f32>;
 static_assert(sizeof(F16) == 2 && sizeof(BF16) == 2, "16-bit storage");
 
 using HalfToF32 = void (*)(const uint16_t *x, float *y, int64_t n);

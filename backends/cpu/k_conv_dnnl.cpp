@@ -396,35 +396,25 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
       std::copy(split.per_unit, split.per_unit + 3, st->per_image);
       st->bias_per_unit = split.per_unit[2] / (ys[2] * ys[3]);  // output channels per unit
     }
-    // Creation is serialised: oneDNN's primitive cache and JIT are thread-safe by their
-    // documentation, but their synchronisation is invisible to ThreadSanitizer (the library is
-    // not instrumented; the tsan stage reported its cache lock as a race). Kernels are made once
-    // per plan, so nothing waits here in a training loop.
-    static std::mutex create_mu;
-    std::lock_guard<std::mutex> lock(create_mu);
-    omp_set_num_threads(1);  // primitives built for the one thread that runs each part
     const memory::dims pr{prh, prw};
     const int64_t lo = st->n / st->parts, hi = (st->n + st->parts - 1) / st->parts;
-    if (split.parts > 1) {
-      st->impl = split.make(lo, xs, ws_, ys, at, pr, &st->v[0], epi);
-      if (hi != lo) split.make(hi, xs, ws_, ys, at, pr, &st->v[1], epi);
-    } else {
-      st->impl = make_variant(kind, lo, xs, ws_, ys, at, pr, &st->v[0], epi);
-      if (hi != lo) make_variant(kind, hi, xs, ws_, ys, at, pr, &st->v[1], epi);
-    }
-    omp_set_num_threads(caller_threads);
+    dnnl_build_primitives(caller_threads, [&] {
+      if (split.parts > 1) {
+        st->impl = split.make(lo, xs, ws_, ys, at, pr, &st->v[0], epi);
+        if (hi != lo) split.make(hi, xs, ws_, ys, at, pr, &st->v[1], epi);
+      } else {
+        st->impl = make_variant(kind, lo, xs, ws_, ys, at, pr, &st->v[0], epi);
+        if (hi != lo) make_variant(kind, hi, xs, ws_, ys, at, pr, &st->v[1], epi);
+      }
+    });
     // The reference implementation is far slower than the own im2col + GEMM.
-    if (st->impl.rfind("ref", 0) == 0) {
-      *why = "oneDNN has only its reference implementation (" + st->impl + ")";
-      return false;
-    }
+    if (!dnnl_fast_impl(st->impl, why)) return false;
     size_t slot = std::max(st->v[0].bytes, st->v[1].bytes);
     st->dw_offset = slot;
     if (kind == 2) slot += static_cast<size_t>(st->dw_elems) * sizeof(float);
     st->slot_bytes = align_up(slot);
     const size_t slot_bytes = st->slot_bytes;
-    const int64_t parts = st->parts;
-    dnnl_kernel_set(be, out, dnnl_conv_kernel, std::move(st), slot_bytes, parts);
+    dnnl_kernel_set(be, out, dnnl_conv_kernel, std::move(st), slot_bytes);
     return true;
   });
 }

@@ -8,6 +8,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "cpu_backend.h"
@@ -22,6 +23,14 @@ inline dnnl::engine &onednn_engine() {
 
 // oneDNN's buffers start on a cache line.
 constexpr size_t kDnnlAlign = 64;
+// False, with the reason in *why, when oneDNN picked its reference implementation (`impl`, the
+// primitive's implementation name): far slower than the own kernels it would replace.
+inline bool dnnl_fast_impl(const std::string &impl, std::string *why) {
+  if (impl.rfind("ref", 0) != 0) return true;
+  *why = "oneDNN has only its reference implementation (" + impl + ")";
+  return false;
+}
+
 inline size_t dnnl_align_up(size_t n) { return (n + kDnnlAlign - 1) / kDnnlAlign * kDnnlAlign; }
 
 // The start of the call's workspace on a cache line (the workspace has kDnnlAlign spare bytes).
@@ -33,10 +42,24 @@ inline char *dnnl_workspace(void *workspace) {
 // Hands out a oneDNN kernel of `parts` parts, each using `slot` workspace bytes, and counts it
 // (ctn_cpu_onednn_kernels).
 template <class S>
-void dnnl_kernel_set(Backend *be, ctn_kernel *out, ctn_kernel_fn fn, std::unique_ptr<S> st, size_t slot,
-                     int64_t parts) {
-  kernel_set(out, fn, st.release(), 0, static_cast<uint64_t>(slot) * static_cast<uint64_t>(parts) + kDnnlAlign);
+void dnnl_kernel_set(Backend *be, ctn_kernel *out, ctn_kernel_fn fn, std::unique_ptr<S> st, size_t slot) {
+  const auto parts = static_cast<uint64_t>(st->parts);
+  kernel_set(out, fn, st.release(), 0, static_cast<uint64_t>(slot) * parts + kDnnlAlign);
   be->onednn_kernels.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Builds primitives with build() for parts that each run on one OpenMP thread, then restores
+// the caller's count. Creation is serialised: oneDNN's primitive cache and JIT are thread-safe by
+// their documentation, but their synchronisation is invisible to ThreadSanitizer (the library is
+// not instrumented; the tsan stage reported its cache lock as a race). Kernels are made once per
+// plan, so nothing waits here in a training loop.
+template <class F>
+void dnnl_build_primitives(int caller_threads, F &&build) {
+  static std::mutex create_mu;
+  std::lock_guard<std::mutex> lock(create_mu);
+  omp_set_num_threads(1);
+  build();
+  omp_set_num_threads(caller_threads);
 }
 
 // Kernel creation: body(caller_threads) with the caller's OpenMP thread count at hand; a oneDNN

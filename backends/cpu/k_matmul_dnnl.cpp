@@ -125,21 +125,14 @@ bool make_onednn_matmul_half(Backend *be, const ctn_op_signature *sig, ctn_kerne
     st->parts = std::max<int64_t>(1, std::min<int64_t>(be->num_threads.load(), d.m / 16));
     const int64_t lo = d.m / st->parts, hi = (d.m + st->parts - 1) / st->parts;
     const auto mdt = dt == CTN_BF16 ? memory::data_type::bf16 : memory::data_type::f16;
-    static std::mutex create_mu;  // as for the convolutions (k_conv_dnnl.cpp)
-    std::lock_guard<std::mutex> lock(create_mu);
-    omp_set_num_threads(1);
-    st->v[0] = make_part(lo, d, mdt);
-    if (hi != lo) st->v[1] = make_part(hi, d, mdt);
-    omp_set_num_threads(caller_threads);
-    const std::string &impl = st->v[0].impl;
-    if (impl.rfind("ref", 0) == 0) {  // far slower than converting and the own GEMM
-      *why = "oneDNN has only its reference implementation (" + impl + ")";
-      return false;
-    }
+    dnnl_build_primitives(caller_threads, [&] {
+      st->v[0] = make_part(lo, d, mdt);
+      if (hi != lo) st->v[1] = make_part(hi, d, mdt);
+    });
+    if (!dnnl_fast_impl(st->v[0].impl, why)) return false;  // far slower than the f32 GEMM
     st->slot = dnnl_align_up(std::max(st->v[0].scratch.get_size(), st->v[1].rows ? st->v[1].scratch.get_size() : 0));
     const size_t slot = st->slot;
-    const int64_t parts = st->parts;
-    dnnl_kernel_set(be, out, dnnl_matmul_kernel, std::move(st), slot, parts);
+    dnnl_kernel_set(be, out, dnnl_matmul_kernel, std::move(st), slot);
     return true;
   });
 }
