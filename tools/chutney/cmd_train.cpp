@@ -184,7 +184,7 @@ ResumeState read_resume(const std::string &path) {
   r.path = path;
   for (const char *key : {"format", "model", "epoch", "step", "seed", "batch_size", "optimizer",
                           "lr", "momentum", "weight_decay", "schedule", "warmup", "epochs",
-                          "limit", "augment", "history", "cnn_widths", "ranks", "run_id"}) {
+                          "limit", "augment", "history", "cnn_widths", "ranks", "run_id", "precision"}) {
     const char *v = nullptr;
     check(ctn_checkpoint_metadata_get(ck.get(), key, &v), "ctn_checkpoint_metadata_get");
     if (v != nullptr) r.meta[key] = v;
@@ -470,6 +470,14 @@ void write_json(const TrainOptions &o, const std::vector<EpochLog> &log, int64_t
 }
 
 // What --memory-budget did: peaks, extra FLOPs and the recomputed steps.
+// What --precision did: the plan's "autocast ..." line (ctn_plan_describe).
+void print_autocast(ctn_plan *p) {
+  const char *text = nullptr;
+  check(ctn_plan_describe(p, &text), "ctn_plan_describe");
+  const char *at = std::strstr(text, "autocast ");
+  if (at) std::printf("training plan %.*s\n", static_cast<int>(std::strcspn(at, "\n")), at);
+}
+
 void print_memory_report(ctn_plan *p) {
   ctn_plan_memory_report r{};
   r.struct_size = sizeof r;
@@ -881,6 +889,7 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
               static_cast<unsigned long long>(stats.naive_bytes),
               human_bytes(stats.persistent_bytes).c_str());
   if (o.memory_budget) print_memory_report(train_plan.get());
+  if (o.precision != "f32") print_autocast(train_plan.get());
   if (!o.json_path.empty()) {
     write_json(o, log, train_images, where, stats, wait_run, ips);
     std::printf("wrote %s\n", o.json_path.c_str());
