@@ -452,8 +452,8 @@ typedef struct ctn_compile_options {
                            * inputs cast down (each value once), outputs cast back to f32 where an
                            * f32 op reads them. Everything else stays f32: elementwise ops,
                            * reductions, norms, softmax, losses, optimizer updates, and the
-                           * variables (f32 master weights). A node whose backend has no kernel for
-                           * the low dtype stays f32. A caller built against 1.4 or earlier passes
+                           * variables (f32 master weights). A node that no preferred backend has
+                           * a low kernel for stays f32. A caller built against 1.4 or earlier passes
                            * a smaller struct_size and gets f32. f16 training wants loss scaling
                            * (ctn_optimizer.loss_scale, nn.h). */
 } ctn_compile_options;

@@ -62,12 +62,16 @@ struct Autocaster {
     }
     ValueInfo out = nd.info;
     out.dtype = low;
-    ctn_kernel k;
-    std::string why;
-    ctn_attrs a = nd.attrs;
-    if (!select_kernel(*cs.prefs[0], *nd.op, static_cast<uint32_t>(nd.inputs.size()), descs, make_desc(out), a, &k, &why))
-      return false;
-    cs.prefs[0]->release(k);
+    bool offered = false;  // by one of the preferred backends (placement picks among them)
+    for (Backend *b : cs.prefs) {
+      ctn_kernel k;
+      std::string why;
+      if (offered || !select_kernel(*b, *nd.op, static_cast<uint32_t>(nd.inputs.size()), descs, make_desc(out), nd.attrs, &k, &why))
+        continue;
+      b->release(k);
+      offered = true;
+    }
+    if (!offered) return false;
     for (ctn_node in : nd.inputs) ins.push_back(twin[in] != CTN_NODE_NONE ? twin[in] : cast(in, low));
     return true;
   }

@@ -31,7 +31,7 @@ struct DataParallelStats {
 
 // autocast (autocast.cpp): nodes moved to the low dtype, casts added.
 struct AutocastStats {
-  uint32_t lowered = 0, casts = 0, kept = 0;  // kept: no low-precision kernel on the default backend
+  uint32_t lowered = 0, casts = 0, kept = 0;  // kept: no preferred backend has a low-precision kernel
 };
 
 // place_nodes (placement.cpp), per node: the backend it runs or lives on, and its kernel

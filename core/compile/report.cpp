@@ -29,7 +29,7 @@ void report(const CompileState &cs) {
                            static_cast<unsigned long long>(cs.dp_bucket_bytes));
   if (cs.precision != CTN_PRECISION_F32) {
     const char *low = cs.precision == CTN_PRECISION_BF16 ? "bf16" : "f16";
-    out.describe += format("autocast %s: %u nodes run in %s, %u casts added, %u kept f32 (no %s kernel)\n", low,
+    out.describe += format("autocast %s: %u nodes run in %s, %u casts added, %u kept f32 (no backend has a %s kernel)\n", low,
                            cs.autocast_stats.lowered, low, cs.autocast_stats.casts, cs.autocast_stats.kept, low);
   }
   ctn_plan_memory_report &mr = out.memory;
