@@ -27,6 +27,9 @@ PyTorch side data: the IDX .gz files are read with gzip + numpy into uint8 tenso
 (no torch DataLoader); batches are gathered and normalised inline, and the time that takes is
 reported (torch data_seconds) to show the data path is not the bottleneck.
 
+--precision bf16 runs both sides in mixed precision: `chutney train --precision bf16` and
+bench/torch_train.py's forward pass and loss under torch.autocast("cpu", dtype=torch.bfloat16).
+
 Usage (system interpreter; this script itself imports neither torch nor numpy):
     /usr/bin/python3 bench/compare_training.py --chutney build/tools/chutney/chutney \\
         --model both --limit 6400 --repeats 2 --json training.json
