@@ -27,6 +27,9 @@ PyTorch side data: the IDX .gz files are read with gzip + numpy into uint8 tenso
 (no torch DataLoader); batches are gathered and normalised inline, and the time that takes is
 reported (torch data_seconds) to show the data path is not the bottleneck.
 
+--precision bf16 runs both sides in mixed precision: `chutney train --precision bf16` and
+bench/torch_train.py's forward pass and loss under torch.autocast("cpu", dtype=torch.bfloat16).
+
 Usage (system interpreter; this script itself imports neither torch nor numpy):
     /usr/bin/python3 bench/compare_training.py --chutney build/tools/chutney/chutney \\
         --model both --limit 6400 --repeats 2 --json training.json
@@ -117,7 +120,8 @@ def run_side(side, cmd, a, model, threads, jpath):
 def run_chutney(a, model, threads, limit, batch, tmp):
     jpath = os.path.join(tmp, f"chutney-{model}-{threads}.json")
     cmd = [a.chutney, "train", "--model", model, "--epochs", str(a.epochs), "--limit", str(limit),
-           "--batch-size", str(batch), "--threads", str(threads), "--quiet", "--json", jpath]
+           "--batch-size", str(batch), "--threads", str(threads), "--quiet", "--json", jpath,
+           "--precision", a.precision]
     r, j, run = run_side("chutney", cmd, a, model, threads, jpath)
     run.update({
         "loader_wait_seconds": j["epochs"][-1].get("loader_wait_seconds"),
@@ -143,7 +147,8 @@ def run_chutney(a, model, threads, limit, batch, tmp):
 def run_torch(a, model, threads, limit, batch, tmp):
     jpath = os.path.join(tmp, f"torch-{model}-{threads}.json")
     cmd = [a.python, TORCH_SCRIPT, "--model", model, "--epochs", str(a.epochs), "--limit",
-           str(limit), "--batch-size", str(batch), "--threads", str(threads), "--json", jpath]
+           str(limit), "--batch-size", str(batch), "--threads", str(threads), "--json", jpath,
+           "--precision", a.precision]
     _, j, run = run_side("pytorch", cmd, a, model, threads, jpath)
     run.update({
         "data_seconds": j["epochs"][-1]["data_seconds"],
@@ -200,6 +205,9 @@ def main():
     ap.add_argument("--cnn-widths", default="32,64,128", help="C1,C2,FC[,bn][,valid], honoured by both sides")
     ap.add_argument("--data-dir", default="", help="Fashion-MNIST directory (default: each side's)")
     ap.add_argument("--python", default="/usr/bin/python3", help="interpreter that has torch")
+    ap.add_argument("--precision", choices=["f32", "bf16"], default="f32",
+                    help="bf16: chutney train --precision bf16 and PyTorch under "
+                         "torch.autocast('cpu', dtype=torch.bfloat16), both sides")
     ap.add_argument("--json", help="write the full result here")
     a = ap.parse_args()
 

@@ -150,6 +150,9 @@ def main():
     ap.add_argument("--checkpoint-segments", type=int, default=0,
                     help="train through torch.utils.checkpoint.checkpoint_sequential with this many "
                          "segments (activations inside a segment are recomputed in backward; 0: off)")
+    ap.add_argument("--precision", choices=["f32", "bf16"], default="f32",
+                    help="bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16) "
+                         "(training and evaluation), as chutney train --precision bf16")
     a = ap.parse_args()
 
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -184,6 +187,9 @@ def main():
     else:
         base_lr = 1e-3
         opt = torch.optim.Adam(model.parameters(), lr=base_lr)
+
+    def autocast():
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16")
 
     n_train = train_x.shape[0]
     full = n_train // batch
@@ -236,11 +242,12 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = lr
             opt.zero_grad(set_to_none=True)
-            if a.checkpoint_segments:
-                out = checkpoint_sequential(model, a.checkpoint_segments, x, use_reentrant=False)
-            else:
-                out = model(x)
-            loss = F.cross_entropy(out, y)
+            with autocast():
+                if a.checkpoint_segments:
+                    out = checkpoint_sequential(model, a.checkpoint_segments, x, use_reentrant=False)
+                else:
+                    out = model(x)
+                loss = F.cross_entropy(out, y)
             loss.backward()
             opt.step()
             value = loss.item()
@@ -252,7 +259,7 @@ def main():
         if not a.no_eval:
             model.eval()
             correct = 0
-            with torch.no_grad():
+            with torch.no_grad(), autocast():
                 for i in range(0, test_x.shape[0], batch):
                     logits = model(normalise(test_x[i:i + batch]))
                     correct += int((logits.argmax(1) == test_y[i:i + batch]).sum())
@@ -285,6 +292,7 @@ def main():
         "interop_threads": torch.get_num_interop_threads(),
         "train_images": batches * batch,
         "checkpoint_segments": a.checkpoint_segments,
+        "precision": a.precision,
         "train_peak_growth_mib": (rss_kib("VmHWM") - rss_before) / 1024.0 if rss_before is not None else None,
         "epochs": epochs,
         "images_per_s": epochs[-1]["images_per_s"],

@@ -444,7 +444,24 @@ typedef struct ctn_compile_options {
   /* --- since 1.2: memory budget --- */
   uint64_t memory_budget; /* 0: none; bytes for planned_peak_bytes, or CTN_MEMORY_BUDGET_AUTO;
                            * over it, activations are dropped and recomputed (docs/EXECUTION.md) */
+  /* --- since 1.5: mixed precision (docs/EXECUTION.md, *Mixed precision*) --- */
+  uint32_t precision;     /* CTN_PRECISION_*: 0 (f32) computes as the graph says. BF16 / F16: the
+                           * compiler's autocast runs matmul, matmul_bias_act, conv2d,
+                           * conv_transpose2d and the convolution gradients (conv2d_grad_input,
+                           * conv2d_grad_weight; matmul's are matmuls) on f32 inputs in that dtype:
+                           * inputs cast down (each value once), outputs cast back to f32 where an
+                           * f32 op reads them. Everything else stays f32: elementwise ops,
+                           * reductions, norms, softmax, losses, optimizer updates, and the
+                           * variables (f32 master weights). A node that no preferred backend has
+                           * a low kernel for stays f32. A caller built against 1.4 or earlier passes
+                           * a smaller struct_size and gets f32. f16 training wants loss scaling
+                           * (ctn_optimizer.loss_scale, nn.h). */
 } ctn_compile_options;
+
+/* ctn_compile_options.precision. since 1.5 */
+#define CTN_PRECISION_F32 0u
+#define CTN_PRECISION_BF16 1u
+#define CTN_PRECISION_F16 2u
 
 /* memory_budget: as low as recomputation gets the planned peak. since 1.2 */
 #define CTN_MEMORY_BUDGET_AUTO UINT64_MAX

@@ -337,11 +337,23 @@ typedef struct ctn_optimizer {
   double weight_decay;
   double beta1, beta2, eps; /* Adam/AdamW (0: 0.9, 0.999, 1e-8) */
   double clip_norm;     /* > 0: global-norm clipping before the update */
+  /* --- since 1.5: dynamic loss scaling (f16 training; PyTorch's GradScaler) --- */
+  double loss_scale;    /* > 0: the initial scale (CTN_LOSS_SCALE_DEFAULT = 65536); 0: off. The
+                         * gradients are taken of loss * scale and divided by the scale; a step in
+                         * which any gradient is inf or NaN changes no variable (weights,
+                         * optimizer state) and halves the scale; after loss_scale_interval clean
+                         * steps in a row it doubles. Kept in the optimizer variables
+                         * "loss_scale" and "loss_scale.clean_steps" (so checkpoints keep it) */
+  int64_t loss_scale_interval; /* clean steps before the scale doubles (0: 2000) */
 } ctn_optimizer;
+
+/* ctn_optimizer.loss_scale: PyTorch's initial scale, 2^16. since 1.5 */
+#define CTN_LOSS_SCALE_DEFAULT 65536
 
 /* The whole training step in one call: gradients of `loss` w.r.t. every trainable parameter
  * (ctn_grad), optional clipping, the optimizer's updates. out_grad_norm (may be NULL) receives
- * the 0-d global gradient norm (before clipping), computed even without clipping. since 1.1 */
+ * the 0-d global gradient norm (before clipping), computed even without clipping (since 1.5,
+ * with loss scaling: of the unscaled gradients). since 1.1 */
 CTN_API ctn_status ctn_nn_minimize(ctn_model *m, ctn_node loss, const ctn_optimizer *opt,
                                    ctn_node *out_grad_norm);
 

@@ -29,6 +29,11 @@ struct DataParallelStats {
   uint64_t bytes = 0;
 };
 
+// autocast (autocast.cpp): nodes moved to the low dtype, casts added.
+struct AutocastStats {
+  uint32_t lowered = 0, casts = 0, kept = 0;  // kept: no preferred backend has a low-precision kernel
+};
+
 // place_nodes (placement.cpp), per node: the backend it runs or lives on, and its kernel
 // (until a step owns it).
 struct Placement {
@@ -78,12 +83,14 @@ struct CompileState {
   ctn_collective *dp = nullptr;  // ctn_compile_options.data_parallel
   uint64_t dp_bucket_bytes = 0;
   uint64_t memory_budget = 0;    // ctn_compile_options.memory_budget
+  uint32_t precision = CTN_PRECISION_F32;  // ctn_compile_options.precision
   Program &out;                  // what the plan will run
 
   // What each stage produced, in stage order.
   DataParallelStats dp_stats;      // data_parallel
   Rewriter rw;                     // rewrite: replacements made by the rewrites
   PassStats pass_stats;            // rewrite
+  AutocastStats autocast_stats;    // autocast
   std::vector<ctn_node> order;     // order_nodes: the nodes that run, in order
   Placement placed;                // place_nodes
   Elision elision;                 // elide_assignments
@@ -110,6 +117,7 @@ void compile_program(Graph &user, uint32_t n_outputs, const ctn_node *outputs, c
 // write across the state; those that use only a few parts take just those.
 void data_parallel(CompileState &cs);      // data_parallel.cpp
 void rewrite(CompileState &cs);            // rewrite.cpp
+void autocast(CompileState &cs);           // autocast.cpp
 void order_nodes(CompileState &cs);        // order.cpp
 void place_nodes(CompileState &cs);        // placement.cpp
 void elide_assignments(CompileState &cs);  // assign_elision.cpp

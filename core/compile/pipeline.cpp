@@ -19,6 +19,7 @@ namespace ctn {
 const CompileStage kStages[] = {
     {"data_parallel", data_parallel},          // gradient allreduce buckets (data-parallel plans only)
     {"rewrite", rewrite},                      // simplification, constant folding, fusion
+    {"autocast", autocast},                    // matmul/conv in bf16/f16 (ctn_compile_options.precision)
     {"order_nodes", order_nodes},              // schedule + dead-code elimination, assignments last
     {"place_nodes", place_nodes},              // a backend (and its kernel) for every node
     {"elide_assignments", elide_assignments},  // values computed straight into their variables
@@ -46,6 +47,11 @@ CompileState::CompileState(Graph &user, uint32_t n_out, const ctn_node *outs, co
     dp_bucket_bytes = opts->dp_bucket_bytes ? opts->dp_bucket_bytes : CTN_DP_DEFAULT_BUCKET_BYTES;
   }
   memory_budget = opts ? opts->memory_budget : 0;
+  if (opts && opts->struct_size >= offsetof(ctn_compile_options, precision) + sizeof(uint32_t)) {
+    precision = opts->precision;
+    if (precision > CTN_PRECISION_F16)
+      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_compile: ctn_compile_options.precision %u is not a CTN_PRECISION_* value", precision);
+  }
   if (user.eager()) fail(CTN_ERR_STATE, "ctn_plan_compile: the graph is eager; create it with flags 0 to compile it");
   if (n_out && !outs) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_compile: outputs is NULL");
   for (uint32_t i = 0; i < n_out; ++i) user.check(outs[i], "ctn_plan_compile");

@@ -27,6 +27,11 @@ void report(const CompileState &cs) {
                            "bytes\n", cs.dp->size, cs.dp_stats.gradients,
                            static_cast<unsigned long long>(cs.dp_stats.bytes), cs.dp_stats.buckets,
                            static_cast<unsigned long long>(cs.dp_bucket_bytes));
+  if (cs.precision != CTN_PRECISION_F32) {
+    const char *low = cs.precision == CTN_PRECISION_BF16 ? "bf16" : "f16";
+    out.describe += format("autocast %s: %u nodes run in %s, %u casts added, %u kept f32 (no backend has a %s kernel)\n", low,
+                           cs.autocast_stats.lowered, low, cs.autocast_stats.casts, cs.autocast_stats.kept, low);
+  }
   ctn_plan_memory_report &mr = out.memory;
   mr.peak_bytes = mp.peak_bytes;
   mr.recomputed = out.recomputed.c_str();

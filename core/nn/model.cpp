@@ -155,6 +155,18 @@ void fill_tensor(ctn_tensor *t, ctn_init kind, int64_t fan_in, int64_t fan_out, 
   }
 }
 
+// Every element = v (kInitValue): the model's dtype is f32 or f64.
+void fill_value(ctn_tensor *t, ctn_dtype dt, double v) {
+  int64_t n = 0;
+  void *data = nullptr;
+  check(ctn_tensor_numel(t, &n), "ctn_tensor_numel");
+  check(ctn_tensor_data(t, &data), "ctn_tensor_data");
+  for (int64_t i = 0; i < n; ++i) {
+    if (dt == CTN_F64) static_cast<double *>(data)[i] = v;
+    else static_cast<float *>(data)[i] = static_cast<float>(v);
+  }
+}
+
 ctn_model::Var *find(ctn_model &m, const std::string &name) {
   auto it = m.by_name.find(name);
   return it == m.by_name.end() ? nullptr : &m.vars[it->second];
@@ -177,7 +189,11 @@ ctn_node variable(ctn_model &m, const std::string &name, uint32_t kind, const st
   TensorHolder t;
   check(ctn_tensor_create(m.dtype, static_cast<uint32_t>(shape.size()), shape.data(), nullptr, &t.t),
         "variable \"" + name + "\"");
-  fill_tensor(t.t, init, fan_in, fan_out, gain, mix(m.seed ^ hash_name(name)));
+  if (init == kInitValue) {
+    fill_value(t.t, m.dtype, gain);
+  } else {
+    fill_tensor(t.t, init, fan_in, fan_out, gain, mix(m.seed ^ hash_name(name)));
+  }
   ctn_node node;
   check(ctn_variable(m.g, name.c_str(), t.t, &node), "variable \"" + name + "\"");
   m.by_name[name] = m.vars.size();
@@ -290,6 +306,7 @@ CTN_API ctn_status ctn_model_variable(ctn_model *m, const char *name, uint32_t k
     need_model(m, __func__);
     if (!name || !out || (ndim && !shape) || ndim > CTN_MAX_DIMS)
       fail(CTN_ERR_INVALID_ARGUMENT, "ctn_model_variable: NULL name/out/shape or ndim > %d", CTN_MAX_DIMS);
+    if (init == kInitValue) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_model_variable: unknown initialiser %d", static_cast<int>(init));
     try {
       *out = variable(*m, name, kind, std::vector<int64_t>(shape, shape + ndim), init, fan_in, fan_out, gain);
     } catch (const Error &e) {

@@ -39,6 +39,10 @@ struct ctn_model {
   int64_t step_now = 1;
   double lr_now = 0.01;
   bool optimizer_built = false;  // one optimizer per graph: a second would assign twice
+  // Dynamic loss scaling (ctn_optimizer.loss_scale): non-NONE while ctn_nn_minimize builds the
+  // updates, a 0-d bool "every gradient is finite"; each assignment then keeps the old value
+  // when it is false (the step is skipped).
+  ctn_node update_guard = CTN_NODE_NONE;
 };
 
 namespace ctn::nn {
@@ -48,6 +52,9 @@ void check(ctn_status s, const std::string &what);
 
 // The name of the layer being built: the pending ctn_model_name_next, else kind + counter.
 std::string layer_name(ctn_model &m, const char *kind);
+
+// An internal initialiser for variable(): every element equals `gain` (the loss scale).
+constexpr ctn_init kInitValue = static_cast<ctn_init>(-1);
 
 // Get-or-create a variable (see ctn_model_variable).
 ctn_node variable(ctn_model &m, const std::string &name, uint32_t kind, const std::vector<int64_t> &shape,

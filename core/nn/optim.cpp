@@ -37,6 +37,7 @@ ctn_node op(ctn_model &m, const char *name, std::initializer_list<ctn_node> in, 
 
 void assign(ctn_model &m, ctn_node var, ctn_node value, const std::string &who) {
   ctn_node unused;
+  if (m.update_guard != CTN_NODE_NONE) value = op(m, CTN_OP_WHERE, {m.update_guard, value, var}, ctn_attrs{}, who);
   check(ctn_assign(m.g, var, value, &unused), who + ": ctn_assign");
 }
 
@@ -153,6 +154,56 @@ void clip(ctn_model &m, uint32_t n, const ctn_node *grads, ctn_node norm, double
   for (uint32_t i = 0; i < n; ++i) check(ctn_mul(m.g, grads[i], scale, &out[i]), who + ": ctn_mul");
 }
 
+// Dynamic loss scaling (ctn_optimizer.loss_scale; PyTorch's GradScaler): the scale and the count
+// of clean steps since it last changed live in two optimizer variables.
+struct LossScaler {
+  ctn_node scale = CTN_NODE_NONE, clean = CTN_NODE_NONE, ok = CTN_NODE_NONE;
+};
+
+// loss * scale, the value to differentiate.
+ctn_node scale_loss(ctn_model &m, LossScaler &ls, ctn_node loss, double initial, const char *api) {
+  ls.scale = variable(m, "loss_scale", CTN_VAR_OPTIMIZER, {}, kInitValue, 0, 0, initial);
+  ls.clean = variable(m, "loss_scale.clean_steps", CTN_VAR_OPTIMIZER, {}, CTN_INIT_ZEROS, 0, 0, 0);
+  ctn_node scaled;
+  check(ctn_mul(m.g, loss, ls.scale, &scaled), std::string(api) + ": loss * loss_scale");
+  return scaled;
+}
+
+// Divides the gradients by the scale and guards every update of the optimizer with "all of them
+// finite": x * 0 is 0 for finite x and NaN for inf or NaN, so the sum of them all is 0 exactly
+// when every gradient is finite.
+void unscale(ctn_model &m, LossScaler &ls, std::vector<ctn_node> &grads, const char *api) {
+  const std::string who = std::string(api) + " (loss scaling)";
+  ctn_node zero = scalar(m, 0.0), total = CTN_NODE_NONE;
+  for (ctn_node &g : grads) {
+    check(ctn_div(m.g, g, ls.scale, &g), who + ": ctn_div");
+    ctn_node z, s;
+    check(ctn_mul(m.g, g, zero, &z), who + ": ctn_mul");
+    check(ctn_sum(m.g, z, 0, nullptr, 0, &s), who + ": ctn_sum");
+    if (total == CTN_NODE_NONE) total = s;
+    else check(ctn_add(m.g, total, s, &total), who + ": ctn_add");
+  }
+  ls.ok = op(m, CTN_OP_EQ, {total, zero}, ctn_attrs{}, who);
+  m.update_guard = ls.ok;
+}
+
+// After the updates: a skipped step halves the scale and restarts the count; `interval` clean
+// steps in a row double it.
+void update_scale(ctn_model &m, const LossScaler &ls, int64_t interval, const char *api) {
+  const std::string who = std::string(api) + " (loss scaling)";
+  m.update_guard = CTN_NODE_NONE;
+  ctn_node one = scalar(m, 1.0), zero = scalar(m, 0.0), next, grown, halved, doubled, kept, scale, clean;
+  check(ctn_add(m.g, ls.clean, one, &next), who + ": ctn_add");
+  grown = op(m, CTN_OP_GE, {next, scalar(m, static_cast<double>(interval))}, ctn_attrs{}, who);
+  check(ctn_mul(m.g, ls.scale, scalar(m, 0.5), &halved), who + ": ctn_mul");
+  check(ctn_mul(m.g, ls.scale, scalar(m, 2.0), &doubled), who + ": ctn_mul");
+  kept = op(m, CTN_OP_WHERE, {grown, doubled, ls.scale}, ctn_attrs{}, who);
+  scale = op(m, CTN_OP_WHERE, {ls.ok, kept, halved}, ctn_attrs{}, who);
+  clean = op(m, CTN_OP_WHERE, {ls.ok, op(m, CTN_OP_WHERE, {grown, zero, next}, ctn_attrs{}, who), zero}, ctn_attrs{}, who);
+  assign(m, ls.scale, scale, who);
+  assign(m, ls.clean, clean, who);
+}
+
 ctn_model &model(ctn_model *m, const char *api) {
   if (!m) fail(CTN_ERR_INVALID_ARGUMENT, "%s: the model is NULL", api);
   return *m;
@@ -205,9 +256,16 @@ CTN_API ctn_status ctn_nn_minimize(ctn_model *m, ctn_node loss, const ctn_optimi
     auto ps = params(md);
     if (ps.empty()) fail(CTN_ERR_STATE, "%s: the model has no trainable parameters", api);
     if (md.optimizer_built) fail(CTN_ERR_STATE, "%s: the model already has an optimizer", api);
+    if (!(o.loss_scale >= 0) || std::isinf(o.loss_scale) || o.loss_scale_interval < 0 || o.loss_scale_interval > (1 << 24))
+      fail(CTN_ERR_INVALID_ARGUMENT, "%s: loss_scale must be finite and >= 0, loss_scale_interval in [0, 2^24] (got %g, %lld)",
+           api, o.loss_scale, static_cast<long long>(o.loss_scale_interval));
+    md.update_guard = CTN_NODE_NONE;  // a failed earlier call may have left it
+    LossScaler ls;
+    const ctn_node target = o.loss_scale > 0 ? scale_loss(md, ls, loss, o.loss_scale, api) : loss;
     std::vector<ctn_node> wrt, grads(ps.size());
     for (const auto &p : ps) wrt.push_back(p.node);
-    check(ctn_grad(md.g, loss, static_cast<uint32_t>(wrt.size()), wrt.data(), grads.data()), std::string(api) + ": ctn_grad");
+    check(ctn_grad(md.g, target, static_cast<uint32_t>(wrt.size()), wrt.data(), grads.data()), std::string(api) + ": ctn_grad");
+    if (o.loss_scale > 0) unscale(md, ls, grads, api);
     const uint32_t n = static_cast<uint32_t>(grads.size());
     ctn_node norm = CTN_NODE_NONE;
     if (o.clip_norm > 0 || out_grad_norm) norm = global_norm(md, n, grads.data(), api);
@@ -218,6 +276,7 @@ CTN_API ctn_status ctn_nn_minimize(ctn_model *m, ctn_node loss, const ctn_optimi
       case CTN_OPTIM_ADAM: adam(md, grads.data(), b1, b2, eps, o.weight_decay, false); break;
       default: adam(md, grads.data(), b1, b2, eps, o.weight_decay, true); break;
     }
+    if (o.loss_scale > 0) update_scale(md, ls, o.loss_scale_interval ? o.loss_scale_interval : 2000, api);
     md.lr_now = o.lr;
     if (out_grad_norm) *out_grad_norm = norm;
   });

@@ -56,6 +56,7 @@ run unknown-option 2 train --no-such-option && contains unknown-option err "unkn
 run bad-number 2 train --epochs many && contains bad-number err "--epochs"
 run bad-widths 2 train --model cnn --cnn-widths 16,32,64,xx && contains bad-widths err "C1,C2[,C3],FC[,bn][,valid][,k3]"
 run bad-budget 2 train --memory-budget lots && contains bad-budget err "--memory-budget"
+run bad-precision 2 train --precision f8 && contains bad-precision err "--precision expects f32, bf16 or f16, got 'f8'"
 run no-command 2
 
 # --- version --------------------------------------------------------------------------------
@@ -256,6 +257,22 @@ if [ -r "$DATA_DIR/train-images-idx3-ubyte.gz" ]; then
       fail "train --memory-budget: no minimum in the report"
     fi
   fi
+
+  # --precision: matmuls and convolutions in bf16/f16 (f16 with loss scaling); the precision is
+  # saved in the checkpoint and a resumed run takes it from there.
+  common="--model cnn --cnn-widths 8,16,32,bn --limit 256 --data-dir $DATA_DIR --quiet --eval-batch-size 1000"
+  for prec in bf16 f16; do
+    if run "cnn-$prec" 0 train $common --epochs 2 --stop-after 1 --precision $prec --json "$TMP/cnn-$prec.json" \
+        --checkpoint-dir "$TMP/ck-$prec"; then
+      contains "cnn-$prec" out "training plan autocast $prec: "
+      contains "cnn-$prec" json "\"precision\": \"$prec\""
+      if run "cnn-$prec-resumed" 0 train --resume "$TMP/ck-$prec/cnn-epoch001.safetensors" --data-dir "$DATA_DIR" --quiet \
+          --eval-batch-size 1000; then
+        contains "cnn-$prec-resumed" out "training plan autocast $prec: "
+        contains "cnn-$prec-resumed" out "final test accuracy"
+      fi
+    fi
+  done
 
   # The same with AdamW: its moments and the step (bias correction) come back from the checkpoint.
   common="--model mlp --limit 512 --seed 5 --data-dir $DATA_DIR --quiet --eval-batch-size 1000"

@@ -103,7 +103,7 @@ TEST(Exec, AssignElisionMatchesCopyingAssignments) {
     Model m;
     const ctn_node x = m.build_on_input();
     m.sgd();
-    ctn_compile_options o{sizeof o, disable, nullptr, nullptr, 0, 0};
+    ctn_compile_options o{sizeof o, disable, nullptr, nullptr, 0, 0, CTN_PRECISION_F32};
     ctn_plan *p;
     CTN_ASSERT_OK(ctn_plan_compile(m.g, 1, &m.loss, &o, &p));
     ctn_tensor *xt = make_f32({4, 3}, kX), *out;

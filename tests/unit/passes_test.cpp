@@ -23,7 +23,7 @@ struct G {
   }
 };
 uint32_t steps_of(ctn_graph *g, ctn_node out, const char *op, uint32_t disable = 0, const char **desc = nullptr) {
-  ctn_compile_options o{sizeof o, disable, nullptr, nullptr, 0, 0};
+  ctn_compile_options o{sizeof o, disable, nullptr, nullptr, 0, 0, CTN_PRECISION_F32};
   ctn_plan *p = nullptr;
   EXPECT_EQ(ctn_plan_compile(g, 1, &out, &o, &p), CTN_OK) << ctn_last_error();
   uint32_t n = 0;
@@ -62,7 +62,7 @@ TEST(Passes, IdentitiesDisappear) {
   CTN_ASSERT_OK(ctn_add(t.g, a, t.k(0), &b));
   CTN_ASSERT_OK(ctn_sub(t.g, b, t.k(0), &c));
   CTN_ASSERT_OK(ctn_exp(t.g, c, &d));
-  ctn_compile_options o{sizeof o, 0, nullptr, nullptr, 0, 0};
+  ctn_compile_options o{sizeof o, 0, nullptr, nullptr, 0, 0, CTN_PRECISION_F32};
   ctn_plan *p;
   CTN_ASSERT_OK(ctn_plan_compile(t.g, 1, &d, &o, &p));
   ctn_plan_stats st{};
@@ -125,7 +125,7 @@ TEST(Passes, ConvBiasClampFuses) {
   std::vector<float> xd(108);
   for (size_t i = 0; i < xd.size(); ++i) xd[i] = 3 * std::sin(static_cast<float>(i));
   ctn_tensor *xv = make_f32({1, 3, 6, 6}, xd);
-  ctn_compile_options nofuse{sizeof nofuse, CTN_PASS_FUSION, nullptr, nullptr, 0, 0};
+  ctn_compile_options nofuse{sizeof nofuse, CTN_PASS_FUSION, nullptr, nullptr, 0, 0, CTN_PRECISION_F32};
   auto fused = run_once(t.g, {r}, {x}, {xv});
   auto plain = run_once(t.g, {r}, {x}, {xv}, &nofuse);
   ASSERT_EQ(fused[0].size(), plain[0].size());
@@ -169,7 +169,7 @@ TEST(Passes, MatmulBiasReluFuses) {
   std::vector<float> xd(15);
   for (size_t i = 0; i < xd.size(); ++i) xd[i] = std::sin(static_cast<float>(i));
   ctn_tensor *xv = make_f32({5, 3}, xd);
-  ctn_compile_options nofuse{sizeof nofuse, CTN_PASS_FUSION, nullptr, nullptr, 0, 0};
+  ctn_compile_options nofuse{sizeof nofuse, CTN_PASS_FUSION, nullptr, nullptr, 0, 0, CTN_PRECISION_F32};
   auto fused = run_once(t.g, {r}, {x}, {xv});
   auto plain = run_once(t.g, {r}, {x}, {xv}, &nofuse);
   ASSERT_EQ(fused[0].size(), plain[0].size());

@@ -97,7 +97,7 @@ TEST(Planner, FiftyLayerMlpPeakFarBelowNaiveWithSameResults) {
   for (size_t i = 0; i < xd.size(); ++i) xd[i] = std::cos(static_cast<float>(i));
   ctn_tensor *xt = make_f32({batch, width}, xd);
   ctn_plan_stats planned{}, naive{};
-  ctn_compile_options no_reuse{sizeof no_reuse, CTN_PASS_MEMORY_REUSE, nullptr, nullptr, 0, 0};
+  ctn_compile_options no_reuse{sizeof no_reuse, CTN_PASS_MEMORY_REUSE, nullptr, nullptr, 0, 0, CTN_PRECISION_F32};
   auto r1 = run_once(g, {h}, {x}, {xt}, nullptr, &planned);
   auto r2 = run_once(g, {h}, {x}, {xt}, &no_reuse, &naive);
   // 100 intermediate [32, 64] f32 values (8 KiB each, after fusion 50): at most a few are live.

@@ -84,6 +84,7 @@ struct TrainOptions {
   int32_t fault_rank = 0;
   int fault_signal = 0;
   uint64_t memory_budget = 0;  // ctn_compile_options.memory_budget of the training plan
+  std::string precision = "f32";  // --precision: ctn_compile_options.precision of both plans
   // --time-budget: > 0: training (the updates, not the evaluations) stops after this many
   // seconds and the cosine/linear schedule runs over that time instead of over the updates.
   double time_budget = 0;
@@ -184,7 +185,8 @@ ResumeState read_resume(const std::string &path) {
   r.path = path;
   for (const char *key : {"format", "model", "epoch", "step", "seed", "batch_size", "optimizer",
                           "lr", "momentum", "weight_decay", "schedule", "warmup", "epochs",
-                          "limit", "augment", "history", "cnn_widths", "ranks", "run_id", "onnx_model"}) {
+                          "limit", "augment", "history", "cnn_widths", "ranks", "run_id", "onnx_model",
+                          "precision"}) {
     const char *v = nullptr;
     check(ctn_checkpoint_metadata_get(ck.get(), key, &v), "ctn_checkpoint_metadata_get");
     if (v != nullptr) r.meta[key] = v;
@@ -300,6 +302,10 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
   }
   o.warmup = to_int("warmup", pick("warmup", "warmup", "0"), 0, INT64_MAX / 2);
   o.seed = static_cast<uint64_t>(to_int("seed", pick("seed", "seed", "1"), 0, INT64_MAX));
+  o.precision = pick("precision", "precision", "f32");
+  pick.checked("precision", [&] { return parse_precision(o.precision); });
+  // f16's range is narrow (6e-8 .. 65504): its gradients need dynamic loss scaling.
+  if (o.precision == "f16") o.optim.loss_scale = CTN_LOSS_SCALE_DEFAULT;
   if (args.has("time-budget")) {
     o.time_budget = to_real("time-budget", args.str("time-budget", ""), 0.001, 1e7);
     // The schedule follows the clock: neither resumable nor the same on every rank.
@@ -406,6 +412,7 @@ std::string metadata_json(const TrainOptions &o, int64_t epoch, int64_t step,
       {"epoch", std::to_string(epoch)},
       {"step", std::to_string(step)},
       {"seed", std::to_string(o.seed)},
+      {"precision", o.precision},
       // The loader's position: the next batch is batch 0 of epoch `epoch` (0-based), whose
       // order depends only on (loader_seed, loader_epoch).
       {"loader_seed", std::to_string(o.seed)},
@@ -443,9 +450,9 @@ void write_json(const TrainOptions &o, const std::vector<EpochLog> &log, int64_t
                o.model.c_str(), static_cast<long long>(o.batch), o.optim.name.c_str());
   std::fprintf(f, "  \"lr\": %.9g,\n  \"momentum\": %.9g,\n  \"weight_decay\": %.9g,\n",
                o.optim.lr, o.optim.momentum, o.optim.weight_decay);
-  std::fprintf(f, "  \"schedule\": \"%s\",\n  \"warmup\": %lld,\n  \"seed\": %llu,\n",
+  std::fprintf(f, "  \"schedule\": \"%s\",\n  \"warmup\": %lld,\n  \"seed\": %llu,\n  \"precision\": \"%s\",\n",
                o.schedule.c_str(), static_cast<long long>(o.warmup),
-               static_cast<unsigned long long>(o.seed));
+               static_cast<unsigned long long>(o.seed), o.precision.c_str());
   std::fprintf(f, "  \"train_images\": %lld,\n  \"placement\": \"%s\",\n",
                static_cast<long long>(train_images), json_escape(where).c_str());
   std::fprintf(f, "  \"planned_peak_bytes\": %llu,\n  \"naive_bytes\": %llu,\n",
@@ -471,6 +478,14 @@ void write_json(const TrainOptions &o, const std::vector<EpochLog> &log, int64_t
 }
 
 // What --memory-budget did: peaks, extra FLOPs and the recomputed steps.
+// What --precision did: the plan's "autocast ..." line (ctn_plan_describe).
+void print_autocast(ctn_plan *p) {
+  const char *text = nullptr;
+  check(ctn_plan_describe(p, &text), "ctn_plan_describe");
+  const char *at = std::strstr(text, "autocast ");
+  if (at) std::printf("training plan %.*s\n", static_cast<int>(std::strcspn(at, "\n")), at);
+}
+
 void print_memory_report(ctn_plan *p) {
   ctn_plan_memory_report r{};
   r.struct_size = sizeof r;
@@ -680,12 +695,13 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
     co.data_parallel = comm;
     co.dp_bucket_bytes = o.bucket_bytes;
     co.memory_budget = o.memory_budget;
+    co.precision = parse_precision(o.precision);
     ctn_plan *p = nullptr;
     check(ctn_plan_compile(tm.graph.get(), 1, &tm.loss, &co, &p),
           comm ? "ctn_plan_compile (train, data-parallel)" : "ctn_plan_compile (train)");
     train_plan.reset(p);
   }
-  PlanPtr eval_plan = compile(em.graph.get(), em.logits, "ctn_plan_compile (eval)");
+  PlanPtr eval_plan = compile(em.graph.get(), em.logits, "ctn_plan_compile (eval)", parse_precision(o.precision));
 
   // Every variable (parameters, batch-norm buffers, optimizer state) is checkpointed.
   uint32_t n_vars = 0;
@@ -885,6 +901,7 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
               static_cast<unsigned long long>(stats.naive_bytes),
               human_bytes(stats.persistent_bytes).c_str());
   if (o.memory_budget) print_memory_report(train_plan.get());
+  if (o.precision != "f32") print_autocast(train_plan.get());
   if (!o.json_path.empty()) {
     write_json(o, log, train_images, where, stats, wait_run, ips);
     std::printf("wrote %s\n", o.json_path.c_str());
@@ -963,6 +980,9 @@ const CommandSpec &train_command() {
           {"memory-budget", "BYTES|auto",
            "cap the training plan's planned peak (suffix k, M, G); over it, activations are recomputed "
            "(auto: as low as that gets); results are bit-identical"},
+          {"precision", "f32|bf16|f16",
+           "mixed precision: matmuls and convolutions (and their gradients) in bf16 or f16, the rest and "
+           "the weights in f32; f16 adds dynamic loss scaling (default f32; docs/EXECUTION.md)"},
           {"print-steps", nullptr, "print every update's learning rate and loss (\"step N lr X loss Y\")"},
           {"check-numerics", nullptr, "check every step's output for NaN/inf and stop at the first op that makes one, naming it (slow)"},
           {"distributed", "mpi|nccl", "data-parallel over the ranks of `mpirun -np N`: --batch-size per rank, gradients averaged (docs/DISTRIBUTED.md)"},

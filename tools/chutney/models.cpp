@@ -146,6 +146,7 @@ void add_training(BuiltModel &b, int64_t batch, const OptimConfig &optim) {
   opt.momentum = opt.kind == CTN_OPTIM_SGD ? optim.momentum : 0.0;
   opt.weight_decay = optim.weight_decay;
   opt.clip_norm = optim.clip_norm;
+  opt.loss_scale = optim.loss_scale;
   check(ctn_nn_minimize(m, b.loss, &opt, nullptr), "ctn_nn_minimize");
 }
 
@@ -247,10 +248,20 @@ std::string placement(ctn_context *ctx, ctn_plan *plan) {
   return out.empty() ? "none" : out;
 }
 
-PlanPtr compile(ctn_graph *g, ctn_node output, const char *what) {
+PlanPtr compile(ctn_graph *g, ctn_node output, const char *what, uint32_t precision) {
   ctn_plan *p = nullptr;
-  check(ctn_plan_compile(g, 1, &output, nullptr, &p), what);
+  ctn_compile_options co{};
+  co.struct_size = sizeof co;
+  co.precision = precision;
+  check(ctn_plan_compile(g, 1, &output, &co, &p), what);
   return PlanPtr(p);
+}
+
+uint32_t parse_precision(const std::string &v) {
+  if (v == "f32") return CTN_PRECISION_F32;
+  if (v == "bf16") return CTN_PRECISION_BF16;
+  if (v == "f16") return CTN_PRECISION_F16;
+  throw UsageError("--precision expects f32, bf16 or f16, got '" + v + "'");
 }
 
 }  // namespace ctn_cli

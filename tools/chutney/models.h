@@ -25,6 +25,7 @@ struct OptimConfig {
   double momentum = 0.9;      // sgd
   double weight_decay = 0.0;
   double clip_norm = 0.0;
+  double loss_scale = 0.0;    // > 0: dynamic loss scaling from this scale (--precision f16)
 };
 
 // Shape of the CNN: conv KxK(1->c1) [batch norm] relu pool2, conv KxK(c1->c2) [batch norm] relu
@@ -121,7 +122,10 @@ double evaluate(ctn_plan *plan, const BuiltModel &eval, ctn_loader *loader);
 // "cpu 12 steps" for every backend that runs part of `plan`.
 std::string placement(ctn_context *ctx, ctn_plan *plan);
 
-// ctn_plan_compile with one output.
-PlanPtr compile(ctn_graph *g, ctn_node output, const char *what);
+// ctn_plan_compile with one output, in `precision` (CTN_PRECISION_*).
+PlanPtr compile(ctn_graph *g, ctn_node output, const char *what, uint32_t precision = CTN_PRECISION_F32);
+
+// CTN_PRECISION_* of "f32", "bf16", "f16"; UsageError naming --precision otherwise.
+uint32_t parse_precision(const std::string &v);
 
 }  // namespace ctn_cli

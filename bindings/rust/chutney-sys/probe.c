@@ -57,6 +57,7 @@ int main(void) {
   F(ctn_compile_options, data_parallel);
   F(ctn_compile_options, dp_bucket_bytes);
   F(ctn_compile_options, memory_budget);
+  F(ctn_compile_options, precision);
   S(ctn_plan_stats);
   F(ctn_plan_stats, struct_size);
   F(ctn_plan_stats, n_nodes);
@@ -163,6 +164,8 @@ int main(void) {
   F(ctn_optimizer, beta2);
   F(ctn_optimizer, eps);
   F(ctn_optimizer, clip_norm);
+  F(ctn_optimizer, loss_scale);
+  F(ctn_optimizer, loss_scale_interval);
   S(ctn_lr_schedule);
   F(ctn_lr_schedule, kind);
   F(ctn_lr_schedule, reserved);
@@ -306,6 +309,9 @@ int main(void) {
   K(CTN_CONTEXT_NO_AUTOLOAD);
   K(CTN_OP_INFO_ELEMENTWISE);
   K(CTN_GRAPH_EAGER);
+  K(CTN_PRECISION_F32);
+  K(CTN_PRECISION_BF16);
+  K(CTN_PRECISION_F16);
   K(CTN_MEMORY_BUDGET_AUTO);
   K(CTN_PASS_DCE);
   K(CTN_PASS_CONSTANT_FOLDING);
@@ -333,6 +339,7 @@ int main(void) {
   K(CTN_OPTIM_SGD);
   K(CTN_OPTIM_ADAM);
   K(CTN_OPTIM_ADAMW);
+  K(CTN_LOSS_SCALE_DEFAULT);
   K(CTN_LR_CONSTANT);
   K(CTN_LR_STEP);
   K(CTN_LR_COSINE);

@@ -35,6 +35,9 @@ extern "C" {
 pub const CTN_CONTEXT_NO_AUTOLOAD: u32 = 1;
 pub const CTN_OP_INFO_ELEMENTWISE: u32 = 1;
 pub const CTN_GRAPH_EAGER: u32 = 1;
+pub const CTN_PRECISION_F32: u32 = 0;
+pub const CTN_PRECISION_BF16: u32 = 1;
+pub const CTN_PRECISION_F16: u32 = 2;
 pub const CTN_MEMORY_BUDGET_AUTO: u64 = u64::MAX;
 pub const CTN_PASS_DCE: u32 = 1;
 pub const CTN_PASS_CONSTANT_FOLDING: u32 = 2;
@@ -96,6 +99,7 @@ pub struct ctn_compile_options {
     pub data_parallel: *mut ctn_collective,
     pub dp_bucket_bytes: u64,
     pub memory_budget: u64,
+    pub precision: u32,
 }
 /// C `ctn_plan_stats` (chutney.h).
 #[repr(C)]
@@ -390,6 +394,7 @@ pub const CTN_LAYER_NO_BIAS: i32 = 1;
 pub const CTN_OPTIM_SGD: i32 = 0;
 pub const CTN_OPTIM_ADAM: i32 = 1;
 pub const CTN_OPTIM_ADAMW: i32 = 2;
+pub const CTN_LOSS_SCALE_DEFAULT: i32 = 65536;
 pub const CTN_LR_CONSTANT: i32 = 0;
 pub const CTN_LR_STEP: i32 = 1;
 pub const CTN_LR_COSINE: i32 = 2;
@@ -449,6 +454,8 @@ pub struct ctn_optimizer {
     pub beta2: f64,
     pub eps: f64,
     pub clip_norm: f64,
+    pub loss_scale: f64,
+    pub loss_scale_interval: i64,
 }
 /// C `ctn_lr_schedule` (nn.h).
 #[repr(C)]

@@ -11,7 +11,7 @@ fn rust_lines() -> Vec<String> {
         ctn_context_options { struct_size, flags, plugin_path, backends, num_threads, reserved }
         ctn_backend_info { struct_size, available, name, description, path, abi_major, abi_minor }
         ctn_op_info { struct_size, n_inputs, name, attributes, doc, origin, origin_path, differentiable, flags }
-        ctn_compile_options { struct_size, disable, backends, data_parallel, dp_bucket_bytes, memory_budget }
+        ctn_compile_options { struct_size, disable, backends, data_parallel, dp_bucket_bytes, memory_budget, precision }
         ctn_plan_stats { struct_size, n_nodes, n_steps, n_fused, n_folded, n_inplace, planned_peak_bytes, naive_bytes, persistent_bytes, n_assign_elided, reserved }
         ctn_plan_memory_report { struct_size, n_recomputed, budget, peak_without_budget, peak_bytes, minimum_bytes, flops, extra_flops, recomputed }
         ctn_run_options { struct_size, flags, cancel, timeout_us }
@@ -22,7 +22,7 @@ fn rust_lines() -> Vec<String> {
         ctn_loader_options { struct_size, flags, batch_size, crop_padding, seed, mean, std, num_workers, prefetch, shard_index, shard_count }
         ctn_loader_stats { struct_size, num_workers, batches, samples, waits, wait_seconds, copy_seconds, worker_seconds }
         ctn_layer { kind, units, kernel, stride, pad, flags, p, eps, name }
-        ctn_optimizer { struct_size, kind, lr, momentum, nesterov, reserved, weight_decay, beta1, beta2, eps, clip_norm }
+        ctn_optimizer { struct_size, kind, lr, momentum, nesterov, reserved, weight_decay, beta1, beta2, eps, clip_norm, loss_scale, loss_scale_interval }
         ctn_lr_schedule { kind, reserved, base_lr, warmup_steps, step_size, gamma, total_steps, min_lr }
         ctn_onnx_input_spec { name, value, as_constant, reserved }
         ctn_onnx_options { struct_size, flags, n_inputs, reserved, inputs, external_data_dir }
@@ -54,6 +54,9 @@ fn rust_lines() -> Vec<String> {
         CTN_CONTEXT_NO_AUTOLOAD
         CTN_OP_INFO_ELEMENTWISE
         CTN_GRAPH_EAGER
+        CTN_PRECISION_F32
+        CTN_PRECISION_BF16
+        CTN_PRECISION_F16
         CTN_MEMORY_BUDGET_AUTO
         CTN_PASS_DCE
         CTN_PASS_CONSTANT_FOLDING
@@ -79,6 +82,7 @@ fn rust_lines() -> Vec<String> {
         CTN_OPTIM_SGD
         CTN_OPTIM_ADAM
         CTN_OPTIM_ADAMW
+        CTN_LOSS_SCALE_DEFAULT
         CTN_LR_CONSTANT
         CTN_LR_STEP
         CTN_LR_COSINE

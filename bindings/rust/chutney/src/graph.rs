@@ -687,6 +687,7 @@ impl<'ctx> Graph<'ctx> {
             data_parallel: ptr::null_mut(),
             dp_bucket_bytes: 0,
             memory_budget: options.memory_budget,
+            precision: sys::CTN_PRECISION_F32,
         };
         let mut out = ptr::null_mut();
         // SAFETY: ids holds len values; o and its string outlive the call.

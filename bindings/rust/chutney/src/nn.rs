@@ -408,6 +408,8 @@ impl<'g> Model<'g> {
             beta2: opt.beta2,
             eps: opt.eps,
             clip_norm: opt.clip_norm,
+            loss_scale: 0.0,
+            loss_scale_interval: 0,
         };
         // SAFETY: raw outlives the call.
         self.out(|o| unsafe { sys::ctn_nn_minimize(self.ptr, l, &raw, o) })
