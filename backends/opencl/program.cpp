@@ -99,10 +99,12 @@ std::string device_key(const Backend &be) {
   return hex64(fnv1a(k.data(), k.size()));
 }
 
-std::string program_source(bool fp64) {
+std::string program_source(bool fp64, bool fp16) {
   std::string s;
-  s.reserve((sizeof kClFloatOps + sizeof kClNnOps) * 2 + sizeof kClAnyOps + sizeof kClOclEwOps + 512);
+  s.reserve((sizeof kClFloatOps + sizeof kClNnOps) * 2 + sizeof kClAnyOps + sizeof kClHalfOps +
+            sizeof kClOclEwOps + 512);
   if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define CTN_HAVE_FP64 1\n";
+  if (fp16) s += "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n#define CTN_HAVE_FP16 1\n";
   s += kClOclEwOps;
   s += "#define T float\n#define FN(n) n##_f32\n";
   s += kClFloatOps;
@@ -115,12 +117,15 @@ std::string program_source(bool fp64) {
     s += "#undef T\n#undef FN\n";
   }
   s += kClAnyOps;
+  s += kClHalfOps;
   return s;
 }
 
-ctn_status program_load(Backend &be) {
-  auto t0 = std::chrono::steady_clock::now();
-  const std::string src = program_source(be.fp64);
+namespace {
+
+// The program for be's current fp64/fp16 choice, from the cache or built.
+ctn_status program_get(Backend &be) {
+  const std::string src = program_source(be.fp64, be.fp16);
   std::string key = device_key(be) + '\n' + kBuildOptions + '\n' + src;
   const std::string path = be.cache_dir + "/opencl-" + hex64(fnv1a(key.data(), key.size())) + ".bin";
   cl_int e = CL_SUCCESS;
@@ -160,6 +165,24 @@ ctn_status program_load(Backend &be) {
     be.program_origin = "compiled";
     if (use_cache) write_cached(be, path, p);
   }
+  return CTN_OK;
+}
+
+}  // namespace
+
+ctn_status program_load(Backend &be) {
+  auto t0 = std::chrono::steady_clock::now();
+  ctn_status st = program_get(be);
+  if (st != CTN_OK && be.fp16) {
+    // A driver that reports cl_khr_fp16 but does not compile the native half code: f16 keeps
+    // working as storage with f32 arithmetic.
+    if (be.host->log)
+      be.host->log(CTN_LOG_WARN, "opencl",
+                   "the kernels did not build with cl_khr_fp16; f16 runs with f32 arithmetic");
+    be.fp16 = false;
+    st = program_get(be);
+  }
+  if (st != CTN_OK) return st;
   be.program_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return CTN_OK;

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "case_helpers.hpp"
@@ -381,20 +382,44 @@ const OpCase *CaseTest::begin_case(const std::vector<OpCase> &cases) {
   return IsSkipped() || HasFatalFailure() ? nullptr : &c;
 }
 
+// Whether `backend` has 16-bit float kernels for the op of `c`.
+static bool half_kernels(const std::string &backend, const OpCase &c) {
+  if (backend == "cpu") return true;
+  if ((backend != "opencl" && backend != "vulkan") || c.composite) return false;
+  static const std::set<std::string> kOps = {
+      // the generated elementwise formulas (backends/common/ew_ops.py)
+      "neg", "exp", "log", "sqrt", "abs", "sign", "tanh", "sigmoid", "relu", "gelu", "leaky_relu",
+      "clamp", "erf", "atan", "sin", "cos", "tan", "add", "sub", "mul", "div", "pow", "maximum",
+      "minimum", "relu_grad", "leaky_relu_grad", "gelu_grad", "clamp_grad", "tanh_grad",
+      "sigmoid_grad",
+      // comparisons, where, casts and the data movement of the shape ops
+      "eq", "ne", "lt", "le", "gt", "ge", "where", "cast", "reshape", "permute", "slice", "concat",
+      "broadcast_to"};
+  // Vulkan's gather shader does not scatter 1- or 2-byte elements.
+  return kOps.count(c.op) > 0 || (backend == "opencl" && c.op == "slice_grad");
+}
+
 void CaseTest::check_forward(const std::vector<OpCase> &cases) {
   const OpCase *c = begin_case(cases);
   if (c == nullptr) return;
   for (const Variant &v : c->variants) {
     if (v.cpu_only && backend_ != "cpu") continue;
-    // The 16-bit floats on the CPU backend (its native and widened kernels); other backends
-    // have no 16-bit kernels yet.
+    // The 16-bit floats: on the CPU backend every op (native and widened kernels); on OpenCL and
+    // Vulkan the ops with 16-bit kernels (half_kernels), where they must run unless the device
+    // lacks the feature (then the reason says what it lacks). Every other op declines them there
+    // (GpuHalfFallback in tests.cpp checks that they fall back).
     std::vector<ctn_dtype> fdts = {CTN_F32, CTN_F64};
-    if (backend_ == "cpu" && !v.only_f64 && !v.no_half) fdts.insert(fdts.end(), {CTN_F16, CTN_BF16});
+    const bool half = !v.only_f64 && !v.no_half && half_kernels(backend_, *c);
+    if (half) fdts.insert(fdts.end(), {CTN_F16, CTN_BF16});
     for (ctn_dtype fdt : fdts) {
       if (v.only_f64 && fdt == CTN_F32) continue;
       uint64_t seed = seed_of(c->row + "/" + v.label + "/" + ctn_dtype_name(fdt));
       for (bool all_passes : {false, true}) {
         std::string u = run_forward_variant(backend_, *c, v, fdt, seed, all_passes);
+        if (!u.empty() && backend_ != "cpu" && (fdt == CTN_F16 || fdt == CTN_BF16)) {
+          EXPECT_NE(u.find(" lacks "), std::string::npos)
+              << "a 16-bit op with device kernels was declined: " << u;
+        }
         if (!u.empty()) {
           note_unsupported(u);
           break;

@@ -1,5 +1,5 @@
 /* Kernels that only move bits or convert between dtypes, compiled once. Element types by size:
- * u8 (uchar), u32 (uint), u64 (ulong). CTN_HAVE_FP64 is defined when the device has cl_khr_fp64. */
+ * u8 (uchar), u16 (ushort), u32 (uint), u64 (ulong). CTN_HAVE_FP64 is defined when the device has cl_khr_fp64. */
 
 /* bcast_off (float_ops.cl, which the program holds before this file): the element offset of
  * flat index i of a strided walk. */
@@ -28,6 +28,7 @@
     }                                                                                           \
   }
 CTN_WALK(uchar, u8)
+CTN_WALK(ushort, u16)
 CTN_WALK(uint, u32)
 CTN_WALK(ulong, u64)
 #undef CTN_WALK
