@@ -99,25 +99,41 @@ std::string device_key(const Backend &be) {
   return hex64(fnv1a(k.data(), k.size()));
 }
 
+namespace {
+
+// reduce_ops.cl for dtype suffix `sfx`: arithmetic type t (helpers of suffix acc), stored type
+// st loaded and stored through ld / store (macro names taking (p, i) and (v, p, i)).
+std::string reduce_instance(const char *t, const char *st, const char *sfx, const char *acc,
+                            const char *ld, const char *store) {
+  return std::string("#define T ") + t + "\n#define S " + st + "\n#define FN(n) n##_" + sfx +
+         "\n#define AFN(n) n##_" + acc + "\n#define LD(p, i) " + ld + "\n#define ST(v, p, i) " +
+         store + "\n" + kClReduceOps + "#undef T\n#undef S\n#undef FN\n#undef AFN\n#undef LD\n#undef ST\n";
+}
+
+}  // namespace
+
 std::string program_source(bool fp64, bool fp16) {
   std::string s;
-  s.reserve((sizeof kClFloatOps + sizeof kClNnOps) * 2 + sizeof kClAnyOps + sizeof kClHalfOps +
-            sizeof kClOclEwOps + 512);
+  s.reserve((sizeof kClFloatOps + sizeof kClNnOps + sizeof kClReduceOps) * 2 + sizeof kClAnyOps +
+            sizeof kClHalfOps + sizeof kClReduceOps * 2 + sizeof kClOclEwOps + 1024);
   if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define CTN_HAVE_FP64 1\n";
   if (fp16) s += "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n#define CTN_HAVE_FP16 1\n";
   s += kClOclEwOps;
-  s += "#define T float\n#define FN(n) n##_f32\n";
-  s += kClFloatOps;
-  s += kClNnOps;
-  s += "#undef T\n#undef FN\n";
-  if (fp64) {
-    s += "#define T double\n#define FN(n) n##_f64\n";
+  for (const char *t : {"float", "double"}) {
+    const bool f64 = t[0] == 'd';
+    if (f64 && !fp64) continue;
+    const char *sfx = f64 ? "f64" : "f32";
+    s += std::string("#define T ") + t + "\n#define FN(n) n##_" + sfx + "\n";
     s += kClFloatOps;
     s += kClNnOps;
     s += "#undef T\n#undef FN\n";
+    s += reduce_instance(t, t, sfx, sfx, "(p)[i]", "((p)[i] = (v))");
   }
   s += kClAnyOps;
   s += kClHalfOps;
+  // The 16-bit floats: stored as half / ushort, summed in f32 (half_ops.cl's loads and stores).
+  s += reduce_instance("float", "half", "f16", "f32", "CTN_LD_f16(p, i)", "CTN_ST_f16(v, p, i)");
+  s += reduce_instance("float", "ushort", "bf16", "f32", "CTN_LD_bf16(p, i)", "CTN_ST_bf16(v, p, i)");
   return s;
 }
 

@@ -394,7 +394,9 @@ static bool half_kernels(const std::string &backend, const OpCase &c) {
       "sigmoid_grad",
       // comparisons, where, casts and the data movement of the shape ops
       "eq", "ne", "lt", "le", "gt", "ge", "where", "cast", "reshape", "permute", "slice", "concat",
-      "broadcast_to"};
+      "broadcast_to",
+      // reductions and the softmax family (16-bit storage, f32 sums)
+      "sum", "mean", "max", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad"};
   // Vulkan's gather shader does not scatter 1- or 2-byte elements.
   return kOps.count(c.op) > 0 || (backend == "opencl" && c.op == "slice_grad");
 }

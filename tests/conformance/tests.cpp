@@ -286,19 +286,20 @@ INSTANTIATE_TEST_SUITE_P(Passes, Fusion, ::testing::ValuesIn(backend_names()),
 
 // ---- 16-bit floats on the device backends ----------------------------------------------------------
 
-// OpenCL and Vulkan run the elementwise ops in f16 themselves (the Forward cases check them);
-// an op without 16-bit kernels there (softmax) declines f16 with a reason naming the dtype, and a
-// plan listing the backend first places exp on it and softmax on the CPU, with the right values.
+// OpenCL and Vulkan run the elementwise ops, reductions and softmax in f16 themselves (the
+// Forward cases check them); an op without 16-bit kernels there (matmul) declines f16 with a
+// reason naming the dtype, and a plan listing the backend first places exp on it and matmul on
+// the CPU, with the right values.
 class GpuHalfFallback : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(GpuHalfFallback, SoftmaxFallsBackToTheCpu) {
+TEST_P(GpuHalfFallback, MatmulFallsBackToTheCpu) {
   const std::string backend = GetParam();
   ASSERT_NE(context(), nullptr) << setup_error();
   const BackendEntry *b = find_backend(backend);
   if (b == nullptr || !b->available) GTEST_SKIP() << backend << " is not available here";
   int32_t supported = 1;
   const char *reason = nullptr;
-  CTN_ASSERT_OK(ctn_context_op_support(context(), backend.c_str(), "softmax", CTN_F16, &supported,
+  CTN_ASSERT_OK(ctn_context_op_support(context(), backend.c_str(), "matmul", CTN_F16, &supported,
                                        &reason));
   EXPECT_EQ(supported, 0);
   EXPECT_NE(std::string(reason ? reason : "").find("f16"), std::string::npos) << reason;
@@ -312,26 +313,26 @@ TEST_P(GpuHalfFallback, SoftmaxFallsBackToTheCpu) {
   ctn_graph *graw = nullptr;
   CTN_ASSERT_OK(ctn_graph_create(context(), 0, &graw));
   GraphPtr g(graw);
-  const int64_t shape[2] = {3, 5};
+  const int64_t shape[2] = {3, 4};
   ctn_node x = CTN_NODE_NONE, e = CTN_NODE_NONE, y = CTN_NODE_NONE;
   CTN_ASSERT_OK(ctn_input(g.get(), "x", CTN_F16, 2, shape, &x));
   CTN_ASSERT_OK(ctn_exp(g.get(), x, &e));
-  CTN_ASSERT_OK(ctn_softmax(g.get(), e, -1, &y));
+  CTN_ASSERT_OK(ctn_matmul(g.get(), e, x, 0, 1, &y));  // exp(x) @ x^T: [3, 3]
   ctn_compile_options o = compile_options(backend, false);
   const std::string list = backend + ",cpu";
   o.backends = list.c_str();
   ctn_plan *praw = nullptr;
   CTN_ASSERT_OK(ctn_plan_compile(g.get(), 1, &y, &o, &praw));
   PlanPtr plan(praw);
-  uint32_t exp_dev = 0, sm_dev = 0, sm_cpu = 0;
+  uint32_t exp_dev = 0, mm_dev = 0, mm_cpu = 0;
   CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), backend.c_str(), "exp", &exp_dev));
-  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), backend.c_str(), "softmax", &sm_dev));
-  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), "cpu", "softmax", &sm_cpu));
+  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), backend.c_str(), "matmul", &mm_dev));
+  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), "cpu", "matmul", &mm_cpu));
   EXPECT_EQ(exp_dev, 1u);
-  EXPECT_EQ(sm_dev, 0u);
-  EXPECT_EQ(sm_cpu, 1u);
+  EXPECT_EQ(mm_dev, 0u);
+  EXPECT_EQ(mm_cpu, 1u);
 
-  Arr xin = make_arr({3, 5});
+  Arr xin = make_arr({3, 4});
   for (size_t i = 0; i < xin.v.size(); ++i) xin.v[i] = round_to(-1.0 + 0.125 * static_cast<double>(i), CTN_F16);
   TensorPtr xt(make_tensor(CTN_F16, xin.shape, xin.v));
   ASSERT_NE(xt, nullptr) << ctn_last_error();
@@ -344,12 +345,16 @@ TEST_P(GpuHalfFallback, SoftmaxFallsBackToTheCpu) {
   ctn_dtype odt = CTN_F32;
   Arr got = read_tensor(out.get(), &odt);
   EXPECT_EQ(odt, CTN_F16);
-  for (int64_t r = 0; r < 3; ++r) {
-    double ex[5], sum = 0;
-    for (int64_t j = 0; j < 5; ++j) sum += ex[j] = std::exp(round_to(std::exp(xin.v[r * 5 + j]), CTN_F16));
-    for (int64_t j = 0; j < 5; ++j)
-      EXPECT_NEAR(got.v[r * 5 + j], ex[j] / sum, 2e-3 * ex[j] / sum + 1e-4) << r << "," << j;
-  }
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t c = 0; c < 3; ++c) {
+      double want = 0, mag = 0;
+      for (int64_t k = 0; k < 4; ++k) {
+        const double t = round_to(std::exp(xin.v[r * 4 + k]), CTN_F16) * xin.v[c * 4 + k];
+        want += t;
+        mag += std::fabs(t);
+      }
+      EXPECT_NEAR(got.v[r * 3 + c], want, 2e-3 * mag) << r << "," << c;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Half, GpuHalfFallback, ::testing::Values("opencl", "vulkan"),
