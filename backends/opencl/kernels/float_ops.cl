@@ -60,27 +60,24 @@ __kernel void FN(binary)(int op, long n, int nd, __global const long *meta, int 
   }
 }
 
-/* ---- comparisons: output bool (uchar); half_ops.cl compares 16-bit floats through the f32 one ---- */
-inline int FN(ew_compare)(int op, T u, T v) {
-  int r = 0;
-  switch (op) {
-    case CTN_EW_EQ: r = u == v; break;
-    case CTN_EW_NE: r = u != v; break;
-    case CTN_EW_LT: r = u < v; break;
-    case CTN_EW_LE: r = u <= v; break;
-    case CTN_EW_GT: r = u > v; break;
-    case CTN_EW_GE: r = u >= v; break;
-  }
-  return r;
-}
-
+/* ---- comparisons: output bool (uchar) ---- */
 __kernel void FN(compare)(int op, long n, int nd, __global const long *meta, int ma, int mb,
                           __global const T *a, long ao, __global const T *b, long bo,
                           __global uchar *y, long yo) {
   for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
     long ia = ma == 0 ? i : ma == 1 ? 0 : bcast_off(i, nd, meta, meta + nd);
     long ib = mb == 0 ? i : mb == 1 ? 0 : bcast_off(i, nd, meta, meta + 2 * nd);
-    y[yo + i] = (uchar)FN(ew_compare)(op, a[ao + ia], b[bo + ib]);
+    T u = a[ao + ia], v = b[bo + ib];
+    int r = 0;
+    switch (op) {
+      case CTN_EW_EQ: r = u == v; break;
+      case CTN_EW_NE: r = u != v; break;
+      case CTN_EW_LT: r = u < v; break;
+      case CTN_EW_LE: r = u <= v; break;
+      case CTN_EW_GT: r = u > v; break;
+      case CTN_EW_GE: r = u >= v; break;
+    }
+    y[yo + i] = (uchar)r;
   }
 }
 

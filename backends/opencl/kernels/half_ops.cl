@@ -1,6 +1,6 @@
 /* The 16-bit floats (since 1.5): f16 and bf16 tensors of the elementwise ops, comparisons and
  * casts. The program holds this file after float_ops.cl (the f32 instance: ew_unary_f32,
- * ew_binary_f32, ew_compare_f32) and any_ops.cl.
+ * ew_binary_f32) and any_ops.cl (CTN_CMP).
  *
  * Storage: f16 through vload_half / vstore_half_rte (core OpenCL 1.2: every device), bf16 as
  * ushort, widened by a shift and narrowed to nearest even in ctn_bf16_bits (desc.h's rule).
@@ -50,7 +50,7 @@ inline float ew_binary_f16(int op, float af, float bf, float f0, float f1) {
 #define ew_unary_bf16 ew_unary_f32
 #define ew_binary_bf16 ew_binary_f32
 
-/* unary_<S>, binary_<S> and compare_<S> with the arguments of float_ops.cl's (f0, f1 as float). */
+/* unary_<S> and binary_<S> with the arguments of float_ops.cl's (f0, f1 as float). */
 #define CTN_HALF_EW(S, E)                                                                        \
   __kernel void unary_##S(int op, long n, __global const E *x, long xo, __global E *y, long yo, \
                           float f0, float f1) {                                                  \
@@ -66,19 +66,14 @@ inline float ew_binary_f16(int op, float af, float bf, float f0, float f1) {
       float r = ew_binary_##S(op, CTN_LD_##S(a, ao + ia), CTN_LD_##S(b, bo + ib), f0, f1);      \
       CTN_ST_##S(r, y, yo + i);                                                                  \
     }                                                                                            \
-  }                                                                                              \
-  __kernel void compare_##S(int op, long n, int nd, __global const long *meta, int ma, int mb,  \
-                            __global const E *a, long ao, __global const E *b, long bo,         \
-                            __global uchar *y, long yo) {                                       \
-    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {                           \
-      long ia = ma == 0 ? i : ma == 1 ? 0 : bcast_off(i, nd, meta, meta + nd);                  \
-      long ib = mb == 0 ? i : mb == 1 ? 0 : bcast_off(i, nd, meta, meta + 2 * nd);              \
-      y[yo + i] = (uchar)ew_compare_f32(op, CTN_LD_##S(a, ao + ia), CTN_LD_##S(b, bo + ib));    \
-    }                                                                                            \
   }
 CTN_HALF_EW(f16, half)
 CTN_HALF_EW(bf16, ushort)
 #undef CTN_HALF_EW
+/* compare_f16, compare_bf16: any_ops.cl's comparison kernel on the widened values. */
+CTN_CMP(half, f16, float, CTN_LD_f16)
+CTN_CMP(ushort, bf16, float, CTN_LD_bf16)
+#undef CTN_CMP
 
 /* Casts from and to the 16-bit floats, by the rules of any_ops.cl (float -> integer saturates
  * toward zero, NaN -> 0; -> bool is x != 0): a 16-bit source widens exactly to f32 first; a
