@@ -1,5 +1,6 @@
 // The conformance tests, instantiated for every backend the context reports (available or not:
 // an unavailable one is skipped with its reason).
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -286,21 +287,21 @@ INSTANTIATE_TEST_SUITE_P(Passes, Fusion, ::testing::ValuesIn(backend_names()),
 
 // ---- 16-bit floats on the device backends ----------------------------------------------------------
 
-// OpenCL and Vulkan run the elementwise ops, reductions and softmax in f16 themselves (the
-// Forward cases check them); an op without 16-bit kernels there (matmul) declines f16 with a
-// reason naming the dtype, and a plan listing the backend first places exp on it and matmul on
-// the CPU, with the right values.
+// OpenCL and Vulkan run the elementwise ops, reductions and softmax (Vulkan also matmul) in f16
+// themselves (the Forward cases check them); an op without 16-bit kernels on either (max_pool2d)
+// declines f16 with a reason naming the dtype, and a plan listing the backend first places exp
+// on it and the pooling on the CPU, with the right values.
 class GpuHalfFallback : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(GpuHalfFallback, MatmulFallsBackToTheCpu) {
+TEST_P(GpuHalfFallback, PoolingFallsBackToTheCpu) {
   const std::string backend = GetParam();
   ASSERT_NE(context(), nullptr) << setup_error();
   const BackendEntry *b = find_backend(backend);
   if (b == nullptr || !b->available) GTEST_SKIP() << backend << " is not available here";
   int32_t supported = 1;
   const char *reason = nullptr;
-  CTN_ASSERT_OK(ctn_context_op_support(context(), backend.c_str(), "matmul", CTN_F16, &supported,
-                                       &reason));
+  CTN_ASSERT_OK(ctn_context_op_support(context(), backend.c_str(), "max_pool2d", CTN_F16,
+                                       &supported, &reason));
   EXPECT_EQ(supported, 0);
   EXPECT_NE(std::string(reason ? reason : "").find("f16"), std::string::npos) << reason;
   CTN_ASSERT_OK(ctn_context_op_support(context(), backend.c_str(), "exp", CTN_F16, &supported,
@@ -313,27 +314,28 @@ TEST_P(GpuHalfFallback, MatmulFallsBackToTheCpu) {
   ctn_graph *graw = nullptr;
   CTN_ASSERT_OK(ctn_graph_create(context(), 0, &graw));
   GraphPtr g(graw);
-  const int64_t shape[2] = {3, 4};
+  const int64_t shape[4] = {1, 1, 4, 4};
   ctn_node x = CTN_NODE_NONE, e = CTN_NODE_NONE, y = CTN_NODE_NONE;
-  CTN_ASSERT_OK(ctn_input(g.get(), "x", CTN_F16, 2, shape, &x));
+  CTN_ASSERT_OK(ctn_input(g.get(), "x", CTN_F16, 4, shape, &x));
   CTN_ASSERT_OK(ctn_exp(g.get(), x, &e));
-  CTN_ASSERT_OK(ctn_matmul(g.get(), e, x, 0, 1, &y));  // exp(x) @ x^T: [3, 3]
+  CTN_ASSERT_OK(ctn_max_pool2d(g.get(), e, 2, 2, 2, 2, 0, 0, &y));  // [1, 1, 2, 2]
   ctn_compile_options o = compile_options(backend, false);
   const std::string list = backend + ",cpu";
   o.backends = list.c_str();
   ctn_plan *praw = nullptr;
   CTN_ASSERT_OK(ctn_plan_compile(g.get(), 1, &y, &o, &praw));
   PlanPtr plan(praw);
-  uint32_t exp_dev = 0, mm_dev = 0, mm_cpu = 0;
+  uint32_t exp_dev = 0, pool_dev = 0, pool_cpu = 0;
   CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), backend.c_str(), "exp", &exp_dev));
-  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), backend.c_str(), "matmul", &mm_dev));
-  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), "cpu", "matmul", &mm_cpu));
+  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), backend.c_str(), "max_pool2d", &pool_dev));
+  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), "cpu", "max_pool2d", &pool_cpu));
   EXPECT_EQ(exp_dev, 1u);
-  EXPECT_EQ(mm_dev, 0u);
-  EXPECT_EQ(mm_cpu, 1u);
+  EXPECT_EQ(pool_dev, 0u);
+  EXPECT_EQ(pool_cpu, 1u);
 
-  Arr xin = make_arr({3, 4});
-  for (size_t i = 0; i < xin.v.size(); ++i) xin.v[i] = round_to(-1.0 + 0.125 * static_cast<double>(i), CTN_F16);
+  Arr xin = make_arr({1, 1, 4, 4});
+  for (size_t i = 0; i < xin.v.size(); ++i)  // a zigzag, so each window's maximum sits elsewhere
+    xin.v[i] = round_to(0.1875 * static_cast<double>((i * 7) % 16) - 1.0, CTN_F16);
   TensorPtr xt(make_tensor(CTN_F16, xin.shape, xin.v));
   ASSERT_NE(xt, nullptr) << ctn_last_error();
   ctn_tensor *oraw = nullptr;
@@ -345,15 +347,14 @@ TEST_P(GpuHalfFallback, MatmulFallsBackToTheCpu) {
   ctn_dtype odt = CTN_F32;
   Arr got = read_tensor(out.get(), &odt);
   EXPECT_EQ(odt, CTN_F16);
-  for (int64_t r = 0; r < 3; ++r)
-    for (int64_t c = 0; c < 3; ++c) {
-      double want = 0, mag = 0;
-      for (int64_t k = 0; k < 4; ++k) {
-        const double t = round_to(std::exp(xin.v[r * 4 + k]), CTN_F16) * xin.v[c * 4 + k];
-        want += t;
-        mag += std::fabs(t);
-      }
-      EXPECT_NEAR(got.v[r * 3 + c], want, 2e-3 * mag) << r << "," << c;
+  ASSERT_EQ(got.v.size(), 4u);
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t c = 0; c < 2; ++c) {
+      double want = 0;
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 2; ++j)
+          want = std::max(want, round_to(std::exp(xin.v[(2 * r + i) * 4 + 2 * c + j]), CTN_F16));
+      EXPECT_EQ(got.v[r * 2 + c], want) << r << "," << c;  // exp rounded once, max exact
     }
 }
 

@@ -10,8 +10,8 @@ layout(constant_id = 2) const int OP = 0;  // CTN_EW_EQ ... CTN_EW_GE
 layout(constant_id = 3) const int MODE0 = 0;
 layout(constant_id = 4) const int MODE1 = 0;
 
-layout(std430, binding = 0) readonly buffer B0 { S a[]; };
-layout(std430, binding = 1) readonly buffer B1 { S b[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM a[]; };
+layout(std430, binding = 1) readonly buffer B1 { ELEM b[]; };
 layout(std430, binding = 2) buffer B2 { uint y[]; };
 layout(std430, binding = 3) readonly buffer B3 { uint p[]; };
 

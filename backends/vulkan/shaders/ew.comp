@@ -1,7 +1,7 @@
 #version 450
 // Elementwise ops with numpy broadcasting: unary, binary, backward helpers, where and the
 // optimizer updates. One invocation per output element. MODEj: 0 = input j has the output's
-// layout (index i), 1 = one element, 2 = strided (broadcast) walk. S is the stored element type
+// layout (index i), 1 = one element, 2 = strided (broadcast) walk. ELEM is the stored element type
 // (storage.glsl): T, or a 16-bit float with f32 arithmetic.
 #include "common.glsl"
 #include "math.glsl"
@@ -16,13 +16,13 @@ layout(constant_id = 6) const int MODE3 = 0;
 #ifdef WHERE
 layout(std430, binding = 0) readonly buffer B0 { uint cw[]; };
 #else
-layout(std430, binding = 0) readonly buffer B0 { S a[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM a[]; };
 #endif
-layout(std430, binding = 1) readonly buffer B1 { S b[]; };
-layout(std430, binding = 2) readonly buffer B2 { S c[]; };
-layout(std430, binding = 3) readonly buffer B3 { S d[]; };
+layout(std430, binding = 1) readonly buffer B1 { ELEM b[]; };
+layout(std430, binding = 2) readonly buffer B2 { ELEM c[]; };
+layout(std430, binding = 3) readonly buffer B3 { ELEM d[]; };
 layout(std430, binding = 4) readonly buffer B4 { uint sw[]; };  // an i64 step (2 words)
-layout(std430, binding = 5) writeonly buffer B5 { S y[]; };
+layout(std430, binding = 5) writeonly buffer B5 { ELEM y[]; };
 layout(std430, binding = 6) readonly buffer B6 { uint p[]; };
 
 #include "index.glsl"
@@ -43,7 +43,7 @@ void main() {
 #ifdef WHERE
   uint ci = pc.off[0] * 4u + in_index(MODE0, li, gi, 0);
   bool cond = ((cw[ci >> 2] >> (8u * (ci & 3u))) & 0xffu) != 0u;
-  // Element to element (S may be a 16-bit type, which only buffer members can have).
+  // Element to element (ELEM may be a 16-bit type, which only buffer members can have).
   if (cond) y[pc.off[5] + li] = b[pc.off[1] + in_index(MODE1, li, gi, 1)];
   else y[pc.off[5] + li] = c[pc.off[2] + in_index(MODE2, li, gi, 2)];
 #else

@@ -6,12 +6,12 @@
 // p[35] = scale as float bits, p[36..37] = scale as double words.
 #include "common.glsl"
 #include "math.glsl"
-#include "storage.glsl"  // S: T, or f16/bf16 summed in f32
+#include "storage.glsl"  // ELEM: T, or f16/bf16 summed in f32
 
 layout(constant_id = 2) const int OP = 0;  // 0 sum, 1 mean, 2 max
 
-layout(std430, binding = 0) readonly buffer B0 { S x[]; };
-layout(std430, binding = 1) writeonly buffer B1 { S y[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM x[]; };
+layout(std430, binding = 1) writeonly buffer B1 { ELEM y[]; };
 layout(std430, binding = 2) readonly buffer B2 { uint p[]; };
 
 shared T sh[gl_WorkGroupSize.x];

@@ -3,13 +3,13 @@
 // rows of `len` elements, `inner` apart). Params: p[0] = len, p[1] = inner.
 #include "common.glsl"
 #include "math.glsl"
-#include "storage.glsl"  // S: T, or f16/bf16 with f32 arithmetic
+#include "storage.glsl"  // ELEM: T, or f16/bf16 with f32 arithmetic
 
 layout(constant_id = 2) const int OP = 0;  // 0 softmax, 1 log_softmax, 2 softmax_grad, 3 log_softmax_grad
 
-layout(std430, binding = 0) readonly buffer B0 { S x[]; };
-layout(std430, binding = 1) readonly buffer B1 { S dy[]; };
-layout(std430, binding = 2) buffer B2 { S y[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM x[]; };
+layout(std430, binding = 1) readonly buffer B1 { ELEM dy[]; };
+layout(std430, binding = 2) buffer B2 { ELEM y[]; };
 layout(std430, binding = 3) readonly buffer B3 { uint p[]; };
 
 shared T sh[gl_WorkGroupSize.x];
