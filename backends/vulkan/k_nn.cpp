@@ -11,7 +11,7 @@ namespace ctn_vk {
 namespace {
 
 const char *variant(const char *base, int32_t dtype, std::string *buf) {
-  *buf = std::string(base) + (dtype == CTN_F64 ? ".f64" : ".f32");
+  *buf = std::string(base) + "." + dtype_name(dtype);
   return buf->c_str();
 }
 
@@ -88,7 +88,7 @@ ctn_status make_conv(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, 
   const char *op = sig->op;
   const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
   ctn_status st = CTN_OK;
-  if (!float_ok(be, sig, a.dtype, &st)) return st;
+  if (!float_ok(be, sig, a.dtype, &st, true)) return st;  // f16/bf16: products summed in f32
   const int64_t *at = sig->attrs->i;
   const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5], g = at[6];
   const ctn_tensor_desc *cx, *cw, *cy;
@@ -120,7 +120,7 @@ ctn_status make_conv(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, 
     const uint64_t gy = (static_cast<uint64_t>(rows) + 2 * sgs - 1) / (2 * sgs);
     if (gx <= be.max_groups_x && gy <= be.max_groups_y && static_cast<uint64_t>(g) <= be.max_groups_z) {
       const Pipeline *pipe = nullptr;
-      name = "conv_sg" + std::to_string(sgs) + (a.dtype == CTN_F64 ? ".f64" : ".f32");
+      name = "conv_sg" + std::to_string(sgs) + "." + dtype_name(a.dtype);
       if ((st = get_pipeline(be, name.c_str(), {static_cast<int32_t>(sgs), 1, kind}, 4, &pipe)) != CTN_OK) {
         kernel_delete(k);
         return st;
