@@ -170,7 +170,7 @@ ctn_status make_pool(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, 
   const char *op = sig->op;
   const ctn_tensor_desc &y = *sig->output;
   ctn_status st = CTN_OK;
-  if (!float_ok(be, sig, y.dtype, &st)) return st;
+  if (!float_ok(be, sig, y.dtype, &st, true)) return st;  // f16/bf16: compared and summed in f32
   const bool grad = kind == 1 || kind == 3;
   const ctn_tensor_desc &big = kind == 3 ? y : sig->inputs[0];
   const ctn_tensor_desc &small = kind == 3 ? sig->inputs[0] : grad ? sig->inputs[2] : y;

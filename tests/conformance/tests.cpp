@@ -1,6 +1,5 @@
 // The conformance tests, instantiated for every backend the context reports (available or not:
 // an unavailable one is skipped with its reason).
-#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -287,20 +286,20 @@ INSTANTIATE_TEST_SUITE_P(Passes, Fusion, ::testing::ValuesIn(backend_names()),
 
 // ---- 16-bit floats on the device backends ----------------------------------------------------------
 
-// OpenCL and Vulkan run the elementwise ops, reductions and softmax (Vulkan also matmul) in f16
-// themselves (the Forward cases check them); an op without 16-bit kernels on either (max_pool2d)
-// declines f16 with a reason naming the dtype, and a plan listing the backend first places exp
-// on it and the pooling on the CPU, with the right values.
+// OpenCL and Vulkan run the elementwise ops, reductions and softmax (Vulkan also matmul,
+// convolutions and pooling) in f16 themselves (the Forward cases check them); an op without
+// 16-bit kernels on either (cross_entropy) declines f16 with a reason naming the dtype, and a plan
+// listing the backend first places exp on it and the loss on the CPU, with the right value.
 class GpuHalfFallback : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(GpuHalfFallback, PoolingFallsBackToTheCpu) {
+TEST_P(GpuHalfFallback, CrossEntropyFallsBackToTheCpu) {
   const std::string backend = GetParam();
   ASSERT_NE(context(), nullptr) << setup_error();
   const BackendEntry *b = find_backend(backend);
   if (b == nullptr || !b->available) GTEST_SKIP() << backend << " is not available here";
   int32_t supported = 1;
   const char *reason = nullptr;
-  CTN_ASSERT_OK(ctn_context_op_support(context(), backend.c_str(), "max_pool2d", CTN_F16,
+  CTN_ASSERT_OK(ctn_context_op_support(context(), backend.c_str(), "cross_entropy", CTN_F16,
                                        &supported, &reason));
   EXPECT_EQ(supported, 0);
   EXPECT_NE(std::string(reason ? reason : "").find("f16"), std::string::npos) << reason;
@@ -314,48 +313,55 @@ TEST_P(GpuHalfFallback, PoolingFallsBackToTheCpu) {
   ctn_graph *graw = nullptr;
   CTN_ASSERT_OK(ctn_graph_create(context(), 0, &graw));
   GraphPtr g(graw);
-  const int64_t shape[4] = {1, 1, 4, 4};
-  ctn_node x = CTN_NODE_NONE, e = CTN_NODE_NONE, y = CTN_NODE_NONE;
-  CTN_ASSERT_OK(ctn_input(g.get(), "x", CTN_F16, 4, shape, &x));
+  const int64_t shape[2] = {3, 4}, lshape[1] = {3};
+  ctn_node x = CTN_NODE_NONE, lab = CTN_NODE_NONE, e = CTN_NODE_NONE, y = CTN_NODE_NONE;
+  CTN_ASSERT_OK(ctn_input(g.get(), "x", CTN_F16, 2, shape, &x));
+  CTN_ASSERT_OK(ctn_input(g.get(), "labels", CTN_I32, 1, lshape, &lab));
   CTN_ASSERT_OK(ctn_exp(g.get(), x, &e));
-  CTN_ASSERT_OK(ctn_max_pool2d(g.get(), e, 2, 2, 2, 2, 0, 0, &y));  // [1, 1, 2, 2]
+  CTN_ASSERT_OK(ctn_cross_entropy(g.get(), e, lab, &y));  // 0-d f16
   ctn_compile_options o = compile_options(backend, false);
   const std::string list = backend + ",cpu";
   o.backends = list.c_str();
   ctn_plan *praw = nullptr;
   CTN_ASSERT_OK(ctn_plan_compile(g.get(), 1, &y, &o, &praw));
   PlanPtr plan(praw);
-  uint32_t exp_dev = 0, pool_dev = 0, pool_cpu = 0;
+  uint32_t exp_dev = 0, ce_dev = 0, ce_cpu = 0;
   CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), backend.c_str(), "exp", &exp_dev));
-  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), backend.c_str(), "max_pool2d", &pool_dev));
-  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), "cpu", "max_pool2d", &pool_cpu));
+  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), backend.c_str(), "cross_entropy", &ce_dev));
+  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), "cpu", "cross_entropy", &ce_cpu));
   EXPECT_EQ(exp_dev, 1u);
-  EXPECT_EQ(pool_dev, 0u);
-  EXPECT_EQ(pool_cpu, 1u);
+  EXPECT_EQ(ce_dev, 0u);
+  EXPECT_EQ(ce_cpu, 1u);
 
-  Arr xin = make_arr({1, 1, 4, 4});
-  for (size_t i = 0; i < xin.v.size(); ++i)  // a zigzag, so each window's maximum sits elsewhere
-    xin.v[i] = round_to(0.1875 * static_cast<double>((i * 7) % 16) - 1.0, CTN_F16);
-  TensorPtr xt(make_tensor(CTN_F16, xin.shape, xin.v));
+  Arr xin = make_arr({3, 4}), lin = make_arr({3});
+  for (size_t i = 0; i < xin.v.size(); ++i)
+    xin.v[i] = round_to(0.1875 * static_cast<double>((i * 7) % 12) - 1.0, CTN_F16);
+  lin.v = {2, 0, 3};
+  TensorPtr xt(make_tensor(CTN_F16, xin.shape, xin.v)), lt(make_tensor(CTN_I32, lin.shape, lin.v));
   ASSERT_NE(xt, nullptr) << ctn_last_error();
+  ASSERT_NE(lt, nullptr) << ctn_last_error();
   ctn_tensor *oraw = nullptr;
   CTN_ASSERT_OK(ctn_plan_output_create(plan.get(), 0, &oraw));
   TensorPtr out(oraw);
-  const ctn_tensor *feeds[] = {xt.get()};
+  const ctn_node feed_nodes[] = {x, lab};
+  const ctn_tensor *feeds[] = {xt.get(), lt.get()};
   ctn_tensor *const outs[] = {out.get()};
-  CTN_ASSERT_OK(ctn_plan_run(plan.get(), 1, &x, feeds, 1, outs));
+  CTN_ASSERT_OK(ctn_plan_run(plan.get(), 2, feed_nodes, feeds, 1, outs));
   ctn_dtype odt = CTN_F32;
   Arr got = read_tensor(out.get(), &odt);
   EXPECT_EQ(odt, CTN_F16);
-  ASSERT_EQ(got.v.size(), 4u);
-  for (int64_t r = 0; r < 2; ++r)
-    for (int64_t c = 0; c < 2; ++c) {
-      double want = 0;
-      for (int64_t i = 0; i < 2; ++i)
-        for (int64_t j = 0; j < 2; ++j)
-          want = std::max(want, round_to(std::exp(xin.v[(2 * r + i) * 4 + 2 * c + j]), CTN_F16));
-      EXPECT_EQ(got.v[r * 2 + c], want) << r << "," << c;  // exp rounded once, max exact
+  ASSERT_EQ(got.v.size(), 1u);
+  double want = 0;  // mean over rows of logsumexp(e) - e[label], e = exp(x) rounded to f16
+  for (int64_t r = 0; r < 3; ++r) {
+    double s = 0, el = 0;
+    for (int64_t j = 0; j < 4; ++j) {
+      const double v = round_to(std::exp(xin.v[r * 4 + j]), CTN_F16);
+      s += std::exp(v);
+      if (j == static_cast<int64_t>(lin.v[r])) el = v;
     }
+    want += (std::log(s) - el) / 3;
+  }
+  EXPECT_NEAR(got.v[0], want, 2e-3 * std::fabs(want));
 }
 
 INSTANTIATE_TEST_SUITE_P(Half, GpuHalfFallback, ::testing::Values("opencl", "vulkan"),
