@@ -1,6 +1,8 @@
 // The conformance tests, instantiated for every backend the context reports (available or not:
 // an unavailable one is skipped with its reason).
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <memory>
 
 #include "case_helpers.hpp"
@@ -363,6 +365,129 @@ TEST_P(GpuHalfFallback, CrossEntropyFallsBackToTheCpu) {
   }
   EXPECT_NEAR(got.v[0], want, 2e-3 * std::fabs(want));
 }
+
+// The device casts round exactly as desc.h does, bit for bit: every f16 pattern widened, every f16
+// value, the midpoints between neighbours (ties to even) and values just off them narrowed to f16
+// and bf16, the subnormal range, overflow (65520 is the first f32 that becomes inf), NaN, inf and
+// -0; with f64, values a hair off each midpoint (a double rounding would get them wrong).
+class GpuHalfCasts : public ::testing::TestWithParam<std::string> {
+ protected:
+  // cast(in) on the backend under test only; false (and a skip) when it declines the cast.
+  bool run_cast(ctn_dtype from, ctn_dtype to, const void *data, int64_t n, void *out, size_t out_bytes) {
+    ctn_graph *graw = nullptr;
+    EXPECT_EQ(ctn_graph_create(context(), 0, &graw), CTN_OK) << ctn_last_error();
+    GraphPtr g(graw);
+    ctn_node x = CTN_NODE_NONE, y = CTN_NODE_NONE;
+    EXPECT_EQ(ctn_input(g.get(), "x", from, 1, &n, &x), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ctn_cast(g.get(), x, to, &y), CTN_OK) << ctn_last_error();
+    ctn_compile_options o = compile_options(GetParam(), false);
+    ctn_plan *praw = nullptr;
+    ctn_status st = ctn_plan_compile(g.get(), 1, &y, &o, &praw);
+    PlanPtr plan(praw);
+    if (st == CTN_ERR_UNSUPPORTED) {
+      std::string why = ctn_last_error();
+      // only a missing device feature ("... lacks storageBuffer16BitAccess", "f64 needs
+      // shaderFloat64, which <device> lacks", "f64 needs cl_khr_fp64, which <device> does not offer")
+      EXPECT_TRUE(why.find("lacks") != std::string::npos || why.find("does not offer") != std::string::npos) << why;
+      return false;
+    }
+    EXPECT_EQ(st, CTN_OK) << ctn_last_error();
+    if (st != CTN_OK) return false;
+    uint32_t steps = 0;
+    EXPECT_EQ(ctn_plan_backend_steps(plan.get(), GetParam().c_str(), "cast", &steps), CTN_OK);
+    EXPECT_EQ(steps, 1u);
+    ctn_tensor *xraw = nullptr, *oraw = nullptr;
+    EXPECT_EQ(ctn_tensor_create(from, 1, &n, data, &xraw), CTN_OK) << ctn_last_error();
+    TensorPtr xt(xraw);
+    EXPECT_EQ(ctn_plan_output_create(plan.get(), 0, &oraw), CTN_OK) << ctn_last_error();
+    TensorPtr ot(oraw);
+    const ctn_tensor *feeds[] = {xt.get()};
+    ctn_tensor *const outs[] = {ot.get()};
+    EXPECT_EQ(ctn_plan_run(plan.get(), 1, &x, feeds, 1, outs), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ctn_tensor_read(ot.get(), out, out_bytes), CTN_OK) << ctn_last_error();
+    return !HasFailure();
+  }
+};
+
+bool is_nan16(uint16_t h, bool bf) {
+  return bf ? (h & 0x7fffu) > 0x7f80u : (h & 0x7fffu) > 0x7c00u;
+}
+
+TEST_P(GpuHalfCasts, RoundLikeDescH) {
+  const BackendEntry *b = find_backend(GetParam());
+  if (b == nullptr || !b->available) GTEST_SKIP() << GetParam() << " is not available here";
+  // Widening: every 16-bit pattern, f16 and bf16.
+  std::vector<uint16_t> all(65536);
+  for (uint32_t i = 0; i < 65536; ++i) all[i] = static_cast<uint16_t>(i);
+  std::vector<float> wide(65536);
+  for (bool bf : {false, true}) {
+    SCOPED_TRACE(bf ? "bf16 -> f32" : "f16 -> f32");
+    if (!run_cast(bf ? CTN_BF16 : CTN_F16, CTN_F32, all.data(), 65536, wide.data(), wide.size() * 4)) {
+      if (!HasFailure()) GTEST_SKIP() << GetParam() << " declines 16-bit casts here (reason checked)";
+      return;
+    }
+    size_t bad = 0;
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const float want = bf ? ctn_desc_bf16_to_f32(all[i]) : ctn_desc_f16_to_f32(all[i]);
+      const bool ok = std::isnan(want) ? std::isnan(wide[i]) : std::memcmp(&want, &wide[i], 4) == 0;
+      if (!ok && bad++ < 5) ADD_FAILURE() << "pattern " << i << ": got " << wide[i] << " want " << want;
+    }
+  }
+  // Narrowing from f32: the f16 values (exact), the midpoints above them, one f32 ulp either side.
+  std::vector<float> in;
+  for (uint32_t i = 0; i < 0x7c00u; ++i) {
+    const float v = ctn_desc_f16_to_f32(static_cast<uint16_t>(i));
+    const float up = ctn_desc_f16_to_f32(static_cast<uint16_t>(i + 1));
+    const float mid = v + (up - v) / 2;
+    for (float f : {v, mid, std::nextafter(mid, 0.f), std::nextafter(mid, 1e9f)}) {
+      in.push_back(f);
+      in.push_back(-f);
+    }
+  }
+  for (float f : {65504.f, 65519.f, 65520.f, 1e6f, 3e38f, std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN(), 1e-10f, 1.4e-45f, 3.0e38f * 1.1f})
+    in.push_back(f);
+  for (bool bf : {false, true}) {
+    SCOPED_TRACE(bf ? "f32 -> bf16" : "f32 -> f16");
+    std::vector<uint16_t> got(in.size());
+    if (!run_cast(CTN_F32, bf ? CTN_BF16 : CTN_F16, in.data(), static_cast<int64_t>(in.size()), got.data(),
+                  got.size() * 2))
+      return;  // a failure, or a decline already reported above
+    size_t bad = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const uint16_t want = bf ? ctn_desc_f32_to_bf16(in[i]) : ctn_desc_f32_to_f16(in[i]);
+      const bool ok = is_nan16(want, bf) ? is_nan16(got[i], bf) : got[i] == want;
+      if (!ok && bad++ < 5)
+        ADD_FAILURE() << std::hexfloat << in[i] << ": got 0x" << std::hex << got[i] << " want 0x" << want;
+    }
+    EXPECT_EQ(bad, 0u);
+  }
+  // From f64: a hair off each f16 midpoint, where rounding to f32 first would land on the tie.
+  std::vector<double> d;
+  for (uint32_t i = 0x0400u; i < 0x7bffu; i += 7) {
+    const double v = ctn_desc_f16_to_f32(static_cast<uint16_t>(i));
+    const double mid = v + (static_cast<double>(ctn_desc_f16_to_f32(static_cast<uint16_t>(i + 1))) - v) / 2;
+    d.push_back(mid * (1 + 1e-12));
+    d.push_back(mid * (1 - 1e-12));
+  }
+  for (bool bf : {false, true}) {
+    SCOPED_TRACE(bf ? "f64 -> bf16" : "f64 -> f16");
+    std::vector<uint16_t> got(d.size());
+    if (!run_cast(CTN_F64, bf ? CTN_BF16 : CTN_F16, d.data(), static_cast<int64_t>(d.size()), got.data(),
+                  got.size() * 2))
+      return;  // a failure, or a decline already reported above
+    size_t bad = 0;
+    for (size_t i = 0; i < d.size(); ++i) {
+      const uint16_t want = bf ? ctn_desc_f64_to_bf16(d[i]) : ctn_desc_f64_to_f16(d[i]);
+      if (got[i] != want && bad++ < 5)
+        ADD_FAILURE() << std::hexfloat << d[i] << ": got 0x" << std::hex << got[i] << " want 0x" << want;
+    }
+    EXPECT_EQ(bad, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Half, GpuHalfCasts, ::testing::Values("opencl", "vulkan"),
+                         [](const ::testing::TestParamInfo<std::string> &i) { return i.param; });
 
 INSTANTIATE_TEST_SUITE_P(Half, GpuHalfFallback, ::testing::Values("opencl", "vulkan"),
                          [](const ::testing::TestParamInfo<std::string> &i) { return i.param; });
