@@ -397,11 +397,13 @@ static bool half_kernels(const std::string &backend, const OpCase &c) {
       "broadcast_to",
       // reductions and the softmax family (16-bit storage, f32 sums)
       "sum", "mean", "max", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad"};
-  // Vulkan's gather shader does not scatter 1- or 2-byte elements; its matmul, convolution and
-  // pooling shaders take 16-bit storage too (OpenCL's GEMM is CLBlast's, f32/f64).
+  // Vulkan's gather shader does not scatter 1- or 2-byte elements; its matmul, convolution,
+  // pooling and norm shaders take 16-bit storage too (OpenCL's GEMM is CLBlast's, f32/f64).
   static const std::set<std::string> kVulkan = {
       "matmul", "matmul_bias_act", "conv2d", "conv2d_grad_input", "conv2d_grad_weight",
-      "conv_transpose2d", "max_pool2d", "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad"};
+      "conv_transpose2d", "max_pool2d", "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad",
+      "batch_norm", "batch_norm_grad_input", "batch_norm_grad_gamma", "batch_norm_inference",
+      "layer_norm", "layer_norm_grad_input", "layer_norm_grad_gamma"};
   if (backend == "opencl") return kOps.count(c.op) > 0 || c.op == "slice_grad";
   return kOps.count(c.op) > 0 || kVulkan.count(c.op) > 0;
 }
