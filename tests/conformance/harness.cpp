@@ -385,7 +385,10 @@ const OpCase *CaseTest::begin_case(const std::vector<OpCase> &cases) {
 // Whether `backend` has 16-bit float kernels for the op of `c`.
 static bool half_kernels(const std::string &backend, const OpCase &c) {
   if (backend == "cpu") return true;
-  if ((backend != "opencl" && backend != "vulkan") || c.composite) return false;
+  if (backend != "opencl" && backend != "vulkan") return false;
+  // A composite op runs as its parts: every part of the composites of the suite (softsign,
+  // softplus, elu, selu, hardsigmoid, hardswish, mish, reciprocal) has 16-bit kernels on both.
+  if (c.composite) return true;
   static const std::set<std::string> kOps = {
       // the generated elementwise formulas (backends/common/ew_ops.py)
       "neg", "exp", "log", "sqrt", "abs", "sign", "tanh", "sigmoid", "relu", "gelu", "leaky_relu",
