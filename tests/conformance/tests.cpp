@@ -1,5 +1,7 @@
 // The conformance tests, instantiated for every backend the context reports (available or not:
 // an unavailable one is skipped with its reason).
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -484,6 +486,63 @@ TEST_P(GpuHalfCasts, RoundLikeDescH) {
     }
     EXPECT_EQ(bad, 0u);
   }
+}
+
+// v rounded to nearest even with `bits` significant bits, in integer arithmetic (exact for every
+// i64, unlike a reference going through double past 2^53); the result is exact in float.
+float round_int(int64_t v, int bits) {
+  const bool neg = v < 0;
+  uint64_t m = neg ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  int top = 63;
+  while (top > 0 && !((m >> top) & 1)) --top;
+  const int shift = top - (bits - 1);
+  if (m != 0 && shift > 0) {
+    uint64_t q = m >> shift, rem = m & ((uint64_t(1) << shift) - 1), half = uint64_t(1) << (shift - 1);
+    q += rem > half || (rem == half && (q & 1));
+    m = q << shift;  // q may have carried to 2^bits: still exact
+  }
+  const float f = std::ldexp(static_cast<float>(m >> std::max(shift, 0)), std::max(shift, 0));
+  return neg ? -f : f;
+}
+
+// Integers narrow once too: values past 2^24 (where an int -> f32 -> 16-bit path would round
+// twice) against desc.h's rounding of the exact value (conformance-vulkan-no-f64 checks Vulkan's
+// path without doubles).
+TEST_P(GpuHalfCasts, IntegersRoundOnce) {
+  const BackendEntry *b = find_backend(GetParam());
+  if (b == nullptr || !b->available) GTEST_SKIP() << GetParam() << " is not available here";
+  std::vector<int64_t> v64;
+  std::vector<int64_t> offsets = {-3, -1, 0, 1, 3};  // and each power of two (half a bf16 ulp) +-1
+  for (int k = 7; k < 54; ++k)
+    for (int64_t d : {-1, 0, 1}) offsets.push_back((int64_t(1) << k) + d);
+  for (int64_t base : {int64_t(1) << 24, int64_t(1) << 25, int64_t(3) << 28, int64_t(1) << 40,
+                       int64_t(1) << 60})
+    for (int64_t d : offsets)
+      for (int64_t sgn : {1, -1}) v64.push_back(sgn * (base + d));
+  std::vector<int32_t> v32;
+  for (int64_t v : v64)
+    if (v >= INT32_MIN && v <= INT32_MAX) v32.push_back(static_cast<int32_t>(v));
+  for (bool bf : {false, true})
+    for (bool wide : {false, true}) {
+      SCOPED_TRACE(std::string(wide ? "i64" : "i32") + (bf ? " -> bf16" : " -> f16"));
+      const size_t n = wide ? v64.size() : v32.size();
+      std::vector<uint16_t> got(n);
+      if (!run_cast(wide ? CTN_I64 : CTN_I32, bf ? CTN_BF16 : CTN_F16,
+                    wide ? static_cast<const void *>(v64.data()) : v32.data(), static_cast<int64_t>(n),
+                    got.data(), n * 2)) {
+        if (!HasFailure()) GTEST_SKIP() << GetParam() << " declines 16-bit casts here (reason checked)";
+        return;
+      }
+      size_t bad = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t x = wide ? v64[i] : v32[i];
+        const float r = round_int(x, bf ? 8 : 11);  // exact: the 16-bit conversion below does not round
+        const uint16_t want = bf ? ctn_desc_f32_to_bf16(r) : ctn_desc_f32_to_f16(r);
+        if (got[i] != want && bad++ < 5)
+          ADD_FAILURE() << x << ": got 0x" << std::hex << got[i] << " want 0x" << want;
+      }
+      EXPECT_EQ(bad, 0u);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Half, GpuHalfCasts, ::testing::Values("opencl", "vulkan"),

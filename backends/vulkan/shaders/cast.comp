@@ -73,6 +73,30 @@ uvec2 src_int(uint e) {
   return uvec2(src_byte(e), 0u);
 }
 
+#ifdef HALF16
+// A 64-bit two's complement integer as f32 rounded to odd (the 24 leading bits, the last one set
+// when any bit below is): narrowing that to 16 bits rounds the integer once (through double,
+// i64 past 2^53 would round twice).
+float int_to_float_odd(uvec2 v) {
+  const bool neg = int(v.y) < 0;
+  if (neg) v = uvec2(~v.x + 1u, ~v.y + (v.x == 0u ? 1u : 0u));  // the magnitude (2^63 stays)
+  const int top = v.y != 0u ? 32 + findMSB(v.y) : findMSB(v.x);
+  if (top < 24) return neg ? -float(v.x) : float(v.x);  // exact (0 included: findMSB(0) = -1)
+  const uint s = uint(top - 23);
+  uint mant, rest;
+  if (s >= 32u) {
+    const uint t = s - 32u;
+    mant = v.y >> t;
+    rest = v.x | (t > 0u ? v.y & ((1u << t) - 1u) : 0u);
+  } else {
+    mant = (v.x >> s) | (v.y << (32u - s));
+    rest = v.x & ((1u << s) - 1u);
+  }
+  const float f = float(mant | (rest != 0u ? 1u : 0u)) * exp2(float(s));
+  return neg ? -f : f;
+}
+#endif
+
 F int_to_float(uvec2 v) {
   // Values that fit 32 bits convert in one rounding step.
   if (v.y == 0u) return F(v.x);
@@ -145,7 +169,7 @@ void main() {
       uvec2 v = src_int(e);
 #ifdef HALF16
       if (osize == 2) {
-        dst16[pc.off[3] + e] = uint16_t(to16(int_to_float(v)));
+        dst16[pc.off[3] + e] = uint16_t(to16(F(int_to_float_odd(v))));
         continue;
       }
 #endif
