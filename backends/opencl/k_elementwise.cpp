@@ -38,7 +38,12 @@ bool find_entry(const char *op, Entry *e) {
   return false;
 }
 
-bool is_float(int32_t dt) { return dt == CTN_F32 || dt == CTN_F64; }
+// The float dtypes of the arithmetic ops: f32, f64, and the 16-bit floats (half_ops.cl).
+bool is_float(int32_t dt) {
+  return dt == CTN_F32 || dt == CTN_F64 || dt == CTN_F16 || dt == CTN_BF16;
+}
+// Dtypes the cast and comparison kernels cover: all but i8.
+bool has_kernels(int32_t dt) { return dt != CTN_I8; }
 
 struct EwOp : Op {
   Kind kind = kUnary;
@@ -144,16 +149,20 @@ ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel
         op_set(out, st.release(), CTN_KERNEL_INPLACE_OK);
         return CTN_OK;
       }
+      if (!has_kernels(a.dtype) || !has_kernels(y.dtype))
+        return host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: casts of %s are not implemented",
+                               op, dtype_name(has_kernels(a.dtype) ? y.dtype : a.dtype));
       kname = std::string("cast_") + kernel_suffix(a.dtype) + "_" + kernel_suffix(y.dtype);
       break;
     }
     case kUnary:
     case kBinary:
     case kCompare: {
-      if (ent->kind != kCompare && !is_float(a.dtype))
+      if (ent->kind == kCompare ? !has_kernels(a.dtype) : !is_float(a.dtype))
         return host->set_error(CTN_ERR_UNSUPPORTED,
-                               "opencl %s: dtype %s is not supported (f32 and f64 only)", op,
-                               dtype_name(a.dtype));
+                               "opencl %s: dtype %s is not supported (%s only)", op,
+                               dtype_name(a.dtype),
+                               ent->kind == kCompare ? "all but i8" : "f32, f64, f16, bf16");
       const char *base = ent->kind == kUnary ? "unary_" : ent->kind == kBinary ? "binary_" : "compare_";
       kname = std::string(base) + kernel_suffix(a.dtype == CTN_BOOL ? CTN_U8 : a.dtype);
       if (ent->kind != kCompare && same_shape(a, y)) flags = CTN_KERNEL_INPLACE_OK;
@@ -161,7 +170,7 @@ ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel
     }
     case kWhere: {
       size_t es = dtype_size(sig->inputs[1].dtype);
-      kname = es == 1 ? "where_u8" : es == 4 ? "where_u32" : "where_u64";
+      kname = es == 1 ? "where_u8" : es == 2 ? "where_u16" : es == 4 ? "where_u32" : "where_u64";
       break;
     }
   }

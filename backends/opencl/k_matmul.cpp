@@ -210,6 +210,8 @@ struct DropoutOp : Op {
 
 ctn_status make_dropout(Backend *be, const ctn_op_signature *sig, ctn_kernel *out) {
   const ctn_tensor_desc &x = sig->inputs[0];
+  // f32/f64 only: a 16-bit x must not reach the f32 kernel (it would read 4-byte elements).
+  if (ctn_status s = need_float(be->host, "opencl", sig->op, x.dtype); s) return s;
   double p = sig->attrs->f[0];
   auto st = new_state<DropoutOp>(be, "dropout");
   st->dt = x.dtype;

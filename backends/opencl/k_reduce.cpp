@@ -11,6 +11,13 @@ namespace {
 ctn_status need_float(Backend *be, const char *op, int32_t dt) {
   return ctn_backend_util::need_float(be->host, "opencl", op, dt);
 }
+// Reductions and the softmax family take the 16-bit floats too (reduce_ops.cl: stored in 16
+// bits, summed in f32).
+ctn_status need_float_or_half(Backend *be, const char *op, int32_t dt) {
+  return dt == CTN_F16 || dt == CTN_BF16 ? CTN_OK : need_float(be, op, dt);
+}
+// Bytes of one local-memory accumulator: f64 sums in double, every other float in float.
+size_t acc_bytes(int32_t dt) { return dt == CTN_F64 ? 8 : 4; }
 
 cl_int set_scalar(cl_kernel k, cl_uint idx, int32_t dt, double v) {
   if (dt == CTN_F64) return set_arg(k, idx, cl_double(v));
@@ -31,7 +38,7 @@ struct ReduceOp : Op {
     cl_int e = set_args(k, code, nout, R, nk, nr, meta, mem_of(x), cl_long(elem_off(x)), mem_of(y),
                         cl_long(elem_off(y)));
     if (e == CL_SUCCESS) e = set_scalar(k, 10, dt, scale);
-    if (e == CL_SUCCESS) e = set_arg(k, 11, LocalMem{local * dtype_size(dt)});
+    if (e == CL_SUCCESS) e = set_arg(k, 11, LocalMem{local * acc_bytes(dt)});
     return e == CL_SUCCESS ? CTN_OK : fail(e, "clSetKernelArg");
   }
   ctn_status enqueue() override { return launch_rows(k, nout, local); }
@@ -50,7 +57,7 @@ struct SoftmaxOp : Op {
       if (ctn_status s = check_offset(be, op, *d); s) return s;
     cl_int e = set_args(k, code, rows, len, inner, mem_of(x), cl_long(elem_off(x)), mem_of(dy),
                         cl_long(elem_off(dy)), mem_of(y), cl_long(elem_off(y)),
-                        LocalMem{local * dtype_size(dt)});
+                        LocalMem{local * acc_bytes(dt)});
     return e == CL_SUCCESS ? CTN_OK : fail(e, "clSetKernelArg");
   }
   ctn_status enqueue() override { return launch_rows(k, rows, local); }
@@ -85,7 +92,7 @@ struct CeOp : Op {
 
 ctn_status make_reduce_op(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, int code) {
   const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
-  if (ctn_status s = need_float(be, sig->op, x.dtype); s) return s;
+  if (ctn_status s = need_float_or_half(be, sig->op, x.dtype); s) return s;
   const uint64_t mask = static_cast<uint64_t>(sig->attrs->i[0]);
   const int64_t count = reduce_count(sig);
   auto st = new_state<ReduceOp>(be, sig->op);
@@ -116,9 +123,9 @@ ctn_status make_reduce_op(Backend *be, const ctn_op_signature *sig, ctn_kernel *
   std::vector<int64_t> meta;
   for (auto *v : {&ks, &kst, &rs, &rst}) meta.insert(meta.end(), v->begin(), v->end());
   if (ctn_status e = st->set_meta(meta); e) return e;
-  st->k = st->make_kernel(x.dtype == CTN_F64 ? "reduce_f64" : "reduce_f32");
+  st->k = st->make_kernel((std::string("reduce_") + kernel_suffix(x.dtype)).c_str());
   if (!st->k) return CTN_ERR_INTERNAL;
-  st->local = st->group_size(st->k, dtype_size(x.dtype));
+  st->local = st->group_size(st->k, acc_bytes(x.dtype));
   // Short reductions waste most of a wide group: shrink it to the reduced extent.
   while (st->local > 1 && static_cast<int64_t>(st->local / 2) >= count) st->local /= 2;
   op_set(out, st.release());
@@ -127,7 +134,7 @@ ctn_status make_reduce_op(Backend *be, const ctn_op_signature *sig, ctn_kernel *
 
 ctn_status make_softmax(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, int code) {
   const ctn_tensor_desc &x = sig->inputs[0];
-  if (ctn_status s = need_float(be, sig->op, x.dtype); s) return s;
+  if (ctn_status s = need_float_or_half(be, sig->op, x.dtype); s) return s;
   auto st = new_state<SoftmaxOp>(be, sig->op);
   st->dt = x.dtype;
   st->code = code;
@@ -135,9 +142,9 @@ ctn_status make_softmax(Backend *be, const ctn_op_signature *sig, ctn_kernel *ou
   st->len = d.len;
   st->inner = d.inner;
   st->rows = d.outer * d.inner;
-  st->k = st->make_kernel(x.dtype == CTN_F64 ? "softmax_f64" : "softmax_f32");
+  st->k = st->make_kernel((std::string("softmax_") + kernel_suffix(x.dtype)).c_str());
   if (!st->k) return CTN_ERR_INTERNAL;
-  st->local = st->group_size(st->k, dtype_size(x.dtype));
+  st->local = st->group_size(st->k, acc_bytes(x.dtype));
   while (st->local > 1 && static_cast<int64_t>(st->local / 2) >= st->len) st->local /= 2;
   op_set(out, st.release(), CTN_KERNEL_INPLACE_OK);
   return CTN_OK;

@@ -6,7 +6,9 @@
 namespace ctn_ocl {
 namespace {
 
-const char *size_suffix(size_t es) { return es == 1 ? "u8" : es == 4 ? "u32" : "u64"; }
+const char *size_suffix(size_t es) {
+  return es == 1 ? "u8" : es == 2 ? "u16" : es == 4 ? "u32" : "u64";
+}
 
 struct WalkOp : Op {
   cl_kernel k = nullptr;

@@ -33,6 +33,10 @@ struct Backend {
   cl_command_queue queue = nullptr;
   cl_program program = nullptr;
   bool fp64 = false;
+  // cl_khr_fp16: the exact f16 ops run in native half (kernels/half_ops.cl); without it f16 is
+  // storage only (vload_half / vstore_half, f32 arithmetic). Cleared again when the program does
+  // not build with it.
+  bool fp16 = false;
   size_t max_wg = 1;         // CL_DEVICE_MAX_WORK_GROUP_SIZE
   uint64_t local_mem = 0;    // CL_DEVICE_LOCAL_MEM_SIZE
   uint32_t base_align = 0;   // CL_DEVICE_MEM_BASE_ADDR_ALIGN (bits)
@@ -54,8 +58,9 @@ struct Backend {
 const char *cl_error_name(cl_int e);
 
 // ---- program ------------------------------------------------------------------------------
-// The full OpenCL C source for this device (float template for f32 and, with fp64, f64).
-std::string program_source(bool fp64);
+// The full OpenCL C source for this device (float template for f32 and, with fp64, f64; the
+// 16-bit float kernels, with native half where fp16).
+std::string program_source(bool fp64, bool fp16);
 // Builds the program or loads it from the on-disk cache; fills be.program, program_origin/ms.
 ctn_status program_load(Backend &be);
 uint64_t fnv1a(const void *data, size_t n, uint64_t h = 1469598103934665603ull);

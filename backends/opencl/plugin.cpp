@@ -81,7 +81,8 @@ void update_description(Backend &be) {
   char buf[128];
   std::snprintf(buf, sizeof buf, "%.1f ms", be.program_ms);
   be.description = be.device_name + " (" + be.platform_name + ", driver " + be.driver_version +
-                   (be.fp64 ? ", fp64" : ", no fp64") + "), program from " +
+                   (be.fp64 ? ", fp64" : ", no fp64") +
+                   (be.fp16 ? ", fp16 arithmetic" : ", f16 storage only") + "), program from " +
                    be.program_origin + " in " + buf + ", placement " +
                    (be.policy.auto_mode ? "auto" : "always");
 }
@@ -100,6 +101,7 @@ ctn_status ocl_init(const ctn_host_api *host, const ctn_backend_config *config,
     std::string ext = device_string(be->device, CL_DEVICE_EXTENSIONS);
     be->fp64 = ext.find("cl_khr_fp64") != std::string::npos;
     if (const char *v = std::getenv("CHUTNEY_OPENCL_NO_FP64"); v && *v == '1') be->fp64 = false;
+    be->fp16 = ext.find("cl_khr_fp16") != std::string::npos;
     clGetDeviceInfo(be->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof be->max_wg, &be->max_wg,
                     nullptr);
     cl_ulong lm = 0;
@@ -253,7 +255,8 @@ ctn_status ocl_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
                                        "opencl %s: f64 needs cl_khr_fp64, which %s does not offer",
                                        sig->op, be->device_name.c_str());
               return CTN_OK;
-            });
+            },
+            /*reduced_dtypes=*/true);  // each op family declines the 16-bit floats and i8 it lacks
         st != CTN_OK)
       return st;
     if (be->policy.auto_mode) {

@@ -99,28 +99,49 @@ std::string device_key(const Backend &be) {
   return hex64(fnv1a(k.data(), k.size()));
 }
 
-std::string program_source(bool fp64) {
+namespace {
+
+// reduce_ops.cl for dtype suffix `sfx`: arithmetic type t (helpers of suffix acc), stored type
+// st loaded and stored through ld / store (macro names taking (p, i) and (v, p, i)).
+std::string reduce_instance(const char *t, const char *st, const char *sfx, const char *acc,
+                            const char *ld, const char *store) {
+  return std::string("#define T ") + t + "\n#define S " + st + "\n#define FN(n) n##_" + sfx +
+         "\n#define AFN(n) n##_" + acc + "\n#define LD(p, i) " + ld + "\n#define ST(v, p, i) " +
+         store + "\n" + kClReduceOps + "#undef T\n#undef S\n#undef FN\n#undef AFN\n#undef LD\n#undef ST\n";
+}
+
+}  // namespace
+
+std::string program_source(bool fp64, bool fp16) {
   std::string s;
-  s.reserve((sizeof kClFloatOps + sizeof kClNnOps) * 2 + sizeof kClAnyOps + sizeof kClOclEwOps + 512);
+  s.reserve((sizeof kClFloatOps + sizeof kClNnOps + sizeof kClReduceOps) * 2 + sizeof kClAnyOps +
+            sizeof kClHalfOps + sizeof kClReduceOps * 2 + sizeof kClOclEwOps + 1024);
   if (fp64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define CTN_HAVE_FP64 1\n";
+  if (fp16) s += "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n#define CTN_HAVE_FP16 1\n";
   s += kClOclEwOps;
-  s += "#define T float\n#define FN(n) n##_f32\n";
-  s += kClFloatOps;
-  s += kClNnOps;
-  s += "#undef T\n#undef FN\n";
-  if (fp64) {
-    s += "#define T double\n#define FN(n) n##_f64\n";
+  for (const char *t : {"float", "double"}) {
+    const bool f64 = t[0] == 'd';
+    if (f64 && !fp64) continue;
+    const char *sfx = f64 ? "f64" : "f32";
+    s += std::string("#define T ") + t + "\n#define FN(n) n##_" + sfx + "\n";
     s += kClFloatOps;
     s += kClNnOps;
     s += "#undef T\n#undef FN\n";
+    s += reduce_instance(t, t, sfx, sfx, "(p)[i]", "((p)[i] = (v))");
   }
   s += kClAnyOps;
+  s += kClHalfOps;
+  // The 16-bit floats: stored as half / ushort, summed in f32 (half_ops.cl's loads and stores).
+  s += reduce_instance("float", "half", "f16", "f32", "CTN_LD_f16(p, i)", "CTN_ST_f16(v, p, i)");
+  s += reduce_instance("float", "ushort", "bf16", "f32", "CTN_LD_bf16(p, i)", "CTN_ST_bf16(v, p, i)");
   return s;
 }
 
-ctn_status program_load(Backend &be) {
-  auto t0 = std::chrono::steady_clock::now();
-  const std::string src = program_source(be.fp64);
+namespace {
+
+// The program for be's current fp64/fp16 choice, from the cache or built.
+ctn_status program_get(Backend &be) {
+  const std::string src = program_source(be.fp64, be.fp16);
   std::string key = device_key(be) + '\n' + kBuildOptions + '\n' + src;
   const std::string path = be.cache_dir + "/opencl-" + hex64(fnv1a(key.data(), key.size())) + ".bin";
   cl_int e = CL_SUCCESS;
@@ -160,6 +181,24 @@ ctn_status program_load(Backend &be) {
     be.program_origin = "compiled";
     if (use_cache) write_cached(be, path, p);
   }
+  return CTN_OK;
+}
+
+}  // namespace
+
+ctn_status program_load(Backend &be) {
+  auto t0 = std::chrono::steady_clock::now();
+  ctn_status st = program_get(be);
+  if (st != CTN_OK && be.fp16) {
+    // A driver that reports cl_khr_fp16 but does not compile the native half code: f16 keeps
+    // working as storage with f32 arithmetic.
+    if (be.host->log)
+      be.host->log(CTN_LOG_WARN, "opencl",
+                   "the kernels did not build with cl_khr_fp16; f16 runs with f32 arithmetic");
+    be.fp16 = false;
+    st = program_get(be);
+  }
+  if (st != CTN_OK) return st;
   be.program_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return CTN_OK;

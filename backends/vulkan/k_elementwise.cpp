@@ -98,7 +98,10 @@ uint64_t window_elems(const Backend &be, uint64_t max_esize) {
   return std::max<uint64_t>(w, 1024);
 }
 
-// copy and cast: a buffer copy when the dtypes agree, else the cast shader.
+bool is_half(int32_t dt) { return dt == CTN_F16 || dt == CTN_BF16; }
+
+// copy and cast: a buffer copy when the dtypes agree, else the cast shader (its HALF16 variant
+// when an operand is a 16-bit float: those bind at 2 and 3 instead of 0 and 1).
 ctn_status make_copy_cast_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out) {
   const char *op = sig->op;
   const ctn_tensor_desc &o = *sig->output;
@@ -118,12 +121,19 @@ ctn_status make_copy_cast_kernel(Backend &be, const ctn_op_signature *sig, ctn_k
     kernel_publish(k, out, CTN_KERNEL_INPLACE_OK);
     return CTN_OK;
   }
-  if (!be.has_f64 && (a.dtype == CTN_F64 || o.dtype == CTN_F64)) {
+  const bool h16 = is_half(a.dtype) || is_half(o.dtype);
+  if (a.dtype == CTN_I8 || o.dtype == CTN_I8 || (!be.has_f64 && (a.dtype == CTN_F64 || o.dtype == CTN_F64)) ||
+      (h16 && !be.has_16bit)) {
     kernel_delete(k);
+    if (a.dtype == CTN_I8 || o.dtype == CTN_I8) return decline(be, sig, "casts of i8 are not implemented");
+    if (h16 && !be.has_16bit)
+      return decline(be, sig, "unavailable for %s: the device lacks storageBuffer16BitAccess",
+                     dtype_name(is_half(a.dtype) ? a.dtype : o.dtype));
     return decline(be, sig, "f64 needs shaderFloat64, which %s lacks", be.props.deviceName);
   }
+  const char *shader = be.has_f64 ? (h16 ? "cast.f64.h16" : "cast.f64") : (h16 ? "cast.h16" : "cast");
   const Pipeline *pipe = nullptr;
-  if ((st = get_pipeline(be, be.has_f64 ? "cast.f64" : "cast", {static_cast<int32_t>(be.wg1d), 1, a.dtype, o.dtype}, 2,
+  if ((st = get_pipeline(be, shader, {static_cast<int32_t>(be.wg1d), 1, a.dtype, o.dtype}, h16 ? 4 : 2,
                          &pipe)) != CTN_OK) {
     kernel_delete(k);
     return st;
@@ -134,9 +144,10 @@ ctn_status make_copy_cast_kernel(Backend &be, const ctn_op_signature *sig, ctn_k
     uint64_t cnt = std::min<uint64_t>(win, n - c0);
     Cmd c;
     c.pipe = pipe;
-    c.nb = 2;
-    c.b[0] = Bind{0, 4, c0 * isz, cnt * isz};
-    c.b[1] = Bind{kOut, 4, c0 * osz, cnt * osz};
+    c.nb = h16 ? 4 : 2;
+    for (uint32_t j = 0; j < c.nb; ++j) c.b[j] = Bind{};
+    c.b[isz == 2 ? 2 : 0] = Bind{0, isz == 2 ? 2u : 4u, c0 * isz, cnt * isz};
+    c.b[osz == 2 ? 3 : 1] = Bind{kOut, osz == 2 ? 2u : 4u, c0 * osz, cnt * osz};
     c.count = static_cast<uint32_t>(cnt);
     uint64_t items = osz == 1 ? (cnt + 3) / 4 : cnt;
     if (ctn_status st = push_1d(be, sig, k, c, items); st) return st;
@@ -166,18 +177,21 @@ ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn
   int32_t tdt = a.dtype;  // the T of the shader
   if (e->kind == kWhere) {
     tdt = sig->inputs[1].dtype;
-    if (!float_ok(be, sig, tdt, &st)) return st;
-    shader = tdt == CTN_F32 ? "where.f32" : "where.f64";
+    if (!float_ok(be, sig, tdt, &st, true)) return st;
+    shader = tdt == CTN_F32 ? "where.f32" : tdt == CTN_F64 ? "where.f64" : "where.h16";
   } else if (e->kind == kCompare) {
     if (a.dtype == CTN_I32) shader = "cmp.i32";
     else if (a.dtype == CTN_F32) shader = "cmp.f32";
     else if (a.dtype == CTN_F64 && be.has_f64) shader = "cmp.f64";
     else if (a.dtype == CTN_F64) return decline(be, sig, "f64 needs shaderFloat64, which %s lacks", be.props.deviceName);
-    else return decline(be, sig, "comparisons of %s are not implemented (f32, f64, i32)", dtype_name(a.dtype));
+    else if (is_half(a.dtype) && float_ok(be, sig, a.dtype, &st, true)) shader = a.dtype == CTN_F16 ? "cmp.f16" : "cmp.bf16";
+    else if (is_half(a.dtype)) return st;
+    else return decline(be, sig, "comparisons of %s are not implemented (f32, f64, f16, bf16, i32)", dtype_name(a.dtype));
   } else {
-    // Float ops (the optimizer's step input, adam_apply's last, is i64).
-    if (!float_ok(be, sig, a.dtype, &st)) return st;
-    shader = a.dtype == CTN_F32 ? "ew.f32" : "ew.f64";
+    // Float ops (the optimizer's step input, adam_apply's last, is i64). The formula ops (codes
+    // below the optimizer groups) have 16-bit shaders too.
+    if (!float_ok(be, sig, a.dtype, &st, e->code < CTN_EW_FIRST_OPTIM2)) return st;
+    shader = a.dtype == CTN_F32 ? "ew.f32" : a.dtype == CTN_F64 ? "ew.f64" : a.dtype == CTN_F16 ? "ew.f16" : "ew.bf16";
   }
   std::vector<uint32_t> p(kParamWords, 0);
   int mode[5] = {};

@@ -13,7 +13,7 @@ ctn_status make_matmul_kernel(Backend &be, const ctn_op_signature *sig, ctn_kern
   *handled = true;
   const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
   ctn_status st = CTN_OK;
-  if (!float_ok(be, sig, a.dtype, &st)) return st;
+  if (!float_ok(be, sig, a.dtype, &st, true)) return st;  // f16/bf16: products summed in f32
   const MatmulDims dims = matmul_dims(sig);
   const bool ta = dims.ta, tb = dims.tb;
   const int64_t m = dims.m, n = dims.n, k = dims.k;
@@ -47,9 +47,10 @@ ctn_status make_matmul_kernel(Backend &be, const ctn_op_signature *sig, ctn_kern
   // 64x64 tiles with 16x16 invocations (4x4 outputs each) when the device allows 256 invocations
   // and the tiles fit the shared-memory budget; 32x32 with 8x8 otherwise.
   const uint32_t esz = static_cast<uint32_t>(dtype_size(a.dtype));
+  const uint32_t tsz = a.dtype == CTN_F64 ? 8 : 4;  // the shared tiles hold T (f32 for 16 bits)
   int bm = 64, bn = 64, bk = 16, tx = 16, ty = 16;
   if (be.max_invocations < 256 || be.max_wg_x < 16 || be.max_wg_y < 16 ||
-      2u * bk * (bm + bn) * esz > be.max_shared || ctn_backend_util::env_flag("CHUTNEY_VULKAN_SMALL_TILES")) {
+      2u * bk * (bm + bn) * tsz > be.max_shared || ctn_backend_util::env_flag("CHUTNEY_VULKAN_SMALL_TILES")) {
     bm = bn = 32;
     tx = ty = 8;
   }
@@ -60,7 +61,7 @@ ctn_status make_matmul_kernel(Backend &be, const ctn_op_signature *sig, ctn_kern
                       (sgs == 4 || sgs == 8 || sgs == 16) && sgs <= be.max_wg_x && !ctn_backend_util::env_flag("CHUTNEY_VULKAN_TILED_MATMUL");
   std::string sg_name;
   if (use_sg) {
-    sg_name = "matmul_sg" + std::to_string(sgs) + (a.dtype == CTN_F32 ? ".f32" : ".f64");
+    sg_name = "matmul_sg" + std::to_string(sgs) + "." + dtype_name(a.dtype);
     bm = static_cast<int>(2 * sgs);
     bn = static_cast<int>(4 * sgs);
     tx = static_cast<int>(sgs);
@@ -70,7 +71,8 @@ ctn_status make_matmul_kernel(Backend &be, const ctn_op_signature *sig, ctn_kern
   Kernel *kern = nullptr;
   if ((st = kernel_new(be, sig->op, p, &kern)) != CTN_OK) return st;
   const Pipeline *pipe = nullptr;
-  if ((st = get_pipeline(be, use_sg ? sg_name.c_str() : a.dtype == CTN_F32 ? "matmul.f32" : "matmul.f64",
+  const std::string tiled_name = std::string("matmul.") + dtype_name(a.dtype);
+  if ((st = get_pipeline(be, use_sg ? sg_name.c_str() : tiled_name.c_str(),
                          {tx, ty, bm, bn, bk, act}, 5, &pipe)) != CTN_OK) {
     kernel_delete(kern);
     return st;

@@ -11,7 +11,7 @@ namespace ctn_vk {
 namespace {
 
 const char *variant(const char *base, int32_t dtype, std::string *buf) {
-  *buf = std::string(base) + (dtype == CTN_F64 ? ".f64" : ".f32");
+  *buf = std::string(base) + "." + dtype_name(dtype);
   return buf->c_str();
 }
 
@@ -88,7 +88,7 @@ ctn_status make_conv(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, 
   const char *op = sig->op;
   const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
   ctn_status st = CTN_OK;
-  if (!float_ok(be, sig, a.dtype, &st)) return st;
+  if (!float_ok(be, sig, a.dtype, &st, true)) return st;  // f16/bf16: products summed in f32
   const int64_t *at = sig->attrs->i;
   const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5], g = at[6];
   const ctn_tensor_desc *cx, *cw, *cy;
@@ -120,7 +120,7 @@ ctn_status make_conv(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, 
     const uint64_t gy = (static_cast<uint64_t>(rows) + 2 * sgs - 1) / (2 * sgs);
     if (gx <= be.max_groups_x && gy <= be.max_groups_y && static_cast<uint64_t>(g) <= be.max_groups_z) {
       const Pipeline *pipe = nullptr;
-      name = "conv_sg" + std::to_string(sgs) + (a.dtype == CTN_F64 ? ".f64" : ".f32");
+      name = "conv_sg" + std::to_string(sgs) + "." + dtype_name(a.dtype);
       if ((st = get_pipeline(be, name.c_str(), {static_cast<int32_t>(sgs), 1, kind}, 4, &pipe)) != CTN_OK) {
         kernel_delete(k);
         return st;
@@ -170,7 +170,7 @@ ctn_status make_pool(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, 
   const char *op = sig->op;
   const ctn_tensor_desc &y = *sig->output;
   ctn_status st = CTN_OK;
-  if (!float_ok(be, sig, y.dtype, &st)) return st;
+  if (!float_ok(be, sig, y.dtype, &st, true)) return st;  // f16/bf16: compared and summed in f32
   const bool grad = kind == 1 || kind == 3;
   const ctn_tensor_desc &big = kind == 3 ? y : sig->inputs[0];
   const ctn_tensor_desc &small = kind == 3 ? sig->inputs[0] : grad ? sig->inputs[2] : y;
@@ -217,7 +217,7 @@ ctn_status make_norm(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, 
   const char *op = sig->op;
   const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
   ctn_status st = CTN_OK;
-  if (!float_ok(be, sig, x.dtype, &st)) return st;
+  if (!float_ok(be, sig, x.dtype, &st, true)) return st;  // f16/bf16: statistics in f32
   const bool ln = kind >= 4;
   int64_t outer = 0, ch = 0, inner = 1, rows = 1, len = 1;
   if (ln) {
@@ -234,8 +234,8 @@ ctn_status make_norm(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, 
       ok = full ? same_shape(d, x) : (d.ndim == 1 && d.shape[0] == ch);
     }
   }
-  const uint64_t esz = dtype_size(x.dtype);
-  const uint64_t ws = kind == 7 ? static_cast<uint64_t>(rows) * 2 * esz : 0;
+  const uint64_t tsz = x.dtype == CTN_F64 ? 8 : 4;  // the workspace holds T (f32 for 16 bits)
+  const uint64_t ws = kind == 7 ? static_cast<uint64_t>(rows) * 2 * tsz : 0;
   if ((st = fits(be, sig, ws)) != CTN_OK) return st;
   std::vector<uint32_t> p(16, 0);
   p[0] = u32(ln ? rows : outer);
@@ -253,7 +253,7 @@ ctn_status make_norm(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, 
   for (uint32_t i = 1; i <= 4; ++i) proto.b[i] = i < n_in ? whole(static_cast<int8_t>(i), sig->inputs[i]) : whole(0, x);
   proto.b[5] = whole(kOut, y);
   proto.b[6] = params_bind(p);
-  proto.b[7] = ws ? Bind{kWork, static_cast<uint32_t>(esz), 0, ws} : Bind{};
+  proto.b[7] = ws ? Bind{kWork, static_cast<uint32_t>(tsz), 0, ws} : Bind{};
   const Pipeline *pipe = nullptr;
   if (kind == 7) {
     // Row statistics into the workspace, then one invocation per column.

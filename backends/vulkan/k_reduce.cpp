@@ -51,10 +51,14 @@ void put_scale(std::vector<uint32_t> &p, size_t f32_at, size_t f64_at, double v)
   p[f64_at + 1] = static_cast<uint32_t>(bits >> 32);
 }
 
+// "<shader>.<dtype>": reduce.comp and softmax.comp are built for f32, f64, f16 and bf16 (the
+// 16-bit floats summed in f32).
+std::string variant(const char *shader, int32_t dtype) { return std::string(shader) + "." + dtype_name(dtype); }
+
 ctn_status make_reduce(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, int op) {
   const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
   ctn_status st = CTN_OK;
-  if (!float_ok(be, sig, x.dtype, &st)) return st;
+  if (!float_ok(be, sig, x.dtype, &st, true)) return st;
   if ((st = fits(be, sig)) != CTN_OK) return st;
   const uint64_t mask = static_cast<uint64_t>(sig->attrs->i[0]);
   const int64_t count = reduce_count(sig);
@@ -85,7 +89,7 @@ ctn_status make_reduce(Backend &be, const ctn_op_signature *sig, ctn_kernel *out
   if ((st = kernel_new(be, sig->op, p, &k)) != CTN_OK) return st;
   const Pipeline *pipe = nullptr;
   uint32_t wg = wg_for(be, count);
-  if ((st = get_pipeline(be, x.dtype == CTN_F32 ? "reduce.f32" : "reduce.f64", {static_cast<int32_t>(wg), 1, op}, 3,
+  if ((st = get_pipeline(be, variant("reduce", x.dtype).c_str(), {static_cast<int32_t>(wg), 1, op}, 3,
                          &pipe)) != CTN_OK) {
     kernel_delete(k);
     return st;
@@ -104,7 +108,7 @@ ctn_status make_reduce(Backend &be, const ctn_op_signature *sig, ctn_kernel *out
 ctn_status make_softmax(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, int op) {
   const ctn_tensor_desc &x = sig->inputs[0];
   ctn_status st = CTN_OK;
-  if (!float_ok(be, sig, x.dtype, &st)) return st;
+  if (!float_ok(be, sig, x.dtype, &st, true)) return st;
   if ((st = fits(be, sig)) != CTN_OK) return st;
   const AxisDims d = axis_dims(x, sig->attrs->i[0]);
   const int64_t outer = d.outer, inner = d.inner, len = d.len;
@@ -112,7 +116,7 @@ ctn_status make_softmax(Backend &be, const ctn_op_signature *sig, ctn_kernel *ou
   Kernel *k = nullptr;
   if ((st = kernel_new(be, sig->op, p, &k)) != CTN_OK) return st;
   const Pipeline *pipe = nullptr;
-  if ((st = get_pipeline(be, x.dtype == CTN_F32 ? "softmax.f32" : "softmax.f64",
+  if ((st = get_pipeline(be, variant("softmax", x.dtype).c_str(),
                          {static_cast<int32_t>(wg_for(be, len)), 1, op}, 4, &pipe)) != CTN_OK) {
     kernel_delete(k);
     return st;

@@ -1,6 +1,6 @@
 // Shape ops: reshape and concat are buffer copies (vkCmdCopyBuffer: any dtype, any size);
 // permute, slice, broadcast_to and slice_grad walk the output (or dy) with the gather shader,
-// which moves 32-bit words and so handles every dtype.
+// which moves 32-bit words and so handles every dtype (1, 2, 4 or 8 bytes).
 #include "vk_backend.h"
 
 namespace ctn_vk {
@@ -12,7 +12,9 @@ ctn_status gather_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *o
                          int64_t n, bool scatter) {
   const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
   const uint64_t esz = dtype_size(y.dtype);
-  if (scatter && esz == 1) return decline(be, sig, "scatter of 1-byte dtypes is not implemented");
+  if (scatter && esz < 4)
+    return decline(be, sig, "scatter of %llu-byte dtypes is not implemented",
+                   static_cast<unsigned long long>(esz));
   for (const ctn_tensor_desc *d : {&x, &y})
     if (desc_bytes(*d) + be.align > be.max_range)
       return decline(be, sig, "a %llu-byte operand exceeds maxStorageBufferRange (%llu)",
@@ -48,7 +50,7 @@ ctn_status gather_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *o
     c.b[1] = Bind{kOut, 4, 0, std::max<uint64_t>(desc_bytes(y), 4)};
     c.b[2] = Bind{kParams, 4, 0, p.size() * 4};
     c.count = static_cast<uint32_t>(n);
-    uint64_t items = esz == 1 ? (static_cast<uint64_t>(n) + 3) / 4 : static_cast<uint64_t>(n);
+    uint64_t items = esz < 4 ? (static_cast<uint64_t>(n) + 4 / esz - 1) / (4 / esz) : static_cast<uint64_t>(n);
     if (ctn_status st = push_1d(be, sig, k, c, items); st) return st;
   }
   kernel_publish(k, out);

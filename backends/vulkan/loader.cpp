@@ -51,6 +51,8 @@ bool vk_load_instance(Vk &vk, VkInstance instance, std::string *why) {
       vk.vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
   vk.vkGetPhysicalDeviceProperties2 = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties2>(
       vk.vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceProperties2"));
+  vk.vkGetPhysicalDeviceFeatures2 = reinterpret_cast<PFN_vkGetPhysicalDeviceFeatures2>(
+      vk.vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceFeatures2"));
   return true;
 }
 

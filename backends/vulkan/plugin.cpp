@@ -192,6 +192,16 @@ void read_device_limits(Backend &be) {
   VkPhysicalDeviceFeatures feats{};
   be.vk.vkGetPhysicalDeviceFeatures(be.phys, &feats);
   be.has_f64 = feats.shaderFloat64 == VK_TRUE && !ctn_backend_util::env_flag("CHUTNEY_VULKAN_NO_F64");
+  if (be.vk.vkGetPhysicalDeviceFeatures2) {
+    VkPhysicalDevice16BitStorageFeatures s16{};
+    s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+    VkPhysicalDeviceFeatures2 f2{};
+    f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    f2.pNext = &s16;
+    be.vk.vkGetPhysicalDeviceFeatures2(be.phys, &f2);
+    be.has_16bit = s16.storageBuffer16BitAccess == VK_TRUE &&
+                   !ctn_backend_util::env_flag("CHUTNEY_VULKAN_NO_16BIT");
+  }
   const VkPhysicalDeviceLimits &lim = be.props.limits;
   be.max_invocations = lim.maxComputeWorkGroupInvocations;
   be.max_wg_x = lim.maxComputeWorkGroupSize[0];
@@ -232,8 +242,12 @@ std::string create_device(Backend &be) {
   qi.pQueuePriorities = &prio;
   VkPhysicalDeviceFeatures enable{};
   enable.shaderFloat64 = be.has_f64 ? VK_TRUE : VK_FALSE;
+  VkPhysicalDevice16BitStorageFeatures s16{};  // enabled only when reported
+  s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  s16.storageBuffer16BitAccess = be.has_16bit ? VK_TRUE : VK_FALSE;
   VkDeviceCreateInfo di{};
   di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  if (be.has_16bit) di.pNext = &s16;
   di.queueCreateInfoCount = 1;
   di.pQueueCreateInfos = &qi;
   di.pEnabledFeatures = &enable;
@@ -248,12 +262,13 @@ std::string create_device(Backend &be) {
 std::string describe_device(const Backend &be) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "%s (%s, Vulkan %u.%u.%u), f64 %s, max storage range %" PRIu64
+                "%s (%s, Vulkan %u.%u.%u), f64 %s, f16/bf16 storage %s, max storage range %" PRIu64
                 " MiB, shared %u KiB, pipeline cache %s%s",
                 be.props.deviceName, kind_name(be.props.deviceType),
                 VK_API_VERSION_MAJOR(be.props.apiVersion),
                 VK_API_VERSION_MINOR(be.props.apiVersion),
                 VK_API_VERSION_PATCH(be.props.apiVersion), be.has_f64 ? "yes" : "no",
+                be.has_16bit ? "yes" : "no",
                 be.max_range >> 20, be.max_shared >> 10, be.cache_note.c_str(),
                 be.validation ? ", validation on" : "");
   return buf;
@@ -415,7 +430,9 @@ ctn_status vk_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *o
     if (sig->n_inputs > 8) return decline(*be, sig, "more than 8 inputs");
     for (uint32_t i = 0; i <= sig->n_inputs; ++i) {
       const ctn_tensor_desc &d = i < sig->n_inputs ? sig->inputs[i] : *sig->output;
-      if (ctn_status st = check_operand_type(host, "vulkan", sig->op, i, d, false); st != CTN_OK) return st;
+      // Each op family declines the 16-bit floats and i8 where it lacks them (or the device lacks
+      // storageBuffer16BitAccess).
+      if (ctn_status st = check_operand_type(host, "vulkan", sig->op, i, d, true); st != CTN_OK) return st;
       for (uint32_t k = 0; k < d.ndim; ++k)
         if (d.shape[k] < 0)
           return host->set_error(CTN_ERR_SHAPE, "vulkan %s: operand %u has a negative dim", sig->op, i);

@@ -31,10 +31,16 @@ ctn_status decline(Backend &be, const ctn_op_signature *sig, const char *fmt, ..
   return be.host->set_error(CTN_ERR_UNSUPPORTED, "vulkan %s: %s", sig->op, buf);
 }
 
-bool float_ok(Backend &be, const ctn_op_signature *sig, int32_t dtype, ctn_status *st) {
-  if (dtype == CTN_F32 || (dtype == CTN_F64 && be.has_f64)) return true;
+bool float_ok(Backend &be, const ctn_op_signature *sig, int32_t dtype, ctn_status *st,
+              bool half_ok) {
+  const bool half = dtype == CTN_F16 || dtype == CTN_BF16;
+  if (dtype == CTN_F32 || (dtype == CTN_F64 && be.has_f64) || (half && half_ok && be.has_16bit))
+    return true;
   if (dtype == CTN_F64)
     *st = decline(be, sig, "f64 needs shaderFloat64, which %s lacks", be.props.deviceName);
+  else if (half && half_ok)
+    *st = decline(be, sig, "unavailable for %s: the device lacks storageBuffer16BitAccess",
+                  dtype_name(dtype));
   else
     *st = decline(be, sig, "dtype %s is not supported (f32, f64 only)", dtype_name(dtype));
   return false;

@@ -119,6 +119,10 @@ struct Backend {
   VkPhysicalDeviceProperties props{};
   VkPhysicalDeviceMemoryProperties memprops{};
   bool has_f64 = false;
+  // storageBuffer16BitAccess (VK_KHR_16bit_storage, core in 1.1), enabled at device creation
+  // when reported: the f16/bf16 shaders (16-bit storage, f32 arithmetic). Off with
+  // CHUTNEY_VULKAN_NO_16BIT=1.
+  bool has_16bit = false;
   // Subgroups (Vulkan 1.1): size and whether compute shaders have the ballot operations.
   uint32_t subgroup_size = 0;
   bool subgroup_ballot = false;
@@ -228,8 +232,10 @@ inline ctn_status push_1d(Backend &be, const ctn_op_signature *sig, Kernel *k, C
   k->cmds.push_back(std::move(c));
   return CTN_OK;
 }
-// f64 needs shaderFloat64: the standard reason when it is absent.
-bool float_ok(Backend &be, const ctn_op_signature *sig, int32_t dtype, ctn_status *st);
+// f64 needs shaderFloat64, f16/bf16 storageBuffer16BitAccess: the standard reason when it is
+// absent. half_ok: the op has 16-bit shaders (else f32 and f64 only).
+bool float_ok(Backend &be, const ctn_op_signature *sig, int32_t dtype, ctn_status *st,
+              bool half_ok = false);
 
 ctn_status make_elementwise_kernel(Backend &be, const ctn_op_signature *sig, ctn_kernel *out,
                                    bool *handled);

@@ -138,12 +138,12 @@ struct Variant {
   std::function<ctn_dtype(ctn_dtype)> out_dtype;  // NULL: the floating dtype under test
   double tol32 = 1e-7;  // normalised MSE bounds
   double tol64 = 1e-20;
-  // The 16-bit floats (cpu only): a relative error of ~2e-3 (f16) and ~1e-2 (bf16) per element
+  // The 16-bit floats (cpu; opencl and vulkan for the ops with 16-bit kernels): a relative error of ~2e-3 (f16) and ~1e-2 (bf16) per element
   // against the f64 reference of the same (rounded) inputs, squared.
   double tol16 = 4e-6;
   double tolbf16 = 1e-4;
   bool no_half = false;  // the case's values do not fit a 16-bit float
-  bool cpu_only = false;  // uses a dtype only the CPU backend has kernels for (f16, bf16, i8)
+  bool cpu_only = false;  // uses a dtype only the CPU backend has kernels for (i8)
   bool only_f64 = false;
   // gradient checks: central-difference step and relative error bound
   double eps = 1e-6;

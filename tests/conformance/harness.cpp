@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "case_helpers.hpp"
@@ -381,20 +382,58 @@ const OpCase *CaseTest::begin_case(const std::vector<OpCase> &cases) {
   return IsSkipped() || HasFatalFailure() ? nullptr : &c;
 }
 
+// Whether `backend` has 16-bit float kernels for the op of `c`.
+static bool half_kernels(const std::string &backend, const OpCase &c) {
+  if (backend == "cpu") return true;
+  if (backend != "opencl" && backend != "vulkan") return false;
+  // A composite op runs as its parts: every part of the composites of the suite (softsign,
+  // softplus, elu, selu, hardsigmoid, hardswish, mish, reciprocal) has 16-bit kernels on both.
+  if (c.composite) return true;
+  static const std::set<std::string> kOps = {
+      // the generated elementwise formulas (backends/common/ew_ops.py)
+      "neg", "exp", "log", "sqrt", "abs", "sign", "tanh", "sigmoid", "relu", "gelu", "leaky_relu",
+      "clamp", "erf", "atan", "sin", "cos", "tan", "add", "sub", "mul", "div", "pow", "maximum",
+      "minimum", "relu_grad", "leaky_relu_grad", "gelu_grad", "clamp_grad", "tanh_grad",
+      "sigmoid_grad",
+      // comparisons, where, casts and the data movement of the shape ops
+      "eq", "ne", "lt", "le", "gt", "ge", "where", "cast", "reshape", "permute", "slice", "concat",
+      "broadcast_to",
+      // reductions and the softmax family (16-bit storage, f32 sums)
+      "sum", "mean", "max", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad"};
+  // Vulkan's gather shader does not scatter 1- or 2-byte elements; its matmul, convolution,
+  // pooling and norm shaders take 16-bit storage too (OpenCL's GEMM is CLBlast's, f32/f64).
+  static const std::set<std::string> kVulkan = {
+      "matmul", "matmul_bias_act", "conv2d", "conv2d_grad_input", "conv2d_grad_weight",
+      "conv_transpose2d", "max_pool2d", "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad",
+      "batch_norm", "batch_norm_grad_input", "batch_norm_grad_gamma", "batch_norm_inference",
+      "layer_norm", "layer_norm_grad_input", "layer_norm_grad_gamma"};
+  if (backend == "opencl") return kOps.count(c.op) > 0 || c.op == "slice_grad";
+  return kOps.count(c.op) > 0 || kVulkan.count(c.op) > 0;
+}
+
 void CaseTest::check_forward(const std::vector<OpCase> &cases) {
   const OpCase *c = begin_case(cases);
   if (c == nullptr) return;
   for (const Variant &v : c->variants) {
     if (v.cpu_only && backend_ != "cpu") continue;
-    // The 16-bit floats on the CPU backend (its native and widened kernels); other backends
-    // have no 16-bit kernels yet.
+    // The 16-bit floats: on the CPU backend every op (native and widened kernels); on OpenCL and
+    // Vulkan the ops with 16-bit kernels (half_kernels), where they must run unless the device
+    // lacks a feature (then the reason names it). Every other op declines them there
+    // (GpuHalfFallback in tests.cpp checks that they fall back).
     std::vector<ctn_dtype> fdts = {CTN_F32, CTN_F64};
-    if (backend_ == "cpu" && !v.only_f64 && !v.no_half) fdts.insert(fdts.end(), {CTN_F16, CTN_BF16});
+    const bool half = !v.only_f64 && !v.no_half && half_kernels(backend_, *c);
+    if (half) fdts.insert(fdts.end(), {CTN_F16, CTN_BF16});
     for (ctn_dtype fdt : fdts) {
       if (v.only_f64 && fdt == CTN_F32) continue;
       uint64_t seed = seed_of(c->row + "/" + v.label + "/" + ctn_dtype_name(fdt));
       for (bool all_passes : {false, true}) {
         std::string u = run_forward_variant(backend_, *c, v, fdt, seed, all_passes);
+        if (!u.empty() && backend_ != "cpu" && (fdt == CTN_F16 || fdt == CTN_BF16)) {
+          // "the device lacks storageBuffer16BitAccess", "f64 needs shaderFloat64, which <device>
+          // lacks", "f64 needs cl_khr_fp64, which <device> does not offer"
+          EXPECT_TRUE(u.find(" lacks") != std::string::npos || u.find("does not offer") != std::string::npos)
+              << "a 16-bit op with device kernels was declined: " << u;
+        }
         if (!u.empty()) {
           note_unsupported(u);
           break;

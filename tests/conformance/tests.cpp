@@ -1,6 +1,10 @@
 // The conformance tests, instantiated for every backend the context reports (available or not:
 // an unavailable one is skipped with its reason).
+#include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <memory>
 
 #include "case_helpers.hpp"
@@ -283,6 +287,269 @@ INSTANTIATE_TEST_SUITE_P(Passes, Fusion, ::testing::ValuesIn(backend_names()),
                          [](const ::testing::TestParamInfo<std::string> &info) {
                            return param_name(info.param);
                          });
+
+// ---- 16-bit floats on the device backends ----------------------------------------------------------
+
+// OpenCL and Vulkan run the elementwise ops, reductions and softmax (Vulkan also matmul,
+// convolutions and pooling) in f16 themselves (the Forward cases check them); an op without
+// 16-bit kernels on either (cross_entropy) declines f16 with a reason naming the dtype, and a plan
+// listing the backend first places exp on it and the loss on the CPU, with the right value.
+class GpuHalfFallback : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GpuHalfFallback, CrossEntropyFallsBackToTheCpu) {
+  const std::string backend = GetParam();
+  ASSERT_NE(context(), nullptr) << setup_error();
+  const BackendEntry *b = find_backend(backend);
+  if (b == nullptr || !b->available) GTEST_SKIP() << backend << " is not available here";
+  int32_t supported = 1;
+  const char *reason = nullptr;
+  CTN_ASSERT_OK(ctn_context_op_support(context(), backend.c_str(), "cross_entropy", CTN_F16,
+                                       &supported, &reason));
+  EXPECT_EQ(supported, 0);
+  EXPECT_NE(std::string(reason ? reason : "").find("f16"), std::string::npos) << reason;
+  CTN_ASSERT_OK(ctn_context_op_support(context(), backend.c_str(), "exp", CTN_F16, &supported,
+                                       &reason));
+  if (!supported) {  // a device without 16-bit storage says so
+    EXPECT_NE(std::string(reason ? reason : "").find("lacks"), std::string::npos) << reason;
+    GTEST_SKIP() << backend << " has no f16 here: " << reason;
+  }
+
+  ctn_graph *graw = nullptr;
+  CTN_ASSERT_OK(ctn_graph_create(context(), 0, &graw));
+  GraphPtr g(graw);
+  const int64_t shape[2] = {3, 4}, lshape[1] = {3};
+  ctn_node x = CTN_NODE_NONE, lab = CTN_NODE_NONE, e = CTN_NODE_NONE, y = CTN_NODE_NONE;
+  CTN_ASSERT_OK(ctn_input(g.get(), "x", CTN_F16, 2, shape, &x));
+  CTN_ASSERT_OK(ctn_input(g.get(), "labels", CTN_I32, 1, lshape, &lab));
+  CTN_ASSERT_OK(ctn_exp(g.get(), x, &e));
+  CTN_ASSERT_OK(ctn_cross_entropy(g.get(), e, lab, &y));  // 0-d f16
+  ctn_compile_options o = compile_options(backend, false);
+  const std::string list = backend + ",cpu";
+  o.backends = list.c_str();
+  ctn_plan *praw = nullptr;
+  CTN_ASSERT_OK(ctn_plan_compile(g.get(), 1, &y, &o, &praw));
+  PlanPtr plan(praw);
+  uint32_t exp_dev = 0, ce_dev = 0, ce_cpu = 0;
+  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), backend.c_str(), "exp", &exp_dev));
+  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), backend.c_str(), "cross_entropy", &ce_dev));
+  CTN_ASSERT_OK(ctn_plan_backend_steps(plan.get(), "cpu", "cross_entropy", &ce_cpu));
+  EXPECT_EQ(exp_dev, 1u);
+  EXPECT_EQ(ce_dev, 0u);
+  EXPECT_EQ(ce_cpu, 1u);
+
+  Arr xin = make_arr({3, 4}), lin = make_arr({3});
+  for (size_t i = 0; i < xin.v.size(); ++i)
+    xin.v[i] = round_to(0.1875 * static_cast<double>((i * 7) % 12) - 1.0, CTN_F16);
+  lin.v = {2, 0, 3};
+  TensorPtr xt(make_tensor(CTN_F16, xin.shape, xin.v)), lt(make_tensor(CTN_I32, lin.shape, lin.v));
+  ASSERT_NE(xt, nullptr) << ctn_last_error();
+  ASSERT_NE(lt, nullptr) << ctn_last_error();
+  ctn_tensor *oraw = nullptr;
+  CTN_ASSERT_OK(ctn_plan_output_create(plan.get(), 0, &oraw));
+  TensorPtr out(oraw);
+  const ctn_node feed_nodes[] = {x, lab};
+  const ctn_tensor *feeds[] = {xt.get(), lt.get()};
+  ctn_tensor *const outs[] = {out.get()};
+  CTN_ASSERT_OK(ctn_plan_run(plan.get(), 2, feed_nodes, feeds, 1, outs));
+  ctn_dtype odt = CTN_F32;
+  Arr got = read_tensor(out.get(), &odt);
+  EXPECT_EQ(odt, CTN_F16);
+  ASSERT_EQ(got.v.size(), 1u);
+  double want = 0;  // mean over rows of logsumexp(e) - e[label], e = exp(x) rounded to f16
+  for (int64_t r = 0; r < 3; ++r) {
+    double s = 0, el = 0;
+    for (int64_t j = 0; j < 4; ++j) {
+      const double v = round_to(std::exp(xin.v[r * 4 + j]), CTN_F16);
+      s += std::exp(v);
+      if (j == static_cast<int64_t>(lin.v[r])) el = v;
+    }
+    want += (std::log(s) - el) / 3;
+  }
+  EXPECT_NEAR(got.v[0], want, 2e-3 * std::fabs(want));
+}
+
+// The device casts round exactly as desc.h does, bit for bit: every f16 pattern widened, every f16
+// value, the midpoints between neighbours (ties to even) and values just off them narrowed to f16
+// and bf16, the subnormal range, overflow (65520 is the first f32 that becomes inf), NaN, inf and
+// -0; with f64, values a hair off each midpoint (a double rounding would get them wrong).
+class GpuHalfCasts : public ::testing::TestWithParam<std::string> {
+ protected:
+  // cast(in) on the backend under test only; false (and a skip) when it declines the cast.
+  bool run_cast(ctn_dtype from, ctn_dtype to, const void *data, int64_t n, void *out, size_t out_bytes) {
+    ctn_graph *graw = nullptr;
+    EXPECT_EQ(ctn_graph_create(context(), 0, &graw), CTN_OK) << ctn_last_error();
+    GraphPtr g(graw);
+    ctn_node x = CTN_NODE_NONE, y = CTN_NODE_NONE;
+    EXPECT_EQ(ctn_input(g.get(), "x", from, 1, &n, &x), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ctn_cast(g.get(), x, to, &y), CTN_OK) << ctn_last_error();
+    ctn_compile_options o = compile_options(GetParam(), false);
+    ctn_plan *praw = nullptr;
+    ctn_status st = ctn_plan_compile(g.get(), 1, &y, &o, &praw);
+    PlanPtr plan(praw);
+    if (st == CTN_ERR_UNSUPPORTED) {
+      std::string why = ctn_last_error();
+      // only a missing device feature ("... lacks storageBuffer16BitAccess", "f64 needs
+      // shaderFloat64, which <device> lacks", "f64 needs cl_khr_fp64, which <device> does not offer")
+      EXPECT_TRUE(why.find("lacks") != std::string::npos || why.find("does not offer") != std::string::npos) << why;
+      return false;
+    }
+    EXPECT_EQ(st, CTN_OK) << ctn_last_error();
+    if (st != CTN_OK) return false;
+    uint32_t steps = 0;
+    EXPECT_EQ(ctn_plan_backend_steps(plan.get(), GetParam().c_str(), "cast", &steps), CTN_OK);
+    EXPECT_EQ(steps, 1u);
+    ctn_tensor *xraw = nullptr, *oraw = nullptr;
+    EXPECT_EQ(ctn_tensor_create(from, 1, &n, data, &xraw), CTN_OK) << ctn_last_error();
+    TensorPtr xt(xraw);
+    EXPECT_EQ(ctn_plan_output_create(plan.get(), 0, &oraw), CTN_OK) << ctn_last_error();
+    TensorPtr ot(oraw);
+    const ctn_tensor *feeds[] = {xt.get()};
+    ctn_tensor *const outs[] = {ot.get()};
+    EXPECT_EQ(ctn_plan_run(plan.get(), 1, &x, feeds, 1, outs), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ctn_tensor_read(ot.get(), out, out_bytes), CTN_OK) << ctn_last_error();
+    return !HasFailure();
+  }
+};
+
+bool is_nan16(uint16_t h, bool bf) {
+  return bf ? (h & 0x7fffu) > 0x7f80u : (h & 0x7fffu) > 0x7c00u;
+}
+
+TEST_P(GpuHalfCasts, RoundLikeDescH) {
+  const BackendEntry *b = find_backend(GetParam());
+  if (b == nullptr || !b->available) GTEST_SKIP() << GetParam() << " is not available here";
+  // Widening: every 16-bit pattern, f16 and bf16.
+  std::vector<uint16_t> all(65536);
+  for (uint32_t i = 0; i < 65536; ++i) all[i] = static_cast<uint16_t>(i);
+  std::vector<float> wide(65536);
+  for (bool bf : {false, true}) {
+    SCOPED_TRACE(bf ? "bf16 -> f32" : "f16 -> f32");
+    if (!run_cast(bf ? CTN_BF16 : CTN_F16, CTN_F32, all.data(), 65536, wide.data(), wide.size() * 4)) {
+      if (!HasFailure()) GTEST_SKIP() << GetParam() << " declines 16-bit casts here (reason checked)";
+      return;
+    }
+    size_t bad = 0;
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const float want = bf ? ctn_desc_bf16_to_f32(all[i]) : ctn_desc_f16_to_f32(all[i]);
+      const bool ok = std::isnan(want) ? std::isnan(wide[i]) : std::memcmp(&want, &wide[i], 4) == 0;
+      if (!ok && bad++ < 5) ADD_FAILURE() << "pattern " << i << ": got " << wide[i] << " want " << want;
+    }
+  }
+  // Narrowing from f32: the f16 values (exact), the midpoints above them, one f32 ulp either side.
+  std::vector<float> in;
+  for (uint32_t i = 0; i < 0x7c00u; ++i) {
+    const float v = ctn_desc_f16_to_f32(static_cast<uint16_t>(i));
+    const float up = ctn_desc_f16_to_f32(static_cast<uint16_t>(i + 1));
+    const float mid = v + (up - v) / 2;
+    for (float f : {v, mid, std::nextafter(mid, 0.f), std::nextafter(mid, 1e9f)}) {
+      in.push_back(f);
+      in.push_back(-f);
+    }
+  }
+  for (float f : {65504.f, 65519.f, 65520.f, 1e6f, 3e38f, std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN(), 1e-10f, 1.4e-45f, 3.0e38f * 1.1f})
+    in.push_back(f);
+  for (bool bf : {false, true}) {
+    SCOPED_TRACE(bf ? "f32 -> bf16" : "f32 -> f16");
+    std::vector<uint16_t> got(in.size());
+    if (!run_cast(CTN_F32, bf ? CTN_BF16 : CTN_F16, in.data(), static_cast<int64_t>(in.size()), got.data(),
+                  got.size() * 2))
+      return;  // a failure, or a decline already reported above
+    size_t bad = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const uint16_t want = bf ? ctn_desc_f32_to_bf16(in[i]) : ctn_desc_f32_to_f16(in[i]);
+      const bool ok = is_nan16(want, bf) ? is_nan16(got[i], bf) : got[i] == want;
+      if (!ok && bad++ < 5)
+        ADD_FAILURE() << std::hexfloat << in[i] << ": got 0x" << std::hex << got[i] << " want 0x" << want;
+    }
+    EXPECT_EQ(bad, 0u);
+  }
+  // From f64: a hair off each f16 midpoint, where rounding to f32 first would land on the tie.
+  std::vector<double> d;
+  for (uint32_t i = 0x0400u; i < 0x7bffu; i += 7) {
+    const double v = ctn_desc_f16_to_f32(static_cast<uint16_t>(i));
+    const double mid = v + (static_cast<double>(ctn_desc_f16_to_f32(static_cast<uint16_t>(i + 1))) - v) / 2;
+    d.push_back(mid * (1 + 1e-12));
+    d.push_back(mid * (1 - 1e-12));
+  }
+  for (bool bf : {false, true}) {
+    SCOPED_TRACE(bf ? "f64 -> bf16" : "f64 -> f16");
+    std::vector<uint16_t> got(d.size());
+    if (!run_cast(CTN_F64, bf ? CTN_BF16 : CTN_F16, d.data(), static_cast<int64_t>(d.size()), got.data(),
+                  got.size() * 2))
+      return;  // a failure, or a decline already reported above
+    size_t bad = 0;
+    for (size_t i = 0; i < d.size(); ++i) {
+      const uint16_t want = bf ? ctn_desc_f64_to_bf16(d[i]) : ctn_desc_f64_to_f16(d[i]);
+      if (got[i] != want && bad++ < 5)
+        ADD_FAILURE() << std::hexfloat << d[i] << ": got 0x" << std::hex << got[i] << " want 0x" << want;
+    }
+    EXPECT_EQ(bad, 0u);
+  }
+}
+
+// v rounded to nearest even with `bits` significant bits, in integer arithmetic (exact for every
+// i64, unlike a reference going through double past 2^53); the result is exact in float.
+float round_int(int64_t v, int bits) {
+  const bool neg = v < 0;
+  uint64_t m = neg ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  int top = 63;
+  while (top > 0 && !((m >> top) & 1)) --top;
+  const int shift = top - (bits - 1);
+  if (m != 0 && shift > 0) {
+    uint64_t q = m >> shift, rem = m & ((uint64_t(1) << shift) - 1), half = uint64_t(1) << (shift - 1);
+    q += rem > half || (rem == half && (q & 1));
+    m = q << shift;  // q may have carried to 2^bits: still exact
+  }
+  const float f = std::ldexp(static_cast<float>(m >> std::max(shift, 0)), std::max(shift, 0));
+  return neg ? -f : f;
+}
+
+// Integers narrow once too: values past 2^24 (where an int -> f32 -> 16-bit path would round
+// twice) against desc.h's rounding of the exact value (conformance-vulkan-no-f64 checks Vulkan's
+// path without doubles).
+TEST_P(GpuHalfCasts, IntegersRoundOnce) {
+  const BackendEntry *b = find_backend(GetParam());
+  if (b == nullptr || !b->available) GTEST_SKIP() << GetParam() << " is not available here";
+  std::vector<int64_t> v64;
+  std::vector<int64_t> offsets = {-3, -1, 0, 1, 3};  // and each power of two (half a bf16 ulp) +-1
+  for (int k = 7; k < 54; ++k)
+    for (int64_t d : {-1, 0, 1}) offsets.push_back((int64_t(1) << k) + d);
+  for (int64_t base : {int64_t(1) << 24, int64_t(1) << 25, int64_t(3) << 28, int64_t(1) << 40,
+                       int64_t(1) << 60})
+    for (int64_t d : offsets)
+      for (int64_t sgn : {1, -1}) v64.push_back(sgn * (base + d));
+  std::vector<int32_t> v32;
+  for (int64_t v : v64)
+    if (v >= INT32_MIN && v <= INT32_MAX) v32.push_back(static_cast<int32_t>(v));
+  for (bool bf : {false, true})
+    for (bool wide : {false, true}) {
+      SCOPED_TRACE(std::string(wide ? "i64" : "i32") + (bf ? " -> bf16" : " -> f16"));
+      const size_t n = wide ? v64.size() : v32.size();
+      std::vector<uint16_t> got(n);
+      if (!run_cast(wide ? CTN_I64 : CTN_I32, bf ? CTN_BF16 : CTN_F16,
+                    wide ? static_cast<const void *>(v64.data()) : v32.data(), static_cast<int64_t>(n),
+                    got.data(), n * 2)) {
+        if (!HasFailure()) GTEST_SKIP() << GetParam() << " declines 16-bit casts here (reason checked)";
+        return;
+      }
+      size_t bad = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t x = wide ? v64[i] : v32[i];
+        const float r = round_int(x, bf ? 8 : 11);  // exact: the 16-bit conversion below does not round
+        const uint16_t want = bf ? ctn_desc_f32_to_bf16(r) : ctn_desc_f32_to_f16(r);
+        if (got[i] != want && bad++ < 5)
+          ADD_FAILURE() << x << ": got 0x" << std::hex << got[i] << " want 0x" << want;
+      }
+      EXPECT_EQ(bad, 0u);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Half, GpuHalfCasts, ::testing::Values("opencl", "vulkan"),
+                         [](const ::testing::TestParamInfo<std::string> &i) { return i.param; });
+
+INSTANTIATE_TEST_SUITE_P(Half, GpuHalfFallback, ::testing::Values("opencl", "vulkan"),
+                         [](const ::testing::TestParamInfo<std::string> &i) { return i.param; });
 
 }  // namespace
 }  // namespace conf

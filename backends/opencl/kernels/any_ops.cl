@@ -1,5 +1,5 @@
 /* Kernels that only move bits or convert between dtypes, compiled once. Element types by size:
- * u8 (uchar), u32 (uint), u64 (ulong). CTN_HAVE_FP64 is defined when the device has cl_khr_fp64. */
+ * u8 (uchar), u16 (ushort), u32 (uint), u64 (ulong). CTN_HAVE_FP64 is defined when the device has cl_khr_fp64. */
 
 /* bcast_off (float_ops.cl, which the program holds before this file): the element offset of
  * flat index i of a strided walk. */
@@ -28,19 +28,22 @@
     }                                                                                           \
   }
 CTN_WALK(uchar, u8)
+CTN_WALK(ushort, u16)
 CTN_WALK(uint, u32)
 CTN_WALK(ulong, u64)
 #undef CTN_WALK
 
-/* comparisons of integer dtypes (floating ones live in the float template). */
-#define CTN_CMP(E, S)                                                                           \
+/* comparisons of integer dtypes (f32/f64 live in the float template): elements of E loaded as C
+ * by LD(p, i). CTN_CMP stays defined: half_ops.cl instantiates it for f16 and bf16. */
+#define CTN_LD_ELEM(p, i) (p)[i]
+#define CTN_CMP(E, S, C, LD)                                                                    \
   __kernel void compare_##S(int op, long n, int nd, __global const long *meta, int ma, int mb, \
                             __global const E *a, long ao, __global const E *b, long bo,        \
                             __global uchar *y, long yo) {                                      \
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) {                          \
       long ia = ma == 0 ? i : ma == 1 ? 0 : bcast_off(i, nd, meta, meta + nd);                 \
       long ib = mb == 0 ? i : mb == 1 ? 0 : bcast_off(i, nd, meta, meta + 2 * nd);             \
-      E u = a[ao + ia], v = b[bo + ib];                                                         \
+      C u = LD(a, ao + ia), v = LD(b, bo + ib);                                                 \
       int r = 0;                                                                                \
       switch (op) {                                                                             \
         case CTN_EW_EQ: r = u == v; break;                                                              \
@@ -53,10 +56,9 @@ CTN_WALK(ulong, u64)
       y[yo + i] = (uchar)r;                                                                     \
     }                                                                                           \
   }
-CTN_CMP(int, i32)
-CTN_CMP(long, i64)
-CTN_CMP(uchar, u8)
-#undef CTN_CMP
+CTN_CMP(int, i32, int, CTN_LD_ELEM)
+CTN_CMP(long, i64, long, CTN_LD_ELEM)
+CTN_CMP(uchar, u8, uchar, CTN_LD_ELEM)
 
 /* casts: float -> integer saturates toward zero with NaN -> 0 (the CPU backend's rule);
  * anything -> bool is x != 0. CONV is the conversion expression of `v`. */

@@ -81,36 +81,6 @@ __kernel void FN(compare)(int op, long n, int nd, __global const long *meta, int
   }
 }
 
-/* ---- reductions: one work-group per output element. meta = kshape[nk], kstr[nk],
- * rshape[nr], rstr[nr] (input element strides of the kept / reduced coalesced dims).
- * op: 0 sum, 1 mean (times scale), 2 max. R = number of reduced elements. ---- */
-__kernel void FN(reduce)(int op, long nout, long R, int nk, int nr, __global const long *meta,
-                         __global const T *x, long xo, __global T *y, long yo, T scale,
-                         __local T *scratch) {
-  const int lid = get_local_id(0), ls = get_local_size(0);
-  __global const long *kshape = meta, *kstr = meta + nk, *rshape = meta + 2 * nk,
-                      *rstr = meta + 2 * nk + nr;
-  const long o = get_group_id(0) + (long)get_group_id(1) * get_num_groups(0);
-  const long n = o < nout ? R : 0;  /* a group past the end reduces nothing; barriers stay uniform */
-  const long base = o < nout ? xo + bcast_off(o, nk, kshape, kstr) : 0;
-  T acc = op == 2 ? (T)(-INFINITY) : (T)0;
-  for (long r = lid; r < n; r += ls) {
-    T v = x[base + bcast_off(r, nr, rshape, rstr)];
-    if (op == 2) acc = (v > acc || v != v || acc != acc) ? (acc != acc ? acc : v) : acc;
-    else acc += v;
-  }
-  scratch[lid] = acc;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int s = ls / 2; s > 0; s >>= 1) {
-    if (lid < s) {
-      T u = scratch[lid], v = scratch[lid + s];
-      scratch[lid] = op == 2 ? ((v > u || v != v || u != u) ? (u != u ? u : v) : u) : u + v;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  if (lid == 0 && o < nout) y[yo + o] = op == 1 ? scratch[0] * scale : scratch[0];
-}
-
 /* Work-group tree reduction helpers (ls a power of two): NAME(v, s) combines every lane's v of
  * type TYPE with COMBINE(a, b) through local scratch s; every lane gets the result. nn_ops.cl
  * makes its ACC sum with it too. */
@@ -133,45 +103,7 @@ __kernel void FN(reduce)(int op, long nout, long R, int nk, int nr, __global con
 CTN_WG_REDUCE(FN(wg_sum), T, CTN_WG_ADD)
 CTN_WG_REDUCE(FN(wg_max), T, fmax)
 
-/* ---- softmax family: one work-group per row, launched by launch_rows; a row is len elements
- * `inner` apart. op: 0 softmax, 1 log_softmax, 2 softmax_grad (x = y), 3 log_softmax_grad (x = y).
- * Every barrier sits at the top level of the kernel, reached by all lanes of every group (a
- * group past the last row just works on an empty row): PoCL 3.1 miscompiled the earlier shape,
- * barriers inside a grid-stride loop and op branches, so that a lane now and then read a stale
- * reduction. ---- */
-__kernel void FN(softmax)(int op, long rows, long len, long inner, __global const T *x, long xo,
-                          __global const T *dy, long dyo, __global T *y, long yo,
-                          __local T *scratch) {
-  const int lid = get_local_id(0), ls = get_local_size(0);
-  const long r = get_group_id(0) + (long)get_group_id(1) * get_num_groups(0);
-  const long n = r < rows ? len : 0;
-  const long base = r < rows ? (r / inner) * len * inner + r % inner : 0;
-  __global const T *xr = x + xo + base;
-  __global const T *dr = dy + dyo + base;
-  __global T *yr = y + yo + base;
-  const int fwd = op < 2;
-  T m = (T)(-INFINITY);
-  if (fwd)
-    for (long j = lid; j < n; j += ls) m = fmax(m, xr[j * inner]);
-  m = FN(wg_max)(m, scratch);
-  if (m == (T)(-INFINITY)) m = (T)0;
-  T s = (T)0;
-  for (long j = lid; j < n; j += ls) {
-    T v = xr[j * inner];
-    s += fwd ? exp(v - m) : (op == 2 ? dr[j * inner] * v : dr[j * inner]);
-  }
-  s = FN(wg_sum)(s, scratch);
-  const T inv = (T)1 / s, lse = m + log(s);
-  for (long j = lid; j < n; j += ls) {
-    T v = xr[j * inner];
-    T out;
-    if (op == 0) out = exp(v - m) * inv;
-    else if (op == 1) out = v - lse;
-    else if (op == 2) out = v * (dr[j * inner] - s);
-    else out = dr[j * inner] - exp(v) * s;
-    yr[j * inner] = out;
-  }
-}
+/* Reductions and the softmax family: reduce_ops.cl (also instantiated for the 16-bit floats). */
 
 /* ---- cross-entropy (labels as long after the host widens i32 with a cast? no: LT below) ----
  * One work-group: each item takes rows lid, lid+ls...; err records a bad label:

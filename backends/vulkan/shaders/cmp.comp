@@ -1,15 +1,17 @@
 #version 450
 // Comparisons with broadcasting -> bool (one byte per element). One invocation writes one 32-bit
-// word, i.e. four outputs, so no two invocations share a word. T may be float, double or int.
+// word, i.e. four outputs, so no two invocations share a word. T may be float, double or int; a
+// 16-bit float (-DF16 / -DBF16, storage.glsl) is compared as the float it widens to.
 #include "common.glsl"
 #include "vk_ew_ops.h"
+#include "storage.glsl"
 
 layout(constant_id = 2) const int OP = 0;  // CTN_EW_EQ ... CTN_EW_GE
 layout(constant_id = 3) const int MODE0 = 0;
 layout(constant_id = 4) const int MODE1 = 0;
 
-layout(std430, binding = 0) readonly buffer B0 { T a[]; };
-layout(std430, binding = 1) readonly buffer B1 { T b[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM a[]; };
+layout(std430, binding = 1) readonly buffer B1 { ELEM b[]; };
 layout(std430, binding = 2) buffer B2 { uint y[]; };
 layout(std430, binding = 3) readonly buffer B3 { uint p[]; };
 
@@ -42,8 +44,8 @@ void main() {
     uint li = first + t;
     if (li >= pc.count) break;
     uint gi = pc.base + li;
-    T x = a[pc.off[0] + in_index(MODE0, li, gi, 0)];
-    T z = b[pc.off[1] + in_index(MODE1, li, gi, 1)];
+    T x = LD(a[pc.off[0] + in_index(MODE0, li, gi, 0)]);
+    T z = LD(b[pc.off[1] + in_index(MODE1, li, gi, 1)]);
     if (cmp(x, z)) word |= 1u << (8u * t);
   }
   uint n = pc.count - first;

@@ -7,12 +7,13 @@
 // p[0..15] = N C H W O KH KW Ho Wo sh sw ph pw dh dw G. Bindings: OP 0: (x, w) -> y;
 // OP 1: (dy, w) -> dx; OP 2: (x, dy) -> dw.
 #include "common.glsl"
+#include "storage.glsl"  // ELEM: T, or f16/bf16 multiplied and summed in f32
 
 layout(constant_id = 2) const int OP = 0;
 
-layout(std430, binding = 0) readonly buffer B0 { T a[]; };
-layout(std430, binding = 1) readonly buffer B1 { T b[]; };
-layout(std430, binding = 2) writeonly buffer B2 { T y[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM a[]; };
+layout(std430, binding = 1) readonly buffer B1 { ELEM b[]; };
+layout(std430, binding = 2) writeonly buffer B2 { ELEM y[]; };
 layout(std430, binding = 3) readonly buffer B3 { uint p[]; };
 
 shared T sh[gl_WorkGroupSize.x];
@@ -41,11 +42,11 @@ void main() {
         for (uint j = 0u; j < KW; ++j) {
           int iw = iw0 + int(j) * dw;
           if (iw < 0 || iw >= int(W)) continue;
-          acc += a[xb + uint(ih) * W + uint(iw)] * b[wb + i * KW + j];
+          acc += LD(a[xb + uint(ih) * W + uint(iw)]) * LD(b[wb + i * KW + j]);
         }
       }
     }
-    y[pc.off[2] + gi] = acc;
+    y[pc.off[2] + gi] = ST(acc);
     return;
   }
   if (OP == 1) {
@@ -69,11 +70,11 @@ void main() {
         if (ow >= Wo) continue;
         for (uint oo = 0u; oo < og; ++oo) {
           uint o = g * og + oo;
-          acc += a[pc.off[0] + ((n * O + o) * Ho + oh) * Wo + ow] * b[pc.off[1] + ((o * cg + cc) * KH + i) * KW + j];
+          acc += LD(a[pc.off[0] + ((n * O + o) * Ho + oh) * Wo + ow]) * LD(b[pc.off[1] + ((o * cg + cc) * KH + i) * KW + j]);
         }
       }
     }
-    y[pc.off[2] + gi] = acc;
+    y[pc.off[2] + gi] = ST(acc);
     return;
   }
   // OP 2: dw[o, cc, i, j] = sum over n, oh, ow of dy[n, o, oh, ow] * x[n, g*cg + cc, ih, iw].
@@ -92,7 +93,7 @@ void main() {
     uint oh = q / Wo, ow = q - oh * Wo;
     int ih = int(oh) * sh_ - ph + int(i) * dh, iw = int(ow) * sw_ - pw + int(j) * dw;
     if (ih < 0 || ih >= int(H) || iw < 0 || iw >= int(W)) continue;
-    acc += b[pc.off[1] + (n * O + o) * P + q] * a[pc.off[0] + ((n * C + c) * H + uint(ih)) * W + uint(iw)];
+    acc += LD(b[pc.off[1] + (n * O + o) * P + q]) * LD(a[pc.off[0] + ((n * C + c) * H + uint(ih)) * W + uint(iw)]);
   }
   sh[lid] = acc;
   barrier();
@@ -100,5 +101,5 @@ void main() {
     if (lid < s) sh[lid] += sh[lid + s];
     barrier();
   }
-  if (lid == 0u) y[pc.off[2] + e] = sh[0];
+  if (lid == 0u) y[pc.off[2] + e] = ST(sh[0]);
 }

@@ -13,15 +13,16 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_ballot : require
 #include "common.glsl"
+#include "storage.glsl"  // ELEM: T, or f16/bf16 multiplied and summed in f32
 
 #ifndef S
 #define S 8
 #endif
 layout(constant_id = 2) const int OP = 0;
 
-layout(std430, binding = 0) readonly buffer B0 { T in0[]; };  // x (OP 0, 2) or dy (OP 1)
-layout(std430, binding = 1) readonly buffer B1 { T in1[]; };  // w (OP 0, 1) or dy (OP 2)
-layout(std430, binding = 2) writeonly buffer B2 { T y[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM in0[]; };  // x (OP 0, 2) or dy (OP 1)
+layout(std430, binding = 1) readonly buffer B1 { ELEM in1[]; };  // w (OP 0, 1) or dy (OP 2)
+layout(std430, binding = 2) writeonly buffer B2 { ELEM y[]; };
 layout(std430, binding = 3) readonly buffer B3 { uint p[]; };
 
 #ifdef USE_F64
@@ -55,14 +56,14 @@ void store(uint r, V4 v, uvec4 ob, uint rowbase, uint rs) {
   if (gr >= R) return;
   for (uint s = 0u; s < 4u; ++s) {
     if (col0 + lane + s * uint(S) >= Q) return;
-    y[pc.off[2] + ob[s] + (rowbase + gr) * rs] = v[s];
+    y[pc.off[2] + ob[s] + (rowbase + gr) * rs] = ST(v[s]);
   }
 }
 
 // The lanes' four B values: in0[idx] where ok, else 0 (the read goes to `base`, always valid).
 V4 gather(uvec4 idx, uvec4 base, bvec4 ok) {
-  V4 bv = V4(in0[ok.x ? idx.x : base.x], in0[ok.y ? idx.y : base.y], in0[ok.z ? idx.z : base.z],
-             in0[ok.w ? idx.w : base.w]);
+  V4 bv = V4(LD(in0[ok.x ? idx.x : base.x]), LD(in0[ok.y ? idx.y : base.y]), LD(in0[ok.z ? idx.z : base.z]),
+             LD(in0[ok.w ? idx.w : base.w]));
   return mix(V4(0), bv, ok);
 }
 
@@ -87,7 +88,7 @@ void conv_forward(uint g, uint P, uint HW, uint KK) {
   for (uint c = 0u; c < cg; ++c)
     for (uint i = 0u; i < KH; ++i)
       for (uint j = 0u; j < KW; ++j, ++k) {
-        T av0 = in1[wa0 + k], av1 = in1[wa1 + k];
+        T av0 = LD(in1[wa0 + k]), av1 = LD(in1[wa1 + k]);
         ivec4 ih = ih0 + int(i) * DH, iw = iw0 + int(j) * DW;
         bvec4 ok = bvec4(uvec4(greaterThanEqual(ih, ivec4(0))) * uvec4(lessThan(ih, ivec4(int(H)))) *
                          uvec4(greaterThanEqual(iw, ivec4(0))) * uvec4(lessThan(iw, ivec4(int(W)))));
@@ -119,7 +120,7 @@ void conv_grad_input(uint g, uint P, uint HW, uint KK) {
     for (uint i = 0u; i < KH; ++i)
       for (uint j = 0u; j < KW; ++j) {
         uint wk = oo * cg * KK + i * KW + j;
-        T av0 = in1[wa0 + wk], av1 = in1[wa1 + wk];
+        T av0 = LD(in1[wa0 + wk]), av1 = LD(in1[wa1 + wk]);
         ivec4 th = th0 - int(i) * DH, tw = tw0 - int(j) * DW;
         // th >= 0, divisible by the stride, th / sh < Ho (and alike for w).
         uvec4 uth = uvec4(max(th, ivec4(0))), utw = uvec4(max(tw, ivec4(0)));
@@ -157,7 +158,7 @@ void conv_grad_weight(uint g, uint P, uint HW, uint KK) {
     for (uint oh = 0u; oh < Ho; ++oh)
       for (uint ow = 0u; ow < Wo; ++ow) {
         uint t = dn + oh * Wo + ow;
-        T av0 = in1[da0 + t], av1 = in1[da1 + t];
+        T av0 = LD(in1[da0 + t]), av1 = LD(in1[da1 + t]);
         ivec4 ih = int(oh) * SH + di, iw = int(ow) * SW + dj;
         bvec4 ok = bvec4(uvec4(greaterThanEqual(ih, ivec4(0))) * uvec4(lessThan(ih, ivec4(int(H)))) *
                          uvec4(greaterThanEqual(iw, ivec4(0))) * uvec4(lessThan(iw, ivec4(int(W)))));

@@ -1,9 +1,11 @@
 #version 450
 // Elementwise ops with numpy broadcasting: unary, binary, backward helpers, where and the
 // optimizer updates. One invocation per output element. MODEj: 0 = input j has the output's
-// layout (index i), 1 = one element, 2 = strided (broadcast) walk.
+// layout (index i), 1 = one element, 2 = strided (broadcast) walk. ELEM is the stored element type
+// (storage.glsl): T, or a 16-bit float with f32 arithmetic.
 #include "common.glsl"
 #include "math.glsl"
+#include "storage.glsl"
 
 layout(constant_id = 2) const int OP = 0;
 layout(constant_id = 3) const int MODE0 = 0;
@@ -14,13 +16,13 @@ layout(constant_id = 6) const int MODE3 = 0;
 #ifdef WHERE
 layout(std430, binding = 0) readonly buffer B0 { uint cw[]; };
 #else
-layout(std430, binding = 0) readonly buffer B0 { T a[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM a[]; };
 #endif
-layout(std430, binding = 1) readonly buffer B1 { T b[]; };
-layout(std430, binding = 2) readonly buffer B2 { T c[]; };
-layout(std430, binding = 3) readonly buffer B3 { T d[]; };
+layout(std430, binding = 1) readonly buffer B1 { ELEM b[]; };
+layout(std430, binding = 2) readonly buffer B2 { ELEM c[]; };
+layout(std430, binding = 3) readonly buffer B3 { ELEM d[]; };
 layout(std430, binding = 4) readonly buffer B4 { uint sw[]; };  // an i64 step (2 words)
-layout(std430, binding = 5) writeonly buffer B5 { T y[]; };
+layout(std430, binding = 5) writeonly buffer B5 { ELEM y[]; };
 layout(std430, binding = 6) readonly buffer B6 { uint p[]; };
 
 #include "index.glsl"
@@ -41,18 +43,18 @@ void main() {
 #ifdef WHERE
   uint ci = pc.off[0] * 4u + in_index(MODE0, li, gi, 0);
   bool cond = ((cw[ci >> 2] >> (8u * (ci & 3u))) & 0xffu) != 0u;
-  T va = b[pc.off[1] + in_index(MODE1, li, gi, 1)];
-  T vb = c[pc.off[2] + in_index(MODE2, li, gi, 2)];
-  y[pc.off[5] + li] = cond ? va : vb;
+  // Element to element (ELEM may be a 16-bit type, which only buffer members can have).
+  if (cond) y[pc.off[5] + li] = b[pc.off[1] + in_index(MODE1, li, gi, 1)];
+  else y[pc.off[5] + li] = c[pc.off[2] + in_index(MODE2, li, gi, 2)];
 #else
-  T v0 = a[pc.off[0] + in_index(MODE0, li, gi, 0)];
+  T v0 = LD(a[pc.off[0] + in_index(MODE0, li, gi, 0)]);
   T v1 = T(0), v2 = T(0), v3 = T(0);
   if (OP >= CTN_EW_FIRST_BINARY && OP != CTN_EW_DROPOUT)
-    v1 = b[pc.off[1] + in_index(MODE1, li, gi, 1)];
-  if (OP >= CTN_EW_FIRST_OPTIM3) v2 = c[pc.off[2] + in_index(MODE2, li, gi, 2)];
-  if (OP >= CTN_EW_FIRST_OPTIM4) v3 = d[pc.off[3] + in_index(MODE3, li, gi, 3)];
+    v1 = LD(b[pc.off[1] + in_index(MODE1, li, gi, 1)]);
+  if (OP >= CTN_EW_FIRST_OPTIM3) v2 = LD(c[pc.off[2] + in_index(MODE2, li, gi, 2)]);
+  if (OP >= CTN_EW_FIRST_OPTIM4) v3 = LD(d[pc.off[3] + in_index(MODE3, li, gi, 3)]);
   uvec2 step = uvec2(0u);
   if (OP >= CTN_EW_FIRST_STEP) step = uvec2(sw[pc.off[4]], sw[pc.off[4] + 1u]);
-  y[pc.off[5] + li] = ew_apply(OP, v0, v1, v2, v3, step, gi);
+  y[pc.off[5] + li] = ST(ew_apply(OP, v0, v1, v2, v3, step, gi));
 #endif
 }

@@ -1,8 +1,9 @@
 #version 450
 // Data movement for the shape ops (permute, slice, broadcast_to, slice_grad): out[i] =
 // src[base + sum_k idx_k * str_k] over the output's row-major index, or the reverse (SCATTER).
-// Elements are moved as 32-bit words, so any dtype of 1, 4 or 8 bytes works without 8-bit or
-// 64-bit shader features. ES = 1: one invocation writes one output word (4 elements).
+// Elements are moved as 32-bit words, so any dtype of 1, 2, 4 or 8 bytes works without 8-bit,
+// 16-bit or 64-bit shader features. ES = 1 or 2: one invocation writes one output word (4 or 2
+// elements).
 // Params: p[0] = nd, p[1..8] = shape, p[9..16] = strides (elements), p[17] = base (elements).
 #include "common.glsl"
 
@@ -26,14 +27,15 @@ uint walk(uint i) {
 
 void main() {
   uint li = invocation_linear();
-  if (ES == 1) {
-    uint first = li * 4u;
+  if (ES < 4) {
+    const uint per = 4u / uint(ES), bits = 8u * uint(ES), emask = ES == 1 ? 0xffu : 0xffffu;
+    uint first = li * per;
     if (first >= pc.count) return;
     uint word = 0u, mask = 0u;
-    for (uint t = 0u; t < 4u && first + t < pc.count; ++t) {
-      uint s = pc.off[0] * 4u + walk(pc.base + first + t);
-      word |= ((src[s >> 2] >> (8u * (s & 3u))) & 0xffu) << (8u * t);
-      mask |= 0xffu << (8u * t);
+    for (uint t = 0u; t < per && first + t < pc.count; ++t) {
+      uint s = pc.off[0] * per + walk(pc.base + first + t);
+      word |= ((src[s / per] >> (bits * (s % per))) & emask) << (bits * t);
+      mask |= emask << (bits * t);
     }
     uint di = pc.off[1] + li;
     dst[di] = mask == 0xffffffffu ? word : ((dst[di] & ~mask) | word);

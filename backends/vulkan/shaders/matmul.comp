@@ -7,16 +7,17 @@
 // nb; p[8..13] = batch shape; p[14..19] = A batch strides; p[20..25] = B batch strides.
 #include "common.glsl"
 #include "math.glsl"
+#include "storage.glsl"  // ELEM: T, or f16/bf16 multiplied and summed in f32
 
 layout(constant_id = 2) const int BM = 64;
 layout(constant_id = 3) const int BN = 64;
 layout(constant_id = 4) const int BK = 16;
 layout(constant_id = 5) const int ACT = -1;  // -1: plain matmul; else bias + CTN_ACT_*
 
-layout(std430, binding = 0) readonly buffer B0 { T a[]; };
-layout(std430, binding = 1) readonly buffer B1 { T b[]; };
-layout(std430, binding = 2) readonly buffer B2 { T bias[]; };
-layout(std430, binding = 3) writeonly buffer B3 { T c[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM a[]; };
+layout(std430, binding = 1) readonly buffer B1 { ELEM b[]; };
+layout(std430, binding = 2) readonly buffer B2 { ELEM bias[]; };
+layout(std430, binding = 3) writeonly buffer B3 { ELEM c[]; };
 layout(std430, binding = 4) readonly buffer B4 { uint p[]; };
 
 shared T As[BK * BM];  // As[k * BM + m]
@@ -44,11 +45,11 @@ void store(uint r, V4 v) {
     if (gn >= N) return;
     T o = v[q];
     if (ACT >= 0) {
-      o += bias[pc.off[2] + gn];
+      o += LD(bias[pc.off[2] + gn]);
       if (ACT == 1) o = o > T(0) ? o : T(0);
       else if (ACT == 2) o = m_gelu(o);
     }
-    c[coff + gm * N + gn] = o;
+    c[coff + gm * N + gn] = ST(o);
   }
 }
 
@@ -79,12 +80,12 @@ void main() {
     for (uint i = tid; i < uint(BM * BK); i += nthreads) {
       uint m = i / uint(BK), k = i % uint(BK);
       uint gm = row0 + m, gk = k0 + k;
-      As[k * uint(BM) + m] = (gm < M && gk < K) ? a[aoff + gm * rsa + gk * csa] : T(0);
+      As[k * uint(BM) + m] = (gm < M && gk < K) ? LD(a[aoff + gm * rsa + gk * csa]) : T(0);
     }
     for (uint i = tid; i < uint(BK * BN); i += nthreads) {
       uint k = i / uint(BN), n = i % uint(BN);
       uint gk = k0 + k, gn = col0 + n;
-      Bs[k * uint(BN) + n] = (gk < K && gn < N) ? b[boff + gk * rsb + gn * csb] : T(0);
+      Bs[k * uint(BN) + n] = (gk < K && gn < N) ? LD(b[boff + gk * rsb + gn * csb]) : T(0);
     }
     barrier();
     for (uint k = 0u; k < uint(BK); ++k) {

@@ -14,16 +14,17 @@
 #extension GL_KHR_shader_subgroup_ballot : require
 #include "common.glsl"
 #include "math.glsl"
+#include "storage.glsl"  // ELEM: T, or f16/bf16 multiplied and summed in f32
 
 #ifndef S
 #define S 8
 #endif
 layout(constant_id = 5) const int ACT = -1;  // -1: plain matmul; else bias + CTN_ACT_*
 
-layout(std430, binding = 0) readonly buffer B0 { T a[]; };
-layout(std430, binding = 1) readonly buffer B1 { T b[]; };
-layout(std430, binding = 2) readonly buffer B2 { T bias[]; };
-layout(std430, binding = 3) writeonly buffer B3 { T c[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM a[]; };
+layout(std430, binding = 1) readonly buffer B1 { ELEM b[]; };
+layout(std430, binding = 2) readonly buffer B2 { ELEM bias[]; };
+layout(std430, binding = 3) writeonly buffer B3 { ELEM c[]; };
 layout(std430, binding = 4) readonly buffer B4 { uint p[]; };
 
 #ifdef USE_F64
@@ -42,11 +43,11 @@ void store(uint r, V4 v) {
     if (gn >= N) return;
     T o = v[q];
     if (ACT >= 0) {
-      o += bias[pc.off[2] + gn];
+      o += LD(bias[pc.off[2] + gn]);
       if (ACT == 1) o = o > T(0) ? o : T(0);
       else if (ACT == 2) o = m_gelu(o);
     }
-    c[coff + gm * N + gn] = o;
+    c[coff + gm * N + gn] = ST(o);
   }
 }
 
@@ -81,9 +82,9 @@ void main() {
     acc1[r] = V4(0);
   }
   for (uint k = 0u; k < K; ++k) {
-    T av0 = a[ra0 + k * csa], av1 = a[ra1 + k * csa];
+    T av0 = LD(a[ra0 + k * csa]), av1 = LD(a[ra1 + k * csa]);
     uint kb = k * rsb;
-    V4 bv = V4(b[cb0 + kb], b[cb1 + kb], b[cb2 + kb], b[cb3 + kb]);
+    V4 bv = V4(LD(b[cb0 + kb]), LD(b[cb1 + kb]), LD(b[cb2 + kb]), LD(b[cb3 + kb]));
 #define ROW(r)                                     \
   acc0[r] += subgroupBroadcast(av0, r) * bv;       \
   acc1[r] += subgroupBroadcast(av1, r) * bv;

@@ -9,15 +9,16 @@
 // bits, p[5..6] = eps as double words.
 // Bindings: 0 x, 1..4 the other inputs (ops.h order), 5 the output, 6 params, 7 workspace.
 #include "common.glsl"
+#include "storage.glsl"  // ELEM: T, or f16/bf16 with f32 statistics (the workspace stays T)
 
 layout(constant_id = 2) const int OP = 0;
 
-layout(std430, binding = 0) readonly buffer B0 { T x[]; };
-layout(std430, binding = 1) readonly buffer B1 { T in1[]; };
-layout(std430, binding = 2) readonly buffer B2 { T in2[]; };
-layout(std430, binding = 3) readonly buffer B3 { T in3[]; };
-layout(std430, binding = 4) readonly buffer B4 { T in4[]; };
-layout(std430, binding = 5) writeonly buffer B5 { T y[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM x[]; };
+layout(std430, binding = 1) readonly buffer B1 { ELEM in1[]; };
+layout(std430, binding = 2) readonly buffer B2 { ELEM in2[]; };
+layout(std430, binding = 3) readonly buffer B3 { ELEM in3[]; };
+layout(std430, binding = 4) readonly buffer B4 { ELEM in4[]; };
+layout(std430, binding = 5) writeonly buffer B5 { ELEM y[]; };
 layout(std430, binding = 6) readonly buffer B6 { uint p[]; };
 layout(std430, binding = 7) buffer B7 { T ws[]; };
 
@@ -60,9 +61,9 @@ void main() {
     T acc = T(0);
     for (uint r = 0u; r < rows; ++r) {
       uint k = r * len + j;
-      acc += in1[pc.off[1] + k] * ((x[pc.off[0] + k] - ws[pc.off[7] + 2u * r]) * ws[pc.off[7] + 2u * r + 1u]);
+      acc += LD(in1[pc.off[1] + k]) * ((LD(x[pc.off[0] + k]) - ws[pc.off[7] + 2u * r]) * ws[pc.off[7] + 2u * r + 1u]);
     }
-    y[pc.off[5] + j] = acc;
+    y[pc.off[5] + j] = ST(acc);
     return;
   }
   uint u = pc.base + group_linear();  // the channel or row
@@ -72,25 +73,25 @@ void main() {
   uint xb = pc.off[0] + (bn ? 0u : u * p[1]);
   T mean, rstd;
   if (OP == 3) {
-    mean = in3[pc.off[3] + u];
-    rstd = T(1) / sqrt(in4[pc.off[4] + u] + eps());
+    mean = LD(in3[pc.off[3] + u]);
+    rstd = T(1) / sqrt(LD(in4[pc.off[4] + u]) + eps());
   } else {
     T s = T(0);
-    for (uint e = lid; e < cnt; e += WG) s += x[xb + (bn ? bn_index(e, u) : e)];
+    for (uint e = lid; e < cnt; e += WG) s += LD(x[xb + (bn ? bn_index(e, u) : e)]);
     mean = wg_sum(s) / T(cnt);
     T v = T(0);
     for (uint e = lid; e < cnt; e += WG) {
-      T d = x[xb + (bn ? bn_index(e, u) : e)] - mean;
+      T d = LD(x[xb + (bn ? bn_index(e, u) : e)]) - mean;
       v += d * d;
     }
     rstd = T(1) / sqrt(wg_sum(v) / T(cnt) + eps());
   }
   if (OP == 0 || OP == 3) {
-    T gamma = in1[pc.off[1] + u], beta = in2[pc.off[2] + u];
+    T gamma = LD(in1[pc.off[1] + u]), beta = LD(in2[pc.off[2] + u]);
     T scale = gamma * rstd, shift = beta - mean * gamma * rstd;
     for (uint e = lid; e < cnt; e += WG) {
       uint k = bn_index(e, u);
-      y[pc.off[5] + k] = x[pc.off[0] + k] * scale + shift;
+      y[pc.off[5] + k] = ST(LD(x[pc.off[0] + k]) * scale + shift);
     }
     return;
   }
@@ -98,17 +99,17 @@ void main() {
     T sdy = T(0), sdyx = T(0);
     for (uint e = lid; e < cnt; e += WG) {
       uint k = bn_index(e, u);
-      T g = in2[pc.off[2] + k];
+      T g = LD(in2[pc.off[2] + k]);
       sdy += g;
-      sdyx += g * (x[pc.off[0] + k] - mean);
+      sdyx += g * (LD(x[pc.off[0] + k]) - mean);
     }
     sdy = wg_sum(sdy);
     sdyx = wg_sum(sdyx);
-    T kk = in1[pc.off[1] + u] * rstd;
+    T kk = LD(in1[pc.off[1] + u]) * rstd;
     T mdy = sdy / T(cnt), mdyx = sdyx * rstd * rstd / T(cnt);
     for (uint e = lid; e < cnt; e += WG) {
       uint k = bn_index(e, u);
-      y[pc.off[5] + k] = kk * (in2[pc.off[2] + k] - mdy - (x[pc.off[0] + k] - mean) * mdyx);
+      y[pc.off[5] + k] = ST(kk * (LD(in2[pc.off[2] + k]) - mdy - (LD(x[pc.off[0] + k]) - mean) * mdyx));
     }
     return;
   }
@@ -116,30 +117,30 @@ void main() {
     T acc = T(0);
     for (uint e = lid; e < cnt; e += WG) {
       uint k = bn_index(e, u);
-      acc += in1[pc.off[1] + k] * (x[pc.off[0] + k] - mean);
+      acc += LD(in1[pc.off[1] + k]) * (LD(x[pc.off[0] + k]) - mean);
     }
     acc = wg_sum(acc);
-    if (lid == 0u) y[pc.off[5] + u] = acc * rstd;
+    if (lid == 0u) y[pc.off[5] + u] = ST(acc * rstd);
     return;
   }
   uint len = p[1], rb = u * len;
   if (OP == 4) {
     for (uint e = lid; e < len; e += WG)
-      y[pc.off[5] + rb + e] = (x[xb + e] - mean) * rstd * in1[pc.off[1] + e] + in2[pc.off[2] + e];
+      y[pc.off[5] + rb + e] = ST((LD(x[xb + e]) - mean) * rstd * LD(in1[pc.off[1] + e]) + LD(in2[pc.off[2] + e]));
     return;
   }
   if (OP == 5) {
     T sg = T(0), sgx = T(0);
     for (uint e = lid; e < len; e += WG) {
-      T g = in2[pc.off[2] + rb + e] * in1[pc.off[1] + e];
+      T g = LD(in2[pc.off[2] + rb + e]) * LD(in1[pc.off[1] + e]);
       sg += g;
-      sgx += g * (x[xb + e] - mean);
+      sgx += g * (LD(x[xb + e]) - mean);
     }
     sg = wg_sum(sg);
     sgx = wg_sum(sgx);
     T mg = sg / T(len), mgx = sgx * rstd * rstd / T(len);
     for (uint e = lid; e < len; e += WG)
-      y[pc.off[5] + rb + e] = rstd * (in2[pc.off[2] + rb + e] * in1[pc.off[1] + e] - mg - (x[xb + e] - mean) * mgx);
+      y[pc.off[5] + rb + e] = ST(rstd * (LD(in2[pc.off[2] + rb + e]) * LD(in1[pc.off[1] + e]) - mg - (LD(x[xb + e]) - mean) * mgx));
     return;
   }
   // OP 6: row statistics.

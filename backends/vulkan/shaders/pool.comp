@@ -7,12 +7,13 @@
 // x, dy; OP 3: dy; binding 2 the output.
 #include "common.glsl"
 #include "math.glsl"
+#include "storage.glsl"  // ELEM: T, or f16/bf16 compared and summed in f32
 
 layout(constant_id = 2) const int OP = 0;
 
-layout(std430, binding = 0) readonly buffer B0 { T a[]; };
-layout(std430, binding = 1) readonly buffer B1 { T dy[]; };
-layout(std430, binding = 2) writeonly buffer B2 { T y[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM a[]; };
+layout(std430, binding = 1) readonly buffer B1 { ELEM dy[]; };
+layout(std430, binding = 2) writeonly buffer B2 { ELEM y[]; };
 layout(std430, binding = 3) readonly buffer B3 { uint p[]; };
 
 uint H, W, Ho, Wo, KH, KW;
@@ -38,7 +39,7 @@ uint argmax(uint xb, uint oh, uint ow) {
   uint arg = h0 * W + w0;
   for (uint ih = h0; ih < h1; ++ih)
     for (uint iw = w0; iw < w1; ++iw) {
-      T v = a[xb + ih * W + iw];
+      T v = LD(a[xb + ih * W + iw]);
       if (v > m || (isnan(v) && !isnan(m))) {
         m = v;
         arg = ih * W + iw;
@@ -71,7 +72,7 @@ void main() {
     T acc = OP == 0 ? -t_inf() : T(0);
     for (uint ih = h0; ih < h1; ++ih)
       for (uint iw = w0; iw < w1; ++iw) {
-        T v = a[xb + ih * W + iw];
+        T v = LD(a[xb + ih * W + iw]);
         if (OP == 0) {
           if (v > acc || isnan(v)) acc = v;
         } else {
@@ -79,7 +80,7 @@ void main() {
         }
       }
     if (OP == 2) acc /= divisor(h0, h1, w0, w1);
-    y[pc.off[2] + gi] = acc;
+    y[pc.off[2] + gi] = ST(acc);
     return;
   }
   // Gradients: gi indexes the input plane element.
@@ -95,13 +96,13 @@ void main() {
   for (uint oh = oh0; oh < oh1; ++oh)
     for (uint ow = ow0; ow < ow1; ++ow) {
       if (OP == 1) {
-        if (argmax(xb, oh, ow) == me) acc += dy[gb + oh * Wo + ow];
+        if (argmax(xb, oh, ow) == me) acc += LD(dy[gb + oh * Wo + ow]);
       } else {
         uint h0, h1, w0, w1;
         window(oh, SH, PH, KH, H, h0, h1);
         window(ow, SW, PW, KW, W, w0, w1);
-        acc += a[gb + oh * Wo + ow] / divisor(h0, h1, w0, w1);
+        acc += LD(a[gb + oh * Wo + ow]) / divisor(h0, h1, w0, w1);
       }
     }
-  y[pc.off[2] + gi] = acc;
+  y[pc.off[2] + gi] = ST(acc);
 }

@@ -6,11 +6,12 @@
 // p[35] = scale as float bits, p[36..37] = scale as double words.
 #include "common.glsl"
 #include "math.glsl"
+#include "storage.glsl"  // ELEM: T, or f16/bf16 summed in f32
 
 layout(constant_id = 2) const int OP = 0;  // 0 sum, 1 mean, 2 max
 
-layout(std430, binding = 0) readonly buffer B0 { T x[]; };
-layout(std430, binding = 1) writeonly buffer B1 { T y[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM x[]; };
+layout(std430, binding = 1) writeonly buffer B1 { ELEM y[]; };
 layout(std430, binding = 2) readonly buffer B2 { uint p[]; };
 
 shared T sh[gl_WorkGroupSize.x];
@@ -39,7 +40,7 @@ void main() {
   uint n = p[34];
   T acc = OP == 2 ? -t_inf() : T(0);
   for (uint r = lid; r < n; r += gl_WorkGroupSize.x)
-    acc = combine(acc, x[pc.off[0] + ibase + decompose(r, p[17], 18u, 26u)]);
+    acc = combine(acc, LD(x[pc.off[0] + ibase + decompose(r, p[17], 18u, 26u)]));
   sh[lid] = acc;
   barrier();
   for (uint s = gl_WorkGroupSize.x / 2u; s > 0u; s >>= 1) {
@@ -55,6 +56,6 @@ void main() {
       r *= uintBitsToFloat(p[35]);
 #endif
     }
-    y[pc.off[1] + o] = r;
+    y[pc.off[1] + o] = ST(r);
   }
 }

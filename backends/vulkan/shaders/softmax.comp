@@ -3,12 +3,13 @@
 // rows of `len` elements, `inner` apart). Params: p[0] = len, p[1] = inner.
 #include "common.glsl"
 #include "math.glsl"
+#include "storage.glsl"  // ELEM: T, or f16/bf16 with f32 arithmetic
 
 layout(constant_id = 2) const int OP = 0;  // 0 softmax, 1 log_softmax, 2 softmax_grad, 3 log_softmax_grad
 
-layout(std430, binding = 0) readonly buffer B0 { T x[]; };
-layout(std430, binding = 1) readonly buffer B1 { T dy[]; };
-layout(std430, binding = 2) buffer B2 { T y[]; };
+layout(std430, binding = 0) readonly buffer B0 { ELEM x[]; };
+layout(std430, binding = 1) readonly buffer B1 { ELEM dy[]; };
+layout(std430, binding = 2) buffer B2 { ELEM y[]; };
 layout(std430, binding = 3) readonly buffer B3 { uint p[]; };
 
 shared T sh[gl_WorkGroupSize.x];
@@ -46,33 +47,33 @@ void main() {
   uint xo = pc.off[0] + base, yo = pc.off[2] + base, dof = pc.off[1] + base;
   if (OP <= 1) {
     T m = -t_inf();
-    for (uint j = lid; j < len; j += wg) m = max(m, x[xo + j * inner]);
+    for (uint j = lid; j < len; j += wg) m = max(m, LD(x[xo + j * inner]));
     m = reduce_max(m);
     if (isinf(m) && m < T(0)) m = T(0);
     T s = T(0);
-    for (uint j = lid; j < len; j += wg) s += m_exp(x[xo + j * inner] - m);
+    for (uint j = lid; j < len; j += wg) s += m_exp(LD(x[xo + j * inner]) - m);
     s = reduce_sum(s);
     if (OP == 0) {
       T inv = T(1) / s;
-      for (uint j = lid; j < len; j += wg) y[yo + j * inner] = m_exp(x[xo + j * inner] - m) * inv;
+      for (uint j = lid; j < len; j += wg) y[yo + j * inner] = ST(m_exp(LD(x[xo + j * inner]) - m) * inv);
     } else {
       T lse = m + m_log(s);
-      for (uint j = lid; j < len; j += wg) y[yo + j * inner] = x[xo + j * inner] - lse;
+      for (uint j = lid; j < len; j += wg) y[yo + j * inner] = ST(LD(x[xo + j * inner]) - lse);
     }
   } else if (OP == 2) {
     T d = T(0);
-    for (uint j = lid; j < len; j += wg) d += dy[dof + j * inner] * x[xo + j * inner];
+    for (uint j = lid; j < len; j += wg) d += LD(dy[dof + j * inner]) * LD(x[xo + j * inner]);
     d = reduce_sum(d);
     barrier();  // y may alias x (in place): every read of x above is done
     for (uint j = lid; j < len; j += wg) {
-      T v = x[xo + j * inner] * (dy[dof + j * inner] - d);
-      y[yo + j * inner] = v;
+      T v = LD(x[xo + j * inner]) * (LD(dy[dof + j * inner]) - d);
+      y[yo + j * inner] = ST(v);
     }
   } else {
     T s = T(0);
-    for (uint j = lid; j < len; j += wg) s += dy[dof + j * inner];
+    for (uint j = lid; j < len; j += wg) s += LD(dy[dof + j * inner]);
     s = reduce_sum(s);
     for (uint j = lid; j < len; j += wg)
-      y[yo + j * inner] = dy[dof + j * inner] - m_exp(x[xo + j * inner]) * s;
+      y[yo + j * inner] = ST(LD(dy[dof + j * inner]) - m_exp(LD(x[xo + j * inner])) * s);
   }
 }
