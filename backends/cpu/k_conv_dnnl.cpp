@@ -407,15 +407,13 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
         if (hi != lo) make_variant(kind, hi, xs, ws_, ys, at, pr, &st->v[1], epi);
       }
     });
-    // The reference implementation is far slower than the own im2col + GEMM.
-    if (!dnnl_fast_impl(st->impl, why)) return false;
     size_t slot = std::max(st->v[0].bytes, st->v[1].bytes);
     st->dw_offset = slot;
     if (kind == 2) slot += static_cast<size_t>(st->dw_elems) * sizeof(float);
     st->slot_bytes = align_up(slot);
     const size_t slot_bytes = st->slot_bytes;
-    dnnl_kernel_set(be, out, dnnl_conv_kernel, std::move(st), slot_bytes);
-    return true;
+    const std::string impl = st->impl;  // a reference implementation: slower than the own im2col + GEMM
+    return dnnl_kernel_set(be, out, dnnl_conv_kernel, std::move(st), slot_bytes, impl, why);
   });
 }
 

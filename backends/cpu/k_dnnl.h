@@ -39,13 +39,17 @@ inline char *dnnl_workspace(void *workspace) {
   return static_cast<char *>(workspace) + (dnnl_align_up(base) - base);
 }
 
-// Hands out a oneDNN kernel of `parts` parts, each using `slot` workspace bytes, and counts it
-// (ctn_cpu_onednn_kernels).
+// Hands out a oneDNN kernel of st->parts parts, each using `slot` workspace bytes, and counts it
+// (ctn_cpu_onednn_kernels); or, when its primitives are oneDNN's reference implementation
+// (`impl`), false with the reason (dnnl_fast_impl).
 template <class S>
-void dnnl_kernel_set(Backend *be, ctn_kernel *out, ctn_kernel_fn fn, std::unique_ptr<S> st, size_t slot) {
+bool dnnl_kernel_set(Backend *be, ctn_kernel *out, ctn_kernel_fn fn, std::unique_ptr<S> st, size_t slot,
+                     const std::string &impl, std::string *why) {
+  if (!dnnl_fast_impl(impl, why)) return false;
   const auto parts = static_cast<uint64_t>(st->parts);
   kernel_set(out, fn, st.release(), 0, static_cast<uint64_t>(slot) * parts + kDnnlAlign);
   be->onednn_kernels.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 // Builds primitives with build() for parts that each run on one OpenMP thread, then restores

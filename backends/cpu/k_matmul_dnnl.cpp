@@ -129,11 +129,10 @@ bool make_onednn_matmul_half(Backend *be, const ctn_op_signature *sig, ctn_kerne
       st->v[0] = make_part(lo, d, mdt);
       if (hi != lo) st->v[1] = make_part(hi, d, mdt);
     });
-    if (!dnnl_fast_impl(st->v[0].impl, why)) return false;  // far slower than the f32 GEMM
     st->slot = dnnl_align_up(std::max(st->v[0].scratch.get_size(), st->v[1].rows ? st->v[1].scratch.get_size() : 0));
     const size_t slot = st->slot;
-    dnnl_kernel_set(be, out, dnnl_matmul_kernel, std::move(st), slot);
-    return true;
+    const std::string impl = st->v[0].impl;  // a reference implementation: slower than the f32 GEMM
+    return dnnl_kernel_set(be, out, dnnl_matmul_kernel, std::move(st), slot, impl, why);
   });
 }
 

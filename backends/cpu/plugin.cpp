@@ -303,26 +303,32 @@ ctn_status cpu_download(void *state, void *handle, uint64_t offset, void *dst,
   return CTN_OK;
 }
 
+// Every op family's maker in turn (make_native_kernel) for f32, f64 and integer signatures.
+ctn_status native_maker(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+  *handled = true;
+  return make_native_kernel(be, sig, out);
+}
+
+// 16-bit floats: the elementwise and shape families have kernels of their own (loads and stores
+// convert, the arithmetic is f32's); a matmul may run oneDNN's 16-bit kernel (16-bit dot
+// products, f32 sums) when the option asks for it; every other op runs as its f32 kernel
+// between conversions (k_widen.cpp).
+ctn_status half_maker(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+  if (!sig_has_half(sig)) return CTN_OK;
+  for (KernelMaker *m : {make_elementwise_kernel, make_shape_kernel}) {
+    ctn_status st = m(be, sig, out, handled);
+    if (*handled) return st;
+  }
+  *handled = true;
+  std::string why;
+  if (be->half_matmul_onednn.load() && make_onednn_matmul_half(be, sig, out, &why)) return CTN_OK;
+  return make_widened_kernel(be, sig, out);
+}
+
 ctn_status cpu_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
-  auto *be = static_cast<Backend *>(state);
-  const ctn_host_api *host = be->host;
-  return ctn_backend_util::guarded(host, "cpu get_kernel", [&]() -> ctn_status {
-    if (ctn_status st = ctn_backend_util::check_signature(host, "cpu", sig, out, true); st != CTN_OK)
-      return st;
-    if (!sig_has_half(sig)) return make_native_kernel(be, sig, out);
-    // 16-bit floats: the elementwise and shape families have kernels of their own (loads and
-    // stores convert, the arithmetic is f32's); every other op runs as its f32 kernel between
-    // conversions (k_widen.cpp).
-    bool handled = false;
-    for (KernelMaker *m : {make_elementwise_kernel, make_shape_kernel}) {
-      ctn_status st = m(be, sig, out, &handled);
-      if (handled) return st;
-    }
-    // A 16-bit matmul: oneDNN's (16-bit dot products, f32 sums) when the option asks for it.
-    std::string why;
-    if (be->half_matmul_onednn.load() && make_onednn_matmul_half(be, sig, out, &why)) return CTN_OK;
-    return make_widened_kernel(be, sig, out);
-  }, sig && sig->op ? sig->op : "?");
+  return ctn_backend_util::get_kernel_by_makers(
+      static_cast<Backend *>(state), "cpu", sig, out, /*reduced_dtypes=*/true, [] { return CTN_OK; },
+      {half_maker, native_maker});
 }
 
 ctn_status cpu_set_option(void *state, const char *key, const char *value) {

@@ -174,17 +174,26 @@ std::string pick_device(Backend &be) {
   return "";
 }
 
+// An extension struct Ext filled by a *2 query (`query`) through the pNext of its Outer struct.
+template <class Outer, class Ext, class Query>
+Ext query_chained(VkStructureType outer_type, VkStructureType ext_type, Query query) {
+  Ext ext{};
+  ext.sType = ext_type;
+  Outer outer{};
+  outer.sType = outer_type;
+  outer.pNext = &ext;
+  query(&outer);
+  return ext;
+}
+
 // The chosen device's properties, features and limits as the kernels use them.
 void read_device_limits(Backend &be) {
   be.vk.vkGetPhysicalDeviceProperties(be.phys, &be.props);
   be.vk.vkGetPhysicalDeviceMemoryProperties(be.phys, &be.memprops);
   if (be.vk.vkGetPhysicalDeviceProperties2) {
-    VkPhysicalDeviceSubgroupProperties sg{};
-    sg.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
-    VkPhysicalDeviceProperties2 p2{};
-    p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
-    p2.pNext = &sg;
-    be.vk.vkGetPhysicalDeviceProperties2(be.phys, &p2);
+    const auto sg = query_chained<VkPhysicalDeviceProperties2, VkPhysicalDeviceSubgroupProperties>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+        [&](VkPhysicalDeviceProperties2 *p) { be.vk.vkGetPhysicalDeviceProperties2(be.phys, p); });
     be.subgroup_size = sg.subgroupSize;
     be.subgroup_ballot = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                           (sg.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
@@ -193,12 +202,9 @@ void read_device_limits(Backend &be) {
   be.vk.vkGetPhysicalDeviceFeatures(be.phys, &feats);
   be.has_f64 = feats.shaderFloat64 == VK_TRUE && !ctn_backend_util::env_flag("CHUTNEY_VULKAN_NO_F64");
   if (be.vk.vkGetPhysicalDeviceFeatures2) {
-    VkPhysicalDevice16BitStorageFeatures s16{};
-    s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
-    VkPhysicalDeviceFeatures2 f2{};
-    f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-    f2.pNext = &s16;
-    be.vk.vkGetPhysicalDeviceFeatures2(be.phys, &f2);
+    const auto s16 = query_chained<VkPhysicalDeviceFeatures2, VkPhysicalDevice16BitStorageFeatures>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        [&](VkPhysicalDeviceFeatures2 *f) { be.vk.vkGetPhysicalDeviceFeatures2(be.phys, f); });
     be.has_16bit = s16.storageBuffer16BitAccess == VK_TRUE &&
                    !ctn_backend_util::env_flag("CHUTNEY_VULKAN_NO_16BIT");
   }

@@ -157,8 +157,8 @@ ctn_optimizer sgd(double lr = 0.05) {
 }
 
 bool runs_low(const std::string &op) {
-  return op == "matmul" || op == "matmul_bias_act" || op == "conv2d" || op == "conv2d_grad_input" ||
-         op == "conv2d_grad_weight";
+  return op == "matmul" || op == "matmul_bias_act" || op == "conv2d" || op == "conv2d_bias_act" ||
+         op == "conv2d_grad_input" || op == "conv2d_grad_weight";
 }
 
 class AutocastCnn : public ::testing::TestWithParam<uint32_t> {};
@@ -187,9 +187,10 @@ TEST_P(AutocastCnn, MatmulAndConvRunLowEverythingElseF32) {
       EXPECT_EQ(s.dtype, "f32") << s.op;
     }
   }
-  // Forward conv x2, both convolutions' weight gradients and the second's input gradient (the
-  // first's input gradient is not needed), the linear layers forward and backward.
-  EXPECT_EQ(low_ops["conv2d"], 2);
+  // Forward conv x2 (fused with their biases where the fusion pass could), both convolutions'
+  // weight gradients and the second's input gradient (the first's input gradient is not needed),
+  // the linear layers forward and backward.
+  EXPECT_EQ(low_ops["conv2d"] + low_ops["conv2d_bias_act"], 2);
   EXPECT_EQ(low_ops["conv2d_grad_weight"], 2);
   EXPECT_EQ(low_ops["conv2d_grad_input"], 1);
   EXPECT_GE(low_ops["matmul"] + low_ops["matmul_bias_act"], 5);
