@@ -182,6 +182,14 @@ ctn_node masked_softmax(NodeCtx &c, ctn_node scores, ctn_node bias, int32_t dt) 
 void attention(NodeCtx &c) {
   Graph &g = c.g;
   Attn a = attention_operands(c);
+  const int32_t out_dt = a.dt;
+  const ctn_node present_k = a.k, present_v = a.v;
+  // float16 and bfloat16 compute in float32 and round once at the end: the scores, the softmax
+  // and its sums in 16 bits lose more than one ulp of Y (the reference rounds each step).
+  if (a.dt == CTN_F16 || a.dt == CTN_BF16) {
+    a.dt = CTN_F32;
+    a.q = cast(g, a.q, CTN_F32), a.k = cast(g, a.k, CTN_F32), a.v = cast(g, a.v, CTN_F32);
+  }
   const bool causal = c.attr_i("is_causal", 0) != 0;
   const int64_t left = c.attr_i("left_window_size", -1), right = c.attr_i("right_window_size", -1);
   if (left < -1 || right < -1) c.invalid("left_window_size and right_window_size must be -1 or non-negative");
@@ -189,7 +197,7 @@ void attention(NodeCtx &c) {
   const int64_t mode = c.attr_i("qk_matmul_output_mode", 0);
   if (mode < 0 || mode > 3) c.unsupported("qk_matmul_output_mode %lld (0 to 3)", static_cast<long long>(mode));
   if (c.has(6) && c.dtype(6) != CTN_I64 && c.dtype(6) != CTN_I32) c.invalid("nonpad_kv_seqlen must be an integer tensor");
-  // Q and K are each scaled by sqrt(scale) (rounded to the input dtype), as the spec prescribes.
+  // Q and K are each scaled by sqrt(scale), as the spec prescribes (against overflow).
   const double scale = c.has_attr("scale") ? c.attr_f("scale", 1.0) : 1.0 / std::sqrt(static_cast<double>(a.D));
   ctn_node s = g.add_scalar(a.dt, std::sqrt(scale));
   // Grouped-query attention: query head h uses key/value head h / (Hq / Hkv); the r query heads
@@ -211,7 +219,7 @@ void attention(NodeCtx &c) {
   y = reshape(g, y, shape_of({a.B, a.Hq, a.Sq, dv}));
   // Modes 0 and 1 both give the (softcapped) product, as the reference does.
   ctn_node qk_out = mode == 3 ? p : mode == 2 ? scores : qk;
-  c.outs = {a.three_d ? merge_heads(g, y) : y, a.k, a.v, qk_out};
+  c.outs = {cast(g, a.three_d ? merge_heads(g, y) : y, out_dt), present_k, present_v, cast(g, qk_out, out_dt)};
 }
 
 // ---- RotaryEmbedding -----------------------------------------------------------------------------
