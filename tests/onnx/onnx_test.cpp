@@ -1,8 +1,8 @@
 // ONNX import through the public C API: the wire reader on hand-built bytes (negative varints,
 // packed and unpacked fields, unknown fields, truncations, external data), error messages that
 // name the node and what is missing, the PyTorch-exported models against onnxruntime, ctn_grad
-// on imported models against PyTorch, training and checkpoints on an imported model, the CLI's
-// .npy/.npz reader, and DLPack from C.
+// on imported models against PyTorch, training and checkpoints on an imported model, an opset-24
+// Attention against a reference computed here, the CLI's .npy/.npz reader, and DLPack from C.
 #include <chutney/checkpoint.h>
 #include <chutney/dlpack.h>
 #include <chutney/onnx.h>
