@@ -1,8 +1,8 @@
 // ONNX import through the public C API: the wire reader on hand-built bytes (negative varints,
 // packed and unpacked fields, unknown fields, truncations, external data), error messages that
 // name the node and what is missing, the PyTorch-exported models against onnxruntime, ctn_grad
-// on imported models against PyTorch, training and checkpoints on an imported model, the CLI's
-// .npy/.npz reader, and DLPack from C.
+// on imported models against PyTorch, training and checkpoints on an imported model, an opset-24
+// Attention against a reference computed here, the CLI's .npy/.npz reader, and DLPack from C.
 #include <chutney/checkpoint.h>
 #include <chutney/dlpack.h>
 #include <chutney/onnx.h>
@@ -263,6 +263,119 @@ TEST(OnnxErrors, SymbolicDimensionGivenByAnInputValue) {
   TensorPtr x1 = ctn_cli::make_tensor(CTN_F32, {1, 3}, x.data());
   auto r1 = run(one.g, {one.node(CTN_ONNX_OUTPUTS, 0)}, {one.node(CTN_ONNX_INPUTS, 0)}, {x1.get()});
   EXPECT_EQ(r1.at(0), (std::vector<float>{0, 2, 0}));
+}
+
+// ---- Attention (opset 24) ---------------------------------------------------------------------------
+Pb attr_int(std::string_view name, int64_t v) {
+  Pb a;
+  a.s(1, name).i(3, v).i(20, 2);
+  return a;
+}
+
+Pb attr_float(std::string_view name, float v) {
+  Pb a;
+  a.s(1, name).f(2, v).i(20, 1);
+  return a;
+}
+
+// Grouped-query attention on 3-d inputs (4 query heads of size 2 share 2 key/value heads; value
+// heads of size 3), with a key/value cache of 1 token, is_causal (query i sees keys j <= i + 1),
+// softcap 2 and a boolean mask that masks every key of query 2 (a zero row).
+constexpr int64_t kB = 2, kSq = 3, kHq = 4, kHkv = 2, kD = 2, kDv = 3, kSkv = 2, kSpast = 1, kTot = kSpast + kSkv;
+
+std::string attention_model(std::vector<Pb> attrs) {
+  Pb g;
+  g.m(1, node("Attention", {"Q", "K", "V", "mask", "past_k", "past_v"}, {"Y", "present_k", "present_v"}, "attn1", attrs))
+      .s(2, "g")
+      .m(11, value_info("Q", 1, {kB, kSq, kHq * kD}))
+      .m(11, value_info("K", 1, {kB, kSkv, kHkv * kD}))
+      .m(11, value_info("V", 1, {kB, kSkv, kHkv * kDv}))
+      .m(11, value_info("mask", 9, {kSq, kTot}))
+      .m(11, value_info("past_k", 1, {kB, kHkv, kSpast, kD}))
+      .m(11, value_info("past_v", 1, {kB, kHkv, kSpast, kDv}))
+      .m(12, value_info("Y", 1, {kB, kSq, kHq * kDv}))
+      .m(12, value_info("present_k", 1, {kB, kHkv, kTot, kD}))
+      .m(12, value_info("present_v", 1, {kB, kHkv, kTot, kDv}));
+  return model(g, 24).b;
+}
+
+std::vector<float> wave(size_t n, double seed) {
+  std::vector<float> v(n);
+  for (size_t k = 0; k < n; ++k) v[k] = static_cast<float>(std::sin(0.7 * static_cast<double>(k) + seed) * 1.5);
+  return v;
+}
+
+TEST(OnnxTransformer, AttentionMatchesAReferenceComputedHere) {
+  Env e;
+  const std::string path = write_file("attention.onnx", attention_model({attr_int("q_num_heads", kHq), attr_int("kv_num_heads", kHkv),
+                                                                        attr_int("is_causal", 1), attr_float("softcap", 2.0f)}));
+  Loaded l;
+  load(l, e.ctx, path);
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  const std::vector<float> q = wave(kB * kSq * kHq * kD, 0.1), k = wave(kB * kSkv * kHkv * kD, 1.3), v = wave(kB * kSkv * kHkv * kDv, 2.2),
+                           pk = wave(kB * kHkv * kSpast * kD, 3.1), pv = wave(kB * kHkv * kSpast * kDv, 4.4);
+  const uint8_t mask[kSq][kTot] = {{1, 1, 1}, {1, 0, 1}, {0, 0, 0}};
+  TensorPtr qt = ctn_cli::make_tensor(CTN_F32, {kB, kSq, kHq * kD}, q.data()), kt = ctn_cli::make_tensor(CTN_F32, {kB, kSkv, kHkv * kD}, k.data()),
+            vt = ctn_cli::make_tensor(CTN_F32, {kB, kSkv, kHkv * kDv}, v.data()), mt = ctn_cli::make_tensor(CTN_BOOL, {kSq, kTot}, mask),
+            pkt = ctn_cli::make_tensor(CTN_F32, {kB, kHkv, kSpast, kD}, pk.data()), pvt = ctn_cli::make_tensor(CTN_F32, {kB, kHkv, kSpast, kDv}, pv.data());
+  std::vector<ctn_node> feeds;
+  for (uint32_t i = 0; i < 6; ++i) feeds.push_back(l.node(CTN_ONNX_INPUTS, i));
+  auto r = run(l.g, {l.node(CTN_ONNX_OUTPUTS, 0), l.node(CTN_ONNX_OUTPUTS, 1), l.node(CTN_ONNX_OUTPUTS, 2)}, feeds,
+               {qt.get(), kt.get(), vt.get(), mt.get(), pkt.get(), pvt.get()});
+  ASSERT_EQ(r.size(), 3u);
+  // The cache: present[b, h, j] is past[b, h, j] for j < 2, then token j - 2 of head h of K / V.
+  auto key = [&](int64_t b, int64_t h, int64_t j, int64_t d) {
+    return j < kSpast ? pk[static_cast<size_t>(((b * kHkv + h) * kSpast + j) * kD + d)]
+                      : k[static_cast<size_t>((b * kSkv + j - kSpast) * kHkv * kD + h * kD + d)];
+  };
+  auto value = [&](int64_t b, int64_t h, int64_t j, int64_t d) {
+    return j < kSpast ? pv[static_cast<size_t>(((b * kHkv + h) * kSpast + j) * kDv + d)]
+                      : v[static_cast<size_t>((b * kSkv + j - kSpast) * kHkv * kDv + h * kDv + d)];
+  };
+  std::vector<float> y(kB * kSq * kHq * kDv, 0.0f), pres_k, pres_v;
+  for (int64_t b = 0; b < kB; ++b)
+    for (int64_t h = 0; h < kHkv; ++h)
+      for (int64_t j = 0; j < kTot; ++j) {
+        for (int64_t d = 0; d < kD; ++d) pres_k.push_back(key(b, h, j, d));
+        for (int64_t d = 0; d < kDv; ++d) pres_v.push_back(value(b, h, j, d));
+      }
+  for (int64_t b = 0; b < kB; ++b)
+    for (int64_t h = 0; h < kHq; ++h)
+      for (int64_t i = 0; i < kSq; ++i) {
+        const int64_t g = h / (kHq / kHkv);
+        double s[kTot], top = -INFINITY;
+        bool any = false;
+        for (int64_t j = 0; j < kTot; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < kD; ++d) dot += q[static_cast<size_t>((b * kSq + i) * kHq * kD + h * kD + d)] * static_cast<double>(key(b, g, j, d));
+          const bool allowed = j <= i + kSpast && mask[i][j];
+          s[j] = allowed ? std::tanh(dot / std::sqrt(double(kD)) / 2.0) * 2.0 : -INFINITY;
+          if (allowed) any = true, top = std::max(top, s[j]);
+        }
+        if (!any) continue;  // a fully masked row is zero
+        double total = 0;
+        for (double &x : s) total += (x = std::exp(x - top));
+        for (int64_t dv = 0; dv < kDv; ++dv) {
+          double acc = 0;
+          for (int64_t j = 0; j < kTot; ++j) acc += s[j] / total * value(b, g, j, dv);
+          y[static_cast<size_t>((b * kSq + i) * kHq * kDv + h * kDv + dv)] = static_cast<float>(acc);
+        }
+      }
+  expect_close(r[0], y, 1e-5, 1e-6, "Y");
+  EXPECT_EQ(r[1], pres_k);
+  EXPECT_EQ(r[2], pres_v);
+  for (size_t n = 2 * kHq * kDv; n < static_cast<size_t>(3 * kHq * kDv); ++n) EXPECT_EQ(r[0][n], 0.0f) << "query 2 sees no key";
+
+  // Refusals name the node and the attribute.
+  Loaded no_heads, bad_mode;
+  load(no_heads, e.ctx, write_file("attention_noheads.onnx", attention_model({attr_int("is_causal", 1)})));
+  EXPECT_EQ(no_heads.st, CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(no_heads.err.find("node 'attn1' (Attention)"), std::string::npos) << no_heads.err;
+  EXPECT_NE(no_heads.err.find("q_num_heads and kv_num_heads"), std::string::npos) << no_heads.err;
+  load(bad_mode, e.ctx, write_file("attention_mode.onnx", attention_model({attr_int("q_num_heads", kHq), attr_int("kv_num_heads", kHkv),
+                                                                          attr_int("qk_matmul_output_mode", 7)})));
+  EXPECT_EQ(bad_mode.st, CTN_ERR_UNSUPPORTED);
+  EXPECT_NE(bad_mode.err.find("qk_matmul_output_mode 7"), std::string::npos) << bad_mode.err;
 }
 
 // y = Loop(M, "", x) whose body adds the outer-scope x to the carried value: y = (M + 1) x.
