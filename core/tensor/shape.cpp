@@ -48,35 +48,10 @@ std::string shape_str(const Shape &s) {
   return out + "]";
 }
 
-size_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case CTN_F32: return 4;
-    case CTN_F64: return 8;
-    case CTN_I32: return 4;
-    case CTN_I64: return 8;
-    case CTN_U8: return 1;
-    case CTN_BOOL: return 1;
-    case CTN_F16: return 2;
-    case CTN_BF16: return 2;
-    case CTN_I8: return 1;
-    default: return 0;
-  }
-}
+// desc.h's table (the plugins' copy of the same spelling): one list of sizes and names.
+size_t dtype_size(int32_t dtype) { return ctn_desc_dtype_size(dtype); }
 
-const char *dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case CTN_F32: return "f32";
-    case CTN_F64: return "f64";
-    case CTN_I32: return "i32";
-    case CTN_I64: return "i64";
-    case CTN_U8: return "u8";
-    case CTN_BOOL: return "bool";
-    case CTN_F16: return "f16";
-    case CTN_BF16: return "bf16";
-    case CTN_I8: return "i8";
-    default: return "?";
-  }
-}
+const char *dtype_name(int32_t dtype) { return ctn_desc_dtype_name(dtype); }
 
 bool dtype_valid(int32_t dtype) { return dtype >= 0 && dtype < CTN_DTYPE_COUNT_V5; }
 bool dtype_is_float(int32_t dtype) {

@@ -76,11 +76,7 @@ ctn_plan *compile(ctn_graph *g, ctn_node out, uint32_t precision) {
 }
 
 std::vector<float> random_values(size_t n, uint64_t seed, float scale = 1.0f) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> nd(0.0f, scale);
-  std::vector<float> v(n);
-  for (float &x : v) x = nd(rng);
-  return v;
+  return random_normal<float>(n, seed, scale);
 }
 
 // A small CNN (conv, batch norm, relu, pool, conv, relu, pool, linear, relu, linear) with

@@ -87,13 +87,7 @@ std::vector<double> read_var(ctn_plan *p, ctn_node var) {
   return v;
 }
 
-std::vector<double> randn(size_t n, uint64_t seed, double scale = 1.0) {
-  std::mt19937_64 r(seed);
-  std::normal_distribution<double> d(0, scale);
-  std::vector<double> v(n);
-  for (double &x : v) x = d(r);
-  return v;
-}
+std::vector<double> randn(size_t n, uint64_t seed, double scale = 1.0) { return random_normal<double>(n, seed, scale); }
 
 ctn_compile_options cpu_only() {
   ctn_compile_options o{};

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 #include <system_error>
 #include <string>
 #include <vector>
@@ -20,6 +21,17 @@ struct Ctx {
   }
   ~Ctx() { ctn_context_release(ctx); }
 };
+
+// n values drawn from N(0, scale^2) by a generator seeded with `seed` (the same on every machine
+// for a given standard library).
+template <class T = double>
+std::vector<T> random_normal(size_t n, uint64_t seed, T scale = T(1)) {
+  std::mt19937_64 r(seed);
+  std::normal_distribution<T> d(T(0), scale);
+  std::vector<T> v(n);
+  for (T &x : v) x = d(r);
+  return v;
+}
 
 // A mkstemp/mkdtemp template under $TMPDIR (else /tmp): the test command points TMPDIR at a
 // scratch folder of its own and reports what a stage leaves there.

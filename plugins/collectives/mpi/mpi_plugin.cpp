@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "../collective_plugin.h"
+
 namespace {
 
 const ctn_host_api *g_host = nullptr;
@@ -268,9 +270,7 @@ void shutdown(void *state) {
   delete c;
 }
 
-const char *describe(void *state) { return static_cast<Comm *>(state)->description.c_str(); }
-int32_t rank(void *state) { return static_cast<Comm *>(state)->rank; }
-int32_t world_size(void *state) { return static_cast<Comm *>(state)->size; }
+CTN_COLLECTIVE_ACCESSORS(Comm)
 
 ctn_status allreduce(void *state, void *buf, uint64_t count, ctn_dtype dtype, uint32_t op) {
   auto *c = static_cast<Comm *>(state);
@@ -326,29 +326,7 @@ void abort_job(void *state, int32_t code, const char *why) {
   std::_Exit(code ? code : 1);  // MPI_Abort does not return; in case it does
 }
 
-const char *last_error(void *state) { return static_cast<Comm *>(state)->error.c_str(); }
-
-const ctn_collective_desc kDesc = {
-    {sizeof(ctn_collective_desc), CTN_ABI_MAJOR, CTN_ABI_MINOR, CTN_PLUGIN_COLLECTIVE, 0, "mpi"},
-    CTN_COLLECTIVE_HOST_MEMORY,
-    0,
-    probe,
-    init,
-    shutdown,
-    describe,
-    rank,
-    world_size,
-    allreduce,
-    broadcast,
-    barrier,
-    abort_job,
-    last_error,
-};
 
 }  // namespace
 
-CTN_PLUGIN_EXPORT const ctn_plugin_header *ctn_plugin_query(uint32_t host_abi_version, const ctn_host_api *host) {
-  if (CTN_ABI_VERSION_MAJOR(host_abi_version) != CTN_ABI_MAJOR || !host) return nullptr;
-  g_host = host;
-  return &kDesc.header;
-}
+CTN_COLLECTIVE_PLUGIN("mpi", CTN_COLLECTIVE_HOST_MEMORY)

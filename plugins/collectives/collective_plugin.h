@@ -1,0 +1,36 @@
+// The descriptor and query entry point of a first-party collective plugin (mpi, nccl), written
+// once. A plugin defines, in its anonymous namespace, `const ctn_host_api *g_host` and the slots
+// probe, init, shutdown, describe, rank, world_size, allreduce, broadcast, barrier, abort_job and
+// last_error; then, after that namespace, CTN_COLLECTIVE_PLUGIN("name", flags) defines kDesc
+// (designated initialisers, docs/ABI.md) and ctn_plugin_query, which accepts any host of the
+// same ABI major and keeps its host API in g_host.
+#pragma once
+
+#include <chutney/collective.h>
+#include <chutney/plugin.h>
+#include <chutney/version.h>
+
+// The describe, rank, world_size and last_error slots of a plugin whose state is a State with the
+// members description, rank, size and error.
+#define CTN_COLLECTIVE_ACCESSORS(State)                                                               \
+  const char *describe(void *state) { return static_cast<State *>(state)->description.c_str(); }      \
+  int32_t rank(void *state) { return static_cast<State *>(state)->rank; }                             \
+  int32_t world_size(void *state) { return static_cast<State *>(state)->size; }                       \
+  const char *last_error(void *state) { return static_cast<State *>(state)->error.c_str(); }
+
+#define CTN_COLLECTIVE_PLUGIN(name_, flags_)                                                          \
+  namespace {                                                                                         \
+  const ctn_collective_desc kDesc = {                                                                 \
+      .header = {.struct_size = sizeof(ctn_collective_desc), .abi_major = CTN_ABI_MAJOR,               \
+                 .abi_minor = CTN_ABI_MINOR, .kind = CTN_PLUGIN_COLLECTIVE, .reserved = 0, .name = name_}, \
+      .flags = flags_, .reserved = 0, .probe = probe, .init = init, .shutdown = shutdown,             \
+      .describe = describe, .rank = rank, .world_size = world_size, .allreduce = allreduce,           \
+      .broadcast = broadcast, .barrier = barrier, .abort = abort_job, .last_error = last_error,       \
+  };                                                                                                  \
+  }                                                                                                   \
+  CTN_PLUGIN_EXPORT const ctn_plugin_header *ctn_plugin_query(uint32_t host_abi_version,              \
+                                                              const ctn_host_api *host) {             \
+    if (CTN_ABI_VERSION_MAJOR(host_abi_version) != CTN_ABI_MAJOR || !host) return nullptr;            \
+    g_host = host;                                                                                    \
+    return &kDesc.header;                                                                             \
+  }
