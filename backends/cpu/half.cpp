@@ -6,7 +6,10 @@
 #if defined(__x86_64__)
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized
 // reports inside the header (a known false positive); nothing here reads an undefined lane.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -119,6 +122,14 @@ const HalfIsa kAvx2 = {"avx2", f16_to_f32_avx2, bf16_to_f32_avx2, f32_to_f16_avx
 
 }  // namespace
 
+#if defined(__x86_64__)
+// CPUID.1:ECX.F16C (clang's __builtin_cpu_supports does not know "f16c").
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+#endif
+
 const HalfIsa *half_variant(const char *name) {
   if (!std::strcmp(name, "generic")) return &kGeneric;
 #if defined(__x86_64__)
@@ -126,8 +137,7 @@ const HalfIsa *half_variant(const char *name) {
     return &kAvx512Bf16;
   if (!std::strcmp(name, "avx512") && __builtin_cpu_supports("avx512f")) return &kAvx512;
   // Every AVX2 CPU has F16C (Haswell, Zen); checked anyway, the check is cheap.
-  if (!std::strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c"))
+  if (!std::strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
     return &kAvx2;
 #endif
   return nullptr;
