@@ -200,6 +200,13 @@ class Chutney:
         _fields_ = [("struct_size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("n_inputs", ctypes.c_uint32),
                     ("reserved", ctypes.c_uint32), ("inputs", ctypes.c_void_p), ("external_data_dir", ctypes.c_char_p)]
 
+    # ctn_compile_options as ABI 1.2 laid it out (a smaller struct_size is an older caller's: the
+    # later fields take their defaults).
+    class CompileOptions(ctypes.Structure):
+        _fields_ = [("struct_size", ctypes.c_uint32), ("disable", ctypes.c_uint32), ("backends", ctypes.c_char_p),
+                    ("data_parallel", ctypes.c_void_p), ("dp_bucket_bytes", ctypes.c_uint64),
+                    ("memory_budget", ctypes.c_uint64)]
+
     DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.int32): 2, np.dtype(np.int64): 3,
               np.dtype(np.uint8): 4, np.dtype(np.bool_): 5}
     NP = {v: k for k, v in DTYPES.items()}
@@ -211,6 +218,8 @@ class Chutney:
         o = self.ContextOptions(ctypes.sizeof(self.ContextOptions), 1, plugins.encode(), b"cpu", threads, 0)
         self.ctx = ctypes.c_void_p()
         self.ck(self.lib.ctn_context_create(ctypes.byref(o), ctypes.byref(self.ctx)), "ctn_context_create")
+        # ONNX_ZOO_DISABLE_PASSES: CTN_PASS_* bits to skip (8: fusion), for A/B runs of a compile pass.
+        self.disable = int(os.environ.get("ONNX_ZOO_DISABLE_PASSES", "0"))
 
     def ck(self, status, what):
         if status != 0:
@@ -254,7 +263,11 @@ class Chutney:
         ins, outs = self.entries(m, 0), self.entries(m, 1)
         out_nodes = (ctypes.c_uint32 * len(outs))(*[n for _, n in outs])
         p = ctypes.c_void_p()
-        self.ck(self.lib.ctn_plan_compile(g, len(outs), out_nodes, None, ctypes.byref(p)), "ctn_plan_compile")
+        opts = None
+        if self.disable:  # the 1.2 layout of ctn_compile_options: struct_size, disable, then defaults
+            opts = self.CompileOptions(ctypes.sizeof(self.CompileOptions), self.disable, None, None, 0, 0)
+        self.ck(self.lib.ctn_plan_compile(g, len(outs), out_nodes, opts and ctypes.byref(opts), ctypes.byref(p)),
+                "ctn_plan_compile")
         self.lib.ctn_graph_release(g)
         self.lib.ctn_onnx_model_release(m)
         self.keep = [self.tensor(feeds[name]) for name, _ in ins]

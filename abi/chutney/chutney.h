@@ -447,7 +447,7 @@ typedef struct ctn_compile_options {
   /* --- since 1.5: mixed precision (docs/EXECUTION.md, *Mixed precision*) --- */
   uint32_t precision;     /* CTN_PRECISION_*: 0 (f32) computes as the graph says. BF16 / F16: the
                            * compiler's autocast runs matmul, matmul_bias_act, conv2d,
-                           * conv_transpose2d and the convolution gradients (conv2d_grad_input,
+                           * conv2d_bias_act, conv_transpose2d and the convolution gradients (conv2d_grad_input,
                            * conv2d_grad_weight; matmul's are matmuls) on f32 inputs in that dtype:
                            * inputs cast down (each value once), outputs cast back to f32 where an
                            * f32 op reads them. Everything else stays f32: elementwise ops,
