@@ -944,7 +944,7 @@ const CommandSpec &train_command() {
       "Temporary files left in DIR by a killed writer are removed when it is opened.\n",
       {
           {"model", "NAME", "model to train: mlp (784-512-256-10) or cnn (default mlp)"},
-          {"model-onnx", "FILE.onnx", "fine-tune this ONNX model instead: one f32 input [N, 784] or [N, 1, 28, 28] (pixels normalised as for the built-in models), first output the logits [N, 10]; every f32 initializer is trained (docs/MODELS.md)"},
+          {"model-onnx", "FILE.onnx", "fine-tune this ONNX model instead: one f32 input [N, 784] or [N, 1, 28, 28] (pixels normalised as for the built-in models), first output the logits [N, 10]; every f32 initializer is trained (docs/ONNX.md, Fine-tuning)"},
           {"cnn-widths", "C1,C2[,C3],FC[,bn][,valid][,k3]", "cnn: conv channels (two or three blocks) and hidden units; ,bn: batch norm after each conv; ,valid: unpadded convs; ,k3: 3x3 kernels instead of 5x5 (default 32,64,128)"},
           {"epochs", "N", "total passes over the training set (default 2)"},
           {"batch-size", "B", "images per training step, per rank with --distributed (default: mlp 128, cnn 64; distributed: that over the ranks)"},
