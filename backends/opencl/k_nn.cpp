@@ -106,13 +106,9 @@ cl_int set_acc(const Backend &be, cl_kernel k, cl_uint i, int32_t dt, double v) 
 
 enum NormCode { kBn = 0, kBnGradInput = 1, kBnGradGamma = 2, kBnInference = 3 };
 
-struct BatchNormOp : Op {
-  cl_kernel k = nullptr;
-  int32_t dt = CTN_F32;
-  cl_int code = 0;
+struct BatchNormOp : RowOp {
   cl_long outer = 0, ch = 0, inner = 0;
   double eps = 0;
-  size_t local = 1;
   ctn_status bind(const ctn_kernel_args &a) override {
     if (ctn_status s = check_args(a); s) return s;
     const ctn_tensor_desc &x = a.inputs[0], &y = a.outputs[0];
@@ -135,13 +131,10 @@ struct BatchNormOp : Op {
   ctn_status enqueue() override { return launch_rows(k, ch, local); }
 };
 
-struct LayerNormOp : Op {
-  cl_kernel k = nullptr, cols = nullptr;
-  int32_t dt = CTN_F32;
-  cl_int code = 0;  // 0 forward, 1 grad input, 2 grad gamma (row statistics, then columns)
+struct LayerNormOp : RowOp {  // code: 0 forward, 1 grad input, 2 grad gamma (row statistics, then columns)
+  cl_kernel cols = nullptr;
   cl_long rows = 0, len = 0;
   double eps = 0;
-  size_t local = 1;
   cl_mem stats = nullptr;  // grad gamma: [rows][mean, rstd] in ACC
   ~LayerNormOp() override {
     if (stats) clReleaseMemObject(stats);
@@ -183,15 +176,12 @@ ctn_status make_norm(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
     int64_t rows = 1, len = 1;
     for (uint32_t k = 0; k < x.ndim; ++k) (static_cast<int64_t>(k) < a ? rows : len) *= x.shape[k];
     const bool gg = code == 2;
-    auto st = new_state<LayerNormOp>(be, op);
-    st->dt = x.dtype;
-    st->code = code;
+    auto st = new_row_op<LayerNormOp>(be, op, x.dtype, code);
     st->rows = rows;
     st->len = len;
     st->eps = eps;
     if (ctn_status s = st->set_meta({0}); s) return s;
-    st->k = st->make_kernel(kname("layer_norm", x.dtype).c_str());
-    if (!st->k) return CTN_ERR_INTERNAL;
+    if (!st->make_row_kernel(kname("layer_norm", x.dtype), acc_size(*be, x.dtype), len)) return CTN_ERR_INTERNAL;
     if (gg) {
       st->cols = st->make_kernel(kname("layer_norm_gamma_cols", x.dtype).c_str());
       if (!st->cols) return CTN_ERR_INTERNAL;
@@ -200,8 +190,6 @@ ctn_status make_norm(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
       st->stats = clCreateBuffer(be->context, CL_MEM_READ_WRITE, bytes, nullptr, &e);
       if (e != CL_SUCCESS) return st->fail(e, "statistics buffer");
     }
-    st->local = st->group_size(st->k, acc_size(*be, x.dtype));
-    while (st->local > 1 && static_cast<int64_t>(st->local / 2) >= len) st->local /= 2;
     op_set(out, st.release());
     return CTN_OK;
   }
@@ -215,17 +203,13 @@ ctn_status make_norm(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
     const bool full = (code == kBnGradInput && i == 2) || (code == kBnGradGamma && i == 1);
     ok = full ? same_shape(d, x) : (d.ndim == 1 && d.shape[0] == ch);
   }
-  auto st = new_state<BatchNormOp>(be, op);
-  st->dt = x.dtype;
-  st->code = code;
+  auto st = new_row_op<BatchNormOp>(be, op, x.dtype, code);
   st->outer = outer;
   st->ch = ch;
   st->inner = inner;
   st->eps = eps;
-  st->k = st->make_kernel(kname("batch_norm", x.dtype).c_str());
-  if (!st->k) return CTN_ERR_INTERNAL;
-  st->local = st->group_size(st->k, acc_size(*be, x.dtype));
-  while (st->local > 1 && static_cast<int64_t>(st->local / 2) >= outer * inner) st->local /= 2;
+  if (!st->make_row_kernel(kname("batch_norm", x.dtype), acc_size(*be, x.dtype), outer * inner))
+    return CTN_ERR_INTERNAL;
   op_set(out, st.release());
   return CTN_OK;
 }

@@ -24,13 +24,10 @@ cl_int set_scalar(cl_kernel k, cl_uint idx, int32_t dt, double v) {
   return set_arg(k, idx, cl_float(static_cast<float>(v)));
 }
 
-struct ReduceOp : Op {
-  cl_kernel k = nullptr;
-  int32_t dt = CTN_F32;
-  cl_int code = 0, nk = 0, nr = 0;
+struct ReduceOp : RowOp {
+  cl_int nk = 0, nr = 0;
   cl_long nout = 0, R = 0;
   double scale = 1;
-  size_t local = 1;
   ctn_status bind(const ctn_kernel_args &a) override {
     const ctn_tensor_desc &x = a.inputs[0], &y = a.outputs[0];
     if (ctn_status s = check_offset(be, op, x); s) return s;
@@ -44,12 +41,8 @@ struct ReduceOp : Op {
   ctn_status enqueue() override { return launch_rows(k, nout, local); }
 };
 
-struct SoftmaxOp : Op {
-  cl_kernel k = nullptr;
-  int32_t dt = CTN_F32;
-  cl_int code = 0;
+struct SoftmaxOp : RowOp {
   cl_long rows = 0, len = 0, inner = 1;
-  size_t local = 1;
   ctn_status bind(const ctn_kernel_args &a) override {
     const ctn_tensor_desc &x = a.inputs[0], &y = a.outputs[0];
     const ctn_tensor_desc &dy = a.n_inputs > 1 ? a.inputs[1] : a.inputs[0];
@@ -95,9 +88,7 @@ ctn_status make_reduce_op(Backend *be, const ctn_op_signature *sig, ctn_kernel *
   if (ctn_status s = need_float_or_half(be, sig->op, x.dtype); s) return s;
   const uint64_t mask = static_cast<uint64_t>(sig->attrs->i[0]);
   const int64_t count = reduce_count(sig);
-  auto st = new_state<ReduceOp>(be, sig->op);
-  st->dt = x.dtype;
-  st->code = code;
+  auto st = new_row_op<ReduceOp>(be, sig->op, x.dtype, code);
   st->nout = desc_numel(y);
   st->R = count;
   st->scale = count ? 1.0 / static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN();
@@ -123,11 +114,9 @@ ctn_status make_reduce_op(Backend *be, const ctn_op_signature *sig, ctn_kernel *
   std::vector<int64_t> meta;
   for (auto *v : {&ks, &kst, &rs, &rst}) meta.insert(meta.end(), v->begin(), v->end());
   if (ctn_status e = st->set_meta(meta); e) return e;
-  st->k = st->make_kernel((std::string("reduce_") + kernel_suffix(x.dtype)).c_str());
-  if (!st->k) return CTN_ERR_INTERNAL;
-  st->local = st->group_size(st->k, acc_bytes(x.dtype));
   // Short reductions waste most of a wide group: shrink it to the reduced extent.
-  while (st->local > 1 && static_cast<int64_t>(st->local / 2) >= count) st->local /= 2;
+  if (!st->make_row_kernel(std::string("reduce_") + kernel_suffix(x.dtype), acc_bytes(x.dtype), count))
+    return CTN_ERR_INTERNAL;
   op_set(out, st.release());
   return CTN_OK;
 }
@@ -135,17 +124,13 @@ ctn_status make_reduce_op(Backend *be, const ctn_op_signature *sig, ctn_kernel *
 ctn_status make_softmax(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, int code) {
   const ctn_tensor_desc &x = sig->inputs[0];
   if (ctn_status s = need_float_or_half(be, sig->op, x.dtype); s) return s;
-  auto st = new_state<SoftmaxOp>(be, sig->op);
-  st->dt = x.dtype;
-  st->code = code;
+  auto st = new_row_op<SoftmaxOp>(be, sig->op, x.dtype, code);
   const AxisDims d = axis_dims(x, sig->attrs->i[0]);
   st->len = d.len;
   st->inner = d.inner;
   st->rows = d.outer * d.inner;
-  st->k = st->make_kernel((std::string("softmax_") + kernel_suffix(x.dtype)).c_str());
-  if (!st->k) return CTN_ERR_INTERNAL;
-  st->local = st->group_size(st->k, acc_bytes(x.dtype));
-  while (st->local > 1 && static_cast<int64_t>(st->local / 2) >= st->len) st->local /= 2;
+  if (!st->make_row_kernel(std::string("softmax_") + kernel_suffix(x.dtype), acc_bytes(x.dtype), st->len))
+    return CTN_ERR_INTERNAL;
   op_set(out, st.release(), CTN_KERNEL_INPLACE_OK);
   return CTN_OK;
 }

@@ -90,6 +90,32 @@ struct Op {
   cl_mem meta = nullptr;
 };
 
+// An op whose one kernel `k` works along rows in work groups (reductions, softmax, the norms):
+// its element dtype, the kernel's variant code and the work-group size.
+struct RowOp : Op {
+  cl_kernel k = nullptr;
+  int32_t dt = CTN_F32;
+  cl_int code = 0;
+  size_t local = 1;
+  // k = kernel `kname`, and `local` a power of two with `item_bytes` of local memory per item,
+  // no wider than rows of `len` items need. false (error recorded) when the kernel cannot be made.
+  bool make_row_kernel(const std::string &kname, size_t item_bytes, int64_t len) {
+    k = make_kernel(kname.c_str());
+    if (!k) return false;
+    local = group_size(k, item_bytes);
+    while (local > 1 && static_cast<int64_t>(local / 2) >= len) local /= 2;
+    return true;
+  }
+};
+// A RowOp state of type S for `op` on dtype `dt` with variant `code`.
+template <class S>
+std::unique_ptr<S> new_row_op(Backend *be, const char *op, int32_t dt, cl_int code) {
+  auto st = new_state<S>(be, op);
+  st->dt = dt;
+  st->code = code;
+  return st;
+}
+
 ctn_status op_kernel_fn(void *state, const ctn_kernel_args *args);
 void op_release(void *state);
 void op_set(ctn_kernel *out, Op *op, uint32_t flags = 0);
