@@ -61,14 +61,15 @@ double time_op(ctn_context *ctx, ctn_dtype dt, bool matmul, int64_t n, int reps)
 
 }  // namespace
 
+const char *const kUsage =
+    "usage: half_bench [--n N] [--reps R] [--threads T]\n"
+    "n x n matmul and add in f32, bf16, f16 on the CPU backend; best wall time of R;\n"
+    "JSON on stdout. defaults: --n 512 --reps 10 --threads 1\n";
+
 int main(int argc, char **argv) {
   int64_t n = 512;
   int reps = 10, threads = 1;
-  const char *usage =
-      "usage: half_bench [--n N] [--reps R] [--threads T]\n"
-      "n x n matmul and add in f32, bf16, f16 on the CPU backend; best wall time of R;\n"
-      "JSON on stdout. defaults: --n 512 --reps 10 --threads 1\n";
-  if (int rc = bench_n_reps_threads("half_bench", usage, argc, argv, &n, &reps, &threads); rc >= 0) return rc;
+  if (int rc = bench_n_reps_threads("half_bench", kUsage, argc, argv, &n, &reps, &threads); rc >= 0) return rc;
   ctn_context *ctx = nullptr;
   CK(ctn_context_create(nullptr, &ctx));
   CK(ctn_context_set_num_threads(ctx, threads));

@@ -40,15 +40,16 @@ float tanh_ref(float x) { return std::tanh(x); }
 
 }  // namespace
 
+const char *const kUsage =
+    "usage: unary_bench [--n ELEMENTS] [--reps R] [--threads T]\n"
+    "f32 exp/log/tanh/sigmoid: the backend's kernel vs a loop over glibc's float function,\n"
+    "ns of process CPU time per element (best of R, interleaved); JSON on stdout.\n"
+    "defaults: --n 1048576 --reps 20 --threads 1\n";
+
 int main(int argc, char **argv) {
   int64_t n = 1 << 20;
   int reps = 20, threads = 1;
-  const char *usage =
-      "usage: unary_bench [--n ELEMENTS] [--reps R] [--threads T]\n"
-      "f32 exp/log/tanh/sigmoid: the backend's kernel vs a loop over glibc's float function,\n"
-      "ns of process CPU time per element (best of R, interleaved); JSON on stdout.\n"
-      "defaults: --n 1048576 --reps 20 --threads 1\n";
-  if (int rc = bench_n_reps_threads("unary_bench", usage, argc, argv, &n, &reps, &threads); rc >= 0) return rc;
+  if (int rc = bench_n_reps_threads("unary_bench", kUsage, argc, argv, &n, &reps, &threads); rc >= 0) return rc;
   ctn_context *ctx = nullptr;
   CK(ctn_context_create(nullptr, &ctx));
   CK(ctn_context_set_num_threads(ctx, threads));

@@ -10,6 +10,22 @@
 #include <chutney/plugin.h>
 #include <chutney/version.h>
 
+#include <cstdarg>
+#include <cstdio>
+
+// fail(state, code, fmt, ...): formats the message (at most 1023 bytes), keeps it as the state's
+// `error` (last_error; state may be NULL) and reports it through g_host.
+#define CTN_COLLECTIVE_FAIL(State)                                                                    \
+  ctn_status fail(State *c, ctn_status code, const char *fmt, ...) {                                  \
+    char buf[1024];                                                                                   \
+    va_list ap;                                                                                       \
+    va_start(ap, fmt);                                                                                \
+    std::vsnprintf(buf, sizeof buf, fmt, ap);                                                         \
+    va_end(ap);                                                                                       \
+    if (c) c->error = buf;                                                                            \
+    return g_host->set_error(code, "%s", buf);                                                        \
+  }
+
 // The describe, rank, world_size and last_error slots of a plugin whose state is a State with the
 // members description, rank, size and error.
 #define CTN_COLLECTIVE_ACCESSORS(State)                                                               \

@@ -24,14 +24,7 @@ struct Cnn {
   explicit Cnn(ctn_context *ctx) {
     EXPECT_EQ(ctn_graph_create(ctx, 0, &g), CTN_OK);
     EXPECT_EQ(ctn_model_create(g, CTN_F32, 7, &m), CTN_OK);
-    int64_t xs[4] = {4, 1, 6, 6}, ls[1] = {4};
-    EXPECT_EQ(ctn_input(g, "x", CTN_F32, 4, xs, &x), CTN_OK);
-    EXPECT_EQ(ctn_input(g, "labels", CTN_I32, 1, ls, &labels), CTN_OK);
-    ctn_node h;
-    EXPECT_EQ(ctn_nn_conv2d(m, x, 1, 3, 3, 1, 1, &h), CTN_OK) << ctn_last_error();
-    EXPECT_EQ(ctn_nn_batch_norm(m, h, 3, 0.1, 1e-5, &h), CTN_OK) << ctn_last_error();
-    EXPECT_EQ(ctn_nn_relu(m, h, &h), CTN_OK);
-    EXPECT_EQ(ctn_nn_max_pool2d(m, h, 2, 2, &h), CTN_OK);
+    ctn_node h = image_classifier_stem(g, m, 4, 6, 3, &x, &labels);
     EXPECT_EQ(ctn_nn_flatten(m, h, &h), CTN_OK);
     EXPECT_EQ(ctn_nn_linear(m, h, 27, 5, 1, &logits), CTN_OK) << ctn_last_error();
     EXPECT_EQ(ctn_cross_entropy(g, logits, labels, &loss), CTN_OK) << ctn_last_error();

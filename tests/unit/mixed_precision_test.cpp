@@ -92,14 +92,7 @@ struct Cnn {
   explicit Cnn(const ctn_optimizer &opt) {
     EXPECT_EQ(ctn_graph_create(c.ctx, 0, &g), CTN_OK);
     EXPECT_EQ(ctn_model_create(g, CTN_F32, 11, &m), CTN_OK) << ctn_last_error();
-    const int64_t xs[4] = {kN, 1, 12, 12}, ls[1] = {kN};
-    EXPECT_EQ(ctn_input(g, "x", CTN_F32, 4, xs, &x), CTN_OK);
-    EXPECT_EQ(ctn_input(g, "labels", CTN_I32, 1, ls, &labels), CTN_OK);
-    ctn_node h;
-    EXPECT_EQ(ctn_nn_conv2d(m, x, 1, 4, 3, 1, 1, &h), CTN_OK) << ctn_last_error();
-    EXPECT_EQ(ctn_nn_batch_norm(m, h, 4, 0.1, 1e-5, &h), CTN_OK) << ctn_last_error();
-    EXPECT_EQ(ctn_nn_relu(m, h, &h), CTN_OK);
-    EXPECT_EQ(ctn_nn_max_pool2d(m, h, 2, 2, &h), CTN_OK);
+    ctn_node h = image_classifier_stem(g, m, kN, 12, 4, &x, &labels);
     EXPECT_EQ(ctn_nn_conv2d(m, h, 4, 8, 3, 1, 1, &h), CTN_OK) << ctn_last_error();
     EXPECT_EQ(ctn_nn_relu(m, h, &h), CTN_OK);
     EXPECT_EQ(ctn_nn_max_pool2d(m, h, 2, 2, &h), CTN_OK);
@@ -112,7 +105,7 @@ struct Cnn {
     xt = make_f32({kN, 1, 12, 12}, random_values(kN * 144, 3));
     std::vector<int32_t> y(kN);
     for (int64_t i = 0; i < kN; ++i) y[static_cast<size_t>(i)] = static_cast<int32_t>(i % 4);
-    EXPECT_EQ(ctn_tensor_create(CTN_I32, 1, ls, y.data(), &yt), CTN_OK);
+    EXPECT_EQ(ctn_tensor_create(CTN_I32, 1, &kN, y.data(), &yt), CTN_OK);
   }
   ~Cnn() {
     ctn_tensor_release(xt);

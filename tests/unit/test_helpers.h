@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chutney/chutney.h>
+#include <chutney/nn.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -21,6 +22,22 @@ struct Ctx {
   }
   ~Ctx() { ctn_context_release(ctx); }
 };
+
+// The start of the small image classifiers of the unit tests: inputs x f32 [n, 1, hw, hw] and
+// labels i32 [n], then conv 3x3 (1 -> channels, pad 1) + batch norm + relu + 2x2 max-pool.
+// Returns the pooled [n, channels, hw/2, hw/2] node.
+inline ctn_node image_classifier_stem(ctn_graph *g, ctn_model *m, int64_t n, int64_t hw, int64_t channels,
+                                      ctn_node *x, ctn_node *labels) {
+  const int64_t xs[4] = {n, 1, hw, hw}, ls[1] = {n};
+  EXPECT_EQ(ctn_input(g, "x", CTN_F32, 4, xs, x), CTN_OK);
+  EXPECT_EQ(ctn_input(g, "labels", CTN_I32, 1, ls, labels), CTN_OK);
+  ctn_node h = CTN_NODE_NONE;
+  EXPECT_EQ(ctn_nn_conv2d(m, *x, 1, channels, 3, 1, 1, &h), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(ctn_nn_batch_norm(m, h, channels, 0.1, 1e-5, &h), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(ctn_nn_relu(m, h, &h), CTN_OK);
+  EXPECT_EQ(ctn_nn_max_pool2d(m, h, 2, 2, &h), CTN_OK);
+  return h;
+}
 
 // n values drawn from N(0, scale^2) by a generator seeded with `seed` (the same on every machine
 // for a given standard library).

@@ -62,15 +62,7 @@ double now_s() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-ctn_status fail(Comm *c, ctn_status code, const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  if (c) c->error = buf;
-  return g_host->set_error(code, "%s", buf);
-}
+CTN_COLLECTIVE_FAIL(Comm)
 
 std::string mpi_error(int code) {
   char buf[MPI_MAX_ERROR_STRING];

@@ -126,15 +126,7 @@ struct Comm {
   std::string description, error;
 };
 
-ctn_status fail(Comm *c, ctn_status code, const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  if (c) c->error = buf;
-  return g_host->set_error(code, "%s", buf);
-}
+CTN_COLLECTIVE_FAIL(Comm)
 
 int env_int(const char *name, int fallback) {
   const char *v = std::getenv(name);
