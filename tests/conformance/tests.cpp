@@ -449,21 +449,29 @@ TEST_P(GpuHalfCasts, RoundLikeDescH) {
   for (float f : {65504.f, 65519.f, 65520.f, 1e6f, 3e38f, std::numeric_limits<float>::infinity(),
                   std::numeric_limits<float>::quiet_NaN(), 1e-10f, 1.4e-45f, 3.0e38f * 1.1f})
     in.push_back(f);
-  for (bool bf : {false, true}) {
-    SCOPED_TRACE(bf ? "f32 -> bf16" : "f32 -> f16");
-    std::vector<uint16_t> got(in.size());
-    if (!run_cast(CTN_F32, bf ? CTN_BF16 : CTN_F16, in.data(), static_cast<int64_t>(in.size()), got.data(),
-                  got.size() * 2))
-      return;  // a failure, or a decline already reported above
-    size_t bad = 0;
-    for (size_t i = 0; i < in.size(); ++i) {
-      const uint16_t want = bf ? ctn_desc_f32_to_bf16(in[i]) : ctn_desc_f32_to_f16(in[i]);
-      const bool ok = is_nan16(want, bf) ? is_nan16(got[i], bf) : got[i] == want;
-      if (!ok && bad++ < 5)
-        ADD_FAILURE() << std::hexfloat << in[i] << ": got 0x" << std::hex << got[i] << " want 0x" << want;
+  // Narrows `src` (dtype `from`) to f16 and to bf16 on the backend and compares every result with
+  // desc.h's rounding of the same value (any NaN matches any NaN); false after a failure or a
+  // decline (already reported).
+  auto narrows_like_desc_h = [&](ctn_dtype from, const auto &src, auto want_of) {
+    for (bool bf : {false, true}) {
+      SCOPED_TRACE(std::string(from == CTN_F64 ? "f64" : "f32") + (bf ? " -> bf16" : " -> f16"));
+      std::vector<uint16_t> got(src.size());
+      if (!run_cast(from, bf ? CTN_BF16 : CTN_F16, src.data(), static_cast<int64_t>(src.size()), got.data(),
+                    got.size() * 2))
+        return false;
+      size_t bad = 0;
+      for (size_t i = 0; i < src.size(); ++i) {
+        const uint16_t want = want_of(src[i], bf);
+        const bool ok = is_nan16(want, bf) ? is_nan16(got[i], bf) : got[i] == want;
+        if (!ok && bad++ < 5)
+          ADD_FAILURE() << std::hexfloat << src[i] << ": got 0x" << std::hex << got[i] << " want 0x" << want;
+      }
+      EXPECT_EQ(bad, 0u);
     }
-    EXPECT_EQ(bad, 0u);
-  }
+    return true;
+  };
+  if (!narrows_like_desc_h(CTN_F32, in, [](float v, bool bf) { return bf ? ctn_desc_f32_to_bf16(v) : ctn_desc_f32_to_f16(v); }))
+    return;
   // From f64: a hair off each f16 midpoint, where rounding to f32 first would land on the tie.
   std::vector<double> d;
   for (uint32_t i = 0x0400u; i < 0x7bffu; i += 7) {
@@ -472,20 +480,7 @@ TEST_P(GpuHalfCasts, RoundLikeDescH) {
     d.push_back(mid * (1 + 1e-12));
     d.push_back(mid * (1 - 1e-12));
   }
-  for (bool bf : {false, true}) {
-    SCOPED_TRACE(bf ? "f64 -> bf16" : "f64 -> f16");
-    std::vector<uint16_t> got(d.size());
-    if (!run_cast(CTN_F64, bf ? CTN_BF16 : CTN_F16, d.data(), static_cast<int64_t>(d.size()), got.data(),
-                  got.size() * 2))
-      return;  // a failure, or a decline already reported above
-    size_t bad = 0;
-    for (size_t i = 0; i < d.size(); ++i) {
-      const uint16_t want = bf ? ctn_desc_f64_to_bf16(d[i]) : ctn_desc_f64_to_f16(d[i]);
-      if (got[i] != want && bad++ < 5)
-        ADD_FAILURE() << std::hexfloat << d[i] << ": got 0x" << std::hex << got[i] << " want 0x" << want;
-    }
-    EXPECT_EQ(bad, 0u);
-  }
+  narrows_like_desc_h(CTN_F64, d, [](double v, bool bf) { return bf ? ctn_desc_f64_to_bf16(v) : ctn_desc_f64_to_f16(v); });
 }
 
 // v rounded to nearest even with `bits` significant bits, in integer arithmetic (exact for every
