@@ -136,7 +136,7 @@ CTN_PIN_ASSERT(CTN_BF16 == 7, "types.h: CTN_BF16 changed");
 CTN_PIN_ASSERT(CTN_I8 == 8, "types.h: CTN_I8 changed");
 CTN_PIN_ASSERT(CTN_DTYPE_COUNT_V5 == 9, "types.h: CTN_DTYPE_COUNT_V5 changed");
 CTN_PIN_ASSERT(CTN_ABI_MAJOR == 1, "version.h: CTN_ABI_MAJOR changed");
-CTN_PIN_ASSERT(CTN_ABI_MINOR == 5, "version.h: CTN_ABI_MINOR changed");
+CTN_PIN_ASSERT(CTN_ABI_MINOR == 6, "version.h: CTN_ABI_MINOR changed");
 CTN_PIN_ASSERT(CTN_VERSION_MAJOR == 0, "version.h: CTN_VERSION_MAJOR changed");
 CTN_PIN_ASSERT(CTN_VERSION_MINOR == 1, "version.h: CTN_VERSION_MINOR changed");
 CTN_PIN_ASSERT(CTN_VERSION_PATCH == 0, "version.h: CTN_VERSION_PATCH changed");
