@@ -1,4 +1,5 @@
 // The ONNX import driver: file -> ModelP -> chutney graph. See importer.h.
+#include <chutney/desc.h>
 #include <chutney/ops.h>
 
 #include "onnx/importer.h"
@@ -75,21 +76,35 @@ std::vector<int64_t> NodeCtx::ints(size_t i, const char *what) const {
   return v;
 }
 
-std::vector<double> NodeCtx::reals(size_t i, const char *what) const {
-  const Tensor *t = konst(i);
-  if (!t) unsupported("input %zu (%s) must be a constant", i, what);
-  Tensor c = t->contiguous();
+std::vector<double> tensor_reals(const Tensor &t) {
+  Tensor c = t.contiguous();
   std::vector<double> v(static_cast<size_t>(c.numel()));
   for (size_t k = 0; k < v.size(); ++k) {
     switch (c.dtype) {
       case CTN_F32: v[k] = reinterpret_cast<const float *>(c.data())[k]; break;
       case CTN_F64: v[k] = reinterpret_cast<const double *>(c.data())[k]; break;
+      case CTN_F16: v[k] = ctn_desc_f16_to_f32(reinterpret_cast<const uint16_t *>(c.data())[k]); break;
+      case CTN_BF16: v[k] = ctn_desc_bf16_to_f32(reinterpret_cast<const uint16_t *>(c.data())[k]); break;
       case CTN_I64: v[k] = static_cast<double>(reinterpret_cast<const int64_t *>(c.data())[k]); break;
       case CTN_I32: v[k] = reinterpret_cast<const int32_t *>(c.data())[k]; break;
+      case CTN_I8: v[k] = reinterpret_cast<const int8_t *>(c.data())[k]; break;
       default: v[k] = reinterpret_cast<const uint8_t *>(c.data())[k];
     }
   }
   return v;
+}
+
+std::vector<double> NodeCtx::reals(size_t i, const char *what) const {
+  const Tensor *t = konst(i);
+  if (!t) unsupported("input %zu (%s) must be a constant", i, what);
+  return tensor_reals(*t);
+}
+
+std::vector<double> NodeCtx::attr_tensor_reals(const char *name) const {
+  const AttributeP *a = attr(name);
+  if (!a) return {};
+  if (a->type != AT_TENSOR || !a->t) invalid("attribute '%s' must be a tensor", name);
+  return tensor_reals(tensor_from_proto(*a->t, "", name));
 }
 
 const AttributeP *NodeCtx::attr(const char *name) const {
@@ -413,7 +428,7 @@ class Importer {
     const OpDef *op = g_->context()->find_op(q.c_str());
     if ((!op || !op->lib) && n.domain == "ai.onnx.ml")
       fail(CTN_ERR_UNSUPPORTED, "ONNX %s: unsupported: ai.onnx.ml op %s has no converter (Binarizer, ArrayFeatureExtractor, "
-           "Scaler, Normalizer, Linear* and TreeEnsembleRegressor/Classifier do; or load an op library of domain "
+           "Scaler, Normalizer, Linear*, TreeEnsemble, TreeEnsembleRegressor/Classifier and ZipMap do; or load an op library of domain "
            "'ai.onnx.ml')",
            where.c_str(), sv(n.op_type).c_str());
     if (!op || !op->lib)

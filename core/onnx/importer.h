@@ -62,6 +62,7 @@ ModelInfo import_model(Graph *g, const std::string &path, const Options &opts);
 // Converts a TensorProto into a host tensor; `base_dir` resolves external data. Throws
 // CTN_ERR_UNSUPPORTED for a dtype chutney lacks, CTN_ERR_CORRUPT for inconsistent data.
 Tensor tensor_from_proto(const TensorP &t, const std::string &base_dir, const std::string &what);
+std::vector<double> tensor_reals(const Tensor &t);  // any numeric dtype, as doubles
 int32_t dtype_from_onnx(int32_t onnx_type);  // -1 when chutney has no such dtype
 
 // One ONNX node being lowered.
@@ -95,6 +96,7 @@ class NodeCtx {
   std::string attr_s(const char *name, const char *def) const;
   std::vector<int64_t> attr_ints(const char *name) const;  // empty when absent
   std::vector<float> attr_floats(const char *name) const;
+  std::vector<double> attr_tensor_reals(const char *name) const;  // a tensor attribute's values; empty when absent
   void ignore(const char *name) const { attr(name); }
   void check_attrs_used() const;
 

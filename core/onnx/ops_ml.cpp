@@ -7,6 +7,7 @@
 #include "util/status.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -167,6 +168,8 @@ struct Forest {
   std::vector<double> threshold;   // per internal node
   std::vector<std::string> mode;   // per internal node: BRANCH_LEQ, _LT, _GTE, _GT, _EQ, _NEQ
   std::vector<double> nan_true;    // per internal node: a NaN feature takes the true branch
+  std::vector<std::vector<double>> member;  // per internal node: BRANCH_MEMBER's set (ml opset 5)
+  std::vector<int64_t> leaf_src;   // per leaf: its index in leaf_weights (ml opset 5's TreeEnsemble)
   std::vector<std::vector<std::pair<int64_t, double>>> paths;  // per leaf
   std::map<std::pair<int64_t, int64_t>, int64_t> leaf_of;      // (tree, node) -> leaf
   int64_t trees = 0;
@@ -210,6 +213,7 @@ Forest read_forest(NodeCtx &c) {
           f.threshold.push_back(val[k]);
           f.mode.push_back(mode);
           f.nan_true.push_back(miss.empty() ? 0.0 : static_cast<double>(miss[k] != 0));
+          f.member.emplace_back();
         }
         for (int branch = 1; branch >= 0; --branch) {
           auto child = at.find({tid[k], branch ? tn[k] : fn[k]});
@@ -227,6 +231,25 @@ Forest read_forest(NodeCtx &c) {
     walk(k, path, 0);
   }
   return f;
+}
+
+// BRANCH_MEMBER's tests as [B, I] (1 where x's feature is in the node's set, 0 elsewhere and in
+// the other nodes' columns), or none: the sets padded with NaN (equal to nothing) into [I, V], one
+// comparison [B, I, V] and a max over V.
+ctn_node member_tests(NodeCtx &c, const Forest &f, ctn_node xf) {
+  Graph &g = c.g;
+  const int32_t dt = g.info(xf).dtype;
+  const int64_t ni = static_cast<int64_t>(f.feature.size()), b = g.info(xf).shape[0];
+  size_t v = 0;
+  for (const auto &m : f.member) v = std::max(v, m.size());
+  if (v == 0) return CTN_NODE_NONE;
+  c.limit(static_cast<double>(ni) * static_cast<double>(v), "the membership sets");
+  std::vector<double> sets(static_cast<size_t>(ni) * v, std::nan(""));
+  for (size_t k = 0; k < f.member.size(); ++k) std::copy(f.member[k].begin(), f.member[k].end(), sets.begin() + static_cast<std::ptrdiff_t>(k * v));
+  const int64_t nv = static_cast<int64_t>(v);
+  ctn_node x3 = reshape(g, xf, Shape::from(3, std::vector<int64_t>{b, ni, 1}.data()));
+  ctn_node hit = cast(g, g.op2(CTN_OP_EQ, x3, const_f(g, dt, sets, Shape::from(3, std::vector<int64_t>{1, ni, nv}.data()))), dt);
+  return reduce(g, CTN_OP_MAX, hit, 4, false);  // [B, I]
 }
 
 // active [B, leaves] (x's dtype, 0/1) for x [B, F].
@@ -257,6 +280,7 @@ ctn_node active_leaves(NodeCtx &c, const Forest &f, ctn_node x) {
       ctn_node t = g.op2(CTN_OP_MUL, cast(g, g.op2(op, xf, thr), dt), const_f(g, dt, sel, is));
       acc = acc == CTN_NODE_NONE ? t : g.op2(CTN_OP_ADD, acc, t);
     }
+    if (ctn_node m = member_tests(c, f, xf); m != CTN_NODE_NONE) acc = acc == CTN_NODE_NONE ? m : g.op2(CTN_OP_ADD, acc, m);
     ctn_node in[3] = {g.op2(CTN_OP_NE, xf, xf), const_f(g, dt, f.nan_true, is), acc};
     ctn_node parts[2] = {g.add_op(CTN_OP_WHERE, 3, in, nullptr), d};
     ctn_attrs a1 = attrs_i({1});
@@ -356,13 +380,121 @@ void tree_ensemble_classifier(NodeCtx &c) {
   const std::string pt = c.attr_s("post_transform", "NONE");
   const bool binary = n_cls == 2 && !ids.empty() && std::all_of(ids.begin(), ids.end(), [&](int64_t v) { return v == ids[0]; });
   if (binary) {
-    if (!c.attr_floats("base_values").empty()) c.unsupported("base_values on a binary tree classifier");
+    // One base value with every weight on class 0 (skl2onnx's binary gradient boosting: the
+    // prior log-odds) is added to that class's sum, as onnxruntime does; other layouts of
+    // base_values on two classes are left vague by ONNX and refused.
+    const std::vector<float> base = c.attr_floats("base_values");
+    if (base.size() == 1 && ids[0] == 0) {
+      const int64_t two = 2;
+      s = g.op2(CTN_OP_ADD, s, const_f(g, dt, {static_cast<double>(base[0]), 0.0}, Shape::from(1, &two)));
+    } else if (!base.empty()) {
+      c.unsupported("%zu base_values on a binary tree classifier whose weights are on class %lld (1, on class 0)",
+                    base.size(), static_cast<long long>(ids[0]));
+    }
     return binary_trees(c, s, ids[0], labels, pt);
   }
   s = post_transform(c, add_base(c, s, n_cls), pt);
   const int64_t n = g.info(s).shape[0];
   ctn_node best = cast(g, reshape(g, extreme_index(g, s, 1, true, false), Shape::from(1, &n)), CTN_I64);
   c.outs = {take(g, const_i64(g, labels, Shape::from(1, &n_cls)), best, 0), s};
+}
+
+// ---- TreeEnsemble (ai.onnx.ml opset 5): interior nodes and leaves in separate arrays, indices
+// into them; modes as a uint8 tensor (0 LEQ, 1 LT, 2 GTE, 3 GT, 4 EQ, 5 NEQ, 6 MEMBER with the
+// sets in membership_values, NaN-separated, in node order). Read into the same Forest. ----
+Forest read_forest5(NodeCtx &c) {
+  const std::vector<int64_t> feat = c.attr_ints("nodes_featureids"), tn = c.attr_ints("nodes_truenodeids"),
+                             fn = c.attr_ints("nodes_falsenodeids"), tl = c.attr_ints("nodes_trueleafs"),
+                             fl = c.attr_ints("nodes_falseleafs"), miss = c.attr_ints("nodes_missing_value_tracks_true"),
+                             roots = c.attr_ints("tree_roots");
+  const std::vector<double> split = c.attr_tensor_reals("nodes_splits"), modes = c.attr_tensor_reals("nodes_modes"),
+                            members = c.attr_tensor_reals("membership_values");
+  c.ignore("nodes_hitrates");
+  const size_t n = feat.size();
+  if (tn.size() != n || fn.size() != n || tl.size() != n || fl.size() != n || split.size() != n || modes.size() != n ||
+      (!miss.empty() && miss.size() != n))
+    c.invalid("the nodes_* attributes must all have one entry per interior node (%zu)", n);
+  static const char *const kModes[] = {"BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ", "BRANCH_MEMBER"};
+  Forest f;
+  size_t next_set = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const auto m = static_cast<int64_t>(modes[k]);
+    if (m < 0 || m > 6) c.invalid("nodes_modes[%zu] is %lld (0 to 6)", k, static_cast<long long>(m));
+    f.feature.push_back(feat[k]);
+    f.threshold.push_back(split[k]);
+    f.mode.push_back(kModes[m]);
+    f.nan_true.push_back(miss.empty() ? 0.0 : static_cast<double>(miss[k] != 0));
+    f.member.emplace_back();
+    if (m != 6) continue;
+    while (next_set < members.size() && !std::isnan(members[next_set])) f.member.back().push_back(members[next_set++]);
+    if (f.member.back().empty()) c.invalid("membership_values has no set for BRANCH_MEMBER node %zu", k);
+    ++next_set;  // the NaN that ends the set
+  }
+  std::function<void(int64_t, std::vector<std::pair<int64_t, double>> &, size_t)> walk =
+      [&](int64_t k, std::vector<std::pair<int64_t, double>> &path, size_t depth) {
+        if (k < 0 || static_cast<size_t>(k) >= n) c.invalid("node index %lld is out of range (%zu interior nodes)", static_cast<long long>(k), n);
+        if (depth > 256) c.invalid("a tree is deeper than 256 (or has a cycle)");
+        for (int branch = 1; branch >= 0; --branch) {
+          const auto i = static_cast<size_t>(k);
+          path.push_back({k, branch});
+          if (branch ? tl[i] : fl[i]) {
+            f.leaf_src.push_back(branch ? tn[i] : fn[i]);
+            f.paths.push_back(path);
+          } else {
+            walk(branch ? tn[i] : fn[i], path, depth + 1);
+          }
+          path.pop_back();
+        }
+      };
+  for (int64_t r : roots) {
+    ++f.trees;
+    std::vector<std::pair<int64_t, double>> path;
+    walk(r, path, 0);
+  }
+  return f;
+}
+
+void tree_ensemble(NodeCtx &c) {
+  Graph &g = c.g;
+  ctn_node x = rows(c, floating(c, 0));
+  const int32_t dt = g.info(x).dtype;
+  const Forest f = read_forest5(c);
+  const int64_t targets = c.attr_i("n_targets", 1), agg = c.attr_i("aggregate_function", 1), pt = c.attr_i("post_transform", 0);
+  if (agg != 0 && agg != 1) c.unsupported("aggregate_function %lld (0 AVERAGE and 1 SUM; not MIN or MAX)", static_cast<long long>(agg));
+  if (pt < 0 || pt > 2) c.unsupported("post_transform %lld (0 NONE, 1 SOFTMAX, 2 LOGISTIC)", static_cast<long long>(pt));
+  const std::vector<int64_t> ids = c.attr_ints("leaf_targetids");
+  const std::vector<double> w = c.attr_tensor_reals("leaf_weights");
+  if (ids.size() != w.size()) c.invalid("leaf_targetids has %zu entries, leaf_weights %zu", ids.size(), w.size());
+  const int64_t nl = static_cast<int64_t>(f.paths.size());
+  std::vector<double> m(static_cast<size_t>(nl * targets));
+  for (size_t j = 0; j < f.leaf_src.size(); ++j) {
+    const int64_t l = f.leaf_src[j];
+    if (l < 0 || static_cast<size_t>(l) >= ids.size()) c.invalid("leaf index %lld is out of range (%zu leaves)", static_cast<long long>(l), ids.size());
+    const int64_t t = ids[static_cast<size_t>(l)];
+    if (t < 0 || t >= targets) c.invalid("leaf_targetids entry %lld is out of range for %lld targets", static_cast<long long>(t), static_cast<long long>(targets));
+    m[static_cast<size_t>(static_cast<int64_t>(j) * targets + t)] += w[static_cast<size_t>(l)];
+  }
+  ctn_node y = g.op2(CTN_OP_MATMUL, active_leaves(c, f, x), const_f(g, dt, m, Shape::from(2, std::vector<int64_t>{nl, targets}.data())));
+  if (agg == 0) y = g.op2(CTN_OP_DIV, y, g.add_scalar(dt, static_cast<double>(std::max<int64_t>(f.trees, 1))));
+  static const char *const kPost[] = {"NONE", "SOFTMAX", "LOGISTIC"};
+  out1(c, post_transform(c, y, kPost[pt]));
+}
+
+// ZipMap turns [N, C] scores into N maps {class label: score}: a list of maps, which no tensor
+// holds. Its output here is the score tensor itself, [N, C] float, column j being the class
+// classlabels_int64s[j] (or classlabels_strings[j]): the same numbers as onnxruntime's maps, in
+// label order (docs/ONNX.md, "ai.onnx.ml"). skl2onnx's classifiers end in one unless exported with
+// options={'zipmap': False}, which gives exactly this tensor.
+void zipmap(NodeCtx &c) {
+  const Shape s = c.shape(0);
+  if (s.ndim != 2) c.invalid("the input must be [N, C] scores, not %s", shape_str(s).c_str());
+  const AttributeP *str = c.attr("classlabels_strings");
+  const size_t n_int = c.attr_ints("classlabels_int64s").size(), n_str = str ? str->strings.size() : 0;
+  const size_t n_lab = n_int ? n_int : n_str;
+  if (n_lab == 0) c.invalid("neither classlabels_int64s nor classlabels_strings is given");
+  if (static_cast<int64_t>(n_lab) != s[1])
+    c.invalid("%zu class labels for %lld score columns", n_lab, static_cast<long long>(s[1]));
+  out1(c, c.dtype(0) == CTN_F32 ? c.in(0) : cast(c.g, c.in(0), CTN_F32));
 }
 
 const OpEntry kMl[] = {
@@ -374,6 +506,8 @@ const OpEntry kMl[] = {
     {"LinearClassifier", linear_classifier},
     {"TreeEnsembleRegressor", tree_ensemble_regressor},
     {"TreeEnsembleClassifier", tree_ensemble_classifier},
+    {"TreeEnsemble", tree_ensemble},
+    {"ZipMap", zipmap},
 };
 
 }  // namespace

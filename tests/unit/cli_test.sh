@@ -51,6 +51,9 @@ run help 0 --help && contains help out "usage: chutney"
 for cmd in version plugins train eval graph; do
   run "help-$cmd" 0 "$cmd" --help && contains "help-$cmd" out "usage: chutney $cmd"
 done
+for sub in run info test export; do  # every subcommand of onnx answers --help on stdout, exit 0
+  run "help-onnx-$sub" 0 onnx "$sub" --help && contains "help-onnx-$sub" out "usage: chutney onnx"
+done
 run unknown-command 2 frobnicate && contains unknown-command err "unknown command 'frobnicate'"
 run unknown-option 2 train --no-such-option && contains unknown-option err "unknown option '--no-such-option'"
 run bad-number 2 train --epochs many && contains bad-number err "--epochs"

@@ -282,6 +282,11 @@ int onnx_main_impl(int argc, char **argv) {
     return argc < 1 ? kExitUsage : kExitOk;
   }
   std::string sub = argv[0];
+  const bool help = argc > 1 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"));
+  if (help && (sub == "run" || sub == "info")) {  // test and export have their own --help
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
   if (sub == "run") return run_cmd(argc - 1, argv + 1);
   if (sub == "info") return info_cmd(argc - 1, argv + 1);
   if (sub == "test") return onnx_test_main(argc - 1, argv + 1);
