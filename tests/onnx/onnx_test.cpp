@@ -504,8 +504,8 @@ TEST(OnnxWire, ExternalDataIsReadAndConfined) {
 }
 
 // ---- PyTorch-exported models ------------------------------------------------------------------
-const char *const kTorchModels[] = {"mlp",           "cnn_bn", "residual",  "depthwise_dilated", "conv_transpose",
-                                    "lstm",          "attention", "layernorm_gelu", "embedding"};
+const char *const kTorchModels[] = {"mlp",  "cnn_bn",    "residual",       "depthwise_dilated", "conv_transpose",
+                                    "lstm", "attention", "layernorm_gelu", "embedding",         "llama_ts"};
 
 TEST(OnnxTorch, OutputsMatchOnnxRuntime) {
   Env e;
@@ -513,8 +513,10 @@ TEST(OnnxTorch, OutputsMatchOnnxRuntime) {
     for (uint32_t flags : {0u, static_cast<uint32_t>(CTN_ONNX_INITIALIZERS_AS_CONSTANTS)}) {
       SCOPED_TRACE(std::string(name) + (flags ? " (constants)" : " (variables)"));
       auto in = ctn_cli::npz_read(kModels + name + ".in.npz");
+      std::vector<ctn_onnx_input_spec> specs;  // the inputs' shapes fix symbolic dims (llama_ts: batch, seq)
+      for (auto &[n, t] : in) specs.push_back({n.c_str(), t.get(), 0, 0});
       Loaded l;
-      load(l, e.ctx, kModels + name + ".onnx", flags);
+      load(l, e.ctx, kModels + name + ".onnx", flags, specs);
       ASSERT_EQ(l.st, CTN_OK) << l.err;
       std::vector<ctn_node> feeds;
       std::vector<const ctn_tensor *> vals;
@@ -534,6 +536,35 @@ TEST(OnnxTorch, OutputsMatchOnnxRuntime) {
       expect_close(out[0], values(ctn_cli::npy_read(kModels + name + ".ort.npy").get()), 1e-3, 1e-5, "vs onnxruntime");
     }
   }
+}
+
+// The TorchScript-exported Llama-like decoder (make_models.py: rotary Cos/Sin from positions,
+// Einsum, Trilu, GQA) at another sequence length than the one it was exported and checked with:
+// it is causal, so the logits of the first 5 tokens alone equal the first 5 positions' logits
+// of the whole 9-token sequence (and those matched onnxruntime above).
+TEST(OnnxTorch, LlamaTorchScriptIsCausalAtAnyLength) {
+  Env e;
+  auto in = ctn_cli::npz_read(kModels + "llama_ts.in.npz");
+  ASSERT_EQ(in.size(), 1u);
+  std::vector<int64_t> ids(18);
+  ASSERT_EQ(ctn_tensor_read(in[0].second.get(), ids.data(), ids.size() * 8), CTN_OK) << ctn_last_error();
+  std::vector<int64_t> head;
+  for (int b = 0; b < 2; ++b) head.insert(head.end(), ids.begin() + b * 9, ids.begin() + b * 9 + 5);
+  const int64_t shape[2] = {2, 5};
+  ctn_tensor *t = nullptr;
+  ASSERT_EQ(ctn_tensor_create(CTN_I64, 2, shape, head.data(), &t), CTN_OK) << ctn_last_error();
+  Loaded l;
+  load(l, e.ctx, kModels + "llama_ts.onnx", 0, {{"input_ids", t, 0, 0}});
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  auto out = run(l.g, {l.node(CTN_ONNX_OUTPUTS, 0)}, {l.node(CTN_ONNX_INPUTS, 0)}, {t});
+  ctn_tensor_release(t);
+  ASSERT_EQ(out.size(), 1u);
+  const std::vector<float> full = values(ctn_cli::npy_read(kModels + "llama_ts.ort.npy").get());  // [2, 9, 128]
+  ASSERT_EQ(full.size(), 2u * 9 * 128);
+  std::vector<float> ref;
+  for (size_t b = 0; b < 2; ++b) ref.insert(ref.end(), full.begin() + static_cast<std::ptrdiff_t>(b * 9 * 128),
+                                            full.begin() + static_cast<std::ptrdiff_t>((b * 9 + 5) * 128));
+  expect_close(out[0], ref, 1e-3, 1e-5, "first 5 positions");
 }
 
 TEST(OnnxTorch, GradientsMatchPyTorch) {
