@@ -824,18 +824,7 @@ ctn_status twice_kernel(const ctn_host_api *, uint32_t, const ctn_tensor_desc *,
   return CTN_OK;
 }
 const ctn_oplib_kernel kTwiceKernels[] = {{"cpu", twice_kernel}};
-ctn_op_def TwiceDef() {
-  ctn_op_def d{};
-  d.struct_size = sizeof d;
-  d.n_inputs = 1;
-  d.name = "com.example::twice";
-  d.doc = "2 x";
-  d.infer = twice_infer;
-  d.n_kernels = 1;
-  d.kernels = kTwiceKernels;
-  return d;
-}
-const ctn_op_def kTwiceOps[] = {TwiceDef()};
+const ctn_op_def kTwiceOps[] = {unary_op_def("com.example::twice", "2 x", twice_infer, kTwiceKernels, 1)};
 ctn_oplib_desc TwiceLib() {
   ctn_oplib_desc d{};
   d.header = {sizeof d, CTN_ABI_MAJOR, CTN_ABI_MINOR, CTN_PLUGIN_OPLIB, 0, "example-ops"};

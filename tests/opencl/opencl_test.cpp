@@ -198,19 +198,9 @@ ctn_status host_square_kernel(const ctn_host_api *host, uint32_t, const ctn_tens
   return CTN_OK;
 }
 const ctn_oplib_kernel kHostSquareKernels[] = {{"cpu", host_square_kernel}};
-// Value-initialised, then filled: slots later minors append stay zero.
 const ctn_op_def *host_square_ops() {
-  static const ctn_op_def def = [] {
-    ctn_op_def d{};
-    d.struct_size = sizeof d;
-    d.n_inputs = 1;
-    d.name = "host_square";
-    d.doc = "x * x with a cpu kernel only (tests)";
-    d.infer = host_square_infer;
-    d.n_kernels = 1;
-    d.kernels = kHostSquareKernels;
-    return d;
-  }();
+  static const ctn_op_def def =
+      unary_op_def("host_square", "x * x with a cpu kernel only (tests)", host_square_infer, kHostSquareKernels, 1);
   return &def;
 }
 const ctn_plugin_header *host_square_query(uint32_t, const ctn_host_api *) {

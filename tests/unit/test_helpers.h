@@ -3,6 +3,7 @@
 
 #include <chutney/chutney.h>
 #include <chutney/nn.h>
+#include <chutney/oplib.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -158,4 +159,19 @@ inline std::vector<std::vector<float>> run_once(ctn_graph *g, std::vector<ctn_no
                                                 std::vector<const ctn_tensor *> feeds = {},
                                                 const ctn_compile_options *opts = nullptr, ctn_plan_stats *stats = nullptr) {
   return run_once_as(read_f32, g, std::move(outputs), std::move(feed_nodes), std::move(feeds), opts, stats);
+}
+
+// An op library's row for a one-input op with the given kernels, as an op library writes it:
+// value-initialised, then filled, so that slots later minors append stay zero.
+inline ctn_op_def unary_op_def(const char *name, const char *doc, ctn_infer_fn infer, const ctn_oplib_kernel *kernels,
+                               uint32_t n_kernels) {
+  ctn_op_def d{};
+  d.struct_size = sizeof d;
+  d.n_inputs = 1;
+  d.name = name;
+  d.doc = doc;
+  d.infer = infer;
+  d.n_kernels = n_kernels;
+  d.kernels = kernels;
+  return d;
 }
