@@ -259,18 +259,27 @@ void gather_elements(NodeCtx &c) {
 }
 
 // GatherND / ScatterND: the flat row index (f64, indices.shape[:-1]) into data viewed as `rows`
-// = [prod(shape[:k]), shape[k:]...], k the last dim of indices (input 1).
-ctn_node nd_flat_row(NodeCtx &c, Shape *rows) {
+// = [prod(shape[:b + k]), shape[b + k:]...], k the last dim of indices (input 1) and b the
+// leading batch dims (GatherND's batch_dims) that data and indices share: batch element e's
+// indices address dims b..b+k-1 of its own slice, at rows e * prod(shape[b:b + k]).
+ctn_node nd_flat_row(NodeCtx &c, Shape *rows, int64_t b = 0) {
   Graph &g = c.g;
   const Shape s = c.shape(0), is = c.shape(1);
   if (is.ndim == 0) c.invalid("indices must be at least 1-d");
   const int64_t k = is[is.ndim - 1];
-  if (k < 1 || k > static_cast<int64_t>(s.ndim)) c.invalid("the last dim of indices (%lld) exceeds the data's rank", static_cast<long long>(k));
+  if (b < 0 || b >= static_cast<int64_t>(is.ndim) || b >= static_cast<int64_t>(s.ndim))
+    c.invalid("batch_dims %lld must be below the ranks of data and indices", static_cast<long long>(b));
+  int64_t batch = 1;
+  for (uint32_t d = 0; d < static_cast<uint32_t>(b); ++d) {
+    if (s[d] != is[d]) c.invalid("data %s and indices %s differ in batch dim %u", shape_str(s).c_str(), shape_str(is).c_str(), d);
+    batch *= s[d];
+  }
+  if (k < 1 || b + k > static_cast<int64_t>(s.ndim)) c.invalid("the last dim of indices (%lld) exceeds the data's rank", static_cast<long long>(k));
   std::vector<double> stride(static_cast<size_t>(k)), dims(static_cast<size_t>(k));
   double st = 1;
   for (int64_t j = k - 1; j >= 0; --j) {
     stride[static_cast<size_t>(j)] = st;
-    dims[static_cast<size_t>(j)] = static_cast<double>(s[static_cast<uint32_t>(j)]);
+    dims[static_cast<size_t>(j)] = static_cast<double>(s[static_cast<uint32_t>(b + j)]);
     st *= dims[static_cast<size_t>(j)];
   }
   Shape ks;
@@ -281,15 +290,20 @@ ctn_node nd_flat_row(NodeCtx &c, Shape *rows) {
   ctn_node neg = cast(g, g.op2(CTN_OP_LT, idx, g.add_scalar(CTN_F64, 0)), CTN_F64);
   idx = g.op2(CTN_OP_ADD, idx, g.op2(CTN_OP_MUL, neg, const_f(g, CTN_F64, dims, ks)));
   *rows = Shape{};
-  (*rows)[rows->ndim++] = static_cast<int64_t>(st);
-  for (uint32_t d = static_cast<uint32_t>(k); d < s.ndim; ++d) (*rows)[rows->ndim++] = s[d];
-  return reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, idx, const_f(g, CTN_F64, stride, ks)), 1ull << (is.ndim - 1), false);
+  (*rows)[rows->ndim++] = batch * static_cast<int64_t>(st);
+  for (uint32_t d = static_cast<uint32_t>(b + k); d < s.ndim; ++d) (*rows)[rows->ndim++] = s[d];
+  ctn_node flat = reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, idx, const_f(g, CTN_F64, stride, ks)), 1ull << (is.ndim - 1), false);
+  if (b == 0) return flat;
+  Shape bs = g.info(flat).shape;  // is[:-1]: the batch dims, then ones
+  for (uint32_t d = static_cast<uint32_t>(b); d < bs.ndim; ++d) bs[d] = 1;
+  std::vector<double> off(static_cast<size_t>(batch));
+  for (int64_t e = 0; e < batch; ++e) off[static_cast<size_t>(e)] = static_cast<double>(e) * st;
+  return g.op2(CTN_OP_ADD, flat, const_f(g, CTN_F64, off, bs));
 }
 
 void gather_nd(NodeCtx &c) {
-  if (c.attr_i("batch_dims", 0) != 0) c.unsupported("batch_dims other than 0");
   Shape rows;
-  ctn_node flat = nd_flat_row(c, &rows);
+  ctn_node flat = nd_flat_row(c, &rows, c.attr_i("batch_dims", 0));
   out1(c, take(c.g, reshape(c.g, c.in(0), rows), cast(c.g, flat, CTN_I64), 0));
 }
 

@@ -1,0 +1,192 @@
+// ONNX GridSample, composed of existing chutney ops: the sampling coordinates come from the grid
+// (data, not constants), so they are computed by elementwise ops in the grid's dtype, in the
+// order ONNX's reference computes them (denormalise, round for nearest, clamp or reflect what
+// lies outside); each interpolation tap (1 nearest, 2 linear, 4 cubic per spatial dim) is one
+// gather of the input viewed as [N * prod(spatial), C] at n * P + flat index, weighted by the
+// product of the per-dim weights (0 for a tap in the zero padding). 2-d and 3-d. Gradients flow to
+// the input (through the gather) and to the grid (through the weights).
+#include <chutney/ops.h>
+
+#include "onnx/importer.h"
+#include "onnx/lower.h"
+#include "util/status.h"
+
+#include <cmath>
+
+namespace ctn::onnx {
+namespace {
+
+using namespace lower;
+
+Shape shape_of(std::initializer_list<int64_t> v) { return Shape::from(static_cast<uint32_t>(v.size()), std::data(v)); }
+
+// Elementwise helpers in one float dtype.
+struct Ew {
+  Graph &g;
+  int32_t dt;
+  ctn_node k(double v) const { return g.add_scalar(dt, v); }
+  ctn_node add(ctn_node a, ctn_node b) const { return g.op2(CTN_OP_ADD, a, b); }
+  ctn_node sub(ctn_node a, ctn_node b) const { return g.op2(CTN_OP_SUB, a, b); }
+  ctn_node mul(ctn_node a, ctn_node b) const { return g.op2(CTN_OP_MUL, a, b); }
+  ctn_node div(ctn_node a, ctn_node b) const { return g.op2(CTN_OP_DIV, a, b); }
+  ctn_node lt(ctn_node a, ctn_node b) const { return g.op2(CTN_OP_LT, a, b); }
+  ctn_node gt(ctn_node a, ctn_node b) const { return g.op2(CTN_OP_GT, a, b); }
+  ctn_node where(ctn_node c, ctn_node a, ctn_node b) const {
+    ctn_node in[3] = {c, a, b};
+    return g.add_op(CTN_OP_WHERE, 3, in, nullptr);
+  }
+  ctn_node either(ctn_node a, ctn_node b) const {  // logical or of two bool tensors
+    return g.op2(CTN_OP_GT, g.op2(CTN_OP_ADD, cast(g, a, dt), cast(g, b, dt)), k(0));
+  }
+  ctn_node clamp(ctn_node x, double lo, double hi) const { return g.op2(CTN_OP_MINIMUM, g.op2(CTN_OP_MAXIMUM, x, k(lo)), k(hi)); }
+  ctn_node floor(ctn_node x) const { return lower::floor(g, x); }
+  ctn_node even(ctn_node n) const {  // n - 2 floor(n / 2) == 0
+    return g.op2(CTN_OP_EQ, sub(n, mul(k(2), floor(mul(n, k(0.5))))), k(0));
+  }
+  // Round half to even (numpy's rint).
+  ctn_node rint(ctn_node x) const {
+    ctn_node f = floor(x), r = sub(x, f), up = add(f, k(1));
+    return where(gt(r, k(0.5)), up, where(lt(r, k(0.5)), f, where(even(f), f, up)));
+  }
+  // Reflects what lies outside [lo, hi] back inside by the near border (the reference's
+  // _gs_reflect): dx = distance beyond the border, n = floor(dx / range), r = dx - n range.
+  ctn_node reflect(ctn_node v, double lo, double hi) const {
+    ctn_node below = lt(v, k(lo)), above = gt(v, k(hi));
+    ctn_node dx = where(below, sub(k(lo), v), sub(v, k(hi)));
+    const double range = hi - lo;
+    ctn_node n = range > 0 ? floor(div(dx, k(range))) : k(0);
+    ctn_node r = sub(dx, mul(n, k(range))), ev = even(n);
+    ctn_node from_lo = add(k(lo), r), from_hi = sub(k(hi), r);
+    ctn_node res = where(below, where(ev, from_lo, from_hi), where(ev, from_hi, from_lo));
+    return where(either(below, above), res, v);
+  }
+};
+
+// Keys' cubic convolution weights (a = -0.75) of the taps at -1, 0, 1, 2 for the fraction t.
+ctn_node cubic_weight(const Ew &e, ctn_node t, int tap) {
+  const double a = -0.75;
+  auto far = [&](ctn_node x) {  // ((a (x) - 5a) x + 8a) x - 4a for x in [1, 2]
+    return e.sub(e.mul(e.add(e.mul(e.sub(e.mul(e.k(a), x), e.k(5 * a)), x), e.k(8 * a)), x), e.k(4 * a));
+  };
+  auto near = [&](ctn_node x) {  // ((a + 2) x - (a + 3)) x x + 1 for x in [0, 1]
+    return e.add(e.mul(e.mul(e.sub(e.mul(e.k(a + 2), x), e.k(a + 3)), x), x), e.k(1));
+  };
+  switch (tap) {
+    case 0: return far(e.add(t, e.k(1)));
+    case 1: return near(t);
+    case 2: return near(e.sub(e.k(1), t));
+    default: return far(e.sub(e.k(2), t));
+  }
+}
+
+struct Tap {
+  ctn_node idx, w;  // index along the dim (float, in range) and weight (NONE: 1)
+};
+
+struct GridSpec {
+  std::string mode, padding;
+  bool align = false;
+};
+
+// The taps of one spatial dim of `size` at the denormalised coordinates u.
+std::vector<Tap> dim_taps(const Ew &e, ctn_node u, int64_t size, const GridSpec &s) {
+  const double d = static_cast<double>(size);
+  const double lo = s.align ? 0 : -0.5, hi = s.align ? d - 1 : d - 0.5;
+  if (s.mode == "nearest") u = e.rint(u);
+  ctn_node outside = e.either(e.lt(u, e.k(lo)), e.gt(u, e.k(hi)));
+  if (s.padding == "border") u = e.where(outside, e.clamp(u, 0, d - 1), u);
+  else if (s.padding == "reflection") u = e.reflect(u, lo, hi);
+  std::vector<Tap> taps;
+  ctn_node base = s.mode == "nearest" ? u : e.floor(u), t = e.sub(u, base);
+  const int first = s.mode == "cubic" ? -1 : 0, last = s.mode == "nearest" ? 0 : s.mode == "linear" ? 1 : 2;
+  for (int o = first; o <= last; ++o) {
+    ctn_node i = o == 0 ? base : e.add(base, e.k(o)), w = CTN_NODE_NONE;
+    if (s.mode == "linear") w = o == 0 ? e.sub(e.k(1), t) : t;
+    if (s.mode == "cubic") w = cubic_weight(e, t, o + 1);
+    if (s.padding == "zeros") {
+      ctn_node valid = cast(e.g, e.g.op2(CTN_OP_EQ, e.clamp(i, 0, d - 1), i), e.dt);
+      w = w == CTN_NODE_NONE ? valid : e.mul(w, valid);
+    } else if (s.padding == "reflection") {
+      i = e.reflect(i, lo, hi);
+    }
+    taps.push_back({e.clamp(i, 0, d - 1), w});
+  }
+  return taps;
+}
+
+void grid_sample(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape xs = c.shape(0), gs = c.shape(1);
+  const int32_t dt = c.dtype(0), gdt = c.dtype(1);
+  if (!dtype_is_float(dt) || !dtype_is_float(gdt)) c.unsupported("dtype %s / %s (float and double only)", dtype_name(dt), dtype_name(gdt));
+  const uint32_t D = xs.ndim - 2;
+  if (xs.ndim != 4 && xs.ndim != 5) c.unsupported("%u-d input (2-d and 3-d sampling, NCHW / NCDHW)", xs.ndim);
+  if (gs.ndim != xs.ndim || gs[0] != xs[0] || gs[gs.ndim - 1] != D)
+    c.invalid("grid %s does not fit input %s: [N, out..., %u] expected", shape_str(gs).c_str(), shape_str(xs).c_str(), D);
+  GridSpec s;
+  s.mode = c.attr_s("mode", c.opset >= 20 ? "linear" : "bilinear");
+  if (s.mode == "bilinear") s.mode = "linear";
+  if (s.mode == "bicubic") s.mode = "cubic";
+  s.padding = c.attr_s("padding_mode", "zeros");
+  s.align = c.attr_i("align_corners", 0) != 0;
+  if (s.mode != "nearest" && s.mode != "linear" && s.mode != "cubic") c.invalid("unknown mode '%s'", s.mode.c_str());
+  if (s.padding != "zeros" && s.padding != "border" && s.padding != "reflection") c.invalid("unknown padding_mode '%s'", s.padding.c_str());
+  const Ew e{g, gdt};
+  const int64_t N = xs[0], C = xs[1];
+  int64_t P = 1;
+  for (uint32_t i = 0; i < D; ++i) P *= xs[2 + i];
+  Shape os;  // [N, out...]
+  for (uint32_t k = 0; k + 1 < gs.ndim; ++k) os[os.ndim++] = gs[k];
+  // Per spatial dim: its taps. Spatial dim i reads grid component D - 1 - i (x is the last dim).
+  std::vector<std::vector<Tap>> taps(D);
+  for (uint32_t i = 0; i < D; ++i) {
+    const int64_t comp = D - 1 - i;
+    ctn_node v = reshape(g, slice(g, c.in(1), static_cast<int32_t>(gs.ndim - 1), comp, comp + 1, 1), os);
+    const double len = static_cast<double>(xs[2 + i]);
+    ctn_node u = s.align ? e.mul(e.div(e.add(v, e.k(1)), e.k(2.0)), e.k(len - 1))
+                         : e.div(e.sub(e.mul(e.add(v, e.k(1)), e.k(len)), e.k(1)), e.k(2.0));
+    taps[i] = dim_taps(e, u, xs[2 + i], s);
+  }
+  // The table [N * P, C] and the batch offsets n * P.
+  std::vector<int32_t> last{0};
+  for (uint32_t i = 0; i < D; ++i) last.push_back(static_cast<int32_t>(2 + i));
+  last.push_back(1);
+  ctn_node table = reshape(g, permute(g, c.in(0), last), shape_of({N * P, C}));
+  Shape bs = os;
+  for (uint32_t k = 1; k < bs.ndim; ++k) bs[k] = 1;
+  std::vector<double> boff(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) boff[static_cast<size_t>(n)] = static_cast<double>(n * P);
+  ctn_node batch = const_f(g, gdt, boff, bs);
+  Shape ws = os;
+  ws[ws.ndim++] = 1;
+  std::vector<size_t> at(D, 0);
+  ctn_node y = CTN_NODE_NONE;
+  for (;;) {
+    ctn_node flat = batch, w = CTN_NODE_NONE;
+    int64_t stride = P;
+    for (uint32_t i = 0; i < D; ++i) {
+      stride /= xs[2 + i];
+      const Tap &t = taps[i][at[i]];
+      flat = e.add(flat, stride == 1 ? t.idx : e.mul(t.idx, e.k(static_cast<double>(stride))));
+      if (t.w != CTN_NODE_NONE) w = w == CTN_NODE_NONE ? t.w : e.mul(w, t.w);
+    }
+    ctn_node v = take(g, table, cast(g, flat, CTN_I64), 0);  // [N, out..., C]
+    if (w != CTN_NODE_NONE) v = g.op2(CTN_OP_MUL, v, reshape(g, cast(g, w, dt), ws));
+    y = y == CTN_NODE_NONE ? v : g.op2(CTN_OP_ADD, y, v);
+    uint32_t i = D;
+    while (i > 0 && ++at[i - 1] == taps[i - 1].size()) at[--i] = 0;
+    if (i == 0) break;
+  }
+  std::vector<int32_t> back{0, static_cast<int32_t>(os.ndim)};
+  for (uint32_t k = 1; k < os.ndim; ++k) back.push_back(static_cast<int32_t>(k));
+  c.outs = {permute(g, y, back)};
+}
+
+const OpEntry kSampling[] = {
+    {"GridSample", grid_sample},
+};
+}  // namespace
+
+std::span<const OpEntry> sampling_ops() { return kSampling; }
+
+}  // namespace ctn::onnx
