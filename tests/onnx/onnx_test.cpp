@@ -184,10 +184,10 @@ TEST(OnnxErrors, NameTheNodeTheOpAndWhatIsMissing) {
   };
   Pb bad_attr;
   bad_attr.s(1, "flavour").i(20, 2).i(3, 1);
-  Pb conv_w = tensor_f32("w", {1, 1, 1, 1, 1}, {1}, true);
+  Pb conv_w = tensor_f32("w", {1, 1, 1, 1, 1, 1}, {1}, true);
   Pb conv_g;
-  conv_g.m(1, node("Conv", {"x", "w"}, {"y"}, "conv3d")).m(5, conv_w).m(11, value_info("x", 1, {1, 1, 2, 2, 2}))
-      .m(12, value_info("y", 1, {1, 1, 2, 2, 2}));
+  conv_g.m(1, node("Conv", {"x", "w"}, {"y"}, "conv4d")).m(5, conv_w).m(11, value_info("x", 1, {1, 1, 2, 2, 2, 2}))
+      .m(12, value_info("y", 1, {1, 1, 2, 2, 2, 2}));
   auto equation = [](const char *eq) {
     Pb a;
     a.s(1, "equation").s(4, eq).i(20, 3);
@@ -206,7 +206,7 @@ TEST(OnnxErrors, NameTheNodeTheOpAndWhatIsMissing) {
        {"node 'relu1' (Relu)", "attribute 'flavour'"}},
       {"dtype.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu2"), 4)).b, CTN_ERR_UNSUPPORTED,
        {"'x'", "UINT16"}},
-      {"conv3d.onnx", model(conv_g).b, CTN_ERR_UNSUPPORTED, {"node 'conv3d' (Conv)", "5-d input"}},
+      {"conv4d.onnx", model(conv_g).b, CTN_ERR_UNSUPPORTED, {"node 'conv4d' (Conv)", "6-d input"}},
       {"symbolic.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu3"), 1, {0, 3}, {"batch"})).b,
        CTN_ERR_INVALID_ARGUMENT, {"'x'", "'batch'", "ctn_onnx_options.inputs"}},
       {"undef.onnx", model(one_node_graph(node("Relu", {"nope"}, {"y"}, "relu4"))).b, CTN_ERR_CORRUPT,
@@ -847,3 +847,201 @@ TEST(OnnxCustomDomain, MapsToTheOpLibraryOfThatDomain) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0], (std::vector<float>{2, -4, 6, 1, 0, 14}));
 }
+
+// ---- signal, sampling and 3-d ops (composed at import) -----------------------------------------------
+namespace {
+
+Pb attr_str(std::string_view name, std::string_view v) {
+  Pb a;
+  a.s(1, name).s(4, v).i(20, 3);
+  return a;
+}
+
+std::vector<float> ramp_values(size_t n, double seed) {
+  std::vector<float> v(n);
+  for (size_t k = 0; k < n; ++k) v[k] = static_cast<float>(std::sin(seed + 1.7 * static_cast<double>(k)) + 0.1 * static_cast<double>(k % 3));
+  return v;
+}
+
+// Imports a one-node model of inputs `ins` (f32, their shapes) and output y of shape `ys`, runs it.
+std::vector<float> run_one(Env &e, const std::string &file, const Pb &nd, const std::vector<std::pair<std::string, std::vector<int64_t>>> &ins,
+                           const std::vector<int64_t> &ys, const std::vector<std::vector<float>> &vals, int64_t opset = 17) {
+  Pb g;
+  g.m(1, nd).s(2, "g");
+  for (auto &[n, s] : ins) g.m(11, value_info(n, 1, s));
+  g.m(12, value_info("y", 1, ys));
+  Loaded l;
+  load(l, e.ctx, write_file(file, model(g, opset).b));
+  EXPECT_EQ(l.st, CTN_OK) << l.err;
+  if (l.st != CTN_OK) return {};
+  std::vector<TensorPtr> ts;
+  std::vector<ctn_node> feeds;
+  std::vector<const ctn_tensor *> tv;
+  for (size_t k = 0; k < ins.size(); ++k) {
+    ts.push_back(ctn_cli::make_tensor(CTN_F32, ins[k].second, vals[k].data()));
+    feeds.push_back(l.node(CTN_ONNX_INPUTS, static_cast<uint32_t>(k)));
+    tv.push_back(ts.back().get());
+  }
+  auto r = run(l.g, {l.node(CTN_ONNX_OUTPUTS, 0)}, feeds, tv);
+  return r.empty() ? std::vector<float>{} : r[0];
+}
+
+TEST(OnnxSignal, DftMatchesTheDefinitionForwardAndInverse) {
+  Env e;
+  constexpr int64_t n = 7;  // odd: no bin is its own mirror
+  const std::vector<float> x = ramp_values(2 * n * 2, 0.3);  // [2, n, 2] complex
+  for (int inverse = 0; inverse < 2; ++inverse) {
+    SCOPED_TRACE(inverse);
+    const auto y = run_one(e, "dft" + std::to_string(inverse) + ".onnx",
+                           node("DFT", {"x"}, {"y"}, "dft1", {attr_int("inverse", inverse), attr_int("axis", 1)}), {{"x", {2, n, 2}}},
+                           {2, n, 2}, {x});
+    std::vector<float> ref(x.size());
+    const double sign = inverse ? 1 : -1, scale = inverse ? 1.0 / n : 1.0;
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t k = 0; k < n; ++k) {
+        double re = 0, im = 0;
+        for (int64_t t = 0; t < n; ++t) {
+          const double a = sign * 2 * M_PI * static_cast<double>(k * t) / n, xr = x[static_cast<size_t>((b * n + t) * 2)],
+                       xi = x[static_cast<size_t>((b * n + t) * 2 + 1)];
+          re += xr * std::cos(a) - xi * std::sin(a), im += xr * std::sin(a) + xi * std::cos(a);
+        }
+        ref[static_cast<size_t>((b * n + k) * 2)] = static_cast<float>(re * scale);
+        ref[static_cast<size_t>((b * n + k) * 2 + 1)] = static_cast<float>(im * scale);
+      }
+    expect_close(y, ref, 1e-5, 1e-6, "DFT");
+  }
+}
+
+TEST(OnnxSampling, GridSampleGradientsMatchFiniteDifferences) {
+  Env e;
+  Pb g;
+  g.m(1, node("GridSample", {"x", "grid"}, {"y"}, "gs1", {attr_str("mode", "bilinear"), attr_str("padding_mode", "reflection")}))
+      .s(2, "g")
+      .m(11, value_info("x", 1, {1, 2, 3, 4}))
+      .m(11, value_info("grid", 1, {1, 2, 3, 2}))
+      .m(12, value_info("y", 1, {1, 2, 2, 3}));
+  Loaded l;
+  load(l, e.ctx, write_file("gridsample_grad.onnx", model(g, 16).b));
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  std::vector<float> x = ramp_values(24, 0.1), grid = ramp_values(12, 2.0), w = ramp_values(12, 5.0);
+  for (float &v : grid) v *= 1.3f;  // some coordinates reflect
+  ctn_node y = l.node(CTN_ONNX_OUTPUTS, 0), xin = l.node(CTN_ONNX_INPUTS, 0), gin = l.node(CTN_ONNX_INPUTS, 1), wc, prod, loss;
+  TensorPtr wt = ctn_cli::make_tensor(CTN_F32, {1, 2, 2, 3}, w.data());
+  CTN_ASSERT_OK(ctn_constant(l.g, wt.get(), &wc));
+  CTN_ASSERT_OK(ctn_mul(l.g, y, wc, &prod));
+  CTN_ASSERT_OK(ctn_sum(l.g, prod, 0, nullptr, 0, &loss));
+  ctn_node wrt[2] = {xin, gin}, d[2];
+  CTN_ASSERT_OK(ctn_grad(l.g, loss, 2, wrt, d));
+  auto at = [&](const std::vector<float> &xv, const std::vector<float> &gv, std::vector<ctn_node> outs) {
+    TensorPtr a = ctn_cli::make_tensor(CTN_F32, {1, 2, 3, 4}, xv.data()), b = ctn_cli::make_tensor(CTN_F32, {1, 2, 3, 2}, gv.data());
+    return run(l.g, outs, {xin, gin}, {a.get(), b.get()});
+  };
+  const auto grads = at(x, grid, {d[0], d[1]});
+  ASSERT_EQ(grads.size(), 2u);
+  auto central = [&](std::vector<float> *v, size_t k, bool is_x) {
+    const float h = 1e-3f, keep = (*v)[k];
+    (*v)[k] = keep + h;
+    const double up = at(is_x ? *v : x, is_x ? grid : *v, {loss}).at(0).at(0);
+    (*v)[k] = keep - h;
+    const double down = at(is_x ? *v : x, is_x ? grid : *v, {loss}).at(0).at(0);
+    (*v)[k] = keep;
+    return static_cast<float>((up - down) / (2 * h));
+  };
+  std::vector<float> fx(x.size()), fg(grid.size());
+  for (size_t k = 0; k < x.size(); ++k) fx[k] = central(&x, k, true);
+  for (size_t k = 0; k < grid.size(); ++k) fg[k] = central(&grid, k, false);
+  expect_close(grads[0], fx, 1e-2, 2e-3, "d loss / d x");
+  expect_close(grads[1], fg, 1e-2, 2e-3, "d loss / d grid");
+}
+
+// Conv and ConvTranspose with 3 spatial dims (strides, dilations, asymmetric pads, output
+// padding) against direct loops.
+TEST(OnnxConv3d, MatchesDirectLoops) {
+  Env e;
+  const std::vector<int64_t> xs = {1, 2, 4, 5, 5}, ws = {3, 2, 2, 3, 2}, st = {2, 1, 2}, di = {1, 2, 1}, pads = {1, 0, 1, 0, 1, 1};
+  const std::vector<float> x = ramp_values(200, 0.2), w = ramp_values(72, 1.1);
+  int64_t od[3];
+  for (int i = 0; i < 3; ++i) od[i] = (xs[2 + i] + pads[i] + pads[3 + i] - ((ws[2 + i] - 1) * di[i] + 1)) / st[i] + 1;
+  std::vector<float> ref(static_cast<size_t>(3 * od[0] * od[1] * od[2]));
+  for (int64_t o = 0; o < 3; ++o)
+    for (int64_t z = 0; z < od[0]; ++z)
+      for (int64_t r = 0; r < od[1]; ++r)
+        for (int64_t q = 0; q < od[2]; ++q) {
+          double s = 0;
+          for (int64_t c = 0; c < 2; ++c)
+            for (int64_t a = 0; a < ws[2]; ++a)
+              for (int64_t b = 0; b < ws[3]; ++b)
+                for (int64_t f = 0; f < ws[4]; ++f) {
+                  const int64_t i0 = z * st[0] + a * di[0] - pads[0], i1 = r * st[1] + b * di[1] - pads[1], i2 = q * st[2] + f * di[2] - pads[2];
+                  if (i0 < 0 || i0 >= xs[2] || i1 < 0 || i1 >= xs[3] || i2 < 0 || i2 >= xs[4]) continue;
+                  s += x[static_cast<size_t>(((c * xs[2] + i0) * xs[3] + i1) * xs[4] + i2)] *
+                       w[static_cast<size_t>((((o * 2 + c) * ws[2] + a) * ws[3] + b) * ws[4] + f)];
+                }
+          ref[static_cast<size_t>(((o * od[0] + z) * od[1] + r) * od[2] + q)] = static_cast<float>(s);
+        }
+  const auto y = run_one(e, "conv3d_ok.onnx",
+                         node("Conv", {"x", "w"}, {"y"}, "c3", {attr_ints("strides", st), attr_ints("dilations", di), attr_ints("pads", pads)}),
+                         {{"x", xs}, {"w", ws}}, {1, 3, od[0], od[1], od[2]}, {x, w});
+  expect_close(y, ref, 1e-4, 1e-5, "Conv 3-d");
+  // ConvTranspose: x [1, 3, od...] with the same weight read as [C=3, O=2, k...].
+  const std::vector<int64_t> opad = {1, 0, 0}, tp = {1, 0, 0, 0, 1, 1};
+  int64_t td[3];
+  for (int i = 0; i < 3; ++i) td[i] = st[i] * (od[i] - 1) + opad[i] + (ws[2 + i] - 1) * di[i] + 1 - tp[i] - tp[3 + i];
+  std::vector<double> acc(static_cast<size_t>(2 * td[0] * td[1] * td[2]), 0.0);
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t z = 0; z < od[0]; ++z)
+      for (int64_t r = 0; r < od[1]; ++r)
+        for (int64_t q = 0; q < od[2]; ++q)
+          for (int64_t o = 0; o < 2; ++o)
+            for (int64_t a = 0; a < ws[2]; ++a)
+              for (int64_t b = 0; b < ws[3]; ++b)
+                for (int64_t f = 0; f < ws[4]; ++f) {
+                  const int64_t j0 = z * st[0] + a * di[0] - tp[0], j1 = r * st[1] + b * di[1] - tp[1], j2 = q * st[2] + f * di[2] - tp[2];
+                  if (j0 < 0 || j0 >= td[0] || j1 < 0 || j1 >= td[1] || j2 < 0 || j2 >= td[2]) continue;
+                  acc[static_cast<size_t>(((o * td[0] + j0) * td[1] + j1) * td[2] + j2)] +=
+                      ref[static_cast<size_t>(((c * od[0] + z) * od[1] + r) * od[2] + q)] *
+                      w[static_cast<size_t>((((c * 2 + o) * ws[2] + a) * ws[3] + b) * ws[4] + f)];
+                }
+  const auto yt = run_one(e, "convt3d.onnx",
+                          node("ConvTranspose", {"x", "w"}, {"y"}, "ct3",
+                               {attr_ints("strides", st), attr_ints("dilations", di), attr_ints("pads", tp), attr_ints("output_padding", opad)}),
+                          {{"x", {1, 3, od[0], od[1], od[2]}}, {"w", {3, 2, ws[2], ws[3], ws[4]}}}, {1, 2, td[0], td[1], td[2]}, {ref, w});
+  expect_close(yt, std::vector<float>(acc.begin(), acc.end()), 1e-4, 1e-4, "ConvTranspose 3-d");
+}
+
+TEST(OnnxErrors, SignalSamplingAndDetRefuseBadInputsNamingTheNode) {
+  Env e;
+  struct Case {
+    const char *file;
+    Pb nd;
+    std::vector<std::pair<std::string, std::vector<int64_t>>> ins;
+    ctn_status code;
+    std::vector<std::string> says;
+  };
+  std::vector<Case> cases = {
+      {"gs_bad.onnx", node("GridSample", {"x", "grid"}, {"y"}, "gs2"), {{"x", {1, 1, 3, 3}}, {"grid", {1, 2, 2, 3}}},
+       CTN_ERR_INVALID_ARGUMENT, {"node 'gs2' (GridSample)", "does not fit"}},
+      {"gs_mode.onnx", node("GridSample", {"x", "grid"}, {"y"}, "gs3", {attr_str("mode", "sinc")}), {{"x", {1, 1, 3, 3}}, {"grid", {1, 2, 2, 2}}},
+       CTN_ERR_INVALID_ARGUMENT, {"node 'gs3' (GridSample)", "unknown mode 'sinc'"}},
+      {"dft_len.onnx", node("DFT", {"x", "n"}, {"y"}, "dft2"), {{"x", {1, 4, 1}}, {"n", {}}}, CTN_ERR_UNSUPPORTED,
+       {"node 'dft2' (DFT)", "dft_length", "must be a constant"}},
+      {"dft_ch.onnx", node("DFT", {"x"}, {"y"}, "dft3"), {{"x", {1, 4, 3}}}, CTN_ERR_INVALID_ARGUMENT,
+       {"node 'dft3' (DFT)", "1 (real) or 2 (complex)"}},
+      {"det.onnx", node("Det", {"x"}, {"y"}, "det1"), {{"x", {2, 3}}}, CTN_ERR_INVALID_ARGUMENT, {"node 'det1' (Det)", "[..., n, n]"}},
+      {"pool6d.onnx", node("MaxPool", {"x"}, {"y"}, "mp1", {attr_ints("kernel_shape", {1, 1, 1, 1})}), {{"x", {1, 1, 2, 2, 2, 2}}},
+       CTN_ERR_UNSUPPORTED, {"node 'mp1' (MaxPool)", "6-d input"}},
+  };
+  for (const Case &c : cases) {
+    Pb g;
+    g.m(1, c.nd).s(2, "g");
+    for (auto &[n, s] : c.ins) g.m(11, value_info(n, n == "n" ? 7 : 1, s));
+    g.m(12, value_info("y", 1, {1}));
+    Loaded l;
+    load(l, e.ctx, write_file(c.file, model(g, 17).b));
+    EXPECT_EQ(l.st, c.code) << c.file << ": " << l.err;
+    for (const std::string &s : c.says) EXPECT_NE(l.err.find(s), std::string::npos) << c.file << ": '" << s << "' not in: " << l.err;
+    EXPECT_EQ(l.g, nullptr);
+  }
+}
+
+}  // namespace
