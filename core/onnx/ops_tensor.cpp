@@ -590,7 +590,54 @@ void center_crop_pad(NodeCtx &c) {
   out1(c, x);
 }
 
+// TensorScatter (opset 24, a key/value cache update): along `axis`, batch b's cache position p
+// takes update row i = p - write_indices[b] (mod the cache length in circular mode) when
+// 0 <= i < the update's length, else keeps the cache. The rows come from one gather of the
+// update viewed as [B * S, R] at b * S + i (exact, whatever the values), the choice from a where.
+void tensor_scatter(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape cs = c.shape(0), us = c.shape(1);
+  if (cs.ndim < 2 || us.ndim != cs.ndim) c.invalid("past_cache %s and update %s must have the same rank, at least 2", shape_str(cs).c_str(), shape_str(us).c_str());
+  const int32_t ax = c.axis(c.attr_i("axis", -2), cs.ndim);
+  if (ax == 0) c.invalid("axis must not be the batch axis");
+  const std::string mode = c.attr_s("mode", "linear");
+  if (mode != "linear" && mode != "circular") c.invalid("unknown mode '%s'", mode.c_str());
+  for (uint32_t k = 0; k < cs.ndim; ++k)
+    if (static_cast<int32_t>(k) == ax ? us[k] > cs[k] : us[k] != cs[k])
+      c.invalid("update %s does not fit past_cache %s", shape_str(us).c_str(), shape_str(cs).c_str());
+  const int64_t B = cs[0], M = cs[static_cast<uint32_t>(ax)], S = us[static_cast<uint32_t>(ax)], R = cs.numel() / (B * M);
+  if (R == 0 || S == 0) c.unsupported("empty tensors");
+  std::vector<int32_t> perm{0, ax};
+  for (uint32_t k = 1; k < cs.ndim; ++k)
+    if (static_cast<int32_t>(k) != ax) perm.push_back(static_cast<int32_t>(k));
+  const Shape s2 = Shape::from(2, std::vector<int64_t>{B, 1}.data());
+  ctn_node w = c.has(2) ? reshape(g, cast(g, c.in(2), CTN_F64), s2) : g.add_scalar(CTN_F64, 0);
+  ctn_node i = g.op2(CTN_OP_SUB, ramp(g, M, 2, 1), w);  // [B, M]
+  if (mode == "circular") {
+    ctn_node m = g.add_scalar(CTN_F64, static_cast<double>(M));
+    i = g.op2(CTN_OP_SUB, i, g.op2(CTN_OP_MUL, m, floor(g, g.op2(CTN_OP_DIV, i, m))));
+  }
+  ctn_node lo = g.add_scalar(CTN_F64, 0), hi = g.add_scalar(CTN_F64, static_cast<double>(S - 1));
+  ctn_node ic = g.op2(CTN_OP_MINIMUM, g.op2(CTN_OP_MAXIMUM, i, lo), hi);
+  ctn_node valid = g.op2(CTN_OP_EQ, ic, i);
+  std::vector<double> boff(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) boff[static_cast<size_t>(b)] = static_cast<double>(b * S);
+  ctn_node flat = cast(g, g.op2(CTN_OP_ADD, ic, const_f(g, CTN_F64, boff, s2)), CTN_I64);
+  ctn_node table = reshape(g, permute(g, c.in(1), perm), Shape::from(2, std::vector<int64_t>{B * S, R}.data()));
+  ctn_node rows = take(g, table, flat, 0);  // [B, M, R]
+  const Shape s3 = Shape::from(3, std::vector<int64_t>{B, M, R}.data());
+  ctn_node past = reshape(g, permute(g, c.in(0), perm), s3);
+  ctn_node in3[3] = {reshape(g, valid, Shape::from(3, std::vector<int64_t>{B, M, 1}.data())), rows, past};
+  ctn_node y = g.add_op(CTN_OP_WHERE, 3, in3, nullptr);
+  Shape ps;
+  for (int32_t p : perm) ps[ps.ndim++] = cs[static_cast<uint32_t>(p)];
+  std::vector<int32_t> inv(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) inv[static_cast<size_t>(perm[k])] = static_cast<int32_t>(k);
+  out1(c, permute(g, reshape(g, y, ps), inv));
+}
+
 const OpEntry kTensor[] = {
+    {"TensorScatter", tensor_scatter},
     {"Identity", identity},
     {"Reshape", reshape_},
     {"Flatten", flatten},
