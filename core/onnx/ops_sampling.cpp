@@ -11,6 +11,7 @@
 #include "onnx/lower.h"
 #include "util/status.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ctn::onnx {
@@ -182,7 +183,112 @@ void grid_sample(NodeCtx &c) {
   c.outs = {permute(g, y, back)};
 }
 
+// RoiAlign with constant rois and batch indices (bound as constants when they are graph inputs):
+// every sample point's 4 bilinear corners and weights are computed at import as ONNX's reference
+// does, then one gather of X viewed as [N * H * W, C], weighted, reduced over the corners and the
+// samples (avg: sum / count; max: the max over samples of the max over corners of w * x, the
+// reference's rule). Adaptive sampling (sampling_ratio 0) pads rois with fewer samples: weight 0
+// for avg, a repeat of the first sample for max.
+struct RoiSpec {
+  int64_t ph = 1, pw = 1, ratio = 0;
+  double scale = 1;
+  bool half_pixel = true, is_max = false;
+};
+
+struct RoiSample {
+  int64_t pos[4];
+  double w[4];
+};
+
+// The samples of one roi's bins: [ph][pw][samples], samples = gh * gw.
+std::vector<RoiSample> roi_samples(const NodeCtx &c, const RoiSpec &s, const double *box, int64_t H, int64_t W, int64_t *per_bin) {
+  const double off = s.half_pixel ? 0.5 : 0.0;
+  const double x0 = box[0] * s.scale - off, y0 = box[1] * s.scale - off;
+  double rw = box[2] * s.scale - off - x0, rh = box[3] * s.scale - off - y0;
+  if (!s.half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
+  const double bh = rh / static_cast<double>(s.ph), bw = rw / static_cast<double>(s.pw);
+  const int64_t gh = s.ratio > 0 ? s.ratio : static_cast<int64_t>(std::ceil(rh / static_cast<double>(s.ph)));
+  const int64_t gw = s.ratio > 0 ? s.ratio : static_cast<int64_t>(std::ceil(rw / static_cast<double>(s.pw)));
+  c.limit(static_cast<double>(s.ph * s.pw) * static_cast<double>(gh) * static_cast<double>(gw), "RoiAlign's sample points");
+  *per_bin = std::max<int64_t>(gh, 0) * std::max<int64_t>(gw, 0);
+  std::vector<RoiSample> v;
+  for (int64_t py = 0; py < s.ph; ++py)
+    for (int64_t px = 0; px < s.pw; ++px)
+      for (int64_t iy = 0; iy < gh; ++iy)
+        for (int64_t ix = 0; ix < gw; ++ix) {
+          double y = y0 + static_cast<double>(py) * bh + (static_cast<double>(iy) + 0.5) * bh / static_cast<double>(gh);
+          double x = x0 + static_cast<double>(px) * bw + (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw);
+          RoiSample r{{0, 0, 0, 0}, {0, 0, 0, 0}};
+          if (!(y < -1.0 || y > static_cast<double>(H) || x < -1.0 || x > static_cast<double>(W))) {
+            y = std::max(y, 0.0), x = std::max(x, 0.0);
+            int64_t yl = static_cast<int64_t>(y), xl = static_cast<int64_t>(x), yh = yl + 1, xh = xl + 1;
+            if (yl >= H - 1) yh = yl = H - 1, y = static_cast<double>(yl);
+            if (xl >= W - 1) xh = xl = W - 1, x = static_cast<double>(xl);
+            const double ly = y - static_cast<double>(yl), lx = x - static_cast<double>(xl), hy = 1 - ly, hx = 1 - lx;
+            r = {{yl * W + xl, yl * W + xh, yh * W + xl, yh * W + xh}, {hy * hx, hy * lx, ly * hx, ly * lx}};
+          }
+          v.push_back(r);
+        }
+  return v;
+}
+
+void roi_align(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape xs = c.shape(0);
+  const int32_t dt = c.dtype(0);
+  if (!dtype_is_float(dt)) c.unsupported("dtype %s (float and double only)", dtype_name(dt));
+  if (xs.ndim != 4) c.invalid("X must be [N, C, H, W], not %s", shape_str(xs).c_str());
+  RoiSpec s;
+  s.ph = c.attr_i("output_height", 1), s.pw = c.attr_i("output_width", 1), s.ratio = c.attr_i("sampling_ratio", 0);
+  s.scale = c.attr_f("spatial_scale", 1.0);
+  const std::string mode = c.attr_s("mode", "avg"), coord = c.attr_s("coordinate_transformation_mode", c.opset >= 16 ? "half_pixel" : "output_half_pixel");
+  if (mode != "avg" && mode != "max") c.invalid("unknown mode '%s'", mode.c_str());
+  if (coord != "half_pixel" && coord != "output_half_pixel") c.invalid("unknown coordinate_transformation_mode '%s'", coord.c_str());
+  s.is_max = mode == "max", s.half_pixel = coord == "half_pixel";
+  if (s.ph < 1 || s.pw < 1 || s.ratio < 0) c.invalid("output_height, output_width must be positive and sampling_ratio not negative");
+  const std::vector<double> rois = c.reals(1, "rois");
+  const std::vector<int64_t> bi = c.ints(2, "batch_indices");
+  const int64_t R = static_cast<int64_t>(bi.size()), N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+  if (R < 1 || rois.size() != static_cast<size_t>(4 * R)) c.invalid("rois must be [%lld, 4] for %lld batch indices", static_cast<long long>(R), static_cast<long long>(R));
+  std::vector<std::vector<RoiSample>> all(static_cast<size_t>(R));
+  std::vector<int64_t> count(static_cast<size_t>(R));
+  int64_t S = 1;
+  for (int64_t r = 0; r < R; ++r) {
+    if (bi[static_cast<size_t>(r)] < 0 || bi[static_cast<size_t>(r)] >= N) c.invalid("batch index %lld is outside [0, %lld)", static_cast<long long>(bi[static_cast<size_t>(r)]), static_cast<long long>(N));
+    for (int k = 0; k < 4; ++k)
+      if (!std::isfinite(rois[static_cast<size_t>(4 * r + k)]) || std::fabs(rois[static_cast<size_t>(4 * r + k)] * s.scale) > 1e9) c.invalid("roi %lld is not finite or too large", static_cast<long long>(r));
+    all[static_cast<size_t>(r)] = roi_samples(c, s, &rois[static_cast<size_t>(4 * r)], H, W, &count[static_cast<size_t>(r)]);
+    S = std::max(S, count[static_cast<size_t>(r)]);
+  }
+  c.limit(static_cast<double>(R * s.ph * s.pw * S * 4) * static_cast<double>(C), "RoiAlign's gathered samples");
+  const int64_t bins = s.ph * s.pw, total = R * bins * S * 4;
+  std::vector<int64_t> idx(static_cast<size_t>(total));
+  std::vector<double> wt(static_cast<size_t>(total));
+  for (int64_t r = 0; r < R; ++r) {
+    const int64_t n = count[static_cast<size_t>(r)], base = bi[static_cast<size_t>(r)] * H * W;
+    for (int64_t b = 0; b < bins; ++b)
+      for (int64_t k = 0; k < S; ++k) {
+        const bool pad = k >= n;  // a roi with fewer samples than S
+        static const RoiSample none{{0, 0, 0, 0}, {0, 0, 0, 0}};  // an empty roi: 0, as in the reference
+        const RoiSample &q = n == 0 ? none : all[static_cast<size_t>(r)][static_cast<size_t>(b * n + (pad ? 0 : k))];
+        for (int j = 0; j < 4; ++j) {
+          const size_t e = static_cast<size_t>(((r * bins + b) * S + k) * 4 + j);
+          idx[e] = base + q.pos[j];
+          wt[e] = s.is_max ? q.w[j] : pad ? 0 : q.w[j] / static_cast<double>(std::max<int64_t>(n, 1));
+        }
+      }
+  }
+  ctn_node table = reshape(g, permute(g, c.in(0), {0, 2, 3, 1}), Shape::from(2, std::vector<int64_t>{N * H * W, C}.data()));
+  ctn_node v = take(g, table, const_i64(g, idx, Shape::from(1, &total)), 0);  // [total, C]
+  v = g.op2(CTN_OP_MUL, reshape(g, v, Shape::from(3, std::vector<int64_t>{R * bins, S * 4, C}.data())),
+            const_f(g, dt, wt, Shape::from(3, std::vector<int64_t>{R * bins, S * 4, 1}.data())));
+  ctn_node y = s.is_max ? reduce(g, CTN_OP_MAX, v, 1ull << 1, false) : reduce(g, CTN_OP_SUM, v, 1ull << 1, false);  // [R * bins, C]
+  y = reshape(g, y, Shape::from(4, std::vector<int64_t>{R, s.ph, s.pw, C}.data()));
+  c.outs = {permute(g, y, {0, 3, 1, 2})};
+}
+
 const OpEntry kSampling[] = {
+    {"RoiAlign", roi_align},
     {"GridSample", grid_sample},
 };
 }  // namespace
