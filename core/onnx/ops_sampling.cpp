@@ -287,7 +287,108 @@ void roi_align(NodeCtx &c) {
   c.outs = {permute(g, y, {0, 3, 1, 2})};
 }
 
+// DeformConv (2-d): each kernel tap of each offset group samples X bilinearly (zero outside, the
+// GridSample rule with align_corners, as ONNX's reference does it) at its regular position plus
+// the offset, times the mask; the samples [N, oH, oW, C, taps] then meet the weight in one matrix
+// product per group.
+struct DeformGeom {
+  int64_t kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, og, groups;
+};
+
+// The samples of tap (i, j) for every channel: [N, oH, oW, C].
+ctn_node deform_tap(NodeCtx &c, const DeformGeom &q, ctn_node table, int64_t i, int64_t j) {
+  Graph &g = c.g;
+  const Shape xs = c.shape(0);
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], cg = C / q.og;
+  const Ew e{g, c.dtype(0)};
+  GridSpec s;
+  s.mode = "linear", s.padding = "zeros", s.align = true;
+  const Shape os = Shape::from(3, std::vector<int64_t>{N, q.oh, q.ow}.data());
+  std::vector<double> by(static_cast<size_t>(q.oh)), bx(static_cast<size_t>(q.ow));
+  for (int64_t o = 0; o < q.oh; ++o) by[static_cast<size_t>(o)] = static_cast<double>(o * q.sh - q.ph + i * q.dh);
+  for (int64_t o = 0; o < q.ow; ++o) bx[static_cast<size_t>(o)] = static_cast<double>(o * q.sw - q.pw + j * q.dw);
+  ctn_node base_y = const_f(g, e.dt, by, Shape::from(3, std::vector<int64_t>{1, q.oh, 1}.data()));
+  ctn_node base_x = const_f(g, e.dt, bx, Shape::from(3, std::vector<int64_t>{1, 1, q.ow}.data()));
+  std::vector<double> boff(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) boff[static_cast<size_t>(n)] = static_cast<double>(n * H * W);
+  ctn_node batch = const_f(g, e.dt, boff, Shape::from(3, std::vector<int64_t>{N, 1, 1}.data()));
+  const Shape ws = Shape::from(4, std::vector<int64_t>{N, q.oh, q.ow, 1}.data());
+  std::vector<ctn_node> parts;
+  for (int64_t gi = 0; gi < q.og; ++gi) {
+    const int64_t ch = ((gi * q.kh + i) * q.kw + j) * 2;
+    auto plane = [&](ctn_node src, int64_t k) { return reshape(g, slice(g, src, 1, k, k + 1, 1), os); };
+    const std::vector<Tap> ty = dim_taps(e, e.add(plane(c.in(2), ch), base_y), H, s);
+    const std::vector<Tap> tx = dim_taps(e, e.add(plane(c.in(2), ch + 1), base_x), W, s);
+    ctn_node v = CTN_NODE_NONE;
+    for (const Tap &a : ty)
+      for (const Tap &b : tx) {
+        ctn_node flat = e.add(batch, e.add(e.mul(a.idx, e.k(static_cast<double>(W))), b.idx));
+        ctn_node part = g.op2(CTN_OP_MUL, take(g, table, cast(g, flat, CTN_I64), 0), reshape(g, e.mul(a.w, b.w), ws));
+        v = v == CTN_NODE_NONE ? part : g.op2(CTN_OP_ADD, v, part);
+      }
+    if (q.og > 1) v = slice(g, v, 3, gi * cg, (gi + 1) * cg, 1);
+    if (c.has(4)) v = g.op2(CTN_OP_MUL, v, reshape(g, plane(c.in(4), (gi * q.kh + i) * q.kw + j), ws));
+    parts.push_back(v);
+  }
+  if (parts.size() == 1) return parts[0];
+  ctn_attrs a = attrs_i({3});
+  return g.add_op(CTN_OP_CONCAT, static_cast<uint32_t>(parts.size()), parts.data(), &a);
+}
+
+void deform_conv(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape xs = c.shape(0), wsh = c.shape(1), ofs = c.shape(2);
+  const int32_t dt = c.dtype(0);
+  if (!dtype_is_float(dt)) c.unsupported("dtype %s (float and double only)", dtype_name(dt));
+  if (xs.ndim != 4) c.unsupported("%u-d input (2-d DeformConv only, NCHW)", xs.ndim);
+  auto two = [&](const char *name, int64_t def, size_t n) {
+    std::vector<int64_t> v = c.attr_ints(name);
+    if (v.empty()) v.assign(n, def);
+    if (v.size() != n) c.invalid("%s must have %zu entries", name, n);
+    return v;
+  };
+  const std::vector<int64_t> st = two("strides", 1, 2), di = two("dilations", 1, 2), pads = two("pads", 0, 4);
+  c.ignore("kernel_shape");
+  DeformGeom q{wsh.ndim == 4 ? wsh[2] : 0, wsh.ndim == 4 ? wsh[3] : 0, st[0], st[1], di[0], di[1], pads[0], pads[1], 0, 0,
+               c.attr_i("offset_group", 1), c.attr_i("group", 1)};
+  const int64_t N = xs[0], C = xs[1], O = wsh.ndim == 4 ? wsh[0] : 0, T = q.kh * q.kw;
+  if (wsh.ndim != 4 || q.groups < 1 || q.og < 1 || C % q.groups || C % q.og || O % q.groups || wsh[1] * q.groups != C)
+    c.invalid("W %s, group %lld and offset_group %lld do not fit X %s", shape_str(wsh).c_str(), static_cast<long long>(q.groups),
+              static_cast<long long>(q.og), shape_str(xs).c_str());
+  if (ofs.ndim != 4 || ofs[0] != N || ofs[1] != q.og * T * 2) c.invalid("offset %s must be [N, offset_group * kH * kW * 2, oH, oW]", shape_str(ofs).c_str());
+  q.oh = ofs[2], q.ow = ofs[3];
+  for (int k = 0; k < 2; ++k) {
+    const int64_t span = (wsh[2 + static_cast<uint32_t>(k)] - 1) * di[static_cast<size_t>(k)] + 1;
+    const int64_t want = (xs[2 + static_cast<uint32_t>(k)] + pads[static_cast<size_t>(k)] + pads[static_cast<size_t>(k + 2)] - span) / st[static_cast<size_t>(k)] + 1;
+    if (st[static_cast<size_t>(k)] < 1 || di[static_cast<size_t>(k)] < 1 || want != ofs[2 + static_cast<uint32_t>(k)])
+      c.invalid("offset's spatial dims %s do not match the convolution's output", shape_str(ofs).c_str());
+  }
+  if (c.has(4) && (c.shape(4).ndim != 4 || c.shape(4)[1] != q.og * T)) c.invalid("mask %s must be [N, offset_group * kH * kW, oH, oW]", shape_str(c.shape(4)).c_str());
+  c.limit(static_cast<double>(N * q.oh * q.ow) * static_cast<double>(C * T), "DeformConv's sampled columns");
+  ctn_node table = reshape(g, permute(g, c.in(0), {0, 2, 3, 1}), Shape::from(2, std::vector<int64_t>{N * xs[2] * xs[3], C}.data()));
+  std::vector<ctn_node> taps;
+  const Shape t5 = Shape::from(5, std::vector<int64_t>{N, q.oh, q.ow, C, 1}.data());
+  for (int64_t i = 0; i < q.kh; ++i)
+    for (int64_t j = 0; j < q.kw; ++j) taps.push_back(reshape(g, deform_tap(c, q, table, i, j), t5));
+  ctn_attrs cat = attrs_i({4});
+  ctn_node cols = taps.size() == 1 ? taps[0] : g.add_op(CTN_OP_CONCAT, static_cast<uint32_t>(taps.size()), taps.data(), &cat);
+  const int64_t cin = C / q.groups, cout = O / q.groups, rows = N * q.oh * q.ow;
+  std::vector<ctn_node> outs;
+  ctn_attrs tb = attrs_i({0, 1});
+  for (int64_t gi = 0; gi < q.groups; ++gi) {
+    ctn_node cg = reshape(g, slice(g, cols, 3, gi * cin, (gi + 1) * cin, 1), Shape::from(2, std::vector<int64_t>{rows, cin * T}.data()));
+    ctn_node wg = reshape(g, slice(g, c.in(1), 0, gi * cout, (gi + 1) * cout, 1), Shape::from(2, std::vector<int64_t>{cout, cin * T}.data()));
+    outs.push_back(g.op2(CTN_OP_MATMUL, cg, wg, &tb));
+  }
+  ctn_attrs c1 = attrs_i({1});
+  ctn_node y = outs.size() == 1 ? outs[0] : g.add_op(CTN_OP_CONCAT, static_cast<uint32_t>(outs.size()), outs.data(), &c1);
+  y = permute(g, reshape(g, y, Shape::from(4, std::vector<int64_t>{N, q.oh, q.ow, O}.data())), {0, 3, 1, 2});
+  if (c.has(3)) y = g.op2(CTN_OP_ADD, y, reshape(g, c.in(3), Shape::from(3, std::vector<int64_t>{O, 1, 1}.data())));
+  c.outs = {y};
+}
+
 const OpEntry kSampling[] = {
+    {"DeformConv", deform_conv},
     {"RoiAlign", roi_align},
     {"GridSample", grid_sample},
 };
