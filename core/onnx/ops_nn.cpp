@@ -89,10 +89,11 @@ Window window(NodeCtx &c, const int64_t *kernel, const int64_t *in, uint32_t nsp
   return w;
 }
 
-// Spatial rank of input 0 (1 or 2); 3-d and larger convolutions are not lowered.
+// Spatial rank of input 0 (1 or 2) for the 2-d ops; 3-d inputs take the paths above and below
+// (conv3d, conv_transpose3d, pool_nd) before this, 4 spatial dims and more are not lowered.
 uint32_t spatial_dims(NodeCtx &c) {
   const uint32_t nd = c.shape(0).ndim;
-  if (nd != 3 && nd != 4) c.unsupported("%u-d input (1-d and 2-d spatial ops only, layout NCW / NCHW)", nd);
+  if (nd != 3 && nd != 4) c.unsupported("%u-d input (1 to 3 spatial dims, layout NCW / NCHW / NCDHW)", nd);
   return nd - 2;
 }
 

@@ -13,8 +13,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # op type -> reason (ops the importer has no converter for).
 OP_REASONS = [
-    (r"^(HannWindow|HammingWindow|BlackmanWindow|DFT|STFT|MelWeightMatrix)$",
-     "signal-processing op (needs cos/sin or complex numbers)"),
     (r"^(Sequence\w*|SplitToSequence|ConcatFromSequence|Optional\w*)$",
      "sequence/optional values are not supported (tensors only)"),
     (r"^(NonZero|Unique|TopK|Compress|NonMaxSuppression|ReverseSequence)$",
@@ -27,8 +25,6 @@ OP_REASONS = [
      "BitCast: reinterpreting a tensor's bytes as another dtype has no chutney op"),
     (r"^(Attention|LinearAttention|RotaryEmbedding|SwiGLU|CausalConvWithState)$",
      "transformer fused op of opsets 23+ not lowered yet"),
-    (r"^(TensorScatter|MaxUnpool)$",
-     "scatter variant not lowered yet (Scatter, ScatterElements and ScatterND are, as masks)"),
 ]
 DEFAULT_OP_REASON = "op not implemented by the importer"
 
@@ -55,20 +51,10 @@ def classify(name, reason):
         return "ai.onnx.preview domains (training and preview ops) are not supported"
     if re.search(r"default-domain opset [1-6] ", reason):
         return "model of opset 1-6 (the importer takes opsets 7 and newer)"
-    if re.search(r"\d-d input \(1-d and 2-d spatial ops", reason):
-        return "3-d convolution and pooling are not lowered (1-d and 2-d only)"
-    if "dilations other than 1" in reason:
-        return "pooling with dilations is not lowered"
-    if "Indices output" in reason or "storage_order" in reason:
-        return "MaxPool's Indices output is not supported"
-    if "antialias" in reason:
-        return "Resize with antialias is not supported"
     if "training mode with ratio" in reason:
         return "Dropout in training mode: chutney's mask RNG cannot reproduce numpy's"
     if "Scan of opset 8" in reason:
         return "Scan of opset 8 (batch axis and sequence_lens; opset 9+ Scan is unrolled at import)"
-    if "batch_dims" in reason:
-        return "GatherND with batch_dims is not supported"
     if name == "test_squeezenet":
         return ("degenerate light model: constant weights make every logit ~9.5e9, equal only up to "
                 "f32 summation order, so the softmax of their rounding differences is not comparable")
