@@ -132,6 +132,13 @@ std::vector<int64_t> NodeCtx::attr_ints(const char *name) const {
   return a->ints;
 }
 
+std::vector<int64_t> NodeCtx::attr_ints_n(const char *name, int64_t def, size_t n) const {
+  std::vector<int64_t> v = attr_ints(name);
+  if (v.empty()) v.assign(n, def);
+  if (v.size() != n) invalid("%s must have %zu entries, has %zu", name, n, v.size());
+  return v;
+}
+
 std::vector<float> NodeCtx::attr_floats(const char *name) const {
   const AttributeP *a = attr(name);
   if (!a) return {};

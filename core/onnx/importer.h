@@ -95,6 +95,8 @@ class NodeCtx {
   std::string attr_s(const char *name, const char *def) const;
   std::vector<int64_t> attr_ints(const char *name) const;  // empty when absent
   std::vector<float> attr_floats(const char *name) const;
+  // A per-dim attribute: `n` entries, or n copies of `def` when absent; fails naming the node otherwise.
+  std::vector<int64_t> attr_ints_n(const char *name, int64_t def, size_t n) const;
   void ignore(const char *name) const { attr(name); }
   void check_attrs_used() const;
 

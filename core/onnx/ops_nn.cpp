@@ -126,17 +126,17 @@ ctn_node pad_rest(Graph &g, ctn_node x, Window &w, double value, int64_t sym[2],
 // interleaved and shifted). Pads are applied (or cropped) explicitly on all three axes.
 struct Geom3 {
   int64_t k[3], s[3], d[3], pb[3], pe[3];
+  std::string auto_pad;
 };
 
-Geom3 geom3(NodeCtx &c, const Shape &ws) {
+// The 3-d geometry of Conv / ConvTranspose (weight `ws`) and its group.
+Geom3 geom3(NodeCtx &c, const Shape &ws, int64_t *group) {
   Geom3 q;
-  auto per_dim = [&](const char *name, int64_t def, size_t n) {
-    std::vector<int64_t> v = c.attr_ints(name);
-    if (v.empty()) v.assign(n, def);
-    if (v.size() != n) c.invalid("%s must have %zu entries", name, n);
-    return v;
-  };
-  const std::vector<int64_t> st = per_dim("strides", 1, 3), di = per_dim("dilations", 1, 3), pads = per_dim("pads", 0, 6);
+  if (ws.ndim != 5) c.invalid("the weight must have the input's rank");
+  c.ignore("kernel_shape");
+  *group = c.attr_i("group", 1);
+  q.auto_pad = c.attr_s("auto_pad", "NOTSET");
+  const std::vector<int64_t> st = c.attr_ints_n("strides", 1, 3), di = c.attr_ints_n("dilations", 1, 3), pads = c.attr_ints_n("pads", 0, 6);
   for (int i = 0; i < 3; ++i) {
     q.k[i] = ws[2 + static_cast<uint32_t>(i)], q.s[i] = st[static_cast<size_t>(i)], q.d[i] = di[static_cast<size_t>(i)];
     q.pb[i] = pads[static_cast<size_t>(i)], q.pe[i] = pads[static_cast<size_t>(i + 3)];
@@ -163,11 +163,9 @@ ctn_node weight_tap(Graph &g, ctn_node w, int64_t kd) {  // [A, B, kD, kH, kW] -
 void conv3d(NodeCtx &c) {
   Graph &g = c.g;
   const Shape xs = c.shape(0), ws = c.shape(1);
-  if (ws.ndim != 5) c.invalid("the weight must have the input's rank");
-  c.ignore("kernel_shape");
-  const int64_t group = c.attr_i("group", 1);
-  Geom3 q = geom3(c, ws);
-  const std::string ap = c.attr_s("auto_pad", "NOTSET");
+  int64_t group = 1;
+  Geom3 q = geom3(c, ws, &group);
+  const std::string &ap = q.auto_pad;
   for (int i = 0; i < 3; ++i) {
     const int64_t in = xs[2 + static_cast<uint32_t>(i)];
     if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
@@ -201,11 +199,9 @@ void conv3d(NodeCtx &c) {
 void conv_transpose3d(NodeCtx &c) {
   Graph &g = c.g;
   const Shape xs = c.shape(0), ws = c.shape(1);
-  if (ws.ndim != 5) c.invalid("the weight must have the input's rank");
-  c.ignore("kernel_shape");
-  const int64_t group = c.attr_i("group", 1);
-  Geom3 q = geom3(c, ws);
-  const std::string ap = c.attr_s("auto_pad", "NOTSET");
+  int64_t group = 1;
+  Geom3 q = geom3(c, ws, &group);
+  const std::string &ap = q.auto_pad;
   std::vector<int64_t> op = c.attr_ints("output_padding"), os = c.attr_ints("output_shape");
   if ((!op.empty() && op.size() != 3) || (!os.empty() && os.size() != 3 && os.size() != 5)) c.invalid("output_padding or output_shape do not match 3 spatial dims");
   int64_t opad[3] = {0, 0, 0}, full[3];
@@ -334,14 +330,8 @@ PoolGeom pool_geom(NodeCtx &c, const Shape &xs, uint32_t nsp) {
   PoolGeom p;
   p.k = c.attr_ints("kernel_shape");
   if (p.k.size() != nsp) c.invalid("kernel_shape must have %u entries", nsp);
-  auto per_dim = [&](const char *name, int64_t def, size_t n) {
-    std::vector<int64_t> v = c.attr_ints(name);
-    if (v.empty()) v.assign(n, def);
-    if (v.size() != n) c.invalid("%s must have %zu entries", name, n);
-    return v;
-  };
-  p.s = per_dim("strides", 1, nsp), p.d = per_dim("dilations", 1, nsp);
-  const std::vector<int64_t> pads = per_dim("pads", 0, 2 * nsp);
+  p.s = c.attr_ints_n("strides", 1, nsp), p.d = c.attr_ints_n("dilations", 1, nsp);
+  const std::vector<int64_t> pads = c.attr_ints_n("pads", 0, 2 * nsp);
   const std::string ap = c.attr_s("auto_pad", "NOTSET");
   const bool ceil_mode = c.attr_i("ceil_mode", 0) != 0;
   for (uint32_t i = 0; i < nsp; ++i) {
@@ -906,13 +896,7 @@ void col2im(NodeCtx &c) {
   const std::vector<int64_t> img = c.ints(1, "image_shape"), blk = c.ints(2, "block_shape");
   const size_t nd = img.size();
   if (nd == 0 || blk.size() != nd) c.invalid("image_shape and block_shape must have the same, non-zero length");
-  auto per_dim = [&](const char *name, int64_t def, size_t n) {
-    std::vector<int64_t> v = c.attr_ints(name);
-    if (v.empty()) v.assign(n, def);
-    if (v.size() != n) c.invalid("%s must have %zu entries", name, n);
-    return v;
-  };
-  const std::vector<int64_t> dil = per_dim("dilations", 1, nd), str = per_dim("strides", 1, nd), pads = per_dim("pads", 0, 2 * nd);
+  const std::vector<int64_t> dil = c.attr_ints_n("dilations", 1, nd), str = c.attr_ints_n("strides", 1, nd), pads = c.attr_ints_n("pads", 0, 2 * nd);
   const Shape xs = c.shape(0);
   int64_t k_total = 1, img_total = 1, l_total = 1;
   std::vector<int64_t> locs(nd);

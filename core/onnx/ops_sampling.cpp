@@ -341,13 +341,7 @@ void deform_conv(NodeCtx &c) {
   const int32_t dt = c.dtype(0);
   if (!dtype_is_float(dt)) c.unsupported("dtype %s (float and double only)", dtype_name(dt));
   if (xs.ndim != 4) c.unsupported("%u-d input (2-d DeformConv only, NCHW)", xs.ndim);
-  auto two = [&](const char *name, int64_t def, size_t n) {
-    std::vector<int64_t> v = c.attr_ints(name);
-    if (v.empty()) v.assign(n, def);
-    if (v.size() != n) c.invalid("%s must have %zu entries", name, n);
-    return v;
-  };
-  const std::vector<int64_t> st = two("strides", 1, 2), di = two("dilations", 1, 2), pads = two("pads", 0, 4);
+  const std::vector<int64_t> st = c.attr_ints_n("strides", 1, 2), di = c.attr_ints_n("dilations", 1, 2), pads = c.attr_ints_n("pads", 0, 4);
   c.ignore("kernel_shape");
   DeformGeom q{wsh.ndim == 4 ? wsh[2] : 0, wsh.ndim == 4 ? wsh[3] : 0, st[0], st[1], di[0], di[1], pads[0], pads[1], 0, 0,
                c.attr_i("offset_group", 1), c.attr_i("group", 1)};
