@@ -108,7 +108,10 @@ ctn_node dft(NodeCtx &c, ctn_node x, uint32_t axis, const DftSpec &s) {
   const int64_t L = xs[axis], n = s.n, ch = xs[nd - 1];
   const bool irfft = s.inverse && s.onesided;
   const int64_t rows = std::min(L, irfft ? n / 2 + 1 : n), K = irfft ? n : s.onesided ? n / 2 + 1 : n;
-  c.limit(2.0 * static_cast<double>(rows) * static_cast<double>(K), "the DFT basis");
+  // Four bases of rows x K doubles: an FFT would need none, so long transforms are refused.
+  if (static_cast<double>(rows) * static_cast<double>(K) > 0x1p24)
+    c.unsupported("a DFT of length %lld: its %lld x %lld basis exceeds 2^24 elements (chutney has no FFT)", static_cast<long long>(n),
+                  static_cast<long long>(rows), static_cast<long long>(K));
   // Basis: out_re = re @ A + im @ B, out_im = re @ C + im @ D.
   std::vector<double> A(static_cast<size_t>(rows * K)), B(A.size()), C(A.size()), D(A.size());
   const double sign = s.inverse ? 1 : -1, scale = s.inverse ? 1.0 / static_cast<double>(n) : 1.0;

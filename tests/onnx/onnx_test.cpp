@@ -863,15 +863,20 @@ std::vector<float> ramp_values(size_t n, double seed) {
   return v;
 }
 
-// Imports a one-node model of inputs `ins` (f32, their shapes) and output y of shape `ys`, runs it.
-std::vector<float> run_one(Env &e, const std::string &file, const Pb &nd, const std::vector<std::pair<std::string, std::vector<int64_t>>> &ins,
-                           const std::vector<int64_t> &ys, const std::vector<std::vector<float>> &vals, int64_t opset = 17) {
+// A graph of one node with f32 inputs `ins` (their shapes) and output y of shape `ys`.
+Pb f32_graph(const Pb &nd, const std::vector<std::pair<std::string, std::vector<int64_t>>> &ins, const std::vector<int64_t> &ys) {
   Pb g;
   g.m(1, nd).s(2, "g");
   for (auto &[n, s] : ins) g.m(11, value_info(n, 1, s));
   g.m(12, value_info("y", 1, ys));
+  return g;
+}
+
+// Imports a one-node model of inputs `ins` (f32, their shapes) and output y of shape `ys`, runs it.
+std::vector<float> run_one(Env &e, const std::string &file, const Pb &nd, const std::vector<std::pair<std::string, std::vector<int64_t>>> &ins,
+                           const std::vector<int64_t> &ys, const std::vector<std::vector<float>> &vals, int64_t opset = 17) {
   Loaded l;
-  load(l, e.ctx, write_file(file, model(g, opset).b));
+  load(l, e.ctx, write_file(file, model(f32_graph(nd, ins, ys), opset).b));
   EXPECT_EQ(l.st, CTN_OK) << l.err;
   if (l.st != CTN_OK) return {};
   std::vector<TensorPtr> ts;
@@ -912,46 +917,73 @@ TEST(OnnxSignal, DftMatchesTheDefinitionForwardAndInverse) {
   }
 }
 
+// ctn_grad of sum(y * w) for a one-node model (f32 inputs `ins`, output shape `ys`) against
+// central differences of the forward run, for every input.
+void expect_grads_match_differences(Env &e, const std::string &file, const Pb &nd,
+                                    const std::vector<std::pair<std::string, std::vector<int64_t>>> &ins,
+                                    const std::vector<int64_t> &ys, std::vector<std::vector<float>> vals, int64_t opset) {
+  Loaded l;
+  load(l, e.ctx, write_file(file, model(f32_graph(nd, ins, ys), opset).b));
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  int64_t ny = 1;
+  for (int64_t d : ys) ny *= d;
+  const std::vector<float> w = ramp_values(static_cast<size_t>(ny), 5.0);
+  ctn_node wc, prod, loss;
+  TensorPtr wt = ctn_cli::make_tensor(CTN_F32, ys, w.data());
+  CTN_ASSERT_OK(ctn_constant(l.g, wt.get(), &wc));
+  CTN_ASSERT_OK(ctn_mul(l.g, l.node(CTN_ONNX_OUTPUTS, 0), wc, &prod));
+  CTN_ASSERT_OK(ctn_sum(l.g, prod, 0, nullptr, 0, &loss));
+  std::vector<ctn_node> feeds, d(ins.size());
+  for (size_t k = 0; k < ins.size(); ++k) feeds.push_back(l.node(CTN_ONNX_INPUTS, static_cast<uint32_t>(k)));
+  CTN_ASSERT_OK(ctn_grad(l.g, loss, static_cast<uint32_t>(feeds.size()), feeds.data(), d.data()));
+  auto at = [&](std::vector<ctn_node> outs) {
+    std::vector<TensorPtr> ts;
+    std::vector<const ctn_tensor *> tv;
+    for (size_t k = 0; k < ins.size(); ++k) ts.push_back(ctn_cli::make_tensor(CTN_F32, ins[k].second, vals[k].data())), tv.push_back(ts.back().get());
+    return run(l.g, outs, feeds, tv);
+  };
+  const auto grads = at(d);
+  ASSERT_EQ(grads.size(), ins.size());
+  for (size_t k = 0; k < ins.size(); ++k) {
+    std::vector<float> fd(vals[k].size());
+    for (size_t j = 0; j < fd.size(); ++j) {
+      const float h = 1e-3f, keep = vals[k][j];
+      vals[k][j] = keep + h;
+      const double up = at({loss}).at(0).at(0);
+      vals[k][j] = keep - h;
+      const double down = at({loss}).at(0).at(0);
+      vals[k][j] = keep;
+      fd[j] = static_cast<float>((up - down) / (2 * h));
+    }
+    expect_close(grads[k], fd, 1e-2, 2e-3, file + ": d loss / d " + ins[k].first);
+  }
+}
+
 TEST(OnnxSampling, GridSampleGradientsMatchFiniteDifferences) {
   Env e;
-  Pb g;
-  g.m(1, node("GridSample", {"x", "grid"}, {"y"}, "gs1", {attr_str("mode", "bilinear"), attr_str("padding_mode", "reflection")}))
-      .s(2, "g")
-      .m(11, value_info("x", 1, {1, 2, 3, 4}))
-      .m(11, value_info("grid", 1, {1, 2, 3, 2}))
-      .m(12, value_info("y", 1, {1, 2, 2, 3}));
-  Loaded l;
-  load(l, e.ctx, write_file("gridsample_grad.onnx", model(g, 16).b));
-  ASSERT_EQ(l.st, CTN_OK) << l.err;
-  std::vector<float> x = ramp_values(24, 0.1), grid = ramp_values(12, 2.0), w = ramp_values(12, 5.0);
+  std::vector<float> grid = ramp_values(12, 2.0);
   for (float &v : grid) v *= 1.3f;  // some coordinates reflect
-  ctn_node y = l.node(CTN_ONNX_OUTPUTS, 0), xin = l.node(CTN_ONNX_INPUTS, 0), gin = l.node(CTN_ONNX_INPUTS, 1), wc, prod, loss;
-  TensorPtr wt = ctn_cli::make_tensor(CTN_F32, {1, 2, 2, 3}, w.data());
-  CTN_ASSERT_OK(ctn_constant(l.g, wt.get(), &wc));
-  CTN_ASSERT_OK(ctn_mul(l.g, y, wc, &prod));
-  CTN_ASSERT_OK(ctn_sum(l.g, prod, 0, nullptr, 0, &loss));
-  ctn_node wrt[2] = {xin, gin}, d[2];
-  CTN_ASSERT_OK(ctn_grad(l.g, loss, 2, wrt, d));
-  auto at = [&](const std::vector<float> &xv, const std::vector<float> &gv, std::vector<ctn_node> outs) {
-    TensorPtr a = ctn_cli::make_tensor(CTN_F32, {1, 2, 3, 4}, xv.data()), b = ctn_cli::make_tensor(CTN_F32, {1, 2, 3, 2}, gv.data());
-    return run(l.g, outs, {xin, gin}, {a.get(), b.get()});
-  };
-  const auto grads = at(x, grid, {d[0], d[1]});
-  ASSERT_EQ(grads.size(), 2u);
-  auto central = [&](std::vector<float> *v, size_t k, bool is_x) {
-    const float h = 1e-3f, keep = (*v)[k];
-    (*v)[k] = keep + h;
-    const double up = at(is_x ? *v : x, is_x ? grid : *v, {loss}).at(0).at(0);
-    (*v)[k] = keep - h;
-    const double down = at(is_x ? *v : x, is_x ? grid : *v, {loss}).at(0).at(0);
-    (*v)[k] = keep;
-    return static_cast<float>((up - down) / (2 * h));
-  };
-  std::vector<float> fx(x.size()), fg(grid.size());
-  for (size_t k = 0; k < x.size(); ++k) fx[k] = central(&x, k, true);
-  for (size_t k = 0; k < grid.size(); ++k) fg[k] = central(&grid, k, false);
-  expect_close(grads[0], fx, 1e-2, 2e-3, "d loss / d x");
-  expect_close(grads[1], fg, 1e-2, 2e-3, "d loss / d grid");
+  expect_grads_match_differences(
+      e, "gridsample_grad.onnx",
+      node("GridSample", {"x", "grid"}, {"y"}, "gs1", {attr_str("mode", "bilinear"), attr_str("padding_mode", "reflection")}),
+      {{"x", {1, 2, 3, 4}}, {"grid", {1, 2, 3, 2}}}, {1, 2, 2, 3}, {ramp_values(24, 0.1), grid}, 16);
+}
+
+// The 3-d compositions differentiate through their parts: Conv (strided, dilated, padded),
+// ConvTranspose and a dilated 3-d AveragePool.
+TEST(OnnxConv3d, GradientsMatchFiniteDifferences) {
+  Env e;
+  expect_grads_match_differences(
+      e, "conv3d_grad.onnx",
+      node("Conv", {"x", "w"}, {"y"}, "c3g", {attr_ints("strides", {2, 1, 1}), attr_ints("dilations", {1, 1, 2}), attr_ints("pads", {1, 0, 0, 0, 1, 0})}),
+      {{"x", {1, 2, 3, 3, 4}}, {"w", {2, 2, 2, 2, 2}}}, {1, 2, 2, 3, 2}, {ramp_values(72, 0.4), ramp_values(32, 1.7)}, 17);
+  expect_grads_match_differences(e, "convt3d_grad.onnx", node("ConvTranspose", {"x", "w"}, {"y"}, "ct3g", {attr_ints("strides", {2, 1, 1})}),
+                                 {{"x", {1, 2, 2, 2, 2}}, {"w", {2, 1, 2, 2, 1}}}, {1, 1, 4, 3, 2},
+                                 {ramp_values(16, 0.9), ramp_values(8, 2.2)}, 17);
+  expect_grads_match_differences(
+      e, "avgpool3d_grad.onnx",
+      node("AveragePool", {"x"}, {"y"}, "ap3g", {attr_ints("kernel_shape", {2, 2, 2}), attr_ints("dilations", {1, 2, 1}), attr_ints("pads", {0, 1, 0, 1, 1, 0})}),
+      {{"x", {1, 1, 3, 3, 3}}}, {1, 1, 3, 3, 2}, {ramp_values(27, 0.6)}, 19);
 }
 
 // Conv and ConvTranspose with 3 spatial dims (strides, dilations, asymmetric pads, output
