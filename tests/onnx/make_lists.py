@@ -59,8 +59,8 @@ def classify(name, reason):
         return ("degenerate light model: constant weights make every logit ~9.5e9, equal only up to "
                 "f32 summation order, so the softmax of their rounding differences is not comparable")
     if name.startswith("test_dft_inverse") and "elements differ" in reason:
-        return ("reference noise: the expected inverse DFT carries the generator's f32 rounding (up to 1.9e-6 "
-                "off numpy's exact ifft; 1.9e-7 where the true value is 0, over atol 1e-7); chutney's f64 "
+        return ("reference noise: the expected inverse DFT is numpy 2's complex64 (single-precision) ifft, up "
+                "to 1.9e-6 off the exact one and 1.9e-7 where the true value is 0, over atol 1e-7; chutney's f64 "
                 "basis product gives the exact value")
     if re.match(r"test_attention_4d_.*(bf16|fp16)", name) and "elements differ" in reason:
         return ("16-bit attention: the reference rounds every intermediate (scores, softmax, products) to "
