@@ -1,10 +1,11 @@
-// ONNX GridSample, composed of existing chutney ops: the sampling coordinates come from the grid
-// (data, not constants), so they are computed by elementwise ops in the grid's dtype, in the
-// order ONNX's reference computes them (denormalise, round for nearest, clamp or reflect what
-// lies outside); each interpolation tap (1 nearest, 2 linear, 4 cubic per spatial dim) is one
-// gather of the input viewed as [N * prod(spatial), C] at n * P + flat index, weighted by the
-// product of the per-dim weights (0 for a tap in the zero padding). 2-d and 3-d. Gradients flow to
-// the input (through the gather) and to the grid (through the weights).
+// ONNX GridSample, RoiAlign and DeformConv, composed of existing chutney ops.
+// GridSample: the sampling coordinates come from the grid (data, not constants), so they are
+// computed by elementwise ops in the grid's dtype, in the order ONNX's reference computes them
+// (denormalise, round for nearest, clamp or reflect what lies outside); each interpolation tap
+// (1 nearest, 2 linear, 4 cubic per spatial dim) is one gather of the input viewed as
+// [N * prod(spatial), C] at n * P + flat index, weighted by the product of the per-dim weights
+// (0 for a tap in the zero padding). 2-d and 3-d. Gradients flow to the input (through the
+// gather) and to the grid (through the weights). RoiAlign and DeformConv sample the same way.
 #include <chutney/ops.h>
 
 #include "onnx/importer.h"
@@ -183,7 +184,8 @@ void grid_sample(NodeCtx &c) {
   c.outs = {permute(g, y, back)};
 }
 
-// RoiAlign with constant rois and batch indices (bound as constants when they are graph inputs):
+// RoiAlign with constant rois and batch indices (bound as constants when they are graph inputs;
+// needed for adaptive sampling, whose sample count depends on each roi's size):
 // every sample point's 4 bilinear corners and weights are computed at import as ONNX's reference
 // does, then one gather of X viewed as [N * H * W, C], weighted, reduced over the corners and the
 // samples (avg: sum / count; max: the max over samples of the max over corners of w * x, the
@@ -232,6 +234,65 @@ std::vector<RoiSample> roi_samples(const NodeCtx &c, const RoiSpec &s, const dou
   return v;
 }
 
+// RoiAlign with rois and batch indices that are data and a fixed sampling_ratio (gh = gw = ratio
+// samples per bin): the sample coordinates [R, bins, samples] per axis are elementwise ops in X's
+// dtype, in the reference's order; the corner rows' flat indices in f64 (exact for any X); one
+// gather per corner of the [R, ph, gh, pw, gw] sample grid.
+void roi_align_data(NodeCtx &c, const RoiSpec &s) {
+  Graph &g = c.g;
+  const Shape xs = c.shape(0), rs = c.shape(1);
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], R = rs.ndim == 2 ? rs[0] : 0, G = s.ratio;
+  if (rs.ndim != 2 || rs[1] != 4 || c.shape(2).numel() != R || R < 1) c.invalid("rois must be [R, 4] and batch_indices [R]");
+  c.limit(static_cast<double>(R * s.ph * G * s.pw * G) * static_cast<double>(C), "RoiAlign's gathered samples");
+  const Ew e{g, c.dtype(0)};
+  const Ew d{g, CTN_F64};
+  auto col = [&](int64_t k) { return reshape(g, slice(g, c.in(1), 1, k, k + 1, 1), Shape::from(3, std::vector<int64_t>{R, 1, 1}.data())); };
+  const double off = s.half_pixel ? 0.5 : 0.0;
+  auto start = [&](int64_t k) { return e.sub(e.mul(col(k), e.k(s.scale)), e.k(off)); };
+  struct Axis {
+    ctn_node lo, hi, wl, wh, out;  // corner rows, their weights, the sample is outside
+  };
+  // One axis: starts x0 (k0) and ends (k1) of every roi, `bins` bins of G samples, input size n.
+  auto axis = [&](int64_t k0, int64_t k1, int64_t bins, int64_t n) {
+    ctn_node x0 = start(k0), len = e.sub(start(k1), x0);
+    if (!s.half_pixel) len = g.op2(CTN_OP_MAXIMUM, len, e.k(1));
+    ctn_node bin = e.div(len, e.k(static_cast<double>(bins)));
+    std::vector<double> pb(static_cast<size_t>(bins)), iy(static_cast<size_t>(G));
+    for (int64_t b = 0; b < bins; ++b) pb[static_cast<size_t>(b)] = static_cast<double>(b);
+    for (int64_t i = 0; i < G; ++i) iy[static_cast<size_t>(i)] = static_cast<double>(i) + 0.5;
+    ctn_node v = e.add(e.add(x0, e.mul(const_f(g, e.dt, pb, Shape::from(3, std::vector<int64_t>{1, bins, 1}.data())), bin)),
+                       e.div(e.mul(const_f(g, e.dt, iy, Shape::from(3, std::vector<int64_t>{1, 1, G}.data())), bin), e.k(static_cast<double>(G))));
+    Axis a;
+    a.out = e.either(e.lt(v, e.k(-1.0)), e.gt(v, e.k(static_cast<double>(n))));
+    v = g.op2(CTN_OP_MAXIMUM, v, e.k(0));
+    ctn_node l0 = e.floor(v), top = g.op2(CTN_OP_GE, l0, e.k(static_cast<double>(n - 1))), last = e.k(static_cast<double>(n - 1));
+    a.lo = e.where(top, last, l0), a.hi = e.where(top, last, e.add(l0, e.k(1)));
+    a.wh = e.sub(e.where(top, last, v), a.lo), a.wl = e.sub(e.k(1), a.wh);
+    return a;
+  };
+  const Axis ay = axis(1, 3, s.ph, H), ax = axis(0, 2, s.pw, W);
+  const Shape ys = Shape::from(5, std::vector<int64_t>{R, s.ph, G, 1, 1}.data()), xs5 = Shape::from(5, std::vector<int64_t>{R, 1, 1, s.pw, G}.data());
+  auto yv = [&](ctn_node n) { return reshape(g, n, ys); };
+  auto xv = [&](ctn_node n) { return reshape(g, n, xs5); };
+  ctn_node inside = g.op1(CTN_OP_NEG, e.sub(cast(g, e.either(yv(ay.out), xv(ax.out)), e.dt), e.k(1)));  // 1 - outside
+  ctn_node batch = reshape(g, d.mul(cast(g, c.in(2), CTN_F64), d.k(static_cast<double>(H * W))), Shape::from(5, std::vector<int64_t>{R, 1, 1, 1, 1}.data()));
+  ctn_node table = reshape(g, permute(g, c.in(0), {0, 2, 3, 1}), Shape::from(2, std::vector<int64_t>{N * H * W, C}.data()));
+  Shape w6 = Shape::from(6, std::vector<int64_t>{R, s.ph, G, s.pw, G, 1}.data());
+  ctn_node acc = CTN_NODE_NONE;
+  for (int cy = 0; cy < 2; ++cy)
+    for (int cx = 0; cx < 2; ++cx) {
+      ctn_node row = yv(cy ? ay.hi : ay.lo), colx = xv(cx ? ax.hi : ax.lo);
+      ctn_node flat = d.add(batch, d.add(d.mul(cast(g, row, CTN_F64), d.k(static_cast<double>(W))), cast(g, colx, CTN_F64)));
+      ctn_node w = e.mul(e.mul(yv(cy ? ay.wh : ay.wl), xv(cx ? ax.wh : ax.wl)), inside);
+      ctn_node v = g.op2(CTN_OP_MUL, take(g, table, cast(g, flat, CTN_I64), 0), reshape(g, w, w6));
+      acc = acc == CTN_NODE_NONE ? v : g.op2(s.is_max ? CTN_OP_MAXIMUM : CTN_OP_ADD, acc, v);
+    }
+  const uint64_t samples = (1ull << 2) | (1ull << 4);
+  ctn_node y = s.is_max ? reduce(g, CTN_OP_MAX, acc, samples, false)
+                        : g.op2(CTN_OP_DIV, reduce(g, CTN_OP_SUM, acc, samples, false), e.k(static_cast<double>(G * G)));
+  c.outs = {permute(g, y, {0, 3, 1, 2})};
+}
+
 void roi_align(NodeCtx &c) {
   Graph &g = c.g;
   const Shape xs = c.shape(0);
@@ -246,6 +307,7 @@ void roi_align(NodeCtx &c) {
   if (coord != "half_pixel" && coord != "output_half_pixel") c.invalid("unknown coordinate_transformation_mode '%s'", coord.c_str());
   s.is_max = mode == "max", s.half_pixel = coord == "half_pixel";
   if (s.ph < 1 || s.pw < 1 || s.ratio < 0) c.invalid("output_height, output_width must be positive and sampling_ratio not negative");
+  if ((!c.konst(1) || !c.konst(2)) && s.ratio > 0) return roi_align_data(c, s);
   const std::vector<double> rois = c.reals(1, "rois");
   const std::vector<int64_t> bi = c.ints(2, "batch_indices");
   const int64_t R = static_cast<int64_t>(bi.size()), N = xs[0], C = xs[1], H = xs[2], W = xs[3];

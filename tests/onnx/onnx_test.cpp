@@ -1077,3 +1077,56 @@ TEST(OnnxErrors, SignalSamplingAndDetRefuseBadInputsNamingTheNode) {
 }
 
 }  // namespace
+
+namespace {
+
+// RoiAlign's two paths agree: rois bound as constants with adaptive sampling (sampling_ratio 0,
+// here 2 x 2 samples per bin for every roi) and rois as data with sampling_ratio 2.
+TEST(OnnxSampling, RoiAlignConstantAndDataRoisAgree) {
+  Env e;
+  const std::vector<float> x = ramp_values(2 * 3 * 6 * 7, 0.8);
+  const std::vector<float> rois = {0.5f, 1.0f, 4.5f, 4.8f, 1.2f, 0.3f, 5.0f, 3.9f, -0.5f, 2.0f, 3.0f, 5.5f};  // [x1, y1, x2, y2]
+  const std::vector<int64_t> bi = {1, 0, 1};
+  TensorPtr xt = ctn_cli::make_tensor(CTN_F32, {2, 3, 6, 7}, x.data()), rt = ctn_cli::make_tensor(CTN_F32, {3, 4}, rois.data()),
+            bt = ctn_cli::make_tensor(CTN_I64, {3}, bi.data());
+  for (const char *mode : {"avg", "max"}) {
+    SCOPED_TRACE(mode);
+    std::vector<std::vector<float>> got;
+    for (int64_t ratio : {0, 2}) {
+      Pb g;
+      g.m(1, node("RoiAlign", {"x", "rois", "bi"}, {"y"}, "roi1",
+                  {attr_str("mode", mode), attr_int("output_height", 2), attr_int("output_width", 2), attr_int("sampling_ratio", ratio)}))
+          .s(2, "g")
+          .m(11, value_info("x", 1, {2, 3, 6, 7}))
+          .m(11, value_info("rois", 1, {3, 4}))
+          .m(11, value_info("bi", 7, {3}))
+          .m(12, value_info("y", 1, {3, 3, 2, 2}));
+      Loaded l;
+      std::vector<ctn_onnx_input_spec> specs;
+      if (ratio == 0) specs = {{"rois", rt.get(), 1, 0}, {"bi", bt.get(), 1, 0}};
+      load(l, e.ctx, write_file("roialign" + std::to_string(ratio) + ".onnx", model(g, 16).b), 0, specs);
+      ASSERT_EQ(l.st, CTN_OK) << l.err;
+      got.push_back(ratio == 0 ? run(l.g, {l.node(CTN_ONNX_OUTPUTS, 0)}, {l.node(CTN_ONNX_INPUTS, 0)}, {xt.get()}).at(0)
+                               : run(l.g, {l.node(CTN_ONNX_OUTPUTS, 0)}, {l.node(CTN_ONNX_INPUTS, 0), l.node(CTN_ONNX_INPUTS, 1), l.node(CTN_ONNX_INPUTS, 2)},
+                                     {xt.get(), rt.get(), bt.get()})
+                                     .at(0));
+    }
+    ASSERT_EQ(got[0].size(), 36u);
+    expect_close(got[0], got[1], 1e-5, 1e-6, "adaptive (constant rois) vs sampling_ratio 2 (data rois)");
+    // Without constant rois, adaptive sampling is refused naming the reason.
+    Pb g;
+    g.m(1, node("RoiAlign", {"x", "rois", "bi"}, {"y"}, "roi2", {attr_str("mode", mode)}))
+        .s(2, "g")
+        .m(11, value_info("x", 1, {2, 3, 6, 7}))
+        .m(11, value_info("rois", 1, {3, 4}))
+        .m(11, value_info("bi", 7, {3}))
+        .m(12, value_info("y", 1, {3, 3, 1, 1}));
+    Loaded l;
+    load(l, e.ctx, write_file("roialign_adaptive.onnx", model(g, 16).b));
+    EXPECT_EQ(l.st, CTN_ERR_UNSUPPORTED);
+    EXPECT_NE(l.err.find("node 'roi2' (RoiAlign)"), std::string::npos) << l.err;
+    EXPECT_NE(l.err.find("must be a constant"), std::string::npos) << l.err;
+  }
+}
+
+}  // namespace
