@@ -986,6 +986,26 @@ TEST(OnnxConv3d, GradientsMatchFiniteDifferences) {
       {{"x", {1, 1, 3, 3, 3}}}, {1, 1, 3, 3, 2}, {ramp_values(27, 0.6)}, 19);
 }
 
+// Every tap of a 3-d convolution's geometry: output position `out` (dims `od`) reads input
+// position `in` (dims `id`) = out * stride + k * dilation - pad through kernel offset k (dims `kd`);
+// fn(out_flat, in_flat, k_flat) for the taps inside the input.
+template <class Fn>
+void conv3d_taps(const int64_t *od, const int64_t *id, const int64_t *kd, const std::vector<int64_t> &st, const std::vector<int64_t> &di,
+                 const std::vector<int64_t> &pads, Fn fn) {
+  for (int64_t o = 0; o < od[0] * od[1] * od[2]; ++o)
+    for (int64_t k = 0; k < kd[0] * kd[1] * kd[2]; ++k) {
+      const int64_t op[3] = {o / (od[1] * od[2]), o / od[2] % od[1], o % od[2]}, kp[3] = {k / (kd[1] * kd[2]), k / kd[2] % kd[1], k % kd[2]};
+      int64_t in = 0;
+      bool inside = true;
+      for (int a = 0; a < 3; ++a) {
+        const int64_t p = op[a] * st[static_cast<size_t>(a)] + kp[a] * di[static_cast<size_t>(a)] - pads[static_cast<size_t>(a)];
+        inside = inside && p >= 0 && p < id[a];
+        in = in * id[a] + p;
+      }
+      if (inside) fn(o, in, k);
+    }
+}
+
 // Conv and ConvTranspose with 3 spatial dims (strides, dilations, asymmetric pads, output
 // padding) against direct loops.
 TEST(OnnxConv3d, MatchesDirectLoops) {
@@ -994,46 +1014,30 @@ TEST(OnnxConv3d, MatchesDirectLoops) {
   const std::vector<float> x = ramp_values(200, 0.2), w = ramp_values(72, 1.1);
   int64_t od[3];
   for (int i = 0; i < 3; ++i) od[i] = (xs[2 + i] + pads[i] + pads[3 + i] - ((ws[2 + i] - 1) * di[i] + 1)) / st[i] + 1;
-  std::vector<float> ref(static_cast<size_t>(3 * od[0] * od[1] * od[2]));
+  const int64_t n_out = od[0] * od[1] * od[2], n_in = xs[2] * xs[3] * xs[4], n_k = ws[2] * ws[3] * ws[4];
+  std::vector<double> conv(static_cast<size_t>(3 * n_out), 0.0);
   for (int64_t o = 0; o < 3; ++o)
-    for (int64_t z = 0; z < od[0]; ++z)
-      for (int64_t r = 0; r < od[1]; ++r)
-        for (int64_t q = 0; q < od[2]; ++q) {
-          double s = 0;
-          for (int64_t c = 0; c < 2; ++c)
-            for (int64_t a = 0; a < ws[2]; ++a)
-              for (int64_t b = 0; b < ws[3]; ++b)
-                for (int64_t f = 0; f < ws[4]; ++f) {
-                  const int64_t i0 = z * st[0] + a * di[0] - pads[0], i1 = r * st[1] + b * di[1] - pads[1], i2 = q * st[2] + f * di[2] - pads[2];
-                  if (i0 < 0 || i0 >= xs[2] || i1 < 0 || i1 >= xs[3] || i2 < 0 || i2 >= xs[4]) continue;
-                  s += x[static_cast<size_t>(((c * xs[2] + i0) * xs[3] + i1) * xs[4] + i2)] *
-                       w[static_cast<size_t>((((o * 2 + c) * ws[2] + a) * ws[3] + b) * ws[4] + f)];
-                }
-          ref[static_cast<size_t>(((o * od[0] + z) * od[1] + r) * od[2] + q)] = static_cast<float>(s);
-        }
+    for (int64_t c = 0; c < 2; ++c)
+      conv3d_taps(od, &xs[2], &ws[2], st, di, pads, [&](int64_t out, int64_t in, int64_t k) {
+        conv[static_cast<size_t>(o * n_out + out)] += x[static_cast<size_t>(c * n_in + in)] * w[static_cast<size_t>((o * 2 + c) * n_k + k)];
+      });
+  const std::vector<float> ref(conv.begin(), conv.end());
   const auto y = run_one(e, "conv3d_ok.onnx",
                          node("Conv", {"x", "w"}, {"y"}, "c3", {attr_ints("strides", st), attr_ints("dilations", di), attr_ints("pads", pads)}),
                          {{"x", xs}, {"w", ws}}, {1, 3, od[0], od[1], od[2]}, {x, w});
   expect_close(y, ref, 1e-4, 1e-5, "Conv 3-d");
-  // ConvTranspose: x [1, 3, od...] with the same weight read as [C=3, O=2, k...].
+  // ConvTranspose of x [1, 3, od...] with the same weight read as [C=3, O=2, k...]: its output
+  // position j takes x[z] where j = z * stride + k * dilation - pad, a convolution's taps reversed.
   const std::vector<int64_t> opad = {1, 0, 0}, tp = {1, 0, 0, 0, 1, 1};
   int64_t td[3];
   for (int i = 0; i < 3; ++i) td[i] = st[i] * (od[i] - 1) + opad[i] + (ws[2 + i] - 1) * di[i] + 1 - tp[i] - tp[3 + i];
-  std::vector<double> acc(static_cast<size_t>(2 * td[0] * td[1] * td[2]), 0.0);
+  const int64_t n_t = td[0] * td[1] * td[2];
+  std::vector<double> acc(static_cast<size_t>(2 * n_t), 0.0);
   for (int64_t c = 0; c < 3; ++c)
-    for (int64_t z = 0; z < od[0]; ++z)
-      for (int64_t r = 0; r < od[1]; ++r)
-        for (int64_t q = 0; q < od[2]; ++q)
-          for (int64_t o = 0; o < 2; ++o)
-            for (int64_t a = 0; a < ws[2]; ++a)
-              for (int64_t b = 0; b < ws[3]; ++b)
-                for (int64_t f = 0; f < ws[4]; ++f) {
-                  const int64_t j0 = z * st[0] + a * di[0] - tp[0], j1 = r * st[1] + b * di[1] - tp[1], j2 = q * st[2] + f * di[2] - tp[2];
-                  if (j0 < 0 || j0 >= td[0] || j1 < 0 || j1 >= td[1] || j2 < 0 || j2 >= td[2]) continue;
-                  acc[static_cast<size_t>(((o * td[0] + j0) * td[1] + j1) * td[2] + j2)] +=
-                      ref[static_cast<size_t>(((c * od[0] + z) * od[1] + r) * od[2] + q)] *
-                      w[static_cast<size_t>((((c * 2 + o) * ws[2] + a) * ws[3] + b) * ws[4] + f)];
-                }
+    for (int64_t o = 0; o < 2; ++o)
+      conv3d_taps(od, td, &ws[2], st, di, tp, [&](int64_t z, int64_t j, int64_t k) {
+        acc[static_cast<size_t>(o * n_t + j)] += ref[static_cast<size_t>(c * n_out + z)] * w[static_cast<size_t>((c * 2 + o) * n_k + k)];
+      });
   const auto yt = run_one(e, "convt3d.onnx",
                           node("ConvTranspose", {"x", "w"}, {"y"}, "ct3",
                                {attr_ints("strides", st), attr_ints("dilations", di), attr_ints("pads", tp), attr_ints("output_padding", opad)}),
