@@ -1084,6 +1084,14 @@ TEST(OnnxErrors, SignalSamplingAndDetRefuseBadInputsNamingTheNode) {
 
 namespace {
 
+// x [2, 3, 6, 7], rois [3, 4] (f32) and batch indices "bi" [3] (int64) into `nd`, output y.
+Pb roi_graph(const Pb &nd, const std::vector<int64_t> &ys) {
+  Pb g;
+  g.m(1, nd).s(2, "g").m(11, value_info("x", 1, {2, 3, 6, 7})).m(11, value_info("rois", 1, {3, 4})).m(11, value_info("bi", 7, {3}));
+  g.m(12, value_info("y", 1, ys));
+  return g;
+}
+
 // RoiAlign's two paths agree: rois bound as constants with adaptive sampling (sampling_ratio 0,
 // here 2 x 2 samples per bin for every roi) and rois as data with sampling_ratio 2.
 TEST(OnnxSampling, RoiAlignConstantAndDataRoisAgree) {
@@ -1097,14 +1105,9 @@ TEST(OnnxSampling, RoiAlignConstantAndDataRoisAgree) {
     SCOPED_TRACE(mode);
     std::vector<std::vector<float>> got;
     for (int64_t ratio : {0, 2}) {
-      Pb g;
-      g.m(1, node("RoiAlign", {"x", "rois", "bi"}, {"y"}, "roi1",
-                  {attr_str("mode", mode), attr_int("output_height", 2), attr_int("output_width", 2), attr_int("sampling_ratio", ratio)}))
-          .s(2, "g")
-          .m(11, value_info("x", 1, {2, 3, 6, 7}))
-          .m(11, value_info("rois", 1, {3, 4}))
-          .m(11, value_info("bi", 7, {3}))
-          .m(12, value_info("y", 1, {3, 3, 2, 2}));
+      Pb g = roi_graph(node("RoiAlign", {"x", "rois", "bi"}, {"y"}, "roi1",
+                            {attr_str("mode", mode), attr_int("output_height", 2), attr_int("output_width", 2), attr_int("sampling_ratio", ratio)}),
+                       {3, 3, 2, 2});
       Loaded l;
       std::vector<ctn_onnx_input_spec> specs;
       if (ratio == 0) specs = {{"rois", rt.get(), 1, 0}, {"bi", bt.get(), 1, 0}};
@@ -1118,13 +1121,7 @@ TEST(OnnxSampling, RoiAlignConstantAndDataRoisAgree) {
     ASSERT_EQ(got[0].size(), 36u);
     expect_close(got[0], got[1], 1e-5, 1e-6, "adaptive (constant rois) vs sampling_ratio 2 (data rois)");
     // Without constant rois, adaptive sampling is refused naming the reason.
-    Pb g;
-    g.m(1, node("RoiAlign", {"x", "rois", "bi"}, {"y"}, "roi2", {attr_str("mode", mode)}))
-        .s(2, "g")
-        .m(11, value_info("x", 1, {2, 3, 6, 7}))
-        .m(11, value_info("rois", 1, {3, 4}))
-        .m(11, value_info("bi", 7, {3}))
-        .m(12, value_info("y", 1, {3, 3, 1, 1}));
+    Pb g = roi_graph(node("RoiAlign", {"x", "rois", "bi"}, {"y"}, "roi2", {attr_str("mode", mode)}), {3, 3, 1, 1});
     Loaded l;
     load(l, e.ctx, write_file("roialign_adaptive.onnx", model(g, 16).b));
     EXPECT_EQ(l.st, CTN_ERR_UNSUPPORTED);
