@@ -147,6 +147,13 @@ std::vector<int64_t> NodeCtx::attr_ints(const char *name) const {
   return a->ints;
 }
 
+std::vector<int64_t> NodeCtx::attr_ints_n(const char *name, int64_t def, size_t n) const {
+  std::vector<int64_t> v = attr_ints(name);
+  if (v.empty()) v.assign(n, def);
+  if (v.size() != n) invalid("%s must have %zu entries, has %zu", name, n, v.size());
+  return v;
+}
+
 std::vector<float> NodeCtx::attr_floats(const char *name) const {
   const AttributeP *a = attr(name);
   if (!a) return {};
@@ -174,7 +181,7 @@ int32_t NodeCtx::axis(int64_t a, uint32_t ndim) const {
 }
 
 const OpEntry *find_converter(std::string_view op_type) {
-  for (auto table : {math_ops(), tensor_ops(), nn_ops(), resize_ops(), attention_ops()})
+  for (auto table : {math_ops(), tensor_ops(), nn_ops(), resize_ops(), attention_ops(), signal_ops(), sampling_ops()})
     for (const OpEntry &e : table)
       if (op_type == e.op_type) return &e;
   return nullptr;

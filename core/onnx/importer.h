@@ -97,6 +97,8 @@ class NodeCtx {
   std::vector<int64_t> attr_ints(const char *name) const;  // empty when absent
   std::vector<float> attr_floats(const char *name) const;
   std::vector<double> attr_tensor_reals(const char *name) const;  // a tensor attribute's values; empty when absent
+  // A per-dim attribute: `n` entries, or n copies of `def` when absent; fails naming the node otherwise.
+  std::vector<int64_t> attr_ints_n(const char *name, int64_t def, size_t n) const;
   void ignore(const char *name) const { attr(name); }
   void check_attrs_used() const;
 
@@ -126,6 +128,8 @@ std::span<const OpEntry> nn_ops();      // ops_nn.cpp: conv, pooling, norms, mat
 std::span<const OpEntry> resize_ops();  // ops_resize.cpp: Resize, Upsample
 std::span<const OpEntry> ml_ops();      // ops_ml.cpp: the ai.onnx.ml domain (scikit-learn exports)
 std::span<const OpEntry> attention_ops();  // ops_attention.cpp: Attention, RotaryEmbedding, SwiGLU...
+std::span<const OpEntry> signal_ops();     // ops_signal.cpp: DFT, STFT, windows, MelWeightMatrix
+std::span<const OpEntry> sampling_ops();   // ops_sampling.cpp: GridSample, RoiAlign
 const OpEntry *find_converter(std::string_view op_type);
 
 }  // namespace ctn::onnx

@@ -723,7 +723,50 @@ void shrink(NodeCtx &c) {
   out1(c, cast(g, y, dt));
 }
 
+// Det: Gaussian elimination with partial pivoting, unrolled over the (static) matrix size on the
+// batch [B, n, n]: per column, the pivot row (first largest |a|) is swapped to the top by one-hot
+// masks, the determinant takes the pivot (and a sign flip for a swap) and the rows below are
+// eliminated. A zero column gives a zero pivot (the elimination then divides by 1).
+void det(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  const int32_t dt = c.dtype(0);
+  if (!dtype_is_float(dt)) c.unsupported("dtype %s (float and double only)", dtype_name(dt));
+  if (s.ndim < 2 || s[s.ndim - 1] != s[s.ndim - 2]) c.invalid("the input %s must be [..., n, n]", shape_str(s).c_str());
+  const int64_t n = s[s.ndim - 1];
+  if (n < 1 || n > 256) c.unsupported("matrices of size %lld (1 to 256)", static_cast<long long>(n));
+  Shape out;
+  for (uint32_t k = 0; k + 2 < s.ndim; ++k) out[out.ndim++] = s[k];
+  const int64_t B = out.numel();
+  auto k = [&](double v) { return g.add_scalar(dt, v); };
+  ctn_node rows = reshape(g, c.in(0), Shape::from(3, std::vector<int64_t>{B, n, n}.data()));
+  ctn_node d = CTN_NODE_NONE;
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t m = n - j;  // rows left
+    ctn_node col = slice(g, rows, 2, j, j + 1, 1);  // [B, m, 1]
+    ctn_node p = extreme_index(g, g.op1(CTN_OP_ABS, col), 1, true, false);  // [B, 1, 1] f64
+    ctn_node oh = cast(g, one_hot(g, p, m, 1), dt);  // [B, m, 1]
+    ctn_node prow = reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, oh, rows), 1ull << 1, true);  // [B, 1, n]
+    ctn_node top = slice(g, rows, 1, 0, 1, 1);
+    // Row p takes the top row, then the top row becomes the pivot row.
+    rows = g.op2(CTN_OP_ADD, rows, g.op2(CTN_OP_MUL, oh, g.op2(CTN_OP_SUB, top, prow)));
+    ctn_node pivot = slice(g, prow, 2, j, j + 1, 1);  // [B, 1, 1]
+    ctn_node flip = g.op2(CTN_OP_SUB, k(1), g.op2(CTN_OP_MUL, k(2), cast(g, g.op2(CTN_OP_GT, p, g.add_scalar(CTN_F64, 0)), dt)));
+    ctn_node f = g.op2(CTN_OP_MUL, pivot, flip);
+    d = d == CTN_NODE_NONE ? f : g.op2(CTN_OP_MUL, d, f);
+    if (m == 1) break;
+    ctn_node zero = g.op2(CTN_OP_EQ, pivot, k(0));
+    ctn_node in3[3] = {zero, k(1), pivot};
+    ctn_node safe = g.add_op(CTN_OP_WHERE, 3, in3, nullptr);
+    ctn_node below = slice(g, rows, 1, 1, m, 1);  // [B, m - 1, n]
+    ctn_node factor = g.op2(CTN_OP_DIV, slice(g, below, 2, j, j + 1, 1), safe);
+    rows = g.op2(CTN_OP_SUB, below, g.op2(CTN_OP_MUL, factor, prow));
+  }
+  c.outs = {reshape(g, d, out)};
+}
+
 const OpEntry kMath[] = {
+    {"Det", det},
     {"Hardmax", hardmax},
     {"Shrink", shrink},
     {"Abs", unary_any<kAbs>},

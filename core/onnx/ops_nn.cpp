@@ -89,10 +89,11 @@ Window window(NodeCtx &c, const int64_t *kernel, const int64_t *in, uint32_t nsp
   return w;
 }
 
-// Spatial rank of input 0 (1 or 2); 3-d and larger convolutions are not lowered.
+// Spatial rank of input 0 (1 or 2) for the 2-d ops; 3-d inputs take the paths above and below
+// (conv3d, conv_transpose3d, pool_nd) before this, 4 spatial dims and more are not lowered.
 uint32_t spatial_dims(NodeCtx &c) {
   const uint32_t nd = c.shape(0).ndim;
-  if (nd != 3 && nd != 4) c.unsupported("%u-d input (1-d and 2-d spatial ops only, layout NCW / NCHW)", nd);
+  if (nd != 3 && nd != 4) c.unsupported("%u-d input (1 to 3 spatial dims, layout NCW / NCHW / NCDHW)", nd);
   return nd - 2;
 }
 
@@ -118,8 +119,130 @@ ctn_node pad_rest(Graph &g, ctn_node x, Window &w, double value, int64_t sym[2],
   return x;
 }
 
+// ---- 3-d convolutions by depth taps ----------------------------------------------------------------
+// A 3-d convolution is a sum over the kernel's depth taps of 2-d convolutions with the depth folded
+// into the batch: tap kd reads the input depths od * sd + kd * dd (a strided slice). The transposed
+// one likewise: tap kd's 2-d transposed convolution lands at depths i * sd + kd * dd (zero-
+// interleaved and shifted). Pads are applied (or cropped) explicitly on all three axes.
+struct Geom3 {
+  int64_t k[3], s[3], d[3], pb[3], pe[3];
+  std::string auto_pad;
+};
+
+// The 3-d geometry of Conv / ConvTranspose (weight `ws`) and its group.
+Geom3 geom3(NodeCtx &c, const Shape &ws, int64_t *group) {
+  Geom3 q;
+  if (ws.ndim != 5) c.invalid("the weight must have the input's rank");
+  c.ignore("kernel_shape");
+  *group = c.attr_i("group", 1);
+  q.auto_pad = c.attr_s("auto_pad", "NOTSET");
+  const std::vector<int64_t> st = c.attr_ints_n("strides", 1, 3), di = c.attr_ints_n("dilations", 1, 3), pads = c.attr_ints_n("pads", 0, 6);
+  for (int i = 0; i < 3; ++i) {
+    q.k[i] = ws[2 + static_cast<uint32_t>(i)], q.s[i] = st[static_cast<size_t>(i)], q.d[i] = di[static_cast<size_t>(i)];
+    q.pb[i] = pads[static_cast<size_t>(i)], q.pe[i] = pads[static_cast<size_t>(i + 3)];
+    if (q.s[i] < 1 || q.d[i] < 1 || q.pb[i] < 0 || q.pe[i] < 0) c.invalid("bad strides, dilations or pads");
+  }
+  return q;
+}
+
+ctn_node fold_depth(Graph &g, ctn_node x) {  // [N, C, D, H, W] -> [N * D, C, H, W]
+  const Shape s = g.info(x).shape;
+  return reshape(g, permute(g, x, {0, 2, 1, 3, 4}), shape_of({s[0] * s[2], s[1], s[3], s[4]}));
+}
+
+ctn_node unfold_depth(Graph &g, ctn_node y, int64_t n) {  // [N * D, O, H, W] -> [N, O, D, H, W]
+  const Shape s = g.info(y).shape;
+  return permute(g, reshape(g, y, shape_of({n, s[0] / n, s[1], s[2], s[3]})), {0, 2, 1, 3, 4});
+}
+
+ctn_node weight_tap(Graph &g, ctn_node w, int64_t kd) {  // [A, B, kD, kH, kW] -> [A, B, kH, kW]
+  const Shape s = g.info(w).shape;
+  return reshape(g, slice(g, w, 2, kd, kd + 1, 1), shape_of({s[0], s[1], s[3], s[4]}));
+}
+
+void conv3d(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape xs = c.shape(0), ws = c.shape(1);
+  int64_t group = 1;
+  Geom3 q = geom3(c, ws, &group);
+  const std::string &ap = q.auto_pad;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t in = xs[2 + static_cast<uint32_t>(i)];
+    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      const int64_t out = (in + q.s[i] - 1) / q.s[i];
+      const int64_t total = std::max<int64_t>(0, (out - 1) * q.s[i] + (q.k[i] - 1) * q.d[i] + 1 - in);
+      q.pb[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      q.pe[i] = total - q.pb[i];
+    } else if (ap == "VALID") {
+      q.pb[i] = q.pe[i] = 0;
+    } else if (ap != "NOTSET") {
+      c.unsupported("auto_pad '%s'", ap.c_str());
+    }
+  }
+  ctn_node x = c.in(0);
+  for (int i = 0; i < 3; ++i) x = pad_axis(g, x, 2 + i, q.pb[i], q.pe[i], 0, 0.0);
+  const int64_t dp = g.info(x).shape[2], span = (q.k[0] - 1) * q.d[0] + 1;
+  if (dp < span) c.invalid("the kernel's depth (%lld with dilations) exceeds the padded input's (%lld)", static_cast<long long>(span), static_cast<long long>(dp));
+  const int64_t od = (dp - span) / q.s[0] + 1;
+  ctn_attrs a = attrs_i({q.s[1], q.s[2], 0, 0, q.d[1], q.d[2], group});
+  ctn_node y = CTN_NODE_NONE;
+  for (int64_t kd = 0; kd < q.k[0]; ++kd) {
+    ctn_node xt = fold_depth(g, slice(g, x, 2, kd * q.d[0], kd * q.d[0] + (od - 1) * q.s[0] + 1, q.s[0]));
+    ctn_node t = g.op2(CTN_OP_CONV2D, xt, weight_tap(g, c.in(1), kd), &a);
+    y = y == CTN_NODE_NONE ? t : g.op2(CTN_OP_ADD, y, t);
+  }
+  y = unfold_depth(g, y, xs[0]);
+  if (c.has(2)) y = g.op2(CTN_OP_ADD, y, reshape(g, c.in(2), shape_of({ws[0], 1, 1, 1})));
+  out1(c, y);
+}
+
+void conv_transpose3d(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape xs = c.shape(0), ws = c.shape(1);
+  int64_t group = 1;
+  Geom3 q = geom3(c, ws, &group);
+  const std::string &ap = q.auto_pad;
+  std::vector<int64_t> op = c.attr_ints("output_padding"), os = c.attr_ints("output_shape");
+  if ((!op.empty() && op.size() != 3) || (!os.empty() && os.size() != 3 && os.size() != 5)) c.invalid("output_padding or output_shape do not match 3 spatial dims");
+  int64_t opad[3] = {0, 0, 0}, full[3];
+  for (int i = 0; i < 3; ++i) {
+    if (!op.empty()) opad[i] = op[static_cast<size_t>(i)];
+    const int64_t in = xs[2 + static_cast<uint32_t>(i)];
+    full[i] = q.s[i] * (in - 1) + opad[i] + (q.k[i] - 1) * q.d[i] + 1;
+    int64_t target = -1;
+    if (!os.empty()) target = os[os.size() - 3 + static_cast<size_t>(i)];
+    else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") target = in * q.s[i];
+    else if (ap != "NOTSET" && ap != "VALID") c.unsupported("auto_pad '%s'", ap.c_str());
+    if (target >= 0) {
+      const int64_t total = full[i] - target;
+      q.pb[i] = ap == "SAME_LOWER" ? total - total / 2 : total / 2;
+      q.pe[i] = total - q.pb[i];
+    }
+  }
+  // Tap kd: the 2-d transposed convolution of every input depth, zero-interleaved by the stride
+  // and shifted to kd * dd in the full (unpadded) output.
+  ctn_attrs a = attrs_i({q.s[1], q.s[2], 0, 0, q.d[1], q.d[2], group, 0, 0});
+  const int64_t D = xs[2];
+  ctn_node y = CTN_NODE_NONE;
+  for (int64_t kd = 0; kd < q.k[0]; ++kd) {
+    ctn_node t = g.op2(CTN_OP_CONV_TRANSPOSE2D, fold_depth(g, c.in(0)), weight_tap(g, c.in(1), kd), &a);
+    const Shape ts = g.info(t).shape;  // [N * D, O, Hf, Wf]
+    const int64_t rest = ts[1] * ts[2] * ts[3];
+    t = pad_axis(g, reshape(g, t, shape_of({xs[0], D, 1, rest})), 2, 0, q.s[0] - 1, 0, 0.0);
+    t = slice(g, reshape(g, t, shape_of({xs[0], D * q.s[0], rest})), 1, 0, (D - 1) * q.s[0] + 1, 1);
+    t = pad_axis(g, t, 1, kd * q.d[0], full[0] - opad[0] - (D - 1) * q.s[0] - 1 - kd * q.d[0], 0, 0.0);
+    t = permute(g, reshape(g, t, shape_of({xs[0], full[0] - opad[0], ts[1], ts[2], ts[3]})), {0, 2, 1, 3, 4});
+    y = y == CTN_NODE_NONE ? t : g.op2(CTN_OP_ADD, y, t);
+  }
+  // H and W of the 2-d result lack their output padding; crop the pads, append the output padding.
+  for (int i = 0; i < 3; ++i) y = pad_axis(g, y, 2 + i, -q.pb[i], opad[i] - q.pe[i], 0, 0.0);
+  if (c.has(2)) y = g.op2(CTN_OP_ADD, y, reshape(g, c.in(2), shape_of({g.info(y).shape[1], 1, 1, 1})));
+  out1(c, y);
+}
+
 void conv(NodeCtx &c) {
   Graph &g = c.g;
+  if (c.shape(0).ndim == 5) return conv3d(c);
   const uint32_t nsp = spatial_dims(c);
   const Shape xs = c.shape(0), ws = c.shape(1);
   if (ws.ndim != xs.ndim) c.invalid("the weight must have the input's rank");
@@ -137,6 +260,7 @@ void conv(NodeCtx &c) {
 
 void conv_transpose(NodeCtx &c) {
   Graph &g = c.g;
+  if (c.shape(0).ndim == 5) return conv_transpose3d(c);
   const uint32_t nsp = spatial_dims(c);
   const Shape xs = c.shape(0), ws = c.shape(1);
   c.ignore("kernel_shape");
@@ -192,20 +316,188 @@ void ceil_extra(const Window &w, const int64_t in[2], bool ceil_mode, int64_t ex
   }
 }
 
+// ---- N-d pooling by shifted strided slices ---------------------------------------------------------
+// Pooling over 3 spatial dims, or with dilations (the pooling ops have none): the input padded
+// (-inf for max, 0 otherwise), one strided slice per kernel offset, combined with maximum or add.
+// Exact; cost: one slice per element of the kernel.
+enum class PoolKind { kMax, kAvg, kLp };
+
+struct PoolGeom {
+  std::vector<int64_t> k, s, d, pb, pe, out, extra;
+};
+
+PoolGeom pool_geom(NodeCtx &c, const Shape &xs, uint32_t nsp) {
+  PoolGeom p;
+  p.k = c.attr_ints("kernel_shape");
+  if (p.k.size() != nsp) c.invalid("kernel_shape must have %u entries", nsp);
+  p.s = c.attr_ints_n("strides", 1, nsp), p.d = c.attr_ints_n("dilations", 1, nsp);
+  const std::vector<int64_t> pads = c.attr_ints_n("pads", 0, 2 * nsp);
+  const std::string ap = c.attr_s("auto_pad", "NOTSET");
+  const bool ceil_mode = c.attr_i("ceil_mode", 0) != 0;
+  for (uint32_t i = 0; i < nsp; ++i) {
+    const int64_t in = xs[2 + i], span = (p.k[i] - 1) * p.d[i] + 1;
+    if (p.k[i] < 1 || p.s[i] < 1 || p.d[i] < 1 || pads[i] < 0 || pads[i + nsp] < 0) c.invalid("bad kernel_shape, strides, dilations or pads");
+    int64_t pb = pads[i], pe = pads[i + nsp];
+    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      const int64_t o = (in + p.s[i] - 1) / p.s[i], total = std::max<int64_t>(0, (o - 1) * p.s[i] + span - in);
+      pb = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe = total - pb;
+    } else if (ap == "VALID") {
+      pb = pe = 0;
+    } else if (ap != "NOTSET") {
+      c.unsupported("auto_pad '%s'", ap.c_str());
+    }
+    const int64_t room = in + pb + pe - span;
+    if (room < 0) c.invalid("the window (%lld with dilations) is larger than the padded input (%lld) along spatial dim %u",
+                            static_cast<long long>(span), static_cast<long long>(in + pb + pe), i);
+    int64_t o = (ceil_mode ? (room + p.s[i] - 1) / p.s[i] : room / p.s[i]) + 1;
+    if (ceil_mode && (o - 1) * p.s[i] >= in + pb) --o;  // the last window must start inside
+    p.pb.push_back(pb), p.pe.push_back(pe), p.out.push_back(o);
+    p.extra.push_back(std::max<int64_t>(0, (o - 1) * p.s[i] + span - (in + pb + pe)));
+  }
+  return p;
+}
+
+// Sum (or maximum) over the kernel offsets of the strided slices of the padded `x`. With `pos`
+// (the positions of x's elements, same spatial dims), *arg gets the position of each window's
+// first maximum (kernel offsets in row-major order, as ONNX's reference scans them).
+ctn_node window_reduce(Graph &g, ctn_node x, const PoolGeom &p, bool is_max, ctn_node pos = CTN_NODE_NONE,
+                       ctn_node *arg = nullptr) {
+  const size_t nsp = p.k.size();
+  std::vector<int64_t> at(nsp, 0);
+  ctn_node acc = CTN_NODE_NONE;
+  auto window = [&](ctn_node t) {
+    for (size_t i = 0; i < nsp; ++i) {
+      const int64_t start = at[i] * p.d[i];
+      t = slice(g, t, static_cast<int32_t>(2 + i), start, start + (p.out[i] - 1) * p.s[i] + 1, p.s[i]);
+    }
+    return t;
+  };
+  for (;;) {
+    ctn_node t = window(x);
+    if (arg && acc != CTN_NODE_NONE) {
+      ctn_node in[3] = {g.op2(CTN_OP_GT, t, acc), window(pos), *arg};
+      *arg = g.add_op(CTN_OP_WHERE, 3, in, nullptr);
+    } else if (arg) {
+      *arg = window(pos);
+    }
+    acc = acc == CTN_NODE_NONE ? t : g.op2(is_max ? CTN_OP_MAXIMUM : CTN_OP_ADD, acc, t);
+    size_t i = nsp;
+    while (i > 0 && ++at[i - 1] == p.k[i - 1]) at[--i] = 0;
+    if (i == 0) return acc;
+  }
+}
+
+// [1, 1, padded spatial...]: each real element's flat position in its plane (row-major, or
+// column-major with storage_order 1), -1 in the padding (never a window's first maximum: the
+// padding is -inf there). In f64: exact for any plane.
+ctn_node pool_positions(NodeCtx &c, Graph &g, const Shape &xs, const PoolGeom &p) {
+  const size_t nsp = p.k.size();
+  const bool col_major = c.attr_i("storage_order", 0) != 0;
+  Shape ms = shape_of({1, 1});
+  for (size_t i = 0; i < nsp; ++i) ms[ms.ndim++] = xs[2 + i] + p.pb[i] + p.pe[i] + p.extra[i];
+  c.limit(static_cast<double>(ms.numel()), "the MaxPool position map");
+  std::vector<double> m(static_cast<size_t>(ms.numel()));
+  for (int64_t e = 0; e < ms.numel(); ++e) {
+    int64_t rest = e, flat = 0, stride = 1;
+    bool real = true;
+    std::vector<int64_t> q(nsp);
+    for (size_t i = nsp; i-- > 0;) {
+      q[i] = rest % ms[2 + i] - p.pb[i];
+      rest /= ms[2 + i];
+      real = real && q[i] >= 0 && q[i] < xs[2 + i];
+    }
+    for (size_t j = 0; j < nsp; ++j) {  // row-major: the last dim varies fastest
+      const size_t i = col_major ? j : nsp - 1 - j;
+      flat += q[i] * stride;
+      stride *= xs[2 + i];
+    }
+    m[static_cast<size_t>(e)] = real ? static_cast<double>(flat) : -1;
+  }
+  return const_f(g, CTN_F64, m, ms);
+}
+
+void pool_nd(NodeCtx &c, PoolKind kind) {
+  Graph &g = c.g;
+  const Shape xs = c.shape(0);
+  if (xs.ndim < 3 || xs.ndim > 5) c.unsupported("%u-d input (pooling takes 1 to 3 spatial dims, layout NC...)", xs.ndim);
+  const uint32_t nsp = xs.ndim - 2;
+  const int32_t in_dt = c.dtype(0);
+  const PoolGeom p = pool_geom(c, xs, nsp);
+  double vol = 1;
+  for (int64_t k : p.k) vol *= static_cast<double>(k);
+  if (vol > 4096) c.unsupported("a dilated or 3-d pooling window of %g elements (4096 at most)", vol);
+  const bool is_max = kind == PoolKind::kMax;
+  const bool include_pad = kind == PoolKind::kAvg && c.attr_i("count_include_pad", 0) != 0;
+  const double lp = kind == PoolKind::kLp ? static_cast<double>(c.attr_i("p", 2)) : 1;
+  if (lp < 1) c.invalid("p must be at least 1, not %g", lp);
+  ctn_node x = cast(g, c.in(0), dtype_is_float(in_dt) ? in_dt : CTN_F64);
+  const int32_t dt = g.info(x).dtype;
+  if (kind == PoolKind::kLp) {
+    x = g.op1(CTN_OP_ABS, x);
+    if (lp != 1) x = g.op2(CTN_OP_POW, x, g.add_scalar(dt, lp));
+  }
+  const double fill = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+  ctn_node xp = x;
+  for (uint32_t i = 0; i < nsp; ++i) xp = pad_axis(g, xp, static_cast<int32_t>(2 + i), p.pb[i], p.pe[i] + p.extra[i], 0, fill);
+  const bool want_idx = is_max && c.node.outputs.size() > 1 && !c.node.outputs[1].empty();
+  ctn_node arg = CTN_NODE_NONE, pos = want_idx ? pool_positions(c, g, xs, p) : CTN_NODE_NONE;
+  ctn_node y = window_reduce(g, xp, p, is_max, pos, want_idx ? &arg : nullptr);
+  if (kind == PoolKind::kLp && lp != 1) y = g.op2(CTN_OP_POW, y, g.add_scalar(dt, 1.0 / lp));
+  if (kind == PoolKind::kAvg) {
+    // The count of the elements each window averages: the real ones, plus the declared pads
+    // with count_include_pad (never the ceil_mode overhang).
+    Shape ms = shape_of({1, 1});
+    for (uint32_t i = 0; i < nsp; ++i) ms[ms.ndim++] = xs[2 + i] + p.pb[i] + p.pe[i] + p.extra[i];
+    c.limit(static_cast<double>(ms.numel()), "the pooling count map");
+    std::vector<double> m(static_cast<size_t>(ms.numel()));
+    for (int64_t e = 0; e < ms.numel(); ++e) {
+      bool counted = true;
+      int64_t rest = e;
+      for (uint32_t i = nsp; i-- > 0;) {
+        const int64_t pos = rest % ms[2 + i];
+        rest /= ms[2 + i];
+        const int64_t lo = include_pad ? 0 : p.pb[i], hi = p.pb[i] + xs[2 + i] + (include_pad ? p.pe[i] : 0);
+        counted = counted && pos >= lo && pos < hi;
+      }
+      m[static_cast<size_t>(e)] = counted ? 1 : 0;
+    }
+    y = g.op2(CTN_OP_DIV, y, window_reduce(g, const_f(g, dt, m, ms), p, false));
+  }
+  c.outs = {cast(g, y, in_dt)};
+  if (want_idx) {
+    // + (n C + c) prod(spatial): the Indices count over the whole [N, C, spatial...] tensor.
+    Shape bs = shape_of({xs[0], xs[1]});
+    int64_t plane = 1;
+    for (uint32_t i = 0; i < nsp; ++i) bs[bs.ndim++] = 1, plane *= xs[2 + i];
+    std::vector<double> off(static_cast<size_t>(xs[0] * xs[1]));
+    for (size_t k = 0; k < off.size(); ++k) off[k] = static_cast<double>(k) * static_cast<double>(plane);
+    c.outs.push_back(cast(g, g.op2(CTN_OP_ADD, cast(g, arg, CTN_F64), const_f(g, CTN_F64, off, bs)), CTN_I64));
+  }
+}
+
+// 3 spatial dims or dilations: the N-d path above; 1-d and 2-d without dilations: the pooling ops.
+bool pool_needs_nd(NodeCtx &c) {
+  if (c.shape(0).ndim == 5) return true;
+  for (int64_t d : c.attr_ints("dilations"))
+    if (d != 1) return true;
+  return false;
+}
+
 void pool(NodeCtx &c, bool is_max) {
   Graph &g = c.g;
-  const uint32_t nsp = spatial_dims(c);
-  const Shape xs = c.shape(0);
   const int32_t in_dt = c.dtype(0);
   if (!dtype_is_float(in_dt) && !(is_max && (in_dt == CTN_U8 || in_dt == CTN_I32)))
     c.unsupported("dtype %s (float and double; uint8 and int32 for MaxPool)", dtype_name(in_dt));
+  if (is_max) c.ignore("storage_order");  // it orders the Indices output only
+  const bool indices = is_max && c.node.outputs.size() > 1 && !c.node.outputs[1].empty();
+  if (indices || pool_needs_nd(c)) return pool_nd(c, is_max ? PoolKind::kMax : PoolKind::kAvg);
+  const uint32_t nsp = spatial_dims(c);
+  const Shape xs = c.shape(0);
   std::vector<int64_t> ks = c.attr_ints("kernel_shape");
   if (ks.size() != nsp) c.invalid("kernel_shape must have %u entries", nsp);
   Window w = window(c, ks.data(), &xs.d[2], nsp, false);
-  if (w.d[0] != 1 || w.d[1] != 1) c.unsupported("dilations other than 1");
   const bool ceil_mode = c.attr_i("ceil_mode", 0) != 0;
-  if (is_max && c.attr_i("storage_order", 0) != 0) c.unsupported("storage_order 1");
-  if (c.node.outputs.size() > 1 && !c.node.outputs[1].empty()) c.unsupported("the Indices output");
   const bool include_pad = !is_max && c.attr_i("count_include_pad", 0) != 0;
   ctn_node x = to4d(g, cast(g, c.in(0), dtype_is_float(in_dt) ? in_dt : CTN_F64));  // max of ints is exact in f64
   const Shape s4 = g.info(x).shape;
@@ -254,17 +546,51 @@ void pool(NodeCtx &c, bool is_max) {
 void max_pool(NodeCtx &c) { pool(c, true); }
 void avg_pool(NodeCtx &c) { pool(c, false); }
 
+// MaxUnpool: X's values scattered to the flat positions I (over the whole output) of a zero
+// tensor: embedding_grad, the scatter-add of rows, with one-element rows (duplicate positions,
+// which MaxPool never makes, add up).
+void max_unpool(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape xs = c.shape(0), is = c.shape(1);
+  const int32_t dt = c.dtype(0);
+  if (!dtype_is_float(dt)) c.unsupported("dtype %s (float and double only)", dtype_name(dt));
+  if (xs.ndim < 3 || is != xs) c.invalid("X %s and I %s must have the same shape, at least 3-d", shape_str(xs).c_str(), shape_str(is).c_str());
+  const uint32_t nsp = xs.ndim - 2;
+  const std::vector<int64_t> ks = c.attr_ints("kernel_shape");
+  std::vector<int64_t> st = c.attr_ints("strides"), pads = c.attr_ints("pads");
+  if (st.empty()) st.assign(nsp, 1);
+  if (pads.empty()) pads.assign(2 * nsp, 0);
+  if (ks.size() != nsp || st.size() != nsp || pads.size() != 2 * nsp) c.invalid("kernel_shape, strides or pads do not match %u spatial dims", nsp);
+  // I indexes the inferred shape; an output_shape beyond it is zero-padded at the end (ONNX's
+  // reference).
+  Shape out = shape_of({xs[0], xs[1]});
+  for (uint32_t i = 0; i < nsp; ++i) out[out.ndim++] = (xs[2 + i] - 1) * st[i] - pads[i] - pads[i + nsp] + ks[i];
+  std::vector<int64_t> want(out.d, out.d + out.ndim);
+  if (c.has(2)) want = c.ints(2, "output_shape");
+  if (want.size() != xs.ndim) c.invalid("output_shape must have %u entries", xs.ndim);
+  const int64_t total = out.numel(), u = xs.numel();
+  for (uint32_t i = 0; i < xs.ndim; ++i)
+    if (out[i] < 1 || want[i] < out[i] || (i < 2 && want[i] != out[i]))
+      c.invalid("output_shape does not hold the unpooled shape %s", shape_str(out).c_str());
+  c.limit(static_cast<double>(Shape::from(xs.ndim, want.data()).numel()), "MaxUnpool's output");
+  ctn_attrs a = attrs_i({total});
+  ctn_node ids = cast(g, reshape(g, c.in(1), Shape::from(1, &u)), CTN_I64);
+  ctn_node y = reshape(g, g.op2(CTN_OP_EMBEDDING_GRAD, ids, reshape(g, c.in(0), shape_of({u, 1})), &a), out);
+  for (uint32_t i = 2; i < xs.ndim; ++i) y = pad_axis(g, y, static_cast<int32_t>(i), 0, want[i] - out[i], 0, 0.0);
+  out1(c, y);
+}
+
 // LpPool: (sum of |x|^p over the zero-padded window)^(1/p), the sum as an average pool with no
 // padding of its own times the window's size.
 void lp_pool(NodeCtx &c) {
   Graph &g = c.g;
+  if (!dtype_is_float(c.dtype(0))) c.unsupported("dtype %s (float and double only)", dtype_name(c.dtype(0)));
+  if (pool_needs_nd(c)) return pool_nd(c, PoolKind::kLp);
   const uint32_t nsp = spatial_dims(c);
   const Shape xs = c.shape(0);
-  if (!dtype_is_float(c.dtype(0))) c.unsupported("dtype %s (float and double only)", dtype_name(c.dtype(0)));
   std::vector<int64_t> ks = c.attr_ints("kernel_shape");
   if (ks.size() != nsp) c.invalid("kernel_shape must have %u entries", nsp);
   Window w = window(c, ks.data(), &xs.d[2], nsp, false);
-  if (w.d[0] != 1 || w.d[1] != 1) c.unsupported("dilations other than 1");
   const double p = static_cast<double>(c.attr_i("p", 2));
   if (p < 1) c.invalid("p must be at least 1, not %g", p);
   ctn_node x = to4d(g, g.op1(CTN_OP_ABS, c.in(0)));
@@ -570,13 +896,7 @@ void col2im(NodeCtx &c) {
   const std::vector<int64_t> img = c.ints(1, "image_shape"), blk = c.ints(2, "block_shape");
   const size_t nd = img.size();
   if (nd == 0 || blk.size() != nd) c.invalid("image_shape and block_shape must have the same, non-zero length");
-  auto per_dim = [&](const char *name, int64_t def, size_t n) {
-    std::vector<int64_t> v = c.attr_ints(name);
-    if (v.empty()) v.assign(n, def);
-    if (v.size() != n) c.invalid("%s must have %zu entries", name, n);
-    return v;
-  };
-  const std::vector<int64_t> dil = per_dim("dilations", 1, nd), str = per_dim("strides", 1, nd), pads = per_dim("pads", 0, 2 * nd);
+  const std::vector<int64_t> dil = c.attr_ints_n("dilations", 1, nd), str = c.attr_ints_n("strides", 1, nd), pads = c.attr_ints_n("pads", 0, 2 * nd);
   const Shape xs = c.shape(0);
   int64_t k_total = 1, img_total = 1, l_total = 1;
   std::vector<int64_t> locs(nd);
@@ -628,6 +948,7 @@ const OpEntry kNn[] = {
     {"MaxPool", max_pool},
     {"AveragePool", avg_pool},
     {"LpPool", lp_pool},
+    {"MaxUnpool", max_unpool},
     {"Col2Im", col2im},
     {"GlobalAveragePool", global_avg_pool},
     {"GlobalMaxPool", global_max_pool},

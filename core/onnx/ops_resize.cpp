@@ -7,6 +7,7 @@
 #include "onnx/lower.h"
 #include "util/status.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ctn::onnx {
@@ -18,6 +19,7 @@ struct ResizeSpec {
   std::string mode = "nearest", coord = "half_pixel", nearest = "round_prefer_floor";
   double cubic_a = -0.75, extrapolation = 0.0;
   bool exclude_outside = false;
+  bool antialias = false;  // linear and cubic: the filter stretched by 1 / scale when downsampling
 };
 
 // Source coordinate of output position `o` (ONNX's coordinate_transformation_mode). Like ONNX's
@@ -89,6 +91,54 @@ Taps taps_for(const ResizeSpec &s, int64_t in, int64_t out, double scale, double
     for (int k = 0; k < t.n; ++k) {
       t.idx[static_cast<size_t>(k)][oi] = clampi(first + k);
       t.w[static_cast<size_t>(k)][oi] = s.exclude_outside && sum != 0 ? c[k] / sum : c[k];
+    }
+  }
+  return t;
+}
+
+// Antialiased linear or cubic taps (ONNX's reference): the filter's argument is scaled by
+// min(scale, 1), so a downsampling filter spans 1 / scale times as many inputs; the weights are
+// normalised to sum 1 and the taps are the n inputs nearest the source coordinate.
+Taps taps_antialias(const ResizeSpec &s, int64_t in, int64_t out, double scale, double roi_b, double roi_e) {
+  const double sc = std::min(scale, 1.0);
+  const bool cubic = s.mode == "cubic";
+  const int64_t start = static_cast<int64_t>(std::floor((cubic ? -2 : -1) / sc) + 1);
+  const int64_t n = 2 - 2 * start;  // taps start .. 1 - start
+  if (n > 4096) fail(CTN_ERR_UNSUPPORTED, "Resize: an antialias filter of %lld taps (scale %g)", static_cast<long long>(n), scale);
+  Taps t;
+  t.n = static_cast<int>(n);
+  t.idx.assign(static_cast<size_t>(n), std::vector<int64_t>(static_cast<size_t>(out)));
+  t.w.assign(static_cast<size_t>(n), std::vector<double>(static_cast<size_t>(out)));
+  t.outside.assign(static_cast<size_t>(out), false);
+  const double A = s.cubic_a;
+  auto weight = [&](double x) {
+    x = std::fabs(x);
+    if (!cubic) return std::clamp(1 - x, 0.0, 1.0);
+    if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
+    return x < 2 ? ((A * x - 5 * A) * x + 8 * A) * x - 4 * A : 0.0;
+  };
+  const int64_t pad = (n + 1) / 2;
+  std::vector<double> w(static_cast<size_t>(n));
+  for (int64_t o = 0; o < out; ++o) {
+    const size_t oi = static_cast<size_t>(o);
+    const double x = source_coord(s, o, in, out, scale, roi_b, roi_e);
+    if (s.coord == "tf_crop_and_resize" && (x < 0 || x > static_cast<double>(in - 1))) t.outside[oi] = true;
+    const double fl = std::floor(x), ratio = x == fl ? 1.0 : x - fl;
+    double sum = 0;
+    for (int64_t k = 0; k < n; ++k) sum += w[static_cast<size_t>(k)] = weight(sc * (static_cast<double>(start + k) - ratio));
+    const double xp = x + static_cast<double>(pad), p = std::floor(xp), frac = xp - p;
+    const int64_t off = n % 2 == 0 ? (frac == 0 ? -(n / 2) : -(n / 2) + 1) : (frac <= 0.5 ? -((n - 1) / 2) : -((n - 1) / 2) + 1);
+    const int64_t first = static_cast<int64_t>(p) + off - pad;
+    double kept = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      double &wk = w[static_cast<size_t>(k)];
+      wk = sum != 0 ? wk / sum : wk;
+      if (s.exclude_outside && (first + k < 0 || first + k >= in)) wk = 0;
+      kept += wk;
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      t.idx[static_cast<size_t>(k)][oi] = std::clamp<int64_t>(first + k, 0, in - 1);
+      t.w[static_cast<size_t>(k)][oi] = s.exclude_outside ? w[static_cast<size_t>(k)] / (kept == 0 ? 1 : kept) : w[static_cast<size_t>(k)];
     }
   }
   return t;
@@ -171,7 +221,7 @@ void resize_common(NodeCtx &c, ResizeSpec s, std::vector<double> scales, std::ve
       rb = roi[at];
       re = roi[at + half];
     }
-    y = resize_axis(g, y, a, taps_for(s, xs[a], out[a], sc[a], rb, re), s);
+    y = resize_axis(g, y, a, (s.antialias ? taps_antialias : taps_for)(s, xs[a], out[a], sc[a], rb, re), s);
   }
   c.outs = {y};
 }
@@ -184,7 +234,7 @@ void resize(NodeCtx &c) {
   s.cubic_a = c.attr_f("cubic_coeff_a", -0.75);
   s.extrapolation = c.attr_f("extrapolation_value", 0.0);
   s.exclude_outside = c.attr_i("exclude_outside", 0) != 0;
-  if (c.attr_i("antialias", 0) != 0) c.unsupported("antialias = 1");
+  s.antialias = c.attr_i("antialias", 0) != 0 && s.mode != "nearest";  // nearest ignores it
   std::vector<double> roi, scales;
   std::vector<int64_t> sizes;
   if (c.opset < 11) {  // Resize-10: (X, scales)

@@ -259,18 +259,27 @@ void gather_elements(NodeCtx &c) {
 }
 
 // GatherND / ScatterND: the flat row index (f64, indices.shape[:-1]) into data viewed as `rows`
-// = [prod(shape[:k]), shape[k:]...], k the last dim of indices (input 1).
-ctn_node nd_flat_row(NodeCtx &c, Shape *rows) {
+// = [prod(shape[:b + k]), shape[b + k:]...], k the last dim of indices (input 1) and b the
+// leading batch dims (GatherND's batch_dims) that data and indices share: batch element e's
+// indices address dims b..b+k-1 of its own slice, at rows e * prod(shape[b:b + k]).
+ctn_node nd_flat_row(NodeCtx &c, Shape *rows, int64_t b = 0) {
   Graph &g = c.g;
   const Shape s = c.shape(0), is = c.shape(1);
   if (is.ndim == 0) c.invalid("indices must be at least 1-d");
   const int64_t k = is[is.ndim - 1];
-  if (k < 1 || k > static_cast<int64_t>(s.ndim)) c.invalid("the last dim of indices (%lld) exceeds the data's rank", static_cast<long long>(k));
+  if (b < 0 || b >= static_cast<int64_t>(is.ndim) || b >= static_cast<int64_t>(s.ndim))
+    c.invalid("batch_dims %lld must be below the ranks of data and indices", static_cast<long long>(b));
+  int64_t batch = 1;
+  for (uint32_t d = 0; d < static_cast<uint32_t>(b); ++d) {
+    if (s[d] != is[d]) c.invalid("data %s and indices %s differ in batch dim %u", shape_str(s).c_str(), shape_str(is).c_str(), d);
+    batch *= s[d];
+  }
+  if (k < 1 || b + k > static_cast<int64_t>(s.ndim)) c.invalid("the last dim of indices (%lld) exceeds the data's rank", static_cast<long long>(k));
   std::vector<double> stride(static_cast<size_t>(k)), dims(static_cast<size_t>(k));
   double st = 1;
   for (int64_t j = k - 1; j >= 0; --j) {
     stride[static_cast<size_t>(j)] = st;
-    dims[static_cast<size_t>(j)] = static_cast<double>(s[static_cast<uint32_t>(j)]);
+    dims[static_cast<size_t>(j)] = static_cast<double>(s[static_cast<uint32_t>(b + j)]);
     st *= dims[static_cast<size_t>(j)];
   }
   Shape ks;
@@ -281,15 +290,20 @@ ctn_node nd_flat_row(NodeCtx &c, Shape *rows) {
   ctn_node neg = cast(g, g.op2(CTN_OP_LT, idx, g.add_scalar(CTN_F64, 0)), CTN_F64);
   idx = g.op2(CTN_OP_ADD, idx, g.op2(CTN_OP_MUL, neg, const_f(g, CTN_F64, dims, ks)));
   *rows = Shape{};
-  (*rows)[rows->ndim++] = static_cast<int64_t>(st);
-  for (uint32_t d = static_cast<uint32_t>(k); d < s.ndim; ++d) (*rows)[rows->ndim++] = s[d];
-  return reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, idx, const_f(g, CTN_F64, stride, ks)), 1ull << (is.ndim - 1), false);
+  (*rows)[rows->ndim++] = batch * static_cast<int64_t>(st);
+  for (uint32_t d = static_cast<uint32_t>(b + k); d < s.ndim; ++d) (*rows)[rows->ndim++] = s[d];
+  ctn_node flat = reduce(g, CTN_OP_SUM, g.op2(CTN_OP_MUL, idx, const_f(g, CTN_F64, stride, ks)), 1ull << (is.ndim - 1), false);
+  if (b == 0) return flat;
+  Shape bs = g.info(flat).shape;  // is[:-1]: the batch dims, then ones
+  for (uint32_t d = static_cast<uint32_t>(b); d < bs.ndim; ++d) bs[d] = 1;
+  std::vector<double> off(static_cast<size_t>(batch));
+  for (int64_t e = 0; e < batch; ++e) off[static_cast<size_t>(e)] = static_cast<double>(e) * st;
+  return g.op2(CTN_OP_ADD, flat, const_f(g, CTN_F64, off, bs));
 }
 
 void gather_nd(NodeCtx &c) {
-  if (c.attr_i("batch_dims", 0) != 0) c.unsupported("batch_dims other than 0");
   Shape rows;
-  ctn_node flat = nd_flat_row(c, &rows);
+  ctn_node flat = nd_flat_row(c, &rows, c.attr_i("batch_dims", 0));
   out1(c, take(c.g, reshape(c.g, c.in(0), rows), cast(c.g, flat, CTN_I64), 0));
 }
 
@@ -576,7 +590,54 @@ void center_crop_pad(NodeCtx &c) {
   out1(c, x);
 }
 
+// TensorScatter (opset 24, a key/value cache update): along `axis`, batch b's cache position p
+// takes update row i = p - write_indices[b] (mod the cache length in circular mode) when
+// 0 <= i < the update's length, else keeps the cache. The rows come from one gather of the
+// update viewed as [B * S, R] at b * S + i (exact, whatever the values), the choice from a where.
+void tensor_scatter(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape cs = c.shape(0), us = c.shape(1);
+  if (cs.ndim < 2 || us.ndim != cs.ndim) c.invalid("past_cache %s and update %s must have the same rank, at least 2", shape_str(cs).c_str(), shape_str(us).c_str());
+  const int32_t ax = c.axis(c.attr_i("axis", -2), cs.ndim);
+  if (ax == 0) c.invalid("axis must not be the batch axis");
+  const std::string mode = c.attr_s("mode", "linear");
+  if (mode != "linear" && mode != "circular") c.invalid("unknown mode '%s'", mode.c_str());
+  for (uint32_t k = 0; k < cs.ndim; ++k)
+    if (static_cast<int32_t>(k) == ax ? us[k] > cs[k] : us[k] != cs[k])
+      c.invalid("update %s does not fit past_cache %s", shape_str(us).c_str(), shape_str(cs).c_str());
+  const int64_t B = cs[0], M = cs[static_cast<uint32_t>(ax)], S = us[static_cast<uint32_t>(ax)], R = cs.numel() / (B * M);
+  if (R == 0 || S == 0) c.unsupported("empty tensors");
+  std::vector<int32_t> perm{0, ax};
+  for (uint32_t k = 1; k < cs.ndim; ++k)
+    if (static_cast<int32_t>(k) != ax) perm.push_back(static_cast<int32_t>(k));
+  const Shape s2 = Shape::from(2, std::vector<int64_t>{B, 1}.data());
+  ctn_node w = c.has(2) ? reshape(g, cast(g, c.in(2), CTN_F64), s2) : g.add_scalar(CTN_F64, 0);
+  ctn_node i = g.op2(CTN_OP_SUB, ramp(g, M, 2, 1), w);  // [B, M]
+  if (mode == "circular") {
+    ctn_node m = g.add_scalar(CTN_F64, static_cast<double>(M));
+    i = g.op2(CTN_OP_SUB, i, g.op2(CTN_OP_MUL, m, floor(g, g.op2(CTN_OP_DIV, i, m))));
+  }
+  ctn_node lo = g.add_scalar(CTN_F64, 0), hi = g.add_scalar(CTN_F64, static_cast<double>(S - 1));
+  ctn_node ic = g.op2(CTN_OP_MINIMUM, g.op2(CTN_OP_MAXIMUM, i, lo), hi);
+  ctn_node valid = g.op2(CTN_OP_EQ, ic, i);
+  std::vector<double> boff(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) boff[static_cast<size_t>(b)] = static_cast<double>(b * S);
+  ctn_node flat = cast(g, g.op2(CTN_OP_ADD, ic, const_f(g, CTN_F64, boff, s2)), CTN_I64);
+  ctn_node table = reshape(g, permute(g, c.in(1), perm), Shape::from(2, std::vector<int64_t>{B * S, R}.data()));
+  ctn_node rows = take(g, table, flat, 0);  // [B, M, R]
+  const Shape s3 = Shape::from(3, std::vector<int64_t>{B, M, R}.data());
+  ctn_node past = reshape(g, permute(g, c.in(0), perm), s3);
+  ctn_node in3[3] = {reshape(g, valid, Shape::from(3, std::vector<int64_t>{B, M, 1}.data())), rows, past};
+  ctn_node y = g.add_op(CTN_OP_WHERE, 3, in3, nullptr);
+  Shape ps;
+  for (int32_t p : perm) ps[ps.ndim++] = cs[static_cast<uint32_t>(p)];
+  std::vector<int32_t> inv(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) inv[static_cast<size_t>(perm[k])] = static_cast<int32_t>(k);
+  out1(c, permute(g, reshape(g, y, ps), inv));
+}
+
 const OpEntry kTensor[] = {
+    {"TensorScatter", tensor_scatter},
     {"Identity", identity},
     {"Reshape", reshape_},
     {"Flatten", flatten},

@@ -13,8 +13,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # op type -> reason (ops the importer has no converter for).
 OP_REASONS = [
-    (r"^(HannWindow|HammingWindow|BlackmanWindow|DFT|STFT|MelWeightMatrix)$",
-     "signal-processing op (needs cos/sin or complex numbers)"),
     (r"^(Sequence\w*|SplitToSequence|ConcatFromSequence|Optional\w*)$",
      "sequence/optional values are not supported (tensors only)"),
     (r"^(NonZero|Unique|TopK|Compress|NonMaxSuppression|ReverseSequence)$",
@@ -27,8 +25,6 @@ OP_REASONS = [
      "BitCast: reinterpreting a tensor's bytes as another dtype has no chutney op"),
     (r"^(Attention|LinearAttention|RotaryEmbedding|SwiGLU|CausalConvWithState)$",
      "transformer fused op of opsets 23+ not lowered yet"),
-    (r"^(TensorScatter|MaxUnpool)$",
-     "scatter variant not lowered yet (Scatter, ScatterElements and ScatterND are, as masks)"),
 ]
 DEFAULT_OP_REASON = "op not implemented by the importer"
 
@@ -55,23 +51,21 @@ def classify(name, reason):
         return "ai.onnx.preview domains (training and preview ops) are not supported"
     if re.search(r"default-domain opset [1-6] ", reason):
         return "model of opset 1-6 (the importer takes opsets 7 and newer)"
-    if re.search(r"\d-d input \(1-d and 2-d spatial ops", reason):
-        return "3-d convolution and pooling are not lowered (1-d and 2-d only)"
-    if "dilations other than 1" in reason:
-        return "pooling with dilations is not lowered"
-    if "Indices output" in reason or "storage_order" in reason:
-        return "MaxPool's Indices output is not supported"
-    if "antialias" in reason:
-        return "Resize with antialias is not supported"
     if "training mode with ratio" in reason:
         return "Dropout in training mode: chutney's mask RNG cannot reproduce numpy's"
     if "Scan of opset 8" in reason:
         return "Scan of opset 8 (batch axis and sequence_lens; opset 9+ Scan is unrolled at import)"
-    if "batch_dims" in reason:
-        return "GatherND with batch_dims is not supported"
     if name == "test_squeezenet":
         return ("degenerate light model: constant weights make every logit ~9.5e9, equal only up to "
                 "f32 summation order, so the softmax of their rounding differences is not comparable")
+    if name.startswith("test_dft_inverse") and "elements differ" in reason:
+        return ("reference noise: the expected inverse DFT is numpy 2's complex64 (single-precision) ifft, up "
+                "to 1.9e-6 off the exact one and 1.9e-7 where the true value is 0, over atol 1e-7; chutney's f64 "
+                "basis product gives the exact value")
+    if re.match(r"test_attention_4d_.*(bf16|fp16)", name) and "elements differ" in reason:
+        return ("16-bit attention: the reference rounds every intermediate (scores, softmax, products) to "
+                "bf16/fp16 in numpy's order, chutney at other steps; 1-4 of 192 outputs then differ by 2 ulps "
+                "(the correctly rounded exact result misses the reference by 2 ulps too in some)")
     if re.search(r"elements differ", reason):
         return "numerical mismatch, not investigated yet: " + re.sub(r"\d+", "N", reason)[:90]
     return "unsupported: " + re.sub(r"/\S+", "", reason)[:120]

@@ -184,10 +184,10 @@ TEST(OnnxErrors, NameTheNodeTheOpAndWhatIsMissing) {
   };
   Pb bad_attr;
   bad_attr.s(1, "flavour").i(20, 2).i(3, 1);
-  Pb conv_w = tensor_f32("w", {1, 1, 1, 1, 1}, {1}, true);
+  Pb conv_w = tensor_f32("w", {1, 1, 1, 1, 1, 1}, {1}, true);
   Pb conv_g;
-  conv_g.m(1, node("Conv", {"x", "w"}, {"y"}, "conv3d")).m(5, conv_w).m(11, value_info("x", 1, {1, 1, 2, 2, 2}))
-      .m(12, value_info("y", 1, {1, 1, 2, 2, 2}));
+  conv_g.m(1, node("Conv", {"x", "w"}, {"y"}, "conv4d")).m(5, conv_w).m(11, value_info("x", 1, {1, 1, 2, 2, 2, 2}))
+      .m(12, value_info("y", 1, {1, 1, 2, 2, 2, 2}));
   auto equation = [](const char *eq) {
     Pb a;
     a.s(1, "equation").s(4, eq).i(20, 3);
@@ -206,7 +206,7 @@ TEST(OnnxErrors, NameTheNodeTheOpAndWhatIsMissing) {
        {"node 'relu1' (Relu)", "attribute 'flavour'"}},
       {"dtype.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu2"), 4)).b, CTN_ERR_UNSUPPORTED,
        {"'x'", "UINT16"}},
-      {"conv3d.onnx", model(conv_g).b, CTN_ERR_UNSUPPORTED, {"node 'conv3d' (Conv)", "5-d input"}},
+      {"conv4d.onnx", model(conv_g).b, CTN_ERR_UNSUPPORTED, {"node 'conv4d' (Conv)", "6-d input"}},
       {"symbolic.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu3"), 1, {0, 3}, {"batch"})).b,
        CTN_ERR_INVALID_ARGUMENT, {"'x'", "'batch'", "ctn_onnx_options.inputs"}},
       {"undef.onnx", model(one_node_graph(node("Relu", {"nope"}, {"y"}, "relu4"))).b, CTN_ERR_CORRUPT,
@@ -867,3 +867,287 @@ TEST(OnnxCustomDomain, MapsToTheOpLibraryOfThatDomain) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0], (std::vector<float>{2, -4, 6, 1, 0, 14}));
 }
+
+// ---- signal, sampling and 3-d ops (composed at import) -----------------------------------------------
+namespace {
+
+Pb attr_str(std::string_view name, std::string_view v) {
+  Pb a;
+  a.s(1, name).s(4, v).i(20, 3);
+  return a;
+}
+
+std::vector<float> ramp_values(size_t n, double seed) {
+  std::vector<float> v(n);
+  for (size_t k = 0; k < n; ++k) v[k] = static_cast<float>(std::sin(seed + 1.7 * static_cast<double>(k)) + 0.1 * static_cast<double>(k % 3));
+  return v;
+}
+
+// A graph of one node with f32 inputs `ins` (their shapes) and output y of shape `ys`.
+Pb f32_graph(const Pb &nd, const std::vector<std::pair<std::string, std::vector<int64_t>>> &ins, const std::vector<int64_t> &ys) {
+  Pb g;
+  g.m(1, nd).s(2, "g");
+  for (auto &[n, s] : ins) g.m(11, value_info(n, 1, s));
+  g.m(12, value_info("y", 1, ys));
+  return g;
+}
+
+// Imports a one-node model of inputs `ins` (f32, their shapes) and output y of shape `ys`, runs it.
+std::vector<float> run_one(Env &e, const std::string &file, const Pb &nd, const std::vector<std::pair<std::string, std::vector<int64_t>>> &ins,
+                           const std::vector<int64_t> &ys, const std::vector<std::vector<float>> &vals, int64_t opset = 17) {
+  Loaded l;
+  load(l, e.ctx, write_file(file, model(f32_graph(nd, ins, ys), opset).b));
+  EXPECT_EQ(l.st, CTN_OK) << l.err;
+  if (l.st != CTN_OK) return {};
+  std::vector<TensorPtr> ts;
+  std::vector<ctn_node> feeds;
+  std::vector<const ctn_tensor *> tv;
+  for (size_t k = 0; k < ins.size(); ++k) {
+    ts.push_back(ctn_cli::make_tensor(CTN_F32, ins[k].second, vals[k].data()));
+    feeds.push_back(l.node(CTN_ONNX_INPUTS, static_cast<uint32_t>(k)));
+    tv.push_back(ts.back().get());
+  }
+  auto r = run(l.g, {l.node(CTN_ONNX_OUTPUTS, 0)}, feeds, tv);
+  return r.empty() ? std::vector<float>{} : r[0];
+}
+
+TEST(OnnxSignal, DftMatchesTheDefinitionForwardAndInverse) {
+  Env e;
+  constexpr int64_t n = 7;  // odd: no bin is its own mirror
+  const std::vector<float> x = ramp_values(2 * n * 2, 0.3);  // [2, n, 2] complex
+  for (int inverse = 0; inverse < 2; ++inverse) {
+    SCOPED_TRACE(inverse);
+    const auto y = run_one(e, "dft" + std::to_string(inverse) + ".onnx",
+                           node("DFT", {"x"}, {"y"}, "dft1", {attr_int("inverse", inverse), attr_int("axis", 1)}), {{"x", {2, n, 2}}},
+                           {2, n, 2}, {x});
+    std::vector<float> ref(x.size());
+    const double sign = inverse ? 1 : -1, scale = inverse ? 1.0 / n : 1.0;
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t k = 0; k < n; ++k) {
+        double re = 0, im = 0;
+        for (int64_t t = 0; t < n; ++t) {
+          const double a = sign * 2 * M_PI * static_cast<double>(k * t) / n, xr = x[static_cast<size_t>((b * n + t) * 2)],
+                       xi = x[static_cast<size_t>((b * n + t) * 2 + 1)];
+          re += xr * std::cos(a) - xi * std::sin(a), im += xr * std::sin(a) + xi * std::cos(a);
+        }
+        ref[static_cast<size_t>((b * n + k) * 2)] = static_cast<float>(re * scale);
+        ref[static_cast<size_t>((b * n + k) * 2 + 1)] = static_cast<float>(im * scale);
+      }
+    expect_close(y, ref, 1e-5, 1e-6, "DFT");
+  }
+}
+
+// ctn_grad of sum(y * w) for a one-node model (f32 inputs `ins`, output shape `ys`) against
+// central differences of the forward run, for every input.
+void expect_grads_match_differences(Env &e, const std::string &file, const Pb &nd,
+                                    const std::vector<std::pair<std::string, std::vector<int64_t>>> &ins,
+                                    const std::vector<int64_t> &ys, std::vector<std::vector<float>> vals, int64_t opset) {
+  Loaded l;
+  load(l, e.ctx, write_file(file, model(f32_graph(nd, ins, ys), opset).b));
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  int64_t ny = 1;
+  for (int64_t d : ys) ny *= d;
+  const std::vector<float> w = ramp_values(static_cast<size_t>(ny), 5.0);
+  ctn_node wc, prod, loss;
+  TensorPtr wt = ctn_cli::make_tensor(CTN_F32, ys, w.data());
+  CTN_ASSERT_OK(ctn_constant(l.g, wt.get(), &wc));
+  CTN_ASSERT_OK(ctn_mul(l.g, l.node(CTN_ONNX_OUTPUTS, 0), wc, &prod));
+  CTN_ASSERT_OK(ctn_sum(l.g, prod, 0, nullptr, 0, &loss));
+  std::vector<ctn_node> feeds, d(ins.size());
+  for (size_t k = 0; k < ins.size(); ++k) feeds.push_back(l.node(CTN_ONNX_INPUTS, static_cast<uint32_t>(k)));
+  CTN_ASSERT_OK(ctn_grad(l.g, loss, static_cast<uint32_t>(feeds.size()), feeds.data(), d.data()));
+  auto at = [&](std::vector<ctn_node> outs) {
+    std::vector<TensorPtr> ts;
+    std::vector<const ctn_tensor *> tv;
+    for (size_t k = 0; k < ins.size(); ++k) ts.push_back(ctn_cli::make_tensor(CTN_F32, ins[k].second, vals[k].data())), tv.push_back(ts.back().get());
+    return run(l.g, outs, feeds, tv);
+  };
+  const auto grads = at(d);
+  ASSERT_EQ(grads.size(), ins.size());
+  for (size_t k = 0; k < ins.size(); ++k) {
+    std::vector<float> fd(vals[k].size());
+    for (size_t j = 0; j < fd.size(); ++j) {
+      const float h = 1e-3f, keep = vals[k][j];
+      vals[k][j] = keep + h;
+      const double up = at({loss}).at(0).at(0);
+      vals[k][j] = keep - h;
+      const double down = at({loss}).at(0).at(0);
+      vals[k][j] = keep;
+      fd[j] = static_cast<float>((up - down) / (2 * h));
+    }
+    expect_close(grads[k], fd, 1e-2, 2e-3, file + ": d loss / d " + ins[k].first);
+  }
+}
+
+TEST(OnnxSampling, GridSampleGradientsMatchFiniteDifferences) {
+  Env e;
+  std::vector<float> grid = ramp_values(12, 2.0);
+  for (float &v : grid) v *= 1.3f;  // some coordinates reflect
+  expect_grads_match_differences(
+      e, "gridsample_grad.onnx",
+      node("GridSample", {"x", "grid"}, {"y"}, "gs1", {attr_str("mode", "bilinear"), attr_str("padding_mode", "reflection")}),
+      {{"x", {1, 2, 3, 4}}, {"grid", {1, 2, 3, 2}}}, {1, 2, 2, 3}, {ramp_values(24, 0.1), grid}, 16);
+}
+
+// The 3-d compositions differentiate through their parts: Conv (strided, dilated, padded),
+// ConvTranspose and a dilated 3-d AveragePool.
+TEST(OnnxConv3d, GradientsMatchFiniteDifferences) {
+  Env e;
+  expect_grads_match_differences(
+      e, "conv3d_grad.onnx",
+      node("Conv", {"x", "w"}, {"y"}, "c3g", {attr_ints("strides", {2, 1, 1}), attr_ints("dilations", {1, 1, 2}), attr_ints("pads", {1, 0, 0, 0, 1, 0})}),
+      {{"x", {1, 2, 3, 3, 4}}, {"w", {2, 2, 2, 2, 2}}}, {1, 2, 2, 3, 2}, {ramp_values(72, 0.4), ramp_values(32, 1.7)}, 17);
+  expect_grads_match_differences(e, "convt3d_grad.onnx", node("ConvTranspose", {"x", "w"}, {"y"}, "ct3g", {attr_ints("strides", {2, 1, 1})}),
+                                 {{"x", {1, 2, 2, 2, 2}}, {"w", {2, 1, 2, 2, 1}}}, {1, 1, 4, 3, 2},
+                                 {ramp_values(16, 0.9), ramp_values(8, 2.2)}, 17);
+  expect_grads_match_differences(
+      e, "avgpool3d_grad.onnx",
+      node("AveragePool", {"x"}, {"y"}, "ap3g", {attr_ints("kernel_shape", {2, 2, 2}), attr_ints("dilations", {1, 2, 1}), attr_ints("pads", {0, 1, 0, 1, 1, 0})}),
+      {{"x", {1, 1, 3, 3, 3}}}, {1, 1, 3, 3, 2}, {ramp_values(27, 0.6)}, 19);
+}
+
+// Every tap of a 3-d convolution's geometry: output position `out` (dims `od`) reads input
+// position `in` (dims `id`) = out * stride + k * dilation - pad through kernel offset k (dims `kd`);
+// fn(out_flat, in_flat, k_flat) for the taps inside the input.
+template <class Fn>
+void conv3d_taps(const int64_t *od, const int64_t *id, const int64_t *kd, const std::vector<int64_t> &st, const std::vector<int64_t> &di,
+                 const std::vector<int64_t> &pads, Fn fn) {
+  for (int64_t o = 0; o < od[0] * od[1] * od[2]; ++o)
+    for (int64_t k = 0; k < kd[0] * kd[1] * kd[2]; ++k) {
+      const int64_t op[3] = {o / (od[1] * od[2]), o / od[2] % od[1], o % od[2]}, kp[3] = {k / (kd[1] * kd[2]), k / kd[2] % kd[1], k % kd[2]};
+      int64_t in = 0;
+      bool inside = true;
+      for (int a = 0; a < 3; ++a) {
+        const int64_t p = op[a] * st[static_cast<size_t>(a)] + kp[a] * di[static_cast<size_t>(a)] - pads[static_cast<size_t>(a)];
+        inside = inside && p >= 0 && p < id[a];
+        in = in * id[a] + p;
+      }
+      if (inside) fn(o, in, k);
+    }
+}
+
+// Conv and ConvTranspose with 3 spatial dims (strides, dilations, asymmetric pads, output
+// padding) against direct loops.
+TEST(OnnxConv3d, MatchesDirectLoops) {
+  Env e;
+  const std::vector<int64_t> xs = {1, 2, 4, 5, 5}, ws = {3, 2, 2, 3, 2}, st = {2, 1, 2}, di = {1, 2, 1}, pads = {1, 0, 1, 0, 1, 1};
+  const std::vector<float> x = ramp_values(200, 0.2), w = ramp_values(72, 1.1);
+  int64_t od[3];
+  for (int i = 0; i < 3; ++i) od[i] = (xs[2 + i] + pads[i] + pads[3 + i] - ((ws[2 + i] - 1) * di[i] + 1)) / st[i] + 1;
+  const int64_t n_out = od[0] * od[1] * od[2], n_in = xs[2] * xs[3] * xs[4], n_k = ws[2] * ws[3] * ws[4];
+  std::vector<double> conv(static_cast<size_t>(3 * n_out), 0.0);
+  for (int64_t o = 0; o < 3; ++o)
+    for (int64_t c = 0; c < 2; ++c)
+      conv3d_taps(od, &xs[2], &ws[2], st, di, pads, [&](int64_t out, int64_t in, int64_t k) {
+        conv[static_cast<size_t>(o * n_out + out)] += x[static_cast<size_t>(c * n_in + in)] * w[static_cast<size_t>((o * 2 + c) * n_k + k)];
+      });
+  const std::vector<float> ref(conv.begin(), conv.end());
+  const auto y = run_one(e, "conv3d_ok.onnx",
+                         node("Conv", {"x", "w"}, {"y"}, "c3", {attr_ints("strides", st), attr_ints("dilations", di), attr_ints("pads", pads)}),
+                         {{"x", xs}, {"w", ws}}, {1, 3, od[0], od[1], od[2]}, {x, w});
+  expect_close(y, ref, 1e-4, 1e-5, "Conv 3-d");
+  // ConvTranspose of x [1, 3, od...] with the same weight read as [C=3, O=2, k...]: its output
+  // position j takes x[z] where j = z * stride + k * dilation - pad, a convolution's taps reversed.
+  const std::vector<int64_t> opad = {1, 0, 0}, tp = {1, 0, 0, 0, 1, 1};
+  int64_t td[3];
+  for (int i = 0; i < 3; ++i) td[i] = st[i] * (od[i] - 1) + opad[i] + (ws[2 + i] - 1) * di[i] + 1 - tp[i] - tp[3 + i];
+  const int64_t n_t = td[0] * td[1] * td[2];
+  std::vector<double> acc(static_cast<size_t>(2 * n_t), 0.0);
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t o = 0; o < 2; ++o)
+      conv3d_taps(od, td, &ws[2], st, di, tp, [&](int64_t z, int64_t j, int64_t k) {
+        acc[static_cast<size_t>(o * n_t + j)] += ref[static_cast<size_t>(c * n_out + z)] * w[static_cast<size_t>((c * 2 + o) * n_k + k)];
+      });
+  const auto yt = run_one(e, "convt3d.onnx",
+                          node("ConvTranspose", {"x", "w"}, {"y"}, "ct3",
+                               {attr_ints("strides", st), attr_ints("dilations", di), attr_ints("pads", tp), attr_ints("output_padding", opad)}),
+                          {{"x", {1, 3, od[0], od[1], od[2]}}, {"w", {3, 2, ws[2], ws[3], ws[4]}}}, {1, 2, td[0], td[1], td[2]}, {ref, w});
+  expect_close(yt, std::vector<float>(acc.begin(), acc.end()), 1e-4, 1e-4, "ConvTranspose 3-d");
+}
+
+TEST(OnnxErrors, SignalSamplingAndDetRefuseBadInputsNamingTheNode) {
+  Env e;
+  struct Case {
+    const char *file;
+    Pb nd;
+    std::vector<std::pair<std::string, std::vector<int64_t>>> ins;
+    ctn_status code;
+    std::vector<std::string> says;
+  };
+  std::vector<Case> cases = {
+      {"gs_bad.onnx", node("GridSample", {"x", "grid"}, {"y"}, "gs2"), {{"x", {1, 1, 3, 3}}, {"grid", {1, 2, 2, 3}}},
+       CTN_ERR_INVALID_ARGUMENT, {"node 'gs2' (GridSample)", "does not fit"}},
+      {"gs_mode.onnx", node("GridSample", {"x", "grid"}, {"y"}, "gs3", {attr_str("mode", "sinc")}), {{"x", {1, 1, 3, 3}}, {"grid", {1, 2, 2, 2}}},
+       CTN_ERR_INVALID_ARGUMENT, {"node 'gs3' (GridSample)", "unknown mode 'sinc'"}},
+      {"dft_len.onnx", node("DFT", {"x", "n"}, {"y"}, "dft2"), {{"x", {1, 4, 1}}, {"n", {}}}, CTN_ERR_UNSUPPORTED,
+       {"node 'dft2' (DFT)", "dft_length", "must be a constant"}},
+      {"dft_ch.onnx", node("DFT", {"x"}, {"y"}, "dft3"), {{"x", {1, 4, 3}}}, CTN_ERR_INVALID_ARGUMENT,
+       {"node 'dft3' (DFT)", "1 (real) or 2 (complex)"}},
+      {"det.onnx", node("Det", {"x"}, {"y"}, "det1"), {{"x", {2, 3}}}, CTN_ERR_INVALID_ARGUMENT, {"node 'det1' (Det)", "[..., n, n]"}},
+      {"pool6d.onnx", node("MaxPool", {"x"}, {"y"}, "mp1", {attr_ints("kernel_shape", {1, 1, 1, 1})}), {{"x", {1, 1, 2, 2, 2, 2}}},
+       CTN_ERR_UNSUPPORTED, {"node 'mp1' (MaxPool)", "6-d input"}},
+  };
+  for (const Case &c : cases) {
+    Pb g;
+    g.m(1, c.nd).s(2, "g");
+    for (auto &[n, s] : c.ins) g.m(11, value_info(n, n == "n" ? 7 : 1, s));
+    g.m(12, value_info("y", 1, {1}));
+    Loaded l;
+    load(l, e.ctx, write_file(c.file, model(g, 17).b));
+    EXPECT_EQ(l.st, c.code) << c.file << ": " << l.err;
+    for (const std::string &s : c.says) EXPECT_NE(l.err.find(s), std::string::npos) << c.file << ": '" << s << "' not in: " << l.err;
+    EXPECT_EQ(l.g, nullptr);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// x [2, 3, 6, 7], rois [3, 4] (f32) and batch indices "bi" [3] (int64) into `nd`, output y.
+Pb roi_graph(const Pb &nd, const std::vector<int64_t> &ys) {
+  Pb g;
+  g.m(1, nd).s(2, "g").m(11, value_info("x", 1, {2, 3, 6, 7})).m(11, value_info("rois", 1, {3, 4})).m(11, value_info("bi", 7, {3}));
+  g.m(12, value_info("y", 1, ys));
+  return g;
+}
+
+// RoiAlign's two paths agree: rois bound as constants with adaptive sampling (sampling_ratio 0,
+// here 2 x 2 samples per bin for every roi) and rois as data with sampling_ratio 2.
+TEST(OnnxSampling, RoiAlignConstantAndDataRoisAgree) {
+  Env e;
+  const std::vector<float> x = ramp_values(2 * 3 * 6 * 7, 0.8);
+  const std::vector<float> rois = {0.5f, 1.0f, 4.5f, 4.8f, 1.2f, 0.3f, 5.0f, 3.9f, -0.5f, 2.0f, 3.0f, 5.5f};  // [x1, y1, x2, y2]
+  const std::vector<int64_t> bi = {1, 0, 1};
+  TensorPtr xt = ctn_cli::make_tensor(CTN_F32, {2, 3, 6, 7}, x.data()), rt = ctn_cli::make_tensor(CTN_F32, {3, 4}, rois.data()),
+            bt = ctn_cli::make_tensor(CTN_I64, {3}, bi.data());
+  for (const char *mode : {"avg", "max"}) {
+    SCOPED_TRACE(mode);
+    std::vector<std::vector<float>> got;
+    for (int64_t ratio : {0, 2}) {
+      Pb g = roi_graph(node("RoiAlign", {"x", "rois", "bi"}, {"y"}, "roi1",
+                            {attr_str("mode", mode), attr_int("output_height", 2), attr_int("output_width", 2), attr_int("sampling_ratio", ratio)}),
+                       {3, 3, 2, 2});
+      Loaded l;
+      std::vector<ctn_onnx_input_spec> specs;
+      if (ratio == 0) specs = {{"rois", rt.get(), 1, 0}, {"bi", bt.get(), 1, 0}};
+      load(l, e.ctx, write_file("roialign" + std::to_string(ratio) + ".onnx", model(g, 16).b), 0, specs);
+      ASSERT_EQ(l.st, CTN_OK) << l.err;
+      got.push_back(ratio == 0 ? run(l.g, {l.node(CTN_ONNX_OUTPUTS, 0)}, {l.node(CTN_ONNX_INPUTS, 0)}, {xt.get()}).at(0)
+                               : run(l.g, {l.node(CTN_ONNX_OUTPUTS, 0)}, {l.node(CTN_ONNX_INPUTS, 0), l.node(CTN_ONNX_INPUTS, 1), l.node(CTN_ONNX_INPUTS, 2)},
+                                     {xt.get(), rt.get(), bt.get()})
+                                     .at(0));
+    }
+    ASSERT_EQ(got[0].size(), 36u);
+    expect_close(got[0], got[1], 1e-5, 1e-6, "adaptive (constant rois) vs sampling_ratio 2 (data rois)");
+    // Without constant rois, adaptive sampling is refused naming the reason.
+    Pb g = roi_graph(node("RoiAlign", {"x", "rois", "bi"}, {"y"}, "roi2", {attr_str("mode", mode)}), {3, 3, 1, 1});
+    Loaded l;
+    load(l, e.ctx, write_file("roialign_adaptive.onnx", model(g, 16).b));
+    EXPECT_EQ(l.st, CTN_ERR_UNSUPPORTED);
+    EXPECT_NE(l.err.find("node 'roi2' (RoiAlign)"), std::string::npos) << l.err;
+    EXPECT_NE(l.err.find("must be a constant"), std::string::npos) << l.err;
+  }
+}
+
+}  // namespace
