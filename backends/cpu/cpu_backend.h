@@ -28,7 +28,7 @@ enum class GemmMode { kAuto, kOpenBLAS, kOwn };
 // Convolution provider: oneDNN where it has a JIT kernel for the shape (f32), the own im2col +
 // GEMM otherwise (k_conv.cpp, k_conv_dnnl.cpp).
 enum class ConvMode { kAuto, kOneDNN, kOwn };
-enum class HalfMatmul { kAuto, kConvert, kOneDNN };
+enum class HalfMatmul { kAuto, kConvert, kOwn, kOneDNN };
 
 // Kernels run on whichever thread calls them, several at once (plans and eager graphs on one
 // context from several threads; the eager cache shares one kernel between graphs): a kernel's
@@ -41,10 +41,11 @@ struct Backend {
   std::atomic<const GemmIsa *> gemm_isa{nullptr};
   std::atomic<ConvMode> conv_mode{ConvMode::kAuto};
   std::atomic<uint64_t> onednn_kernels{0};  // conv kernels made by oneDNN (tests, diagnostics)
-  // 16-bit matmuls and convolutions made from now on (option half_matmul): kAuto, the own bf16
-  // GEMM for all-bf16 ones where the CPU has AVX512_BF16 (gemm_bf16.h) and the f32 GEMM between
-  // conversions for the rest; kConvert, always the latter; kOneDNN, oneDNN's 16-bit matmul for
-  // plain matmuls (docs/BENCHMARKS.md, "16-bit floats on the CPU").
+  // 16-bit matmuls and convolutions made from now on (option half_matmul): kAuto and kConvert,
+  // the f32 kernels between conversions (the faster on this project's CPU, whose VDPBF16PS runs
+  // at half the f32 FMA's rate: docs/BENCHMARKS.md, "16-bit floats on the CPU"); kOwn, the own
+  // bf16 GEMM for all-bf16 ones where the CPU has AVX512_BF16 (gemm_bf16.h), else as kConvert;
+  // kOneDNN, oneDNN's 16-bit matmul for plain matmuls.
   std::atomic<HalfMatmul> half_matmul{HalfMatmul::kAuto};
   std::atomic<int> num_threads{1};
   std::mutex option_mu;  // serialises set_option (and the description it rewrites)

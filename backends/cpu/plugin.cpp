@@ -170,6 +170,13 @@ bool parse_choice(const char *v, std::initializer_list<std::pair<const char *, E
   return false;
 }
 
+bool parse_half_matmul(const char *v, HalfMatmul *out) {
+  return parse_choice(v,
+                      {{"auto", HalfMatmul::kAuto}, {"convert", HalfMatmul::kConvert}, {"own", HalfMatmul::kOwn},
+                       {"onednn", HalfMatmul::kOneDNN}},
+                      out);
+}
+
 bool parse_pool_mode(const char *v, ThreadPool::Mode *out) {
   return parse_choice(
       v, {{"shared", ThreadPool::Mode::kShared}, {"per_caller", ThreadPool::Mode::kPerCaller}}, out);
@@ -224,6 +231,12 @@ ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
         host->log(CTN_LOG_WARN, "cpu",
                   "CHUTNEY_CPU_CONV=onednn but oneDNN is not built in; using the own convolution");
       be->conv_mode = mode;
+    }
+    if (const char *env = std::getenv("CHUTNEY_CPU_HALF_MATMUL"); env && *env) {
+      HalfMatmul mode = HalfMatmul::kAuto;
+      if (!parse_half_matmul(env, &mode) && host->log)
+        host->log(CTN_LOG_WARN, "cpu", "CHUTNEY_CPU_HALF_MATMUL must be auto, convert, own or onednn; using auto");
+      be->half_matmul = mode;
     }
     // Pool workers get their GEMM packing scratch when they start (a crew whose workers cannot
     // have it is not built).
@@ -325,9 +338,9 @@ bool is_conv_op(const char *op) {
 // 16-bit floats: the elementwise and shape families have kernels of their own (loads and stores
 // convert, the arithmetic is f32's); a matmul may run oneDNN's 16-bit kernel (16-bit dot
 // products, f32 sums) when the option asks for it; every other op runs as its f32 kernel
-// between conversions (k_widen.cpp). Where the CPU has AVX512_BF16 (bf16_gemm_for), all-bf16
-// matmuls run on the own bf16 GEMM straight from their bf16 operands (k_matmul_bf16.cpp) and
-// all-bf16 convolutions' GEMMs run in bf16 inside the conversions.
+// between conversions (k_widen.cpp). With half_matmul=own, where the CPU has AVX512_BF16
+// (bf16_gemm_for), all-bf16 matmuls run on the own bf16 GEMM straight from their bf16 operands
+// (k_matmul_bf16.cpp) and all-bf16 convolutions' GEMMs run in bf16 inside the conversions.
 ctn_status half_maker(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
   if (!sig_has_half(sig)) return CTN_OK;
   for (KernelMaker *m : {make_elementwise_kernel, make_shape_kernel}) {
@@ -338,7 +351,7 @@ ctn_status half_maker(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
   std::string why;
   const HalfMatmul mode = be->half_matmul.load();
   if (mode == HalfMatmul::kOneDNN && make_onednn_matmul_half(be, sig, out, &why)) return CTN_OK;
-  const bool bf16 = mode == HalfMatmul::kAuto && all_bf16(sig) && bf16_gemm_for(*be);
+  const bool bf16 = mode == HalfMatmul::kOwn && all_bf16(sig) && bf16_gemm_for(*be);
   if (bf16 && is_conv_op(sig->op)) return make_widened_kernel(be, sig, out, make_conv_kernel_bf16);
   // The widened kernel's maker validates the signature, also for the bf16 matmul that replaces it.
   const ctn_status st = make_widened_kernel(be, sig, out);
@@ -405,10 +418,9 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
       be->conv_mode = mode;
     } else if (std::strcmp(key, "half_matmul") == 0) {
       HalfMatmul mode = HalfMatmul::kAuto;
-      if (!parse_choice(value, {{"auto", HalfMatmul::kAuto}, {"convert", HalfMatmul::kConvert}, {"onednn", HalfMatmul::kOneDNN}},
-                        &mode))
+      if (!parse_half_matmul(value, &mode))
         return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                               "cpu: half_matmul must be 'auto', 'convert' or 'onednn', got '%s'", value);
+                               "cpu: half_matmul must be 'auto', 'convert', 'own' or 'onednn', got '%s'", value);
       if (mode == HalfMatmul::kOneDNN && !onednn_built_in())
         return host->set_error(CTN_ERR_UNAVAILABLE,
                                "cpu: half_matmul 'onednn' requested but this build has no oneDNN "

@@ -315,7 +315,7 @@ TEST_F(Cpu, HalfMatmulPaths) {
   const int64_t m = 37, k = 48, n = 40;
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1, 1);
-  for (const char *path : {"auto", "convert", "onednn"}) {
+  for (const char *path : {"auto", "convert", "own", "onednn"}) {
     if (ctn_context_set_option(c.ctx, "cpu", "half_matmul", path) != CTN_OK) {
       std::printf("half_matmul=%s: %s (skipped)\n", path, ctn_last_error());
       continue;
@@ -406,7 +406,7 @@ std::vector<float> run_bf16_op(ctn_context *ctx, const char *path, const char *o
   return r;
 }
 
-// The bf16 convolutions and their gradients on the default path (the own bf16 GEMM where the
+// The bf16 convolutions and their gradients on half_matmul = own (the own bf16 GEMM where the
 // CPU has AVX512_BF16, k_conv.cpp) against the f32 kernels between conversions (half_matmul =
 // convert): the same bf16 products summed in f32 in another order, so each result is within a
 // bf16 rounding or two of the other's (and both of the exact value).
@@ -445,7 +445,7 @@ TEST_F(Cpu, Bf16ConvolutionsAgreeWithTheConvertPath) {
   };
   for (const Case &cs : cases) {
     SCOPED_TRACE(cs.op);
-    const auto own = run_bf16_op(c.ctx, "auto", cs.op, cs.at, cs.shapes, cs.vals);
+    const auto own = run_bf16_op(c.ctx, "own", cs.op, cs.at, cs.shapes, cs.vals);
     const auto ref = run_bf16_op(c.ctx, "convert", cs.op, cs.at, cs.shapes, cs.vals);
     ASSERT_EQ(own.size(), ref.size());
     ASSERT_FALSE(own.empty());
