@@ -106,9 +106,9 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-// GFLOP/s over the wall time, and per second of CPU time (the threads' CPU seconds summed: what a core does
-// while it runs: the figure that holds on a shared machine, where the wall time includes other
-// processes' turns).
+// GFLOP/s over the wall time, and per second of CPU time (the threads' CPU seconds summed):
+// what a core does while it runs, the figure that holds on a shared machine, where the wall
+// time includes other processes' turns.
 struct Rate {
   double wall, cpu;
 };
