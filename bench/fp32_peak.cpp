@@ -29,19 +29,27 @@ double now() {
 constexpr long kIters = 1 << 20;  // FMA rounds per timing check (x16 accumulators)
 
 #if defined(__x86_64__)
-// Returns the FMA lane-operations done (lanes x FMAs); `sink` keeps the results alive.
-__attribute__((target("avx512f"))) double run_avx512(double seconds, float *sink) {
+// Returns the FMA lane-operations done (lanes x FMAs; a VDPBF16PS counts 32, two products per
+// f32 lane); `sink` keeps the results alive. kBf16: VDPBF16PS (the CPU must have AVX512_BF16),
+// else VFMADD; the f32 loop uses no AVX512_BF16 instruction.
+template <bool kBf16>
+__attribute__((target("avx512f,avx512bf16"))) double run_avx512_loop(double seconds, float *sink) {
   __m512 acc[16];
   for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(1.0f + 1e-7f * static_cast<float>(i));
   const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  __m512bh ah{}, bh{};
+  if constexpr (kBf16) ah = _mm512_cvtne2ps_pbh(a, a), bh = _mm512_cvtne2ps_pbh(b, b);
   double ops = 0;
   const double end = now() + seconds;
   do {
     for (long it = 0; it < kIters; ++it) {
 #pragma GCC unroll 16
-      for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+      for (int i = 0; i < 16; ++i) {
+        if constexpr (kBf16) acc[i] = _mm512_dpbf16_ps(acc[i], ah, bh);
+        else acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+      }
     }
-    ops += 16.0 * 16.0 * static_cast<double>(kIters);
+    ops += 16.0 * (kBf16 ? 32.0 : 16.0) * static_cast<double>(kIters);
   } while (now() < end);
   __m512 s = acc[0];
   for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
@@ -50,28 +58,8 @@ __attribute__((target("avx512f"))) double run_avx512(double seconds, float *sink
   *sink = v[0];
   return ops;
 }
-
-__attribute__((target("avx512f,avx512bf16"))) double run_avx512_bf16(double seconds, float *sink) {
-  __m512 acc[16];
-  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(1e-7f * static_cast<float>(i));
-  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
-  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-4f), _mm512_set1_ps(1e-4f));
-  double ops = 0;
-  const double end = now() + seconds;
-  do {
-    for (long it = 0; it < kIters; ++it) {
-#pragma GCC unroll 16
-      for (int i = 0; i < 16; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-    }
-    ops += 16.0 * 32.0 * static_cast<double>(kIters);
-  } while (now() < end);
-  __m512 s = acc[0];
-  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
-  float v[16];
-  _mm512_storeu_ps(v, s);
-  *sink = v[0];
-  return ops;
-}
+double run_avx512(double seconds, float *sink) { return run_avx512_loop<false>(seconds, sink); }
+double run_avx512_bf16(double seconds, float *sink) { return run_avx512_loop<true>(seconds, sink); }
 
 __attribute__((target("avx2,fma"))) double run_avx2(double seconds, float *sink) {
   __m256 acc[12];

@@ -127,6 +127,32 @@ bool make_bf16_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel *out)
 // convolution between conversions (make_widened_kernel's `inner`), when bf16_gemm_for has one.
 ctn_status make_conv_kernel_bf16(Backend *be, const ctn_op_signature *sig, ctn_kernel *out);
 
+// A matmul kernel's shape (k_matmul.cpp, k_matmul_bf16.cpp): C = A B per batch, A(i, p) at
+// i * rsa + p * csa and B(p, j) at p * rsb + j * csb (elements).
+struct MatmulShape {
+  int64_t m = 0, n = 0, k = 0;
+  bool ta = false, tb = false;
+  int64_t rsa = 0, csa = 0, rsb = 0, csb = 0;
+  // The offsets of batch i are computed when it runs (dims.offsets), not tabled: a table per
+  // batch is O(batches) memory at compile time (8 TB for a [1, 2^39, 2, 2] input, found by
+  // fuzz_graph).
+  MatmulDims dims;
+  int64_t batches = 0;  // 0 for an empty output: nothing to compute
+  int64_t c_step = 0;   // elements between output matrices
+  int act = -1;         // -1: plain matmul; else CTN_ACT_*
+  void set_shape(MatmulDims d, bool fused, const ctn_tensor_desc &out) {
+    ta = d.ta, tb = d.tb, k = d.k, n = d.n;
+    rsa = d.ta ? 1 : d.k, csa = d.ta ? d.m : 1;
+    rsb = d.tb ? 1 : d.n, csb = d.tb ? d.k : 1;
+    if (fused) act = d.act;
+    fold_batches(d);  // one GEMM of B*M rows where the right operand is shared
+    c_step = d.m * d.n;
+    m = d.m;
+    batches = desc_numel(out) ? d.batches : 0;
+    dims = d;
+  }
+};
+
 // Neural-network ops: k_conv.cpp, k_pool.cpp, k_norm.cpp, k_nn_misc.cpp (dropout, embedding).
 KernelMaker make_conv_kernel, make_pool_kernel, make_norm_kernel, make_nn_misc_kernel;
 

@@ -16,13 +16,9 @@
 namespace ctn_cpu {
 namespace {
 
-struct Bf16MatmulState : KernelBase {
+struct Bf16MatmulState : KernelBase, MatmulShape {
   const Bf16Gemm *v = nullptr;
   const HalfIsa *hi = nullptr;
-  MatmulDims dims;
-  int64_t m = 0, n = 0, k = 0, batches = 0, c_step = 0;
-  int64_t rsa = 0, csa = 0, rsb = 0, csb = 0;
-  int act = -1;  // -1: plain matmul; else CTN_ACT_*
 };
 
 // One batch's C = A B, split over rows (or columns when there are more of them) into one block
@@ -116,18 +112,7 @@ bool make_bf16_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel *out)
   auto st = new_state<Bf16MatmulState>(be);
   st->v = v;
   st->hi = &half_for("avx512");
-  st->k = d.k;
-  st->n = d.n;
-  st->rsa = d.ta ? 1 : d.k;
-  st->csa = d.ta ? d.m : 1;
-  st->rsb = d.tb ? 1 : d.n;
-  st->csb = d.tb ? d.k : 1;
-  if (fused) st->act = d.act;
-  st->c_step = d.m * d.n;
-  if (fold_batches(d)) st->c_step = d.m * d.n;
-  st->m = d.m;
-  st->batches = desc_numel(*sig->output) ? d.batches : 0;
-  st->dims = d;
+  st->set_shape(d, fused, *sig->output);
   const uint64_t ws = static_cast<uint64_t>(st->m * st->n) * sizeof(float);
   kernel_set(out, bf16_matmul_kernel, st.release(), 0, ws);
   return true;
