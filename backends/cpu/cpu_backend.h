@@ -28,6 +28,7 @@ enum class GemmMode { kAuto, kOpenBLAS, kOwn };
 // Convolution provider: oneDNN where it has a JIT kernel for the shape (f32), the own im2col +
 // GEMM otherwise (k_conv.cpp, k_conv_dnnl.cpp).
 enum class ConvMode { kAuto, kOneDNN, kOwn };
+enum class HalfMatmul { kAuto, kConvert, kOwn, kOneDNN };
 
 // Kernels run on whichever thread calls them, several at once (plans and eager graphs on one
 // context from several threads; the eager cache shares one kernel between graphs): a kernel's
@@ -40,10 +41,12 @@ struct Backend {
   std::atomic<const GemmIsa *> gemm_isa{nullptr};
   std::atomic<ConvMode> conv_mode{ConvMode::kAuto};
   std::atomic<uint64_t> onednn_kernels{0};  // conv kernels made by oneDNN (tests, diagnostics)
-  // 16-bit matmuls made from now on: oneDNN's bf16/f16 kernel (option half_matmul=onednn) or,
-  // by default, the f32 GEMM between conversions (faster on this project's CPUs with oneDNN 2.6:
-  // docs/BENCHMARKS.md, "16-bit floats on the CPU").
-  std::atomic<bool> half_matmul_onednn{false};
+  // 16-bit matmuls and convolutions made from now on (option half_matmul): kAuto and kConvert,
+  // the f32 kernels between conversions (the faster on this project's CPU, whose VDPBF16PS runs
+  // at half the f32 FMA's rate: docs/BENCHMARKS.md, "16-bit floats on the CPU"); kOwn, the own
+  // bf16 GEMM for all-bf16 ones where the CPU has AVX512_BF16 (gemm_bf16.h), else as kConvert;
+  // kOneDNN, oneDNN's 16-bit matmul for plain matmuls.
+  std::atomic<HalfMatmul> half_matmul{HalfMatmul::kAuto};
   std::atomic<int> num_threads{1};
   std::mutex option_mu;  // serialises set_option (and the description it rewrites)
   std::string description;
@@ -106,11 +109,49 @@ ctn_status make_native_kernel(Backend *be, const ctn_op_signature *sig, ctn_kern
 // k_widen.cpp: whether an operand of `sig` is f16 or bf16, and the fallback for such a signature
 // whose op has no 16-bit kernel: the f32 kernel of the same signature between conversions.
 bool sig_has_half(const ctn_op_signature *sig);
-ctn_status make_widened_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out);
+// `inner` makes the f32 kernel (default: the op family's own, make_native_kernel).
+using InnerMaker = ctn_status (*)(Backend *be, const ctn_op_signature *sig, ctn_kernel *out);
+ctn_status make_widened_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
+                               InnerMaker inner = make_native_kernel);
 // k_matmul_dnnl.cpp: a plain (unbatched, unfused) bf16 or f16 matmul through oneDNN, 16-bit in and
 // out, f32 accumulation; false, with the reason in `why`, where oneDNN is not built in or has
 // only its reference code for it.
 bool make_onednn_matmul_half(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, std::string *why);
+// The own bf16 GEMM (gemm_bf16.h) where the backend runs its AVX-512 GEMM and the CPU has
+// AVX512_BF16, else nullptr (k_matmul_bf16.cpp).
+const Bf16Gemm *bf16_gemm_for(const Backend &be);
+// A matmul / matmul_bias_act whose operands and output are all bf16, on that GEMM; false (out
+// untouched) where it does not apply. The signature must have been validated.
+bool make_bf16_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel *out);
+// An f32 convolution (any of make_conv_kernel's ops) whose GEMMs run in bf16: for a bf16
+// convolution between conversions (make_widened_kernel's `inner`), when bf16_gemm_for has one.
+ctn_status make_conv_kernel_bf16(Backend *be, const ctn_op_signature *sig, ctn_kernel *out);
+
+// A matmul kernel's shape (k_matmul.cpp, k_matmul_bf16.cpp): C = A B per batch, A(i, p) at
+// i * rsa + p * csa and B(p, j) at p * rsb + j * csb (elements).
+struct MatmulShape {
+  int64_t m = 0, n = 0, k = 0;
+  bool ta = false, tb = false;
+  int64_t rsa = 0, csa = 0, rsb = 0, csb = 0;
+  // The offsets of batch i are computed when it runs (dims.offsets), not tabled: a table per
+  // batch is O(batches) memory at compile time (8 TB for a [1, 2^39, 2, 2] input, found by
+  // fuzz_graph).
+  MatmulDims dims;
+  int64_t batches = 0;  // 0 for an empty output: nothing to compute
+  int64_t c_step = 0;   // elements between output matrices
+  int act = -1;         // -1: plain matmul; else CTN_ACT_*
+  void set_shape(MatmulDims d, bool fused, const ctn_tensor_desc &out) {
+    ta = d.ta, tb = d.tb, k = d.k, n = d.n;
+    rsa = d.ta ? 1 : d.k, csa = d.ta ? d.m : 1;
+    rsb = d.tb ? 1 : d.n, csb = d.tb ? d.k : 1;
+    if (fused) act = d.act;
+    fold_batches(d);  // one GEMM of B*M rows where the right operand is shared
+    c_step = d.m * d.n;
+    m = d.m;
+    batches = desc_numel(out) ? d.batches : 0;
+    dims = d;
+  }
+};
 
 // Neural-network ops: k_conv.cpp, k_pool.cpp, k_norm.cpp, k_nn_misc.cpp (dropout, embedding).
 KernelMaker make_conv_kernel, make_pool_kernel, make_norm_kernel, make_nn_misc_kernel;

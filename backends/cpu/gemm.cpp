@@ -111,6 +111,8 @@ constexpr size_t kScratchA = 200 * 1024;
 constexpr size_t kScratchB = 256 * 3072 * sizeof(float);
 constexpr size_t kScratchC = 8 * 32 * sizeof(double);
 constexpr size_t kSharedMax = size_t{16} << 20;  // 2048 x 2048 f32
+static_assert(kScratchA >= Bf16Gemm::kBytesA && kScratchB >= Bf16Gemm::kBytesB && kScratchC >= Bf16Gemm::kBytesTile,
+              "the bf16 GEMM packs into the f32 GEMM's scratch");
 
 // Packing memory belongs to the thread that packs: every pool worker and every thread that
 // calls a GEMM kernel has its own (gemm_scratch_ready), so concurrent callers of one backend
@@ -478,6 +480,11 @@ void gemm_worker_fini() {
   if (t_worker) delete t_scratch_ptr;
   t_scratch_ptr = nullptr;
   t_worker = false;
+}
+
+Bf16Scratch gemm_bf16_scratch() {
+  const GemmScratch &s = *t_scratch_ptr;
+  return {static_cast<uint16_t *>(s.a), static_cast<uint16_t *>(s.b), static_cast<float *>(s.c)};
 }
 
 bool gemm_scratch_ready() {

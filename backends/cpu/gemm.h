@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gemm_bf16.h"
+
 namespace ctn_cpu {
 
 struct Backend;
@@ -36,6 +38,9 @@ bool gemm_scratch_ready();
 // A pool worker's scratch, allocated at its start and freed at its end without a thread_local
 // destructor (whose registration glibc turns into an abort when memory is short).
 bool gemm_worker_init();
+// The calling thread's packing memory as the bf16 GEMM's scratch (gemm_bf16.h: its blocks are
+// sized to fit); gemm_scratch_ready must have returned true on this thread.
+Bf16Scratch gemm_bf16_scratch();
 void gemm_worker_fini();
 
 // C[M, N] (row-major, leading dimension ldc) = A * B where A(i, p) = A[i * rsa + p * csa] and

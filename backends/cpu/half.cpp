@@ -3,15 +3,7 @@
 
 #include <cstring>
 
-#if defined(__x86_64__)
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized
-// reports inside the header (a known false positive); nothing here reads an undefined lane.
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <cpuid.h>
-#include <immintrin.h>
-#endif
+#include "x86_simd.h"
 
 namespace ctn_cpu {
 namespace {

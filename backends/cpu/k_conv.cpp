@@ -40,6 +40,10 @@ struct ConvState : KernelBase {
   int64_t chunks_max = 1;     // workspace slots (pool size at get_kernel)
   int64_t shared_elems = 0;   // transposed weight (grad-input)
   int64_t slot_elems = 0;     // per slot: columns (+ weight accumulator for grad-weight)
+  // The bf16 GEMM for an f32 convolution whose operands are bf16 values (a bf16 convolution
+  // between conversions, k_widen.cpp): its operands are rounded to bf16 as it packs them, which
+  // changes none, and it sums in f32. nullptr: the f32 GEMM.
+  const Bf16Gemm *bf16 = nullptr;
 };
 
 // Valid output columns [lo, hi) for kernel column offset `off` (= k * d - pad): those whose
@@ -126,12 +130,16 @@ void col2im_add(const ConvGeom &g, const T *col, T *x, int64_t channels) {
 }
 
 template <class T>
-void gemm(Backend &be, int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa, int64_t csa,
+void gemm(const ConvState &st, int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa, int64_t csa,
           const T *b, int64_t rsb, int64_t csb, T *c, int64_t ldc, bool acc) {
-  if constexpr (sizeof(T) == 4)
-    gemm_serial_f32(be, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, acc);
-  else
-    gemm_serial_f64(be, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, acc);
+  if constexpr (sizeof(T) == 4) {
+    if (st.bf16)
+      gemm_bf16_serial(*st.bf16, gemm_bf16_scratch(), m, n, k, {a, true, rsa, csa}, {b, true, rsb, csb}, c, ldc, acc);
+    else
+      gemm_serial_f32(*st.be, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, acc);
+  } else {
+    gemm_serial_f64(*st.be, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, acc);
+  }
 }
 
 template <class T>
@@ -178,7 +186,7 @@ struct ConvCall {
     const ConvGeom &g = st->g;
     const int64_t khw = g.kh * g.kw;
     column_blocks(n, col, [&](int64_t gi, int64_t c0, int64_t cn, const T *b) {
-      gemm(*st->be, g.og, g.p, cn * khw, in1 + gi * g.og * g.kg + c0 * khw, g.kg, int64_t{1}, b, g.p,
+      gemm(*st, g.og, g.p, cn * khw, in1 + gi * g.og * g.kg + c0 * khw, g.kg, int64_t{1}, b, g.p,
            int64_t{1}, out + (n * g.o + gi * g.og) * g.p, g.p, c0 > 0);
     });
   }
@@ -192,13 +200,13 @@ struct ConvCall {
       const T *a = wt + gi * g.kg * g.og;  // [Kg, Og]
       const T *dyg = in0 + (n * g.o + gi * g.og) * g.p;
       if (g.pointwise) {
-        gemm(*st->be, g.kg, g.p, g.og, a, g.og, int64_t{1}, dyg, g.p, int64_t{1}, dxg, g.p, false);
+        gemm(*st, g.kg, g.p, g.og, a, g.og, int64_t{1}, dyg, g.p, int64_t{1}, dxg, g.p, false);
         continue;
       }
       std::fill(dxg, dxg + g.cg * g.hw, T(0));
       for (int64_t c0 = 0; c0 < g.cg; c0 += cb) {
         const int64_t cn = std::min(cb, g.cg - c0);
-        gemm(*st->be, cn * khw, g.p, g.og, a + c0 * khw * g.og, g.og, int64_t{1}, dyg, g.p, int64_t{1}, col,
+        gemm(*st, cn * khw, g.p, g.og, a + c0 * khw * g.og, g.og, int64_t{1}, dyg, g.p, int64_t{1}, col,
              g.p, false);
         col2im_add(g, col, dxg + c0 * g.hw, cn);
       }
@@ -211,7 +219,7 @@ struct ConvCall {
     const ConvGeom &g = st->g;
     const int64_t khw = g.kh * g.kw;
     column_blocks(n, col, [&](int64_t gi, int64_t c0, int64_t cn, const T *b) {
-      gemm(*st->be, g.og, cn * khw, g.p, in1 + (n * g.o + gi * g.og) * g.p, g.p, int64_t{1}, b, int64_t{1},
+      gemm(*st, g.og, cn * khw, g.p, in1 + (n * g.o + gi * g.og) * g.p, g.p, int64_t{1}, b, int64_t{1},
            g.p, acc + gi * g.og * g.kg + c0 * khw, g.kg, !first);
     });
   }
@@ -381,7 +389,10 @@ ctn_status bias_act_kernel(void *state, const ctn_kernel_args *args) {
 
 // conv2d_bias_act: oneDNN's convolution with a bias and an eltwise post-op (f32), else the
 // plain convolution with the epilogue above.
-ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+ctn_status make_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled, const Bf16Gemm *bf16);
+
+ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled,
+                              const Bf16Gemm *bf16) {
   *handled = true;
   const ctn_tensor_desc &x = sig->inputs[0], &w = sig->inputs[1], &y = *sig->output;
   if (ctn_status s = need_float(be->host, "cpu", sig->op, x.dtype); s) return s;
@@ -390,7 +401,7 @@ ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kern
   epi.lo = sig->attrs->f[0];
   epi.hi = sig->attrs->f[1];
   std::string why;
-  if (x.dtype == CTN_F32 && be->conv_mode.load() != ConvMode::kOwn && onednn_built_in() &&
+  if (x.dtype == CTN_F32 && !bf16 && be->conv_mode.load() != ConvMode::kOwn && onednn_built_in() &&
       make_onednn_conv(be, 0, x.shape, w.shape, y.shape, sig->attrs->i, out, &why, &epi))
     return CTN_OK;
   auto st = new_state<BiasActState>(be);
@@ -406,15 +417,14 @@ ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kern
   ca.nf = 0;
   csig.attrs = &ca;
   bool conv_handled = false;
-  if (ctn_status s = make_conv_kernel(be, &csig, &st->conv, &conv_handled); s != CTN_OK) return s;
+  if (ctn_status s = make_conv(be, &csig, &st->conv, &conv_handled, bf16); s != CTN_OK) return s;
   const uint64_t ws = st->conv.workspace_size;
   kernel_set(out, x.dtype == CTN_F32 ? bias_act_kernel<float> : bias_act_kernel<double>, st.release(), 0, ws);
   return CTN_OK;
 }
 
-}  // namespace
-
-ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+// The own convolution; `bf16`: its GEMMs in bf16 (ConvState::bf16), oneDNN not asked.
+ctn_status make_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled, const Bf16Gemm *bf16) {
   // conv_transpose2d is conv2d_grad_input with the transpose's input as dy.
   static constexpr struct {
     const char *name;
@@ -424,7 +434,7 @@ ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
               {CTN_OP_CONV2D_GRAD_INPUT, ConvKind::kGradInput, false},
               {CTN_OP_CONV_TRANSPOSE2D, ConvKind::kGradInput, true},
               {CTN_OP_CONV2D_GRAD_WEIGHT, ConvKind::kGradWeight, false}};
-  if (!std::strcmp(sig->op, CTN_OP_CONV2D_BIAS_ACT)) return make_conv_bias_act(be, sig, out, handled);
+  if (!std::strcmp(sig->op, CTN_OP_CONV2D_BIAS_ACT)) return make_conv_bias_act(be, sig, out, handled, bf16);
   const auto *entry = find_entry(kOps, sig->op);
   if (!entry) return CTN_OK;
   const ConvKind kind = entry->kind;
@@ -452,7 +462,7 @@ ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   // where oneDNN measured no faster (grad-input 3-5x slower; docs/BENCHMARKS.md).
   const ConvMode mode = be->conv_mode.load();
   const bool auto_onednn = kind == ConvKind::kForward || g.cg >= kOneDNNMinChannels;
-  if (a.dtype == CTN_F32 && !transpose && onednn_built_in() &&
+  if (a.dtype == CTN_F32 && !bf16 && !transpose && onednn_built_in() &&
       (mode == ConvMode::kOneDNN || (mode == ConvMode::kAuto && auto_onednn))) {
     std::string why;
     if (make_onednn_conv(be, static_cast<int>(kind), cx->shape, cw->shape, cy->shape, at, out,
@@ -464,6 +474,7 @@ ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   auto st = new_state<ConvState>(be);
   st->g = g;
   st->kind = kind;
+  st->bf16 = a.dtype == CTN_F32 ? bf16 : nullptr;
   if (kind == ConvKind::kForward && g.cg == 1 && g.og == 1 && g.g > 1) {
     kernel_set(out, a.dtype == CTN_F32 ? depthwise_kernel<float> : depthwise_kernel<double>, st.release());
     return CTN_OK;
@@ -485,6 +496,19 @@ ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
                       dtype_size(a.dtype);
   kernel_set(out, a.dtype == CTN_F32 ? conv_kernel<float> : conv_kernel<double>, st.release(), 0, ws);
   return CTN_OK;
+}
+
+}  // namespace
+
+ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+  return make_conv(be, sig, out, handled, nullptr);
+}
+
+ctn_status make_conv_kernel_bf16(Backend *be, const ctn_op_signature *sig, ctn_kernel *out) {
+  bool handled = false;
+  const ctn_status s = make_conv(be, sig, out, &handled, bf16_gemm_for(*be));
+  if (!handled) return be->host->set_error(CTN_ERR_UNSUPPORTED, "cpu: '%s' is not a convolution", sig->op);
+  return s;
 }
 
 }  // namespace ctn_cpu

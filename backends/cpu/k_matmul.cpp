@@ -65,17 +65,7 @@ GemvFn<T> gemv_for(const char *isa) {
   return CTN_ISA_VARIANT(GemvFn<T>, isa, gemv);
 }
 
-struct MatmulState : KernelBase {
-  int64_t m = 0, n = 0, k = 0;
-  bool ta = false, tb = false;
-  int64_t rsa = 0, csa = 0, rsb = 0, csb = 0;  // element strides of A(i,p), B(p,j)
-  // The offsets of batch i are computed when it runs (dims.offsets), not tabled: a table per
-  // batch is O(batches) memory at compile time (8 TB for a [1, 2^39, 2, 2] input, found by
-  // fuzz_graph).
-  MatmulDims dims;
-  int64_t batches = 0;
-  int64_t c_step = 0;                           // elements between output matrices
-  int act = -1;                                 // -1: plain matmul; else CTN_ACT_*
+struct MatmulState : KernelBase, MatmulShape {
   GemvFn<float> gemv32 = nullptr;  // the own one-row path, per ISA
   GemvFn<double> gemv64 = nullptr;
 };
@@ -252,24 +242,10 @@ ctn_status make_matmul_kernel(Backend *be, const ctn_op_signature *sig, ctn_kern
   *handled = true;
   const ctn_tensor_desc &a = sig->inputs[0];
   if (ctn_status s = need_float(be->host, "cpu", sig->op, a.dtype); s) return s;
-  MatmulDims d = matmul_dims(sig);
   auto st = new_state<MatmulState>(be);
-  st->ta = d.ta;
-  st->tb = d.tb;
-  st->k = d.k;
-  st->n = d.n;
-  st->rsa = d.ta ? 1 : d.k;
-  st->csa = d.ta ? d.m : 1;
-  st->rsb = d.tb ? 1 : d.n;
-  st->csb = d.tb ? d.k : 1;
-  if (fused) st->act = d.act;
+  st->set_shape(matmul_dims(sig), fused, *sig->output);
   st->gemv32 = gemv_for<float>(be->gemm_isa.load()->name);
   st->gemv64 = gemv_for<double>(be->gemm_isa.load()->name);
-  st->c_step = d.m * d.n;
-  if (fold_batches(d)) st->c_step = d.m * d.n;
-  st->m = d.m;
-  st->batches = desc_numel(*sig->output) ? d.batches : 0;  // an empty output: nothing to compute
-  st->dims = d;
   kernel_set(out, a.dtype == CTN_F32 ? matmul_kernel<float> : matmul_kernel<double>,
              st.release());
   return CTN_OK;

@@ -80,7 +80,7 @@ bool sig_has_half(const ctn_op_signature *sig) {
   return ctn_desc_is_half(sig->output->dtype);
 }
 
-ctn_status make_widened_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out) {
+ctn_status make_widened_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, InnerMaker inner) {
   auto st = new_state<WidenState>(be);
   const uint32_t nin = sig->n_inputs;
   std::vector<ctn_tensor_desc> ins(sig->inputs, sig->inputs + nin);
@@ -101,7 +101,7 @@ ctn_status make_widened_kernel(Backend *be, const ctn_op_signature *sig, ctn_ker
   fsig.inputs = ins.data();
   fsig.output = &o;
   // A refusal of the f32 kernel (its message recorded) is the 16-bit op's refusal.
-  if (ctn_status s = make_native_kernel(be, &fsig, &st->inner); s != CTN_OK) return s;
+  if (ctn_status s = inner(be, &fsig, &st->inner); s != CTN_OK) return s;
   st->inner_off = ws;
   st->hi = &half_for(be->gemm_isa.load()->name);
   const uint64_t total = ws + st->inner.workspace_size;

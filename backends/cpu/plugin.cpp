@@ -170,6 +170,13 @@ bool parse_choice(const char *v, std::initializer_list<std::pair<const char *, E
   return false;
 }
 
+bool parse_half_matmul(const char *v, HalfMatmul *out) {
+  return parse_choice(v,
+                      {{"auto", HalfMatmul::kAuto}, {"convert", HalfMatmul::kConvert}, {"own", HalfMatmul::kOwn},
+                       {"onednn", HalfMatmul::kOneDNN}},
+                      out);
+}
+
 bool parse_pool_mode(const char *v, ThreadPool::Mode *out) {
   return parse_choice(
       v, {{"shared", ThreadPool::Mode::kShared}, {"per_caller", ThreadPool::Mode::kPerCaller}}, out);
@@ -224,6 +231,12 @@ ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
         host->log(CTN_LOG_WARN, "cpu",
                   "CHUTNEY_CPU_CONV=onednn but oneDNN is not built in; using the own convolution");
       be->conv_mode = mode;
+    }
+    if (const char *env = std::getenv("CHUTNEY_CPU_HALF_MATMUL"); env && *env) {
+      HalfMatmul mode = HalfMatmul::kAuto;
+      if (!parse_half_matmul(env, &mode) && host->log)
+        host->log(CTN_LOG_WARN, "cpu", "CHUTNEY_CPU_HALF_MATMUL must be auto, convert, own or onednn; using auto");
+      be->half_matmul = mode;
     }
     // Pool workers get their GEMM packing scratch when they start (a crew whose workers cannot
     // have it is not built).
@@ -309,10 +322,25 @@ ctn_status native_maker(Backend *be, const ctn_op_signature *sig, ctn_kernel *ou
   return make_native_kernel(be, sig, out);
 }
 
+bool all_bf16(const ctn_op_signature *sig) {
+  for (uint32_t i = 0; i < sig->n_inputs; ++i)
+    if (sig->inputs[i].dtype != CTN_BF16) return false;
+  return sig->output->dtype == CTN_BF16;
+}
+
+bool is_conv_op(const char *op) {
+  for (const char *c : {CTN_OP_CONV2D, CTN_OP_CONV2D_BIAS_ACT, CTN_OP_CONV2D_GRAD_INPUT, CTN_OP_CONV2D_GRAD_WEIGHT,
+                        CTN_OP_CONV_TRANSPOSE2D})
+    if (!std::strcmp(op, c)) return true;
+  return false;
+}
+
 // 16-bit floats: the elementwise and shape families have kernels of their own (loads and stores
 // convert, the arithmetic is f32's); a matmul may run oneDNN's 16-bit kernel (16-bit dot
 // products, f32 sums) when the option asks for it; every other op runs as its f32 kernel
-// between conversions (k_widen.cpp).
+// between conversions (k_widen.cpp). With half_matmul=own, where the CPU has AVX512_BF16
+// (bf16_gemm_for), all-bf16 matmuls run on the own bf16 GEMM straight from their bf16 operands
+// (k_matmul_bf16.cpp) and all-bf16 convolutions' GEMMs run in bf16 inside the conversions.
 ctn_status half_maker(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
   if (!sig_has_half(sig)) return CTN_OK;
   for (KernelMaker *m : {make_elementwise_kernel, make_shape_kernel}) {
@@ -321,8 +349,18 @@ ctn_status half_maker(Backend *be, const ctn_op_signature *sig, ctn_kernel *out,
   }
   *handled = true;
   std::string why;
-  if (be->half_matmul_onednn.load() && make_onednn_matmul_half(be, sig, out, &why)) return CTN_OK;
-  return make_widened_kernel(be, sig, out);
+  const HalfMatmul mode = be->half_matmul.load();
+  if (mode == HalfMatmul::kOneDNN && make_onednn_matmul_half(be, sig, out, &why)) return CTN_OK;
+  const bool bf16 = mode == HalfMatmul::kOwn && all_bf16(sig) && bf16_gemm_for(*be);
+  if (bf16 && is_conv_op(sig->op)) return make_widened_kernel(be, sig, out, make_conv_kernel_bf16);
+  // The widened kernel's maker validates the signature, also for the bf16 matmul that replaces it.
+  const ctn_status st = make_widened_kernel(be, sig, out);
+  ctn_kernel native{};
+  if (st == CTN_OK && bf16 && make_bf16_matmul(be, sig, &native)) {
+    if (out->release) out->release(out->state);
+    *out = native;
+  }
+  return st;
 }
 
 ctn_status cpu_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
@@ -379,15 +417,15 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
                                "(libdnnl-dev; meson option cpu_onednn)");
       be->conv_mode = mode;
     } else if (std::strcmp(key, "half_matmul") == 0) {
-      bool onednn = false;
-      if (!parse_choice(value, {{"convert", false}, {"onednn", true}}, &onednn))
+      HalfMatmul mode = HalfMatmul::kAuto;
+      if (!parse_half_matmul(value, &mode))
         return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                               "cpu: half_matmul must be 'convert' or 'onednn', got '%s'", value);
-      if (onednn && !onednn_built_in())
+                               "cpu: half_matmul must be 'auto', 'convert', 'own' or 'onednn', got '%s'", value);
+      if (mode == HalfMatmul::kOneDNN && !onednn_built_in())
         return host->set_error(CTN_ERR_UNAVAILABLE,
                                "cpu: half_matmul 'onednn' requested but this build has no oneDNN "
                                "(libdnnl-dev; meson option cpu_onednn)");
-      be->half_matmul_onednn = onednn;
+      be->half_matmul = mode;
     } else if (std::strcmp(key, "gemm_isa") == 0) {
       const GemmIsa *isa = gemm_isa_select(value);
       if (!isa)

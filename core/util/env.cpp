@@ -26,6 +26,8 @@ const std::vector<EnvVar> &env_vars() {
       {"CHUTNEY_CACHE_DIR", EnvKind::Paths, nullptr, 0, 0, "cache directory of the GPU backends"},
       {"CHUTNEY_CPU_GEMM", EnvKind::Choice, "openblas,own,auto", 0, 0, "CPU backend GEMM"},
       {"CHUTNEY_CPU_CONV", EnvKind::Choice, "onednn,own,auto", 0, 0, "CPU backend convolutions"},
+      {"CHUTNEY_CPU_HALF_MATMUL", EnvKind::Choice, "auto,convert,own,onednn", 0, 0,
+       "CPU backend bf16/f16 matmuls and convolutions"},
       {"CHUTNEY_CPU_ISA", EnvKind::Choice, "generic,neon,avx2,avx512", 0, 0, "CPU kernel variant"},
       {"CHUTNEY_OPENCL_PLACEMENT", EnvKind::Choice, "always,auto", 0, 0, "OpenCL placement policy"},
       {"CHUTNEY_OPENCL_REMEASURE", EnvKind::Flag, nullptr, 0, 0, "OpenCL: ignore the cached placement policy"},

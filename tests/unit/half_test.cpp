@@ -4,8 +4,10 @@
 // meson: CHUTNEY_CPU_ISA), casts to i8, and gradients through an f16 graph against f32's.
 #include <chutney/chutney.h>
 #include <chutney/desc.h>
+#include <chutney/ops.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -313,7 +315,7 @@ TEST_F(Cpu, HalfMatmulPaths) {
   const int64_t m = 37, k = 48, n = 40;
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1, 1);
-  for (const char *path : {"convert", "onednn"}) {
+  for (const char *path : {"auto", "convert", "own", "onednn"}) {
     if (ctn_context_set_option(c.ctx, "cpu", "half_matmul", path) != CTN_OK) {
       std::printf("half_matmul=%s: %s (skipped)\n", path, ctn_last_error());
       continue;
@@ -363,6 +365,97 @@ TEST_F(Cpu, HalfMatmulPaths) {
         ctn_graph_release(g);
       }
   }
+}
+
+// Runs `op` on bf16 inputs (their shapes and values) with half_matmul set to `path`; the bf16
+// output's values.
+std::vector<float> run_bf16_op(ctn_context *ctx, const char *path, const char *op, const ctn_attrs &at,
+                               const std::vector<std::vector<int64_t>> &shapes,
+                               const std::vector<std::vector<uint16_t>> &vals) {
+  EXPECT_EQ(ctn_context_set_option(ctx, "cpu", "half_matmul", path), CTN_OK) << ctn_last_error();
+  ctn_graph *g = nullptr;
+  EXPECT_EQ(ctn_graph_create(ctx, 0, &g), CTN_OK) << ctn_last_error();
+  std::vector<ctn_node> in(shapes.size());
+  std::vector<ctn_tensor *> ts(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const std::string name = "x" + std::to_string(i);
+    EXPECT_EQ(ctn_input(g, name.c_str(), CTN_BF16, static_cast<uint32_t>(shapes[i].size()), shapes[i].data(), &in[i]),
+              CTN_OK);
+    EXPECT_EQ(ctn_tensor_create(CTN_BF16, static_cast<uint32_t>(shapes[i].size()), shapes[i].data(), vals[i].data(), &ts[i]),
+              CTN_OK);
+  }
+  ctn_node y;
+  EXPECT_EQ(ctn_op(g, op, static_cast<uint32_t>(in.size()), in.data(), &at, &y), CTN_OK) << op << ": " << ctn_last_error();
+  ctn_plan *p = nullptr;
+  EXPECT_EQ(ctn_plan_compile(g, 1, &y, nullptr, &p), CTN_OK) << ctn_last_error();
+  ctn_tensor *yt = nullptr;
+  EXPECT_EQ(ctn_plan_output_create(p, 0, &yt), CTN_OK);
+  std::vector<const ctn_tensor *> fv(ts.begin(), ts.end());
+  ctn_tensor *const outs[] = {yt};
+  EXPECT_EQ(ctn_plan_run(p, static_cast<uint32_t>(in.size()), in.data(), fv.data(), 1, outs), CTN_OK) << ctn_last_error();
+  int64_t numel = 0;
+  EXPECT_EQ(ctn_tensor_numel(yt, &numel), CTN_OK);
+  std::vector<uint16_t> h(static_cast<size_t>(numel));
+  EXPECT_EQ(ctn_tensor_read(yt, h.data(), h.size() * 2), CTN_OK);
+  std::vector<float> r;
+  for (uint16_t e : h) r.push_back(ctn_desc_bf16_to_f32(e));
+  for (ctn_tensor *t : ts) ctn_tensor_release(t);
+  ctn_tensor_release(yt);
+  ctn_plan_release(p);
+  ctn_graph_release(g);
+  return r;
+}
+
+// The bf16 convolutions and their gradients on half_matmul = own (the own bf16 GEMM where the
+// CPU has AVX512_BF16, k_conv.cpp) against the f32 kernels between conversions (half_matmul =
+// convert): the same bf16 products summed in f32 in another order, so each result is within a
+// bf16 rounding or two of the other's (and both of the exact value).
+TEST_F(Cpu, Bf16ConvolutionsAgreeWithTheConvertPath) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto rand = [&](const std::vector<int64_t> &shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<uint16_t> v(static_cast<size_t>(n));
+    for (auto &e : v) e = ctn_desc_f32_to_bf16(u(rng));
+    return v;
+  };
+  // x [3,5,9,9], w [7,5,3,3], stride 2, pad 1 -> y [3,7,5,5]; groups 1.
+  const std::vector<int64_t> xs = {3, 5, 9, 9}, ws = {7, 5, 3, 3}, ys = {3, 7, 5, 5}, bs = {7};
+  const auto x = rand(xs), w = rand(ws), dy = rand(ys), bias = rand(bs), wt = rand({5, 7, 3, 3});
+  auto conv_attrs = [](std::initializer_list<int64_t> extra) {
+    ctn_attrs a{};
+    const int64_t base[7] = {2, 2, 1, 1, 1, 1, 1};
+    for (int i = 0; i < 7; ++i) a.i[a.ni++] = base[i];
+    for (int64_t e : extra) a.i[a.ni++] = e;
+    return a;
+  };
+  struct Case {
+    const char *op;
+    ctn_attrs at;
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<std::vector<uint16_t>> vals;
+  };
+  const Case cases[] = {
+      {CTN_OP_CONV2D, conv_attrs({}), {xs, ws}, {x, w}},
+      {CTN_OP_CONV2D_BIAS_ACT, conv_attrs({CTN_ACT_RELU}), {xs, ws, bs}, {x, w, bias}},
+      {CTN_OP_CONV2D_GRAD_INPUT, conv_attrs({9, 9}), {ys, ws}, {dy, w}},
+      {CTN_OP_CONV2D_GRAD_WEIGHT, conv_attrs({3, 3}), {xs, ys}, {x, dy}},
+      {CTN_OP_CONV_TRANSPOSE2D, conv_attrs({0, 0}), {xs, {5, 7, 3, 3}}, {x, wt}},
+  };
+  for (const Case &cs : cases) {
+    SCOPED_TRACE(cs.op);
+    const auto own = run_bf16_op(c.ctx, "own", cs.op, cs.at, cs.shapes, cs.vals);
+    const auto ref = run_bf16_op(c.ctx, "convert", cs.op, cs.at, cs.shapes, cs.vals);
+    ASSERT_EQ(own.size(), ref.size());
+    ASSERT_FALSE(own.empty());
+    float scale = 0;
+    for (float r : ref) scale = std::max(scale, std::fabs(r));
+    ASSERT_GT(scale, 0.5f);
+    for (size_t i = 0; i < own.size(); ++i)
+      ASSERT_NEAR(own[i], ref[i], std::fabs(ref[i]) * 0x1p-7f + scale * 0x1p-12f) << i;
+  }
+  EXPECT_EQ(ctn_context_set_option(c.ctx, "cpu", "half_matmul", "auto"), CTN_OK);
 }
 
 // loss = sum(tanh(x @ w) * c) in f16 and in f32; the gradient wrt w agrees to f16 accuracy.
