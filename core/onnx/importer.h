@@ -123,7 +123,8 @@ std::span<const OpEntry> tensor_ops();  // ops_tensor.cpp: shape and indexing op
 std::span<const OpEntry> nn_ops();      // ops_nn.cpp: conv, pooling, norms, matmul, losses, recurrent
 std::span<const OpEntry> resize_ops();  // ops_resize.cpp: Resize, Upsample
 std::span<const OpEntry> ml_ops();      // ops_ml.cpp: the ai.onnx.ml domain (scikit-learn exports)
-std::span<const OpEntry> attention_ops();  // ops_attention.cpp: Attention, RotaryEmbedding, SwiGLU...
+std::span<const OpEntry> attention_ops();
+std::span<const OpEntry> dynamic_ops();    // ops_dynamic.cpp: NonZero, Unique, TopK... (data-dependent shapes)  // ops_attention.cpp: Attention, RotaryEmbedding, SwiGLU...
 const OpEntry *find_converter(std::string_view op_type);
 
 }  // namespace ctn::onnx

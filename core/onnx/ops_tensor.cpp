@@ -406,7 +406,16 @@ void pad(NodeCtx &c) {
   out1(c, x);
 }
 
+// The shape of a value that an op with a data-dependent shape produced (or that reads one) is
+// known only when the plan runs: a constant made from its upper bound would be wrong.
+void need_static_shape(NodeCtx &c) {
+  if (c.g.node(c.in(0)).bounded)
+    c.unsupported("the shape of input 0 depends on data (it comes from NonZero, Unique, Compress, TopK or "
+                  "NonMaxSuppression): known only at run time, and Shape/Size are folded at import");
+}
+
 void shape_(NodeCtx &c) {
+  need_static_shape(c);
   const Shape s = c.shape(0);
   const int64_t nd = s.ndim;
   int64_t b = c.attr_i("start", 0), e = c.attr_i("end", nd);
@@ -420,7 +429,10 @@ void shape_(NodeCtx &c) {
   out1(c, const_i64(c.g, v, Shape::from(1, &n)));
 }
 
-void size_(NodeCtx &c) { out1(c, const_i64(c.g, {c.shape(0).numel()}, Shape{})); }
+void size_(NodeCtx &c) {
+  need_static_shape(c);
+  out1(c, const_i64(c.g, {c.shape(0).numel()}, Shape{}));
+}
 
 Tensor filled(int32_t dt, const Shape &s, const Tensor &one) {
   Tensor t = Tensor::empty(dt, s);
