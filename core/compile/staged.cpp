@@ -11,6 +11,8 @@
 // Re-adding a stage's nodes to its graph re-infers every shape from the actual ones, so what
 // follows a data-dependent op is planned (memory, kernels) for the shape it produced. The order
 // of stages depends only on the graph, never on the data. Graphs without such ops never get here.
+#include <chutney/ops.h>
+
 #include "compile/compile.h"
 #include "exec/plan.h"
 #include "tensor/handle.h"
@@ -35,6 +37,34 @@ struct StagePlan {
   std::vector<ctn_node> feed_ids;  // their input nodes in the stage graph
   std::vector<ctn_node> targets;   // user-graph nodes the stage computes, one output each
 };
+
+// Reshape and broadcast_to take their target shape as attributes, which a graph built over an
+// upper bound holds as numbers (the ONNX importer's gathers reshape their result to the bound).
+// When exactly one dim of the input differs from its bound, the target dim that carried that
+// extent takes the actual one: for reshape the dim that starts at the same element offset with
+// the bound's extent, for broadcast_to the dim aligned with it from the right.
+void adapt_target_shape(const OpDef &op, const Shape &bound, const Shape &actual, ctn_attrs &a) {
+  const bool reshape = op.name == CTN_OP_RESHAPE;
+  if ((!reshape && op.name != CTN_OP_BROADCAST_TO) || bound.ndim != actual.ndim || bound == actual) return;
+  uint32_t changed = bound.ndim;
+  for (uint32_t k = 0; k < bound.ndim; ++k)
+    if (bound[k] != actual[k]) {
+      if (changed != bound.ndim) return;  // two dims changed: no single dim carries the extent
+      changed = k;
+    }
+  if (!reshape) {
+    const uint32_t j = changed + a.ni - bound.ndim;
+    if (a.ni >= bound.ndim && a.i[j] == bound[changed]) a.i[j] = actual[changed];
+    return;
+  }
+  int64_t before = 1, at = 1;
+  for (uint32_t k = 0; k < changed; ++k) before *= bound[k];
+  for (uint32_t j = 0; j < a.ni; at *= a.i[j], ++j)
+    if (at == before && a.i[j] == bound[changed]) {
+      a.i[j] = actual[changed];
+      return;
+    }
+}
 
 class Staged final : public StagedRun {
  public:
@@ -239,8 +269,10 @@ class Staged final : public StagedRun {
     } else {
       std::vector<ctn_node> in;
       for (ctn_node x : n.inputs) in.push_back(add_node(sg, x, map));
+      ctn_attrs a = n.attrs;
+      if (!in.empty()) adapt_target_shape(*n.op, g_.info(n.inputs[0]).shape, sg.info(in[0]).shape, a);
       try {
-        r = sg.add_op(*n.op, static_cast<uint32_t>(in.size()), in.data(), n.attrs);
+        r = sg.add_op(*n.op, static_cast<uint32_t>(in.size()), in.data(), a);
       } catch (const Error &e) {
         fail(e.code(), "staged plan: node %u (%s) does not take the actual shapes of the values before it (%s); an "
              "attribute fixed at build time from an upper bound?", v, n.op->name.c_str(), e.what());

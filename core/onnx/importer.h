@@ -127,4 +127,12 @@ std::span<const OpEntry> attention_ops();
 std::span<const OpEntry> dynamic_ops();    // ops_dynamic.cpp: NonZero, Unique, TopK... (data-dependent shapes)  // ops_attention.cpp: Attention, RotaryEmbedding, SwiGLU...
 const OpEntry *find_converter(std::string_view op_type);
 
+// Sequences (ops_sequence.cpp, since 1.6) are lowered at import: a sequence is the list of its
+// tensors' nodes, every length and position known at import.
+using Seq = std::vector<ctn_node>;
+bool is_sequence_op(std::string_view op_type);
+// in[i]: input i's sequence, nullptr for a tensor input (then c.in(i)). An op that makes a
+// sequence fills *out and sets *made; the others set c.outs.
+void convert_sequence(NodeCtx &c, const std::vector<const Seq *> &in, Seq *out, bool *made);
+
 }  // namespace ctn::onnx

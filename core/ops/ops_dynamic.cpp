@@ -89,6 +89,15 @@ Tensor gather_slices(const Tensor &x, uint32_t axis, const std::vector<int64_t> 
   return out;
 }
 
+// x contiguous, flattened when the (normalised) axis attribute is -1; *axis: the axis to work on.
+Tensor along(const Tensor &in, int64_t axis_attr, uint32_t *axis) {
+  Tensor x = in.contiguous();
+  *axis = axis_attr < 0 ? 0 : static_cast<uint32_t>(axis_attr);
+  if (axis_attr >= 0) return x;
+  bool copied = false;
+  return x.reshape(dims({x.numel()}), &copied);
+}
+
 // ---- nonzero: (x) -> i64 [rank, count] -------------------------------------------------------
 
 ValueInfo infer_nonzero(const OpDef &, const ValueInfo *in, uint32_t, ctn_attrs &a) {
@@ -132,15 +141,9 @@ ValueInfo infer_compress(const OpDef &op, const ValueInfo *in, uint32_t, ctn_att
 }
 
 Tensor eval_compress(const OpDef &op, const Tensor *const *in, uint32_t, const ctn_attrs &a) {
-  Tensor x = in[0]->contiguous();
-  const Tensor c = in[1]->contiguous();
   uint32_t axis = 0;
-  if (a.i[0] < 0) {
-    bool copied = false;
-    x = x.reshape(dims({x.numel()}), &copied);
-  } else {
-    axis = static_cast<uint32_t>(a.i[0]);
-  }
+  const Tensor x = along(*in[0], a.i[0], &axis);
+  const Tensor c = in[1]->contiguous();
   if (c.numel() > x.shape[axis])
     fail(CTN_ERR_SHAPE, "%s: the condition has %lld elements, the axis only %lld", N(op),
          static_cast<long long>(c.numel()), static_cast<long long>(x.shape[axis]));
@@ -190,14 +193,8 @@ struct SliceOrder {
 };
 
 Tensor eval_unique(const OpDef &, const Tensor *const *in, uint32_t, const ctn_attrs &a) {
-  Tensor x = in[0]->contiguous();
   uint32_t axis = 0;
-  if (a.i[0] < 0) {
-    bool copied = false;
-    x = x.reshape(dims({x.numel()}), &copied);
-  } else {
-    axis = static_cast<uint32_t>(a.i[0]);
-  }
+  const Tensor x = along(*in[0], a.i[0], &axis);
   SliceOrder ord{x, 1, x.shape[axis], 1};
   for (uint32_t k = 0; k < axis; ++k) ord.outer *= x.shape[k];
   for (uint32_t k = axis + 1; k < x.shape.ndim; ++k) ord.inner *= x.shape[k];

@@ -17,8 +17,6 @@ OP_REASONS = [
      "signal-processing op (needs cos/sin or complex numbers)"),
     (r"^(Sequence\w*|SplitToSequence|ConcatFromSequence|Optional\w*)$",
      "sequence/optional values are not supported (tensors only)"),
-    (r"^(NonZero|Unique|TopK|Compress|NonMaxSuppression|ReverseSequence)$",
-     "output shape or order depends on input values (sorting, data-dependent sizes)"),
     (r"^(Bernoulli|RandomNormal|RandomNormalLike|RandomUniform|RandomUniformLike|Multinomial)$",
      "random op: chutney's RNG cannot reproduce numpy's stream"),
     (r"^(QuantizeLinear|DequantizeLinear|DynamicQuantizeLinear|QLinearConv|QLinearMatMul|MatMulInteger|ConvInteger)$",
