@@ -71,9 +71,11 @@ class Staged final : public StagedRun {
   Staged(const Graph &user, uint32_t n_out, const ctn_node *outs, const ctn_compile_options *opts)
       : g_(user.context(), false), outs_(outs, outs + n_out) {
     g_.copy_nodes_from(user);
-    if (opts) {
+    if (opts) {  // kept for the stages' compiles: the backend list is copied (the caller's may go)
       opts_ = *opts;
       has_opts_ = true;
+      if (opts->backends) backends_ = opts->backends;
+      opts_.backends = opts->backends ? backends_.c_str() : nullptr;
     }
     for (ctn_node o : outs_) user.check(o, "ctn_plan_compile");
     describe_ = "staged plan (data-dependent shapes): " + std::to_string(n_out) +
@@ -112,6 +114,7 @@ class Staged final : public StagedRun {
   std::vector<ctn_node> outs_;
   ctn_compile_options opts_{};
   bool has_opts_ = false;
+  std::string backends_;
   std::string describe_;
   std::map<std::string, StagePlan> cache_;
 
@@ -320,6 +323,9 @@ bool needs_stages(const Graph &g, uint32_t n_out, const ctn_node *outs) {
 std::unique_ptr<StagedRun> make_staged_run(const Graph &user, uint32_t n_out, const ctn_node *outs,
                                            const ctn_compile_options *opts) {
   if (n_out && !outs) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_compile: outputs is NULL");
+  if (opts && opts->data_parallel)
+    fail(CTN_ERR_UNSUPPORTED, "ctn_plan_compile: a plan over data-dependent shapes (nonzero, unique, ...) cannot be "
+         "data-parallel");
   for (const Node &n : user.nodes())
     if (n.kind == NodeKind::Assign)
       fail(CTN_ERR_UNSUPPORTED, "ctn_plan_compile: a plan over data-dependent shapes (nonzero, unique, ...) cannot "

@@ -228,6 +228,9 @@ class Importer {
     for (const NodeP &n : gp.nodes) convert(n);
     for (ModelInfo::Entry &e : info_.outputs) {
       auto it = values_.find(e.name);
+      if (it == values_.end() && seqs_.count(e.name))
+        fail(CTN_ERR_UNSUPPORTED, "%s: graph output '%s' is a sequence, not a tensor (sequences are lowered at import; "
+             "graph outputs must be tensors)", path_.c_str(), e.name.c_str());
       if (it == values_.end()) fail(CTN_ERR_CORRUPT, "%s: graph output '%s' is never computed", path_.c_str(), e.name.c_str());
       e.node = it->second;
     }

@@ -30,6 +30,13 @@ int64_t norm_axis(const OpDef &op, int64_t axis, uint32_t ndim) {
   return r;
 }
 
+// compress and unique: -1 means the input flattened, so an axis is 0..ndim-1 (no other negative).
+int64_t data_axis(const OpDef &op, int64_t axis, uint32_t ndim) {
+  if (axis < 0 || axis >= static_cast<int64_t>(ndim))
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: axis %lld must be -1 (the input flattened) or 0..%u", N(op), static_cast<long long>(axis), ndim - 1);
+  return axis;
+}
+
 Shape dims(std::initializer_list<int64_t> d) {
   Shape s;
   for (int64_t v : d) s.d[s.ndim++] = v;
@@ -134,8 +141,7 @@ ValueInfo infer_compress(const OpDef &op, const ValueInfo *in, uint32_t, ctn_att
     a.ni = 1;
     return ValueInfo{in[0].dtype, dims({in[0].shape.numel()})};
   }
-  // -1 means flattened, so a negative axis other than -1 counts from the end (-2: the one before).
-  a.i[0] = norm_axis(op, a.i[0] < -1 ? a.i[0] + 1 : a.i[0], in[0].shape.ndim);
+  a.i[0] = data_axis(op, a.i[0], in[0].shape.ndim);
   a.ni = 1;
   return in[0];
 }
@@ -169,7 +175,7 @@ ValueInfo infer_unique(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs
     n = in[0].shape.numel();
     values = dims({n});
   } else {
-    a.i[0] = norm_axis(op, a.i[0] < -1 ? a.i[0] + 1 : a.i[0], in[0].shape.ndim);
+    a.i[0] = data_axis(op, a.i[0], in[0].shape.ndim);
     n = in[0].shape[static_cast<uint32_t>(a.i[0])];
     values = in[0].shape;
   }

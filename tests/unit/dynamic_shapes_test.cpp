@@ -280,6 +280,15 @@ TEST(DynamicShapes, BadUsesFailWithAMessage) {
   a.ni = 4;
   EXPECT_EQ(ctn_op(g.g, CTN_OP_TOPK, 2, in2, &a, &out), CTN_ERR_SHAPE);  // k must be one integer
   EXPECT_NE(std::strstr(ctn_last_error(), "topk: k must be"), nullptr) << ctn_last_error();
+  const int64_t cs[1] = {2};
+  ctn_node cond = CTN_NODE_NONE;
+  CTN_ASSERT_OK(ctn_input(g.g, "cond", CTN_BOOL, 1, cs, &cond));
+  ctn_node cin[2] = {x, cond};
+  a = ctn_attrs{};
+  a.ni = 1;
+  a.i[0] = -2;  // -1 is "flattened"; other negative axes are refused
+  EXPECT_EQ(ctn_op(g.g, CTN_OP_COMPRESS, 2, cin, &a, &out), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(ctn_last_error(), "compress: axis -2 must be -1"), nullptr) << ctn_last_error();
   // Not fed: the staged plan names the input.
   ctn_node nz = op(g.g, CTN_OP_NONZERO, {x});
   ctn_plan *p = nullptr;
