@@ -16,7 +16,7 @@ OP_REASONS = [
     (r"^(HannWindow|HammingWindow|BlackmanWindow|DFT|STFT|MelWeightMatrix)$",
      "signal-processing op (needs cos/sin or complex numbers)"),
     (r"^(Sequence\w*|SplitToSequence|ConcatFromSequence|Optional\w*)$",
-     "SequenceMap and optional values are not supported"),
+     "optional values (Optional* ops) are not supported"),
     (r"^(Bernoulli|RandomNormal|RandomNormalLike|RandomUniform|RandomUniformLike|Multinomial)$",
      "random op: chutney's RNG cannot reproduce numpy's stream"),
     (r"^(QuantizeLinear|DequantizeLinear|DynamicQuantizeLinear|QLinearConv|QLinearMatMul|MatMulInteger|ConvInteger)$",
@@ -42,7 +42,7 @@ def classify(name, reason):
     m = re.search(r"has dtype (\w+( \d+)?), which chutney", reason) or re.search(r"dtype (\w+) \(float", reason)
     if m:
         return "dtype " + m.group(1) + " (chutney has float, double, float16, bfloat16, int32, int64, int8, uint8, bool)"
-    if "is not a tensor" in reason:
+    if "is not a tensor" in reason or "is a sequence, not a tensor" in reason:
         return "sequence/optional graph inputs and outputs are not supported (sequences inside a graph are lowered at import)"
     m = re.search(r"ai.onnx.ml op (\w+) has no converter", reason)
     if m:
