@@ -299,6 +299,47 @@ TEST(DynamicShapes, BadUsesFailWithAMessage) {
   EXPECT_NE(std::strstr(ctn_last_error(), "\"x\""), nullptr) << ctn_last_error();
   ctn_tensor_release(o);
   ctn_plan_release(p);
+  // A plan that assigns a variable cannot be staged (no training through these ops).
+  ctn_tensor *init = make_f32({2, 3}, {1, 0, 1, 0, 1, 0});
+  ctn_node v = CTN_NODE_NONE, v2 = CTN_NODE_NONE;
+  CTN_ASSERT_OK(ctn_variable(g.g, "v", init, &v));
+  CTN_ASSERT_OK(ctn_assign(g.g, v, op(g.g, "relu", {v}), &v2));
+  ctn_node vz = op(g.g, CTN_OP_NONZERO, {v});
+  p = nullptr;
+  EXPECT_EQ(ctn_plan_compile(g.g, 1, &vz, nullptr, &p), CTN_ERR_UNSUPPORTED);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_NE(std::strstr(ctn_last_error(), "cannot assign variables"), nullptr) << ctn_last_error();
+  ctn_tensor_release(init);
+}
+
+
+// Outputs that do not depend on the data-dependent op come from the first stage; an input fed
+// straight through is an output too. Only plans over such ops are staged.
+TEST(DynamicShapes, MixedOutputsAndOnlyThosePlansAreStaged) {
+  Ctx c;
+  Graph g(c.ctx);
+  const int64_t xs[1] = {4};
+  ctn_node x = CTN_NODE_NONE;
+  CTN_ASSERT_OK(ctn_input(g.g, "x", CTN_F32, 1, xs, &x));
+  ctn_node r = op(g.g, "relu", {x});
+  ctn_node u = op(g.g, CTN_OP_UNIQUE, {r}, {-1, 1, 0});
+  ctn_node outs[3] = {u, r, x};
+  Runner staged;
+  CTN_ASSERT_OK(ctn_plan_compile(g.g, 3, outs, nullptr, &staged.p));
+  const char *text = nullptr;
+  CTN_ASSERT_OK(ctn_plan_describe(staged.p, &text));
+  EXPECT_NE(std::strstr(text, "staged plan"), nullptr) << text;
+  ctn_tensor *xv = make_f32({4}, {-1, 2, -3, 2});
+  std::vector<ctn_tensor *> o = staged.run(x, xv, 3);
+  EXPECT_EQ(read_f32(o[0]), (std::vector<float>{0, 2}));
+  EXPECT_EQ(read_f32(o[1]), (std::vector<float>{0, 2, 0, 2}));
+  EXPECT_EQ(read_f32(o[2]), (std::vector<float>{-1, 2, -3, 2}));
+  Runner plain;  // relu alone: an ordinary plan, whatever else the graph holds
+  CTN_ASSERT_OK(ctn_plan_compile(g.g, 1, &r, nullptr, &plain.p));
+  CTN_ASSERT_OK(ctn_plan_describe(plain.p, &text));
+  EXPECT_EQ(std::strstr(text, "staged plan"), nullptr) << text;
+  ctn_tensor_release(xv);
+  for (ctn_tensor *t : o) ctn_tensor_release(t);
 }
 
 }  // namespace
