@@ -532,7 +532,11 @@ CTN_API ctn_status ctn_plan_backend_steps(ctn_plan *p, const char *backend, cons
  * receives output i of the compile call; it must have the right dtype and shape (create it with
  * ctn_plan_output_create) or be NULL to skip. Every argument is checked before the first step
  * runs: a call that fails on one leaves the variables as they were. No allocation happens in
- * the steady state. since 1.0 */
+ * the steady state. since 1.0
+ * Since 1.6, a plan whose outputs depend on an op with a data-dependent shape (ops.h, "since 1.6:
+ * data-dependent shapes") runs in stages: ctn_plan_output_create gives the upper bound, an output
+ * tensor may then have any shape (its dtype must match), and the run gives it the actual shape (a
+ * new storage when the shape differs). */
 CTN_API ctn_status ctn_plan_run(ctn_plan *p, uint32_t n_feeds, const ctn_node *feed_nodes,
                                 const ctn_tensor *const *feed_values, uint32_t n_outputs,
                                 ctn_tensor *const *outputs);

@@ -220,4 +220,27 @@
 /* (ids [...], dy [..., D]); i[0] = V -> [V, D]: dy rows added up per id (scatter-add). */
 #define CTN_OP_EMBEDDING_GRAD "embedding_grad"
 
+/* ---- since 1.6: data-dependent shapes ----------------------------------------------------------
+ * The output's shape depends on the input values. Inference gives an upper bound (the shape
+ * ctn_plan_output_create makes and ctn_plan_output_info reports); the value has its actual
+ * shape, each dim at most the bound, and ctn_plan_run gives an output that shape. A plan holding
+ * one runs in stages, what follows the op compiled for the shape it produced (docs/EXECUTION.md,
+ * "Data-dependent shapes"). The core computes these ops on the host: no backend's get_kernel is
+ * asked for them. No gradient. */
+#define CTN_OP_NONZERO "nonzero"   /* (x) -> i64 [max(ndim, 1), count]: the indices of the non-zero
+                                      elements in row-major order (ONNX NonZero) */
+#define CTN_OP_COMPRESS "compress" /* (x, cond [m], m <= the axis) i[0] axis, -1: x flattened ->
+                                      the slices k with cond[k] != 0 (ONNX Compress) */
+#define CTN_OP_UNIQUE "unique"     /* (x) i[0] axis (-1: flattened), i[1] sorted, i[2] output: 0 the
+                                      unique slices (sorted, or in order of first occurrence), 1 i64
+                                      index of each one's first occurrence, 2 i64 per slice of x its
+                                      index in output 0, 3 i64 counts (ONNX Unique) */
+#define CTN_OP_TOPK "topk"         /* (x, k i64|i32 [1] or []) i[0] axis, i[1] largest, i[2] sorted,
+                                      i[3] output: 0 values, 1 i64 indices; ties: lower index first */
+#define CTN_OP_NON_MAX_SUPPRESSION "non_max_suppression"
+/* (boxes [B, N, 4], scores [B, C, N], max per class i64 [1], iou threshold [1], score threshold
+ * [1]) i[0] center_point_box (0: [y1, x1, y2, x2] corners, 1: [xc, yc, w, h]) -> i64 [count, 3]
+ * rows (batch, class, box): per batch and class, boxes with score > threshold by falling score,
+ * each kept unless its IoU with a kept one exceeds the threshold (ONNX NonMaxSuppression). */
+
 #endif /* CHUTNEY_OPS_H */

@@ -25,7 +25,10 @@ CTN_API ctn_status ctn_plan_compile(ctn_graph *g, uint32_t n_outputs, const ctn_
     ctn_compile_options o{};
     if (options) std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof o));
     const ctn_compile_options *opts = options ? &o : nullptr;
-    *out = new ctn_plan(*g, [&](Program &prog) { compile_program(*g, n_outputs, outputs, opts, prog); });
+    if (needs_stages(*g, n_outputs, outputs))  // since 1.6: data-dependent shapes
+      *out = new ctn_plan(make_staged_run(*g, n_outputs, outputs, opts));
+    else
+      *out = new ctn_plan(*g, [&](Program &prog) { compile_program(*g, n_outputs, outputs, opts, prog); });
   });
 }
 

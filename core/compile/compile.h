@@ -12,11 +12,13 @@
 
 #include "compile/planner.h"
 #include "compile/rewrite.h"
+#include "exec/plan.h"
 #include "exec/program.h"
 #include "graph/graph.h"
 #include "plugin/context.h"
 
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -129,5 +131,11 @@ void prepare_steps(const Graph &g, const Lowering &lowered, Placement &placed,  
 void record_segments(Program &out);        // segments.cpp
 void report(const CompileState &cs);       // report.cpp
 void broadcast_variables(CompileState &cs);  // data_parallel.cpp
+
+// Data-dependent shapes (staged.cpp): whether the outputs (or an assignment) depend on an
+// OP_DATA_DEPENDENT node, and the staged run ctn_plan_compile then makes instead of a Program.
+bool needs_stages(const Graph &g, uint32_t n_out, const ctn_node *outs);
+std::unique_ptr<StagedRun> make_staged_run(const Graph &user, uint32_t n_out, const ctn_node *outs,
+                                           const ctn_compile_options *opts);
 
 }  // namespace ctn

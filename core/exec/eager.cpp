@@ -148,6 +148,12 @@ void eager_execute(Graph &g, Node &node) {
     if (!src.value) fail(CTN_ERR_STATE, "%s: input %u has no value (eager graphs compute every node)", node.op->name.c_str(), i);
     in[i] = src.value.get();
   }
+  if (node.op->flags & OP_DATA_DEPENDENT) {  // computed on the host; the node takes the actual shape
+    node.value = std::make_shared<Tensor>(node.op->evaluate(*node.op, in, n, node.attrs));
+    node.info.shape = node.value->shape;
+    node.bounded = false;
+    return;
+  }
   node.value = std::make_shared<Tensor>(
       eager_compute(*g.context(), *node.op, node.attrs, in, n, node.info, nullptr, &node.ran_on));
 }

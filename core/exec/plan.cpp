@@ -189,6 +189,7 @@ void Plan::stop_if_asked(const RunControl &rc, size_t step) const {
 
 void Plan::run(uint32_t n_feeds, const ctn_node *feed_nodes, const ctn_tensor *const *feed_values, uint32_t n_out,
                ctn_tensor *const *outputs, const RunControl *rc) {
+  if (staged_) return staged_->run(n_feeds, feed_nodes, feed_values, n_out, outputs, rc);
   check_args(n_feeds, feed_nodes, feed_values, n_out, outputs);
   if (rc) stop_if_asked(*rc, 0);
   for (size_t k = 0; k < prog_.feeds.size(); ++k) {
@@ -304,6 +305,7 @@ void Plan::check_numerics(size_t step) const {
 }
 
 const ValueInfo &Plan::output_info(uint32_t i) const {
+  if (staged_) return staged_->output_info(i);
   if (i >= prog_.outputs.size())
     fail(CTN_ERR_INVALID_ARGUMENT, "output index %u is out of range (the plan has %zu outputs)", i, prog_.outputs.size());
   return prog_.values[static_cast<size_t>(prog_.outputs[i])].info;

@@ -87,7 +87,9 @@ bool probe_support(Context &ctx, Backend &b, const OpDef &op, int32_t dtype, std
   }
   for (size_t n = ids.size(); n < g.size(); ++n) {
     const Node &node = g.node(static_cast<ctn_node>(n));
-    if (node.kind != NodeKind::Op) continue;
+    // Data-dependent ops (since 1.6) are computed on the host whatever the backends: a plan over
+    // one runs with any backend list, so they take no kernel to be supported.
+    if (node.kind != NodeKind::Op || (node.op->flags & OP_DATA_DEPENDENT)) continue;
     std::vector<ctn_tensor_desc> d;
     for (ctn_node i : node.inputs) d.push_back(make_desc(g.info(i)));
     const ctn_tensor_desc od = make_desc(node.info);

@@ -187,6 +187,8 @@ ctn_node Graph::add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, cons
     fail(CTN_ERR_SHAPE, "%s: the result %s has more elements than a tensor can hold (2^60)", op.name.c_str(),
          shape_str(node.info.shape).c_str());
   if (op.expand) return add_composite(op, n, ins.data(), node.attrs, node.info);
+  node.bounded = (op.flags & OP_DATA_DEPENDENT) != 0;
+  for (ctn_node x : ins) node.bounded = node.bounded || nodes_[x].bounded;
   node.inputs = std::move(ins);
   if (eager_) run_eager(*this, node);
   nodes_.push_back(std::move(node));

@@ -49,6 +49,9 @@ struct Node {
   // Non-zero: ctn_grad returned this node as a gradient, and nodes from this id on were made
   // after that ctn_grad (data-parallel plans average it for them: compile/data_parallel.cpp).
   uint32_t grad_uses_from = 0;
+  // since 1.6: info.shape is an upper bound: the node is a data-dependent op (OP_DATA_DEPENDENT)
+  // or reads one, so its actual shape is known only when it runs.
+  bool bounded = false;
 };
 
 class Graph {

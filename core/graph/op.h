@@ -18,6 +18,7 @@ struct ValueInfo {
 struct OpDef;
 class Graph;
 struct OpLib;
+struct Tensor;
 
 // Infers the output; may normalise attrs in place (negative axes, -1 in shapes, slice bounds).
 // Throws ctn::Error naming the op and the offending shapes/dtypes.
@@ -52,7 +53,16 @@ enum OpFlags : uint32_t {
   OP_ELEMENTWISE = 1u << 0,   // output element i depends only on input elements i (after bcast)
   OP_VIEW_RESHAPE = 1u << 1,  // output can alias input 0's storage (no kernel needed)
   OP_NO_FOLD = 1u << 2,       // never constant-folded
+  // since 1.6: the output's shape depends on the input values. `infer` gives an upper bound
+  // (each dim >= the actual one), `evaluate` computes the value with its actual shape on the
+  // host; plans holding such a node run in stages (compile/staged.cpp, docs/EXECUTION.md).
+  OP_DATA_DEPENDENT = 1u << 3,
 };
+
+// Data-dependent ops (OP_DATA_DEPENDENT): the value of the node from its inputs' values (host
+// tensors of their actual shapes), with the attributes infer normalised. Throws ctn::Error
+// naming the op for bad values (an index out of range, a negative k).
+using EvaluateFn = Tensor (*)(const OpDef &op, const Tensor *const *in, uint32_t n, const ctn_attrs &attrs);
 
 struct OpDef {
   std::string name;
@@ -70,6 +80,7 @@ struct OpDef {
   ExpandFn expand = nullptr;
   TangentFn tangent = nullptr;  // nullptr: ctn_jvp refuses the op (op libraries: ctn_op_def.jvp_ex)
   OpProbe probe{};
+  EvaluateFn evaluate = nullptr;  // OP_DATA_DEPENDENT ops only
 };
 
 // A table of built-in ops in static storage. Each area defines its own (ops/ops_builtin.cpp,
@@ -83,6 +94,7 @@ OpTable core_op_table();
 OpTable nn_op_table();     // conv, pooling, norms, dropout, embedding...
 OpTable optim_op_table();  // optimizer update steps
 OpTable composite_op_table();  // ops defined as a decomposition into other ops
+OpTable dynamic_op_table();    // since 1.6: ops with data-dependent output shapes (ops_dynamic.cpp)
 
 // Built-in op lookup by name (static storage). Returns nullptr for an unknown name.
 const OpDef *find_builtin_op(const char *name);

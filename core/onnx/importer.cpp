@@ -181,7 +181,8 @@ int32_t NodeCtx::axis(int64_t a, uint32_t ndim) const {
 }
 
 const OpEntry *find_converter(std::string_view op_type) {
-  for (auto table : {math_ops(), tensor_ops(), nn_ops(), resize_ops(), attention_ops(), signal_ops(), sampling_ops()})
+  for (auto table : {math_ops(), tensor_ops(), nn_ops(), resize_ops(), attention_ops(), signal_ops(), sampling_ops(),
+                     dynamic_ops()})
     for (const OpEntry &e : table)
       if (op_type == e.op_type) return &e;
   return nullptr;
@@ -250,6 +251,9 @@ class Importer {
     for (const NodeP &n : gp.nodes) convert(n);
     for (ModelInfo::Entry &e : info_.outputs) {
       auto it = values_.find(e.name);
+      if (it == values_.end() && seqs_.count(e.name))
+        fail(CTN_ERR_UNSUPPORTED, "%s: graph output '%s' is a sequence, not a tensor (sequences are lowered at import; "
+             "graph outputs must be tensors)", path_.c_str(), e.name.c_str());
       if (it == values_.end()) fail(CTN_ERR_CORRUPT, "%s: graph output '%s' is never computed", path_.c_str(), e.name.c_str());
       e.node = it->second;
     }
@@ -284,8 +288,9 @@ class Importer {
       if (it == info_.op_types.end()) {
         const OpDef *custom =
             default_domain(n.domain) || !context() ? nullptr : context()->find_op((sv(n.domain) + "::" + sv(n.op_type)).c_str());
-        const bool known = default_domain(n.domain) ? find_converter(n.op_type) != nullptr || is_control(n.op_type)
-                                                    : find_ml_converter(n.domain, n.op_type) || (custom && custom->lib);
+        const bool known = default_domain(n.domain)
+                               ? find_converter(n.op_type) != nullptr || is_control(n.op_type) || is_sequence_op(n.op_type)
+                               : find_ml_converter(n.domain, n.op_type) || (custom && custom->lib);
         info_.op_types.push_back({name, 0, known, ""});
         it = info_.op_types.end() - 1;
       }
@@ -365,6 +370,10 @@ class Importer {
       convert_custom(n, where);
       return;
     }
+    if (!ml && is_sequence_op(n.op_type)) {
+      convert_sequence_node(n, where);
+      return;
+    }
     if (!ml && is_control(n.op_type)) {
       const size_t before = g_->size();
       try {
@@ -391,12 +400,8 @@ class Importer {
         ins.push_back(CTN_NODE_NONE);
         continue;
       }
-      auto it = values_.find(sv(name));
-      if (it == values_.end())
-        fail(CTN_ERR_CORRUPT, "ONNX %s: input '%s' is not defined by any earlier node, initializer or graph input",
-             where.c_str(), sv(name).c_str());
-      ins.push_back(it->second);
-      all_const = all_const && g_->node(it->second).kind == NodeKind::Constant;
+      ins.push_back(value_of(name, where));
+      all_const = all_const && g_->node(ins.back()).kind == NodeKind::Constant;
     }
     std::vector<ctn_node> outs;
     const size_t before = g_->size();
@@ -475,6 +480,9 @@ class Importer {
 
   ctn_node value_of(std::string_view name, const std::string &where) {
     auto it = values_.find(sv(name));
+    if (it == values_.end() && seqs_.count(sv(name)))
+      fail(CTN_ERR_UNSUPPORTED, "ONNX %s: input '%s' is a sequence, not a tensor (sequences are lowered at import: only "
+           "the sequence ops and ConcatFromSequence/SequenceAt take them)", where.c_str(), sv(name).c_str());
     if (it == values_.end())
       fail(CTN_ERR_CORRUPT, "ONNX %s: input '%s' is not defined by any earlier node, initializer or graph input",
            where.c_str(), sv(name).c_str());
@@ -503,12 +511,14 @@ class Importer {
       fail(CTN_ERR_CORRUPT, "ONNX %s: the subgraph '%s' takes %zu inputs, it is given %zu", where.c_str(),
            sv(sg.name).c_str(), sg.inputs.size(), args.size());
     const auto saved = values_;
+    const auto saved_seqs = seqs_;
     for (const TensorP &t : sg.initializers) values_[sv(t.name)] = g_->add_constant(tensor_from_proto(t, base_dir_, path_));
     for (size_t k = 0; k < args.size(); ++k) values_[sv(sg.inputs[k].name)] = args[k];
     for (const NodeP &n : sg.nodes) convert(n);
     std::vector<ctn_node> outs;
     for (const ValueInfoP &v : sg.outputs) outs.push_back(value_of(v.name, where));
     values_ = saved;
+    seqs_ = saved_seqs;
     return outs;
   }
 
@@ -673,6 +683,31 @@ class Importer {
     set_outputs(n, outs, where);
   }
 
+  // A sequence op (ops_sequence.cpp): sequence inputs come from seqs_, tensors from values_.
+  void convert_sequence_node(const NodeP &n, const std::string &where) {
+    std::vector<ctn_node> ins;
+    std::vector<const Seq *> seqs;
+    for (std::string_view name : n.inputs) {
+      auto s = name.empty() ? seqs_.end() : seqs_.find(sv(name));
+      seqs.push_back(s == seqs_.end() ? nullptr : &s->second);
+      ins.push_back(name.empty() || seqs.back() ? CTN_NODE_NONE : value_of(name, where));
+    }
+    const size_t before = g_->size();
+    Seq out;
+    bool made = false;
+    NodeCtx c(*g_, n, info_.opset, std::move(ins));
+    try {
+      convert_sequence(c, seqs, &out, &made);
+      c.check_attrs_used();
+    } catch (const Error &err) {
+      if (err.message().rfind("ONNX ", 0) == 0) throw;
+      throw Error(err.code(), "ONNX " + where + ": " + err.message());
+    }
+    if (made && !n.outputs.empty() && !n.outputs[0].empty()) seqs_[sv(n.outputs[0])] = std::move(out);
+    if (!made) set_outputs(n, c.outs, where);
+    record_lowering(n, before);
+  }
+
   static void run_converter(const OpEntry &e, NodeCtx &c) {
     e.fn(c);
     c.check_attrs_used();
@@ -697,6 +732,7 @@ class Importer {
   ModelP model_;
   ModelInfo info_;
   std::unordered_map<std::string, ctn_node> values_;
+  std::unordered_map<std::string, Seq> seqs_;  // sequence values (ops_sequence.cpp)
 };
 
 }  // namespace

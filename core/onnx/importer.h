@@ -130,6 +130,15 @@ std::span<const OpEntry> ml_ops();      // ops_ml.cpp: the ai.onnx.ml domain (sc
 std::span<const OpEntry> attention_ops();  // ops_attention.cpp: Attention, RotaryEmbedding, SwiGLU...
 std::span<const OpEntry> signal_ops();     // ops_signal.cpp: DFT, STFT, windows, MelWeightMatrix
 std::span<const OpEntry> sampling_ops();   // ops_sampling.cpp: GridSample, RoiAlign
+std::span<const OpEntry> dynamic_ops();    // ops_dynamic.cpp: NonZero, Unique, TopK... (data-dependent shapes)
 const OpEntry *find_converter(std::string_view op_type);
+
+// Sequences (ops_sequence.cpp, since 1.6) are lowered at import: a sequence is the list of its
+// tensors' nodes, every length and position known at import.
+using Seq = std::vector<ctn_node>;
+bool is_sequence_op(std::string_view op_type);
+// in[i]: input i's sequence, nullptr for a tensor input (then c.in(i)). An op that makes a
+// sequence fills *out and sets *made; the others set c.outs.
+void convert_sequence(NodeCtx &c, const std::vector<const Seq *> &in, Seq *out, bool *made);
 
 }  // namespace ctn::onnx

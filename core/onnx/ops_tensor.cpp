@@ -258,6 +258,34 @@ void gather_elements(NodeCtx &c) {
   out1(c, take(g, reshape(g, c.in(0), Shape::from(1, &total)), cast(g, flat, CTN_I64), 0));
 }
 
+// ReverseSequence: x[t, b] reads x[L[b] - 1 - t, b] where t < L[b] (sequence_lens, a graph value),
+// else x[t, b]: a gather at flat element k + d[t, b] * stride(time), d = L - 1 - 2t or 0.
+void reverse_sequence(NodeCtx &c) {
+  Graph &g = c.g;
+  const Shape s = c.shape(0);
+  if (s.ndim < 2) c.invalid("input must be at least 2-d");
+  const int32_t bax = c.axis(c.attr_i("batch_axis", 1), s.ndim), tax = c.axis(c.attr_i("time_axis", 0), s.ndim);
+  if (bax == tax || bax > 1 || tax > 1) c.invalid("batch_axis and time_axis must be 0 and 1 (got %d and %d)", bax, tax);
+  if (c.shape(1).ndim != 1 || c.shape(1)[0] != s[static_cast<uint32_t>(bax)])
+    c.invalid("sequence_lens must be [%lld]", static_cast<long long>(s[static_cast<uint32_t>(bax)]));
+  const int64_t total = s.numel();
+  c.limit(static_cast<double>(total), "an index map");
+  std::vector<int64_t> iota(static_cast<size_t>(total));
+  for (int64_t k = 0; k < total; ++k) iota[static_cast<size_t>(k)] = k;
+  int64_t strides[CTN_MAX_DIMS];
+  contiguous_strides(s, strides);
+  Shape ls;
+  ls.ndim = s.ndim;
+  for (uint32_t k = 0; k < s.ndim; ++k) ls.d[k] = static_cast<int32_t>(k) == bax ? s[k] : 1;
+  ctn_node len = reshape(g, cast(g, c.in(1), CTN_F64), ls);
+  ctn_node t = ramp(g, s[static_cast<uint32_t>(tax)], s.ndim, static_cast<uint32_t>(tax));
+  ctn_node back = g.op2(CTN_OP_SUB, g.op2(CTN_OP_SUB, len, g.add_scalar(CTN_F64, 1)), g.op2(CTN_OP_MUL, t, g.add_scalar(CTN_F64, 2)));
+  ctn_node d = g.op2(CTN_OP_MUL, cast(g, g.op2(CTN_OP_LT, t, len), CTN_F64), back);
+  ctn_node flat = g.op2(CTN_OP_ADD, cast(g, const_i64(g, iota, s), CTN_F64),
+                        g.op2(CTN_OP_MUL, d, g.add_scalar(CTN_F64, static_cast<double>(strides[tax]))));
+  out1(c, take(g, reshape(g, c.in(0), Shape::from(1, &total)), cast(g, flat, CTN_I64), 0));
+}
+
 // GatherND / ScatterND: the flat row index (f64, indices.shape[:-1]) into data viewed as `rows`
 // = [prod(shape[:b + k]), shape[b + k:]...], k the last dim of indices (input 1) and b the
 // leading batch dims (GatherND's batch_dims) that data and indices share: batch element e's
@@ -420,7 +448,16 @@ void pad(NodeCtx &c) {
   out1(c, x);
 }
 
+// The shape of a value that an op with a data-dependent shape produced (or that reads one) is
+// known only when the plan runs: a constant made from its upper bound would be wrong.
+void need_static_shape(NodeCtx &c) {
+  if (c.g.node(c.in(0)).bounded)
+    c.unsupported("the shape of input 0 depends on data (it comes from NonZero, Unique, Compress, TopK or "
+                  "NonMaxSuppression): known only at run time, and Shape/Size are folded at import");
+}
+
 void shape_(NodeCtx &c) {
+  need_static_shape(c);
   const Shape s = c.shape(0);
   const int64_t nd = s.ndim;
   int64_t b = c.attr_i("start", 0), e = c.attr_i("end", nd);
@@ -434,7 +471,10 @@ void shape_(NodeCtx &c) {
   out1(c, const_i64(c.g, v, Shape::from(1, &n)));
 }
 
-void size_(NodeCtx &c) { out1(c, const_i64(c.g, {c.shape(0).numel()}, Shape{})); }
+void size_(NodeCtx &c) {
+  need_static_shape(c);
+  out1(c, const_i64(c.g, {c.shape(0).numel()}, Shape{}));
+}
 
 Tensor filled(int32_t dt, const Shape &s, const Tensor &one) {
   Tensor t = Tensor::empty(dt, s);
@@ -649,6 +689,7 @@ const OpEntry kTensor[] = {
     {"Slice", slice_},
     {"Gather", gather},
     {"GatherElements", gather_elements},
+    {"ReverseSequence", reverse_sequence},
     {"GatherND", gather_nd},
     {"ScatterElements", scatter_elements},
     {"Scatter", scatter_elements},

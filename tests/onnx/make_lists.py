@@ -14,9 +14,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # op type -> reason (ops the importer has no converter for).
 OP_REASONS = [
     (r"^(Sequence\w*|SplitToSequence|ConcatFromSequence|Optional\w*)$",
-     "sequence/optional values are not supported (tensors only)"),
-    (r"^(NonZero|Unique|TopK|Compress|NonMaxSuppression|ReverseSequence)$",
-     "output shape or order depends on input values (sorting, data-dependent sizes)"),
+     "optional values (Optional* ops) are not supported"),
     (r"^(Bernoulli|RandomNormal|RandomNormalLike|RandomUniform|RandomUniformLike|Multinomial)$",
      "random op: chutney's RNG cannot reproduce numpy's stream"),
     (r"^(QuantizeLinear|DequantizeLinear|DynamicQuantizeLinear|QLinearConv|QLinearMatMul|MatMulInteger|ConvInteger)$",
@@ -40,8 +38,8 @@ def classify(name, reason):
     m = re.search(r"has dtype (\w+( \d+)?), which chutney", reason) or re.search(r"dtype (\w+) \(float", reason)
     if m:
         return "dtype " + m.group(1) + " (chutney has float, double, float16, bfloat16, int32, int64, int8, uint8, bool)"
-    if "is not a tensor" in reason:
-        return "sequence/optional values are not supported (tensors only)"
+    if "is not a tensor" in reason or "is a sequence, not a tensor" in reason:
+        return "sequence/optional graph inputs and outputs are not supported (sequences inside a graph are lowered at import)"
     m = re.search(r"ai.onnx.ml op (\w+) has no converter", reason)
     if m:
         return f"ai.onnx.ml op not lowered yet ({m.group(1)})"

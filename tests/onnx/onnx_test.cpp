@@ -669,13 +669,13 @@ TEST(OnnxTorch, ImportedMlpTrainsAndCheckpoints) {
 TEST(OnnxInspect, ListsOpTypesOfAModelThatDoesNotImport) {
   Env e;
   Pb g;
-  g.m(1, node("Relu", {"x"}, {"r"}, "a")).m(1, node("Unique", {"r"}, {"s"}, "b")).m(1, node("Relu", {"s"}, {"y"}, "c"))
+  g.m(1, node("Relu", {"x"}, {"r"}, "a")).m(1, node("TfIdfVectorizer", {"r"}, {"s"}, "b")).m(1, node("Relu", {"s"}, {"y"}, "c"))
       .m(11, value_info("x", 1, {2})).m(12, value_info("y", 1, {2}));
   const std::string path = write_file("inspect.onnx", model(g).b);
   Loaded full, insp;
   load(full, e.ctx, path);
   EXPECT_EQ(full.st, CTN_ERR_UNSUPPORTED);
-  EXPECT_NE(full.err.find("node 'b' (Unique)"), std::string::npos) << full.err;
+  EXPECT_NE(full.err.find("node 'b' (TfIdfVectorizer)"), std::string::npos) << full.err;
   load(insp, e.ctx, path, CTN_ONNX_INSPECT_ONLY);
   ASSERT_EQ(insp.st, CTN_OK) << insp.err;
   EXPECT_EQ(insp.g, nullptr);
@@ -691,7 +691,7 @@ TEST(OnnxInspect, ListsOpTypesOfAModelThatDoesNotImport) {
   EXPECT_EQ(supported, 1);
   ctn_onnx_model_entry(insp.m, CTN_ONNX_OP_TYPES, 1, &nm, nullptr);
   ctn_onnx_model_op_type(insp.m, 1, &uses, &supported, nullptr);
-  EXPECT_STREQ(nm, "Unique");
+  EXPECT_STREQ(nm, "TfIdfVectorizer");
   EXPECT_EQ(supported, 0);
 }
 
@@ -834,6 +834,123 @@ ctn_oplib_desc TwiceLib() {
 }
 const ctn_oplib_desc kTwiceLib = TwiceLib();
 const ctn_plugin_header *twice_query(uint32_t, const ctn_host_api *) { return &kTwiceLib.header; }
+
+// ---- data-dependent shapes and sequences (ABI 1.6) --------------------------------------------
+
+Pb tensor_i64(std::string_view name, std::vector<int64_t> dims, const std::vector<int64_t> &v) {
+  Pb t;
+  t.packed(1, dims).i(2, 7).s(8, name).packed(7, v);
+  return t;
+}
+
+std::vector<int64_t> values_i64(const ctn_tensor *t) {
+  int64_t n = 0;
+  ctn_tensor_numel(t, &n);
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  if (n) {
+    EXPECT_EQ(ctn_tensor_read(t, v.data(), v.size() * 8), CTN_OK) << ctn_last_error();
+  }
+  return v;
+}
+
+// y = Gather(table, NonZero(x)) + 1, x fed at run time: one plan, run on two inputs whose
+// non-zero counts (and so y's shapes) differ.
+TEST(OnnxDynamic, NonZeroGatherAddRunsTwiceWithDifferentShapes) {
+  Pb g;
+  g.m(1, node("NonZero", {"x"}, {"nz"}, "nz1")).m(1, node("Gather", {"table", "nz"}, {"t"}, "gather1"))
+      .m(1, node("Add", {"t", "one"}, {"y"}, "add1")).s(2, "g")
+      .m(5, tensor_f32("table", {5}, {10, 20, 30, 40, 50}, true)).m(5, tensor_f32("one", {}, {1}, true))
+      .m(11, value_info("x", 1, {5})).m(12, value_info("y", 1, {1, 5}));
+  Env e;
+  Loaded l;
+  load(l, e.ctx, write_file("nonzero.onnx", model(g).b));
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  ctn_node x = l.node(CTN_ONNX_INPUTS, 0), y = l.node(CTN_ONNX_OUTPUTS, 0);
+  ctn_plan *p = nullptr;
+  ASSERT_EQ(ctn_plan_compile(l.g, 1, &y, nullptr, &p), CTN_OK) << ctn_last_error();
+  for (const auto &[in, want] : std::vector<std::pair<std::vector<float>, std::vector<float>>>{
+           {{0, 1, 0, 1, 1}, {21, 41, 51}}, {{2, 0, 0, 0, 0}, {11}}}) {
+    TensorPtr xt = ctn_cli::make_tensor(CTN_F32, {5}, in.data());
+    ctn_tensor *out = nullptr;
+    ASSERT_EQ(ctn_plan_output_create(p, 0, &out), CTN_OK);
+    const ctn_tensor *feeds[1] = {xt.get()};
+    EXPECT_EQ(ctn_plan_run(p, 1, &x, feeds, 1, &out), CTN_OK) << ctn_last_error();
+    uint32_t nd = 0;
+    int64_t dims[CTN_MAX_DIMS];
+    ASSERT_EQ(ctn_tensor_shape(out, &nd, dims), CTN_OK);
+    EXPECT_EQ(std::vector<int64_t>(dims, dims + nd), (std::vector<int64_t>{1, static_cast<int64_t>(want.size())}));
+    EXPECT_EQ(values(out), want);
+    ctn_tensor_release(out);
+  }
+  ctn_plan_release(p);
+}
+
+// Shape of a data-dependent value would fold to the upper bound: refused at import, by name.
+TEST(OnnxDynamic, ShapeOfADataDependentValueIsRefused) {
+  Pb g;
+  g.m(1, node("NonZero", {"x"}, {"nz"}, "nz1")).m(1, node("Shape", {"nz"}, {"s"}, "shape1")).s(2, "g")
+      .m(11, value_info("x", 1, {4})).m(12, value_info("s", 7, {2}));
+  Env e;
+  Loaded l;
+  load(l, e.ctx, write_file("nonzero_shape.onnx", model(g).b));
+  EXPECT_EQ(l.st, CTN_ERR_UNSUPPORTED);
+  EXPECT_NE(l.err.find("node 'shape1' (Shape)"), std::string::npos) << l.err;
+  EXPECT_NE(l.err.find("depends on data"), std::string::npos) << l.err;
+}
+
+// Sequences lowered at import: split [4, 2] into [1, 2] and [3, 2], append y, erase the first,
+// then the length, the concatenation and the last element.
+TEST(OnnxSequences, SplitInsertEraseConcatAtAndLength) {
+  Pb g;
+  g.m(1, node("SplitToSequence", {"x", "split"}, {"s1"}, "split1"))
+      .m(1, node("SequenceInsert", {"s1", "y"}, {"s2"}, "insert1"))
+      .m(1, node("SequenceErase", {"s2", "zero"}, {"s3"}, "erase1"))
+      .m(1, node("SequenceLength", {"s3"}, {"len"}, "len1"))
+      .m(1, node("ConcatFromSequence", {"s3"}, {"cat"}, "cat1", {attr_int("axis", 0)}))
+      .m(1, node("SequenceAt", {"s3", "last"}, {"at"}, "at1"))
+      .s(2, "g")
+      .m(5, tensor_i64("split", {2}, {1, 3})).m(5, tensor_i64("zero", {}, {0})).m(5, tensor_i64("last", {}, {-1}))
+      .m(11, value_info("x", 1, {4, 2})).m(11, value_info("y", 1, {2, 2}))
+      .m(12, value_info("cat", 1, {5, 2})).m(12, value_info("at", 1, {2, 2})).m(12, value_info("len", 7, {}));
+  Env e;
+  Loaded l;
+  load(l, e.ctx, write_file("sequences.onnx", model(g, 13).b), CTN_ONNX_INITIALIZERS_AS_CONSTANTS);
+  ASSERT_EQ(l.st, CTN_OK) << l.err;
+  std::vector<float> xv = {1, 2, 3, 4, 5, 6, 7, 8}, yv = {-1, -2, -3, -4};
+  TensorPtr xt = ctn_cli::make_tensor(CTN_F32, {4, 2}, xv.data()), yt = ctn_cli::make_tensor(CTN_F32, {2, 2}, yv.data());
+  auto r = run(l.g, {l.node(CTN_ONNX_OUTPUTS, 0), l.node(CTN_ONNX_OUTPUTS, 1)},
+               {l.node(CTN_ONNX_INPUTS, 0), l.node(CTN_ONNX_INPUTS, 1)}, {xt.get(), yt.get()});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0], (std::vector<float>{3, 4, 5, 6, 7, 8, -1, -2, -3, -4}));
+  EXPECT_EQ(r[1], yv);
+  ctn_tensor *len = nullptr;
+  ASSERT_EQ(ctn_graph_value(l.g, l.node(CTN_ONNX_OUTPUTS, 2), &len), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(values_i64(len), (std::vector<int64_t>{2}));
+  ctn_tensor_release(len);
+}
+
+// A position past the end, and a sequence where a tensor is expected: errors naming the node.
+TEST(OnnxSequences, BadPositionsAndSequencesAsTensorsAreRefused) {
+  Env e;
+  for (const bool as_tensor : {false, true}) {
+    Pb g;
+    g.m(1, node("SequenceConstruct", {"x", "x"}, {"s"}, "make1"));
+    if (as_tensor) g.m(1, node("Relu", {"s"}, {"out"}, "relu1"));
+    else g.m(1, node("SequenceAt", {"s", "two"}, {"out"}, "at1"));
+    g.s(2, "g").m(5, tensor_i64("two", {}, {2})).m(11, value_info("x", 1, {3})).m(12, value_info("out", 1, {3}));
+    Loaded l;
+    load(l, e.ctx, write_file("seq_bad.onnx", model(g, 13).b), CTN_ONNX_INITIALIZERS_AS_CONSTANTS);
+    EXPECT_NE(l.st, CTN_OK);
+    if (as_tensor) {
+      EXPECT_NE(l.err.find("node 'relu1' (Relu)"), std::string::npos) << l.err;
+      EXPECT_NE(l.err.find("input 's' is a sequence, not a tensor"), std::string::npos) << l.err;
+    } else {
+      EXPECT_NE(l.err.find("node 'at1' (SequenceAt)"), std::string::npos) << l.err;
+      EXPECT_NE(l.err.find("position 2 is out of range for a sequence of 2"), std::string::npos) << l.err;
+    }
+  }
+}
+
 }  // namespace
 
 TEST(OnnxCustomDomain, MapsToTheOpLibraryOfThatDomain) {
