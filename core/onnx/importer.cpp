@@ -159,7 +159,7 @@ int32_t NodeCtx::axis(int64_t a, uint32_t ndim) const {
 }
 
 const OpEntry *find_converter(std::string_view op_type) {
-  for (auto table : {math_ops(), tensor_ops(), nn_ops(), resize_ops(), attention_ops()})
+  for (auto table : {math_ops(), tensor_ops(), nn_ops(), resize_ops(), attention_ops(), quant_ops()})
     for (const OpEntry &e : table)
       if (op_type == e.op_type) return &e;
   return nullptr;

@@ -124,6 +124,7 @@ std::span<const OpEntry> nn_ops();      // ops_nn.cpp: conv, pooling, norms, mat
 std::span<const OpEntry> resize_ops();  // ops_resize.cpp: Resize, Upsample
 std::span<const OpEntry> ml_ops();      // ops_ml.cpp: the ai.onnx.ml domain (scikit-learn exports)
 std::span<const OpEntry> attention_ops();  // ops_attention.cpp: Attention, RotaryEmbedding, SwiGLU...
+std::span<const OpEntry> quant_ops();  // ops_quant.cpp: QuantizeLinear, DequantizeLinear, QLinearMatMul...
 const OpEntry *find_converter(std::string_view op_type);
 
 }  // namespace ctn::onnx

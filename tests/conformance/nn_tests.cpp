@@ -16,6 +16,13 @@ TEST_P(NnForward, MatchesReference) { check_forward(nn_forward_cases()); }
 INSTANTIATE_TEST_SUITE_P(Nn, NnForward, ::testing::ValuesIn(case_params(nn_forward_cases())),
                          case_param_name(nn_forward_cases));
 
+class QuantForward : public CaseTest {};
+
+TEST_P(QuantForward, MatchesReference) { check_forward(quant_cases()); }
+
+INSTANTIATE_TEST_SUITE_P(Quant, QuantForward, ::testing::ValuesIn(case_params(quant_cases())),
+                         case_param_name(quant_cases));
+
 class NnGradient : public CaseTest {};
 
 TEST_P(NnGradient, MatchesFiniteDifferences) { check_gradients(nn_grad_cases()); }

@@ -1,0 +1,34 @@
+// Integer GEMM for the quantized ops (k_quant.cpp): int16 operands (u8/i8 values less their
+// zero points), i32 accumulation, and an epilogue per output tile (i32 store or requantisation).
+#ifndef CTN_CPU_IGEMM_H
+#define CTN_CPU_IGEMM_H
+
+#include <cstdint>
+
+namespace ctn_cpu {
+
+// Tile of the micro-kernel: kIgMr rows of A by kIgNr columns of B.
+constexpr int64_t kIgMr = 4;
+constexpr int64_t kIgNr = 64;
+
+// Packed operands. A: [M][kp2 * 2] int16 (row-major, K padded with zeros to even). B: pairs of
+// rows, [kp2][ldb][2] int16 (element (k, n) at ((k / 2) * ldb + n) * 2 + k % 2), ldb a multiple
+// of kIgNr, padded with zeros. kp2 = ceil(K / 2).
+struct IgemmOperands {
+  const int16_t *a;
+  const int16_t *b;
+  int64_t m, kp2, ldb;
+};
+
+// acc[i][j] (i < mb <= kIgMr, j < kIgNr) = sum over k of A[m0 + i][k] * B[k][n0 + j], wrapping
+// in i32. Rows i >= mb of acc are left undefined.
+using IgemmTileFn = void (*)(const IgemmOperands &op, int64_t m0, int64_t mb, int64_t n0, int32_t *acc);
+
+// The fastest micro-kernel this CPU runs ("avx512_vnni", "avx512bw", "avx2", "generic") at or
+// below `cap` (the GEMM ISA name: "avx512", "avx2", "generic"; nullptr: no cap); `name` receives
+// the variant's name when not null.
+IgemmTileFn igemm_tile_select(const char *cap, const char **name);
+
+}  // namespace ctn_cpu
+
+#endif
