@@ -23,12 +23,16 @@ Phases, each run with the peer venvs (source ../shared/peers/torch2-venv.sh, the
           onnxruntime's (max abs difference, and whether within rtol 1e-4 / atol 1e-5). The
           per-call overhead of each path is the time of a one-Add model ([1,4] f32) measured the
           same way. Writes JSON (--json) and prints a Markdown table with geometric means.
+  quantize int8 QDQ copies of exported models with onnxruntime's quantize_static (per-channel
+          int8 weights, uint8 activations), CACHE/NAME_int8_bB.onnx; bench them as NAME_int8.
   profile chutney's run of one model under CHUTNEY_PROFILE=1 (per-op time, stderr).
 
 CACHE defaults to build/onnx_zoo (not checked in). Examples:
   "$ORT_PY" bench/onnx_zoo.py export
   "$ORT_PY" bench/onnx_zoo.py bench --threads 1,2 --batches 1,8 --json build/onnx_zoo/result.json
   "$ORT_PY" bench/onnx_zoo.py profile --model squeezenet --batch 1 --threads 1
+  "$ORT_PY" bench/onnx_zoo.py quantize --models resnet18,mobilenet_v2 --batches 1
+  "$ORT_PY" bench/onnx_zoo.py bench --models resnet18_int8,mobilenet_v2_int8 --batches 1 --threads 1,2
 """
 import argparse
 import ctypes
@@ -149,6 +153,36 @@ def export(a):
             np.savez(path[:-5] + ".in.npz", **{i.name: x.numpy() for i, x in zip(inputs, bargs)})
         print(f"{name}: exported in {time.time() - t0:.1f} s, ops {sorted({n.op_type for n in proto.graph.node})}",
               flush=True)
+
+
+def quantize(a):
+    """int8 copies of exported models (docs/BENCHMARKS.md, "int8"): onnxruntime's quantize_static,
+    QDQ format, per-channel int8 weights, per-tensor uint8 activations, calibrated on --calib
+    batches of standard-normal inputs (seed 0), written as CACHE/NAME_int8_bB.onnx with the fp32
+    model's input file. `bench --models NAME_int8` then times them like any model."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self, feeds):
+            self.it = iter(feeds)
+
+        def get_next(self):
+            return next(self.it, None)
+
+    rng = np.random.default_rng(0)
+    for name in a.models:
+        for b in a.batches:
+            src = os.path.join(a.cache, f"{name}_b{b}.onnx")
+            dst = os.path.join(a.cache, f"{name}_int8_b{b}.onnx")
+            if os.path.exists(dst) or not os.path.exists(src):
+                continue
+            ins = dict(np.load(src[:-5] + ".in.npz"))
+            feeds = [{k: rng.standard_normal(v.shape).astype(v.dtype) for k, v in ins.items()} for _ in range(a.calib)]
+            t0 = time.time()
+            quantize_static(src, dst, Reader(feeds), quant_format=QuantFormat.QDQ, per_channel=True,
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+            np.savez(dst[:-5] + ".in.npz", **ins)
+            print(f"{name} b{b}: quantized in {time.time() - t0:.1f} s -> {dst}", flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -431,7 +465,7 @@ def main():
         print(json.dumps(r))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["export", "bench", "profile", "table"])
+    ap.add_argument("phase", choices=["export", "quantize", "bench", "profile", "table"])
     ap.add_argument("--cache", default=DEFAULT_CACHE)
     ap.add_argument("--lib", default=DEFAULT_LIB)
     ap.add_argument("--models", default=",".join(MODELS))
@@ -443,6 +477,7 @@ def main():
     ap.add_argument("--json", default=None, help="bench: write the results here; table: read them from here")
     ap.add_argument("--model", default="squeezenet")
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--calib", type=int, default=8, help="quantize: calibration batches")
     a = ap.parse_args()
     a.models = [m for m in a.models.split(",") if m]
     a.batches = [int(b) for b in a.batches.split(",")]
@@ -450,6 +485,8 @@ def main():
     a.threads_one = a.threads[0]
     if a.phase == "export":
         export(a)
+    elif a.phase == "quantize":
+        quantize(a)
     elif a.phase == "bench":
         bench(a)
     elif a.phase == "table":  # --json A.json,B.json: the rows of several runs in one table

@@ -180,9 +180,11 @@ namespace {
 
 std::string sv(std::string_view s) { return std::string(s); }
 
-// Ops whose result must not be computed at import time even with constant inputs.
+// Ops whose result must not be computed at import time even with constant inputs. A
+// DequantizeLinear of constants stays a node so that the QDQ fusion (qdq.cpp) finds the quantized
+// weights; when nothing fuses it, the plan's constant folding computes it.
 bool never_fold(std::string_view op) {
-  return op.rfind("Random", 0) == 0 || op == "Multinomial" || op == "Bernoulli";
+  return op.rfind("Random", 0) == 0 || op == "Multinomial" || op == "Bernoulli" || op == "DequantizeLinear";
 }
 
 std::string read_file(const std::string &path) { return read_regular_file(path, "ctn_onnx_load:"); }

@@ -27,12 +27,20 @@ ctn_node through_reshapes(const Graph &g, ctn_node n) {
   return n;
 }
 
-// The f32 values of a constant (behind reshapes), empty when it is not one.
-std::vector<float> const_f32(const Graph &g, ctn_node n) {
+// The value of a constant or an initializer (a variable: its value at import), behind reshapes;
+// nullptr for a computed value.
+const Tensor *import_value(const Graph &g, ctn_node n) {
   const Node &nd = g.node(through_reshapes(g, n));
-  if (nd.kind != NodeKind::Constant || !nd.value || nd.value->dtype != CTN_F32) return {};
-  std::vector<float> v(static_cast<size_t>(nd.value->numel()));
-  nd.value->read(v.data());
+  const bool held = nd.kind == NodeKind::Constant || nd.kind == NodeKind::Variable;
+  return held && nd.value ? nd.value.get() : nullptr;
+}
+
+template <class T>
+std::vector<T> import_values(const Graph &g, ctn_node n, int32_t dt) {
+  const Tensor *t = import_value(g, n);
+  if (!t || t->dtype != dt) return {};
+  std::vector<T> v(static_cast<size_t>(t->numel()));
+  t->read(v.data());
   return v;
 }
 
@@ -86,14 +94,14 @@ bool match_chain(const Graph &g, ctn_node n, Match *m) {
 }
 
 // The bias input of the integer op: the quantized bias, checked to be quantized with scale
-// x_scale * w_scale[c] and zero point 0 (constants), or zeros when there is none.
+// x_scale * w_scale[c] and zero point 0 (constants or initializers, by their values at import),
+// or zeros when there is none.
 ctn_node bias_input(Graph &g, const Match &m, ctn_node xs, ctn_node ws, int64_t c) {
   if (m.bias.q == CTN_NODE_NONE) return g.add_constant(Tensor::empty(CTN_I32, Shape::from(1, &c)));
-  const std::vector<float> sx = const_f32(g, xs), sw = const_f32(g, ws), sb = const_f32(g, m.bias.scale);
-  const Node &zn = g.node(through_reshapes(g, m.bias.zp));
-  if (sx.size() != 1 || sw.empty() || sb.empty() || zn.kind != NodeKind::Constant || !zn.value) return CTN_NODE_NONE;
-  std::vector<int32_t> zb(static_cast<size_t>(zn.value->numel()));
-  zn.value->read(zb.data());
+  const std::vector<float> sx = import_values<float>(g, xs, CTN_F32), sw = import_values<float>(g, ws, CTN_F32),
+                           sb = import_values<float>(g, m.bias.scale, CTN_F32);
+  const std::vector<int32_t> zb = import_values<int32_t>(g, m.bias.zp, CTN_I32);
+  if (sx.size() != 1 || sw.empty() || sb.empty() || zb.empty()) return CTN_NODE_NONE;
   for (int32_t z : zb)
     if (z != 0) return CTN_NODE_NONE;
   for (int64_t o = 0; o < c; ++o) {
