@@ -76,6 +76,31 @@ __attribute__((target("avx512f,avx512bw"))) void tile_avx512bw(const IgemmOperan
   CTN_IG_TILE_512(CTN_IG_MADD)
 }
 
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni(const IgemmQ8Operands &op, int64_t m0,
+                                                                         int64_t mb, int64_t n0, int32_t *acc) {
+  __m512i c[kIgMr][4];
+  for (auto &row : c)
+    for (__m512i &v : row) v = _mm512_setzero_si512();
+  const int8_t *a[kIgMr];
+  for (int64_t i = 0; i < kIgMr; ++i) a[i] = op.a + (m0 + (i < mb ? i : mb - 1)) * op.kq * 4;
+  for (int64_t kq = 0; kq < op.kq; ++kq) {
+    const uint8_t *b = op.b + (kq * op.ldb + n0) * 4;
+    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
+    const __m512i b2 = _mm512_loadu_si512(b + 128), b3 = _mm512_loadu_si512(b + 192);
+    for (int64_t i = 0; i < kIgMr; ++i) {
+      int32_t quad;
+      std::memcpy(&quad, a[i] + 4 * kq, sizeof quad);
+      const __m512i av = _mm512_set1_epi32(quad);
+      c[i][0] = _mm512_dpbusd_epi32(c[i][0], b0, av);
+      c[i][1] = _mm512_dpbusd_epi32(c[i][1], b1, av);
+      c[i][2] = _mm512_dpbusd_epi32(c[i][2], b2, av);
+      c[i][3] = _mm512_dpbusd_epi32(c[i][3], b3, av);
+    }
+  }
+  for (int64_t i = 0; i < kIgMr; ++i)
+    for (int j = 0; j < 4; ++j) _mm512_storeu_si512(acc + i * kIgNr + 16 * j, c[i][j]);
+}
+
 // AVX2: 16 columns at a time (two ymm per row), so that the 8 accumulators stay in registers.
 __attribute__((target("avx2"))) void tile_avx2(const IgemmOperands &op, int64_t m0, int64_t mb, int64_t n0,
                                                int32_t *acc) {
@@ -126,6 +151,17 @@ IgemmTileFn igemm_tile_select(const char *cap, const char **name) {
 #endif
   if (name) *name = which;
   return fn;
+}
+
+IgemmQ8TileFn igemm_q8_tile_select(const char *cap) {
+#if defined(__x86_64__)
+  if ((!cap || !std::strcmp(cap, "avx512")) && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vnni"))
+    return tile_q8_vnni;
+#else
+  (void)cap;
+#endif
+  return nullptr;
 }
 
 }  // namespace ctn_cpu

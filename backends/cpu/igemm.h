@@ -24,6 +24,19 @@ struct IgemmOperands {
 // in i32. Rows i >= mb of acc are left undefined.
 using IgemmTileFn = void (*)(const IgemmOperands &op, int64_t m0, int64_t mb, int64_t n0, int32_t *acc);
 
+// u8 x s8 with i32 sums in one instruction per 4 products (AVX-512 VNNI vpdpbusd): A s8
+// [M][kq * 4] (K padded with zeros to a multiple of 4), B u8 quads [kq][ldb][4] (element (k, n)
+// at ((k / 4) * ldb + n) * 4 + k % 4). The sums are of the stored values: zero points are the
+// caller's (igemm's users subtract x_zp * sum_k w[m][k] per row; weights' zero points are 0).
+struct IgemmQ8Operands {
+  const int8_t *a;
+  const uint8_t *b;
+  int64_t m, kq, ldb;
+};
+using IgemmQ8TileFn = void (*)(const IgemmQ8Operands &op, int64_t m0, int64_t mb, int64_t n0, int32_t *acc);
+// The VNNI u8 x s8 tile, or nullptr where the CPU lacks AVX-512 VNNI or `cap` is below "avx512".
+IgemmQ8TileFn igemm_q8_tile_select(const char *cap);
+
 // The fastest micro-kernel this CPU runs ("avx512_vnni", "avx512bw", "avx2", "generic") at or
 // below `cap` (the GEMM ISA name: "avx512", "avx2", "generic"; nullptr: no cap); `name` receives
 // the variant's name when not null.

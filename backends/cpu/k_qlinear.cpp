@@ -5,7 +5,12 @@
 // them: saturate(round_half_even(f32(acc + bias) * f32(scale_a * scale_b / scale_y)) + zp_y),
 // the formula of onnxruntime's QLinearConv / QLinearMatMul.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "cpu_backend.h"
 #include "igemm.h"
@@ -30,27 +35,44 @@ struct Epilogue {
 
 using StoreFn = void (*)(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, int64_t nb);
 
+// The sums, plus e.bias[row] where set (the u8 x s8 kernel's zero-point correction).
 void store_i32(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
   auto *y = static_cast<int32_t *>(e.y);
-  for (int64_t i = 0; i < mb; ++i) std::copy(acc + i * kIgNr, acc + i * kIgNr + nb, y + (m0 + i) * e.ldy + n0);
+  for (int64_t i = 0; i < mb; ++i) {
+    const uint32_t b = e.bias ? static_cast<uint32_t>(e.bias[m0 + i]) : 0u;
+    const int32_t *a = acc + i * kIgNr;
+    int32_t *row = y + (m0 + i) * e.ldy + n0;
+    for (int64_t j = 0; j < nb; ++j) row[j] = static_cast<int32_t>(static_cast<uint32_t>(a[j]) + b);
+  }
 }
 
+// Branch-free per element (the compiler vectorises it): relu is a lower bound of 0 before
+// rounding, which commutes with saturating to the integer bounds less the zero point.
 template <class Q>
 void store_q(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
   Q *y = static_cast<Q *>(e.y);
+  float lo = static_cast<float>(qmin<Q>() - e.zp);
+  const float hi = static_cast<float>(qmax<Q>() - e.zp);
+  if (e.relu) lo = std::max(lo, 0.0f);
+  const int32_t zp = e.zp;
   for (int64_t i = 0; i < mb; ++i) {
     const int64_t m = m0 + i;
     const int32_t *a = acc + i * kIgNr;
     Q *row = y + m * e.ldy + n0;
-    const float *mc = e.mult + n0;
-    const int32_t *bc = e.bias + n0;
-    const float mr = e.by_row ? e.mult[m] : 0.0f;
-    const uint32_t br = e.by_row ? static_cast<uint32_t>(e.bias[m]) : 0u;
-    for (int64_t j = 0; j < nb; ++j) {
-      const uint32_t b = e.by_row ? br : static_cast<uint32_t>(bc[j]);
-      float f = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[j]) + b)) * (e.by_row ? mr : mc[j]);
-      if (e.relu) f = std::max(f, 0.0f);
-      row[j] = saturate_round<Q>(f, e.zp);
+    if (e.by_row) {
+      const float mr = e.mult[m];
+      const uint32_t br = static_cast<uint32_t>(e.bias[m]);
+      for (int64_t j = 0; j < nb; ++j) {
+        const float f = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[j]) + br)) * mr;
+        row[j] = static_cast<Q>(round_clamped(std::max(lo, std::min(hi, f))) + zp);
+      }
+    } else {
+      const float *mc = e.mult + n0;
+      const int32_t *bc = e.bias + n0;
+      for (int64_t j = 0; j < nb; ++j) {
+        const float f = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[j]) + static_cast<uint32_t>(bc[j]))) * mc[j];
+        row[j] = static_cast<Q>(round_clamped(std::max(lo, std::min(hi, f))) + zp);
+      }
     }
   }
 }
@@ -61,10 +83,12 @@ StoreFn store_for(int32_t dtype) {
 
 // ---- the product, tile by tile -------------------------------------------------------------------
 
+// Ops: IgemmOperands or IgemmQ8Operands; Tile: the matching micro-kernel.
+template <class Ops, class Tile>
 struct GemmJob {
-  IgemmOperands op;
+  Ops op;
   int64_t n = 0;  // valid columns of B
-  IgemmTileFn tile = nullptr;
+  Tile tile = nullptr;
   StoreFn store = nullptr;
   const Epilogue *e = nullptr;
   int64_t mblocks = 0;
@@ -81,13 +105,14 @@ struct GemmJob {
 };
 
 // Runs over the tiles, panel-major (the threads' tiles share B panels); parallel when the
-// product is large enough to pay for waking the pool.
-void run_gemm(Backend *be, GemmJob &job) {
+// product (depth `k` of packed units) is large enough to pay for waking the pool.
+template <class Job>
+void run_gemm(Backend *be, Job &job, int64_t k) {
   job.mblocks = (job.op.m + kIgMr - 1) / kIgMr;
   const int64_t tasks = job.mblocks * (job.op.ldb / kIgNr);
-  const int64_t work = job.op.m * job.op.ldb * job.op.kp2;
+  const int64_t work = job.op.m * job.op.ldb * k;
   if (tasks > 1 && work >= 16 * kParallelThreshold && be->pool->size() > 1)
-    be->pool->parallel_for(tasks, 1, GemmJob::part, &job);
+    be->pool->parallel_for(tasks, 1, Job::part, &job);
   else
     job.range(0, tasks);
 }
@@ -186,8 +211,8 @@ ctn_status matmul_kernel(void *state, const ctn_kernel_args *args) {
     });
     e.y = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset +
           static_cast<size_t>(t * st->m * st->n) * ysz;
-    GemmJob job{{pa, pb, rows, st->kp2, st->ldb}, st->n, st->tile, store_for(st->y_dt), &e};
-    run_gemm(st->be, job);
+    GemmJob<IgemmOperands, IgemmTileFn> job{{pa, pb, rows, st->kp2, st->ldb}, st->n, st->tile, store_for(st->y_dt), &e};
+    run_gemm(st->be, job, st->kp2);
   }
   return CTN_OK;
 }
@@ -259,35 +284,103 @@ struct ConvState : KernelBase {
   bool qlinear = false;
   int64_t n = 0, c = 0, h = 0, w = 0, o = 0, kh = 0, kw = 0, ho = 0, wo = 0;
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
-  int64_t kg = 0, kp2 = 0, ldb = 0;  // per group: K = C/G * KH * KW
+  int64_t kg = 0, kp2 = 0, kq = 0, ldb = 0;  // per group: K = C/G * KH * KW, in pairs, in quads
   bool relu = false;
   int32_t y_dt = 0;
   IgemmTileFn tile = nullptr;
+  IgemmQ8TileFn q8 = nullptr;  // u8 x s8 VNNI, when the CPU has it
   uint64_t a_bytes = 0, b_bytes = 0;
 };
 
-// im2col of one image's group (x less its zero point; padding 0) into igemm's pairs layout,
-// pair rows [p0, p1).
-template <class S>
-void pack_im2col(const ConvState &st, const S *x, int32_t zx, int64_t p0, int64_t p1, int16_t *dst) {
-  const int64_t khw = st.kh * st.kw;
-  for (int64_t p = p0; p < p1; ++p) {
-    int16_t *d = dst + p * st.ldb * 2;
-    std::fill(d, d + st.ldb * 2, int16_t{0});
-    for (int64_t hh = 0; hh < 2 && 2 * p + hh < st.kg; ++hh) {
-      const int64_t k = 2 * p + hh, ci = k / khw, ki = (k % khw) / st.kw, kj = k % st.kw;
-      const S *plane = x + ci * st.h * st.w;
-      for (int64_t oy = 0; oy < st.ho; ++oy) {
-        const int64_t iy = oy * st.sh - st.ph + ki * st.dh;
-        if (iy < 0 || iy >= st.h) continue;
-        const S *row = plane + iy * st.w;
-        int16_t *drow = d + oy * st.wo * 2 + hh;
-        for (int64_t ox = 0; ox < st.wo; ++ox) {
-          const int64_t ix = ox * st.sw - st.pw + kj * st.dw;
-          if (ix >= 0 && ix < st.w) drow[2 * ox] = static_cast<int16_t>(row[ix] - zx);
-        }
-      }
+// Row k of one image's im2col matrix [K][Ho * Wo]: conv(x[ci][iy][ix]) for the taps inside the
+// image, `pad` for those in the padding.
+template <class S, class D, class Conv>
+void im2col_row(const ConvState &st, const S *x, int64_t k, D pad, Conv cv, D *out) {
+  const int64_t khw = st.kh * st.kw, ci = k / khw, ki = (k % khw) / st.kw, kj = k % st.kw;
+  const S *plane = x + ci * st.h * st.w;
+  const int64_t off = kj * st.dw - st.pw;  // ix = ox * sw + off
+  const int64_t lo = std::min(st.wo, off >= 0 ? 0 : (-off + st.sw - 1) / st.sw);
+  const int64_t hi = std::max(lo, std::min(st.wo, st.w - 1 - off < 0 ? 0 : (st.w - 1 - off) / st.sw + 1));
+  for (int64_t oy = 0; oy < st.ho; ++oy) {
+    const int64_t iy = oy * st.sh - st.ph + ki * st.dh;
+    D *o = out + oy * st.wo;
+    if (iy < 0 || iy >= st.h) {
+      std::fill(o, o + st.wo, pad);
+      continue;
     }
+    const S *row = plane + iy * st.w + off;
+    std::fill(o, o + lo, pad);
+    if (st.sw == 1)
+      for (int64_t ox = lo; ox < hi; ++ox) o[ox] = cv(row[ox]);
+    else
+      for (int64_t ox = lo; ox < hi; ++ox) o[ox] = cv(row[ox * st.sw]);
+    std::fill(o + hi, o + st.wo, pad);
+  }
+}
+
+// dst[n * G + h] = rows[h][n] for n < p; zeros for n in [p, ldb).
+template <class D, int G>
+void interleave(D *const *rows, int64_t p, int64_t ldb, D *dst) {
+  int64_t n = 0;
+#if defined(__x86_64__)
+  if constexpr (G == 4 && sizeof(D) == 1) {
+    for (; n + 16 <= p; n += 16) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[0] + n));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[1] + n));
+      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[2] + n));
+      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[3] + n));
+      const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+      const __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
+      auto *o = reinterpret_cast<__m128i *>(dst + n * 4);
+      _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, cd0));
+      _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, cd0));
+      _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, cd1));
+      _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, cd1));
+    }
+  } else if constexpr (G == 2 && sizeof(D) == 2) {
+    for (; n + 8 <= p; n += 8) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[0] + n));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[1] + n));
+      auto *o = reinterpret_cast<__m128i *>(dst + n * 2);
+      _mm_storeu_si128(o, _mm_unpacklo_epi16(a, b));
+      _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(a, b));
+    }
+  }
+#endif
+  for (; n < p; ++n)
+    for (int h = 0; h < G; ++h) dst[n * G + h] = rows[h][n];
+  std::fill(dst + p * G, dst + ldb * G, D{0});
+}
+
+// B of one image's group: the im2col rows [G q0, G q1) interleaved by G (pairs of int16 less the
+// zero point, or quads of u8), rows past K zero.
+template <int G, class S, class D, class Conv>
+void pack_b_conv(const ConvState &st, const S *x, D pad, Conv cv, int64_t q0, int64_t q1, D *dst) {
+  const int64_t npix = st.ho * st.wo;
+  thread_local std::vector<D> scratch;
+  if (static_cast<int64_t>(scratch.size()) < G * npix) scratch.resize(static_cast<size_t>(G * npix));
+  D *rows[G];
+  for (int h = 0; h < G; ++h) rows[h] = scratch.data() + h * npix;
+  for (int64_t q = q0; q < q1; ++q) {
+    for (int h = 0; h < G; ++h) {
+      if (G * q + h < st.kg)
+        im2col_row(st, x, G * q + h, pad, cv, rows[h]);
+      else
+        std::fill(rows[h], rows[h] + npix, D{0});
+    }
+    interleave<D, G>(rows, npix, st.ldb, dst + q * st.ldb * G);
+  }
+}
+
+// A for the u8 x s8 kernel: rows [r0, r1) of w [O, K] s8 padded to kq * 4, and their sums.
+void pack_a_q8(const int8_t *w, int64_t k, int64_t kq, int64_t r0, int64_t r1, int8_t *dst, int32_t *rowsum) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const int8_t *src = w + r * k;
+    int8_t *d = dst + r * kq * 4;
+    int32_t sum = 0;
+    for (int64_t j = 0; j < k; ++j) sum += d[j] = src[j];
+    std::fill(d + k, d + kq * 4, int8_t{0});
+    rowsum[r] = sum;
   }
 }
 
@@ -305,38 +398,107 @@ void conv_epilogue(const ConvState &st, const ctn_tensor_desc *in, float *mult, 
   e->zp = int_at(in[7], 0);
 }
 
-template <class SX, class SW>
-ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
-  const auto *st = static_cast<const ConvState *>(state);
+// Per-call memory of a convolution (the call's workspace).
+struct ConvScratch {
+  char *a, *b;
+  float *mult;
+  int32_t *rowsum, *offset;
+  ConvScratch(const ConvState &st, void *ws) {
+    a = static_cast<char *>(ws);
+    b = a + st.a_bytes;
+    mult = reinterpret_cast<float *>(b + st.b_bytes);
+    rowsum = reinterpret_cast<int32_t *>(mult + st.o);
+    offset = rowsum + st.o;
+  }
+};
+
+bool all_zero(const ctn_tensor_desc &zp) {
+  for (int64_t i = 0, n = desc_numel(zp); i < n; ++i)
+    if (int_at(zp, i) != 0) return false;
+  return true;
+}
+
+// u8 x s8 VNNI path (weights' zero points 0): x as u8 (i8 flipped by 0x80, its zero point too),
+// padding x_zp, and per output channel bias - x_zp * sum_k w added by the epilogue.
+template <class SX>
+void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, Epilogue e) {
   const ctn_tensor_desc *in = args->inputs;
-  const bool q = st->qlinear;
-  const ctn_tensor_desc &x = in[0], &w = in[q ? 3 : 1], &zx = in[2], &zw = in[q ? 5 : 3];
-  auto *ws = static_cast<char *>(args->workspace);
-  auto *pa = reinterpret_cast<int16_t *>(ws);
-  auto *pb = reinterpret_cast<int16_t *>(ws + st->a_bytes);
-  auto *mult = reinterpret_cast<float *>(ws + st->a_bytes + st->b_bytes);
-  Epilogue e;
-  conv_epilogue(*st, in, mult, &e);
-  const int64_t og = st->o / st->groups, cg = st->c / st->groups, npix = st->ho * st->wo;
-  const bool zw_per_o = desc_numel(zw) > 1;
-  for_range(st->be, st->o, st->kg, [&](int64_t r0, int64_t r1) {
-    pack_a(desc_ptr<const SW>(w) + r0 * st->kg, st->kg, st->kp2, r1 - r0, zw, zw_per_o, r0, pa + r0 * 2 * st->kp2);
+  const ctn_tensor_desc &x = in[0], &w = in[st.qlinear ? 3 : 1];
+  const uint8_t flip = std::is_same_v<SX, int8_t> ? 0x80 : 0;
+  const uint8_t zx = static_cast<uint8_t>(static_cast<uint8_t>(int_at(in[2], 0)) ^ flip);
+  auto *pa = reinterpret_cast<int8_t *>(sc.a);
+  auto *pb = reinterpret_cast<uint8_t *>(sc.b);
+  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1) {
+    pack_a_q8(desc_ptr<const int8_t>(w), st.kg, st.kq, r0, r1, pa, sc.rowsum);
   });
-  const int32_t zxv = int_at(zx, 0);
-  const size_t ysz = dtype_size(st->y_dt);
+  for (int64_t o = 0; o < st.o; ++o)
+    sc.offset[o] = static_cast<int32_t>((e.bias ? static_cast<uint32_t>(e.bias[o]) : 0u) -
+                                        static_cast<uint32_t>(zx) * static_cast<uint32_t>(sc.rowsum[o]));
+  e.bias = sc.offset;
+  const int64_t og = st.o / st.groups, cg = st.c / st.groups, npix = st.ho * st.wo;
+  const size_t ysz = dtype_size(st.y_dt);
   char *y0 = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset;
-  for (int64_t img = 0; img < st->n; ++img)
-    for (int64_t g = 0; g < st->groups; ++g) {
-      const SX *xg = desc_ptr<const SX>(x) + (img * st->c + g * cg) * st->h * st->w;
-      for_range(st->be, st->kp2, 2 * npix, [&](int64_t p0, int64_t p1) { pack_im2col(*st, xg, zxv, p0, p1, pb); });
+  auto cv = [flip](SX v) { return static_cast<uint8_t>(static_cast<uint8_t>(v) ^ flip); };
+  for (int64_t img = 0; img < st.n; ++img)
+    for (int64_t g = 0; g < st.groups; ++g) {
+      const SX *xg = desc_ptr<const SX>(x) + (img * st.c + g * cg) * st.h * st.w;
+      for_range(st.be, st.kq, 4 * npix, [&](int64_t q0, int64_t q1) { pack_b_conv<4>(st, xg, zx, cv, q0, q1, pb); });
+      Epilogue eg = e;
+      if (eg.mult) eg.mult += g * og;
+      eg.bias += g * og;
+      eg.y = y0 + static_cast<size_t>((img * st.o + g * og) * npix) * ysz;
+      eg.ldy = npix;
+      GemmJob<IgemmQ8Operands, IgemmQ8TileFn> job{
+          {pa + g * og * st.kq * 4, pb, og, st.kq, st.ldb}, npix, st.q8, store_for(st.y_dt), &eg};
+      run_gemm(st.be, job, st.kq);
+    }
+}
+
+// int16 path: any dtypes and zero points.
+template <class SX, class SW>
+void conv_i16(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, const Epilogue &e) {
+  const ctn_tensor_desc *in = args->inputs;
+  const ctn_tensor_desc &x = in[0], &w = in[st.qlinear ? 3 : 1], &zw = in[st.qlinear ? 5 : 3];
+  auto *pa = reinterpret_cast<int16_t *>(sc.a);
+  auto *pb = reinterpret_cast<int16_t *>(sc.b);
+  const bool zw_per_o = desc_numel(zw) > 1;
+  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1) {
+    pack_a(desc_ptr<const SW>(w) + r0 * st.kg, st.kg, st.kp2, r1 - r0, zw, zw_per_o, r0, pa + r0 * 2 * st.kp2);
+  });
+  const int32_t zx = int_at(in[2], 0);
+  const int64_t og = st.o / st.groups, cg = st.c / st.groups, npix = st.ho * st.wo;
+  const size_t ysz = dtype_size(st.y_dt);
+  char *y0 = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset;
+  auto cv = [zx](SX v) { return static_cast<int16_t>(v - zx); };
+  for (int64_t img = 0; img < st.n; ++img)
+    for (int64_t g = 0; g < st.groups; ++g) {
+      const SX *xg = desc_ptr<const SX>(x) + (img * st.c + g * cg) * st.h * st.w;
+      for_range(st.be, st.kp2, 2 * npix,
+                [&](int64_t q0, int64_t q1) { pack_b_conv<2>(st, xg, int16_t{0}, cv, q0, q1, pb); });
       Epilogue eg = e;
       if (eg.mult) eg.mult += g * og;
       if (eg.bias) eg.bias += g * og;
-      eg.y = y0 + static_cast<size_t>((img * st->o + g * og) * npix) * ysz;
+      eg.y = y0 + static_cast<size_t>((img * st.o + g * og) * npix) * ysz;
       eg.ldy = npix;
-      GemmJob job{{pa + g * og * 2 * st->kp2, pb, og, st->kp2, st->ldb}, npix, st->tile, store_for(st->y_dt), &eg};
-      run_gemm(st->be, job);
+      GemmJob<IgemmOperands, IgemmTileFn> job{
+          {pa + g * og * 2 * st.kp2, pb, og, st.kp2, st.ldb}, npix, st.tile, store_for(st.y_dt), &eg};
+      run_gemm(st.be, job, st.kp2);
     }
+}
+
+template <class SX, class SW>
+ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
+  const auto *st = static_cast<const ConvState *>(state);
+  ConvScratch sc(*st, args->workspace);
+  Epilogue e;
+  conv_epilogue(*st, args->inputs, sc.mult, &e);
+  if constexpr (std::is_same_v<SW, int8_t>) {
+    if (st->q8 && all_zero(args->inputs[st->qlinear ? 5 : 3])) {
+      conv_q8<SX>(*st, args, sc, e);
+      return CTN_OK;
+    }
+  }
+  conv_i16<SX, SW>(*st, args, sc, e);
   return CTN_OK;
 }
 
@@ -359,12 +521,17 @@ ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *o
   st->relu = qlinear && at[7] == CTN_ACT_RELU;
   st->kg = w.shape[1] * st->kh * st->kw;
   st->kp2 = (st->kg + 1) / 2;
+  st->kq = (st->kg + 3) / 4;
   st->ldb = round_up(std::max<int64_t>(st->ho * st->wo, 1), kIgNr);
   st->y_dt = y.dtype;
-  st->tile = igemm_tile_select(be->gemm_isa.load()->name, nullptr);
+  const char *isa = be->gemm_isa.load()->name;
+  st->tile = igemm_tile_select(isa, nullptr);
+  st->q8 = igemm_q8_tile_select(isa);
+  // Room for either path: A as int16 pairs (the larger), B as int16 pairs (kp2 * ldb * 4 bytes,
+  // at least the quads' kq * ldb * 4).
   st->a_bytes = static_cast<uint64_t>(round_up(st->o * 2 * st->kp2 * 2, 64));
   st->b_bytes = static_cast<uint64_t>(round_up(st->kp2 * st->ldb * 4, 64));
-  const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->o) * sizeof(float);
+  const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->o) * (sizeof(float) + 2 * sizeof(int32_t));
   ctn_kernel_fn fn = x.dtype == CTN_U8 ? conv_fn<uint8_t>(w.dtype) : conv_fn<int8_t>(w.dtype);
   kernel_set(out, fn, st.release(), 0, ws);
   return CTN_OK;

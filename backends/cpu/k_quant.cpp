@@ -83,6 +83,7 @@ struct AffineCall {
   void range(int64_t a, int64_t b) const {
     const T *scale = desc_ptr<const T>(args->inputs[1]);
     const Q *zp = desc_ptr<const Q>(args->inputs[2]);
+    if (st->map.kind == ParamMap::kOne) return range_one(a, b, scale[0], static_cast<int32_t>(zp[0]));
     if constexpr (kQuantize) {
       const T *x = desc_ptr<const T>(args->inputs[0]);
       Q *y = desc_ptr<Q>(args->outputs[0]);
@@ -97,6 +98,23 @@ struct AffineCall {
         const int64_t p = st->map.index(i);
         y[i] = static_cast<T>(static_cast<int64_t>(x[i]) - static_cast<int64_t>(zp[p])) * scale[p];
       }
+    }
+  }
+  // One scale and zero point: a loop the compiler vectorises.
+  void range_one(int64_t a, int64_t b, T scale, int32_t zp) const {
+    if constexpr (kQuantize) {
+      const T *x = desc_ptr<const T>(args->inputs[0]);
+      Q *y = desc_ptr<Q>(args->outputs[0]);
+      const T lo = static_cast<T>(qmin<Q>() - zp), hi = static_cast<T>(qmax<Q>() - zp);
+      for (int64_t i = a; i < b; ++i) {
+        const T v = x[i] / scale;
+        y[i] = static_cast<Q>(round_clamped(std::max(lo, std::min(hi, v))) + zp);
+      }
+    } else {
+      const Q *x = desc_ptr<const Q>(args->inputs[0]);
+      T *y = desc_ptr<T>(args->outputs[0]);
+      using W = std::conditional_t<sizeof(Q) == 4, int64_t, int32_t>;  // x - zp of an i32 needs 33 bits
+      for (int64_t i = a; i < b; ++i) y[i] = static_cast<T>(static_cast<W>(x[i]) - static_cast<W>(zp)) * scale;
     }
   }
   static void part(void *ctx, int64_t a, int64_t b, int) { static_cast<const AffineCall *>(ctx)->range(a, b); }

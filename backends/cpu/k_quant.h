@@ -22,12 +22,17 @@ constexpr int32_t qmax() {
 // saturate(round_half_even(v) + zp) for the 8-bit Q: v is clamped first (to the bounds less zp,
 // integers, so the order does not matter), then rounded by the 1.5 * 2^mantissa trick, which
 // rounds to nearest even in the default rounding mode. NaN gives the upper bound.
+// Round half to even of a value already clamped to |v| < 2^22.
+template <class F>
+inline int32_t round_clamped(F v) {
+  constexpr F magic = sizeof(F) == 4 ? F(12582912.0) : F(6755399441055744.0);
+  return static_cast<int32_t>((v + magic) - magic);
+}
+
 template <class Q, class F>
 inline Q saturate_round(F v, int32_t zp) {
   const F lo = static_cast<F>(qmin<Q>() - zp), hi = static_cast<F>(qmax<Q>() - zp);
-  v = std::max(lo, std::min(hi, v));
-  constexpr F magic = sizeof(F) == 4 ? F(12582912.0) : F(6755399441055744.0);
-  return static_cast<Q>(static_cast<int32_t>((v + magic) - magic) + zp);
+  return static_cast<Q>(round_clamped(std::max(lo, std::min(hi, v))) + zp);
 }
 
 // Reads element k of an integer tensor of dtype dt (u8, i8, i32) as i32.
