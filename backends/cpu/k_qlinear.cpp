@@ -292,6 +292,24 @@ struct ConvState : KernelBase {
   uint64_t a_bytes = 0, b_bytes = 0;
 };
 
+// Stride 2 on bytes: o[ox] = cv(row[2 ox]) 16 at a time (the even bytes of two vectors, SSE2)
+// while the 32 bytes read stay among the `avail` readable ones of the row; returns where it
+// stopped.
+template <class S, class D, class Conv>
+int64_t even_bytes(const S *row, int64_t avail, int64_t ox, int64_t hi, Conv cv, D *o) {
+#if defined(__x86_64__)
+  const __m128i mask = _mm_set1_epi16(0x00FF), flip = _mm_set1_epi8(static_cast<char>(cv(S{0})));
+  for (; ox + 16 <= hi && 2 * ox + 32 <= avail; ox += 16) {
+    const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * ox)), mask);
+    const __m128i b = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * ox + 16)), mask);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(o + ox), _mm_xor_si128(_mm_packus_epi16(a, b), flip));
+  }
+#else
+  (void)row, (void)avail, (void)hi, (void)cv, (void)o;
+#endif
+  return ox;
+}
+
 // Row k of one image's im2col matrix [K][Ho * Wo]: conv(x[ci][iy][ix]) for the taps inside the
 // image, `pad` for those in the padding.
 template <class S, class D, class Conv>
@@ -310,10 +328,14 @@ void im2col_row(const ConvState &st, const S *x, int64_t k, D pad, Conv cv, D *o
     }
     const S *row = plane + iy * st.w + off;
     std::fill(o, o + lo, pad);
-    if (st.sw == 1)
-      for (int64_t ox = lo; ox < hi; ++ox) o[ox] = cv(row[ox]);
-    else
-      for (int64_t ox = lo; ox < hi; ++ox) o[ox] = cv(row[ox * st.sw]);
+    int64_t ox = lo;
+    if (st.sw == 1) {
+      for (; ox < hi; ++ox) o[ox] = cv(row[ox]);
+    } else {
+      if constexpr (sizeof(S) == 1 && sizeof(D) == 1)
+        if (st.sw == 2) ox = even_bytes(row, st.w - off, ox, hi, cv, o);
+      for (; ox < hi; ++ox) o[ox] = cv(row[ox * st.sw]);
+    }
     std::fill(o + hi, o + st.wo, pad);
   }
 }
@@ -372,15 +394,18 @@ void pack_b_conv(const ConvState &st, const S *x, D pad, Conv cv, int64_t q0, in
   }
 }
 
-// A for the u8 x s8 kernel: rows [r0, r1) of w [O, K] s8 padded to kq * 4, and their sums.
+// A for the u8 x s8 kernel: the sums of rows [r0, r1) of w [O, K] s8 and, when dst is set,
+// the rows padded to kq * 4 (with K a multiple of 4, w is already that layout).
 void pack_a_q8(const int8_t *w, int64_t k, int64_t kq, int64_t r0, int64_t r1, int8_t *dst, int32_t *rowsum) {
   for (int64_t r = r0; r < r1; ++r) {
     const int8_t *src = w + r * k;
-    int8_t *d = dst + r * kq * 4;
     int32_t sum = 0;
-    for (int64_t j = 0; j < k; ++j) sum += d[j] = src[j];
-    std::fill(d + k, d + kq * 4, int8_t{0});
+    for (int64_t j = 0; j < k; ++j) sum += src[j];
     rowsum[r] = sum;
+    if (!dst) continue;
+    int8_t *d = dst + r * kq * 4;
+    std::copy(src, src + k, d);
+    std::fill(d + k, d + kq * 4, int8_t{0});
   }
 }
 
@@ -426,10 +451,11 @@ void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, 
   const ctn_tensor_desc &x = in[0], &w = in[st.qlinear ? 3 : 1];
   const uint8_t flip = std::is_same_v<SX, int8_t> ? 0x80 : 0;
   const uint8_t zx = static_cast<uint8_t>(static_cast<uint8_t>(int_at(in[2], 0)) ^ flip);
-  auto *pa = reinterpret_cast<int8_t *>(sc.a);
+  const bool in_place = st.kg % 4 == 0;
+  auto *pa = in_place ? const_cast<int8_t *>(desc_ptr<const int8_t>(w)) : reinterpret_cast<int8_t *>(sc.a);
   auto *pb = reinterpret_cast<uint8_t *>(sc.b);
   for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1) {
-    pack_a_q8(desc_ptr<const int8_t>(w), st.kg, st.kq, r0, r1, pa, sc.rowsum);
+    pack_a_q8(desc_ptr<const int8_t>(w), st.kg, st.kq, r0, r1, in_place ? nullptr : pa, sc.rowsum);
   });
   for (int64_t o = 0; o < st.o; ++o)
     sc.offset[o] = static_cast<int32_t>((e.bias ? static_cast<uint32_t>(e.bias[o]) : 0u) -

@@ -83,6 +83,7 @@ Arr ref_qlinear_matmul(const std::vector<Arr> &x, int dt) {
 struct QConv {
   Shape x, w;
   ConvP p;
+  int xdt = CTN_U8;  // qlinear_conv2d's x (and x_zero_point) dtype
 };
 
 // The convolution of (x - zx) and (w - zw[o]), zero padding after the shift (ix, iw, izx, izw:
@@ -174,13 +175,16 @@ void add_int_conv(std::vector<OpCase> &cs) {
   OpCase ci{"conv2d_integer", CTN_OP_CONV2D_INTEGER, {}}, qc{"qlinear_conv2d", CTN_OP_QLINEAR_CONV2D, {}};
   const QConv qs[] = {{{1, 2, 5, 5}, {3, 2, 3, 3}, {1, 1, 1, 1, 1, 1, 1}},
                       {{2, 4, 7, 6}, {4, 2, 3, 2}, {2, 1, 1, 0, 1, 2, 2}},
-                      {{1, 3, 9, 9}, {70, 3, 1, 1}, {1, 1, 0, 0, 1, 1, 1}}};
+                      {{1, 3, 9, 9}, {70, 3, 1, 1}, {1, 1, 0, 0, 1, 1, 1}},
+                      // stride 2 over rows of 70 bytes (the vector path of the u8 im2col), x i8
+                      {{1, 3, 5, 70}, {8, 3, 3, 3}, {2, 2, 1, 1, 1, 1, 1}, CTN_I8}};
   for (const QConv &q : qs)
     for (bool relu : {false, true}) {
       const ConvP p = q.p;
       const int64_t o = q.w[0];
       const ctn_attrs ca = attrs({p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, p.g});
-      const std::string label = shape_label(q.x) + "*" + shape_label(q.w) + " " + p.label();
+      const std::string label =
+          shape_label(q.x) + "*" + shape_label(q.w) + " " + p.label() + (q.xdt == CTN_I8 ? " x i8" : "");
       if (!relu) {
         Variant v = variant(label,
                             {in(q.x, ints(0, 255), CTN_U8), in(q.w, ints(-128, 127), CTN_I8), in({}, ints(100, 150), CTN_U8),
@@ -196,7 +200,8 @@ void add_int_conv(std::vector<OpCase> &cs) {
       ctn_attrs qa = ca;
       qa.i[qa.ni++] = relu ? CTN_ACT_RELU : CTN_ACT_NONE;
       Variant v = variant(label + (relu ? " relu" : ""),
-                          {in(q.x, ints(0, 255), CTN_U8), in({}, uni(0.01, 0.02), CTN_F32), in({}, ints(100, 150), CTN_U8),
+                          {in(q.x, q.xdt == CTN_U8 ? ints(0, 255) : ints(-128, 127), q.xdt), in({}, uni(0.01, 0.02), CTN_F32),
+                           in({}, q.xdt == CTN_U8 ? ints(100, 150) : ints(-20, 20), q.xdt),
                            in(q.w, ints(-127, 127), CTN_I8), in({o}, uni(0.002, 0.004), CTN_F32), in({}, ints(0, 0), CTN_I8),
                            in({}, uni(sy, 2 * sy), CTN_F32), in({}, ints(90, 110), CTN_U8), in({o}, ints(-3000, 3000), CTN_I32)},
                           named(CTN_OP_QLINEAR_CONV2D, qa), [q, relu](const std::vector<Arr> &x, ctn_dtype) {
