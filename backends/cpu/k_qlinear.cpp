@@ -292,6 +292,13 @@ struct ConvState : KernelBase {
   uint64_t a_bytes = 0, b_bytes = 0;
 };
 
+// Tap column kj reads ix = ox * sw + off, inside the image for ox in [lo, hi).
+void tap_columns(const ConvState &st, int64_t kj, int64_t *off, int64_t *lo, int64_t *hi) {
+  *off = kj * st.dw - st.pw;
+  *lo = std::min(st.wo, *off >= 0 ? 0 : (-*off + st.sw - 1) / st.sw);
+  *hi = std::max(*lo, std::min(st.wo, st.w - 1 - *off < 0 ? 0 : (st.w - 1 - *off) / st.sw + 1));
+}
+
 // Stride 2 on bytes: o[ox] = cv(row[2 ox]) 16 at a time (the even bytes of two vectors, SSE2)
 // while the 32 bytes read stay among the `avail` readable ones of the row; returns where it
 // stopped.
@@ -316,9 +323,8 @@ template <class S, class D, class Conv>
 void im2col_row(const ConvState &st, const S *x, int64_t k, D pad, Conv cv, D *out) {
   const int64_t khw = st.kh * st.kw, ci = k / khw, ki = (k % khw) / st.kw, kj = k % st.kw;
   const S *plane = x + ci * st.h * st.w;
-  const int64_t off = kj * st.dw - st.pw;  // ix = ox * sw + off
-  const int64_t lo = std::min(st.wo, off >= 0 ? 0 : (-off + st.sw - 1) / st.sw);
-  const int64_t hi = std::max(lo, std::min(st.wo, st.w - 1 - off < 0 ? 0 : (st.w - 1 - off) / st.sw + 1));
+  int64_t off, lo, hi;
+  tap_columns(st, kj, &off, &lo, &hi);
   for (int64_t oy = 0; oy < st.ho; ++oy) {
     const int64_t iy = oy * st.sh - st.ph + ki * st.dh;
     D *o = out + oy * st.wo;
@@ -512,12 +518,69 @@ void conv_i16(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc,
     }
 }
 
+// One depthwise plane (image img, channel ch) into acc [Ho * Wo]: the taps' products
+// (x - x_zp) (w - w_zp[ch]) added up, taps in the padding skipped (they are 0).
+template <class SX, class SW>
+void depthwise_plane(const ConvState &st, const SX *plane, const SW *wk, int32_t zx, int32_t zw, int32_t *acc) {
+  std::fill(acc, acc + st.ho * st.wo, 0);
+  for (int64_t ki = 0; ki < st.kh; ++ki)
+    for (int64_t kj = 0; kj < st.kw; ++kj) {
+      const int32_t wv = static_cast<int32_t>(wk[ki * st.kw + kj]) - zw;
+      if (wv == 0) continue;
+      int64_t off, lo, hi;
+      tap_columns(st, kj, &off, &lo, &hi);
+      for (int64_t oy = 0; oy < st.ho; ++oy) {
+        const int64_t iy = oy * st.sh - st.ph + ki * st.dh;
+        if (iy < 0 || iy >= st.h) continue;
+        const SX *row = plane + iy * st.w + off;
+        int32_t *a = acc + oy * st.wo;
+        if (st.sw == 1)
+          for (int64_t ox = lo; ox < hi; ++ox) a[ox] += (static_cast<int32_t>(row[ox]) - zx) * wv;
+        else
+          for (int64_t ox = lo; ox < hi; ++ox) a[ox] += (static_cast<int32_t>(row[ox * st.sw]) - zx) * wv;
+      }
+    }
+}
+
+// Depthwise convolutions (groups = C = O) directly, without im2col: a GEMM per channel would
+// have one row. The (image, channel) planes are split over the pool; each plane's sums go
+// through the epilogue in 64-column pieces as row ch of the image's output.
+template <class SX, class SW>
+void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epilogue &e) {
+  const ctn_tensor_desc *in = args->inputs;
+  const ctn_tensor_desc &zw = in[st.qlinear ? 5 : 3];
+  const SX *x = desc_ptr<const SX>(in[0]);
+  const SW *w = desc_ptr<const SW>(in[st.qlinear ? 3 : 1]);
+  const int32_t zx = int_at(in[2], 0);
+  const bool zw_per = desc_numel(zw) > 1;
+  const int64_t npix = st.ho * st.wo, khw = st.kh * st.kw;
+  const size_t ysz = dtype_size(st.y_dt);
+  char *y0 = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset;
+  const StoreFn store = store_for(st.y_dt);
+  for_range(st.be, st.n * st.c, npix * khw, [&](int64_t p0, int64_t p1) {
+    thread_local std::vector<int32_t> acc;
+    if (static_cast<int64_t>(acc.size()) < npix) acc.resize(static_cast<size_t>(npix));
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t img = p / st.c, ch = p % st.c;
+      depthwise_plane(st, x + p * st.h * st.w, w + ch * khw, zx, int_at(zw, zw_per ? ch : 0), acc.data());
+      Epilogue eg = e;
+      eg.y = y0 + static_cast<size_t>(img * st.o * npix) * ysz;
+      eg.ldy = npix;
+      for (int64_t n0 = 0; n0 < npix; n0 += kIgNr) store(eg, acc.data() + n0, ch, 1, n0, std::min(kIgNr, npix - n0));
+    }
+  });
+}
+
 template <class SX, class SW>
 ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const ConvState *>(state);
   ConvScratch sc(*st, args->workspace);
   Epilogue e;
   conv_epilogue(*st, args->inputs, sc.mult, &e);
+  if (st->groups == st->c && st->o == st->c && st->groups > 1) {
+    conv_depthwise<SX, SW>(*st, args, e);
+    return CTN_OK;
+  }
   if constexpr (std::is_same_v<SW, int8_t>) {
     if (st->q8 && all_zero(args->inputs[st->qlinear ? 5 : 3])) {
       conv_q8<SX>(*st, args, sc, e);

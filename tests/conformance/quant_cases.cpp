@@ -177,7 +177,10 @@ void add_int_conv(std::vector<OpCase> &cs) {
                       {{2, 4, 7, 6}, {4, 2, 3, 2}, {2, 1, 1, 0, 1, 2, 2}},
                       {{1, 3, 9, 9}, {70, 3, 1, 1}, {1, 1, 0, 0, 1, 1, 1}},
                       // stride 2 over rows of 70 bytes (the vector path of the u8 im2col), x i8
-                      {{1, 3, 5, 70}, {8, 3, 3, 3}, {2, 2, 1, 1, 1, 1, 1}, CTN_I8}};
+                      {{1, 3, 5, 70}, {8, 3, 3, 3}, {2, 2, 1, 1, 1, 1, 1}, CTN_I8},
+                      // depthwise (the direct kernel)
+                      {{1, 4, 7, 7}, {4, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 4}},
+                      {{2, 6, 9, 8}, {6, 1, 3, 3}, {2, 2, 1, 1, 1, 1, 6}, CTN_I8}};
   for (const QConv &q : qs)
     for (bool relu : {false, true}) {
       const ConvP p = q.p;
