@@ -49,7 +49,7 @@ void store_i32(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, in
 // Branch-free per element (the compiler vectorises it): relu is a lower bound of 0 before
 // rounding, which commutes with saturating to the integer bounds less the zero point.
 template <class Q>
-void store_q(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
+inline __attribute__((always_inline)) void store_q_body(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
   Q *y = static_cast<Q *>(e.y);
   float lo = static_cast<float>(qmin<Q>() - e.zp);
   const float hi = static_cast<float>(qmax<Q>() - e.zp);
@@ -77,8 +77,27 @@ void store_q(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int6
   }
 }
 
-StoreFn store_for(int32_t dtype) {
-  return dtype == CTN_U8 ? store_q<uint8_t> : dtype == CTN_I8 ? store_q<int8_t> : store_i32;
+// The requantising stores compiled per ISA (target attributes; the body is inlined into each).
+#define CTN_QSTORE_VARIANT(suffix, ...)                                                                  \
+  __VA_ARGS__ void store_u8_##suffix(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, \
+                                     int64_t nb) {                                                      \
+    store_q_body<uint8_t>(e, acc, m0, mb, n0, nb);                                                      \
+  }                                                                                                     \
+  __VA_ARGS__ void store_i8_##suffix(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, \
+                                     int64_t nb) {                                                      \
+    store_q_body<int8_t>(e, acc, m0, mb, n0, nb);                                                       \
+  }
+CTN_QSTORE_VARIANT(generic)
+#if defined(__x86_64__)
+CTN_QSTORE_VARIANT(avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))))
+CTN_QSTORE_VARIANT(avx2, __attribute__((target("avx2,fma"))))
+#endif
+
+// The store for the output dtype at the ISA `isa` (the GEMM ISA name).
+StoreFn store_for(int32_t dtype, const char *isa) {
+  if (dtype == CTN_U8) return CTN_ISA_VARIANT(StoreFn, isa, store_u8);
+  if (dtype == CTN_I8) return CTN_ISA_VARIANT(StoreFn, isa, store_i8);
+  return store_i32;
 }
 
 // ---- the product, tile by tile -------------------------------------------------------------------
@@ -211,7 +230,7 @@ ctn_status matmul_kernel(void *state, const ctn_kernel_args *args) {
     });
     e.y = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset +
           static_cast<size_t>(t * st->m * st->n) * ysz;
-    GemmJob<IgemmOperands, IgemmTileFn> job{{pa, pb, rows, st->kp2, st->ldb}, st->n, st->tile, store_for(st->y_dt), &e};
+    GemmJob<IgemmOperands, IgemmTileFn> job{{pa, pb, rows, st->kp2, st->ldb}, st->n, st->tile, store_for(st->y_dt, st->be->gemm_isa.load()->name), &e};
     run_gemm(st->be, job, st->kp2);
   }
   return CTN_OK;
@@ -481,7 +500,7 @@ void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, 
       eg.y = y0 + static_cast<size_t>((img * st.o + g * og) * npix) * ysz;
       eg.ldy = npix;
       GemmJob<IgemmQ8Operands, IgemmQ8TileFn> job{
-          {pa + g * og * st.kq * 4, pb, og, st.kq, st.ldb}, npix, st.q8, store_for(st.y_dt), &eg};
+          {pa + g * og * st.kq * 4, pb, og, st.kq, st.ldb}, npix, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
       run_gemm(st.be, job, st.kq);
     }
 }
@@ -513,15 +532,49 @@ void conv_i16(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc,
       eg.y = y0 + static_cast<size_t>((img * st.o + g * og) * npix) * ysz;
       eg.ldy = npix;
       GemmJob<IgemmOperands, IgemmTileFn> job{
-          {pa + g * og * 2 * st.kp2, pb, og, st.kp2, st.ldb}, npix, st.tile, store_for(st.y_dt), &eg};
+          {pa + g * og * 2 * st.kp2, pb, og, st.kp2, st.ldb}, npix, st.tile, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
       run_gemm(st.be, job, st.kp2);
     }
+}
+
+// a[i] += (row[i * stride] - zx) * wv; restrict: the byte loads cannot alias the sums, so the
+// compiler vectorises the unit-stride loop.
+template <class SX>
+inline __attribute__((always_inline)) void tap_row_body(int32_t *__restrict a, const SX *__restrict row, int64_t n,
+                                                        int64_t stride, int32_t zx, int32_t wv) {
+  if (stride == 1)
+    for (int64_t i = 0; i < n; ++i) a[i] += (static_cast<int32_t>(row[i]) - zx) * wv;
+  else
+    for (int64_t i = 0; i < n; ++i) a[i] += (static_cast<int32_t>(row[i * stride]) - zx) * wv;
+}
+template <class SX>
+using TapRowFn = void (*)(int32_t *, const SX *, int64_t, int64_t, int32_t, int32_t);
+#define CTN_TAP_ROW_VARIANT(suffix, ...)                                                                       \
+  __VA_ARGS__ void tap_u8_##suffix(int32_t *a, const uint8_t *r, int64_t n, int64_t s, int32_t zx, int32_t wv) { \
+    tap_row_body(a, r, n, s, zx, wv);                                                                          \
+  }                                                                                                            \
+  __VA_ARGS__ void tap_i8_##suffix(int32_t *a, const int8_t *r, int64_t n, int64_t s, int32_t zx, int32_t wv) {  \
+    tap_row_body(a, r, n, s, zx, wv);                                                                          \
+  }
+CTN_TAP_ROW_VARIANT(generic)
+#if defined(__x86_64__)
+CTN_TAP_ROW_VARIANT(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+CTN_TAP_ROW_VARIANT(avx2, __attribute__((target("avx2"))))
+#endif
+
+template <class SX>
+TapRowFn<SX> tap_row_for(const char *isa) {
+  if constexpr (std::is_same_v<SX, uint8_t>)
+    return CTN_ISA_VARIANT(TapRowFn<SX>, isa, tap_u8);
+  else
+    return CTN_ISA_VARIANT(TapRowFn<SX>, isa, tap_i8);
 }
 
 // One depthwise plane (image img, channel ch) into acc [Ho * Wo]: the taps' products
 // (x - x_zp) (w - w_zp[ch]) added up, taps in the padding skipped (they are 0).
 template <class SX, class SW>
-void depthwise_plane(const ConvState &st, const SX *plane, const SW *wk, int32_t zx, int32_t zw, int32_t *acc) {
+void depthwise_plane(const ConvState &st, TapRowFn<SX> tap_row, const SX *plane, const SW *wk, int32_t zx, int32_t zw,
+                     int32_t *acc) {
   std::fill(acc, acc + st.ho * st.wo, 0);
   for (int64_t ki = 0; ki < st.kh; ++ki)
     for (int64_t kj = 0; kj < st.kw; ++kj) {
@@ -532,12 +585,7 @@ void depthwise_plane(const ConvState &st, const SX *plane, const SW *wk, int32_t
       for (int64_t oy = 0; oy < st.ho; ++oy) {
         const int64_t iy = oy * st.sh - st.ph + ki * st.dh;
         if (iy < 0 || iy >= st.h) continue;
-        const SX *row = plane + iy * st.w + off;
-        int32_t *a = acc + oy * st.wo;
-        if (st.sw == 1)
-          for (int64_t ox = lo; ox < hi; ++ox) a[ox] += (static_cast<int32_t>(row[ox]) - zx) * wv;
-        else
-          for (int64_t ox = lo; ox < hi; ++ox) a[ox] += (static_cast<int32_t>(row[ox * st.sw]) - zx) * wv;
+        tap_row(acc + oy * st.wo + lo, plane + iy * st.w + off + lo * st.sw, hi - lo, st.sw, zx, wv);
       }
     }
 }
@@ -556,13 +604,15 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
   const int64_t npix = st.ho * st.wo, khw = st.kh * st.kw;
   const size_t ysz = dtype_size(st.y_dt);
   char *y0 = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset;
-  const StoreFn store = store_for(st.y_dt);
+  const char *isa = st.be->gemm_isa.load()->name;
+  const StoreFn store = store_for(st.y_dt, isa);
+  const TapRowFn<SX> tap_row = tap_row_for<SX>(isa);
   for_range(st.be, st.n * st.c, npix * khw, [&](int64_t p0, int64_t p1) {
     thread_local std::vector<int32_t> acc;
     if (static_cast<int64_t>(acc.size()) < npix) acc.resize(static_cast<size_t>(npix));
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t img = p / st.c, ch = p % st.c;
-      depthwise_plane(st, x + p * st.h * st.w, w + ch * khw, zx, int_at(zw, zw_per ? ch : 0), acc.data());
+      depthwise_plane(st, tap_row, x + p * st.h * st.w, w + ch * khw, zx, int_at(zw, zw_per ? ch : 0), acc.data());
       Epilogue eg = e;
       eg.y = y0 + static_cast<size_t>(img * st.o * npix) * ysz;
       eg.ldy = npix;
