@@ -136,17 +136,19 @@ void run_gemm(Backend *be, Job &job, int64_t k) {
     job.range(0, tasks);
 }
 
-// Parallel over [0, n) when n * cost is large enough.
+// Parallel over [0, n) when n * cost is large enough, in at most `slots` parts (0: no limit);
+// f(begin, end, part) with part < slots (a workspace slot of its own).
 template <class F>
-void for_range(Backend *be, int64_t n, int64_t cost, F &&f) {
+void for_range(Backend *be, int64_t n, int64_t cost, F &&f, int64_t slots = 0) {
   struct Ctx {
     F *f;
-    static void part(void *c, int64_t a, int64_t b, int) { (*static_cast<Ctx *>(c)->f)(a, b); }
+    static void part(void *c, int64_t a, int64_t b, int k) { (*static_cast<Ctx *>(c)->f)(a, b, k); }
   } ctx{&f};
-  if (n > 1 && n * cost >= kParallelThreshold && be->pool->size() > 1)
-    be->pool->parallel_for(n, 1, Ctx::part, &ctx);
+  const int64_t grain = slots > 0 ? (n + slots - 1) / slots : 1;
+  if (n > 1 && n * cost >= kParallelThreshold && be->pool->size() > 1 && slots != 1)
+    be->pool->parallel_for(n, grain, Ctx::part, &ctx);
   else
-    f(0, n);
+    f(0, n, 0);
 }
 
 // ---- packing -------------------------------------------------------------------------------------
@@ -222,10 +224,10 @@ ctn_status matmul_kernel(void *state, const ctn_kernel_args *args) {
   for (int64_t t = 0; t < count; ++t) {
     const SA *sa = desc_ptr<const SA>(a) + st->a_off[static_cast<size_t>(t)];
     const SB *sb = desc_ptr<const SB>(b) + st->b_off[static_cast<size_t>(t)];
-    for_range(st->be, rows, st->k, [&](int64_t r0, int64_t r1) {
+    for_range(st->be, rows, st->k, [&](int64_t r0, int64_t r1, int) {
       pack_a(sa + r0 * st->k, st->k, st->kp2, r1 - r0, za, false, 0, pa + r0 * 2 * st->kp2);
     });
-    for_range(st->be, st->kp2, 2 * st->ldb, [&](int64_t p0, int64_t p1) {
+    for_range(st->be, st->kp2, 2 * st->ldb, [&](int64_t p0, int64_t p1, int) {
       pack_b(sb, st->k, st->n, st->ldb, zb, p0, p1, pb);
     });
     e.y = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset +
@@ -309,6 +311,8 @@ struct ConvState : KernelBase {
   IgemmTileFn tile = nullptr;
   IgemmQ8TileFn q8 = nullptr;  // u8 x s8 VNNI, when the CPU has it
   uint64_t a_bytes = 0, b_bytes = 0;
+  int64_t slots = 1;          // per-part scratch slots of the workspace (pool size at get_kernel)
+  uint64_t slot_bytes = 0;    // 4 bytes per output pixel: 4 im2col rows of u8 or 2 of int16, or i32 sums
 };
 
 // Tap column kj reads ix = ox * sw + off, inside the image for ox in [lo, hi).
@@ -402,12 +406,10 @@ void interleave(D *const *rows, int64_t p, int64_t ldb, D *dst) {
 // B of one image's group: the im2col rows [G q0, G q1) interleaved by G (pairs of int16 less the
 // zero point, or quads of u8), rows past K zero.
 template <int G, class S, class D, class Conv>
-void pack_b_conv(const ConvState &st, const S *x, D pad, Conv cv, int64_t q0, int64_t q1, D *dst) {
+void pack_b_conv(const ConvState &st, const S *x, D pad, Conv cv, int64_t q0, int64_t q1, D *dst, char *slot) {
   const int64_t npix = st.ho * st.wo;
-  thread_local std::vector<D> scratch;
-  if (static_cast<int64_t>(scratch.size()) < G * npix) scratch.resize(static_cast<size_t>(G * npix));
   D *rows[G];
-  for (int h = 0; h < G; ++h) rows[h] = scratch.data() + h * npix;
+  for (int h = 0; h < G; ++h) rows[h] = reinterpret_cast<D *>(slot) + h * npix;
   for (int64_t q = q0; q < q1; ++q) {
     for (int h = 0; h < G; ++h) {
       if (G * q + h < st.kg)
@@ -453,13 +455,16 @@ struct ConvScratch {
   char *a, *b;
   float *mult;
   int32_t *rowsum, *offset;
+  char *slots;
   ConvScratch(const ConvState &st, void *ws) {
     a = static_cast<char *>(ws);
     b = a + st.a_bytes;
-    mult = reinterpret_cast<float *>(b + st.b_bytes);
+    slots = b + st.b_bytes;
+    mult = reinterpret_cast<float *>(slots + st.slots * st.slot_bytes);
     rowsum = reinterpret_cast<int32_t *>(mult + st.o);
     offset = rowsum + st.o;
   }
+  char *slot(const ConvState &st, int k) const { return slots + static_cast<uint64_t>(k) * st.slot_bytes; }
 };
 
 bool all_zero(const ctn_tensor_desc &zp) {
@@ -479,7 +484,7 @@ void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, 
   const bool in_place = st.kg % 4 == 0;
   auto *pa = in_place ? const_cast<int8_t *>(desc_ptr<const int8_t>(w)) : reinterpret_cast<int8_t *>(sc.a);
   auto *pb = reinterpret_cast<uint8_t *>(sc.b);
-  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1) {
+  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
     pack_a_q8(desc_ptr<const int8_t>(w), st.kg, st.kq, r0, r1, in_place ? nullptr : pa, sc.rowsum);
   });
   for (int64_t o = 0; o < st.o; ++o)
@@ -493,7 +498,9 @@ void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, 
   for (int64_t img = 0; img < st.n; ++img)
     for (int64_t g = 0; g < st.groups; ++g) {
       const SX *xg = desc_ptr<const SX>(x) + (img * st.c + g * cg) * st.h * st.w;
-      for_range(st.be, st.kq, 4 * npix, [&](int64_t q0, int64_t q1) { pack_b_conv<4>(st, xg, zx, cv, q0, q1, pb); });
+      for_range(
+          st.be, st.kq, 4 * npix,
+          [&](int64_t q0, int64_t q1, int k) { pack_b_conv<4>(st, xg, zx, cv, q0, q1, pb, sc.slot(st, k)); }, st.slots);
       Epilogue eg = e;
       if (eg.mult) eg.mult += g * og;
       eg.bias += g * og;
@@ -513,7 +520,7 @@ void conv_i16(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc,
   auto *pa = reinterpret_cast<int16_t *>(sc.a);
   auto *pb = reinterpret_cast<int16_t *>(sc.b);
   const bool zw_per_o = desc_numel(zw) > 1;
-  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1) {
+  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
     pack_a(desc_ptr<const SW>(w) + r0 * st.kg, st.kg, st.kp2, r1 - r0, zw, zw_per_o, r0, pa + r0 * 2 * st.kp2);
   });
   const int32_t zx = int_at(in[2], 0);
@@ -524,8 +531,10 @@ void conv_i16(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc,
   for (int64_t img = 0; img < st.n; ++img)
     for (int64_t g = 0; g < st.groups; ++g) {
       const SX *xg = desc_ptr<const SX>(x) + (img * st.c + g * cg) * st.h * st.w;
-      for_range(st.be, st.kp2, 2 * npix,
-                [&](int64_t q0, int64_t q1) { pack_b_conv<2>(st, xg, int16_t{0}, cv, q0, q1, pb); });
+      for_range(
+          st.be, st.kp2, 2 * npix,
+          [&](int64_t q0, int64_t q1, int k) { pack_b_conv<2>(st, xg, int16_t{0}, cv, q0, q1, pb, sc.slot(st, k)); },
+          st.slots);
       Epilogue eg = e;
       if (eg.mult) eg.mult += g * og;
       if (eg.bias) eg.bias += g * og;
@@ -607,18 +616,21 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
   const char *isa = st.be->gemm_isa.load()->name;
   const StoreFn store = store_for(st.y_dt, isa);
   const TapRowFn<SX> tap_row = tap_row_for<SX>(isa);
-  for_range(st.be, st.n * st.c, npix * khw, [&](int64_t p0, int64_t p1) {
-    thread_local std::vector<int32_t> acc;
-    if (static_cast<int64_t>(acc.size()) < npix) acc.resize(static_cast<size_t>(npix));
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t img = p / st.c, ch = p % st.c;
-      depthwise_plane(st, tap_row, x + p * st.h * st.w, w + ch * khw, zx, int_at(zw, zw_per ? ch : 0), acc.data());
-      Epilogue eg = e;
-      eg.y = y0 + static_cast<size_t>(img * st.o * npix) * ysz;
-      eg.ldy = npix;
-      for (int64_t n0 = 0; n0 < npix; n0 += kIgNr) store(eg, acc.data() + n0, ch, 1, n0, std::min(kIgNr, npix - n0));
-    }
-  });
+  ConvScratch sc(st, args->workspace);
+  for_range(
+      st.be, st.n * st.c, npix * khw,
+      [&](int64_t p0, int64_t p1, int k) {
+        auto *acc = reinterpret_cast<int32_t *>(sc.slot(st, k));
+        for (int64_t p = p0; p < p1; ++p) {
+          const int64_t img = p / st.c, ch = p % st.c;
+          depthwise_plane(st, tap_row, x + p * st.h * st.w, w + ch * khw, zx, int_at(zw, zw_per ? ch : 0), acc);
+          Epilogue eg = e;
+          eg.y = y0 + static_cast<size_t>(img * st.o * npix) * ysz;
+          eg.ldy = npix;
+          for (int64_t n0 = 0; n0 < npix; n0 += kIgNr) store(eg, acc + n0, ch, 1, n0, std::min(kIgNr, npix - n0));
+        }
+      },
+      st.slots);
 }
 
 template <class SX, class SW>
@@ -670,7 +682,10 @@ ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *o
   // at least the quads' kq * ldb * 4).
   st->a_bytes = static_cast<uint64_t>(round_up(st->o * 2 * st->kp2 * 2, 64));
   st->b_bytes = static_cast<uint64_t>(round_up(st->kp2 * st->ldb * 4, 64));
-  const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->o) * (sizeof(float) + 2 * sizeof(int32_t));
+  st->slots = std::max(1, be->pool->size());
+  st->slot_bytes = static_cast<uint64_t>(round_up(4 * st->ho * st->wo, 64));
+  const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->slots) * st->slot_bytes +
+                      static_cast<uint64_t>(st->o) * (sizeof(float) + 2 * sizeof(int32_t));
   ctn_kernel_fn fn = x.dtype == CTN_U8 ? conv_fn<uint8_t>(w.dtype) : conv_fn<int8_t>(w.dtype);
   kernel_set(out, fn, st.release(), 0, ws);
   return CTN_OK;
