@@ -224,8 +224,9 @@
  * Affine quantization: real = (q - zero_point) * scale, q a u8 or i8 (the zero point's dtype).
  * Rounding is to nearest, ties to even; results saturate to the dtype's range. Scales and zero
  * points are tensors (constants in a model), read by the kernel when it runs. None of these ops
- * is differentiable (ctn_grad through them fails naming the op). The CPU backend runs them; other
- * backends decline them and the ops fall back to the CPU. */
+ * has a gradient rule: ctn_grad along a path through one of their float operands fails naming
+ * the op, and their integer results carry no gradient (like a cast to an integer dtype). The CPU
+ * backend runs them; other backends decline them and the ops fall back to the CPU. */
 /* (x float, scale float (x's dtype), zero_point u8|i8) -> q of zero_point's dtype:
  * saturate(round(x / scale) + zero_point). scale and zero_point have the same shape and
  * broadcast against x (numpy rules): [] per tensor, [C, 1, 1] per channel of [N, C, H, W]. */

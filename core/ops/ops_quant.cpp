@@ -1,6 +1,7 @@
 // int8 quantization op schemas (abi/chutney/ops.h, "int8 quantization"): quantize_linear,
 // dequantize_linear and the integer matmul and convolution, plain (-> i32) and requantised
-// (qlinear_*). None has a gradient rule: ctn_grad through them fails naming the op.
+// (qlinear_*). None has a gradient rule: ctn_grad along a path through a float operand fails
+// naming the op; the integer results carry no gradient.
 #include <chutney/ops.h>
 
 #include "graph/op.h"
