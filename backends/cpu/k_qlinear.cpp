@@ -546,62 +546,78 @@ void conv_i16(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc,
     }
 }
 
-// a[i] += (row[i * stride] - zx) * wv; restrict: the byte loads cannot alias the sums, so the
-// compiler vectorises the unit-stride loop.
-template <class SX>
-inline __attribute__((always_inline)) void tap_row_body(int32_t *__restrict a, const SX *__restrict row, int64_t n,
-                                                        int64_t stride, int32_t zx, int32_t wv) {
-  if (stride == 1)
-    for (int64_t i = 0; i < n; ++i) a[i] += (static_cast<int32_t>(row[i]) - zx) * wv;
-  else
-    for (int64_t i = 0; i < n; ++i) a[i] += (static_cast<int32_t>(row[i * stride]) - zx) * wv;
+// a[i] += p[i] * wv over a whole plane; restrict: the loads cannot alias the sums, so the
+// compiler vectorises it (compiled per ISA below).
+inline __attribute__((always_inline)) void tap_body(int32_t *__restrict a, const int16_t *__restrict p, int64_t n,
+                                                    int32_t wv) {
+  for (int64_t i = 0; i < n; ++i) a[i] += static_cast<int32_t>(p[i]) * wv;
 }
-template <class SX>
-using TapRowFn = void (*)(int32_t *, const SX *, int64_t, int64_t, int32_t, int32_t);
-#define CTN_TAP_ROW_VARIANT(suffix, ...)                                                                       \
-  __VA_ARGS__ void tap_u8_##suffix(int32_t *a, const uint8_t *r, int64_t n, int64_t s, int32_t zx, int32_t wv) { \
-    tap_row_body(a, r, n, s, zx, wv);                                                                          \
-  }                                                                                                            \
-  __VA_ARGS__ void tap_i8_##suffix(int32_t *a, const int8_t *r, int64_t n, int64_t s, int32_t zx, int32_t wv) {  \
-    tap_row_body(a, r, n, s, zx, wv);                                                                          \
-  }
-CTN_TAP_ROW_VARIANT(generic)
+using TapFn = void (*)(int32_t *, const int16_t *, int64_t, int32_t);
+#define CTN_TAP_VARIANT(suffix, ...) \
+  __VA_ARGS__ void tap_##suffix(int32_t *a, const int16_t *p, int64_t n, int32_t wv) { tap_body(a, p, n, wv); }
+CTN_TAP_VARIANT(generic)
 #if defined(__x86_64__)
-CTN_TAP_ROW_VARIANT(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
-CTN_TAP_ROW_VARIANT(avx2, __attribute__((target("avx2"))))
+CTN_TAP_VARIANT(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+CTN_TAP_VARIANT(avx2, __attribute__((target("avx2"))))
 #endif
 
+// Depthwise geometry: the padded input split into sh x sw phases (phase (py, px) holds the
+// padded input's rows py, py + sh, ... and columns px, px + sw, ...), each hq x wq, so that tap
+// (ki, kj) reads phase ((ki dh) % sh, (kj dw) % sw) at a fixed offset: the sums of a whole plane
+// (pitch wq) are one long vector operation per tap.
+struct DwGeom {
+  int64_t hq, wq;
+  explicit DwGeom(const ConvState &st)
+      : hq(st.ho + (st.kh - 1) * st.dh / st.sh), wq(st.wo + (st.kw - 1) * st.dw / st.sw) {}
+  int64_t phase_elems() const { return hq * wq; }
+  // int16 phases then i32 sums [ho][wq], in bytes.
+  static uint64_t bytes(const ConvState &st) {
+    const DwGeom g(st);
+    return static_cast<uint64_t>(st.sh * st.sw * g.phase_elems() * 2 + st.ho * g.wq * 4 + 64);
+  }
+};
+
+// The phases of one plane, x less its zero point (the padding 0).
 template <class SX>
-TapRowFn<SX> tap_row_for(const char *isa) {
-  if constexpr (std::is_same_v<SX, uint8_t>)
-    return CTN_ISA_VARIANT(TapRowFn<SX>, isa, tap_u8);
-  else
-    return CTN_ISA_VARIANT(TapRowFn<SX>, isa, tap_i8);
+void dw_phases(const ConvState &st, const DwGeom &g, const SX *plane, int32_t zx, int16_t *ph) {
+  for (int64_t py = 0; py < st.sh; ++py)
+    for (int64_t px = 0; px < st.sw; ++px) {
+      int16_t *d = ph + (py * st.sw + px) * g.phase_elems();
+      for (int64_t r = 0; r < g.hq; ++r) {
+        const int64_t iy = r * st.sh + py - st.ph;
+        int16_t *o = d + r * g.wq;
+        if (iy < 0 || iy >= st.h) {
+          std::fill(o, o + g.wq, int16_t{0});
+          continue;
+        }
+        const SX *row = plane + iy * st.w;
+        for (int64_t c = 0; c < g.wq; ++c) {
+          const int64_t ix = c * st.sw + px - st.pw;
+          o[c] = ix >= 0 && ix < st.w ? static_cast<int16_t>(static_cast<int32_t>(row[ix]) - zx) : int16_t{0};
+        }
+      }
+    }
 }
 
-// One depthwise plane (image img, channel ch) into acc [Ho * Wo]: the taps' products
-// (x - x_zp) (w - w_zp[ch]) added up, taps in the padding skipped (they are 0).
-template <class SX, class SW>
-void depthwise_plane(const ConvState &st, TapRowFn<SX> tap_row, const SX *plane, const SW *wk, int32_t zx, int32_t zw,
-                     int32_t *acc) {
-  std::fill(acc, acc + st.ho * st.wo, 0);
+// One depthwise plane into acc [ho][wq] (columns past wo unused): per tap, the weight less its
+// zero point times the tap's phase, added over the whole plane.
+template <class SW>
+void dw_sums(const ConvState &st, const DwGeom &g, TapFn tap, const int16_t *ph, const SW *wk, int32_t zw, int32_t *acc) {
+  const int64_t n = (st.ho - 1) * g.wq + st.wo;
+  std::fill(acc, acc + st.ho * g.wq, 0);
   for (int64_t ki = 0; ki < st.kh; ++ki)
     for (int64_t kj = 0; kj < st.kw; ++kj) {
       const int32_t wv = static_cast<int32_t>(wk[ki * st.kw + kj]) - zw;
       if (wv == 0) continue;
-      int64_t off, lo, hi;
-      tap_columns(st, kj, &off, &lo, &hi);
-      for (int64_t oy = 0; oy < st.ho; ++oy) {
-        const int64_t iy = oy * st.sh - st.ph + ki * st.dh;
-        if (iy < 0 || iy >= st.h) continue;
-        tap_row(acc + oy * st.wo + lo, plane + iy * st.w + off + lo * st.sw, hi - lo, st.sw, zx, wv);
-      }
+      const int64_t dy = ki * st.dh, dx = kj * st.dw;
+      const int16_t *p = ph + ((dy % st.sh) * st.sw + dx % st.sw) * g.phase_elems() + (dy / st.sh) * g.wq + dx / st.sw;
+      tap(acc, p, n, wv);
     }
 }
 
 // Depthwise convolutions (groups = C = O) directly, without im2col: a GEMM per channel would
 // have one row. The (image, channel) planes are split over the pool; each plane's sums go
-// through the epilogue in 64-column pieces as row ch of the image's output.
+// through the epilogue row by row as row ch of the image's output.
 template <class SX, class SW>
 void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epilogue &e) {
   const ctn_tensor_desc *in = args->inputs;
@@ -615,19 +631,22 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
   char *y0 = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset;
   const char *isa = st.be->gemm_isa.load()->name;
   const StoreFn store = store_for(st.y_dt, isa);
-  const TapRowFn<SX> tap_row = tap_row_for<SX>(isa);
+  const TapFn tap = CTN_ISA_VARIANT(TapFn, isa, tap);
+  const DwGeom g(st);
   ConvScratch sc(st, args->workspace);
   for_range(
       st.be, st.n * st.c, npix * khw,
       [&](int64_t p0, int64_t p1, int k) {
-        auto *acc = reinterpret_cast<int32_t *>(sc.slot(st, k));
+        auto *ph = reinterpret_cast<int16_t *>(sc.slot(st, k));
+        auto *acc = reinterpret_cast<int32_t *>(sc.slot(st, k) + round_up(st.sh * st.sw * g.phase_elems() * 2, 64));
         for (int64_t p = p0; p < p1; ++p) {
           const int64_t img = p / st.c, ch = p % st.c;
-          depthwise_plane(st, tap_row, x + p * st.h * st.w, w + ch * khw, zx, int_at(zw, zw_per ? ch : 0), acc);
+          dw_phases(st, g, x + p * st.h * st.w, zx, ph);
+          dw_sums(st, g, tap, ph, w + ch * khw, int_at(zw, zw_per ? ch : 0), acc);
           Epilogue eg = e;
           eg.y = y0 + static_cast<size_t>(img * st.o * npix) * ysz;
           eg.ldy = npix;
-          for (int64_t n0 = 0; n0 < npix; n0 += kIgNr) store(eg, acc + n0, ch, 1, n0, std::min(kIgNr, npix - n0));
+          for (int64_t oy = 0; oy < st.ho; ++oy) store(eg, acc + oy * g.wq, ch, 1, oy * st.wo, st.wo);
         }
       },
       st.slots);
@@ -683,7 +702,11 @@ ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *o
   st->a_bytes = static_cast<uint64_t>(round_up(st->o * 2 * st->kp2 * 2, 64));
   st->b_bytes = static_cast<uint64_t>(round_up(st->kp2 * st->ldb * 4, 64));
   st->slots = std::max(1, be->pool->size());
+  // 4 bytes per output pixel (4 im2col rows of u8 or 2 of int16), or a depthwise plane's phases
+  // and sums.
   st->slot_bytes = static_cast<uint64_t>(round_up(4 * st->ho * st->wo, 64));
+  if (st->groups == st->c && st->o == st->c && st->groups > 1)
+    st->slot_bytes = std::max(st->slot_bytes, static_cast<uint64_t>(round_up(static_cast<int64_t>(DwGeom::bytes(*st)), 64)));
   const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->slots) * st->slot_bytes +
                       static_cast<uint64_t>(st->o) * (sizeof(float) + 2 * sizeof(int32_t));
   ctn_kernel_fn fn = x.dtype == CTN_U8 ? conv_fn<uint8_t>(w.dtype) : conv_fn<int8_t>(w.dtype);
