@@ -89,8 +89,41 @@ inline __attribute__((always_inline)) void store_q_body(const Epilogue &e, const
   }
 CTN_QSTORE_VARIANT(generic)
 #if defined(__x86_64__)
-CTN_QSTORE_VARIANT(avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))))
 CTN_QSTORE_VARIANT(avx2, __attribute__((target("avx2,fma"))))
+
+// AVX-512: 16 sums per step with masked tails (rows of a depthwise plane are short), the same
+// arithmetic as store_q_body (i32 add, f32 convert and multiply, clamp, round half to even).
+template <class Q>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void store_q_avx512(const Epilogue &e, const int32_t *acc,
+                                                                          int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
+  float lo = static_cast<float>(qmin<Q>() - e.zp);
+  if (e.relu) lo = std::max(lo, 0.0f);
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(static_cast<float>(qmax<Q>() - e.zp));
+  const __m512i vzp = _mm512_set1_epi32(e.zp);
+  for (int64_t i = 0; i < mb; ++i) {
+    const int64_t m = m0 + i;
+    const int32_t *a = acc + i * kIgNr;
+    Q *row = static_cast<Q *>(e.y) + m * e.ldy + n0;
+    for (int64_t j = 0; j < nb; j += 16) {
+      const __mmask16 k = nb - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (nb - j)) - 1);
+      const __m512i b = e.by_row ? _mm512_set1_epi32(e.bias[m]) : _mm512_maskz_loadu_epi32(k, e.bias + n0 + j);
+      const __m512 mul = e.by_row ? _mm512_set1_ps(e.mult[m]) : _mm512_maskz_loadu_ps(k, e.mult + n0 + j);
+      // The maskz forms with an all-ones mask: gcc 12 warns (maybe-uninitialized) about the
+      // plain forms' _mm512_undefined_ps.
+      const __mmask16 all = 0xFFFF;
+      __m512 f = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, a + j), b)), mul);
+      f = _mm512_maskz_max_ps(all, _mm512_maskz_min_ps(all, f, vhi), vlo);
+      f = _mm512_maskz_roundscale_ps(all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm512_mask_cvtepi32_storeu_epi8(row + j, k, _mm512_add_epi32(_mm512_maskz_cvttps_epi32(all, f), vzp));
+    }
+  }
+}
+void store_u8_avx512(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
+  store_q_avx512<uint8_t>(e, acc, m0, mb, n0, nb);
+}
+void store_i8_avx512(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
+  store_q_avx512<int8_t>(e, acc, m0, mb, n0, nb);
+}
 #endif
 
 // The store for the output dtype at the ISA `isa` (the GEMM ISA name).
