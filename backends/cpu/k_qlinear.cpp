@@ -512,7 +512,7 @@ template <class SX>
 void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, Epilogue e) {
   const ctn_tensor_desc *in = args->inputs;
   const ctn_tensor_desc &x = in[0], &w = in[st.qlinear ? 3 : 1];
-  const uint8_t flip = std::is_same_v<SX, int8_t> ? 0x80 : 0;
+  constexpr uint8_t flip = std::is_same_v<SX, int8_t> ? 0x80 : 0;
   const uint8_t zx = static_cast<uint8_t>(static_cast<uint8_t>(int_at(in[2], 0)) ^ flip);
   const bool in_place = st.kg % 4 == 0;
   auto *pa = in_place ? const_cast<int8_t *>(desc_ptr<const int8_t>(w)) : reinterpret_cast<int8_t *>(sc.a);
@@ -527,7 +527,7 @@ void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, 
   const int64_t og = st.o / st.groups, cg = st.c / st.groups, npix = st.ho * st.wo;
   const size_t ysz = dtype_size(st.y_dt);
   char *y0 = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset;
-  auto cv = [flip](SX v) { return static_cast<uint8_t>(static_cast<uint8_t>(v) ^ flip); };
+  auto cv = [](SX v) { return static_cast<uint8_t>(static_cast<uint8_t>(v) ^ flip); };
   for (int64_t img = 0; img < st.n; ++img)
     for (int64_t g = 0; g < st.groups; ++g) {
       const SX *xg = desc_ptr<const SX>(x) + (img * st.c + g * cg) * st.h * st.w;
