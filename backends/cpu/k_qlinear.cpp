@@ -229,6 +229,61 @@ struct MatmulState : KernelBase {
   uint64_t a_bytes = 0, b_bytes = 0;
 };
 
+// A few rows (M <= 4): y[m][n] = sum_k (a[m][k] - za) (b[k][n] - zb[n]) as sum_k (a - za) b[k][n]
+// - zb[n] sum_k (a - za): per k one vector pass over the columns [n0, n1) of b's row (no
+// packing; the sums stay in cache). Compiled per ISA below.
+template <class SB>
+inline __attribute__((always_inline)) void gemv_axpy_body(int32_t *__restrict acc, const SB *__restrict brow,
+                                                          int64_t n, int32_t av) {
+  for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<int32_t>(brow[j]) * av;
+}
+template <class SB>
+using GemvFn = void (*)(int32_t *, const SB *, int64_t, int32_t);
+#define CTN_GEMV_VARIANT(suffix, ...)                                                   \
+  __VA_ARGS__ void gemv_u8_##suffix(int32_t *acc, const uint8_t *b, int64_t n, int32_t av) { \
+    gemv_axpy_body(acc, b, n, av);                                                       \
+  }                                                                                      \
+  __VA_ARGS__ void gemv_i8_##suffix(int32_t *acc, const int8_t *b, int64_t n, int32_t av) {  \
+    gemv_axpy_body(acc, b, n, av);                                                       \
+  }
+CTN_GEMV_VARIANT(generic)
+#if defined(__x86_64__)
+CTN_GEMV_VARIANT(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+CTN_GEMV_VARIANT(avx2, __attribute__((target("avx2"))))
+#endif
+
+template <class SA, class SB>
+void matmul_rows(const MatmulState &st, const SA *a, const SB *b, int64_t rows, const ctn_tensor_desc &za,
+                 const ctn_tensor_desc &zb, const Epilogue &e, int32_t *acc) {
+  const char *isa = st.be->gemm_isa.load()->name;
+  GemvFn<SB> axpy;
+  if constexpr (std::is_same_v<SB, uint8_t>)
+    axpy = CTN_ISA_VARIANT(GemvFn<SB>, isa, gemv_u8);
+  else
+    axpy = CTN_ISA_VARIANT(GemvFn<SB>, isa, gemv_i8);
+  const StoreFn store = store_for(st.y_dt, isa);
+  const int32_t zav = int_at(za, 0);
+  const bool zb_per = desc_numel(zb) > 1;
+  // Columns in pieces of 64 over the pool; each piece runs every row and every k.
+  for_range(st.be, (st.n + kIgNr - 1) / kIgNr, rows * st.k * kIgNr, [&](int64_t c0, int64_t c1, int) {
+    const int64_t n0 = c0 * kIgNr, n1 = std::min(st.n, c1 * kIgNr);
+    for (int64_t r = 0; r < rows; ++r) {
+      int32_t *ar = acc + r * st.n;
+      std::fill(ar + n0, ar + n1, 0);
+      int32_t asum = 0;
+      for (int64_t k = 0; k < st.k; ++k) {
+        const int32_t av = static_cast<int32_t>(a[r * st.k + k]) - zav;
+        asum += av;
+        if (av != 0) axpy(ar + n0, b + k * st.n + n0, n1 - n0, av);
+      }
+      for (int64_t j = n0; j < n1; ++j)
+        ar[j] = static_cast<int32_t>(static_cast<uint32_t>(ar[j]) -
+                                     static_cast<uint32_t>(int_at(zb, zb_per ? j : 0)) * static_cast<uint32_t>(asum));
+      store(e, ar + n0, r, 1, n0, n1 - n0);
+    }
+  });
+}
+
 template <class SA, class SB>
 ctn_status matmul_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const MatmulState *>(state);
@@ -257,14 +312,18 @@ ctn_status matmul_kernel(void *state, const ctn_kernel_args *args) {
   for (int64_t t = 0; t < count; ++t) {
     const SA *sa = desc_ptr<const SA>(a) + st->a_off[static_cast<size_t>(t)];
     const SB *sb = desc_ptr<const SB>(b) + st->b_off[static_cast<size_t>(t)];
+    e.y = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset +
+          static_cast<size_t>(t * st->m * st->n) * ysz;
+    if (rows <= kIgMr) {
+      matmul_rows(*st, sa, sb, rows, za, zb, e, reinterpret_cast<int32_t *>(ws));
+      continue;
+    }
     for_range(st->be, rows, st->k, [&](int64_t r0, int64_t r1, int) {
       pack_a(sa + r0 * st->k, st->k, st->kp2, r1 - r0, za, false, 0, pa + r0 * 2 * st->kp2);
     });
     for_range(st->be, st->kp2, 2 * st->ldb, [&](int64_t p0, int64_t p1, int) {
       pack_b(sb, st->k, st->n, st->ldb, zb, p0, p1, pb);
     });
-    e.y = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset +
-          static_cast<size_t>(t * st->m * st->n) * ysz;
     GemmJob<IgemmOperands, IgemmTileFn> job{{pa, pb, rows, st->kp2, st->ldb}, st->n, st->tile, store_for(st->y_dt, st->be->gemm_isa.load()->name), &e};
     run_gemm(st->be, job, st->kp2);
   }
@@ -322,7 +381,8 @@ ctn_status make_int_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel 
   st->tile = igemm_tile_select(be->gemm_isa.load()->name, nullptr);
   batch_offsets(a, b, y, st.get());
   const int64_t rows = st->fold ? st->m * static_cast<int64_t>(st->a_off.size()) : st->m;
-  st->a_bytes = static_cast<uint64_t>(round_up(rows * 2 * st->kp2 * 2, 64));
+  // A packed, or (rows <= 4, matmul_rows) the i32 sums [rows][N].
+  st->a_bytes = static_cast<uint64_t>(round_up(std::max(rows * 2 * st->kp2 * 2, rows * st->n * 4), 64));
   st->b_bytes = static_cast<uint64_t>(round_up(st->kp2 * st->ldb * 4, 64));
   const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->n) * sizeof(float);
   ctn_kernel_fn fn = a.dtype == CTN_U8 ? matmul_fn<uint8_t>(b.dtype) : matmul_fn<int8_t>(b.dtype);
