@@ -683,11 +683,17 @@ void dw_phases(const ConvState &st, const DwGeom &g, const SX *plane, int32_t zx
           std::fill(o, o + g.wq, int16_t{0});
           continue;
         }
-        const SX *row = plane + iy * st.w;
-        for (int64_t c = 0; c < g.wq; ++c) {
-          const int64_t ix = c * st.sw + px - st.pw;
-          o[c] = ix >= 0 && ix < st.w ? static_cast<int16_t>(static_cast<int32_t>(row[ix]) - zx) : int16_t{0};
-        }
+        // Columns c whose ix = c sw + px - pw lies in [0, w): [c0, c1); zeros around them.
+        const int64_t off = px - st.pw;
+        const int64_t c0 = std::min(g.wq, off >= 0 ? 0 : (-off + st.sw - 1) / st.sw);
+        const int64_t c1 = std::max(c0, std::min(g.wq, st.w - 1 - off < 0 ? 0 : (st.w - 1 - off) / st.sw + 1));
+        const SX *row = plane + iy * st.w + off;
+        std::fill(o, o + c0, int16_t{0});
+        if (st.sw == 1)
+          for (int64_t c = c0; c < c1; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[c]) - zx);
+        else
+          for (int64_t c = c0; c < c1; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[c * st.sw]) - zx);
+        std::fill(o + c1, o + g.wq, int16_t{0});
       }
     }
 }
