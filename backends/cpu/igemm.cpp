@@ -101,6 +101,20 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni(const I
     for (int j = 0; j < 4; ++j) _mm512_storeu_si512(acc + i * kIgNr + 16 * j, c[i][j]);
 }
 
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) int32_t rowsum_q8_vnni(const int8_t *w, int64_t k) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i acc = _mm512_setzero_si512();
+  for (int64_t j = 0; j < k; j += 64) {
+    const __mmask64 m = k - j >= 64 ? ~__mmask64{0} : (__mmask64{1} << (k - j)) - 1;
+    acc = _mm512_dpbusd_epi32(acc, ones, _mm512_maskz_loadu_epi8(m, w + j));
+  }
+  alignas(64) int32_t lanes[16];  // not _mm512_reduce_add_epi32: gcc 12 warns about its undefined halves
+  _mm512_store_si512(lanes, acc);
+  int32_t sum = 0;
+  for (int32_t v : lanes) sum += v;
+  return sum;
+}
+
 // AVX2: 16 columns at a time (two ymm per row), so that the 8 accumulators stay in registers.
 __attribute__((target("avx2"))) void tile_avx2(const IgemmOperands &op, int64_t m0, int64_t mb, int64_t n0,
                                                int32_t *acc) {
@@ -151,6 +165,16 @@ IgemmTileFn igemm_tile_select(const char *cap, const char **name) {
 #endif
   if (name) *name = which;
   return fn;
+}
+
+int32_t igemm_q8_rowsum(const int8_t *w, int64_t k) {
+#if defined(__x86_64__)
+  return rowsum_q8_vnni(w, k);
+#else
+  int32_t s = 0;
+  for (int64_t j = 0; j < k; ++j) s += w[j];
+  return s;
+#endif
 }
 
 IgemmQ8TileFn igemm_q8_tile_select(const char *cap) {

@@ -36,6 +36,8 @@ struct IgemmQ8Operands {
 using IgemmQ8TileFn = void (*)(const IgemmQ8Operands &op, int64_t m0, int64_t mb, int64_t n0, int32_t *acc);
 // The VNNI u8 x s8 tile, or nullptr where the CPU lacks AVX-512 VNNI or `cap` is below "avx512".
 IgemmQ8TileFn igemm_q8_tile_select(const char *cap);
+// sum of w[0..k) (s8) with the same instruction (ones times the weights); only where the tile is.
+int32_t igemm_q8_rowsum(const int8_t *w, int64_t k);
 
 // The fastest micro-kernel this CPU runs ("avx512_vnni", "avx512bw", "avx2", "generic") at or
 // below `cap` (the GEMM ISA name: "avx512", "avx2", "generic"; nullptr: no cap); `name` receives

@@ -519,9 +519,7 @@ void pack_b_conv(const ConvState &st, const S *x, D pad, Conv cv, int64_t q0, in
 void pack_a_q8(const int8_t *w, int64_t k, int64_t kq, int64_t r0, int64_t r1, int8_t *dst, int32_t *rowsum) {
   for (int64_t r = r0; r < r1; ++r) {
     const int8_t *src = w + r * k;
-    int32_t sum = 0;
-    for (int64_t j = 0; j < k; ++j) sum += src[j];
-    rowsum[r] = sum;
+    rowsum[r] = igemm_q8_rowsum(src, k);  // this path runs only where the VNNI tile does
     if (!dst) continue;
     int8_t *d = dst + r * kq * 4;
     std::copy(src, src + k, d);
