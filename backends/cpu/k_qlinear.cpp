@@ -21,6 +21,13 @@ namespace {
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+// The instance of a kernel for the two 8-bit operand dtypes (u8 or i8 each).
+ctn_kernel_fn pick_kernel(int32_t a_dt, int32_t b_dt, ctn_kernel_fn uu, ctn_kernel_fn ui, ctn_kernel_fn iu,
+                          ctn_kernel_fn ii) {
+  if (a_dt == CTN_U8) return b_dt == CTN_U8 ? uu : ui;
+  return b_dt == CTN_U8 ? iu : ii;
+}
+
 // ---- epilogue ------------------------------------------------------------------------------------
 
 struct Epilogue {
@@ -361,11 +368,6 @@ void batch_offsets(const ctn_tensor_desc &a, const ctn_tensor_desc &b, const ctn
   st->fold = b_mats == 1 && a_mats == total;
 }
 
-template <class SA>
-ctn_kernel_fn matmul_fn(int32_t b_dt) {
-  return b_dt == CTN_U8 ? matmul_kernel<SA, uint8_t> : matmul_kernel<SA, int8_t>;
-}
-
 }  // namespace
 
 ctn_status make_int_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool qlinear) {
@@ -385,7 +387,8 @@ ctn_status make_int_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel 
   st->a_bytes = static_cast<uint64_t>(round_up(std::max(rows * 2 * st->kp2 * 2, rows * st->n * 4), 64));
   st->b_bytes = static_cast<uint64_t>(round_up(st->kp2 * st->ldb * 4, 64));
   const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->n) * sizeof(float);
-  ctn_kernel_fn fn = a.dtype == CTN_U8 ? matmul_fn<uint8_t>(b.dtype) : matmul_fn<int8_t>(b.dtype);
+  ctn_kernel_fn fn = pick_kernel(a.dtype, b.dtype, matmul_kernel<uint8_t, uint8_t>, matmul_kernel<uint8_t, int8_t>,
+                                 matmul_kernel<int8_t, uint8_t>, matmul_kernel<int8_t, int8_t>);
   kernel_set(out, fn, st.release(), 0, ws);
   return CTN_OK;
 }
@@ -769,11 +772,6 @@ ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
   return CTN_OK;
 }
 
-template <class SX>
-ctn_kernel_fn conv_fn(int32_t w_dt) {
-  return w_dt == CTN_U8 ? conv_kernel<SX, uint8_t> : conv_kernel<SX, int8_t>;
-}
-
 }  // namespace
 
 ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool qlinear) {
@@ -806,7 +804,8 @@ ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *o
     st->slot_bytes = std::max(st->slot_bytes, static_cast<uint64_t>(round_up(static_cast<int64_t>(DwGeom::bytes(*st)), 64)));
   const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->slots) * st->slot_bytes +
                       static_cast<uint64_t>(st->o) * (sizeof(float) + 2 * sizeof(int32_t));
-  ctn_kernel_fn fn = x.dtype == CTN_U8 ? conv_fn<uint8_t>(w.dtype) : conv_fn<int8_t>(w.dtype);
+  ctn_kernel_fn fn = pick_kernel(x.dtype, w.dtype, conv_kernel<uint8_t, uint8_t>, conv_kernel<uint8_t, int8_t>,
+                                 conv_kernel<int8_t, uint8_t>, conv_kernel<int8_t, int8_t>);
   kernel_set(out, fn, st.release(), 0, ws);
   return CTN_OK;
 }
