@@ -11,7 +11,11 @@ and in onnxruntime on the same 256 inputs and checks:
      name qlinear_conv2d and qlinear_matmul, and no float conv2d or matmul runs;
   2. >= 99 % of the output elements agree within one quantization step of the output (the scale
      of the DequantizeLinear that produces it), none by more than two steps;
-  3. top-1 agreement >= 99 %.
+  3. top-1 agreement >= 99 %;
+  4. a copy whose first bias is dequantized with another scale than x_scale * w_scale (outside
+     what the fusion may take) is not fused there: two qlinear_conv2d steps, not three, and its
+     outputs agree within one step with onnxruntime's run of it without graph optimisations
+     (the float Q/DQ semantics).
 Usage: qdq_ort.py CHUTNEY WORKDIR. Exit 0 pass, 1 fail, 77 when onnx/onnxruntime are missing.
 """
 import os
@@ -89,6 +93,52 @@ def output_step(model):
     fail("the QDQ model's output is not produced by a DequantizeLinear")
 
 
+def run_chutney(chutney, model, x_path, work):
+    """Runs `model` on x with CHUTNEY_PROFILE=1; returns (y, steps per op)."""
+    env = dict(os.environ, CHUTNEY_PROFILE="1")
+    r = subprocess.run([chutney, "onnx", "run", model, "--input", "x=" + x_path, "--output-dir", work,
+                        "--backend", "cpu"], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        fail(f"chutney onnx run {model} exited {r.returncode}\n{r.stdout}\n{r.stderr}")
+    prof = r.stdout + r.stderr
+    steps = {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s+(\w+) @cpu\s+(\d+)", prof, re.M)}
+    return np.load(os.path.join(work, "y.npy")), steps, prof
+
+
+def agreement(y, ref, step, what):
+    diff = np.abs(y - ref) / step
+    within = float(np.mean(diff <= 1.0 + 1e-3))
+    top1 = float(np.mean(np.argmax(y, 1) == np.argmax(ref, 1)))
+    print(f"qdq_ort: {what}: {len(y)} inputs: {within * 100:.2f} % of outputs within one step ({step:.4g}), "
+          f"max {diff.max():.2f} steps; top-1 agreement {top1 * 100:.2f} %")
+    if within < 0.99 or diff.max() > 2.0 + 1e-3:
+        fail(f"{what}: outputs differ from onnxruntime's by more than one quantization step")
+    if top1 < 0.99:
+        fail(f"{what}: top-1 agreement below 99 %")
+
+
+def unfusable_bias(chutney, q, x, work):
+    """Part 4: the first bias's scale changed; onnxruntime without optimisations as reference."""
+    model = onnx.load(q)
+    name = "b1_quantized_scale"
+    init = next((i for i in model.graph.initializer if i.name == name), None)
+    if init is None:
+        fail(f"no initializer {name} in the QDQ model (quantize_static's naming changed?)")
+    init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) * np.float32(1.5), name))
+    path = os.path.join(work, "cnn_qdq_bias.onnx")
+    onnx.save(model, path)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    x_path = os.path.join(work, "x64.npy")
+    np.save(x_path, x)
+    y, steps, prof = run_chutney(chutney, path, x_path, work)
+    if steps.get("qlinear_conv2d") != 2:
+        fail(f"expected 2 fused convolutions (the first stays float), got {steps}\n{prof}")
+    agreement(y, ref, output_step(model), "bias scale not x_scale * w_scale")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -107,31 +157,16 @@ def main():
     so.intra_op_num_threads = 1
     ref = ort.InferenceSession(q, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.save(os.path.join(work, "x.npy"), x)
-    env = dict(os.environ, CHUTNEY_PROFILE="1")
-    r = subprocess.run([chutney, "onnx", "run", q, "--input", "x=" + os.path.join(work, "x.npy"),
-                        "--output-dir", work, "--backend", "cpu"], capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        fail(f"chutney onnx run exited {r.returncode}\n{r.stdout}\n{r.stderr}")
-    prof = r.stdout + r.stderr
-    for op in ("qlinear_conv2d", "qlinear_matmul"):
-        if not re.search(r"\b%s\b" % op, prof):
-            fail(f"no {op} step in the profile: the QDQ pattern was not fused\n{prof}")
-    for op in ("conv2d", "matmul"):
-        if re.search(r"(?<![\w_])%s(?![\w_])" % op, prof):
-            fail(f"a float {op} step still runs\n{prof}")
-    y = np.load(os.path.join(work, "y.npy"))
+    y, steps, prof = run_chutney(chutney, q, os.path.join(work, "x.npy"), work)
+    if steps.get("qlinear_conv2d") != 3 or steps.get("qlinear_matmul") != 1:
+        fail(f"the QDQ pattern was not fused: expected 3 qlinear_conv2d and 1 qlinear_matmul steps, got {steps}\n{prof}")
+    float_ops = [op for op in steps if op.startswith("conv2d") or op.startswith("matmul")]
+    if float_ops:
+        fail(f"float {float_ops} steps still run\n{prof}")
     if y.shape != ref.shape:
         fail(f"output shape {y.shape}, onnxruntime's {ref.shape}")
-    step = output_step(onnx.load(q))
-    diff = np.abs(y - ref) / step
-    within = float(np.mean(diff <= 1.0 + 1e-3))
-    top1 = float(np.mean(np.argmax(y, 1) == np.argmax(ref, 1)))
-    print(f"qdq_ort: {N_IN} inputs: {within * 100:.2f} % of outputs within one step ({step:.4g}), "
-          f"max {diff.max():.2f} steps; top-1 agreement {top1 * 100:.2f} %")
-    if within < 0.99 or diff.max() > 2.0 + 1e-3:
-        fail("outputs differ from onnxruntime's by more than one quantization step")
-    if top1 < 0.99:
-        fail("top-1 agreement below 99 %")
+    agreement(y, ref, output_step(onnx.load(q)), "QDQ model")
+    unfusable_bias(chutney, q, x[:64], work)
     print("qdq_ort: PASS")
 
 
