@@ -242,7 +242,9 @@ struct MatmulState : KernelBase {
 template <class SB>
 inline __attribute__((always_inline)) void gemv_axpy_body(int32_t *__restrict acc, const SB *__restrict brow,
                                                           int64_t n, int32_t av) {
-  for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<int32_t>(brow[j]) * av;
+  // i32 sums wrap like the tiles' (unsigned arithmetic: no signed overflow for any K).
+  for (int64_t j = 0; j < n; ++j)
+    acc[j] = static_cast<int32_t>(static_cast<uint32_t>(acc[j]) + static_cast<uint32_t>(static_cast<int32_t>(brow[j]) * av));
 }
 template <class SB>
 using GemvFn = void (*)(int32_t *, const SB *, int64_t, int32_t);
@@ -277,15 +279,15 @@ void matmul_rows(const MatmulState &st, const SA *a, const SB *b, int64_t rows, 
     for (int64_t r = 0; r < rows; ++r) {
       int32_t *ar = acc + r * st.n;
       std::fill(ar + n0, ar + n1, 0);
-      int32_t asum = 0;
+      uint32_t usum = 0;
       for (int64_t k = 0; k < st.k; ++k) {
         const int32_t av = static_cast<int32_t>(a[r * st.k + k]) - zav;
-        asum += av;
+        usum += static_cast<uint32_t>(av);
         if (av != 0) axpy(ar + n0, b + k * st.n + n0, n1 - n0, av);
       }
       for (int64_t j = n0; j < n1; ++j)
         ar[j] = static_cast<int32_t>(static_cast<uint32_t>(ar[j]) -
-                                     static_cast<uint32_t>(int_at(zb, zb_per ? j : 0)) * static_cast<uint32_t>(asum));
+                                     static_cast<uint32_t>(int_at(zb, zb_per ? j : 0)) * usum);
       store(e, ar + n0, r, 1, n0, n1 - n0);
     }
   });
