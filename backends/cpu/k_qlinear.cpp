@@ -1,9 +1,11 @@
 // Integer matmul and convolution (matmul_integer, qlinear_matmul, conv2d_integer,
-// qlinear_conv2d): the operands less their zero points are packed as int16 (igemm.h's layout;
-// a convolution's input through im2col, its padding a real zero), igemm's micro-kernel sums the
-// products in i32 per 4 x 64 tile, and the tile's epilogue stores the sums (i32) or requantises
-// them: saturate(round_half_even(f32(acc + bias) * f32(scale_a * scale_b / scale_y)) + zp_y),
-// the formula of onnxruntime's QLinearConv / QLinearMatMul.
+// qlinear_conv2d). The products run in igemm.h's micro-kernels, 4 x 64 tiles of i32 sums: u8 x s8
+// with VNNI for convolutions whose weights have zero points 0 (the input's zero point subtracted
+// through the weights' row sums), otherwise the operands less their zero points as int16 pairs
+// (a convolution's input through im2col, its padding a real zero). Depthwise convolutions and
+// matmuls of at most 4 rows have direct kernels. Each tile's epilogue stores the sums (i32) or
+// requantises them: saturate(round_half_even(f32(acc + bias) * f32(scale_a * scale_b / scale_y))
+// + zp_y), the formula of onnxruntime's QLinearConv / QLinearMatMul.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
