@@ -25,6 +25,8 @@ Phases, each run with the peer venvs (source ../shared/peers/torch2-venv.sh, the
           same way. Writes JSON (--json) and prints a Markdown table with geometric means.
   quantize int8 QDQ copies of exported models with onnxruntime's quantize_static (per-channel
           int8 weights, uint8 activations), CACHE/NAME_int8_bB.onnx; bench them as NAME_int8.
+  agree   top-1 agreement of chutney's and onnxruntime's runs of an int8 QDQ model (the same
+          recipe on the dynamic-batch export) on --inputs inputs, and of both with the f32 model.
   profile chutney's run of one model under CHUTNEY_PROFILE=1 (per-op time, stderr).
 
 CACHE defaults to build/onnx_zoo (not checked in). Examples:
@@ -183,6 +185,62 @@ def quantize(a):
                             activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
             np.savez(dst[:-5] + ".in.npz", **ins)
             print(f"{name} b{b}: quantized in {time.time() - t0:.1f} s -> {dst}", flush=True)
+
+
+def agree(a):
+    """Top-1 agreement on --inputs standard-normal inputs (seed 1, batches of 50) of chutney's run
+    of NAME's int8 QDQ model (quantize's recipe on the dynamic-batch export, CACHE/NAME_int8_dyn.onnx)
+    with onnxruntime's run of the same model, and of both with the f32 model."""
+    import onnxruntime as ort
+    for name in a.models:
+        src, q = os.path.join(a.cache, f"{name}_dyn.onnx"), os.path.join(a.cache, f"{name}_int8_dyn.onnx")
+        inp = ort.InferenceSession(src, providers=["CPUExecutionProvider"]).get_inputs()[0]
+        shape = [d if isinstance(d, int) else 1 for d in inp.shape]
+        if not os.path.exists(q):
+            quantize_dyn(src, q, inp.name, shape, a.calib)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = a.threads_one
+        s8 = ort.InferenceSession(q, so, providers=["CPUExecutionProvider"])
+        s32 = ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
+        rng = np.random.default_rng(1)
+        n = same = c32 = o32 = 0
+        diff = 0.0
+        x_path = os.path.join(a.cache, "agree.in.npy")
+        while n < a.inputs:
+            x = rng.standard_normal([min(50, a.inputs - n)] + shape[1:]).astype(np.float32)
+            np.save(x_path, x)
+            out_dir = os.path.join(a.cache, "agree_out")
+            r = subprocess.run([os.path.join(ROOT, "build", "tools", "chutney", "chutney"), "onnx", "run", q, "--input",
+                                f"{inp.name}={x_path}", "--output-dir", out_dir, "--backend", "cpu"],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"{name}: chutney onnx run failed: {r.stderr.strip()}")
+            yc = np.load(os.path.join(out_dir, sorted(os.listdir(out_dir))[0]))
+            yo, yf = s8.run(None, {inp.name: x})[0], s32.run(None, {inp.name: x})[0]
+            diff = max(diff, float(np.abs(yc - yo).max()))
+            same += int((yc.argmax(1) == yo.argmax(1)).sum())
+            c32 += int((yc.argmax(1) == yf.argmax(1)).sum())
+            o32 += int((yo.argmax(1) == yf.argmax(1)).sum())
+            n += len(x)
+        print(f"{name}: {n} inputs: top-1 chutney int8 = onnxruntime int8 on {same / n * 100:.1f} % (max abs diff "
+              f"{diff:.3g}); agreement with f32: chutney {c32 / n * 100:.1f} %, onnxruntime {o32 / n * 100:.1f} %",
+              flush=True)
+
+
+def quantize_dyn(src, dst, name, shape, calib):
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self, feeds):
+            self.it = iter(feeds)
+
+        def get_next(self):
+            return next(self.it, None)
+
+    rng = np.random.default_rng(0)
+    feeds = [{name: rng.standard_normal(shape).astype(np.float32)} for _ in range(calib)]
+    quantize_static(src, dst, Reader(feeds), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -465,7 +523,7 @@ def main():
         print(json.dumps(r))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["export", "quantize", "bench", "profile", "table"])
+    ap.add_argument("phase", choices=["export", "quantize", "agree", "bench", "profile", "table"])
     ap.add_argument("--cache", default=DEFAULT_CACHE)
     ap.add_argument("--lib", default=DEFAULT_LIB)
     ap.add_argument("--models", default=",".join(MODELS))
@@ -477,7 +535,8 @@ def main():
     ap.add_argument("--json", default=None, help="bench: write the results here; table: read them from here")
     ap.add_argument("--model", default="squeezenet")
     ap.add_argument("--batch", type=int, default=1)
-    ap.add_argument("--calib", type=int, default=8, help="quantize: calibration batches")
+    ap.add_argument("--calib", type=int, default=8, help="quantize, agree: calibration batches")
+    ap.add_argument("--inputs", type=int, default=1000, help="agree: inputs compared")
     a = ap.parse_args()
     a.models = [m for m in a.models.split(",") if m]
     a.batches = [int(b) for b in a.batches.split(",")]
@@ -487,6 +546,8 @@ def main():
         export(a)
     elif a.phase == "quantize":
         quantize(a)
+    elif a.phase == "agree":
+        agree(a)
     elif a.phase == "bench":
         bench(a)
     elif a.phase == "table":  # --json A.json,B.json: the rows of several runs in one table
