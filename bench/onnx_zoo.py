@@ -23,12 +23,18 @@ Phases, each run with the peer venvs (source ../shared/peers/torch2-venv.sh, the
           onnxruntime's (max abs difference, and whether within rtol 1e-4 / atol 1e-5). The
           per-call overhead of each path is the time of a one-Add model ([1,4] f32) measured the
           same way. Writes JSON (--json) and prints a Markdown table with geometric means.
+  quantize int8 QDQ copies of exported models with onnxruntime's quantize_static (per-channel
+          int8 weights, uint8 activations), CACHE/NAME_int8_bB.onnx; bench them as NAME_int8.
+  agree   top-1 agreement of chutney's and onnxruntime's runs of an int8 QDQ model (the same
+          recipe on the dynamic-batch export) on --inputs inputs, and of both with the f32 model.
   profile chutney's run of one model under CHUTNEY_PROFILE=1 (per-op time, stderr).
 
 CACHE defaults to build/onnx_zoo (not checked in). Examples:
   "$ORT_PY" bench/onnx_zoo.py export
   "$ORT_PY" bench/onnx_zoo.py bench --threads 1,2 --batches 1,8 --json build/onnx_zoo/result.json
   "$ORT_PY" bench/onnx_zoo.py profile --model squeezenet --batch 1 --threads 1
+  "$ORT_PY" bench/onnx_zoo.py quantize --models resnet18,mobilenet_v2 --batches 1
+  "$ORT_PY" bench/onnx_zoo.py bench --models resnet18_int8,mobilenet_v2_int8 --batches 1 --threads 1,2
 """
 import argparse
 import ctypes
@@ -149,6 +155,92 @@ def export(a):
             np.savez(path[:-5] + ".in.npz", **{i.name: x.numpy() for i, x in zip(inputs, bargs)})
         print(f"{name}: exported in {time.time() - t0:.1f} s, ops {sorted({n.op_type for n in proto.graph.node})}",
               flush=True)
+
+
+def quantize(a):
+    """int8 copies of exported models (docs/BENCHMARKS.md, "int8"): onnxruntime's quantize_static,
+    QDQ format, per-channel int8 weights, per-tensor uint8 activations, calibrated on --calib
+    batches of standard-normal inputs (seed 0), written as CACHE/NAME_int8_bB.onnx with the fp32
+    model's input file. `bench --models NAME_int8` then times them like any model."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self, feeds):
+            self.it = iter(feeds)
+
+        def get_next(self):
+            return next(self.it, None)
+
+    rng = np.random.default_rng(0)
+    for name in a.models:
+        for b in a.batches:
+            src = os.path.join(a.cache, f"{name}_b{b}.onnx")
+            dst = os.path.join(a.cache, f"{name}_int8_b{b}.onnx")
+            if os.path.exists(dst) or not os.path.exists(src):
+                continue
+            ins = dict(np.load(src[:-5] + ".in.npz"))
+            feeds = [{k: rng.standard_normal(v.shape).astype(v.dtype) for k, v in ins.items()} for _ in range(a.calib)]
+            t0 = time.time()
+            quantize_static(src, dst, Reader(feeds), quant_format=QuantFormat.QDQ, per_channel=True,
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+            np.savez(dst[:-5] + ".in.npz", **ins)
+            print(f"{name} b{b}: quantized in {time.time() - t0:.1f} s -> {dst}", flush=True)
+
+
+def agree(a):
+    """Top-1 agreement on --inputs standard-normal inputs (seed 1, batches of 50) of chutney's run
+    of NAME's int8 QDQ model (quantize's recipe on the dynamic-batch export, CACHE/NAME_int8_dyn.onnx)
+    with onnxruntime's run of the same model, and of both with the f32 model."""
+    import onnxruntime as ort
+    for name in a.models:
+        src, q = os.path.join(a.cache, f"{name}_dyn.onnx"), os.path.join(a.cache, f"{name}_int8_dyn.onnx")
+        inp = ort.InferenceSession(src, providers=["CPUExecutionProvider"]).get_inputs()[0]
+        shape = [d if isinstance(d, int) else 1 for d in inp.shape]
+        if not os.path.exists(q):
+            quantize_dyn(src, q, inp.name, shape, a.calib)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = a.threads_one
+        s8 = ort.InferenceSession(q, so, providers=["CPUExecutionProvider"])
+        s32 = ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
+        rng = np.random.default_rng(1)
+        n = same = c32 = o32 = 0
+        diff = 0.0
+        x_path = os.path.join(a.cache, "agree.in.npy")
+        while n < a.inputs:
+            x = rng.standard_normal([min(50, a.inputs - n)] + shape[1:]).astype(np.float32)
+            np.save(x_path, x)
+            out_dir = os.path.join(a.cache, "agree_out")
+            r = subprocess.run([os.path.join(ROOT, "build", "tools", "chutney", "chutney"), "onnx", "run", q, "--input",
+                                f"{inp.name}={x_path}", "--output-dir", out_dir, "--backend", "cpu"],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"{name}: chutney onnx run failed: {r.stderr.strip()}")
+            yc = np.load(os.path.join(out_dir, sorted(os.listdir(out_dir))[0]))
+            yo, yf = s8.run(None, {inp.name: x})[0], s32.run(None, {inp.name: x})[0]
+            diff = max(diff, float(np.abs(yc - yo).max()))
+            same += int((yc.argmax(1) == yo.argmax(1)).sum())
+            c32 += int((yc.argmax(1) == yf.argmax(1)).sum())
+            o32 += int((yo.argmax(1) == yf.argmax(1)).sum())
+            n += len(x)
+        print(f"{name}: {n} inputs: top-1 chutney int8 = onnxruntime int8 on {same / n * 100:.1f} % (max abs diff "
+              f"{diff:.3g}); agreement with f32: chutney {c32 / n * 100:.1f} %, onnxruntime {o32 / n * 100:.1f} %",
+              flush=True)
+
+
+def quantize_dyn(src, dst, name, shape, calib):
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self, feeds):
+            self.it = iter(feeds)
+
+        def get_next(self):
+            return next(self.it, None)
+
+    rng = np.random.default_rng(0)
+    feeds = [{name: rng.standard_normal(shape).astype(np.float32)} for _ in range(calib)]
+    quantize_static(src, dst, Reader(feeds), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -431,7 +523,7 @@ def main():
         print(json.dumps(r))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["export", "bench", "profile", "table"])
+    ap.add_argument("phase", choices=["export", "quantize", "agree", "bench", "profile", "table"])
     ap.add_argument("--cache", default=DEFAULT_CACHE)
     ap.add_argument("--lib", default=DEFAULT_LIB)
     ap.add_argument("--models", default=",".join(MODELS))
@@ -443,6 +535,8 @@ def main():
     ap.add_argument("--json", default=None, help="bench: write the results here; table: read them from here")
     ap.add_argument("--model", default="squeezenet")
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--calib", type=int, default=8, help="quantize, agree: calibration batches")
+    ap.add_argument("--inputs", type=int, default=1000, help="agree: inputs compared")
     a = ap.parse_args()
     a.models = [m for m in a.models.split(",") if m]
     a.batches = [int(b) for b in a.batches.split(",")]
@@ -450,6 +544,10 @@ def main():
     a.threads_one = a.threads[0]
     if a.phase == "export":
         export(a)
+    elif a.phase == "quantize":
+        quantize(a)
+    elif a.phase == "agree":
+        agree(a)
     elif a.phase == "bench":
         bench(a)
     elif a.phase == "table":  # --json A.json,B.json: the rows of several runs in one table

@@ -242,5 +242,39 @@
  * [1]) i[0] center_point_box (0: [y1, x1, y2, x2] corners, 1: [xc, yc, w, h]) -> i64 [count, 3]
  * rows (batch, class, box): per batch and class, boxes with score > threshold by falling score,
  * each kept unless its IoU with a kept one exceeds the threshold (ONNX NonMaxSuppression). */
+/* ---- int8 quantization (since 1.6) --------------------------------------------------------------
+ * Affine quantization: real = (q - zero_point) * scale, q a u8 or i8 (the zero point's dtype).
+ * Rounding is to nearest, ties to even; results saturate to the dtype's range. Scales and zero
+ * points are tensors (constants in a model), read by the kernel when it runs. None of these ops
+ * has a gradient rule: ctn_grad along a path through one of their float operands fails naming
+ * the op, and their integer results carry no gradient (like a cast to an integer dtype). The CPU
+ * backend runs them; other backends decline them and the ops fall back to the CPU. */
+/* (x float, scale float (x's dtype), zero_point u8|i8) -> q of zero_point's dtype:
+ * saturate(round(x / scale) + zero_point). scale and zero_point have the same shape and
+ * broadcast against x (numpy rules): [] per tensor, [C, 1, 1] per channel of [N, C, H, W]. */
+#define CTN_OP_QUANTIZE_LINEAR "quantize_linear"
+/* (q u8|i8|i32, scale float, zero_point of q's dtype) -> (q - zero_point) * scale, of scale's
+ * dtype; scale and zero_point broadcast against q as in quantize_linear. */
+#define CTN_OP_DEQUANTIZE_LINEAR "dequantize_linear"
+/* (a [..., M, K] u8|i8, b [..., K, N] u8|i8, a_zero_point [] of a's dtype, b_zero_point [] or
+ * [N] of b's dtype) -> i32 [..., M, N]: sum_k (a - a_zp) (b - b_zp), exact in i32. Batch dims
+ * broadcast (numpy rules). */
+#define CTN_OP_MATMUL_INTEGER "matmul_integer"
+/* (a, a_scale [] f32, a_zero_point [], b, b_scale [] or [N] f32, b_zero_point [] or [N],
+ * y_scale [] f32, y_zero_point [] u8|i8, bias [N] i32) -> y of y_zero_point's dtype:
+ * saturate(round((acc + bias[n]) * f32(a_scale * b_scale[n] / y_scale)) + y_zp), acc
+ * matmul_integer's (ONNX QLinearMatMul: bias 0). */
+#define CTN_OP_QLINEAR_MATMUL "qlinear_matmul"
+/* (x [N,C,H,W] u8|i8, w [O,C/groups,KH,KW] u8|i8, x_zero_point [], w_zero_point [] or [O]);
+ * conv2d's attributes -> i32 [N,O,Ho,Wo]: the convolution of (x - x_zp) and (w - w_zp[o]); the
+ * padding is x_zp (a real zero). */
+#define CTN_OP_CONV2D_INTEGER "conv2d_integer"
+/* (x, x_scale [] f32, x_zero_point [], w, w_scale [] or [O] f32, w_zero_point [] or [O],
+ * y_scale [] f32, y_zero_point [] u8|i8, bias [O] i32); conv2d's attributes i[0..6], i[7]
+ * activation (CTN_ACT_NONE or CTN_ACT_RELU, applied before rounding) -> y of y_zero_point's
+ * dtype: saturate(round(act((acc[o] + bias[o]) * f32(x_scale * w_scale[o] / y_scale))) + y_zp),
+ * acc conv2d_integer's. */
+#define CTN_OP_QLINEAR_CONV2D "qlinear_conv2d"
+/* ---- end of int8 quantization ---- */
 
 #endif /* CHUTNEY_OPS_H */

@@ -155,6 +155,8 @@ struct MatmulShape {
 
 // Neural-network ops: k_conv.cpp, k_pool.cpp, k_norm.cpp, k_nn_misc.cpp (dropout, embedding).
 KernelMaker make_conv_kernel, make_pool_kernel, make_norm_kernel, make_nn_misc_kernel;
+// int8 quantization (k_quant.cpp, k_qlinear.cpp).
+KernelMaker make_quant_kernel;
 
 // oneDNN (k_conv_dnnl.cpp): whether the plugin is built with it, its version, and the kernel
 // maker for an f32 convolution of x [N,C,H,W], w [O,C/G,KH,KW] -> y [N,O,Ho,Wo] (`kind`: 0

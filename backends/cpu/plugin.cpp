@@ -287,7 +287,7 @@ ctn_status make_native_kernel(Backend *be, const ctn_op_signature *sig, ctn_kern
   bool handled = false;
   for (KernelMaker *m : {make_elementwise_kernel, make_reduce_kernel, make_shape_kernel,
                          make_matmul_kernel, make_optim_kernel, make_conv_kernel, make_pool_kernel,
-                         make_norm_kernel, make_nn_misc_kernel}) {
+                         make_norm_kernel, make_nn_misc_kernel, make_quant_kernel}) {
     ctn_status st = m(be, sig, out, &handled);
     if (handled) return st;
   }

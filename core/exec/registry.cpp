@@ -26,7 +26,13 @@ std::vector<ValueInfo> parse_inputs(const char *spec, int32_t dtype) {
     ValueInfo v;
     const char *br = std::strchr(p, '[');
     std::string t(p, br);
-    v.dtype = t == "D" ? dtype : t == "i64" ? CTN_I64 : t == "i32" ? CTN_I32 : t == "bool" ? CTN_BOOL : CTN_F32;
+    v.dtype = t == "D"      ? dtype
+              : t == "i64"  ? CTN_I64
+              : t == "i32"  ? CTN_I32
+              : t == "bool" ? CTN_BOOL
+              : t == "u8"   ? CTN_U8
+              : t == "i8"   ? CTN_I8
+                            : CTN_F32;
     p = br + 1;
     std::vector<int64_t> dims;
     while (*p && *p != ']') {

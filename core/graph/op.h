@@ -39,7 +39,7 @@ using ExpandFn = ctn_node (*)(Graph &g, const OpDef &op, const ctn_node *in, uin
 using TangentFn = ctn_node (*)(Graph &g, ctn_node node, const ctn_node *t);
 
 // The node ctn_context_op_support builds to ask a backend whether it runs the op. `inputs`:
-// space-separated "T[d0,d1]" with T "D" (the dtype asked about), "i64", "i32", "bool"; "[]" is
+// space-separated "T[d0,d1]" with T "D" (the dtype asked about), "i64", "i32", "bool", "u8", "i8", "f32"; "[]" is
 // 0-d; nullptr: n_inputs (2 for variadic ops) inputs of D[2,3]. ints/floats: the attributes.
 struct OpProbe {
   const char *inputs = nullptr;
@@ -95,6 +95,7 @@ OpTable nn_op_table();     // conv, pooling, norms, dropout, embedding...
 OpTable optim_op_table();  // optimizer update steps
 OpTable composite_op_table();  // ops defined as a decomposition into other ops
 OpTable dynamic_op_table();    // since 1.6: ops with data-dependent output shapes (ops_dynamic.cpp)
+OpTable quant_op_table();      // int8 quantization (ops/ops_quant.cpp)
 
 // Built-in op lookup by name (static storage). Returns nullptr for an unknown name.
 const OpDef *find_builtin_op(const char *name);
@@ -102,5 +103,9 @@ const OpDef *find_builtin_op(const char *name);
 const OpDef *const *builtin_ops(size_t *count);
 
 std::string values_str(const ValueInfo *in, uint32_t n);  // "a: f32[2, 3], b: f32[3]"
+
+// conv2d's geometry (ops/ops_nn.cpp): normalises and checks attribute slots 0..6 against x
+// [N,C,H,W] and w [O,C/groups,KH,KW]; returns [N,O,Ho,Wo]. Throws naming `op`.
+Shape conv2d_geometry(const OpDef &op, const Shape &x, const Shape &w, ctn_attrs &a);
 
 }  // namespace ctn

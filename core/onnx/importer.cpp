@@ -182,7 +182,7 @@ int32_t NodeCtx::axis(int64_t a, uint32_t ndim) const {
 
 const OpEntry *find_converter(std::string_view op_type) {
   for (auto table : {math_ops(), tensor_ops(), nn_ops(), resize_ops(), attention_ops(), signal_ops(), sampling_ops(),
-                     dynamic_ops()})
+                     dynamic_ops(), quant_ops()})
     for (const OpEntry &e : table)
       if (op_type == e.op_type) return &e;
   return nullptr;
@@ -203,9 +203,11 @@ namespace {
 
 std::string sv(std::string_view s) { return std::string(s); }
 
-// Ops whose result must not be computed at import time even with constant inputs.
+// Ops whose result must not be computed at import time even with constant inputs. A
+// DequantizeLinear of constants stays a node so that the QDQ fusion (qdq.cpp) finds the quantized
+// weights; when nothing fuses it, the plan's constant folding computes it.
 bool never_fold(std::string_view op) {
-  return op.rfind("Random", 0) == 0 || op == "Multinomial" || op == "Bernoulli";
+  return op.rfind("Random", 0) == 0 || op == "Multinomial" || op == "Bernoulli" || op == "DequantizeLinear";
 }
 
 std::string read_file(const std::string &path) { return read_regular_file(path, "ctn_onnx_load:"); }

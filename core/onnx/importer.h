@@ -131,6 +131,7 @@ std::span<const OpEntry> attention_ops();  // ops_attention.cpp: Attention, Rota
 std::span<const OpEntry> signal_ops();     // ops_signal.cpp: DFT, STFT, windows, MelWeightMatrix
 std::span<const OpEntry> sampling_ops();   // ops_sampling.cpp: GridSample, RoiAlign
 std::span<const OpEntry> dynamic_ops();    // ops_dynamic.cpp: NonZero, Unique, TopK... (data-dependent shapes)
+std::span<const OpEntry> quant_ops();  // ops_quant.cpp: QuantizeLinear, DequantizeLinear, QLinearMatMul...
 const OpEntry *find_converter(std::string_view op_type);
 
 // Sequences (ops_sequence.cpp, since 1.6) are lowered at import: a sequence is the list of its

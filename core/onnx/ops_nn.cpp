@@ -4,6 +4,7 @@
 
 #include "onnx/importer.h"
 #include "onnx/lower.h"
+#include "tensor/tensor.h"
 #include "util/status.h"
 
 #include <algorithm>
@@ -257,6 +258,46 @@ void conv(NodeCtx &c) {
   if (c.has(2)) y = g.op2(CTN_OP_ADD, y, reshape(g, c.in(2), shape_of({ws[0], 1, 1})));
   out1(c, from4d(g, y, w.one_d));
 }
+
+// QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, bias?) and ConvInteger (x, w,
+// x_zp?, w_zp?): Conv's geometry on the int8 ops; the padding is the input's zero point, so only
+// symmetric pads are taken (the op pads itself).
+void conv_quantized(NodeCtx &c, bool qlinear) {
+  Graph &g = c.g;
+  const size_t iw = qlinear ? 3 : 1;
+  const uint32_t nsp = spatial_dims(c);
+  const Shape xs = c.shape(0), ws = c.shape(iw);
+  if (ws.ndim != xs.ndim) c.invalid("the weight must have the input's rank");
+  c.ignore("kernel_shape");
+  const int64_t group = c.attr_i("group", 1);
+  Window w = window(c, &ws.d[2], &xs.d[2], nsp, false);
+  if (w.pb[0] != w.pe[0] || w.pb[1] != w.pe[1]) c.unsupported("asymmetric pads on a quantized convolution");
+  ctn_attrs a = attrs_i({w.s[0], w.s[1], w.pb[0], w.pb[1], w.d[0], w.d[1], group});
+  const int64_t o = ws[0];
+  const Shape per_o = Shape::from(1, &o);
+  // One value as [], one per output channel as [O]; absent zero points are zeros.
+  auto param = [&](size_t i, int32_t dt) {
+    if (!c.has(i)) return g.add_scalar(dt, 0);
+    ctn_node p = dtype_is_float(c.dtype(i)) ? cast(g, c.in(i), CTN_F32) : c.in(i);
+    return reshape(g, p, c.shape(i).numel() == 1 ? Shape{} : per_o);
+  };
+  ctn_node x = to4d(g, c.in(0)), wt = to4d(g, c.in(iw)), y;
+  if (qlinear) {
+    a.i[7] = CTN_ACT_NONE;
+    a.ni = 8;
+    ctn_node bias = c.has(8) ? c.in(8) : g.add_constant(Tensor::empty(CTN_I32, per_o));
+    ctn_node in[9] = {x, param(1, CTN_F32), param(2, c.dtype(0)), wt, param(4, CTN_F32), param(5, c.dtype(3)),
+                      param(6, CTN_F32), param(7, c.dtype(7)), bias};
+    y = g.add_op(CTN_OP_QLINEAR_CONV2D, 9, in, &a);
+  } else {
+    ctn_node in[4] = {x, wt, param(2, c.dtype(0)), param(3, c.dtype(1))};
+    y = g.add_op(CTN_OP_CONV2D_INTEGER, 4, in, &a);
+  }
+  out1(c, from4d(g, y, w.one_d));
+}
+
+void qlinear_conv(NodeCtx &c) { conv_quantized(c, true); }
+void conv_integer(NodeCtx &c) { conv_quantized(c, false); }
 
 void conv_transpose(NodeCtx &c) {
   Graph &g = c.g;
@@ -944,6 +985,8 @@ const OpEntry kNn[] = {
     {"MatMul", matmul},
     {"Gemm", gemm},
     {"Conv", conv},
+    {"QLinearConv", qlinear_conv},
+    {"ConvInteger", conv_integer},
     {"ConvTranspose", conv_transpose},
     {"MaxPool", max_pool},
     {"AveragePool", avg_pool},

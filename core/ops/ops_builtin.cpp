@@ -794,7 +794,8 @@ namespace {
 const std::vector<const OpDef *> &all_builtin() {
   static const std::vector<const OpDef *> all = [] {
     std::vector<const OpDef *> v;
-    for (OpTable t : {core_op_table(), nn_op_table(), optim_op_table(), composite_op_table(), dynamic_op_table()})
+    for (OpTable t : {core_op_table(), nn_op_table(), optim_op_table(), composite_op_table(), dynamic_op_table(),
+                      quant_op_table()})
       for (size_t i = 0; i < t.n; ++i) v.push_back(&t.ops[i]);
     return v;
   }();

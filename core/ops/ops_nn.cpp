@@ -309,6 +309,15 @@ Shape conv_forward_shape(const OpDef &op, const Shape &x, const Shape &w, const 
   return r;
 }
 
+}  // namespace
+
+Shape conv2d_geometry(const OpDef &op, const Shape &x, const Shape &w, ctn_attrs &a) {
+  Conv c = conv_attrs(op, a);
+  return conv_forward_shape(op, x, w, c, "input");
+}
+
+namespace {
+
 ValueInfo infer_conv2d(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
   same_float(op, in, n, {1});
   need_rank(op, in[0], 4, "the input", "[N, C, H, W]");

@@ -52,7 +52,7 @@ const std::vector<Exemption> kExempt = {
 std::set<std::string> covered_ops() {
   std::set<std::string> ops;
   for (const auto *list : {&forward_cases(), &grad_cases(), &nn_forward_cases(), &nn_grad_cases(),
-                           &optim_cases()})
+                           &optim_cases(), &quant_cases()})
     for (const OpCase &c : *list) ops.insert(c.op);
   return ops;
 }

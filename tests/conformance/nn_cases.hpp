@@ -53,5 +53,6 @@ Variant conv_transpose_variant(const ConvTCase &t, Ref ref = nullptr);
 
 const std::vector<OpCase> &nn_forward_cases();
 const std::vector<OpCase> &nn_grad_cases();
+const std::vector<OpCase> &quant_cases();  // quant_cases.cpp: the int8 quantization ops
 
 }  // namespace conf

@@ -16,6 +16,13 @@ TEST_P(NnForward, MatchesReference) { check_forward(nn_forward_cases()); }
 INSTANTIATE_TEST_SUITE_P(Nn, NnForward, ::testing::ValuesIn(case_params(nn_forward_cases())),
                          case_param_name(nn_forward_cases));
 
+class QuantForward : public CaseTest {};
+
+TEST_P(QuantForward, MatchesReference) { check_forward(quant_cases()); }
+
+INSTANTIATE_TEST_SUITE_P(Quant, QuantForward, ::testing::ValuesIn(case_params(quant_cases())),
+                         case_param_name(quant_cases));
+
 class NnGradient : public CaseTest {};
 
 TEST_P(NnGradient, MatchesFiniteDifferences) { check_gradients(nn_grad_cases()); }
@@ -67,6 +74,58 @@ TEST(NnBuild, ShapeErrorsNameTheOpAndShapes) {
   ctn_node table = input(g.get(), CTN_F32, {5, 2});
   EXPECT_EQ(ctn_embedding(g.get(), table, ids, &out), CTN_ERR_DTYPE);
   EXPECT_EQ(ctn_conv2d(nullptr, x, w, 1, 1, 0, 0, 1, 1, 1, &out), CTN_ERR_INVALID_ARGUMENT);
+}
+
+// The int8 ops refuse bad operands at build time with the op's name, leave out-params alone,
+// and are not differentiable.
+TEST(QuantBuild, ErrorsNameTheOpAndTheOperands) {
+  ASSERT_NE(context(), nullptr) << setup_error();
+  GraphPtr g = lazy_graph();
+  auto op = [&](const char *name, std::vector<ctn_node> in, const ctn_attrs *a, ctn_node *out) {
+    return ctn_op(g.get(), name, static_cast<uint32_t>(in.size()), in.data(), a, out);
+  };
+  auto has = [](const char *text) { return std::strstr(ctn_last_error(), text) != nullptr; };
+  ctn_node x = input(g.get(), CTN_F32, {2, 3, 4}), s = input(g.get(), CTN_F32, {}), zu = input(g.get(), CTN_U8, {});
+  ctn_node s4 = input(g.get(), CTN_F32, {4, 1}), z4 = input(g.get(), CTN_U8, {4, 1}), zf = input(g.get(), CTN_F32, {});
+  ctn_node out = 12345;
+  EXPECT_EQ(op(CTN_OP_QUANTIZE_LINEAR, {x, s4, z4}, nullptr, &out), CTN_ERR_SHAPE) << "[4, 1] does not broadcast to [2, 3, 4]";
+  EXPECT_TRUE(has("quantize_linear: scale and zero point")) << ctn_last_error();
+  EXPECT_EQ(out, 12345u) << "out-params stay untouched on error";
+  EXPECT_EQ(op(CTN_OP_QUANTIZE_LINEAR, {x, s, zf}, nullptr, &out), CTN_ERR_DTYPE);
+  EXPECT_TRUE(has("quantize_linear: the zero point must be u8 or i8")) << ctn_last_error();
+  ctn_node q = CTN_NODE_NONE;
+  ASSERT_EQ(op(CTN_OP_QUANTIZE_LINEAR, {x, s, zu}, nullptr, &q), CTN_OK) << ctn_last_error();
+  EXPECT_EQ(op(CTN_OP_DEQUANTIZE_LINEAR, {x, s, zu}, nullptr, &out), CTN_ERR_DTYPE);
+  EXPECT_TRUE(has("dequantize_linear: x must be u8, i8 or i32")) << ctn_last_error();
+  // Not differentiable: ctn_grad through quantize_linear fails naming it.
+  ctn_node loss = CTN_NODE_NONE, dx = CTN_NODE_NONE;
+  ctn_node deq = CTN_NODE_NONE;
+  ASSERT_EQ(op(CTN_OP_DEQUANTIZE_LINEAR, {q, s, zu}, nullptr, &deq), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_sum(g.get(), deq, 0, nullptr, 0, &loss), CTN_OK) << ctn_last_error();
+  EXPECT_NE(ctn_grad(g.get(), loss, 1, &s, &dx), CTN_OK);
+  EXPECT_TRUE(has("dequantize_linear")) << ctn_last_error();
+  // Integer convolution: dtypes, per-channel shapes, bias, activation.
+  ctn_node xq = input(g.get(), CTN_U8, {1, 2, 5, 5}), wq = input(g.get(), CTN_I8, {3, 2, 3, 3});
+  ctn_node zi = input(g.get(), CTN_I8, {}), z3 = input(g.get(), CTN_I8, {3}), z2 = input(g.get(), CTN_I8, {2});
+  ctn_node s3 = input(g.get(), CTN_F32, {3}), b3 = input(g.get(), CTN_I32, {3}), bf = input(g.get(), CTN_F32, {3});
+  const ctn_attrs conv = attrs({1, 1, 1, 1, 1, 1, 1, CTN_ACT_NONE});
+  ASSERT_EQ(op(CTN_OP_QLINEAR_CONV2D, {xq, s, zu, wq, s3, z3, s, zu, b3}, &conv, &out), CTN_OK) << ctn_last_error();
+  out = 12345;
+  EXPECT_EQ(op(CTN_OP_QLINEAR_CONV2D, {xq, s, zu, wq, s3, z2, s, zu, b3}, &conv, &out), CTN_ERR_SHAPE);
+  EXPECT_TRUE(has("qlinear_conv2d: w_zero_point must be i8 [] or [3]")) << ctn_last_error();
+  EXPECT_EQ(op(CTN_OP_QLINEAR_CONV2D, {xq, s, zu, wq, s3, z3, s, zu, bf}, &conv, &out), CTN_ERR_SHAPE);
+  EXPECT_TRUE(has("qlinear_conv2d: bias must be i32 [3]")) << ctn_last_error();
+  const ctn_attrs gelu = attrs({1, 1, 1, 1, 1, 1, 1, CTN_ACT_GELU});
+  EXPECT_EQ(op(CTN_OP_QLINEAR_CONV2D, {xq, s, zu, wq, s3, z3, s, zu, b3}, &gelu, &out), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(has("activation i[7] must be none (0) or relu (1)")) << ctn_last_error();
+  const ctn_attrs conv7 = attrs({1, 1, 1, 1, 1, 1, 1});
+  EXPECT_EQ(op(CTN_OP_CONV2D_INTEGER, {xq, x, zu, zi}, &conv7, &out), CTN_ERR_DTYPE);
+  EXPECT_TRUE(has("conv2d_integer: w must be u8 or i8")) << ctn_last_error();
+  EXPECT_EQ(out, 12345u);
+  // Integer matmul: inner dimensions.
+  ctn_node a = input(g.get(), CTN_U8, {2, 3}), b = input(g.get(), CTN_I8, {4, 5});
+  EXPECT_EQ(op(CTN_OP_MATMUL_INTEGER, {a, b, zu, zi}, nullptr, &out), CTN_ERR_SHAPE);
+  EXPECT_TRUE(has("matmul_integer: a must be [..., M, K] and b [..., K, N]")) << ctn_last_error();
 }
 
 // Runs a one-output plan on `backend` with the given feeds; returns the status of the run.

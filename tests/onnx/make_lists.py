@@ -17,8 +17,6 @@ OP_REASONS = [
      "optional values (Optional* ops) are not supported"),
     (r"^(Bernoulli|RandomNormal|RandomNormalLike|RandomUniform|RandomUniformLike|Multinomial)$",
      "random op: chutney's RNG cannot reproduce numpy's stream"),
-    (r"^(QuantizeLinear|DequantizeLinear|DynamicQuantizeLinear|QLinearConv|QLinearMatMul|MatMulInteger|ConvInteger)$",
-     "quantized op (int8 and quantization are not supported)"),
     (r"^(BitCast)$",
      "BitCast: reinterpreting a tensor's bytes as another dtype has no chutney op"),
     (r"^(Attention|LinearAttention|RotaryEmbedding|SwiGLU|CausalConvWithState)$",

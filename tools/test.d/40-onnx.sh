@@ -9,7 +9,9 @@
 # fine-tunes an MLP written with onnx.helper and its export runs in onnxruntime
 # (tests/onnx/train_onnx.py, a few seconds); then scikit-learn models exported by skl2onnx (pinned,
 # same venv) run in chutney and onnxruntime with the same labels and probabilities
-# (tests/onnx/sklearn_ort.py, a few seconds). The venv is cached in the build folder between runs.
+# (tests/onnx/sklearn_ort.py, a few seconds); and a CNN quantized by onnxruntime's quantize_static
+# (QDQ) runs in chutney as int8 ops with onnxruntime's outputs (tests/onnx/qdq_ort.py, a few
+# seconds). The venv is cached in the build folder between runs.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 venv=$BUILD_DIR/onnx-venv
 want="onnx==1.23.2 numpy==2.4.6 onnxruntime==1.32.0 scikit-learn==1.9.1 skl2onnx==1.20.0"
@@ -43,7 +45,10 @@ if (( erc == 0 )); then record 1 0 0; elif (( erc == 77 )); then record 0 0 1; e
 trc=0
 "$venv/bin/python" tests/onnx/train_onnx.py "$BUILD_DIR/tools/chutney/chutney" "$BUILD_DIR/onnx-train" || trc=$?
 if (( trc == 0 )); then record 1 0 0; elif (( trc == 77 )); then record 0 0 1; trc=0; else record 0 1 0; fi
+qrc=0
+"$venv/bin/python" tests/onnx/qdq_ort.py "$BUILD_DIR/tools/chutney/chutney" "$BUILD_DIR/onnx-qdq" || qrc=$?
+if (( qrc == 0 )); then record 1 0 0; elif (( qrc == 77 )); then record 0 0 1; qrc=0; else record 0 1 0; fi
 src=0
 "$venv/bin/python" -W ignore tests/onnx/sklearn_ort.py "$BUILD_DIR/tools/chutney/chutney" "$BUILD_DIR/onnx-sklearn" || src=$?
 if (( src == 0 )); then record 1 0 0; elif (( src == 77 )); then record 0 0 1; src=0; else record 0 1 0; fi
-(( rc == 0 && drc == 0 && erc == 0 && trc == 0 && src == 0 ))
+(( rc == 0 && drc == 0 && erc == 0 && trc == 0 && src == 0 && qrc == 0 ))

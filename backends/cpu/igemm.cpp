@@ -1,0 +1,191 @@
+// Integer GEMM micro-kernels (igemm.h): pairs of int16 products summed into i32 lanes, the
+// operation of x86's pmaddwd (AVX2, AVX-512BW) and vpdpwssd (AVX-512 VNNI); a portable scalar
+// version elsewhere. Each kernel computes one kIgMr x kIgNr tile over the whole K.
+#include "igemm.h"
+
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace ctn_cpu {
+namespace {
+
+inline int32_t pair_of(const int16_t *p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Row i of the tile reads A's row m0 + min(i, mb - 1): the rows past mb repeat the last one
+// (computed, never stored by the caller).
+inline const int16_t *a_row(const IgemmOperands &op, int64_t m0, int64_t mb, int64_t i) {
+  return op.a + (m0 + (i < mb ? i : mb - 1)) * op.kp2 * 2;
+}
+
+void tile_generic(const IgemmOperands &op, int64_t m0, int64_t mb, int64_t n0, int32_t *acc) {
+  for (int64_t i = 0; i < mb; ++i) {
+    const int16_t *a = a_row(op, m0, mb, i);
+    uint32_t sum[kIgNr] = {};
+    for (int64_t kp = 0; kp < op.kp2; ++kp) {
+      const int32_t a0 = a[2 * kp], a1 = a[2 * kp + 1];
+      const int16_t *b = op.b + (kp * op.ldb + n0) * 2;
+      for (int64_t j = 0; j < kIgNr; ++j)
+        sum[j] += static_cast<uint32_t>(a0 * b[2 * j]) + static_cast<uint32_t>(a1 * b[2 * j + 1]);
+    }
+    for (int64_t j = 0; j < kIgNr; ++j) acc[i * kIgNr + j] = static_cast<int32_t>(sum[j]);
+  }
+}
+
+#if defined(__x86_64__)
+// One body for both AVX-512 kernels (a macro: intrinsics inline only into functions of their
+// target, so a shared inline function would need the wider target in the narrower kernel);
+// ACC(c, a, b) is c + the pair products of a and b.
+#define CTN_IG_TILE_512(ACC)                                                                            \
+  __m512i c[kIgMr][4];                                                                                 \
+  for (auto &row : c)                                                                                  \
+    for (__m512i & v : row) v = _mm512_setzero_si512();                                                \
+  const int16_t *a[kIgMr];                                                                             \
+  for (int64_t i = 0; i < kIgMr; ++i) a[i] = a_row(op, m0, mb, i);                                     \
+  for (int64_t kp = 0; kp < op.kp2; ++kp) {                                                            \
+    const int16_t *b = op.b + (kp * op.ldb + n0) * 2;                                                  \
+    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 32);                         \
+    const __m512i b2 = _mm512_loadu_si512(b + 64), b3 = _mm512_loadu_si512(b + 96);                    \
+    for (int64_t i = 0; i < kIgMr; ++i) {                                                              \
+      const __m512i av = _mm512_set1_epi32(pair_of(a[i] + 2 * kp));                                    \
+      c[i][0] = ACC(c[i][0], av, b0);                                                                  \
+      c[i][1] = ACC(c[i][1], av, b1);                                                                  \
+      c[i][2] = ACC(c[i][2], av, b2);                                                                  \
+      c[i][3] = ACC(c[i][3], av, b3);                                                                  \
+    }                                                                                                  \
+  }                                                                                                    \
+  for (int64_t i = 0; i < kIgMr; ++i)                                                                  \
+    for (int j = 0; j < 4; ++j) _mm512_storeu_si512(acc + i * kIgNr + 16 * j, c[i][j]);
+
+#define CTN_IG_VNNI(c, a, b) _mm512_dpwssd_epi32(c, a, b)
+#define CTN_IG_MADD(c, a, b) _mm512_add_epi32(c, _mm512_madd_epi16(a, b))
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_avx512_vnni(const IgemmOperands &op, int64_t m0,
+                                                                             int64_t mb, int64_t n0, int32_t *acc) {
+  CTN_IG_TILE_512(CTN_IG_VNNI)
+}
+
+__attribute__((target("avx512f,avx512bw"))) void tile_avx512bw(const IgemmOperands &op, int64_t m0, int64_t mb,
+                                                              int64_t n0, int32_t *acc) {
+  CTN_IG_TILE_512(CTN_IG_MADD)
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni(const IgemmQ8Operands &op, int64_t m0,
+                                                                         int64_t mb, int64_t n0, int32_t *acc) {
+  __m512i c[kIgMr][4];
+  for (auto &row : c)
+    for (__m512i &v : row) v = _mm512_setzero_si512();
+  const int8_t *a[kIgMr];
+  for (int64_t i = 0; i < kIgMr; ++i) a[i] = op.a + (m0 + (i < mb ? i : mb - 1)) * op.kq * 4;
+  for (int64_t kq = 0; kq < op.kq; ++kq) {
+    const uint8_t *b = op.b + (kq * op.ldb + n0) * 4;
+    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
+    const __m512i b2 = _mm512_loadu_si512(b + 128), b3 = _mm512_loadu_si512(b + 192);
+    for (int64_t i = 0; i < kIgMr; ++i) {
+      int32_t quad;
+      std::memcpy(&quad, a[i] + 4 * kq, sizeof quad);
+      const __m512i av = _mm512_set1_epi32(quad);
+      c[i][0] = _mm512_dpbusd_epi32(c[i][0], b0, av);
+      c[i][1] = _mm512_dpbusd_epi32(c[i][1], b1, av);
+      c[i][2] = _mm512_dpbusd_epi32(c[i][2], b2, av);
+      c[i][3] = _mm512_dpbusd_epi32(c[i][3], b3, av);
+    }
+  }
+  for (int64_t i = 0; i < kIgMr; ++i)
+    for (int j = 0; j < 4; ++j) _mm512_storeu_si512(acc + i * kIgNr + 16 * j, c[i][j]);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) int32_t rowsum_q8_vnni(const int8_t *w, int64_t k) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i acc = _mm512_setzero_si512();
+  for (int64_t j = 0; j < k; j += 64) {
+    const __mmask64 m = k - j >= 64 ? ~__mmask64{0} : (__mmask64{1} << (k - j)) - 1;
+    acc = _mm512_dpbusd_epi32(acc, ones, _mm512_maskz_loadu_epi8(m, w + j));
+  }
+  alignas(64) int32_t lanes[16];  // not _mm512_reduce_add_epi32: gcc 12 warns about its undefined halves
+  _mm512_store_si512(lanes, acc);
+  int32_t sum = 0;
+  for (int32_t v : lanes) sum += v;
+  return sum;
+}
+
+// AVX2: 16 columns at a time (two ymm per row), so that the 8 accumulators stay in registers.
+__attribute__((target("avx2"))) void tile_avx2(const IgemmOperands &op, int64_t m0, int64_t mb, int64_t n0,
+                                               int32_t *acc) {
+  const int16_t *a[kIgMr];
+  for (int64_t i = 0; i < kIgMr; ++i) a[i] = a_row(op, m0, mb, i);
+  for (int64_t j = 0; j < kIgNr; j += 16) {
+    __m256i c[kIgMr][2];
+    for (auto &row : c) row[0] = row[1] = _mm256_setzero_si256();
+    for (int64_t kp = 0; kp < op.kp2; ++kp) {
+      const int16_t *b = op.b + (kp * op.ldb + n0 + j) * 2;
+      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b));
+      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + 16));
+      for (int64_t i = 0; i < kIgMr; ++i) {
+        const __m256i av = _mm256_set1_epi32(pair_of(a[i] + 2 * kp));
+        c[i][0] = _mm256_add_epi32(c[i][0], _mm256_madd_epi16(av, b0));
+        c[i][1] = _mm256_add_epi32(c[i][1], _mm256_madd_epi16(av, b1));
+      }
+    }
+    for (int64_t i = 0; i < kIgMr; ++i) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(acc + i * kIgNr + j), c[i][0]);
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(acc + i * kIgNr + j + 8), c[i][1]);
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+IgemmTileFn igemm_tile_select(const char *cap, const char **name) {
+  const char *which = "generic";
+  IgemmTileFn fn = tile_generic;
+#if defined(__x86_64__)
+  const bool any = !cap || !std::strcmp(cap, "avx512"), avx2 = any || !std::strcmp(cap, "avx2");
+  if (!any && !avx2) {
+    // capped at the portable kernel
+  } else if (any && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni")) {
+    which = "avx512_vnni";
+    fn = tile_avx512_vnni;
+  } else if (any && __builtin_cpu_supports("avx512bw")) {
+    which = "avx512bw";
+    fn = tile_avx512bw;
+  } else if (__builtin_cpu_supports("avx2")) {
+    which = "avx2";
+    fn = tile_avx2;
+  }
+#else
+  (void)cap;
+#endif
+  if (name) *name = which;
+  return fn;
+}
+
+int32_t igemm_q8_rowsum(const int8_t *w, int64_t k) {
+#if defined(__x86_64__)
+  return rowsum_q8_vnni(w, k);
+#else
+  int32_t s = 0;
+  for (int64_t j = 0; j < k; ++j) s += w[j];
+  return s;
+#endif
+}
+
+IgemmQ8TileFn igemm_q8_tile_select(const char *cap) {
+#if defined(__x86_64__)
+  if ((!cap || !std::strcmp(cap, "avx512")) && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vnni"))
+    return tile_q8_vnni;
+#else
+  (void)cap;
+#endif
+  return nullptr;
+}
+
+}  // namespace ctn_cpu

@@ -1,0 +1,817 @@
+// Integer matmul and convolution (matmul_integer, qlinear_matmul, conv2d_integer,
+// qlinear_conv2d). The products run in igemm.h's micro-kernels, 4 x 64 tiles of i32 sums: u8 x s8
+// with VNNI for convolutions whose weights have zero points 0 (the input's zero point subtracted
+// through the weights' row sums), otherwise the operands less their zero points as int16 pairs
+// (a convolution's input through im2col, its padding a real zero). Depthwise convolutions and
+// matmuls of at most 4 rows have direct kernels. Each tile's epilogue stores the sums (i32) or
+// requantises them: saturate(round_half_even(f32(acc + bias) * f32(scale_a * scale_b / scale_y))
+// + zp_y), the formula of onnxruntime's QLinearConv / QLinearMatMul.
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "cpu_backend.h"
+#include "igemm.h"
+#include "k_quant.h"
+
+namespace ctn_cpu {
+namespace {
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// The instance of a kernel for the two 8-bit operand dtypes (u8 or i8 each).
+ctn_kernel_fn pick_kernel(int32_t a_dt, int32_t b_dt, ctn_kernel_fn uu, ctn_kernel_fn ui, ctn_kernel_fn iu,
+                          ctn_kernel_fn ii) {
+  if (a_dt == CTN_U8) return b_dt == CTN_U8 ? uu : ui;
+  return b_dt == CTN_U8 ? iu : ii;
+}
+
+// ---- epilogue ------------------------------------------------------------------------------------
+
+struct Epilogue {
+  const float *mult = nullptr;  // requantisation multipliers, per row or per column
+  bool by_row = true;
+  const int32_t *bias = nullptr;  // per row or per column, as mult
+  bool relu = false;
+  int32_t zp = 0;
+  void *y = nullptr;  // element (m, n) of the current product at y[m * ldy + n]
+  int64_t ldy = 0;
+};
+
+using StoreFn = void (*)(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, int64_t nb);
+
+// The sums, plus e.bias[row] where set (the u8 x s8 kernel's zero-point correction).
+void store_i32(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
+  auto *y = static_cast<int32_t *>(e.y);
+  for (int64_t i = 0; i < mb; ++i) {
+    const uint32_t b = e.bias ? static_cast<uint32_t>(e.bias[m0 + i]) : 0u;
+    const int32_t *a = acc + i * kIgNr;
+    int32_t *row = y + (m0 + i) * e.ldy + n0;
+    for (int64_t j = 0; j < nb; ++j) row[j] = static_cast<int32_t>(static_cast<uint32_t>(a[j]) + b);
+  }
+}
+
+// Branch-free per element (the compiler vectorises it): relu is a lower bound of 0 before
+// rounding, which commutes with saturating to the integer bounds less the zero point.
+template <class Q>
+inline __attribute__((always_inline)) void store_q_body(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
+  Q *y = static_cast<Q *>(e.y);
+  float lo = static_cast<float>(qmin<Q>() - e.zp);
+  const float hi = static_cast<float>(qmax<Q>() - e.zp);
+  if (e.relu) lo = std::max(lo, 0.0f);
+  const int32_t zp = e.zp;
+  for (int64_t i = 0; i < mb; ++i) {
+    const int64_t m = m0 + i;
+    const int32_t *a = acc + i * kIgNr;
+    Q *row = y + m * e.ldy + n0;
+    if (e.by_row) {
+      const float mr = e.mult[m];
+      const uint32_t br = static_cast<uint32_t>(e.bias[m]);
+      for (int64_t j = 0; j < nb; ++j) {
+        const float f = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[j]) + br)) * mr;
+        row[j] = static_cast<Q>(round_clamped(std::max(lo, std::min(hi, f))) + zp);
+      }
+    } else {
+      const float *mc = e.mult + n0;
+      const int32_t *bc = e.bias + n0;
+      for (int64_t j = 0; j < nb; ++j) {
+        const float f = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[j]) + static_cast<uint32_t>(bc[j]))) * mc[j];
+        row[j] = static_cast<Q>(round_clamped(std::max(lo, std::min(hi, f))) + zp);
+      }
+    }
+  }
+}
+
+// The requantising stores compiled per ISA (target attributes; the body is inlined into each).
+#define CTN_QSTORE_VARIANT(suffix, ...)                                                                  \
+  __VA_ARGS__ void store_u8_##suffix(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, \
+                                     int64_t nb) {                                                      \
+    store_q_body<uint8_t>(e, acc, m0, mb, n0, nb);                                                      \
+  }                                                                                                     \
+  __VA_ARGS__ void store_i8_##suffix(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, \
+                                     int64_t nb) {                                                      \
+    store_q_body<int8_t>(e, acc, m0, mb, n0, nb);                                                       \
+  }
+CTN_QSTORE_VARIANT(generic)
+#if defined(__x86_64__)
+CTN_QSTORE_VARIANT(avx2, __attribute__((target("avx2,fma"))))
+
+// AVX-512: 16 sums per step with masked tails (rows of a depthwise plane are short), the same
+// arithmetic as store_q_body (i32 add, f32 convert and multiply, clamp, round half to even).
+template <class Q>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void store_q_avx512(const Epilogue &e, const int32_t *acc,
+                                                                          int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
+  float lo = static_cast<float>(qmin<Q>() - e.zp);
+  if (e.relu) lo = std::max(lo, 0.0f);
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(static_cast<float>(qmax<Q>() - e.zp));
+  const __m512i vzp = _mm512_set1_epi32(e.zp);
+  for (int64_t i = 0; i < mb; ++i) {
+    const int64_t m = m0 + i;
+    const int32_t *a = acc + i * kIgNr;
+    Q *row = static_cast<Q *>(e.y) + m * e.ldy + n0;
+    for (int64_t j = 0; j < nb; j += 16) {
+      const __mmask16 k = nb - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (nb - j)) - 1);
+      const __m512i b = e.by_row ? _mm512_set1_epi32(e.bias[m]) : _mm512_maskz_loadu_epi32(k, e.bias + n0 + j);
+      const __m512 mul = e.by_row ? _mm512_set1_ps(e.mult[m]) : _mm512_maskz_loadu_ps(k, e.mult + n0 + j);
+      // The maskz forms with an all-ones mask: gcc 12 warns (maybe-uninitialized) about the
+      // plain forms' _mm512_undefined_ps.
+      const __mmask16 all = 0xFFFF;
+      __m512 f = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, a + j), b)), mul);
+      f = _mm512_maskz_max_ps(all, _mm512_maskz_min_ps(all, f, vhi), vlo);
+      f = _mm512_maskz_roundscale_ps(all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm512_mask_cvtepi32_storeu_epi8(row + j, k, _mm512_add_epi32(_mm512_maskz_cvttps_epi32(all, f), vzp));
+    }
+  }
+}
+void store_u8_avx512(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
+  store_q_avx512<uint8_t>(e, acc, m0, mb, n0, nb);
+}
+void store_i8_avx512(const Epilogue &e, const int32_t *acc, int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
+  store_q_avx512<int8_t>(e, acc, m0, mb, n0, nb);
+}
+#endif
+
+// The store for the output dtype at the ISA `isa` (the GEMM ISA name).
+StoreFn store_for(int32_t dtype, const char *isa) {
+  if (dtype == CTN_U8) return CTN_ISA_VARIANT(StoreFn, isa, store_u8);
+  if (dtype == CTN_I8) return CTN_ISA_VARIANT(StoreFn, isa, store_i8);
+  return store_i32;
+}
+
+// ---- the product, tile by tile -------------------------------------------------------------------
+
+// Ops: IgemmOperands or IgemmQ8Operands; Tile: the matching micro-kernel.
+template <class Ops, class Tile>
+struct GemmJob {
+  Ops op;
+  int64_t n = 0;  // valid columns of B
+  Tile tile = nullptr;
+  StoreFn store = nullptr;
+  const Epilogue *e = nullptr;
+  int64_t mblocks = 0;
+  void range(int64_t a, int64_t b) const {
+    alignas(64) int32_t acc[kIgMr * kIgNr];
+    for (int64_t t = a; t < b; ++t) {
+      const int64_t m0 = (t % mblocks) * kIgMr, n0 = (t / mblocks) * kIgNr;
+      const int64_t mb = std::min(kIgMr, op.m - m0), nb = std::min(kIgNr, n - n0);
+      tile(op, m0, mb, n0, acc);
+      store(*e, acc, m0, mb, n0, nb);
+    }
+  }
+  static void part(void *ctx, int64_t a, int64_t b, int) { static_cast<const GemmJob *>(ctx)->range(a, b); }
+};
+
+// Runs over the tiles, panel-major (the threads' tiles share B panels); parallel when the
+// product (depth `k` of packed units) is large enough to pay for waking the pool.
+template <class Job>
+void run_gemm(Backend *be, Job &job, int64_t k) {
+  job.mblocks = (job.op.m + kIgMr - 1) / kIgMr;
+  const int64_t tasks = job.mblocks * (job.op.ldb / kIgNr);
+  const int64_t work = job.op.m * job.op.ldb * k;
+  if (tasks > 1 && work >= 16 * kParallelThreshold && be->pool->size() > 1)
+    be->pool->parallel_for(tasks, 1, Job::part, &job);
+  else
+    job.range(0, tasks);
+}
+
+// Parallel over [0, n) when n * cost is large enough, in at most `slots` parts (0: no limit);
+// f(begin, end, part) with part < slots (a workspace slot of its own).
+template <class F>
+void for_range(Backend *be, int64_t n, int64_t cost, F &&f, int64_t slots = 0) {
+  struct Ctx {
+    F *f;
+    static void part(void *c, int64_t a, int64_t b, int k) { (*static_cast<Ctx *>(c)->f)(a, b, k); }
+  } ctx{&f};
+  const int64_t grain = slots > 0 ? (n + slots - 1) / slots : 1;
+  if (n > 1 && n * cost >= kParallelThreshold && be->pool->size() > 1 && slots != 1)
+    be->pool->parallel_for(n, grain, Ctx::part, &ctx);
+  else
+    f(0, n, 0);
+}
+
+// ---- packing -------------------------------------------------------------------------------------
+
+// A rows [m0, m0 + rows) of src [., k] (ld k) less zp(row) -> dst [rows][2 * kp2].
+template <class S>
+void pack_a(const S *src, int64_t k, int64_t kp2, int64_t rows, const ctn_tensor_desc &zp, bool zp_per_row,
+            int64_t zp_row0, int16_t *dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t z = int_at(zp, zp_per_row ? zp_row0 + r : 0);
+    int16_t *d = dst + r * 2 * kp2;
+    for (int64_t j = 0; j < k; ++j) d[j] = static_cast<int16_t>(src[r * k + j] - z);
+    for (int64_t j = k; j < 2 * kp2; ++j) d[j] = 0;
+  }
+}
+
+// B [k, n] (ld n) less zp(column) -> pairs [kp2][ldb][2], rows [2 * p0, 2 * p1).
+template <class S>
+void pack_b(const S *src, int64_t k, int64_t n, int64_t ldb, const ctn_tensor_desc &zp, int64_t p0, int64_t p1,
+            int16_t *dst) {
+  const bool per_col = desc_numel(zp) > 1;
+  for (int64_t p = p0; p < p1; ++p) {
+    int16_t *d = dst + p * ldb * 2;
+    std::fill(d, d + ldb * 2, int16_t{0});
+    for (int64_t h = 0; h < 2 && 2 * p + h < k; ++h) {
+      const S *s = src + (2 * p + h) * n;
+      for (int64_t j = 0; j < n; ++j) d[2 * j + h] = static_cast<int16_t>(s[j] - int_at(zp, per_col ? j : 0));
+    }
+  }
+}
+
+}  // namespace
+
+// ---- matmul_integer, qlinear_matmul --------------------------------------------------------------
+
+namespace {
+
+struct MatmulState : KernelBase {
+  bool qlinear = false;
+  int64_t m = 0, k = 0, n = 0, kp2 = 0, ldb = 0;
+  std::vector<int64_t> a_off, b_off;  // per output matrix: the a and b matrix it reads (elements)
+  bool fold = false;                  // b is one matrix: a's batches are rows of one product
+  int32_t a_dt = 0, b_dt = 0, y_dt = 0;
+  IgemmTileFn tile = nullptr;
+  uint64_t a_bytes = 0, b_bytes = 0;
+};
+
+// A few rows (M <= 4): y[m][n] = sum_k (a[m][k] - za) (b[k][n] - zb[n]) as sum_k (a - za) b[k][n]
+// - zb[n] sum_k (a - za): per k one vector pass over the columns [n0, n1) of b's row (no
+// packing; the sums stay in cache). Compiled per ISA below.
+template <class SB>
+inline __attribute__((always_inline)) void gemv_axpy_body(int32_t *__restrict acc, const SB *__restrict brow,
+                                                          int64_t n, int32_t av) {
+  // i32 sums wrap like the tiles' (unsigned arithmetic: no signed overflow for any K).
+  for (int64_t j = 0; j < n; ++j)
+    acc[j] = static_cast<int32_t>(static_cast<uint32_t>(acc[j]) + static_cast<uint32_t>(static_cast<int32_t>(brow[j]) * av));
+}
+template <class SB>
+using GemvFn = void (*)(int32_t *, const SB *, int64_t, int32_t);
+#define CTN_GEMV_VARIANT(suffix, ...)                                                   \
+  __VA_ARGS__ void gemv_u8_##suffix(int32_t *acc, const uint8_t *b, int64_t n, int32_t av) { \
+    gemv_axpy_body(acc, b, n, av);                                                       \
+  }                                                                                      \
+  __VA_ARGS__ void gemv_i8_##suffix(int32_t *acc, const int8_t *b, int64_t n, int32_t av) {  \
+    gemv_axpy_body(acc, b, n, av);                                                       \
+  }
+CTN_GEMV_VARIANT(generic)
+#if defined(__x86_64__)
+CTN_GEMV_VARIANT(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+CTN_GEMV_VARIANT(avx2, __attribute__((target("avx2"))))
+#endif
+
+template <class SA, class SB>
+void matmul_rows(const MatmulState &st, const SA *a, const SB *b, int64_t rows, const ctn_tensor_desc &za,
+                 const ctn_tensor_desc &zb, const Epilogue &e, int32_t *acc) {
+  const char *isa = st.be->gemm_isa.load()->name;
+  GemvFn<SB> axpy;
+  if constexpr (std::is_same_v<SB, uint8_t>)
+    axpy = CTN_ISA_VARIANT(GemvFn<SB>, isa, gemv_u8);
+  else
+    axpy = CTN_ISA_VARIANT(GemvFn<SB>, isa, gemv_i8);
+  const StoreFn store = store_for(st.y_dt, isa);
+  const int32_t zav = int_at(za, 0);
+  const bool zb_per = desc_numel(zb) > 1;
+  // Columns in pieces of 64 over the pool; each piece runs every row and every k.
+  for_range(st.be, (st.n + kIgNr - 1) / kIgNr, rows * st.k * kIgNr, [&](int64_t c0, int64_t c1, int) {
+    const int64_t n0 = c0 * kIgNr, n1 = std::min(st.n, c1 * kIgNr);
+    for (int64_t r = 0; r < rows; ++r) {
+      int32_t *ar = acc + r * st.n;
+      std::fill(ar + n0, ar + n1, 0);
+      uint32_t usum = 0;
+      for (int64_t k = 0; k < st.k; ++k) {
+        const int32_t av = static_cast<int32_t>(a[r * st.k + k]) - zav;
+        usum += static_cast<uint32_t>(av);
+        if (av != 0) axpy(ar + n0, b + k * st.n + n0, n1 - n0, av);
+      }
+      for (int64_t j = n0; j < n1; ++j)
+        ar[j] = static_cast<int32_t>(static_cast<uint32_t>(ar[j]) -
+                                     static_cast<uint32_t>(int_at(zb, zb_per ? j : 0)) * usum);
+      store(e, ar + n0, r, 1, n0, n1 - n0);
+    }
+  });
+}
+
+template <class SA, class SB>
+ctn_status matmul_kernel(void *state, const ctn_kernel_args *args) {
+  const auto *st = static_cast<const MatmulState *>(state);
+  const ctn_tensor_desc *in = args->inputs;
+  const bool q = st->qlinear;
+  const ctn_tensor_desc &a = in[0], &b = in[q ? 3 : 1], &za = in[2], &zb = in[q ? 5 : 3];
+  auto *ws = static_cast<char *>(args->workspace);
+  auto *pa = reinterpret_cast<int16_t *>(ws);
+  auto *pb = reinterpret_cast<int16_t *>(ws + st->a_bytes);
+  auto *mult = reinterpret_cast<float *>(ws + st->a_bytes + st->b_bytes);
+  Epilogue e;
+  e.mult = mult;
+  e.by_row = false;
+  e.ldy = st->n;
+  if (q) {
+    const float sa = *desc_ptr<const float>(in[1]), sy = *desc_ptr<const float>(in[6]);
+    const float *sb = desc_ptr<const float>(in[4]);
+    const bool per_col = desc_numel(in[4]) > 1;
+    for (int64_t j = 0; j < st->n; ++j) mult[j] = sa * sb[per_col ? j : 0] / sy;
+    e.zp = int_at(in[7], 0);
+    e.bias = desc_ptr<const int32_t>(in[8]);
+  }
+  const int64_t rows = st->fold ? st->m * static_cast<int64_t>(st->a_off.size()) : st->m;
+  const int64_t count = st->fold ? 1 : static_cast<int64_t>(st->a_off.size());
+  const size_t ysz = dtype_size(st->y_dt);
+  for (int64_t t = 0; t < count; ++t) {
+    const SA *sa = desc_ptr<const SA>(a) + st->a_off[static_cast<size_t>(t)];
+    const SB *sb = desc_ptr<const SB>(b) + st->b_off[static_cast<size_t>(t)];
+    e.y = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset +
+          static_cast<size_t>(t * st->m * st->n) * ysz;
+    if (rows <= kIgMr) {
+      matmul_rows(*st, sa, sb, rows, za, zb, e, reinterpret_cast<int32_t *>(ws));
+      continue;
+    }
+    for_range(st->be, rows, st->k, [&](int64_t r0, int64_t r1, int) {
+      pack_a(sa + r0 * st->k, st->k, st->kp2, r1 - r0, za, false, 0, pa + r0 * 2 * st->kp2);
+    });
+    for_range(st->be, st->kp2, 2 * st->ldb, [&](int64_t p0, int64_t p1, int) {
+      pack_b(sb, st->k, st->n, st->ldb, zb, p0, p1, pb);
+    });
+    GemmJob<IgemmOperands, IgemmTileFn> job{{pa, pb, rows, st->kp2, st->ldb}, st->n, st->tile, store_for(st->y_dt, st->be->gemm_isa.load()->name), &e};
+    run_gemm(st->be, job, st->kp2);
+  }
+  return CTN_OK;
+}
+
+// Batch offsets of a [..., M, K] and b [..., K, N] for every matrix of y (numpy broadcasting).
+void batch_offsets(const ctn_tensor_desc &a, const ctn_tensor_desc &b, const ctn_tensor_desc &y, MatmulState *st) {
+  const uint32_t yb = y.ndim - 2;
+  int64_t total = 1;
+  for (uint32_t d = 0; d < yb; ++d) total *= y.shape[d];
+  for (int64_t t = 0; t < total; ++t) {
+    int64_t rem = t, ao = 0, bo = 0, as = st->m * st->k, bs = st->k * st->n;
+    for (uint32_t d = yb; d-- > 0;) {
+      const int64_t i = rem % y.shape[d];
+      rem /= y.shape[d];
+      const int64_t da = static_cast<int64_t>(d) - static_cast<int64_t>(yb) + static_cast<int64_t>(a.ndim) - 2;
+      const int64_t db = static_cast<int64_t>(d) - static_cast<int64_t>(yb) + static_cast<int64_t>(b.ndim) - 2;
+      if (da >= 0) {
+        if (a.shape[da] != 1) ao += i * as;
+        as *= a.shape[da];
+      }
+      if (db >= 0) {
+        if (b.shape[db] != 1) bo += i * bs;
+        bs *= b.shape[db];
+      }
+    }
+    st->a_off.push_back(ao);
+    st->b_off.push_back(bo);
+  }
+  int64_t b_mats = 1;
+  for (uint32_t d = 0; d + 2 < b.ndim; ++d) b_mats *= b.shape[d];
+  int64_t a_mats = 1;
+  for (uint32_t d = 0; d + 2 < a.ndim; ++d) a_mats *= a.shape[d];
+  st->fold = b_mats == 1 && a_mats == total;
+}
+
+}  // namespace
+
+ctn_status make_int_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool qlinear) {
+  const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[qlinear ? 3 : 1], &y = *sig->output;
+  auto st = new_state<MatmulState>(be);
+  st->qlinear = qlinear;
+  st->m = a.shape[a.ndim - 2];
+  st->k = a.shape[a.ndim - 1];
+  st->n = b.shape[b.ndim - 1];
+  st->kp2 = (st->k + 1) / 2;
+  st->ldb = round_up(std::max<int64_t>(st->n, 1), kIgNr);
+  st->y_dt = y.dtype;
+  st->tile = igemm_tile_select(be->gemm_isa.load()->name, nullptr);
+  batch_offsets(a, b, y, st.get());
+  const int64_t rows = st->fold ? st->m * static_cast<int64_t>(st->a_off.size()) : st->m;
+  // A packed, or (rows <= 4, matmul_rows) the i32 sums [rows][N].
+  st->a_bytes = static_cast<uint64_t>(round_up(std::max(rows * 2 * st->kp2 * 2, rows * st->n * 4), 64));
+  st->b_bytes = static_cast<uint64_t>(round_up(st->kp2 * st->ldb * 4, 64));
+  const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->n) * sizeof(float);
+  ctn_kernel_fn fn = pick_kernel(a.dtype, b.dtype, matmul_kernel<uint8_t, uint8_t>, matmul_kernel<uint8_t, int8_t>,
+                                 matmul_kernel<int8_t, uint8_t>, matmul_kernel<int8_t, int8_t>);
+  kernel_set(out, fn, st.release(), 0, ws);
+  return CTN_OK;
+}
+
+// ---- conv2d_integer, qlinear_conv2d --------------------------------------------------------------
+
+namespace {
+
+struct ConvState : KernelBase {
+  bool qlinear = false;
+  int64_t n = 0, c = 0, h = 0, w = 0, o = 0, kh = 0, kw = 0, ho = 0, wo = 0;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+  int64_t kg = 0, kp2 = 0, kq = 0, ldb = 0;  // per group: K = C/G * KH * KW, in pairs, in quads
+  bool relu = false;
+  int32_t y_dt = 0;
+  IgemmTileFn tile = nullptr;
+  IgemmQ8TileFn q8 = nullptr;  // u8 x s8 VNNI, when the CPU has it
+  uint64_t a_bytes = 0, b_bytes = 0;
+  int64_t slots = 1;          // per-part scratch slots of the workspace (pool size at get_kernel)
+  uint64_t slot_bytes = 0;    // 4 bytes per output pixel: 4 im2col rows of u8 or 2 of int16, or i32 sums
+};
+
+// Tap column kj reads ix = ox * sw + off, inside the image for ox in [lo, hi).
+void tap_columns(const ConvState &st, int64_t kj, int64_t *off, int64_t *lo, int64_t *hi) {
+  *off = kj * st.dw - st.pw;
+  *lo = std::min(st.wo, *off >= 0 ? 0 : (-*off + st.sw - 1) / st.sw);
+  *hi = std::max(*lo, std::min(st.wo, st.w - 1 - *off < 0 ? 0 : (st.w - 1 - *off) / st.sw + 1));
+}
+
+// Stride 2 on bytes: o[ox] = cv(row[2 ox]) 16 at a time (the even bytes of two vectors, SSE2)
+// while the 32 bytes read stay among the `avail` readable ones of the row; returns where it
+// stopped.
+template <class S, class D, class Conv>
+int64_t even_bytes(const S *row, int64_t avail, int64_t ox, int64_t hi, Conv cv, D *o) {
+#if defined(__x86_64__)
+  const __m128i mask = _mm_set1_epi16(0x00FF), flip = _mm_set1_epi8(static_cast<char>(cv(S{0})));
+  for (; ox + 16 <= hi && 2 * ox + 32 <= avail; ox += 16) {
+    const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * ox)), mask);
+    const __m128i b = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * ox + 16)), mask);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(o + ox), _mm_xor_si128(_mm_packus_epi16(a, b), flip));
+  }
+#else
+  (void)row, (void)avail, (void)hi, (void)cv, (void)o;
+#endif
+  return ox;
+}
+
+// Row k of one image's im2col matrix [K][Ho * Wo]: conv(x[ci][iy][ix]) for the taps inside the
+// image, `pad` for those in the padding.
+template <class S, class D, class Conv>
+void im2col_row(const ConvState &st, const S *x, int64_t k, D pad, Conv cv, D *out) {
+  const int64_t khw = st.kh * st.kw, ci = k / khw, ki = (k % khw) / st.kw, kj = k % st.kw;
+  const S *plane = x + ci * st.h * st.w;
+  int64_t off, lo, hi;
+  tap_columns(st, kj, &off, &lo, &hi);
+  for (int64_t oy = 0; oy < st.ho; ++oy) {
+    const int64_t iy = oy * st.sh - st.ph + ki * st.dh;
+    D *o = out + oy * st.wo;
+    if (iy < 0 || iy >= st.h) {
+      std::fill(o, o + st.wo, pad);
+      continue;
+    }
+    const S *row = plane + iy * st.w + off;
+    std::fill(o, o + lo, pad);
+    int64_t ox = lo;
+    if (st.sw == 1) {
+      for (; ox < hi; ++ox) o[ox] = cv(row[ox]);
+    } else {
+      if constexpr (sizeof(S) == 1 && sizeof(D) == 1)
+        if (st.sw == 2) ox = even_bytes(row, st.w - off, ox, hi, cv, o);
+      for (; ox < hi; ++ox) o[ox] = cv(row[ox * st.sw]);
+    }
+    std::fill(o + hi, o + st.wo, pad);
+  }
+}
+
+// dst[n * G + h] = rows[h][n] for n < p; zeros for n in [p, ldb).
+template <class D, int G>
+void interleave(D *const *rows, int64_t p, int64_t ldb, D *dst) {
+  int64_t n = 0;
+#if defined(__x86_64__)
+  if constexpr (G == 4 && sizeof(D) == 1) {
+    for (; n + 16 <= p; n += 16) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[0] + n));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[1] + n));
+      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[2] + n));
+      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[3] + n));
+      const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+      const __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
+      auto *o = reinterpret_cast<__m128i *>(dst + n * 4);
+      _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, cd0));
+      _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, cd0));
+      _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, cd1));
+      _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, cd1));
+    }
+  } else if constexpr (G == 2 && sizeof(D) == 2) {
+    for (; n + 8 <= p; n += 8) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[0] + n));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[1] + n));
+      auto *o = reinterpret_cast<__m128i *>(dst + n * 2);
+      _mm_storeu_si128(o, _mm_unpacklo_epi16(a, b));
+      _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(a, b));
+    }
+  }
+#endif
+  for (; n < p; ++n)
+    for (int h = 0; h < G; ++h) dst[n * G + h] = rows[h][n];
+  std::fill(dst + p * G, dst + ldb * G, D{0});
+}
+
+// B of one image's group: the im2col rows [G q0, G q1) interleaved by G (pairs of int16 less the
+// zero point, or quads of u8), rows past K zero.
+template <int G, class S, class D, class Conv>
+void pack_b_conv(const ConvState &st, const S *x, D pad, Conv cv, int64_t q0, int64_t q1, D *dst, char *slot) {
+  const int64_t npix = st.ho * st.wo;
+  D *rows[G];
+  for (int h = 0; h < G; ++h) rows[h] = reinterpret_cast<D *>(slot) + h * npix;
+  for (int64_t q = q0; q < q1; ++q) {
+    for (int h = 0; h < G; ++h) {
+      if (G * q + h < st.kg)
+        im2col_row(st, x, G * q + h, pad, cv, rows[h]);
+      else
+        std::fill(rows[h], rows[h] + npix, D{0});
+    }
+    interleave<D, G>(rows, npix, st.ldb, dst + q * st.ldb * G);
+  }
+}
+
+// A for the u8 x s8 kernel: the sums of rows [r0, r1) of w [O, K] s8 and, when dst is set,
+// the rows padded to kq * 4 (with K a multiple of 4, w is already that layout).
+void pack_a_q8(const int8_t *w, int64_t k, int64_t kq, int64_t r0, int64_t r1, int8_t *dst, int32_t *rowsum) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const int8_t *src = w + r * k;
+    rowsum[r] = igemm_q8_rowsum(src, k);  // this path runs only where the VNNI tile does
+    if (!dst) continue;
+    int8_t *d = dst + r * kq * 4;
+    std::copy(src, src + k, d);
+    std::fill(d + k, d + kq * 4, int8_t{0});
+  }
+}
+
+// The epilogue's parameters for one call: multipliers x_scale * w_scale[o] / y_scale, bias,
+// the output zero point.
+void conv_epilogue(const ConvState &st, const ctn_tensor_desc *in, float *mult, Epilogue *e) {
+  if (!st.qlinear) return;
+  const float sx = *desc_ptr<const float>(in[1]), sy = *desc_ptr<const float>(in[6]);
+  const float *sw = desc_ptr<const float>(in[4]);
+  const bool per_o = desc_numel(in[4]) > 1;
+  for (int64_t o = 0; o < st.o; ++o) mult[o] = sx * sw[per_o ? o : 0] / sy;
+  e->mult = mult;
+  e->bias = desc_ptr<const int32_t>(in[8]);
+  e->relu = st.relu;
+  e->zp = int_at(in[7], 0);
+}
+
+// Per-call memory of a convolution (the call's workspace).
+struct ConvScratch {
+  char *a, *b;
+  float *mult;
+  int32_t *rowsum, *offset;
+  char *slots;
+  ConvScratch(const ConvState &st, void *ws) {
+    a = static_cast<char *>(ws);
+    b = a + st.a_bytes;
+    slots = b + st.b_bytes;
+    mult = reinterpret_cast<float *>(slots + st.slots * st.slot_bytes);
+    rowsum = reinterpret_cast<int32_t *>(mult + st.o);
+    offset = rowsum + st.o;
+  }
+  char *slot(const ConvState &st, int k) const { return slots + static_cast<uint64_t>(k) * st.slot_bytes; }
+};
+
+bool all_zero(const ctn_tensor_desc &zp) {
+  for (int64_t i = 0, n = desc_numel(zp); i < n; ++i)
+    if (int_at(zp, i) != 0) return false;
+  return true;
+}
+
+// u8 x s8 VNNI path (weights' zero points 0): x as u8 (i8 flipped by 0x80, its zero point too),
+// padding x_zp, and per output channel bias - x_zp * sum_k w added by the epilogue.
+template <class SX>
+void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, Epilogue e) {
+  const ctn_tensor_desc *in = args->inputs;
+  const ctn_tensor_desc &x = in[0], &w = in[st.qlinear ? 3 : 1];
+  constexpr uint8_t flip = std::is_same_v<SX, int8_t> ? 0x80 : 0;
+  const uint8_t zx = static_cast<uint8_t>(static_cast<uint8_t>(int_at(in[2], 0)) ^ flip);
+  const bool in_place = st.kg % 4 == 0;
+  auto *pa = in_place ? const_cast<int8_t *>(desc_ptr<const int8_t>(w)) : reinterpret_cast<int8_t *>(sc.a);
+  auto *pb = reinterpret_cast<uint8_t *>(sc.b);
+  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
+    pack_a_q8(desc_ptr<const int8_t>(w), st.kg, st.kq, r0, r1, in_place ? nullptr : pa, sc.rowsum);
+  });
+  for (int64_t o = 0; o < st.o; ++o)
+    sc.offset[o] = static_cast<int32_t>((e.bias ? static_cast<uint32_t>(e.bias[o]) : 0u) -
+                                        static_cast<uint32_t>(zx) * static_cast<uint32_t>(sc.rowsum[o]));
+  e.bias = sc.offset;
+  const int64_t og = st.o / st.groups, cg = st.c / st.groups, npix = st.ho * st.wo;
+  const size_t ysz = dtype_size(st.y_dt);
+  char *y0 = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset;
+  auto cv = [](SX v) { return static_cast<uint8_t>(static_cast<uint8_t>(v) ^ flip); };
+  for (int64_t img = 0; img < st.n; ++img)
+    for (int64_t g = 0; g < st.groups; ++g) {
+      const SX *xg = desc_ptr<const SX>(x) + (img * st.c + g * cg) * st.h * st.w;
+      for_range(
+          st.be, st.kq, 4 * npix,
+          [&](int64_t q0, int64_t q1, int k) { pack_b_conv<4>(st, xg, zx, cv, q0, q1, pb, sc.slot(st, k)); }, st.slots);
+      Epilogue eg = e;
+      if (eg.mult) eg.mult += g * og;
+      eg.bias += g * og;
+      eg.y = y0 + static_cast<size_t>((img * st.o + g * og) * npix) * ysz;
+      eg.ldy = npix;
+      GemmJob<IgemmQ8Operands, IgemmQ8TileFn> job{
+          {pa + g * og * st.kq * 4, pb, og, st.kq, st.ldb}, npix, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
+      run_gemm(st.be, job, st.kq);
+    }
+}
+
+// int16 path: any dtypes and zero points.
+template <class SX, class SW>
+void conv_i16(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, const Epilogue &e) {
+  const ctn_tensor_desc *in = args->inputs;
+  const ctn_tensor_desc &x = in[0], &w = in[st.qlinear ? 3 : 1], &zw = in[st.qlinear ? 5 : 3];
+  auto *pa = reinterpret_cast<int16_t *>(sc.a);
+  auto *pb = reinterpret_cast<int16_t *>(sc.b);
+  const bool zw_per_o = desc_numel(zw) > 1;
+  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
+    pack_a(desc_ptr<const SW>(w) + r0 * st.kg, st.kg, st.kp2, r1 - r0, zw, zw_per_o, r0, pa + r0 * 2 * st.kp2);
+  });
+  const int32_t zx = int_at(in[2], 0);
+  const int64_t og = st.o / st.groups, cg = st.c / st.groups, npix = st.ho * st.wo;
+  const size_t ysz = dtype_size(st.y_dt);
+  char *y0 = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset;
+  auto cv = [zx](SX v) { return static_cast<int16_t>(v - zx); };
+  for (int64_t img = 0; img < st.n; ++img)
+    for (int64_t g = 0; g < st.groups; ++g) {
+      const SX *xg = desc_ptr<const SX>(x) + (img * st.c + g * cg) * st.h * st.w;
+      for_range(
+          st.be, st.kp2, 2 * npix,
+          [&](int64_t q0, int64_t q1, int k) { pack_b_conv<2>(st, xg, int16_t{0}, cv, q0, q1, pb, sc.slot(st, k)); },
+          st.slots);
+      Epilogue eg = e;
+      if (eg.mult) eg.mult += g * og;
+      if (eg.bias) eg.bias += g * og;
+      eg.y = y0 + static_cast<size_t>((img * st.o + g * og) * npix) * ysz;
+      eg.ldy = npix;
+      GemmJob<IgemmOperands, IgemmTileFn> job{
+          {pa + g * og * 2 * st.kp2, pb, og, st.kp2, st.ldb}, npix, st.tile, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
+      run_gemm(st.be, job, st.kp2);
+    }
+}
+
+// a[i] += p[i] * wv over a whole plane; restrict: the loads cannot alias the sums, so the
+// compiler vectorises it (compiled per ISA below).
+inline __attribute__((always_inline)) void tap_body(int32_t *__restrict a, const int16_t *__restrict p, int64_t n,
+                                                    int32_t wv) {
+  for (int64_t i = 0; i < n; ++i) a[i] += static_cast<int32_t>(p[i]) * wv;
+}
+using TapFn = void (*)(int32_t *, const int16_t *, int64_t, int32_t);
+#define CTN_TAP_VARIANT(suffix, ...) \
+  __VA_ARGS__ void tap_##suffix(int32_t *a, const int16_t *p, int64_t n, int32_t wv) { tap_body(a, p, n, wv); }
+CTN_TAP_VARIANT(generic)
+#if defined(__x86_64__)
+CTN_TAP_VARIANT(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+CTN_TAP_VARIANT(avx2, __attribute__((target("avx2"))))
+#endif
+
+// Depthwise geometry: the padded input split into sh x sw phases (phase (py, px) holds the
+// padded input's rows py, py + sh, ... and columns px, px + sw, ...), each hq x wq, so that tap
+// (ki, kj) reads phase ((ki dh) % sh, (kj dw) % sw) at a fixed offset: the sums of a whole plane
+// (pitch wq) are one long vector operation per tap.
+struct DwGeom {
+  int64_t hq, wq;
+  explicit DwGeom(const ConvState &st)
+      : hq(st.ho + (st.kh - 1) * st.dh / st.sh), wq(st.wo + (st.kw - 1) * st.dw / st.sw) {}
+  int64_t phase_elems() const { return hq * wq; }
+  // int16 phases then i32 sums [ho][wq], in bytes.
+  static uint64_t bytes(const ConvState &st) {
+    const DwGeom g(st);
+    return static_cast<uint64_t>(st.sh * st.sw * g.phase_elems() * 2 + st.ho * g.wq * 4 + 64);
+  }
+};
+
+// The phases of one plane, x less its zero point (the padding 0).
+template <class SX>
+void dw_phases(const ConvState &st, const DwGeom &g, const SX *plane, int32_t zx, int16_t *ph) {
+  for (int64_t py = 0; py < st.sh; ++py)
+    for (int64_t px = 0; px < st.sw; ++px) {
+      int16_t *d = ph + (py * st.sw + px) * g.phase_elems();
+      for (int64_t r = 0; r < g.hq; ++r) {
+        const int64_t iy = r * st.sh + py - st.ph;
+        int16_t *o = d + r * g.wq;
+        if (iy < 0 || iy >= st.h) {
+          std::fill(o, o + g.wq, int16_t{0});
+          continue;
+        }
+        // Columns c whose ix = c sw + px - pw lies in [0, w): [c0, c1); zeros around them.
+        const int64_t off = px - st.pw;
+        const int64_t c0 = std::min(g.wq, off >= 0 ? 0 : (-off + st.sw - 1) / st.sw);
+        const int64_t c1 = std::max(c0, std::min(g.wq, st.w - 1 - off < 0 ? 0 : (st.w - 1 - off) / st.sw + 1));
+        const SX *row = plane + iy * st.w + off;
+        std::fill(o, o + c0, int16_t{0});
+        if (st.sw == 1)
+          for (int64_t c = c0; c < c1; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[c]) - zx);
+        else
+          for (int64_t c = c0; c < c1; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[c * st.sw]) - zx);
+        std::fill(o + c1, o + g.wq, int16_t{0});
+      }
+    }
+}
+
+// One depthwise plane into acc [ho][wq] (columns past wo unused): per tap, the weight less its
+// zero point times the tap's phase, added over the whole plane.
+template <class SW>
+void dw_sums(const ConvState &st, const DwGeom &g, TapFn tap, const int16_t *ph, const SW *wk, int32_t zw, int32_t *acc) {
+  const int64_t n = (st.ho - 1) * g.wq + st.wo;
+  std::fill(acc, acc + st.ho * g.wq, 0);
+  for (int64_t ki = 0; ki < st.kh; ++ki)
+    for (int64_t kj = 0; kj < st.kw; ++kj) {
+      const int32_t wv = static_cast<int32_t>(wk[ki * st.kw + kj]) - zw;
+      if (wv == 0) continue;
+      const int64_t dy = ki * st.dh, dx = kj * st.dw;
+      const int16_t *p = ph + ((dy % st.sh) * st.sw + dx % st.sw) * g.phase_elems() + (dy / st.sh) * g.wq + dx / st.sw;
+      tap(acc, p, n, wv);
+    }
+}
+
+// Depthwise convolutions (groups = C = O) directly, without im2col: a GEMM per channel would
+// have one row. The (image, channel) planes are split over the pool; each plane's sums go
+// through the epilogue row by row as row ch of the image's output.
+template <class SX, class SW>
+void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epilogue &e) {
+  const ctn_tensor_desc *in = args->inputs;
+  const ctn_tensor_desc &zw = in[st.qlinear ? 5 : 3];
+  const SX *x = desc_ptr<const SX>(in[0]);
+  const SW *w = desc_ptr<const SW>(in[st.qlinear ? 3 : 1]);
+  const int32_t zx = int_at(in[2], 0);
+  const bool zw_per = desc_numel(zw) > 1;
+  const int64_t npix = st.ho * st.wo, khw = st.kh * st.kw;
+  const size_t ysz = dtype_size(st.y_dt);
+  char *y0 = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset;
+  const char *isa = st.be->gemm_isa.load()->name;
+  const StoreFn store = store_for(st.y_dt, isa);
+  const TapFn tap = CTN_ISA_VARIANT(TapFn, isa, tap);
+  const DwGeom g(st);
+  ConvScratch sc(st, args->workspace);
+  for_range(
+      st.be, st.n * st.c, npix * khw,
+      [&](int64_t p0, int64_t p1, int k) {
+        auto *ph = reinterpret_cast<int16_t *>(sc.slot(st, k));
+        auto *acc = reinterpret_cast<int32_t *>(sc.slot(st, k) + round_up(st.sh * st.sw * g.phase_elems() * 2, 64));
+        for (int64_t p = p0; p < p1; ++p) {
+          const int64_t img = p / st.c, ch = p % st.c;
+          dw_phases(st, g, x + p * st.h * st.w, zx, ph);
+          dw_sums(st, g, tap, ph, w + ch * khw, int_at(zw, zw_per ? ch : 0), acc);
+          Epilogue eg = e;
+          eg.y = y0 + static_cast<size_t>(img * st.o * npix) * ysz;
+          eg.ldy = npix;
+          for (int64_t oy = 0; oy < st.ho; ++oy) store(eg, acc + oy * g.wq, ch, 1, oy * st.wo, st.wo);
+        }
+      },
+      st.slots);
+}
+
+template <class SX, class SW>
+ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
+  const auto *st = static_cast<const ConvState *>(state);
+  ConvScratch sc(*st, args->workspace);
+  Epilogue e;
+  conv_epilogue(*st, args->inputs, sc.mult, &e);
+  if (st->groups == st->c && st->o == st->c && st->groups > 1) {
+    conv_depthwise<SX, SW>(*st, args, e);
+    return CTN_OK;
+  }
+  if constexpr (std::is_same_v<SW, int8_t>) {
+    if (st->q8 && all_zero(args->inputs[st->qlinear ? 5 : 3])) {
+      conv_q8<SX>(*st, args, sc, e);
+      return CTN_OK;
+    }
+  }
+  conv_i16<SX, SW>(*st, args, sc, e);
+  return CTN_OK;
+}
+
+}  // namespace
+
+ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool qlinear) {
+  const ctn_tensor_desc &x = sig->inputs[0], &w = sig->inputs[qlinear ? 3 : 1], &y = *sig->output;
+  const int64_t *at = sig->attrs->i;
+  auto st = new_state<ConvState>(be);
+  st->qlinear = qlinear;
+  st->n = x.shape[0], st->c = x.shape[1], st->h = x.shape[2], st->w = x.shape[3];
+  st->o = w.shape[0], st->kh = w.shape[2], st->kw = w.shape[3];
+  st->ho = y.shape[2], st->wo = y.shape[3];
+  st->sh = at[0], st->sw = at[1], st->ph = at[2], st->pw = at[3], st->dh = at[4], st->dw = at[5], st->groups = at[6];
+  st->relu = qlinear && at[7] == CTN_ACT_RELU;
+  st->kg = w.shape[1] * st->kh * st->kw;
+  st->kp2 = (st->kg + 1) / 2;
+  st->kq = (st->kg + 3) / 4;
+  st->ldb = round_up(std::max<int64_t>(st->ho * st->wo, 1), kIgNr);
+  st->y_dt = y.dtype;
+  const char *isa = be->gemm_isa.load()->name;
+  st->tile = igemm_tile_select(isa, nullptr);
+  st->q8 = igemm_q8_tile_select(isa);
+  // Room for either path: A as int16 pairs (the larger), B as int16 pairs (kp2 * ldb * 4 bytes,
+  // at least the quads' kq * ldb * 4).
+  st->a_bytes = static_cast<uint64_t>(round_up(st->o * 2 * st->kp2 * 2, 64));
+  st->b_bytes = static_cast<uint64_t>(round_up(st->kp2 * st->ldb * 4, 64));
+  st->slots = std::max(1, be->pool->size());
+  // 4 bytes per output pixel (4 im2col rows of u8 or 2 of int16), or a depthwise plane's phases
+  // and sums.
+  st->slot_bytes = static_cast<uint64_t>(round_up(4 * st->ho * st->wo, 64));
+  if (st->groups == st->c && st->o == st->c && st->groups > 1)
+    st->slot_bytes = std::max(st->slot_bytes, static_cast<uint64_t>(round_up(static_cast<int64_t>(DwGeom::bytes(*st)), 64)));
+  const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->slots) * st->slot_bytes +
+                      static_cast<uint64_t>(st->o) * (sizeof(float) + 2 * sizeof(int32_t));
+  ctn_kernel_fn fn = pick_kernel(x.dtype, w.dtype, conv_kernel<uint8_t, uint8_t>, conv_kernel<uint8_t, int8_t>,
+                                 conv_kernel<int8_t, uint8_t>, conv_kernel<int8_t, int8_t>);
+  kernel_set(out, fn, st.release(), 0, ws);
+  return CTN_OK;
+}
+
+}  // namespace ctn_cpu
