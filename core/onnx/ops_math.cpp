@@ -204,7 +204,7 @@ void cast_(NodeCtx &c) {
   int64_t to = c.attr_i("to", -1);
   c.ignore("saturate");
   int32_t dt = dtype_from_onnx(static_cast<int32_t>(to));
-  if (dt < 0) c.unsupported("cast to %s (chutney has float, double, float16, bfloat16, int32, int64, int8, uint8 and bool)", data_type_name(static_cast<int32_t>(to)));
+  if (dt < 0) c.unsupported("cast to %s (chutney has float, double, float16, bfloat16, int8, int16, int32, int64, uint8, uint16, uint32, uint64 and bool)", data_type_name(static_cast<int32_t>(to)));
   out1(c, cast(c.g, c.in(0), dt));
 }
 void cast_like(NodeCtx &c) {
@@ -587,8 +587,8 @@ void einsum(NodeCtx &c) {
 // ---- bitwise ops -----------------------------------------------------------------------------------
 // Integers are f64 here: bit k of x is floor(x / 2^k) mod 2 (floor division is the arithmetic
 // shift, so negatives have their two's-complement bits), and K bits recombine with the top bit
-// weighing -2^(K-1) for signed dtypes. K is the dtype's width. Exact for uint8, int8 and int32; int64
-// is refused, because f64 holds its values only below 2^53 and a wrong answer would be silent:
+// weighing -2^(K-1) for signed dtypes. K is the dtype's width. Exact for (u)int8, (u)int16, int32 and uint32;
+// int64 and uint64 are refused, because f64 holds its values only below 2^53 and a wrong answer would be silent:
 // it needs integer kernels.
 struct IntKind {
   int bits;
@@ -599,9 +599,12 @@ IntKind int_kind(NodeCtx &c, int32_t dt) {
     case CTN_U8: return {8, false};
     case CTN_I8: return {8, true};
     case CTN_I32: return {32, true};
+    case CTN_I16: return {16, true};
+    case CTN_U16: return {16, false};
+    case CTN_U32: return {32, false};
     default:
-      c.unsupported("dtype %s (bitwise ops take uint8, int8 and int32: they run through f64 bit planes, which "
-                    "cannot hold every int64)", dtype_name(dt));
+      c.unsupported("dtype %s (bitwise ops take int8, int16, int32, uint8, uint16 and uint32: they run through f64 "
+                    "bit planes, which cannot hold every int64 or uint64)", dtype_name(dt));
   }
 }
 

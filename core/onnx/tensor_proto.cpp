@@ -22,6 +22,10 @@ int32_t dtype_from_onnx(int32_t t) {
     case DT_FLOAT16: return CTN_F16;
     case DT_BFLOAT16: return CTN_BF16;
     case DT_INT8: return CTN_I8;
+    case DT_INT16: return CTN_I16;
+    case DT_UINT16: return CTN_U16;
+    case DT_UINT32: return CTN_U32;
+    case DT_UINT64: return CTN_U64;
     default: return -1;
   }
 }
@@ -82,6 +86,12 @@ void fill_from(Tensor &out, const std::vector<Src> &src, const TensorP &t, const
       case CTN_I64: reinterpret_cast<int64_t *>(out.data())[k] = static_cast<int64_t>(src[k]); break;
       case CTN_U8: reinterpret_cast<uint8_t *>(out.data())[k] = static_cast<uint8_t>(src[k]); break;
       case CTN_I8: reinterpret_cast<int8_t *>(out.data())[k] = static_cast<int8_t>(src[k]); break;
+      // ONNX keeps INT16/UINT16 in int32_data, UINT32/UINT64 in uint64_data: values, converted
+      // modulo 2^bits as protobuf's own readers do.
+      case CTN_I16: reinterpret_cast<int16_t *>(out.data())[k] = static_cast<int16_t>(src[k]); break;
+      case CTN_U16: reinterpret_cast<uint16_t *>(out.data())[k] = static_cast<uint16_t>(src[k]); break;
+      case CTN_U32: reinterpret_cast<uint32_t *>(out.data())[k] = static_cast<uint32_t>(src[k]); break;
+      case CTN_U64: reinterpret_cast<uint64_t *>(out.data())[k] = static_cast<uint64_t>(src[k]); break;
       // ONNX keeps 16-bit floats in int32_data as their bit patterns (the low 16 bits), not
       // as values: the bits are copied, never converted.
       case CTN_F16:
@@ -97,7 +107,7 @@ Tensor tensor_from_proto(const TensorP &t, const std::string &base_dir, const st
   const int32_t dt = dtype_from_onnx(t.data_type);
   if (dt < 0)
     fail(CTN_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s, which chutney does not have (float, double, "
-         "float16, bfloat16, int32, int64, int8, uint8 and bool are supported)", what.c_str(), sv(t.name).c_str(), data_type_name(t.data_type));
+         "float16, bfloat16, int8, int16, int32, int64, uint8, uint16, uint32, uint64 and bool are supported)", what.c_str(), sv(t.name).c_str(), data_type_name(t.data_type));
   if (t.dims.size() > CTN_MAX_DIMS)
     fail(CTN_ERR_UNSUPPORTED, "%s: tensor '%s' has %zu dims; chutney supports at most %d", what.c_str(), sv(t.name).c_str(),
          t.dims.size(), CTN_MAX_DIMS);
@@ -141,6 +151,7 @@ Tensor tensor_from_proto(const TensorP &t, const std::string &base_dir, const st
   if (dt == CTN_F32) return typed(t.floats);
   if (dt == CTN_F64) return typed(t.doubles);
   if (dt == CTN_I64) return typed(t.int64s);
+  if (dt == CTN_U32 || dt == CTN_U64) return typed(t.uint64s);
   return typed(t.int32s);
 }
 
