@@ -64,6 +64,18 @@ ModelInfo import_model(Graph *g, const std::string &path, const Options &opts);
 Tensor tensor_from_proto(const TensorP &t, const std::string &base_dir, const std::string &what);
 int32_t dtype_from_onnx(int32_t onnx_type);  // -1 when chutney has no such dtype
 
+// The ONNX FLOAT8 types (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ) have no chutney dtype: the importer
+// carries them as f16, which holds every float8 value exactly (tensors are converted as they are
+// read; Cast to a float8 type rounds to its grid and stays f16). docs/ONNX.md, "Float8".
+struct Float8 {
+  int mbits, bias;  // mantissa bits, exponent bias
+  double max;       // the largest finite value
+  bool fnuz;        // no -0 and no infinity; 0x80 is the NaN
+  bool has_inf;     // E5M2 only: IEEE infinities (the others overflow to NaN)
+};
+const Float8 *float8_format(int32_t onnx_type);  // nullptr for another type
+double float8_value(uint8_t bits, const Float8 &f);  // exact; NaN for the NaN encodings
+
 // One ONNX node being lowered.
 class NodeCtx {
  public:

@@ -276,23 +276,24 @@ TEST(CompatBackendHalf, F16NeverReachesA14Backend) {
 }
 
 // The integer dtypes of 1.6 never reach a 1.5 (or older) backend: the reason names the backend's
-// ABI and the minor that added the dtype, while a 1.5 dtype (f16) is still offered to vend15 (it
-// declines it itself). A u16 add placed with vend15 preferred runs on the CPU and wraps around.
+// ABI and the minor that added the dtype, while a 1.5 dtype (f16) is still offered to vend15 (which
+// declines it itself). A u16 comparison (integer arithmetic is float-only in the graph, as for i32)
+// placed with vend15 preferred runs on the CPU and reads the values as unsigned.
 TEST(CompatBackendInt, U16NeverReachesA15Backend) {
   Context ctx = ContextWith({CTN_COMPAT_BACKEND_1_4, CTN_COMPAT_BACKEND_1_5, CTN_TEST_CPU_PLUGIN});
   ASSERT_TRUE(ctx);
   auto reason_for = [&](const char *backend, ctn_dtype dt) {
     int32_t supported = 1;
     const char *reason = nullptr;
-    EXPECT_EQ(ctn_context_op_support(ctx.get(), backend, "add", dt, &supported, &reason), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ctn_context_op_support(ctx.get(), backend, "lt", dt, &supported, &reason), CTN_OK) << ctn_last_error();
     EXPECT_EQ(supported, 0);
     return std::string(reason ? reason : "");
   };
-  EXPECT_NE(reason_for("vend15", CTN_U16).find("vend15 was built against ABI 1.5, before the dtype u16 (ABI 1.6)"),
-            std::string::npos);
-  EXPECT_NE(reason_for("vend14", CTN_U64).find("vend14 was built against ABI 1.4, before the dtype u64 (ABI 1.6)"),
-            std::string::npos);
-  EXPECT_EQ(reason_for("vend15", CTN_F16).find("before the dtype"), std::string::npos);
+  const std::string r15 = reason_for("vend15", CTN_U16), r14 = reason_for("vend14", CTN_U64);
+  EXPECT_NE(r15.find("vend15 was built against ABI 1.5, before the dtype u16 (ABI 1.6)"), std::string::npos) << r15;
+  EXPECT_NE(r14.find("vend14 was built against ABI 1.4, before the dtype u64 (ABI 1.6)"), std::string::npos) << r14;
+  const std::string h15 = reason_for("vend15", CTN_F16);
+  EXPECT_EQ(h15.find("before the dtype"), std::string::npos) << h15;
 
   Graph g = NewGraph(ctx.get());
   ASSERT_TRUE(g);
@@ -300,7 +301,7 @@ TEST(CompatBackendInt, U16NeverReachesA15Backend) {
   ctn_node a, b, y;
   ASSERT_EQ(ctn_input(g.get(), "a", CTN_U16, 1, shape, &a), CTN_OK) << ctn_last_error();
   ASSERT_EQ(ctn_input(g.get(), "b", CTN_U16, 1, shape, &b), CTN_OK) << ctn_last_error();
-  ASSERT_EQ(ctn_add(g.get(), a, b, &y), CTN_OK) << ctn_last_error();
+  ASSERT_EQ(ctn_compare(g.get(), "lt", a, b, &y), CTN_OK) << ctn_last_error();
   ctn_compile_options o{};
   o.struct_size = sizeof o;
   o.backends = "vend15";
@@ -311,19 +312,19 @@ TEST(CompatBackendInt, U16NeverReachesA15Backend) {
   Plan plan = Compile(g.get(), {y}, "vend15,cpu");
   ASSERT_TRUE(plan);
   uint32_t on15 = 1, oncpu = 0;
-  ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "vend15", "add", &on15), CTN_OK);
-  ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "cpu", "add", &oncpu), CTN_OK);
+  ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "vend15", "lt", &on15), CTN_OK);
+  ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "cpu", "lt", &oncpu), CTN_OK);
   EXPECT_EQ(on15, 0u);
   EXPECT_EQ(oncpu, 1u);
-  const uint16_t av[3] = {65535, 40000, 1}, bv[3] = {2, 40000, 1};
+  const uint16_t av[3] = {65535, 40000, 1}, bv[3] = {2, 40000, 65535};
   Tensor at = MakeTensor(CTN_U16, {3}, av), bt = MakeTensor(CTN_U16, {3}, bv);
   std::vector<Tensor> outs = RunOnce(plan.get(), {a, b}, {at.get(), bt.get()});
   ASSERT_EQ(outs.size(), 1u);
-  uint16_t yv[3] = {};
+  uint8_t yv[3] = {9, 9, 9};
   ASSERT_EQ(ctn_tensor_read(outs[0].get(), yv, sizeof yv), CTN_OK);
-  EXPECT_EQ(yv[0], 1);      // 65537 mod 2^16
-  EXPECT_EQ(yv[1], 14464);  // 80000 mod 2^16
-  EXPECT_EQ(yv[2], 2);
+  EXPECT_EQ(yv[0], 0);  // 65535 < 2 is false for unsigned
+  EXPECT_EQ(yv[1], 0);
+  EXPECT_EQ(yv[2], 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(compat, CompatBackendTest, ::testing::ValuesIn(kBackends),

@@ -2,8 +2,11 @@
 // checkpoints (tests/unit/checkpoint_test.cpp): DLPack both ways, ONNX TensorProtos (raw_data
 // and int32_data as the ONNX spec packs them), graph inputs and outputs of those types, Cast's
 // target types, ctn_onnx_export of such tensors read back by the importer, and graph files.
-// Everything is bit for bit: no door converts.
+// Everything is bit for bit: no door converts. Then the same for the ABI 1.6 integers (i16, u16,
+// u32, u64), and the ONNX float8 types, which the importer carries as f16 (exact decoding, Cast
+// rounding to the float8 grid as ONNX's reference does).
 #include <chutney/checkpoint.h>
+#include <chutney/desc.h>
 #include <chutney/dlpack.h>
 #include <chutney/onnx.h>
 #include <gtest/gtest.h>
@@ -555,4 +558,105 @@ TEST(IntOnnx, ExportRoundTripsTheIntegerDtypes) {
   ASSERT_EQ(got.size(), 5u);
   for (size_t k = 0; k < 4; ++k) EXPECT_EQ(got[k], int_cases()[k].bits) << names[k];
   EXPECT_EQ(got[4], bytes_of(std::vector<int16_t>{-1, 0, -32768, 5}));  // the low 16 bits
+}
+
+// ---- float8, carried as f16 (docs/ONNX.md, "Float8") ---------------------------------------------
+
+namespace {
+
+std::vector<float> f16_values(const ctn_tensor *t) {
+  std::vector<float> v;
+  const Bytes b = contents(t);
+  for (size_t k = 0; k + 1 < b.size(); k += 2) v.push_back(ctn_desc_f16_to_f32(static_cast<uint16_t>(b[k] | b[k + 1] << 8)));
+  return v;
+}
+
+void expect_same_values(const std::vector<float> &got, const std::vector<float> &want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    if (std::isnan(want[k])) EXPECT_TRUE(std::isnan(got[k])) << k << ": " << got[k];
+    else EXPECT_EQ(got[k], want[k]) << k;
+  }
+}
+
+}  // namespace
+
+// FLOAT8E4M3FN (17), E4M3FNUZ (18), E5M2 (19), E5M2FNUZ (20) TensorProtos load as f16 tensors
+// holding each byte's exact value: the largest finite values, the smallest subnormals, -0 and
+// the NaN / infinity encodings, from raw_data and from int32_data.
+TEST(Float8Onnx, TensorProtosDecodeExactlyToF16) {
+  const float nan = NAN, inf = INFINITY;
+  const struct {
+    int32_t onnx;
+    std::vector<unsigned char> bits;
+    std::vector<float> values;
+  } cases[] = {
+      {17, {0x7e, 0x7f, 0x01, 0x80, 0xb8, 0x08}, {448, nan, 0x1p-9f, -0.0f, -1, 0x1p-6f}},
+      {18, {0x7f, 0x80, 0x01, 0x00, 0xc0, 0x08}, {240, nan, 0x1p-10f, 0, -1, 0x1p-7f}},
+      {19, {0x7b, 0x7c, 0xfc, 0x7e, 0x01, 0x3c}, {57344, inf, -inf, nan, 0x1p-16f, 1}},
+      {20, {0x7f, 0x80, 0x01, 0xc0, 0x40, 0x04}, {57344, nan, 0x1p-17f, -1, 1, 0x1p-15f}},
+  };
+  for (const auto &c : cases) {
+    for (bool raw : {true, false}) {
+      SCOPED_TRACE(std::to_string(c.onnx) + (raw ? " raw_data" : " int32_data"));
+      Pb t;
+      t.packed(1, {static_cast<int64_t>(c.bits.size())}).i(2, c.onnx).s(8, "f8");
+      if (raw) t.s(9, std::string_view(reinterpret_cast<const char *>(c.bits.data()), c.bits.size()));
+      else t.packed(5, std::vector<int64_t>(c.bits.begin(), c.bits.end()));
+      ctn_tensor *x = nullptr;
+      CTN_ASSERT_OK(ctn_onnx_tensor_load(write_file("f8.pb", t.b).c_str(), &x, nullptr));
+      ctn_dtype dt{};
+      ctn_tensor_dtype(x, &dt);
+      EXPECT_EQ(dt, CTN_F16);
+      expect_same_values(f16_values(x), c.values);
+      ctn_tensor_release(x);
+    }
+  }
+  // One byte short of the shape is refused naming the tensor.
+  Pb t;
+  t.packed(1, {3}).i(2, 17).s(8, "short").s(9, std::string_view("\x01\x02", 2));
+  ctn_tensor *x = nullptr;
+  EXPECT_EQ(ctn_onnx_tensor_load(write_file("f8s.pb", t.b).c_str(), &x, nullptr), CTN_ERR_CORRUPT);
+  EXPECT_NE(std::string(ctn_last_error()).find("tensor 'short'"), std::string::npos) << ctn_last_error();
+  EXPECT_EQ(x, nullptr);
+}
+
+// Cast(to = float8, saturate) rounds to nearest even on the format's grid, as ONNX's reference
+// (numpy clip, then ml_dtypes 0.5's astype; the expected values below are what that printed):
+// ties, the top binade, overflow (saturated, else NaN or E5M2's infinity), subnormals, NaN.
+TEST(Float8Onnx, CastRoundsToTheGridLikeTheReference) {
+  const float nan = NAN, inf = INFINITY;
+  const std::vector<float> x = {0, -0.0f, 1, 1.0625f, 1.1875f, 300, 460, 470, 1e6f, inf, -inf, nan, 0x1p-10f, 3 * 0x1p-11f, -5.5f};
+  const struct {
+    int32_t onnx;
+    bool saturate;
+    std::vector<float> want;
+  } cases[] = {
+      {17, true, {0, -0.0f, 1, 1, 1.25f, 288, 448, 448, 448, 448, -448, nan, 0, 0x1p-9f, -5.5f}},
+      {17, false, {0, -0.0f, 1, 1, 1.25f, 288, 448, nan, nan, nan, nan, nan, 0, 0x1p-9f, -5.5f}},
+      {18, true, {0, 0, 1, 1, 1.25f, 240, 240, 240, 240, 240, -240, nan, 0x1p-10f, 0x1p-9f, -5.5f}},
+      {18, false, {0, 0, 1, 1, 1.25f, nan, nan, nan, nan, nan, nan, nan, 0x1p-10f, 0x1p-9f, -5.5f}},
+      {19, true, {0, -0.0f, 1, 1, 1.25f, 320, 448, 448, 57344, 57344, -57344, nan, 0x1p-10f, 1.5f * 0x1p-10f, -6}},
+      {19, false, {0, -0.0f, 1, 1, 1.25f, 320, 448, 448, inf, inf, -inf, nan, 0x1p-10f, 1.5f * 0x1p-10f, -6}},
+      {20, true, {0, 0, 1, 1, 1.25f, 320, 448, 448, 57344, 57344, -57344, nan, 0x1p-10f, 1.5f * 0x1p-10f, -6}},
+      {20, false, {0, 0, 1, 1, 1.25f, 320, 448, 448, nan, nan, nan, nan, 0x1p-10f, 1.5f * 0x1p-10f, -6}},
+  };
+  for (const auto &c : cases) {
+    SCOPED_TRACE(std::to_string(c.onnx) + (c.saturate ? " saturate" : " no saturate"));
+    Pb to, sat;
+    to.s(1, "to").i(20, 2).i(3, c.onnx);
+    sat.s(1, "saturate").i(20, 2).i(3, c.saturate ? 1 : 0);
+    Pb g;
+    g.s(2, "f8").m(1, node("Cast", {"x"}, {"y"}, "cast", {to, sat}));
+    g.m(11, value_info("x", 1, {15})).m(12, value_info("y", c.onnx, {15}));
+    Onnx o;
+    CTN_ASSERT_OK(o.load(write_file("cast8.onnx", model(g, 21).b)));
+    ctn_node xin = o.entry(CTN_ONNX_INPUTS, 0), y = o.entry(CTN_ONNX_OUTPUTS, 0);
+    EXPECT_EQ(o.dtype(y), CTN_F16);
+    ctn_tensor *xv = make_f32({15}, x);
+    const auto got = run_once_as(f16_values, o.g, {y}, {xin}, {xv});
+    ctn_tensor_release(xv);
+    ASSERT_EQ(got.size(), 1u);
+    expect_same_values(got[0], c.want);
+  }
 }

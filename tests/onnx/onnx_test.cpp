@@ -770,7 +770,7 @@ TEST(DlpackC, ZeroCopyDeleterOnceReadOnlyAndRefusals) {
     DLManagedTensorVersioned b = m;
     if (which == 0) b.version.major = 2;
     if (which == 1) b.dl_tensor.dtype.lanes = 2;
-    if (which == 2) b.dl_tensor.dtype = {kDLUInt, 16, 1};  // (lowp_test.cpp: f16, bf16, i8 and more refusals)
+    if (which == 2) b.dl_tensor.dtype = {kDLComplex, 64, 1};  // (lowp_test.cpp: f16, bf16, i8 and more refusals)
     g_deleted = 0;
     ctn_tensor *bad = nullptr;
     EXPECT_EQ(ctn_tensor_from_dlpack(&b, &bad), CTN_ERR_UNSUPPORTED);
