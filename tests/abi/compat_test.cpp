@@ -10,6 +10,7 @@
 #include <chutney/desc.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -218,6 +219,36 @@ const CompatBackend kBackends[] = {
     {CTN_COMPAT_BACKEND_SRC, "vendsrc", CTN_ABI_MINOR},
 };
 
+// A graph a (op) b over two [n] inputs of dtype dt; `op` is "add" or a comparison.
+struct TwoInputGraph {
+  Graph g;
+  ctn_node a = CTN_NODE_NONE, b = CTN_NODE_NONE, y = CTN_NODE_NONE;
+  TwoInputGraph(ctn_context *ctx, ctn_dtype dt, int64_t n, const char *op) : g(NewGraph(ctx)) {
+    EXPECT_EQ(ctn_input(g.get(), "a", dt, 1, &n, &a), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ctn_input(g.get(), "b", dt, 1, &n, &b), CTN_OK) << ctn_last_error();
+    if (!std::strcmp(op, "add")) EXPECT_EQ(ctn_add(g.get(), a, b, &y), CTN_OK) << ctn_last_error();
+    else EXPECT_EQ(ctn_compare(g.get(), op, a, b, &y), CTN_OK) << ctn_last_error();
+  }
+};
+
+// Compiling y for `backend` alone fails with CTN_ERR_UNSUPPORTED and a message containing want.
+void ExpectNoBackendFor(ctn_graph *g, ctn_node y, const char *backend, const std::string &want) {
+  ctn_compile_options o{};
+  o.struct_size = sizeof o;
+  o.backends = backend;
+  ctn_plan *p = nullptr;
+  EXPECT_EQ(ctn_plan_compile(g, 1, &y, &o, &p), CTN_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(ctn_last_error()).find(want), std::string::npos) << ctn_last_error();
+  ctn_plan_release(p);
+}
+
+// The steps of `op` that `plan` placed on `backend`.
+uint32_t StepsOn(ctn_plan *plan, const char *backend, const char *op) {
+  uint32_t n = 99;
+  EXPECT_EQ(ctn_plan_backend_steps(plan, backend, op, &n), CTN_OK) << ctn_last_error();
+  return n;
+}
+
 // The dtypes of 1.5 never reach a 1.4 backend (types.h): an f16 graph runs on the CPU backend
 // next to vend14, and the reason names vend14's ABI and the dtype; an f32 graph still runs on it.
 TEST(CompatBackendHalf, F16NeverReachesA14Backend) {
@@ -233,29 +264,14 @@ TEST(CompatBackendHalf, F16NeverReachesA14Backend) {
 
   for (ctn_dtype dt : {CTN_F16, CTN_F32}) {
     SCOPED_TRACE(ctn_dtype_name(dt));
-    Graph g = NewGraph(ctx.get());
-    ASSERT_TRUE(g);
-    const int64_t shape[1] = {4};
-    ctn_node a, b, y;
-    ASSERT_EQ(ctn_input(g.get(), "a", dt, 1, shape, &a), CTN_OK) << ctn_last_error();
-    ASSERT_EQ(ctn_input(g.get(), "b", dt, 1, shape, &b), CTN_OK) << ctn_last_error();
-    ASSERT_EQ(ctn_add(g.get(), a, b, &y), CTN_OK) << ctn_last_error();
-    if (dt == CTN_F16) {  // vend14 alone: no backend, and the reason says why
-      ctn_compile_options o{};
-      o.struct_size = sizeof o;
-      o.backends = "vend14";
-      ctn_plan *p = nullptr;
-      EXPECT_EQ(ctn_plan_compile(g.get(), 1, &y, &o, &p), CTN_ERR_UNSUPPORTED);
-      EXPECT_NE(std::string(ctn_last_error()).find(want), std::string::npos) << ctn_last_error();
-      ctn_plan_release(p);
-    }
-    Plan plan = Compile(g.get(), {y}, "vend14,cpu");  // vend14 preferred
+    TwoInputGraph t(ctx.get(), dt, 4, "add");
+    ASSERT_TRUE(t.g);
+    const ctn_node a = t.a, b = t.b;
+    if (dt == CTN_F16) ExpectNoBackendFor(t.g.get(), t.y, "vend14", want);  // vend14 alone: the reason says why
+    Plan plan = Compile(t.g.get(), {t.y}, "vend14,cpu");  // vend14 preferred
     ASSERT_TRUE(plan);
-    uint32_t on14 = 0, oncpu = 0;
-    ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "vend14", "add", &on14), CTN_OK);
-    ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "cpu", "add", &oncpu), CTN_OK);
-    EXPECT_EQ(on14, dt == CTN_F16 ? 0u : 1u);
-    EXPECT_EQ(oncpu, dt == CTN_F16 ? 1u : 0u);
+    EXPECT_EQ(StepsOn(plan.get(), "vend14", "add"), dt == CTN_F16 ? 0u : 1u);
+    EXPECT_EQ(StepsOn(plan.get(), "cpu", "add"), dt == CTN_F16 ? 1u : 0u);
     // 1.5 + 0.25 and friends are exact in f16: the values come back unchanged.
     const float av[4] = {1.5f, -2.f, 0.25f, 1024.f}, bv[4] = {0.25f, 0.5f, -1.f, 3.f};
     uint16_t ah[4], bh[4];
@@ -295,30 +311,16 @@ TEST(CompatBackendInt, U16NeverReachesA15Backend) {
   const std::string h15 = reason_for("vend15", CTN_F16);
   EXPECT_EQ(h15.find("before the dtype"), std::string::npos) << h15;
 
-  Graph g = NewGraph(ctx.get());
-  ASSERT_TRUE(g);
-  const int64_t shape[1] = {3};
-  ctn_node a, b, y;
-  ASSERT_EQ(ctn_input(g.get(), "a", CTN_U16, 1, shape, &a), CTN_OK) << ctn_last_error();
-  ASSERT_EQ(ctn_input(g.get(), "b", CTN_U16, 1, shape, &b), CTN_OK) << ctn_last_error();
-  ASSERT_EQ(ctn_compare(g.get(), "lt", a, b, &y), CTN_OK) << ctn_last_error();
-  ctn_compile_options o{};
-  o.struct_size = sizeof o;
-  o.backends = "vend15";
-  ctn_plan *p = nullptr;
-  EXPECT_EQ(ctn_plan_compile(g.get(), 1, &y, &o, &p), CTN_ERR_UNSUPPORTED);
-  EXPECT_NE(std::string(ctn_last_error()).find("before the dtype u16 (ABI 1.6)"), std::string::npos) << ctn_last_error();
-  ctn_plan_release(p);
-  Plan plan = Compile(g.get(), {y}, "vend15,cpu");
+  TwoInputGraph t(ctx.get(), CTN_U16, 3, "lt");
+  ASSERT_TRUE(t.g);
+  ExpectNoBackendFor(t.g.get(), t.y, "vend15", "before the dtype u16 (ABI 1.6)");
+  Plan plan = Compile(t.g.get(), {t.y}, "vend15,cpu");
   ASSERT_TRUE(plan);
-  uint32_t on15 = 1, oncpu = 0;
-  ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "vend15", "lt", &on15), CTN_OK);
-  ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "cpu", "lt", &oncpu), CTN_OK);
-  EXPECT_EQ(on15, 0u);
-  EXPECT_EQ(oncpu, 1u);
+  EXPECT_EQ(StepsOn(plan.get(), "vend15", "lt"), 0u);
+  EXPECT_EQ(StepsOn(plan.get(), "cpu", "lt"), 1u);
   const uint16_t av[3] = {65535, 40000, 1}, bv[3] = {2, 40000, 65535};
   Tensor at = MakeTensor(CTN_U16, {3}, av), bt = MakeTensor(CTN_U16, {3}, bv);
-  std::vector<Tensor> outs = RunOnce(plan.get(), {a, b}, {at.get(), bt.get()});
+  std::vector<Tensor> outs = RunOnce(plan.get(), {t.a, t.b}, {at.get(), bt.get()});
   ASSERT_EQ(outs.size(), 1u);
   uint8_t yv[3] = {9, 9, 9};
   ASSERT_EQ(ctn_tensor_read(outs[0].get(), yv, sizeof yv), CTN_OK);

@@ -95,6 +95,25 @@ void expect_case_bits(ctn_graph *g, std::vector<ctn_node> outs) {
 int g_deleted = 0;
 void count_deleter(DLManagedTensorVersioned *) { ++g_deleted; }
 
+// `data` (shape[0] elements of `type`) imported through `m`, whose deleter counts its calls
+// (g_deleted reset): the tensor has dtype `want` and shares the memory.
+ctn_tensor *import_counted(DLManagedTensorVersioned &m, int64_t *shape, void *data, DLDataType type, ctn_dtype want) {
+  m = DLManagedTensorVersioned{};
+  m.version = {1, 1};
+  m.deleter = count_deleter;
+  m.dl_tensor = DLTensor{data, {kDLCPU, 0}, 1, type, shape, nullptr, 0};
+  g_deleted = 0;
+  ctn_tensor *t = nullptr;
+  EXPECT_EQ(ctn_tensor_from_dlpack(&m, &t), CTN_OK) << ctn_last_error();
+  ctn_dtype dt{};
+  EXPECT_EQ(ctn_tensor_dtype(t, &dt), CTN_OK);
+  EXPECT_EQ(dt, want);
+  void *p = nullptr;
+  EXPECT_EQ(ctn_tensor_data(t, &p), CTN_OK);
+  EXPECT_EQ(p, data) << "imported without a copy";
+  return t;
+}
+
 }  // namespace
 
 TEST(LowpDlpack, ImportAndExportKeepDtypeBitsAndStorage) {
@@ -102,20 +121,10 @@ TEST(LowpDlpack, ImportAndExportKeepDtypeBitsAndStorage) {
     SCOPED_TRACE(ctn_dtype_name(c.dt));
     const int64_t n = static_cast<int64_t>(c.bits.size() * 8 / c.dl_bits);
     int64_t shape[1] = {n};
-    DLManagedTensorVersioned m{};
-    m.version = {1, 1};
-    m.deleter = count_deleter;
-    m.dl_tensor = DLTensor{c.bits.data(), {kDLCPU, 0}, 1, {c.dl_code, c.dl_bits, 1}, shape, nullptr, 0};
-    g_deleted = 0;
-    ctn_tensor *t = nullptr;
-    CTN_ASSERT_OK(ctn_tensor_from_dlpack(&m, &t));
-    ctn_dtype dt{};
-    CTN_ASSERT_OK(ctn_tensor_dtype(t, &dt));
-    EXPECT_EQ(dt, c.dt);
+    DLManagedTensorVersioned m;
+    ctn_tensor *t = import_counted(m, shape, c.bits.data(), {c.dl_code, c.dl_bits, 1}, c.dt);
+    ASSERT_NE(t, nullptr);
     EXPECT_EQ(contents(t), c.bits);
-    void *p = nullptr;
-    CTN_ASSERT_OK(ctn_tensor_data(t, &p));
-    EXPECT_EQ(p, c.bits.data()) << "imported without a copy";
 
     // A strided view (every other element) exports with its strides and element offset.
     ctn_tensor *odd = nullptr;
@@ -498,19 +507,10 @@ TEST(IntDlpack, ImportAndExportKeepDtypeAndBits) {
   for (IntCase c : int_cases()) {
     SCOPED_TRACE(ctn_dtype_name(c.dt));
     int64_t shape[1] = {4};
-    DLManagedTensorVersioned m{};
-    m.version = {1, 1};
-    m.deleter = count_deleter;
-    m.dl_tensor = DLTensor{c.bits.data(), {kDLCPU, 0}, 1, {c.dl_code, c.dl_bits, 1}, shape, nullptr, 0};
-    g_deleted = 0;
-    ctn_tensor *t = nullptr;
-    CTN_ASSERT_OK(ctn_tensor_from_dlpack(&m, &t));
-    ctn_dtype dt{};
-    CTN_ASSERT_OK(ctn_tensor_dtype(t, &dt));
-    EXPECT_EQ(dt, c.dt);
-    void *p = nullptr;
-    CTN_ASSERT_OK(ctn_tensor_data(t, &p));
-    EXPECT_EQ(p, c.bits.data()) << "imported without a copy";
+    DLManagedTensorVersioned m;
+    ctn_tensor *t = import_counted(m, shape, c.bits.data(), {c.dl_code, c.dl_bits, 1}, c.dt);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(contents(t), c.bits);
     DLManagedTensorVersioned *out = nullptr;
     CTN_ASSERT_OK(ctn_tensor_to_dlpack(t, 0, &out));
     EXPECT_EQ(out->dl_tensor.dtype.code, c.dl_code);
