@@ -7,7 +7,8 @@ use chutney::{Context, Dtype, Status, Tensor};
 
 #[test]
 fn integer_dtypes_keep_values_and_wrap() {
-    for (d, size, name) in [(Dtype::I16, 2, "i16"), (Dtype::U16, 2, "u16"), (Dtype::U32, 4, "u32"), (Dtype::U64, 8, "u64")] {
+    let kinds = [(Dtype::I16, 2, "i16"), (Dtype::U16, 2, "u16"), (Dtype::U32, 4, "u32"), (Dtype::U64, 8, "u64")];
+    for (d, size, name) in kinds {
         assert_eq!((d.size(), d.name()), (size, name.to_string()));
         assert_eq!(Dtype::from_raw(d.raw()).unwrap(), d);
     }
