@@ -560,6 +560,31 @@ TEST(IntOnnx, ExportRoundTripsTheIntegerDtypes) {
   EXPECT_EQ(got[4], bytes_of(std::vector<int16_t>{-1, 0, -32768, 5}));  // the low 16 bits
 }
 
+// Integer Div runs in f64 and casts back (as for int32): a zero divisor gives the dtype's limit
+// (the infinity saturates), 0 / 0 gives 0 (NaN casts to 0), never a trap; others truncate.
+TEST(IntOnnx, DivisionByZeroDoesNotTrap) {
+  for (const auto &[onnx, dt] : {std::pair<int32_t, ctn_dtype>{4, CTN_U16}, {5, CTN_I16}}) {
+    SCOPED_TRACE(ctn_dtype_name(dt));
+    Pb g;
+    g.s(2, "div").m(1, node("Div", {"a", "b"}, {"y"}, "div"));
+    g.m(11, value_info("a", onnx, {4})).m(11, value_info("b", onnx, {4})).m(12, value_info("y", onnx, {4}));
+    Onnx o;
+    CTN_ASSERT_OK(o.load(write_file("div.onnx", model(g, 17).b)));
+    int64_t n = 4;
+    const int16_t sa[4] = {7, -7, 0, 9}, sb[4] = {0, 0, 0, 2};  // u16 reads -7 as 65529
+    ctn_tensor *at = nullptr, *bt = nullptr;
+    CTN_ASSERT_OK(ctn_tensor_create(dt, 1, &n, sa, &at));
+    CTN_ASSERT_OK(ctn_tensor_create(dt, 1, &n, sb, &bt));
+    const auto got = run_once_as(tensor_bytes, o.g, {o.entry(CTN_ONNX_OUTPUTS, 0)},
+                                 {o.entry(CTN_ONNX_INPUTS, 0), o.entry(CTN_ONNX_INPUTS, 1)}, {at, bt});
+    ctn_tensor_release(at);
+    ctn_tensor_release(bt);
+    ASSERT_EQ(got.size(), 1u);
+    if (dt == CTN_U16) EXPECT_EQ(got[0], bytes_of(std::vector<uint16_t>{65535, 65535, 0, 4}));
+    else EXPECT_EQ(got[0], bytes_of(std::vector<int16_t>{32767, -32768, 0, 4}));
+  }
+}
+
 // ---- float8, carried as f16 (docs/ONNX.md, "Float8") ---------------------------------------------
 
 namespace {
