@@ -11,6 +11,7 @@
 
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ctn::onnx {
@@ -93,6 +94,10 @@ class NodeCtx {
   int32_t dtype(size_t i) const { return g.info(in(i)).dtype; }
   const Shape &shape(size_t i) const { return g.info(in(i)).shape; }
   const Tensor *konst(size_t i) const;  // the input's constant value, or nullptr
+  // The ONNX element type the model declares for input i (a top-level graph input, initializer
+  // or value_info), or 0: float8 values are f16 here, and CastLike reads its target's real type.
+  int32_t declared_type(size_t i) const;
+  const std::unordered_map<std::string, int32_t> *declared = nullptr;  // set by the importer
   // A constant integer (or floating, for reals) input as a flat list; fails naming the node and
   // `what` when the input is not a constant.
   std::vector<int64_t> ints(size_t i, const char *what) const;

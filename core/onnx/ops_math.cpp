@@ -240,6 +240,8 @@ void cast_(NodeCtx &c) {
   out1(c, cast(c.g, c.in(0), dt));
 }
 void cast_like(NodeCtx &c) {
+  if (const Float8 *f8 = float8_format(c.declared_type(1)))
+    return out1(c, cast_to_float8(c.g, c.in(0), *f8, c.attr_i("saturate", 1) != 0));
   c.ignore("saturate");
   out1(c, cast(c.g, c.in(0), c.dtype(1)));
 }

@@ -685,3 +685,24 @@ TEST(Float8Onnx, CastRoundsToTheGridLikeTheReference) {
     expect_same_values(got[0], c.want);
   }
 }
+
+// CastLike reads its target's declared ONNX type: a float8 graph input (an f16 here) makes it
+// round to that format's grid, as Cast(to = float8) does.
+TEST(Float8Onnx, CastLikeToAFloat8InputRounds) {
+  Pb g;
+  g.s(2, "like8").m(1, node("CastLike", {"x", "like"}, {"y"}, "castlike"));
+  g.m(11, value_info("x", 1, {3})).m(11, value_info("like", 19, {1})).m(12, value_info("y", 19, {3}));
+  Onnx o;
+  CTN_ASSERT_OK(o.load(write_file("castlike8.onnx", model(g, 21).b)));
+  ctn_tensor *xv = make_f32({3}, {300, 1e6f, 1.1875f});
+  int64_t one = 1;
+  const uint16_t h = 0x3c00;
+  ctn_tensor *lv = nullptr;
+  CTN_ASSERT_OK(ctn_tensor_create(CTN_F16, 1, &one, &h, &lv));
+  const auto got = run_once_as(f16_values, o.g, {o.entry(CTN_ONNX_OUTPUTS, 0)},
+                               {o.entry(CTN_ONNX_INPUTS, 0), o.entry(CTN_ONNX_INPUTS, 1)}, {xv, lv});
+  ctn_tensor_release(xv);
+  ctn_tensor_release(lv);
+  ASSERT_EQ(got.size(), 1u);
+  expect_same_values(got[0], {320, 57344, 1.25f});  // E5M2, saturating (the default)
+}
