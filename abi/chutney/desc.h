@@ -57,12 +57,16 @@ static inline size_t ctn_desc_dtype_size(int32_t dtype) {
     case CTN_F16: return 2;  /* since 1.5 */
     case CTN_BF16: return 2; /* since 1.5 */
     case CTN_I8: return 1;   /* since 1.5 */
+    case CTN_I16: return 2;  /* since 1.6 */
+    case CTN_U16: return 2;  /* since 1.6 */
+    case CTN_U32: return 4;  /* since 1.6 */
+    case CTN_U64: return 8;  /* since 1.6 */
     default: return 0;
   }
 }
 
-/* "f32", "f64", "i32", "i64", "u8", "bool", and since 1.5 "f16", "bf16", "i8"; "?" for an
- * unknown dtype (the core's spelling). */
+/* "f32", "f64", "i32", "i64", "u8", "bool", since 1.5 "f16", "bf16", "i8", and since 1.6 "i16",
+ * "u16", "u32", "u64"; "?" for an unknown dtype (the core's spelling). */
 static inline const char *ctn_desc_dtype_name(int32_t dtype) {
   switch (dtype) {
     case CTN_F32: return "f32";
@@ -74,6 +78,10 @@ static inline const char *ctn_desc_dtype_name(int32_t dtype) {
     case CTN_F16: return "f16";
     case CTN_BF16: return "bf16";
     case CTN_I8: return "i8";
+    case CTN_I16: return "i16";
+    case CTN_U16: return "u16";
+    case CTN_U32: return "u32";
+    case CTN_U64: return "u64";
     default: return "?";
   }
 }

@@ -80,7 +80,16 @@ typedef enum ctn_dtype {
   CTN_BF16 = 7, /* bfloat16: the upper half of an f32 (ONNX BFLOAT16); converted with
                    round-to-nearest-even */
   CTN_I8 = 8,   /* signed 8-bit integer (quantized tensors; CTN_U8 is the unsigned one) */
-  CTN_DTYPE_COUNT_V5 = 9 /* since 1.5 */
+  CTN_DTYPE_COUNT_V5 = 9, /* since 1.5 */
+  /* since 1.6: integer dtypes (the ONNX integer tensor types; docs/ABI.md, "What 1.6 adds").
+   * Two's complement / unsigned binary, native byte order. Arithmetic on them wraps around as C's
+   * unsigned types do. As for the 1.5 dtypes, the host never hands a tensor of these to a plugin
+   * built against an older minor. */
+  CTN_I16 = 9,  /* signed 16-bit integer (numpy int16, ONNX INT16) */
+  CTN_U16 = 10, /* unsigned 16-bit integer (numpy uint16, ONNX UINT16) */
+  CTN_U32 = 11, /* unsigned 32-bit integer (numpy uint32, ONNX UINT32) */
+  CTN_U64 = 12, /* unsigned 64-bit integer (numpy uint64, ONNX UINT64) */
+  CTN_DTYPE_COUNT_V6 = 13 /* since 1.6 */
 } ctn_dtype;
 
 /* Maximum number of dimensions of a tensor. */

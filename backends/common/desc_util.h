@@ -13,17 +13,18 @@ namespace ctn_backend_util {
 
 inline size_t dtype_size(int32_t dtype) {
   switch (dtype) {
-    case CTN_F32: case CTN_I32: return 4;
-    case CTN_F64: case CTN_I64: return 8;
+    case CTN_F32: case CTN_I32: case CTN_U32: return 4;
+    case CTN_F64: case CTN_I64: case CTN_U64: return 8;
     case CTN_U8: case CTN_BOOL: case CTN_I8: return 1;
-    case CTN_F16: case CTN_BF16: return 2;
+    case CTN_F16: case CTN_BF16: case CTN_I16: case CTN_U16: return 2;
     default: return 0;
   }
 }
 
 inline const char *dtype_name(int32_t dtype) {
-  static const char *const names[] = {"f32", "f64", "i32", "i64", "u8", "bool", "f16", "bf16", "i8"};
-  return dtype >= 0 && dtype < CTN_DTYPE_COUNT_V5 ? names[dtype] : "?";
+  static const char *const names[] = {"f32", "f64", "i32", "i64", "u8", "bool", "f16",
+                                      "bf16", "i8", "i16", "u16", "u32", "u64"};
+  return dtype >= 0 && dtype < CTN_DTYPE_COUNT_V6 ? names[dtype] : "?";
 }
 
 inline bool is_float(int32_t dtype) { return dtype == CTN_F32 || dtype == CTN_F64; }

@@ -283,25 +283,34 @@ struct OpEntry {
   bool heavy;  // transcendental: worth threads at smaller sizes
   ctn_kernel_fn f32, f64, i32, i64;
   ctn_kernel_fn half;  // f16 and bf16 (the dtype is in the state)
+  // The 1.6 integers, from the same functors: i16 as int16_t (int arithmetic, no overflow),
+  // u16 in uint32_t (uint16_t would promote to int, where 65535 * 65535 overflows), u32 and u64
+  // in their own types; each result is stored modulo 2^bits (wrap-around, as C's unsigned types).
+  ctn_kernel_fn i16, u16, u32, u64;
 };
 
 // Every formula's row gets its 16-bit kernel from its f32 functor (ew_half_kernel).
+// The integer kernels of a formula with integer semantics: storage type S computed as C.
+#define CTN_EW_INT(F, S, C, NIN) ew_kernel<F<C>, S, S, S, S, NIN>
+#define CTN_EW_INTS(F, NIN)                                                                 \
+  CTN_EW_INT(F, int32_t, int32_t, NIN), CTN_EW_INT(F, int64_t, int64_t, NIN),               \
+      ew_half_kernel<F<float>, NIN>, CTN_EW_INT(F, int16_t, int16_t, NIN),                  \
+      CTN_EW_INT(F, uint16_t, uint32_t, NIN), CTN_EW_INT(F, uint32_t, uint32_t, NIN),       \
+      CTN_EW_INT(F, uint64_t, uint64_t, NIN)
 #define CTN_UNARY(name, F, heavy)                                              \
   {name, kUnary, heavy, ew_kernel<F<float>, float, float>,                     \
-   ew_kernel<F<double>, double, double>, nullptr, nullptr, ew_half_kernel<F<float>, 1>}
+   ew_kernel<F<double>, double, double>, nullptr, nullptr, ew_half_kernel<F<float>, 1>, \
+   nullptr, nullptr, nullptr, nullptr}
 #define CTN_UNARY_INT(name, F)                                                 \
   {name, kUnaryInt, false, ew_kernel<F<float>, float, float>,                  \
-   ew_kernel<F<double>, double, double>, ew_kernel<F<int32_t>, int32_t, int32_t>, \
-   ew_kernel<F<int64_t>, int64_t, int64_t>, ew_half_kernel<F<float>, 1>}
+   ew_kernel<F<double>, double, double>, CTN_EW_INTS(F, 1)}
 #define CTN_BIN(name, kind, F, heavy)                                          \
   {name, kind, heavy, ew_kernel<F<float>, float, float, float, float, 2>,      \
    ew_kernel<F<double>, double, double, double, double, 2>, nullptr, nullptr,  \
-   ew_half_kernel<F<float>, 2>}
+   ew_half_kernel<F<float>, 2>, nullptr, nullptr, nullptr, nullptr}
 #define CTN_BIN_INT(name, F)                                                   \
   {name, kBinaryInt, false, ew_kernel<F<float>, float, float, float, float, 2>, \
-   ew_kernel<F<double>, double, double, double, double, 2>,                    \
-   ew_kernel<F<int32_t>, int32_t, int32_t, int32_t, int32_t, 2>,               \
-   ew_kernel<F<int64_t>, int64_t, int64_t, int64_t, int64_t, 2>, ew_half_kernel<F<float>, 2>}
+   ew_kernel<F<double>, double, double, double, double, 2>, CTN_EW_INTS(F, 2)}
 
 const OpEntry kOps[] = {
     CTN_EW_CPU_ROWS,
@@ -325,6 +334,10 @@ ctn_kernel_fn compare_fn(int32_t dtype) {
     case CTN_I32: return ew_kernel<F<int32_t>, uint8_t, int32_t, int32_t, int32_t, 2>;
     case CTN_I64: return ew_kernel<F<int64_t>, uint8_t, int64_t, int64_t, int64_t, 2>;
     case CTN_I8: return ew_kernel<F<int8_t>, uint8_t, int8_t, int8_t, int8_t, 2>;
+    case CTN_I16: return ew_kernel<F<int16_t>, uint8_t, int16_t, int16_t, int16_t, 2>;
+    case CTN_U16: return ew_kernel<F<uint16_t>, uint8_t, uint16_t, uint16_t, uint16_t, 2>;
+    case CTN_U32: return ew_kernel<F<uint32_t>, uint8_t, uint32_t, uint32_t, uint32_t, 2>;
+    case CTN_U64: return ew_kernel<F<uint64_t>, uint8_t, uint64_t, uint64_t, uint64_t, 2>;
     case CTN_F16: return ew_kernel<F<float>, uint8_t, F16, F16, F16, 2>;
     case CTN_BF16: return ew_kernel<F<float>, uint8_t, BF16, BF16, BF16, 2>;
     default: return ew_kernel<F<uint8_t>, uint8_t, uint8_t, uint8_t, uint8_t, 2>;
@@ -358,6 +371,10 @@ ctn_kernel_fn cast_from(int32_t from) {
     case CTN_I64: return ew_kernel<Cast<TO, int64_t>, TO, int64_t>;
     case CTN_U8: return ew_kernel<Cast<TO, uint8_t>, TO, uint8_t>;
     case CTN_I8: return ew_kernel<Cast<TO, int8_t>, TO, int8_t>;
+    case CTN_I16: return ew_kernel<Cast<TO, int16_t>, TO, int16_t>;
+    case CTN_U16: return ew_kernel<Cast<TO, uint16_t>, TO, uint16_t>;
+    case CTN_U32: return ew_kernel<Cast<TO, uint32_t>, TO, uint32_t>;
+    case CTN_U64: return ew_kernel<Cast<TO, uint64_t>, TO, uint64_t>;
     // From a 16-bit float: the value as an f32 (exact), then f32's rule.
     case CTN_F16: return ew_kernel<Cast<TO, float>, TO, F16>;
     case CTN_BF16: return ew_kernel<Cast<TO, float>, TO, BF16>;
@@ -373,6 +390,10 @@ ctn_kernel_fn cast_fn(int32_t from, int32_t to) {
     case CTN_I64: return cast_from<int64_t>(from);
     case CTN_U8: return cast_from<uint8_t>(from);
     case CTN_I8: return cast_from<int8_t>(from);
+    case CTN_I16: return cast_from<int16_t>(from);
+    case CTN_U16: return cast_from<uint16_t>(from);
+    case CTN_U32: return cast_from<uint32_t>(from);
+    case CTN_U64: return cast_from<uint64_t>(from);
     case CTN_F16: return cast_from<F16>(from);
     case CTN_BF16: return cast_from<BF16>(from);
     default: return cast_from<bool>(from);
@@ -412,6 +433,10 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
       case CTN_I64: return e->i64;
       case CTN_F16:
       case CTN_BF16: return e->half;
+      case CTN_I16: return e->i16;
+      case CTN_U16: return e->u16;
+      case CTN_U32: return e->u32;
+      case CTN_U64: return e->u64;
       default: return nullptr;
     }
   };
@@ -445,7 +470,7 @@ ctn_status make_elementwise_kernel(Backend *be, const ctn_op_signature *sig, ctn
         return host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: dtype %s is not supported (%s)", op,
                                dtype_name(dt),
                                e->kind == kUnaryInt || e->kind == kBinaryInt
-                                   ? "f32, f64, f16, bf16, i32, i64 only"
+                                   ? "f32, f64, f16, bf16, i16, i32, i64, u16, u32, u64 only"
                                    : "f32, f64, f16 and bf16 only");
       break;
     }

@@ -42,8 +42,9 @@ bool find_entry(const char *op, Entry *e) {
 bool is_float(int32_t dt) {
   return dt == CTN_F32 || dt == CTN_F64 || dt == CTN_F16 || dt == CTN_BF16;
 }
-// Dtypes the cast and comparison kernels cover: all but i8.
-bool has_kernels(int32_t dt) { return dt != CTN_I8; }
+// Dtypes the cast and comparison kernels cover: the six of 1.0 and the 16-bit floats (not i8,
+// nor the 1.6 integers: those run on the CPU).
+bool has_kernels(int32_t dt) { return dt < CTN_DTYPE_COUNT_V1 || dt == CTN_F16 || dt == CTN_BF16; }
 
 struct EwOp : Op {
   Kind kind = kUnary;
@@ -162,7 +163,7 @@ ctn_status make_elementwise(Backend *be, const ctn_op_signature *sig, ctn_kernel
         return host->set_error(CTN_ERR_UNSUPPORTED,
                                "opencl %s: dtype %s is not supported (%s only)", op,
                                dtype_name(a.dtype),
-                               ent->kind == kCompare ? "all but i8" : "f32, f64, f16, bf16");
+                               ent->kind == kCompare ? "f32, f64, f16, bf16, i32, i64, u8, bool" : "f32, f64, f16, bf16");
       const char *base = ent->kind == kUnary ? "unary_" : ent->kind == kBinary ? "binary_" : "compare_";
       kname = std::string(base) + kernel_suffix(a.dtype == CTN_BOOL ? CTN_U8 : a.dtype);
       if (ent->kind != kCompare && same_shape(a, y)) flags = CTN_KERNEL_INPLACE_OK;

@@ -99,6 +99,8 @@ uint64_t window_elems(const Backend &be, uint64_t max_esize) {
 }
 
 bool is_half(int32_t dt) { return dt == CTN_F16 || dt == CTN_BF16; }
+// The cast shader's dtypes: the six of 1.0 and the 16-bit floats (not i8, nor the 1.6 integers).
+bool cast_ok(int32_t dt) { return dt < CTN_DTYPE_COUNT_V1 || is_half(dt); }
 
 // copy and cast: a buffer copy when the dtypes agree, else the cast shader (its HALF16 variant
 // when an operand is a 16-bit float: those bind at 2 and 3 instead of 0 and 1).
@@ -122,10 +124,11 @@ ctn_status make_copy_cast_kernel(Backend &be, const ctn_op_signature *sig, ctn_k
     return CTN_OK;
   }
   const bool h16 = is_half(a.dtype) || is_half(o.dtype);
-  if (a.dtype == CTN_I8 || o.dtype == CTN_I8 || (!be.has_f64 && (a.dtype == CTN_F64 || o.dtype == CTN_F64)) ||
+  if (!cast_ok(a.dtype) || !cast_ok(o.dtype) || (!be.has_f64 && (a.dtype == CTN_F64 || o.dtype == CTN_F64)) ||
       (h16 && !be.has_16bit)) {
     kernel_delete(k);
-    if (a.dtype == CTN_I8 || o.dtype == CTN_I8) return decline(be, sig, "casts of i8 are not implemented");
+    if (!cast_ok(a.dtype) || !cast_ok(o.dtype))
+      return decline(be, sig, "casts of %s are not implemented", dtype_name(cast_ok(a.dtype) ? o.dtype : a.dtype));
     if (h16 && !be.has_16bit)
       return decline(be, sig, "unavailable for %s: the device lacks storageBuffer16BitAccess",
                      dtype_name(is_half(a.dtype) ? a.dtype : o.dtype));

@@ -38,6 +38,10 @@ int32_t dtype_from_dl(DLDataType t) {
   if (t.code == kDLFloat && t.bits == 16) return CTN_F16;
   if (t.code == kDLBfloat && t.bits == 16) return CTN_BF16;
   if (t.code == kDLInt && t.bits == 8) return CTN_I8;
+  if (t.code == kDLInt && t.bits == 16) return CTN_I16;
+  if (t.code == kDLUInt && t.bits == 16) return CTN_U16;
+  if (t.code == kDLUInt && t.bits == 32) return CTN_U32;
+  if (t.code == kDLUInt && t.bits == 64) return CTN_U64;
   return -1;
 }
 
@@ -51,6 +55,10 @@ DLDataType dl_from_dtype(int32_t d) {
     case CTN_F16: return {kDLFloat, 16, 1};
     case CTN_BF16: return {kDLBfloat, 16, 1};
     case CTN_I8: return {kDLInt, 8, 1};
+    case CTN_I16: return {kDLInt, 16, 1};
+    case CTN_U16: return {kDLUInt, 16, 1};
+    case CTN_U32: return {kDLUInt, 32, 1};
+    case CTN_U64: return {kDLUInt, 64, 1};
     default: return {kDLBool, 8, 1};
   }
 }

@@ -40,15 +40,22 @@ void release_thunk(void *state) {
   delete t;
 }
 
-// The name of the first dtype among the inputs and output that a plugin built against ABI 1.minor
-// does not know, or nullptr.
-const char *dtype_unknown_to(uint32_t minor, uint32_t n, const ctn_tensor_desc *in, const ctn_tensor_desc &out) {
-  if (minor >= 5) return nullptr;
+// The minor that added a dtype: 0 for the six of 1.0, 5 for f16/bf16/i8, 6 for i16/u16/u32/u64.
+uint32_t dtype_since(int32_t dt) { return dt >= CTN_DTYPE_COUNT_V5 ? 6 : dt >= CTN_DTYPE_COUNT_V1 ? 5 : 0; }
+
+// The first dtype among the inputs and output that a plugin built against ABI 1.minor does not
+// know (its name in *name, the minor that added it in *since), or false.
+bool dtype_unknown_to(uint32_t minor, uint32_t n, const ctn_tensor_desc *in, const ctn_tensor_desc &out,
+                      const char **name, uint32_t *since) {
   for (uint32_t i = 0; i <= n; ++i) {
     const int32_t dt = i < n ? in[i].dtype : out.dtype;
-    if (dt >= CTN_DTYPE_COUNT_V1) return dtype_name(dt);
+    if (dtype_since(dt) > minor) {
+      *name = dtype_name(dt);
+      *since = dtype_since(dt);
+      return true;
+    }
   }
-  return nullptr;
+  return false;
 }
 
 }  // namespace
@@ -58,10 +65,13 @@ bool select_kernel(Backend &b, const OpDef &op, uint32_t n, const ctn_tensor_des
   *k = ctn_kernel{};
   // The ABI promise (types.h): a plugin built before a dtype existed never sees a tensor of it.
   const bool lib_older = op.ext && op.lib->abi_minor < b.abi_minor;
-  if (const char *late = dtype_unknown_to(lib_older ? op.lib->abi_minor : b.abi_minor, n, in, out)) {
+  const char *late = nullptr;
+  uint32_t since = 0;
+  if (dtype_unknown_to(lib_older ? op.lib->abi_minor : b.abi_minor, n, in, out, &late, &since)) {
     if (why)
-      *why = format("%s %s was built against ABI 1.%u, before the dtype %s (ABI 1.5)", lib_older ? "op library" : "backend",
-                    lib_older ? op.lib->name.c_str() : b.name.c_str(), lib_older ? op.lib->abi_minor : b.abi_minor, late);
+      *why = format("%s %s was built against ABI 1.%u, before the dtype %s (ABI 1.%u)", lib_older ? "op library" : "backend",
+                    lib_older ? op.lib->name.c_str() : b.name.c_str(), lib_older ? op.lib->abi_minor : b.abi_minor, late,
+                    since);
     return false;
   }
   if (op.ext) {

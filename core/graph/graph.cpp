@@ -86,6 +86,10 @@ ctn_node Graph::add_scalar(int32_t dtype, double v) {
   if (dtype == CTN_I64) ok = fits(-9223372036854777856.0, 9223372036854775808.0);
   if (dtype == CTN_U8) ok = fits(-1.0, 256.0);
   if (dtype == CTN_I8) ok = fits(-129.0, 128.0);
+  if (dtype == CTN_I16) ok = fits(-32769.0, 32768.0);
+  if (dtype == CTN_U16) ok = fits(-1.0, 65536.0);
+  if (dtype == CTN_U32) ok = fits(-1.0, 4294967296.0);
+  if (dtype == CTN_U64) ok = fits(-1.0, 18446744073709551616.0);
   if (!ok) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_scalar: %g does not fit in %s", v, dtype_name(dtype));
   Tensor t = Tensor::empty(dtype, Shape{});
   switch (dtype) {
@@ -96,6 +100,10 @@ ctn_node Graph::add_scalar(int32_t dtype, double v) {
     case CTN_U8: *reinterpret_cast<uint8_t *>(t.data()) = static_cast<uint8_t>(v); break;
     case CTN_BOOL: *reinterpret_cast<uint8_t *>(t.data()) = v != 0; break;
     case CTN_I8: *reinterpret_cast<int8_t *>(t.data()) = static_cast<int8_t>(v); break;
+    case CTN_I16: *reinterpret_cast<int16_t *>(t.data()) = static_cast<int16_t>(v); break;
+    case CTN_U16: *reinterpret_cast<uint16_t *>(t.data()) = static_cast<uint16_t>(v); break;
+    case CTN_U32: *reinterpret_cast<uint32_t *>(t.data()) = static_cast<uint32_t>(v); break;
+    case CTN_U64: *reinterpret_cast<uint64_t *>(t.data()) = static_cast<uint64_t>(v); break;
     // The 16-bit floats round to nearest even (once, from the double); past the range: inf.
     case CTN_F16: *reinterpret_cast<uint16_t *>(t.data()) = ctn_desc_f64_to_f16(v); break;
     case CTN_BF16: *reinterpret_cast<uint16_t *>(t.data()) = ctn_desc_f64_to_bf16(v); break;

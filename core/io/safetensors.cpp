@@ -39,9 +39,9 @@ struct DtypeName {
 
 constexpr DtypeName kDtypes[] = {
     {"F32", 4, CTN_F32},  {"F64", 8, CTN_F64},  {"I32", 4, CTN_I32},     {"I64", 8, CTN_I64},
-    {"U8", 1, CTN_U8},    {"BOOL", 1, CTN_BOOL}, {"I8", 1, CTN_I8},      {"I16", 2, -1},
-    {"U16", 2, -1},       {"F16", 2, CTN_F16},   {"BF16", 2, CTN_BF16},  {"U32", 4, -1},
-    {"U64", 8, -1},       {"F8_E5M2", 1, -1},    {"F8_E4M3", 1, -1},     {"F8_E8M0", 1, -1},
+    {"U8", 1, CTN_U8},    {"BOOL", 1, CTN_BOOL}, {"I8", 1, CTN_I8},      {"I16", 2, CTN_I16},
+    {"U16", 2, CTN_U16},  {"F16", 2, CTN_F16},   {"BF16", 2, CTN_BF16},  {"U32", 4, CTN_U32},
+    {"U64", 8, CTN_U64},  {"F8_E5M2", 1, -1},    {"F8_E4M3", 1, -1},     {"F8_E8M0", 1, -1},
     {"C64", 8, -1},
 };
 

@@ -33,6 +33,10 @@ int32_t onnx_dtype(int32_t dt) {
     case CTN_F16: return DT_FLOAT16;
     case CTN_BF16: return DT_BFLOAT16;
     case CTN_I8: return DT_INT8;
+    case CTN_I16: return DT_INT16;
+    case CTN_U16: return DT_UINT16;
+    case CTN_U32: return DT_UINT32;
+    case CTN_U64: return DT_UINT64;
   }
   fail(CTN_ERR_UNSUPPORTED, "ctn_onnx_export: dtype %d has no ONNX type", dt);
 }

@@ -56,6 +56,12 @@ const Tensor *NodeCtx::konst(size_t i) const {
   return n.kind == NodeKind::Constant ? n.value.get() : nullptr;
 }
 
+int32_t NodeCtx::declared_type(size_t i) const {
+  if (!declared || i >= node.inputs.size()) return 0;
+  auto it = declared->find(std::string(node.inputs[i]));
+  return it == declared->end() ? 0 : it->second;
+}
+
 std::vector<int64_t> NodeCtx::ints(size_t i, const char *what) const {
   const Tensor *t = konst(i);
   if (!t)
@@ -250,6 +256,9 @@ class Importer {
     if (gp.n_sparse_initializers) fail(CTN_ERR_UNSUPPORTED, "%s: sparse initializers are not supported", path_.c_str());
     add_initializers();
     add_inputs();
+    for (const ValueInfoP &v : gp.inputs) declared_[sv(v.name)] = v.elem_type;
+    for (const ValueInfoP &v : gp.value_info) declared_[sv(v.name)] = v.elem_type;
+    for (const TensorP &t : gp.initializers) declared_[sv(t.name)] = t.data_type;
     for (const NodeP &n : gp.nodes) convert(n);
     for (ModelInfo::Entry &e : info_.outputs) {
       auto it = values_.find(e.name);
@@ -414,10 +423,12 @@ class Importer {
         std::vector<ctn_node> eins;
         for (ctn_node x : ins) eins.push_back(x == CTN_NODE_NONE ? CTN_NODE_NONE : eg.add_constant(*g_->node(x).value));
         NodeCtx c(eg, n, info_.opset, std::move(eins));
+        c.declared = &declared_;
         run_converter(*e, c);
         for (ctn_node o : c.outs) outs.push_back(o == CTN_NODE_NONE ? o : g_->add_constant(*eg.node(o).value));
       } else {
         NodeCtx c(*g_, n, info_.opset, std::move(ins));
+        c.declared = &declared_;
         run_converter(*e, c);
         outs = c.outs;
       }
@@ -735,6 +746,7 @@ class Importer {
   ModelInfo info_;
   std::unordered_map<std::string, ctn_node> values_;
   std::unordered_map<std::string, Seq> seqs_;  // sequence values (ops_sequence.cpp)
+  std::unordered_map<std::string, int32_t> declared_;  // ONNX element types the top-level graph declares
 };
 
 }  // namespace

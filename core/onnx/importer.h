@@ -11,6 +11,7 @@
 
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ctn::onnx {
@@ -65,6 +66,18 @@ Tensor tensor_from_proto(const TensorP &t, const std::string &base_dir, const st
 std::vector<double> tensor_reals(const Tensor &t);  // any numeric dtype, as doubles
 int32_t dtype_from_onnx(int32_t onnx_type);  // -1 when chutney has no such dtype
 
+// The ONNX FLOAT8 types (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ) have no chutney dtype: the importer
+// carries them as f16, which holds every float8 value exactly (tensors are converted as they are
+// read; Cast to a float8 type rounds to its grid and stays f16). docs/ONNX.md, "Float8".
+struct Float8 {
+  int mbits, bias;  // mantissa bits, exponent bias
+  double max;       // the largest finite value
+  bool fnuz;        // no -0 and no infinity; 0x80 is the NaN
+  bool has_inf;     // E5M2 only: IEEE infinities (the others overflow to NaN)
+};
+const Float8 *float8_format(int32_t onnx_type);  // nullptr for another type
+double float8_value(uint8_t bits, const Float8 &f);  // exact; NaN for the NaN encodings
+
 // One ONNX node being lowered.
 class NodeCtx {
  public:
@@ -82,6 +95,10 @@ class NodeCtx {
   int32_t dtype(size_t i) const { return g.info(in(i)).dtype; }
   const Shape &shape(size_t i) const { return g.info(in(i)).shape; }
   const Tensor *konst(size_t i) const;  // the input's constant value, or nullptr
+  // The ONNX element type the model declares for input i (a top-level graph input, initializer
+  // or value_info), or 0: float8 values are f16 here, and CastLike reads its target's real type.
+  int32_t declared_type(size_t i) const;
+  const std::unordered_map<std::string, int32_t> *declared = nullptr;  // set by the importer
   // A constant integer (or floating, for reals) input as a flat list; fails naming the node and
   // `what` when the input is not a constant.
   std::vector<int64_t> ints(size_t i, const char *what) const;

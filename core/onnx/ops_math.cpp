@@ -111,16 +111,16 @@ void ceil_(NodeCtx &c) {
   ctn_node x = need_floating(c, 0);
   out1(c, c.g.op1(CTN_OP_NEG, floor(c.g, c.g.op1(CTN_OP_NEG, x))));
 }
-void round_(NodeCtx &c) {  // half to even
-  Graph &g = c.g;
-  ctn_node x = need_floating(c, 0);
+// x rounded to the nearest integer, ties to even (|x| < 2^52 for exactness).
+ctn_node round_even(Graph &g, ctn_node x) {
   ctn_node r = floor(g, g.op2(CTN_OP_ADD, x, scalar_like(g, x, 0.5)));
   ctn_node tie = g.op2(CTN_OP_EQ, g.op2(CTN_OP_SUB, r, x), scalar_like(g, x, 0.5));
   ctn_node half = floor(g, g.op2(CTN_OP_MUL, r, scalar_like(g, x, 0.5)));
   ctn_node odd = g.op2(CTN_OP_NE, g.op2(CTN_OP_MUL, half, scalar_like(g, x, 2)), r);
   ctn_node fix = where3(g, tie, cast(g, odd, g.info(x).dtype), scalar_like(g, x, 0));
-  out1(c, g.op2(CTN_OP_SUB, r, fix));
+  return g.op2(CTN_OP_SUB, r, fix);
 }
+void round_(NodeCtx &c) { out1(c, round_even(c.g, need_floating(c, 0))); }
 void isnan(NodeCtx &c) {
   ctn_node x = need_floating(c, 0);
   out1(c, c.g.op2(CTN_OP_NE, x, x));
@@ -200,14 +200,48 @@ void xor_(NodeCtx &c) { out1(c, c.g.op2(CTN_OP_NE, need_bool(c, 0), need_bool(c,
 void where_(NodeCtx &c) { out1(c, where3(c.g, need_bool(c, 0), c.in(1), c.in(2))); }
 
 // ---- casts and clipping --------------------------------------------------------------------------
+// Cast to a float8 type (importer.h, Float8): x rounded to nearest even on the format's grid, as
+// an f16 (which holds every float8 value). In f64: the grid step of |x| is 2^(emin - mbits) times
+// 2 for every power of two from 2^(emin + 1) up to the largest binade that |x| reaches (a count of
+// comparisons against those constants: exact, no log2); |x| is first clipped to twice the largest
+// value so that the quotient stays small. Past the largest value: the largest (saturate, as
+// ONNX's clip-then-cast reference), else infinity for E5M2 and NaN for the others; NaN stays NaN.
+ctn_node cast_to_float8(Graph &g, ctn_node x_in, const Float8 &f, bool saturate) {
+  ctn_node x = cast(g, x_in, CTN_F64);
+  const Shape s = g.info(x).shape;
+  const int emin = 1 - f.bias, top = std::ilogb(f.max);
+  std::vector<double> steps;
+  for (int e = emin + 1; e <= top; ++e) steps.push_back(std::ldexp(1.0, e));
+  Shape sx = s, sp;
+  sx[sx.ndim++] = 1;
+  sp.ndim = sx.ndim;
+  for (uint32_t k = 0; k + 1 < sp.ndim; ++k) sp[k] = 1;
+  sp[sp.ndim - 1] = static_cast<int64_t>(steps.size());
+  ctn_node a = g.op2(CTN_OP_MINIMUM, g.op1(CTN_OP_ABS, x), g.add_scalar(CTN_F64, 2 * f.max));
+  ctn_node n = cast(g, g.op2(CTN_OP_GE, reshape(g, a, sx), const_f(g, CTN_F64, steps, sp)), CTN_F64);
+  n = reduce(g, CTN_OP_SUM, n, 1ull << (sx.ndim - 1), false);
+  ctn_node q = g.op2(CTN_OP_POW, g.add_scalar(CTN_F64, 2),
+                     g.op2(CTN_OP_ADD, n, g.add_scalar(CTN_F64, emin - f.mbits)));
+  ctn_node r = g.op2(CTN_OP_MUL, round_even(g, g.op2(CTN_OP_DIV, a, q)), q);
+  const double over = saturate ? f.max : f.has_inf ? std::numeric_limits<double>::infinity()
+                                                   : std::numeric_limits<double>::quiet_NaN();
+  r = where3(g, g.op2(CTN_OP_GT, r, g.add_scalar(CTN_F64, f.max)), g.add_scalar(CTN_F64, over), r);
+  r = where3(g, g.op2(CTN_OP_LT, x, g.add_scalar(CTN_F64, 0)), g.op1(CTN_OP_NEG, r), r);
+  return cast(g, where3(g, g.op2(CTN_OP_NE, x, x), x, r), CTN_F16);
+}
+
 void cast_(NodeCtx &c) {
   int64_t to = c.attr_i("to", -1);
+  if (const Float8 *f8 = float8_format(static_cast<int32_t>(to)))
+    return out1(c, cast_to_float8(c.g, c.in(0), *f8, c.attr_i("saturate", 1) != 0));
   c.ignore("saturate");
   int32_t dt = dtype_from_onnx(static_cast<int32_t>(to));
-  if (dt < 0) c.unsupported("cast to %s (chutney has float, double, float16, bfloat16, int32, int64, int8, uint8 and bool)", data_type_name(static_cast<int32_t>(to)));
+  if (dt < 0) c.unsupported("cast to %s (chutney has float, double, float16, bfloat16, int8, int16, int32, int64, uint8, uint16, uint32, uint64 and bool)", data_type_name(static_cast<int32_t>(to)));
   out1(c, cast(c.g, c.in(0), dt));
 }
 void cast_like(NodeCtx &c) {
+  if (const Float8 *f8 = float8_format(c.declared_type(1)))
+    return out1(c, cast_to_float8(c.g, c.in(0), *f8, c.attr_i("saturate", 1) != 0));
   c.ignore("saturate");
   out1(c, cast(c.g, c.in(0), c.dtype(1)));
 }
@@ -587,8 +621,8 @@ void einsum(NodeCtx &c) {
 // ---- bitwise ops -----------------------------------------------------------------------------------
 // Integers are f64 here: bit k of x is floor(x / 2^k) mod 2 (floor division is the arithmetic
 // shift, so negatives have their two's-complement bits), and K bits recombine with the top bit
-// weighing -2^(K-1) for signed dtypes. K is the dtype's width. Exact for uint8, int8 and int32; int64
-// is refused, because f64 holds its values only below 2^53 and a wrong answer would be silent:
+// weighing -2^(K-1) for signed dtypes. K is the dtype's width. Exact for (u)int8, (u)int16, int32 and uint32;
+// int64 and uint64 are refused, because f64 holds its values only below 2^53 and a wrong answer would be silent:
 // it needs integer kernels.
 struct IntKind {
   int bits;
@@ -599,9 +633,12 @@ IntKind int_kind(NodeCtx &c, int32_t dt) {
     case CTN_U8: return {8, false};
     case CTN_I8: return {8, true};
     case CTN_I32: return {32, true};
+    case CTN_I16: return {16, true};
+    case CTN_U16: return {16, false};
+    case CTN_U32: return {32, false};
     default:
-      c.unsupported("dtype %s (bitwise ops take uint8, int8 and int32: they run through f64 bit planes, which "
-                    "cannot hold every int64)", dtype_name(dt));
+      c.unsupported("dtype %s (bitwise ops take int8, int16, int32, uint8, uint16 and uint32: they run through f64 "
+                    "bit planes, which cannot hold every int64 or uint64)", dtype_name(dt));
   }
 }
 

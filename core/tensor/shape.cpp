@@ -53,7 +53,7 @@ size_t dtype_size(int32_t dtype) { return ctn_desc_dtype_size(dtype); }
 
 const char *dtype_name(int32_t dtype) { return ctn_desc_dtype_name(dtype); }
 
-bool dtype_valid(int32_t dtype) { return dtype >= 0 && dtype < CTN_DTYPE_COUNT_V5; }
+bool dtype_valid(int32_t dtype) { return dtype >= 0 && dtype < CTN_DTYPE_COUNT_V6; }
 bool dtype_is_float(int32_t dtype) {
   return dtype == CTN_F32 || dtype == CTN_F64 || dtype == CTN_F16 || dtype == CTN_BF16;
 }

@@ -10,6 +10,7 @@
 #include <chutney/desc.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -218,6 +219,36 @@ const CompatBackend kBackends[] = {
     {CTN_COMPAT_BACKEND_SRC, "vendsrc", CTN_ABI_MINOR},
 };
 
+// A graph a (op) b over two [n] inputs of dtype dt; `op` is "add" or a comparison.
+struct TwoInputGraph {
+  Graph g;
+  ctn_node a = CTN_NODE_NONE, b = CTN_NODE_NONE, y = CTN_NODE_NONE;
+  TwoInputGraph(ctn_context *ctx, ctn_dtype dt, int64_t n, const char *op) : g(NewGraph(ctx)) {
+    EXPECT_EQ(ctn_input(g.get(), "a", dt, 1, &n, &a), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ctn_input(g.get(), "b", dt, 1, &n, &b), CTN_OK) << ctn_last_error();
+    if (!std::strcmp(op, "add")) EXPECT_EQ(ctn_add(g.get(), a, b, &y), CTN_OK) << ctn_last_error();
+    else EXPECT_EQ(ctn_compare(g.get(), op, a, b, &y), CTN_OK) << ctn_last_error();
+  }
+};
+
+// Compiling y for `backend` alone fails with CTN_ERR_UNSUPPORTED and a message containing want.
+void ExpectNoBackendFor(ctn_graph *g, ctn_node y, const char *backend, const std::string &want) {
+  ctn_compile_options o{};
+  o.struct_size = sizeof o;
+  o.backends = backend;
+  ctn_plan *p = nullptr;
+  EXPECT_EQ(ctn_plan_compile(g, 1, &y, &o, &p), CTN_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(ctn_last_error()).find(want), std::string::npos) << ctn_last_error();
+  ctn_plan_release(p);
+}
+
+// The steps of `op` that `plan` placed on `backend`.
+uint32_t StepsOn(ctn_plan *plan, const char *backend, const char *op) {
+  uint32_t n = 99;
+  EXPECT_EQ(ctn_plan_backend_steps(plan, backend, op, &n), CTN_OK) << ctn_last_error();
+  return n;
+}
+
 // The dtypes of 1.5 never reach a 1.4 backend (types.h): an f16 graph runs on the CPU backend
 // next to vend14, and the reason names vend14's ABI and the dtype; an f32 graph still runs on it.
 TEST(CompatBackendHalf, F16NeverReachesA14Backend) {
@@ -233,29 +264,14 @@ TEST(CompatBackendHalf, F16NeverReachesA14Backend) {
 
   for (ctn_dtype dt : {CTN_F16, CTN_F32}) {
     SCOPED_TRACE(ctn_dtype_name(dt));
-    Graph g = NewGraph(ctx.get());
-    ASSERT_TRUE(g);
-    const int64_t shape[1] = {4};
-    ctn_node a, b, y;
-    ASSERT_EQ(ctn_input(g.get(), "a", dt, 1, shape, &a), CTN_OK) << ctn_last_error();
-    ASSERT_EQ(ctn_input(g.get(), "b", dt, 1, shape, &b), CTN_OK) << ctn_last_error();
-    ASSERT_EQ(ctn_add(g.get(), a, b, &y), CTN_OK) << ctn_last_error();
-    if (dt == CTN_F16) {  // vend14 alone: no backend, and the reason says why
-      ctn_compile_options o{};
-      o.struct_size = sizeof o;
-      o.backends = "vend14";
-      ctn_plan *p = nullptr;
-      EXPECT_EQ(ctn_plan_compile(g.get(), 1, &y, &o, &p), CTN_ERR_UNSUPPORTED);
-      EXPECT_NE(std::string(ctn_last_error()).find(want), std::string::npos) << ctn_last_error();
-      ctn_plan_release(p);
-    }
-    Plan plan = Compile(g.get(), {y}, "vend14,cpu");  // vend14 preferred
+    TwoInputGraph t(ctx.get(), dt, 4, "add");
+    ASSERT_TRUE(t.g);
+    const ctn_node a = t.a, b = t.b;
+    if (dt == CTN_F16) ExpectNoBackendFor(t.g.get(), t.y, "vend14", want);  // vend14 alone: the reason says why
+    Plan plan = Compile(t.g.get(), {t.y}, "vend14,cpu");  // vend14 preferred
     ASSERT_TRUE(plan);
-    uint32_t on14 = 0, oncpu = 0;
-    ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "vend14", "add", &on14), CTN_OK);
-    ASSERT_EQ(ctn_plan_backend_steps(plan.get(), "cpu", "add", &oncpu), CTN_OK);
-    EXPECT_EQ(on14, dt == CTN_F16 ? 0u : 1u);
-    EXPECT_EQ(oncpu, dt == CTN_F16 ? 1u : 0u);
+    EXPECT_EQ(StepsOn(plan.get(), "vend14", "add"), dt == CTN_F16 ? 0u : 1u);
+    EXPECT_EQ(StepsOn(plan.get(), "cpu", "add"), dt == CTN_F16 ? 1u : 0u);
     // 1.5 + 0.25 and friends are exact in f16: the values come back unchanged.
     const float av[4] = {1.5f, -2.f, 0.25f, 1024.f}, bv[4] = {0.25f, 0.5f, -1.f, 3.f};
     uint16_t ah[4], bh[4];
@@ -273,6 +289,44 @@ TEST(CompatBackendHalf, F16NeverReachesA14Backend) {
     for (int i = 0; i < 4; ++i)
       EXPECT_EQ(dt == CTN_F16 ? ctn_desc_f16_to_f32(yh[i]) : yf[i], av[i] + bv[i]) << i;
   }
+}
+
+// The integer dtypes of 1.6 never reach a 1.5 (or older) backend: the reason names the backend's
+// ABI and the minor that added the dtype, while a 1.5 dtype (f16) is still offered to vend15 (which
+// declines it itself). A u16 comparison (integer arithmetic is float-only in the graph, as for i32)
+// placed with vend15 preferred runs on the CPU and reads the values as unsigned.
+TEST(CompatBackendInt, U16NeverReachesA15Backend) {
+  Context ctx = ContextWith({CTN_COMPAT_BACKEND_1_4, CTN_COMPAT_BACKEND_1_5, CTN_TEST_CPU_PLUGIN});
+  ASSERT_TRUE(ctx);
+  auto reason_for = [&](const char *backend, ctn_dtype dt) {
+    int32_t supported = 1;
+    const char *reason = nullptr;
+    EXPECT_EQ(ctn_context_op_support(ctx.get(), backend, "lt", dt, &supported, &reason), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(supported, 0);
+    return std::string(reason ? reason : "");
+  };
+  const std::string r15 = reason_for("vend15", CTN_U16), r14 = reason_for("vend14", CTN_U64);
+  EXPECT_NE(r15.find("vend15 was built against ABI 1.5, before the dtype u16 (ABI 1.6)"), std::string::npos) << r15;
+  EXPECT_NE(r14.find("vend14 was built against ABI 1.4, before the dtype u64 (ABI 1.6)"), std::string::npos) << r14;
+  const std::string h15 = reason_for("vend15", CTN_F16);
+  EXPECT_EQ(h15.find("before the dtype"), std::string::npos) << h15;
+
+  TwoInputGraph t(ctx.get(), CTN_U16, 3, "lt");
+  ASSERT_TRUE(t.g);
+  ExpectNoBackendFor(t.g.get(), t.y, "vend15", "before the dtype u16 (ABI 1.6)");
+  Plan plan = Compile(t.g.get(), {t.y}, "vend15,cpu");
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(StepsOn(plan.get(), "vend15", "lt"), 0u);
+  EXPECT_EQ(StepsOn(plan.get(), "cpu", "lt"), 1u);
+  const uint16_t av[3] = {65535, 40000, 1}, bv[3] = {2, 40000, 65535};
+  Tensor at = MakeTensor(CTN_U16, {3}, av), bt = MakeTensor(CTN_U16, {3}, bv);
+  std::vector<Tensor> outs = RunOnce(plan.get(), {t.a, t.b}, {at.get(), bt.get()});
+  ASSERT_EQ(outs.size(), 1u);
+  uint8_t yv[3] = {9, 9, 9};
+  ASSERT_EQ(ctn_tensor_read(outs[0].get(), yv, sizeof yv), CTN_OK);
+  EXPECT_EQ(yv[0], 0);  // 65535 < 2 is false for unsigned
+  EXPECT_EQ(yv[1], 0);
+  EXPECT_EQ(yv[2], 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(compat, CompatBackendTest, ::testing::ValuesIn(kBackends),

@@ -2,8 +2,11 @@
 // checkpoints (tests/unit/checkpoint_test.cpp): DLPack both ways, ONNX TensorProtos (raw_data
 // and int32_data as the ONNX spec packs them), graph inputs and outputs of those types, Cast's
 // target types, ctn_onnx_export of such tensors read back by the importer, and graph files.
-// Everything is bit for bit: no door converts.
+// Everything is bit for bit: no door converts. Then the same for the ABI 1.6 integers (i16, u16,
+// u32, u64), and the ONNX float8 types, which the importer carries as f16 (exact decoding, Cast
+// rounding to the float8 grid as ONNX's reference does).
 #include <chutney/checkpoint.h>
+#include <chutney/desc.h>
 #include <chutney/dlpack.h>
 #include <chutney/onnx.h>
 #include <gtest/gtest.h>
@@ -92,6 +95,25 @@ void expect_case_bits(ctn_graph *g, std::vector<ctn_node> outs) {
 int g_deleted = 0;
 void count_deleter(DLManagedTensorVersioned *) { ++g_deleted; }
 
+// `data` (shape[0] elements of `type`) imported through `m`, whose deleter counts its calls
+// (g_deleted reset): the tensor has dtype `want` and shares the memory.
+ctn_tensor *import_counted(DLManagedTensorVersioned &m, int64_t *shape, void *data, DLDataType type, ctn_dtype want) {
+  m = DLManagedTensorVersioned{};
+  m.version = {1, 1};
+  m.deleter = count_deleter;
+  m.dl_tensor = DLTensor{data, {kDLCPU, 0}, 1, type, shape, nullptr, 0};
+  g_deleted = 0;
+  ctn_tensor *t = nullptr;
+  EXPECT_EQ(ctn_tensor_from_dlpack(&m, &t), CTN_OK) << ctn_last_error();
+  ctn_dtype dt{};
+  EXPECT_EQ(ctn_tensor_dtype(t, &dt), CTN_OK);
+  EXPECT_EQ(dt, want);
+  void *p = nullptr;
+  EXPECT_EQ(ctn_tensor_data(t, &p), CTN_OK);
+  EXPECT_EQ(p, data) << "imported without a copy";
+  return t;
+}
+
 }  // namespace
 
 TEST(LowpDlpack, ImportAndExportKeepDtypeBitsAndStorage) {
@@ -99,20 +121,10 @@ TEST(LowpDlpack, ImportAndExportKeepDtypeBitsAndStorage) {
     SCOPED_TRACE(ctn_dtype_name(c.dt));
     const int64_t n = static_cast<int64_t>(c.bits.size() * 8 / c.dl_bits);
     int64_t shape[1] = {n};
-    DLManagedTensorVersioned m{};
-    m.version = {1, 1};
-    m.deleter = count_deleter;
-    m.dl_tensor = DLTensor{c.bits.data(), {kDLCPU, 0}, 1, {c.dl_code, c.dl_bits, 1}, shape, nullptr, 0};
-    g_deleted = 0;
-    ctn_tensor *t = nullptr;
-    CTN_ASSERT_OK(ctn_tensor_from_dlpack(&m, &t));
-    ctn_dtype dt{};
-    CTN_ASSERT_OK(ctn_tensor_dtype(t, &dt));
-    EXPECT_EQ(dt, c.dt);
+    DLManagedTensorVersioned m;
+    ctn_tensor *t = import_counted(m, shape, c.bits.data(), {c.dl_code, c.dl_bits, 1}, c.dt);
+    ASSERT_NE(t, nullptr);
     EXPECT_EQ(contents(t), c.bits);
-    void *p = nullptr;
-    CTN_ASSERT_OK(ctn_tensor_data(t, &p));
-    EXPECT_EQ(p, c.bits.data()) << "imported without a copy";
 
     // A strided view (every other element) exports with its strides and element offset.
     ctn_tensor *odd = nullptr;
@@ -140,7 +152,7 @@ TEST(LowpDlpack, ImportAndExportKeepDtypeBitsAndStorage) {
 }
 
 TEST(LowpDlpack, WidthsChutneyLacksAreRefusedByName) {
-  const DLDataType bad[] = {{kDLFloat, 8, 1}, {kDLBfloat, 32, 1}, {kDLInt, 16, 1}, {kDLUInt, 16, 1}, {kDLComplex, 64, 1}};
+  const DLDataType bad[] = {{kDLFloat, 8, 1}, {kDLBfloat, 32, 1}, {kDLInt, 4, 1}, {kDLUInt, 4, 1}, {kDLComplex, 64, 1}};
   uint16_t data[2] = {0, 0};
   int64_t shape[1] = {2};
   for (DLDataType d : bad) {
@@ -199,12 +211,12 @@ TEST(LowpOnnx, TensorProtosInRawAndInt32DataLoadBitForBit) {
     EXPECT_NE(std::string(ctn_last_error()).find("tensor 'w'"), std::string::npos) << ctn_last_error();
   }
   // Types chutney still lacks are refused naming them.
-  Pb u16;
-  u16.packed(1, {1}).i(2, 4).s(8, "u").packed(5, {7});
-  std::string path = write_file("u16.pb", u16.b);
+  Pb c64;
+  c64.packed(1, {1}).i(2, 14).s(8, "u").packed(5, {7});
+  std::string path = write_file("c64.pb", c64.b);
   ctn_tensor *t = nullptr;
   EXPECT_EQ(ctn_onnx_tensor_load(path.c_str(), &t, nullptr), CTN_ERR_UNSUPPORTED);
-  EXPECT_NE(std::string(ctn_last_error()).find("UINT16"), std::string::npos) << ctn_last_error();
+  EXPECT_NE(std::string(ctn_last_error()).find("COMPLEX64"), std::string::npos) << ctn_last_error();
 }
 
 namespace {
@@ -406,4 +418,291 @@ TEST(LowpOnnx, F16ClampExportsWithF16Bounds) {
   ctn_tensor_release(xv);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0], bytes_of(std::vector<uint16_t>{0xbc00, 0x3800, 0x4100, 0x4100}));  // -1, 0.5, 2.5, 2.5
+}
+
+// ---- the 1.6 integer dtypes (i16, u16, u32, u64) -------------------------------------------------
+
+namespace {
+
+struct IntCase {
+  ctn_dtype dt;
+  uint8_t dl_code, dl_bits;
+  int32_t onnx;   // TensorProto.DataType
+  int field;      // the typed field ONNX keeps the values in: int32_data (5) or uint64_data (11)
+  std::vector<int64_t> values;  // as that field holds them (u64 bit-cast)
+  Bytes bits;
+};
+
+template <class T>
+IntCase int_case(ctn_dtype dt, uint8_t code, int32_t onnx, int field, const std::vector<T> &v) {
+  IntCase c{dt, code, static_cast<uint8_t>(8 * sizeof(T)), onnx, field, {}, bytes_of(v)};
+  for (T x : v) c.values.push_back(static_cast<int64_t>(x));
+  return c;
+}
+
+std::vector<IntCase> int_cases() {
+  return {int_case<int16_t>(CTN_I16, kDLInt, 5, 5, {-32768, -1, 0, 32767}),
+          int_case<uint16_t>(CTN_U16, kDLUInt, 4, 5, {0, 1, 65535, 40000}),
+          int_case<uint32_t>(CTN_U32, kDLUInt, 12, 11, {0, 1, 4294967295u, 3000000000u}),
+          int_case<uint64_t>(CTN_U64, kDLUInt, 13, 11, {0, 1, UINT64_MAX, 9223372036854775808ull})};
+}
+
+Pb int_tensor_proto(const IntCase &c, std::string_view name, bool raw) {
+  Pb t;
+  t.packed(1, {static_cast<int64_t>(c.values.size())}).i(2, c.onnx).s(8, name);
+  if (raw) t.s(9, std::string_view(reinterpret_cast<const char *>(c.bits.data()), c.bits.size()));
+  else t.packed(c.field, c.values);
+  return t;
+}
+
+}  // namespace
+
+// INT16/UINT16 (int32_data), UINT32/UINT64 (uint64_data) and all four in raw_data load as i16,
+// u16, u32, u64 with the values' bits; a model's initializers, inputs and outputs keep them.
+TEST(IntOnnx, TensorProtosAndModelsKeepTheIntegerDtypes) {
+  Pb g;
+  g.s(2, "ints");
+  int k = 0;
+  for (const IntCase &c : int_cases()) {
+    for (bool raw : {true, false}) {
+      SCOPED_TRACE(std::string(ctn_dtype_name(c.dt)) + (raw ? " raw_data" : " typed field"));
+      ctn_tensor *t = nullptr;
+      CTN_ASSERT_OK(ctn_onnx_tensor_load(write_file("int.pb", int_tensor_proto(c, "w", raw).b).c_str(), &t, nullptr));
+      ctn_dtype dt{};
+      ctn_tensor_dtype(t, &dt);
+      EXPECT_EQ(dt, c.dt);
+      EXPECT_EQ(contents(t), c.bits);
+      ctn_tensor_release(t);
+    }
+    const std::string w = "w" + std::to_string(k), y = "y" + std::to_string(k), x = "x" + std::to_string(k);
+    g.m(5, int_tensor_proto(c, w, k % 2 == 0)).m(1, node("Identity", {w}, {y}, "id" + std::to_string(k)));
+    g.m(1, node("Identity", {x}, {x + "o"}, "idx" + std::to_string(k)));
+    g.m(11, value_info(x, c.onnx, {4}));
+    g.m(12, value_info(y, c.onnx, {4})).m(12, value_info(x + "o", c.onnx, {4}));
+    ++k;
+  }
+  Onnx o;
+  CTN_ASSERT_OK(o.load(write_file("ints.onnx", model(g, 17).b)));
+  std::vector<ctn_node> outs, ins;
+  std::vector<ctn_tensor *> vals;
+  for (uint32_t i = 0; i < 4; ++i) {
+    const IntCase c = int_cases()[i];
+    outs.push_back(o.entry(CTN_ONNX_OUTPUTS, 2 * i));
+    outs.push_back(o.entry(CTN_ONNX_OUTPUTS, 2 * i + 1));
+    ins.push_back(o.entry(CTN_ONNX_INPUTS, i));
+    EXPECT_EQ(o.dtype(ins.back()), c.dt);
+    EXPECT_EQ(o.dtype(outs.back()), c.dt);
+    int64_t n = 4;
+    vals.push_back(nullptr);
+    CTN_ASSERT_OK(ctn_tensor_create(c.dt, 1, &n, c.bits.data(), &vals.back()));
+  }
+  const auto got = run_once_as(tensor_bytes, o.g, outs, ins, {vals.begin(), vals.end()});
+  ASSERT_EQ(got.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(got[i], int_cases()[i / 2].bits) << "output " << i;
+  for (auto *v : vals) ctn_tensor_release(v);
+}
+
+// DLPack: int16/uint16/uint32/uint64 import without a copy and export with their codes and widths.
+TEST(IntDlpack, ImportAndExportKeepDtypeAndBits) {
+  for (IntCase c : int_cases()) {
+    SCOPED_TRACE(ctn_dtype_name(c.dt));
+    int64_t shape[1] = {4};
+    DLManagedTensorVersioned m;
+    ctn_tensor *t = import_counted(m, shape, c.bits.data(), {c.dl_code, c.dl_bits, 1}, c.dt);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(contents(t), c.bits);
+    DLManagedTensorVersioned *out = nullptr;
+    CTN_ASSERT_OK(ctn_tensor_to_dlpack(t, 0, &out));
+    EXPECT_EQ(out->dl_tensor.dtype.code, c.dl_code);
+    EXPECT_EQ(out->dl_tensor.dtype.bits, c.dl_bits);
+    ctn_tensor_release(t);
+    out->deleter(out);
+    EXPECT_EQ(g_deleted, 1);
+  }
+}
+
+// ctn_onnx_export writes i16/u16/u32/u64 constants and a cast with their ONNX types; the importer
+// reads back the same dtypes and bits.
+TEST(IntOnnx, ExportRoundTripsTheIntegerDtypes) {
+  Onnx o;
+  CTN_ASSERT_OK(ctn_graph_create(o.ctx, 0, &o.g));
+  std::vector<ctn_node> outs;
+  for (const IntCase &c : int_cases()) {
+    int64_t n = 4;
+    ctn_tensor *t = nullptr;
+    CTN_ASSERT_OK(ctn_tensor_create(c.dt, 1, &n, c.bits.data(), &t));
+    outs.push_back(CTN_NODE_NONE);
+    CTN_ASSERT_OK(ctn_constant(o.g, t, &outs.back()));
+    ctn_tensor_release(t);
+  }
+  int64_t n = 4;
+  ctn_node x = CTN_NODE_NONE, cst = CTN_NODE_NONE;
+  CTN_ASSERT_OK(ctn_input(o.g, "x", CTN_U32, 1, &n, &x));
+  CTN_ASSERT_OK(ctn_cast(o.g, x, CTN_I16, &cst));
+  outs.push_back(cst);
+  const char *names[] = {"a", "b", "c", "d", "e"};
+  const std::string path = tmp_path("export_ints.onnx");
+  CTN_ASSERT_OK(ctn_onnx_export(o.g, nullptr, 5, outs.data(), names, path.c_str()));
+  Onnx back;
+  CTN_ASSERT_OK(back.load(path));
+  ctn_node bx = back.entry(CTN_ONNX_INPUTS, 0);
+  EXPECT_EQ(back.dtype(bx), CTN_U32);
+  std::vector<ctn_node> bouts;
+  for (uint32_t k = 0; k < 5; ++k) bouts.push_back(back.entry(CTN_ONNX_OUTPUTS, k));
+  EXPECT_EQ(back.dtype(bouts[4]), CTN_I16);
+  ctn_tensor *xv = nullptr;
+  const uint32_t xs[4] = {4294967295u, 65536, 32768, 5};
+  CTN_ASSERT_OK(ctn_tensor_create(CTN_U32, 1, &n, xs, &xv));
+  const auto got = run_once_as(tensor_bytes, back.g, bouts, {bx}, {xv});
+  ctn_tensor_release(xv);
+  ASSERT_EQ(got.size(), 5u);
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(got[k], int_cases()[k].bits) << names[k];
+  EXPECT_EQ(got[4], bytes_of(std::vector<int16_t>{-1, 0, -32768, 5}));  // the low 16 bits
+}
+
+// Integer Div runs in f64 and casts back (as for int32): a zero divisor gives the dtype's limit
+// (the infinity saturates), 0 / 0 gives 0 (NaN casts to 0), never a trap; others truncate.
+TEST(IntOnnx, DivisionByZeroDoesNotTrap) {
+  for (const auto &[onnx, dt] : {std::pair<int32_t, ctn_dtype>{4, CTN_U16}, {5, CTN_I16}}) {
+    SCOPED_TRACE(ctn_dtype_name(dt));
+    Pb g;
+    g.s(2, "div").m(1, node("Div", {"a", "b"}, {"y"}, "div"));
+    g.m(11, value_info("a", onnx, {4})).m(11, value_info("b", onnx, {4})).m(12, value_info("y", onnx, {4}));
+    Onnx o;
+    CTN_ASSERT_OK(o.load(write_file("div.onnx", model(g, 17).b)));
+    int64_t n = 4;
+    const int16_t sa[4] = {7, -7, 0, 9}, sb[4] = {0, 0, 0, 2};  // u16 reads -7 as 65529
+    ctn_tensor *at = nullptr, *bt = nullptr;
+    CTN_ASSERT_OK(ctn_tensor_create(dt, 1, &n, sa, &at));
+    CTN_ASSERT_OK(ctn_tensor_create(dt, 1, &n, sb, &bt));
+    const auto got = run_once_as(tensor_bytes, o.g, {o.entry(CTN_ONNX_OUTPUTS, 0)},
+                                 {o.entry(CTN_ONNX_INPUTS, 0), o.entry(CTN_ONNX_INPUTS, 1)}, {at, bt});
+    ctn_tensor_release(at);
+    ctn_tensor_release(bt);
+    ASSERT_EQ(got.size(), 1u);
+    if (dt == CTN_U16) EXPECT_EQ(got[0], bytes_of(std::vector<uint16_t>{65535, 65535, 0, 4}));
+    else EXPECT_EQ(got[0], bytes_of(std::vector<int16_t>{32767, -32768, 0, 4}));
+  }
+}
+
+// ---- float8, carried as f16 (docs/ONNX.md, "Float8") ---------------------------------------------
+
+namespace {
+
+std::vector<float> f16_values(const ctn_tensor *t) {
+  std::vector<float> v;
+  const Bytes b = contents(t);
+  for (size_t k = 0; k + 1 < b.size(); k += 2) v.push_back(ctn_desc_f16_to_f32(static_cast<uint16_t>(b[k] | b[k + 1] << 8)));
+  return v;
+}
+
+void expect_same_values(const std::vector<float> &got, const std::vector<float> &want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    if (std::isnan(want[k])) EXPECT_TRUE(std::isnan(got[k])) << k << ": " << got[k];
+    else EXPECT_EQ(got[k], want[k]) << k;
+  }
+}
+
+}  // namespace
+
+// FLOAT8E4M3FN (17), E4M3FNUZ (18), E5M2 (19), E5M2FNUZ (20) TensorProtos load as f16 tensors
+// holding each byte's exact value: the largest finite values, the smallest subnormals, -0 and
+// the NaN / infinity encodings, from raw_data and from int32_data.
+TEST(Float8Onnx, TensorProtosDecodeExactlyToF16) {
+  const float nan = NAN, inf = INFINITY;
+  const struct {
+    int32_t onnx;
+    std::vector<unsigned char> bits;
+    std::vector<float> values;
+  } cases[] = {
+      {17, {0x7e, 0x7f, 0x01, 0x80, 0xb8, 0x08}, {448, nan, 0x1p-9f, -0.0f, -1, 0x1p-6f}},
+      {18, {0x7f, 0x80, 0x01, 0x00, 0xc0, 0x08}, {240, nan, 0x1p-10f, 0, -1, 0x1p-7f}},
+      {19, {0x7b, 0x7c, 0xfc, 0x7e, 0x01, 0x3c}, {57344, inf, -inf, nan, 0x1p-16f, 1}},
+      {20, {0x7f, 0x80, 0x01, 0xc0, 0x40, 0x04}, {57344, nan, 0x1p-17f, -1, 1, 0x1p-15f}},
+  };
+  for (const auto &c : cases) {
+    for (bool raw : {true, false}) {
+      SCOPED_TRACE(std::to_string(c.onnx) + (raw ? " raw_data" : " int32_data"));
+      Pb t;
+      t.packed(1, {static_cast<int64_t>(c.bits.size())}).i(2, c.onnx).s(8, "f8");
+      if (raw) t.s(9, std::string_view(reinterpret_cast<const char *>(c.bits.data()), c.bits.size()));
+      else t.packed(5, std::vector<int64_t>(c.bits.begin(), c.bits.end()));
+      ctn_tensor *x = nullptr;
+      CTN_ASSERT_OK(ctn_onnx_tensor_load(write_file("f8.pb", t.b).c_str(), &x, nullptr));
+      ctn_dtype dt{};
+      ctn_tensor_dtype(x, &dt);
+      EXPECT_EQ(dt, CTN_F16);
+      expect_same_values(f16_values(x), c.values);
+      ctn_tensor_release(x);
+    }
+  }
+  // One byte short of the shape is refused naming the tensor.
+  Pb t;
+  t.packed(1, {3}).i(2, 17).s(8, "short").s(9, std::string_view("\x01\x02", 2));
+  ctn_tensor *x = nullptr;
+  EXPECT_EQ(ctn_onnx_tensor_load(write_file("f8s.pb", t.b).c_str(), &x, nullptr), CTN_ERR_CORRUPT);
+  EXPECT_NE(std::string(ctn_last_error()).find("tensor 'short'"), std::string::npos) << ctn_last_error();
+  EXPECT_EQ(x, nullptr);
+}
+
+// Cast(to = float8, saturate) rounds to nearest even on the format's grid, as ONNX's reference
+// (numpy clip, then ml_dtypes 0.5's astype; the expected values below are what that printed):
+// ties, the top binade, overflow (saturated, else NaN or E5M2's infinity), subnormals, NaN.
+TEST(Float8Onnx, CastRoundsToTheGridLikeTheReference) {
+  const float nan = NAN, inf = INFINITY;
+  const std::vector<float> x = {0, -0.0f, 1, 1.0625f, 1.1875f, 300, 460, 470, 1e6f, inf, -inf, nan, 0x1p-10f, 3 * 0x1p-11f, -5.5f};
+  const struct {
+    int32_t onnx;
+    bool saturate;
+    std::vector<float> want;
+  } cases[] = {
+      {17, true, {0, -0.0f, 1, 1, 1.25f, 288, 448, 448, 448, 448, -448, nan, 0, 0x1p-9f, -5.5f}},
+      {17, false, {0, -0.0f, 1, 1, 1.25f, 288, 448, nan, nan, nan, nan, nan, 0, 0x1p-9f, -5.5f}},
+      {18, true, {0, 0, 1, 1, 1.25f, 240, 240, 240, 240, 240, -240, nan, 0x1p-10f, 0x1p-9f, -5.5f}},
+      {18, false, {0, 0, 1, 1, 1.25f, nan, nan, nan, nan, nan, nan, nan, 0x1p-10f, 0x1p-9f, -5.5f}},
+      {19, true, {0, -0.0f, 1, 1, 1.25f, 320, 448, 448, 57344, 57344, -57344, nan, 0x1p-10f, 1.5f * 0x1p-10f, -6}},
+      {19, false, {0, -0.0f, 1, 1, 1.25f, 320, 448, 448, inf, inf, -inf, nan, 0x1p-10f, 1.5f * 0x1p-10f, -6}},
+      {20, true, {0, 0, 1, 1, 1.25f, 320, 448, 448, 57344, 57344, -57344, nan, 0x1p-10f, 1.5f * 0x1p-10f, -6}},
+      {20, false, {0, 0, 1, 1, 1.25f, 320, 448, 448, nan, nan, nan, nan, 0x1p-10f, 1.5f * 0x1p-10f, -6}},
+  };
+  for (const auto &c : cases) {
+    SCOPED_TRACE(std::to_string(c.onnx) + (c.saturate ? " saturate" : " no saturate"));
+    Pb to, sat;
+    to.s(1, "to").i(20, 2).i(3, c.onnx);
+    sat.s(1, "saturate").i(20, 2).i(3, c.saturate ? 1 : 0);
+    Pb g;
+    g.s(2, "f8").m(1, node("Cast", {"x"}, {"y"}, "cast", {to, sat}));
+    g.m(11, value_info("x", 1, {15})).m(12, value_info("y", c.onnx, {15}));
+    Onnx o;
+    CTN_ASSERT_OK(o.load(write_file("cast8.onnx", model(g, 21).b)));
+    ctn_node xin = o.entry(CTN_ONNX_INPUTS, 0), y = o.entry(CTN_ONNX_OUTPUTS, 0);
+    EXPECT_EQ(o.dtype(y), CTN_F16);
+    ctn_tensor *xv = make_f32({15}, x);
+    const auto got = run_once_as(f16_values, o.g, {y}, {xin}, {xv});
+    ctn_tensor_release(xv);
+    ASSERT_EQ(got.size(), 1u);
+    expect_same_values(got[0], c.want);
+  }
+}
+
+// CastLike reads its target's declared ONNX type: a float8 graph input (an f16 here) makes it
+// round to that format's grid, as Cast(to = float8) does.
+TEST(Float8Onnx, CastLikeToAFloat8InputRounds) {
+  Pb g;
+  g.s(2, "like8").m(1, node("CastLike", {"x", "like"}, {"y"}, "castlike"));
+  g.m(11, value_info("x", 1, {3})).m(11, value_info("like", 19, {1})).m(12, value_info("y", 19, {3}));
+  Onnx o;
+  CTN_ASSERT_OK(o.load(write_file("castlike8.onnx", model(g, 21).b)));
+  ctn_tensor *xv = make_f32({3}, {300, 1e6f, 1.1875f});
+  int64_t one = 1;
+  const uint16_t h = 0x3c00;
+  ctn_tensor *lv = nullptr;
+  CTN_ASSERT_OK(ctn_tensor_create(CTN_F16, 1, &one, &h, &lv));
+  const auto got = run_once_as(f16_values, o.g, {o.entry(CTN_ONNX_OUTPUTS, 0)},
+                               {o.entry(CTN_ONNX_INPUTS, 0), o.entry(CTN_ONNX_INPUTS, 1)}, {xv, lv});
+  ctn_tensor_release(xv);
+  ctn_tensor_release(lv);
+  ASSERT_EQ(got.size(), 1u);
+  expect_same_values(got[0], {320, 57344, 1.25f});  // E5M2, saturating (the default)
 }

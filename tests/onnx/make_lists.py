@@ -35,7 +35,7 @@ def classify(name, reason):
         return f"{DEFAULT_OP_REASON} ({op})"
     m = re.search(r"has dtype (\w+( \d+)?), which chutney", reason) or re.search(r"dtype (\w+) \(float", reason)
     if m:
-        return "dtype " + m.group(1) + " (chutney has float, double, float16, bfloat16, int32, int64, int8, uint8, bool)"
+        return "dtype " + m.group(1) + " (chutney has float, double, float16, bfloat16, int8-int64, uint8-uint64, bool)"
     if "is not a tensor" in reason or "is a sequence, not a tensor" in reason:
         return "sequence/optional graph inputs and outputs are not supported (sequences inside a graph are lowered at import)"
     m = re.search(r"ai.onnx.ml op (\w+) has no converter", reason)

@@ -204,8 +204,8 @@ TEST(OnnxErrors, NameTheNodeTheOpAndWhatIsMissing) {
        {"node 'fancy1' (FancyOp)", "no converter"}},
       {"attr.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu1", {bad_attr}))).b, CTN_ERR_UNSUPPORTED,
        {"node 'relu1' (Relu)", "attribute 'flavour'"}},
-      {"dtype.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu2"), 4)).b, CTN_ERR_UNSUPPORTED,
-       {"'x'", "UINT16"}},
+      {"dtype.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu2"), 14)).b, CTN_ERR_UNSUPPORTED,
+       {"'x'", "COMPLEX64"}},
       {"conv4d.onnx", model(conv_g).b, CTN_ERR_UNSUPPORTED, {"node 'conv4d' (Conv)", "6-d input"}},
       {"symbolic.onnx", model(one_node_graph(node("Relu", {"x"}, {"y"}, "relu3"), 1, {0, 3}, {"batch"})).b,
        CTN_ERR_INVALID_ARGUMENT, {"'x'", "'batch'", "ctn_onnx_options.inputs"}},
@@ -715,14 +715,20 @@ TEST(Npy, RoundTripsFortranOrderAndCompressedNpz) {
   std::vector<int64_t> a(6);
   ASSERT_EQ(ctn_tensor_read(z[0].second.get(), a.data(), 48), CTN_OK);
   EXPECT_EQ(a, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
-  EXPECT_THROW(ctn_cli::npy_parse(std::string("\x93NUMPY\x01\x00\x20\x00{'descr': '<u2', 'fortran_order': False, 'shape': (1,), }", 42), "u2"),
+  EXPECT_THROW(ctn_cli::npy_parse(std::string("\x93NUMPY\x01\x00\x20\x00{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", 42), "c8"),
                ctn_cli::Failure);
   EXPECT_THROW(ctn_cli::npy_parse("junk", "junk"), ctn_cli::Failure);
 }
 
-// float16 and int8 files written by numpy.save read as f16 and i8 with numpy's bits and write back
-// byte for byte; a bf16 tensor (numpy has no bfloat16) is refused naming the dtype.
-TEST(Npy, Float16AndInt8FromNumpyRoundTrip) {
+template <class T>
+std::string bytes_of(const std::vector<T> &v) {
+  return std::string(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(T));
+}
+
+// float16, int8, int16, uint16, uint32 and uint64 files written by numpy.save read as f16, i8,
+// i16, u16, u32 and u64 with numpy's bits and write back byte for byte; a bf16 tensor (numpy has
+// no bfloat16) is refused naming the dtype.
+TEST(Npy, Float16AndIntegersFromNumpyRoundTrip) {
   const std::vector<uint16_t> h = {0x3c00, 0xc100, 0x7bff, 0x0001, 0x8000, 0x7c00};  // numpy's bits
   const std::vector<int8_t> q = {-128, -1, 0, 127};
   struct File {
@@ -731,7 +737,13 @@ TEST(Npy, Float16AndInt8FromNumpyRoundTrip) {
     std::vector<int64_t> shape;
     std::string bits;
   } files[] = {{"data_f16.npy", CTN_F16, {2, 3}, std::string(reinterpret_cast<const char *>(h.data()), 12)},
-               {"data_i8.npy", CTN_I8, {4}, std::string(reinterpret_cast<const char *>(q.data()), 4)}};
+               {"data_i8.npy", CTN_I8, {4}, std::string(reinterpret_cast<const char *>(q.data()), 4)},
+               // The 1.6 integers (numpy.save of int16, uint16, uint32, uint64: their extremes).
+               {"data_i16.npy", CTN_I16, {2, 3}, bytes_of(std::vector<int16_t>{-32768, -1, 0, 1, 300, 32767})},
+               {"data_u16.npy", CTN_U16, {4}, bytes_of(std::vector<uint16_t>{0, 1, 65535, 40000})},
+               {"data_u32.npy", CTN_U32, {3}, bytes_of(std::vector<uint32_t>{0, 4294967295u, 3000000000u})},
+               {"data_u64.npy", CTN_U64, {3},
+                bytes_of(std::vector<uint64_t>{0, 18446744073709551615ull, 9223372036854775808ull})}};
   for (const File &f : files) {
     SCOPED_TRACE(f.name);
     const std::string src = CTN_ONNX_TEST_DIR + std::string("/") + f.name;
@@ -789,7 +801,7 @@ TEST(DlpackC, ZeroCopyDeleterOnceReadOnlyAndRefusals) {
     DLManagedTensorVersioned b = m;
     if (which == 0) b.version.major = 2;
     if (which == 1) b.dl_tensor.dtype.lanes = 2;
-    if (which == 2) b.dl_tensor.dtype = {kDLUInt, 16, 1};  // (lowp_test.cpp: f16, bf16, i8 and more refusals)
+    if (which == 2) b.dl_tensor.dtype = {kDLComplex, 64, 1};  // (lowp_test.cpp: f16, bf16, i8 and more refusals)
     g_deleted = 0;
     ctn_tensor *bad = nullptr;
     EXPECT_EQ(ctn_tensor_from_dlpack(&b, &bad), CTN_ERR_UNSUPPORTED);

@@ -9,6 +9,7 @@
 //   endif
 // The plugin path may be overridden at run time with $CTN_CPU_PLUGIN.
 #include <chutney/backend.h>
+#include <chutney/desc.h>
 #include <chutney/ops.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -846,6 +847,74 @@ TEST_F(CpuPlugin, ShapeOps) {
             CTN_OK)
       << g_error;
   for (int i = 0; i < 24; ++i) ASSERT_EQ(bc[i], col[i % 3]);
+}
+
+// The 1.6 integers (issue 27): the integer elementwise formulas wrap modulo 2^bits (u16 computes
+// in 32 bits, so 65535 * 65535 is no signed overflow), abs/sign/relu/maximum/minimum read the
+// dtype's own order, a one-element operand broadcasts, and float-only ops are refused by name.
+template <class T>
+constexpr int32_t int_dt() {
+  return std::is_same_v<T, int16_t> ? CTN_I16 : std::is_same_v<T, uint16_t> ? CTN_U16
+       : std::is_same_v<T, uint32_t> ? CTN_U32 : CTN_U64;
+}
+
+TEST_F(CpuPlugin, IntDtypesArithmeticWraps) {
+  auto ew = [&](const char *op, auto a, decltype(a) b = {}) {
+    using T = typename decltype(a)::value_type;
+    const int64_t n = static_cast<int64_t>(a.size()), nb = static_cast<int64_t>(b.size());
+    decltype(a) y(a.size());
+    std::vector<ctn_tensor_desc> in = {desc(int_dt<T>(), {n}, a.data())};
+    if (!b.empty()) in.push_back(desc(int_dt<T>(), {nb}, b.data()));
+    EXPECT_EQ(run(op, in, desc(int_dt<T>(), {n}, y.data()), attrs_i({})), CTN_OK) << op << ": " << g_error;
+    return y;
+  };
+  using U16 = std::vector<uint16_t>;
+  const U16 ua = {65535, 300, 0, 1}, ub = {2, 300, 1, 65535};
+  EXPECT_EQ(ew(CTN_OP_ADD, ua, ub), (U16{1, 600, 1, 0}));
+  EXPECT_EQ(ew(CTN_OP_MUL, ua, ub), (U16{65534, 24464, 0, 65535}));  // 300^2 = 90000 = 24464 + 65536
+  EXPECT_EQ(ew(CTN_OP_SUB, ua, ub), (U16{65533, 0, 65535, 2}));
+  EXPECT_EQ(ew(CTN_OP_NEG, ua), (U16{1, 65236, 0, 65535}));
+  EXPECT_EQ(ew(CTN_OP_MAXIMUM, ua, ub), (U16{65535, 300, 1, 65535}));
+  EXPECT_EQ(ew(CTN_OP_MUL, U16{65535}, U16{65535}), U16{1});
+
+  using I16 = std::vector<int16_t>;
+  const I16 sa = {32767, -32768, -5, 7}, sb = {1, -1, 3, -7};
+  EXPECT_EQ(ew(CTN_OP_ADD, sa, sb), (I16{-32768, 32767, -2, 0}));
+  EXPECT_EQ(ew(CTN_OP_MUL, sa, sb), (I16{32767, -32768, -15, -49}));
+  EXPECT_EQ(ew(CTN_OP_NEG, sa), (I16{-32767, -32768, 5, -7}));
+  EXPECT_EQ(ew(CTN_OP_ABS, sa), (I16{32767, -32768, 5, 7}));
+  EXPECT_EQ(ew(CTN_OP_SIGN, sa), (I16{1, -1, -1, 1}));
+  EXPECT_EQ(ew(CTN_OP_RELU, sa), (I16{32767, 0, 0, 7}));
+  EXPECT_EQ(ew(CTN_OP_MINIMUM, sa, sb), (I16{1, -32768, -5, -7}));
+
+  using U32 = std::vector<uint32_t>;
+  const U32 wa = {4294967295u, 65536, 0};
+  EXPECT_EQ(ew(CTN_OP_ADD, wa, U32{1}), (U32{0, 65537, 1}));  // broadcast
+  EXPECT_EQ(ew(CTN_OP_MUL, wa, wa), (U32{1, 0, 0}));
+  EXPECT_EQ(ew(CTN_OP_MAXIMUM, wa, U32{1}), (U32{4294967295u, 65536, 1}));
+  EXPECT_EQ(ew(CTN_OP_SIGN, wa), (U32{1, 1, 0}));
+  EXPECT_EQ(ew(CTN_OP_ABS, wa), wa);
+
+  using U64 = std::vector<uint64_t>;
+  const U64 la = {UINT64_MAX, 0, 4294967296ull}, lb = {1, 1, 4294967296ull};
+  EXPECT_EQ(ew(CTN_OP_ADD, la, lb), (U64{0, 1, 8589934592ull}));
+  EXPECT_EQ(ew(CTN_OP_SUB, la, lb), (U64{UINT64_MAX - 1, UINT64_MAX, 0}));
+  EXPECT_EQ(ew(CTN_OP_MUL, la, lb), (U64{UINT64_MAX, 0, 0}));
+  EXPECT_EQ(ew(CTN_OP_MINIMUM, la, lb), (U64{1, 0, 4294967296ull}));
+  EXPECT_EQ(ew(CTN_OP_RELU, la), la);
+
+  // Float-only formulas (div included: integer division has no kernel, as for i32) are refused.
+  for (const char *op : {CTN_OP_EXP, CTN_OP_DIV, CTN_OP_SQRT}) {
+    for (int32_t dt : {CTN_I16, CTN_U16, CTN_U32, CTN_U64}) {
+      uint64_t x[2] = {1, 0};
+      std::vector<ctn_tensor_desc> in = {desc(dt, {1}, x), desc(dt, {1}, x)};
+      if (std::strcmp(op, CTN_OP_DIV)) in.pop_back();
+      EXPECT_EQ(run(op, in, desc(dt, {1}, x), attrs_i({})), CTN_ERR_UNSUPPORTED) << op;
+      EXPECT_NE(g_error.find(std::string("dtype ") + ctn_desc_dtype_name(dt) + " is not supported"), std::string::npos)
+          << g_error;
+      EXPECT_EQ(x[0], 1u) << "a refused call writes nothing";
+    }
+  }
 }
 
 TEST_F(CpuPlugin, UnsupportedAndBadSignatures) {

@@ -19,7 +19,8 @@ struct Descr {
 // numpy has no bfloat16, so a bf16 tensor has no .npy form (npy_write refuses it by name).
 const Descr kDescrs[] = {{"<f4", CTN_F32}, {"<f8", CTN_F64}, {"<i4", CTN_I32}, {"<i8", CTN_I64},
                          {"|u1", CTN_U8},  {"|b1", CTN_BOOL}, {"<f2", CTN_F16}, {"|i1", CTN_I8},
-                         {"<u1", CTN_U8},  {"<b1", CTN_BOOL}, {"<i1", CTN_I8}};
+                         {"<u1", CTN_U8},  {"<b1", CTN_BOOL}, {"<i1", CTN_I8},
+                         {"<i2", CTN_I16}, {"<u2", CTN_U16}, {"<u4", CTN_U32}, {"<u8", CTN_U64}};
 
 // The value of 'key' in the header dict, as the text up to the next ',' at depth 0 or '}'.
 std::string header_value(const std::string &h, const char *key, const std::string &what) {

@@ -45,6 +45,10 @@ const (
 	Float16  DType = C.CTN_F16  // since ABI 1.5
 	BFloat16 DType = C.CTN_BF16 // since ABI 1.5
 	Int8     DType = C.CTN_I8   // since ABI 1.5
+	Int16    DType = C.CTN_I16  // since ABI 1.6
+	Uint16   DType = C.CTN_U16  // since ABI 1.6
+	Uint32   DType = C.CTN_U32  // since ABI 1.6
+	Uint64   DType = C.CTN_U64  // since ABI 1.6
 )
 
 // Init is a weight initialiser (ctn_init).

@@ -21,9 +21,10 @@ func (d DType) String() string { return C.GoString(C.ctn_dtype_name(C.ctn_dtype(
 func (d DType) Size() int { return int(C.ctn_dtype_size(C.ctn_dtype(d))) }
 
 // Elem is the set of Go element types a Tensor converts from and to. Float16 and BFloat16
-// tensors are read and written as uint16 bit patterns instead (half.go).
+// tensors are read and written as uint16 bit patterns instead (half.go): a []uint16 given to
+// NewTensor makes a Uint16 tensor.
 type Elem interface {
-	float32 | float64 | int32 | int64 | uint8 | int8 | bool
+	float32 | float64 | int32 | int64 | uint8 | int8 | int16 | uint16 | uint32 | uint64 | bool
 }
 
 // DTypeOf is the dtype of Go element type T.
@@ -42,6 +43,14 @@ func DTypeOf[T Elem]() DType {
 		return Uint8
 	case int8:
 		return Int8
+	case int16:
+		return Int16
+	case uint16:
+		return Uint16
+	case uint32:
+		return Uint32
+	case uint64:
+		return Uint64
 	default:
 		return Bool
 	}
@@ -302,6 +311,18 @@ func (t *Tensor) Uint8s() ([]uint8, error) { return Values[uint8](t) }
 // Int8s returns the elements of an Int8 tensor.
 func (t *Tensor) Int8s() ([]int8, error) { return Values[int8](t) }
 
+// Int16s returns the elements of an Int16 tensor.
+func (t *Tensor) Int16s() ([]int16, error) { return Values[int16](t) }
+
+// Uint16s returns the elements of a Uint16 tensor.
+func (t *Tensor) Uint16s() ([]uint16, error) { return Values[uint16](t) }
+
+// Uint32s returns the elements of a Uint32 tensor.
+func (t *Tensor) Uint32s() ([]uint32, error) { return Values[uint32](t) }
+
+// Uint64s returns the elements of a Uint64 tensor.
+func (t *Tensor) Uint64s() ([]uint64, error) { return Values[uint64](t) }
+
 // Bools returns the elements of a Bool tensor.
 func (t *Tensor) Bools() ([]bool, error) { return Values[bool](t) }
 
@@ -329,6 +350,7 @@ func (t *Tensor) Item() (float64, error) {
 var itemReaders = map[DType]func(*Tensor) (float64, error){
 	Float32: itemAs[float32], Float64: itemAs[float64], Int32: itemAs[int32], Int64: itemAs[int64],
 	Uint8: itemAs[uint8], Int8: itemAs[int8], Float16: itemHalf, BFloat16: itemHalf,
+	Int16: itemAs[int16], Uint16: itemAs[uint16], Uint32: itemAs[uint32], Uint64: itemAs[uint64],
 }
 
 func itemHalf(t *Tensor) (float64, error) {
@@ -339,7 +361,7 @@ func itemHalf(t *Tensor) (float64, error) {
 	return float64(v[0]), nil
 }
 
-func itemAs[T float32 | float64 | int32 | int64 | uint8 | int8](t *Tensor) (float64, error) {
+func itemAs[T float32 | float64 | int32 | int64 | uint8 | int8 | int16 | uint16 | uint32 | uint64](t *Tensor) (float64, error) {
 	var v [1]T
 	err := Read(t, v[:])
 	return float64(v[0]), err

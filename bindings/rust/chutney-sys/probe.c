@@ -410,6 +410,11 @@ int main(void) {
   K(CTN_BF16);
   K(CTN_I8);
   K(CTN_DTYPE_COUNT_V5);
+  K(CTN_I16);
+  K(CTN_U16);
+  K(CTN_U32);
+  K(CTN_U64);
+  K(CTN_DTYPE_COUNT_V6);
   K(CTN_ABI_MAJOR);
   K(CTN_ABI_MINOR);
   K(CTN_VERSION_MAJOR);

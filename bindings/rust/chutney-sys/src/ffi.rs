@@ -713,6 +713,11 @@ pub const CTN_F16: ctn_dtype = 6;
 pub const CTN_BF16: ctn_dtype = 7;
 pub const CTN_I8: ctn_dtype = 8;
 pub const CTN_DTYPE_COUNT_V5: ctn_dtype = 9;
+pub const CTN_I16: ctn_dtype = 9;
+pub const CTN_U16: ctn_dtype = 10;
+pub const CTN_U32: ctn_dtype = 11;
+pub const CTN_U64: ctn_dtype = 12;
+pub const CTN_DTYPE_COUNT_V6: ctn_dtype = 13;
 /// C `ctn_status` (types.h).
 pub type ctn_status = i32;
 /// C `ctn_dtype` (types.h).

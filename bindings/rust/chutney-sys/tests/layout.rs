@@ -151,6 +151,11 @@ fn rust_lines() -> Vec<String> {
         CTN_BF16
         CTN_I8
         CTN_DTYPE_COUNT_V5
+        CTN_I16
+        CTN_U16
+        CTN_U32
+        CTN_U64
+        CTN_DTYPE_COUNT_V6
         CTN_ABI_MAJOR
         CTN_ABI_MINOR
         CTN_VERSION_MAJOR

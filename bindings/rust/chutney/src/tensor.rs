@@ -27,6 +27,14 @@ pub enum Dtype {
     BF16,
     /// 8-bit signed integer. Since ABI 1.5.
     I8,
+    /// 16-bit signed integer. Since ABI 1.6.
+    I16,
+    /// 16-bit unsigned integer. Since ABI 1.6.
+    U16,
+    /// 32-bit unsigned integer. Since ABI 1.6.
+    U32,
+    /// 64-bit unsigned integer. Since ABI 1.6.
+    U64,
 }
 
 impl Dtype {
@@ -42,6 +50,10 @@ impl Dtype {
             Dtype::F16 => sys::CTN_F16,
             Dtype::BF16 => sys::CTN_BF16,
             Dtype::I8 => sys::CTN_I8,
+            Dtype::I16 => sys::CTN_I16,
+            Dtype::U16 => sys::CTN_U16,
+            Dtype::U32 => sys::CTN_U32,
+            Dtype::U64 => sys::CTN_U64,
         }
     }
 
@@ -57,6 +69,10 @@ impl Dtype {
             sys::CTN_F16 => Dtype::F16,
             sys::CTN_BF16 => Dtype::BF16,
             sys::CTN_I8 => Dtype::I8,
+            sys::CTN_I16 => Dtype::I16,
+            sys::CTN_U16 => Dtype::U16,
+            sys::CTN_U32 => Dtype::U32,
+            sys::CTN_U64 => Dtype::U64,
             _ => return Err(Error::new(Status::DTYPE, format!("unknown dtype {v}"))),
         })
     }
@@ -78,8 +94,8 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Rust types that are tensor elements: `f32`, `f64`, `i32`, `i64`, `u8`, `i8`, and the 16-bit
-/// floats [`f16`](crate::f16) and [`bf16`](crate::bf16) (bit patterns). Sealed: every bit
+/// Rust types that are tensor elements: `f32`, `f64`, `i32`, `i64`, `u8`, `i8`, `i16`, `u16`,
+/// `u32`, `u64`, and the 16-bit floats [`f16`](crate::f16) and [`bf16`](crate::bf16) (bit patterns). Sealed: every bit
 /// pattern of these is a valid value, which is what makes copying from the library sound.
 pub trait Element: Copy + Default + sealed::Sealed + 'static {
     /// The dtype of this element type.
@@ -92,7 +108,8 @@ macro_rules! element {
         impl Element for $t { const DTYPE: Dtype = Dtype::$d; }
     )*};
 }
-element!(f32 => F32, f64 => F64, i32 => I32, i64 => I64, u8 => U8, i8 => I8, f16 => F16, bf16 => BF16);
+element!(f32 => F32, f64 => F64, i32 => I32, i64 => I64, u8 => U8, i8 => I8, f16 => F16, bf16 => BF16,
+         i16 => I16, u16 => U16, u32 => U32, u64 => U64);
 
 /// The element count of `shape`, checking every dim >= 0, ndim <= 8 and no overflow.
 pub(crate) fn numel_of(shape: &[i64]) -> Result<usize> {
