@@ -344,6 +344,20 @@ struct BiasActState : KernelBase {
   }
 };
 
+// One output value's activation (CTN_ACT_*), as the unfused ops compute it.
+template <class T>
+T epilogue_act(int act, T v, T lo, T hi) {
+  switch (act) {
+    case CTN_ACT_RELU: return v > 0 ? v : T(0);
+    case CTN_ACT_GELU: return T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752440)));
+    case CTN_ACT_CLAMP: return v < lo ? lo : v > hi ? hi : v;
+    case CTN_ACT_SIGMOID: return T(1) / (T(1) + std::exp(-v));
+    case CTN_ACT_SILU: return v / (T(1) + std::exp(-v));
+    case CTN_ACT_HARDSWISH: return v * std::min(std::max(v * T(1.0 / 6) + T(0.5), T(0)), T(1));
+    default: return v;
+  }
+}
+
 template <class T>
 struct BiasActCall {
   const BiasActState *st;
@@ -357,11 +371,7 @@ struct BiasActCall {
       const T b = c.bias[p % c.st->channels];
       T *row = c.y + p * c.st->hw;
       for (int64_t i = 0; i < c.st->hw; ++i) {
-        T v = row[i] + b;
-        if (e.act == CTN_ACT_RELU) v = v > 0 ? v : T(0);
-        else if (e.act == CTN_ACT_GELU) v = T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752440)));
-        else if (e.act == CTN_ACT_CLAMP) v = v < lo ? lo : v > hi ? hi : v;
-        row[i] = v;
+        row[i] = epilogue_act(e.act, row[i] + b, lo, hi);
       }
     }
   }
@@ -387,6 +397,8 @@ ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kern
   if (ctn_status s = need_float(be->host, "cpu", sig->op, x.dtype); s) return s;
   ConvEpilogue epi;
   epi.act = static_cast<int>(sig->attrs->i[7]);
+  if (epi.act < CTN_ACT_NONE || epi.act > CTN_ACT_HARDSWISH)
+    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: unknown activation %d", sig->op, epi.act);
   epi.lo = sig->attrs->f[0];
   epi.hi = sig->attrs->f[1];
   std::string why;

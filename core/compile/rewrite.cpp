@@ -9,6 +9,7 @@
 #include "plugin/context.h"
 #include "util/status.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace ctn {
@@ -180,11 +181,12 @@ std::vector<ctn_node> schedule(const Graph &g, const std::vector<ctn_node> &root
 
 // The producers the fusion pass folds a bias and an activation into: matmul -> add(bias [N]) and
 // conv2d -> add(bias [O,1,1] or [1,O,1,1]), each optionally followed by relu, gelu or (conv2d
-// only) clamp; the producer and the add must have no other consumer, and the backend must offer
-// the fused op for the node's signature.
+// only) clamp, sigmoid, x * sigmoid(x) and hardswish (match_activation); the producer and the add
+// must have no other consumer than the activation, and the backend must offer the fused op for
+// the node's signature.
 struct BiasFusion {
   const char *producer, *fused;
-  bool clamp;          // clamp joins as CTN_ACT_CLAMP (f[0], f[1])
+  bool conv_acts;      // the activations after CTN_ACT_GELU join too (clamp reads f[0], f[1])
   uint32_t act_slot;   // the fused op's activation attribute: i[act_slot]
 };
 const BiasFusion kBiasFusions[] = {{CTN_OP_MATMUL, CTN_OP_MATMUL_BIAS_ACT, false, 2},
@@ -201,6 +203,70 @@ bool is_bias(const Graph &g, const BiasFusion &f, ctn_node p, ctn_node b) {
          (nd == 3 || bi.shape[0] == 1);
 }
 
+// Whether constant n holds only values that round to v in its dtype (1/6 stored as f32).
+bool const_near(const Graph &g, ctn_node n, double v) {
+  const Node &nd = g.node(n);
+  if (nd.kind != NodeKind::Constant || !nd.value || nd.value->numel() < 1) return false;
+  for (int64_t i = 0; i < nd.value->numel(); ++i) {
+    double x;
+    if (!float_element(nd.value->dtype, nd.value->data(), i, &x) || !(std::fabs(x - v) <= 1e-6 * std::fabs(v)))
+      return false;
+  }
+  return true;
+}
+
+// The other operand of binary node v when one of its operands is x (either side), else NONE.
+ctn_node other_operand(const Graph &g, ctn_node v, ctn_node x) {
+  const Node &nd = g.node(v);
+  if (nd.inputs.size() != 2) return CTN_NODE_NONE;
+  return nd.inputs[0] == x ? nd.inputs[1] : nd.inputs[1] == x ? nd.inputs[0] : CTN_NODE_NONE;
+}
+
+// Whether c is hardsigmoid(x) as ONNX HardSwish imports it: clamp(x * 1/6 + 1/2, 0, 1), every
+// intermediate read only by the next.
+bool is_hardsigmoid_of(const Graph &g, ctn_node c, ctn_node x, const std::vector<uint32_t> &consumers) {
+  if (!is_op(g, c, CTN_OP_CLAMP) || g.node(c).attrs.f[0] != 0.0 || g.node(c).attrs.f[1] != 1.0) return false;
+  const ctn_node y = g.node(c).inputs[0];
+  if (!is_op(g, y, CTN_OP_ADD) || consumers[y] != 1) return false;
+  for (ctn_node m : g.node(y).inputs) {
+    const ctn_node half = other_operand(g, y, m);
+    if (!is_op(g, m, CTN_OP_MUL) || consumers[m] != 1 || half == CTN_NODE_NONE || !const_near(g, half, 0.5)) continue;
+    const ctn_node k = other_operand(g, m, x);
+    if (k != CTN_NODE_NONE && const_near(g, k, 1.0 / 6)) return true;
+  }
+  return false;
+}
+
+// An activation the fusion can fold, ending at node v: its CTN_ACT_* code (-1: none), the value it
+// reads (`pre`, the candidate bias add) and clamp's bounds. relu, gelu, clamp and sigmoid read pre
+// alone; x * sigmoid(x) (SiLU, Swish with alpha 1) and x * hardsigmoid(x) (HardSwish) read it twice.
+struct ActMatch {
+  int act = -1;
+  ctn_node pre = CTN_NODE_NONE;
+  double lo = 0, hi = 0;
+};
+ActMatch match_activation(const Graph &g, ctn_node v, const std::vector<uint32_t> &consumers) {
+  static const struct {
+    const char *op;
+    int act;
+  } kUnary[] = {{CTN_OP_RELU, CTN_ACT_RELU}, {CTN_OP_GELU, CTN_ACT_GELU}, {CTN_OP_CLAMP, CTN_ACT_CLAMP},
+                {CTN_OP_SIGMOID, CTN_ACT_SIGMOID}};
+  const Node &nd = g.node(v);
+  for (const auto &u : kUnary)
+    if (is_op(g, v, u.op) && consumers[nd.inputs[0]] == 1) {
+      const bool clamp = u.act == CTN_ACT_CLAMP;
+      return {u.act, nd.inputs[0], clamp ? nd.attrs.f[0] : 0, clamp ? nd.attrs.f[1] : 0};
+    }
+  if (!is_op(g, v, CTN_OP_MUL)) return {};
+  for (ctn_node x : nd.inputs) {
+    const ctn_node s = other_operand(g, v, x);
+    if (consumers[x] != 2 || consumers[s] != 1 || g.info(x).shape != nd.info.shape) continue;
+    if (is_op(g, s, CTN_OP_SIGMOID) && g.node(s).inputs[0] == x) return {CTN_ACT_SILU, x, 0, 0};
+    if (is_hardsigmoid_of(g, s, x, consumers)) return {CTN_ACT_HARDSWISH, x, 0, 0};
+  }
+  return {};
+}
+
 void fuse_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend, PassStats &st) {
   if (!backend) return;
   Graph &g = rw.g;
@@ -215,8 +281,10 @@ void fuse_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend,
   // target = act(add) or add itself; act: CTN_ACT_*, lo/hi for clamp.
   auto try_fuse = [&](ctn_node target, ctn_node add, int act, double lo, double hi) {
     if (!is_op(g, add, CTN_OP_ADD) || done[add]) return false;
+    // The codes of 1.6 are never shown to a backend built against an older header (ops.h).
+    if (act >= CTN_ACT_SIGMOID && backend->abi_minor < 6) return false;
     for (const BiasFusion &f : kBiasFusions) {
-      if (act == CTN_ACT_CLAMP && !f.clamp) continue;
+      if (act > CTN_ACT_GELU && !f.conv_acts) continue;
       for (int side = 0; side < 2; ++side) {
         const ctn_node p = g.node(add).inputs[static_cast<size_t>(side)];
         ctn_node bias = g.node(add).inputs[static_cast<size_t>(1 - side)];
@@ -250,13 +318,8 @@ void fuse_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend,
     return false;
   };
   for (ctn_node v : order) {
-    const Node &nd = g.node(v);
-    const int act = is_op(g, v, CTN_OP_RELU)    ? CTN_ACT_RELU
-                    : is_op(g, v, CTN_OP_GELU)  ? CTN_ACT_GELU
-                    : is_op(g, v, CTN_OP_CLAMP) ? CTN_ACT_CLAMP
-                                                : -1;
-    if (act < 0 || consumers[nd.inputs[0]] != 1) continue;
-    try_fuse(v, nd.inputs[0], act, act == CTN_ACT_CLAMP ? nd.attrs.f[0] : 0, act == CTN_ACT_CLAMP ? nd.attrs.f[1] : 0);
+    const ActMatch m = match_activation(g, v, consumers);
+    if (m.act >= 0) try_fuse(v, m.pre, m.act, m.lo, m.hi);
   }
   for (ctn_node v : order)
     if (v < done.size() && !done[v]) try_fuse(v, v, CTN_ACT_NONE, 0, 0);
