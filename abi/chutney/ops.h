@@ -146,6 +146,11 @@
 #define CTN_ACT_SIGMOID 4   /* 1 / (1 + e^-v): sigmoid */
 #define CTN_ACT_SILU 5      /* v sigmoid(v): SiLU / Swish (PyTorch exports Sigmoid + Mul) */
 #define CTN_ACT_HARDSWISH 6 /* v clamp(v / 6 + 1/2, 0, 1): ONNX HardSwish as imported */
+/* (x, w, bias [O], r [N,O,Ho,Wo]) -> act(conv2d(x, w) + bias[o] + r): conv2d_bias_act with a
+ * residual add before the activation (ResNet's conv -> bias -> add(shortcut) -> relu, MobileNetV2's
+ * add without one); attributes as conv2d_bias_act, r has the output's dtype and shape. Emitted by
+ * the fusion pass only when the backend offers it (docs/OPS.md); f32. */
+#define CTN_OP_CONV2D_BIAS_ADD_ACT "conv2d_bias_add_act"
 
 /* ---- optimizer steps (since 1.1): elementwise, write the new value of one state tensor; the
  * caller ctn_assign's it into the variable (the core writes in place when legal). w, g and the

@@ -339,6 +339,9 @@ struct BiasActState : KernelBase {
   ctn_kernel conv{};
   ConvEpilogue epi;
   int64_t planes = 0, channels = 0, hw = 0;
+  // conv2d_bias_add_act: `conv` is conv2d_bias_act without activation (it adds the bias), the
+  // pass adds the residual (input 3) and applies the activation.
+  bool residual = false;
   ~BiasActState() override {
     if (conv.release) conv.release(conv.state);
   }
@@ -362,14 +365,20 @@ template <class T>
 struct BiasActCall {
   const BiasActState *st;
   T *y;
-  const T *bias;
+  const T *bias;      // nullptr: the inner kernel added it
+  const T *residual;  // conv2d_bias_add_act's r, else nullptr
   static void part(void *ctx, int64_t p0, int64_t p1, int) {
     const auto &c = *static_cast<const BiasActCall *>(ctx);
     const ConvEpilogue &e = c.st->epi;
     const T lo = static_cast<T>(e.lo), hi = static_cast<T>(e.hi);
     for (int64_t p = p0; p < p1; ++p) {
-      const T b = c.bias[p % c.st->channels];
       T *row = c.y + p * c.st->hw;
+      if (c.residual) {
+        const T *r = c.residual + p * c.st->hw;
+        for (int64_t i = 0; i < c.st->hw; ++i) row[i] = epilogue_act(e.act, row[i] + r[i], lo, hi);
+        continue;
+      }
+      const T b = c.bias[p % c.st->channels];
       for (int64_t i = 0; i < c.st->hw; ++i) {
         row[i] = epilogue_act(e.act, row[i] + b, lo, hi);
       }
@@ -381,9 +390,10 @@ template <class T>
 ctn_status bias_act_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const BiasActState *>(state);
   ctn_kernel_args a = *args;
-  a.n_inputs = 2;
+  a.n_inputs = st->residual ? 3 : 2;
   if (ctn_status s = st->conv.fn(st->conv.state, &a); s != CTN_OK) return s;
-  BiasActCall<T> call{st, desc_ptr<T>(args->outputs[0]), desc_ptr<const T>(args->inputs[2])};
+  BiasActCall<T> call{st, desc_ptr<T>(args->outputs[0]), st->residual ? nullptr : desc_ptr<const T>(args->inputs[2]),
+                      st->residual ? desc_ptr<const T>(args->inputs[3]) : nullptr};
   st->be->pool->parallel_for(st->planes, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, st->hw)),
                              BiasActCall<T>::part, &call);
   return CTN_OK;
@@ -424,6 +434,37 @@ ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kern
   return CTN_OK;
 }
 
+// conv2d_bias_add_act: conv2d_bias_act without activation (oneDNN's convolution with its bias
+// when it applies), then one pass adding the residual and applying the activation.
+ctn_status make_conv_bias_add_act(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
+  *handled = true;
+  const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
+  if (ctn_status s = need_float(be->host, "cpu", sig->op, x.dtype); s) return s;
+  auto st = new_state<BiasActState>(be);
+  st->residual = true;
+  st->epi.act = static_cast<int>(sig->attrs->i[7]);
+  st->epi.lo = sig->attrs->f[0];
+  st->epi.hi = sig->attrs->f[1];
+  if (st->epi.act < CTN_ACT_NONE || st->epi.act > CTN_ACT_HARDSWISH)
+    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: unknown activation %d", sig->op, st->epi.act);
+  st->channels = y.shape[1];
+  st->hw = y.shape[2] * y.shape[3];
+  st->planes = y.shape[0] * y.shape[1];
+  ctn_op_signature csig = *sig;
+  csig.op = CTN_OP_CONV2D_BIAS_ACT;
+  csig.n_inputs = 3;
+  ctn_attrs ca = *sig->attrs;
+  ca.i[7] = CTN_ACT_NONE;
+  ca.ni = 8;
+  ca.nf = 0;
+  csig.attrs = &ca;
+  bool inner_handled = false;
+  if (ctn_status s = make_conv_bias_act(be, &csig, &st->conv, &inner_handled); s != CTN_OK) return s;
+  const uint64_t ws = st->conv.workspace_size;
+  kernel_set(out, x.dtype == CTN_F32 ? bias_act_kernel<float> : bias_act_kernel<double>, st.release(), 0, ws);
+  return CTN_OK;
+}
+
 }  // namespace
 
 ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
@@ -437,6 +478,7 @@ ctn_status make_conv_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
               {CTN_OP_CONV_TRANSPOSE2D, ConvKind::kGradInput, true},
               {CTN_OP_CONV2D_GRAD_WEIGHT, ConvKind::kGradWeight, false}};
   if (!std::strcmp(sig->op, CTN_OP_CONV2D_BIAS_ACT)) return make_conv_bias_act(be, sig, out, handled);
+  if (!std::strcmp(sig->op, CTN_OP_CONV2D_BIAS_ADD_ACT)) return make_conv_bias_add_act(be, sig, out, handled);
   const auto *entry = find_entry(kOps, sig->op);
   if (!entry) return CTN_OK;
   const ConvKind kind = entry->kind;

@@ -258,6 +258,51 @@ TEST(Passes, ConvBiasSiluWithOtherReaderDoesNotFuseActivation) {
   EXPECT_EQ(cb.compare(h5, -100.f, 100.f), 144);
 }
 
+// ResNet's conv -> add(bias) -> add(shortcut) -> relu and MobileNetV2's residual without an
+// activation each become one conv2d_bias_add_act step (the shortcut here another convolution of
+// x); a bias sum also read elsewhere, or a residual that broadcasts, keeps the residual add apart.
+TEST(Passes, ConvBiasResidualFuses) {
+  ConvBias cb;
+  ctn_graph *g = cb.t.g;
+  ctn_node w2, shortcut, sum, relu, other, bcast, sum3;
+  std::vector<float> wd(4 * 3);
+  for (size_t i = 0; i < wd.size(); ++i) wd[i] = std::sin(static_cast<float>(i) + 1) * 0.7f;
+  ctn_tensor *w2v = make_f32({4, 3, 1, 1}, wd);
+  CTN_ASSERT_OK(ctn_constant(g, w2v, &w2));
+  CTN_ASSERT_OK(ctn_conv2d(g, cb.x, w2, 1, 1, 0, 0, 1, 1, 1, &shortcut));
+  CTN_ASSERT_OK(ctn_add(g, cb.sum, shortcut, &sum));
+  CTN_ASSERT_OK(ctn_relu(g, sum, &relu));
+  EXPECT_EQ(steps_of(g, relu, "conv2d_bias_add_act"), 1u);
+  EXPECT_EQ(steps_of(g, relu, nullptr), 2u);  // + the shortcut's conv2d
+  EXPECT_EQ(steps_of(g, relu, "conv2d_bias_add_act", CTN_PASS_FUSION), 0u);
+  const int zeros = cb.compare(relu, 0.f, 0.f), all = 4 * 6 * 6;
+  EXPECT_GT(zeros, 0);  // the activation matters
+  EXPECT_LT(zeros, all);
+  EXPECT_EQ(steps_of(g, sum, "conv2d_bias_add_act"), 1u);  // no activation (MobileNetV2)
+  EXPECT_EQ(steps_of(g, sum, nullptr), 2u);
+  EXPECT_EQ(cb.compare(sum, -1e9f, 1e9f), all);
+  // The bias sum read elsewhere too: conv + bias fuse, the residual add and relu stay.
+  CTN_ASSERT_OK(ctn_neg(g, cb.sum, &other));
+  ctn_node outs[2] = {relu, other};
+  ctn_plan *p = nullptr;
+  CTN_ASSERT_OK(ctn_plan_compile(g, 2, outs, nullptr, &p));
+  uint32_t n_res = 0, n_bias = 0, n_add = 0;
+  CTN_ASSERT_OK(ctn_plan_backend_steps(p, "cpu", "conv2d_bias_add_act", &n_res));
+  CTN_ASSERT_OK(ctn_plan_backend_steps(p, "cpu", "conv2d_bias_act", &n_bias));
+  CTN_ASSERT_OK(ctn_plan_backend_steps(p, "cpu", "add", &n_add));
+  EXPECT_EQ(n_res, 0u);
+  EXPECT_EQ(n_bias, 1u);
+  EXPECT_EQ(n_add, 1u);
+  ctn_plan_release(p);
+  // A residual that broadcasts ([1,4,1,6], the shortcut summed over its rows): not fused.
+  const int32_t rows = 2;
+  CTN_ASSERT_OK(ctn_sum(g, shortcut, 1, &rows, 1, &bcast));
+  CTN_ASSERT_OK(ctn_add(g, cb.sum, bcast, &sum3));
+  EXPECT_EQ(steps_of(g, sum3, "conv2d_bias_add_act"), 0u);
+  EXPECT_EQ(steps_of(g, sum3, "conv2d_bias_act"), 1u);
+  ctn_tensor_release(w2v);
+}
+
 TEST(Passes, MatmulBiasReluFuses) {
   G t;
   ctn_node x = t.in({5, 3}), w, b, m, s, r;
