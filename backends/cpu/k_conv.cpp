@@ -348,18 +348,34 @@ struct BiasActState : KernelBase {
 };
 
 // One output value's activation (CTN_ACT_*), as the unfused ops compute it.
-template <class T>
-T epilogue_act(int act, T v, T lo, T hi) {
-  switch (act) {
-    case CTN_ACT_RELU: return v > 0 ? v : T(0);
-    case CTN_ACT_GELU: return T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752440)));
-    case CTN_ACT_CLAMP: return v < lo ? lo : v > hi ? hi : v;
-    case CTN_ACT_SIGMOID: return T(1) / (T(1) + std::exp(-v));
-    case CTN_ACT_SILU: return v / (T(1) + std::exp(-v));
-    case CTN_ACT_HARDSWISH: return v * std::min(std::max(v * T(1.0 / 6) + T(0.5), T(0)), T(1));
-    default: return v;
-  }
+template <int Act, class T>
+T epilogue_act(T v, T lo, T hi) {
+  if constexpr (Act == CTN_ACT_RELU) return v > 0 ? v : T(0);
+  else if constexpr (Act == CTN_ACT_GELU) return T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752440)));
+  else if constexpr (Act == CTN_ACT_CLAMP) return v < lo ? lo : v > hi ? hi : v;
+  else if constexpr (Act == CTN_ACT_SIGMOID) return T(1) / (T(1) + std::exp(-v));
+  else if constexpr (Act == CTN_ACT_SILU) return v / (T(1) + std::exp(-v));
+  else if constexpr (Act == CTN_ACT_HARDSWISH) return v * std::min(std::max(v * T(1.0 / 6) + T(0.5), T(0)), T(1));
+  else return v;
 }
+
+// One output plane: row[i] = act(row[i] + (r ? r[i] : b)); the activation is a template
+// argument so that the loops vectorise.
+template <int Act, class T>
+void epilogue_row(T *row, const T *r, T b, int64_t n, T lo, T hi) {
+  if (r)
+    for (int64_t i = 0; i < n; ++i) row[i] = epilogue_act<Act>(row[i] + r[i], lo, hi);
+  else
+    for (int64_t i = 0; i < n; ++i) row[i] = epilogue_act<Act>(row[i] + b, lo, hi);
+}
+
+template <class T>
+using EpilogueRow = void (*)(T *, const T *, T, int64_t, T, T);
+template <class T>
+constexpr EpilogueRow<T> kEpilogueRows[] = {epilogue_row<CTN_ACT_NONE, T>,    epilogue_row<CTN_ACT_RELU, T>,
+                                            epilogue_row<CTN_ACT_GELU, T>,    epilogue_row<CTN_ACT_CLAMP, T>,
+                                            epilogue_row<CTN_ACT_SIGMOID, T>, epilogue_row<CTN_ACT_SILU, T>,
+                                            epilogue_row<CTN_ACT_HARDSWISH, T>};
 
 template <class T>
 struct BiasActCall {
@@ -370,19 +386,11 @@ struct BiasActCall {
   static void part(void *ctx, int64_t p0, int64_t p1, int) {
     const auto &c = *static_cast<const BiasActCall *>(ctx);
     const ConvEpilogue &e = c.st->epi;
-    const T lo = static_cast<T>(e.lo), hi = static_cast<T>(e.hi);
-    for (int64_t p = p0; p < p1; ++p) {
-      T *row = c.y + p * c.st->hw;
-      if (c.residual) {
-        const T *r = c.residual + p * c.st->hw;
-        for (int64_t i = 0; i < c.st->hw; ++i) row[i] = epilogue_act(e.act, row[i] + r[i], lo, hi);
-        continue;
-      }
-      const T b = c.bias[p % c.st->channels];
-      for (int64_t i = 0; i < c.st->hw; ++i) {
-        row[i] = epilogue_act(e.act, row[i] + b, lo, hi);
-      }
-    }
+    const EpilogueRow<T> row_fn = kEpilogueRows<T>[e.act];  // act checked when the kernel was made
+    const int64_t hw = c.st->hw;
+    for (int64_t p = p0; p < p1; ++p)
+      row_fn(c.y + p * hw, c.residual ? c.residual + p * hw : nullptr, c.bias ? c.bias[p % c.st->channels] : T(0), hw,
+             static_cast<T>(e.lo), static_cast<T>(e.hi));
   }
 };
 
