@@ -407,6 +407,48 @@ ctn_status bias_act_kernel(void *state, const ctn_kernel_args *args) {
   return CTN_OK;
 }
 
+// The activation of fused convolution `sig` (i[7], clamp bounds f[0], f[1]); an error for an
+// unknown code.
+ctn_status read_epilogue(Backend *be, const ctn_op_signature *sig, ConvEpilogue *epi) {
+  epi->act = static_cast<int>(sig->attrs->i[7]);
+  epi->lo = sig->attrs->f[0];
+  epi->hi = sig->attrs->f[1];
+  if (epi->act < CTN_ACT_NONE || epi->act > CTN_ACT_HARDSWISH)
+    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: unknown activation %d", sig->op, epi->act);
+  return CTN_OK;
+}
+
+ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled);
+
+// A fused convolution as an inner kernel and the epilogue pass above: conv2d then bias and
+// activation, or (residual) conv2d_bias_act without activation then residual and activation.
+ctn_status make_epilogue_kernel(Backend *be, const ctn_op_signature *sig, const ConvEpilogue &epi, bool residual,
+                                ctn_kernel *out) {
+  const ctn_tensor_desc &y = *sig->output;
+  auto st = new_state<BiasActState>(be);
+  st->epi = epi;
+  st->residual = residual;
+  st->channels = y.shape[1];
+  st->hw = y.shape[2] * y.shape[3];
+  st->planes = y.shape[0] * y.shape[1];
+  ctn_op_signature csig = *sig;
+  csig.op = residual ? CTN_OP_CONV2D_BIAS_ACT : CTN_OP_CONV2D;
+  csig.n_inputs = residual ? 3 : 2;
+  ctn_attrs ca = *sig->attrs;
+  ca.i[7] = CTN_ACT_NONE;
+  ca.ni = residual ? 8 : 7;
+  ca.nf = 0;
+  csig.attrs = &ca;
+  bool inner_handled = false;
+  const ctn_status s = residual ? make_conv_bias_act(be, &csig, &st->conv, &inner_handled)
+                                : make_conv_kernel(be, &csig, &st->conv, &inner_handled);
+  if (s != CTN_OK) return s;
+  const uint64_t ws = st->conv.workspace_size;
+  kernel_set(out, sig->inputs[0].dtype == CTN_F32 ? bias_act_kernel<float> : bias_act_kernel<double>, st.release(), 0,
+             ws);
+  return CTN_OK;
+}
+
 // conv2d_bias_act: oneDNN's convolution with a bias and an eltwise post-op (f32), else the
 // plain convolution with the epilogue above.
 ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
@@ -414,63 +456,22 @@ ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kern
   const ctn_tensor_desc &x = sig->inputs[0], &w = sig->inputs[1], &y = *sig->output;
   if (ctn_status s = need_float(be->host, "cpu", sig->op, x.dtype); s) return s;
   ConvEpilogue epi;
-  epi.act = static_cast<int>(sig->attrs->i[7]);
-  if (epi.act < CTN_ACT_NONE || epi.act > CTN_ACT_HARDSWISH)
-    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: unknown activation %d", sig->op, epi.act);
-  epi.lo = sig->attrs->f[0];
-  epi.hi = sig->attrs->f[1];
+  if (ctn_status s = read_epilogue(be, sig, &epi); s) return s;
   std::string why;
   if (x.dtype == CTN_F32 && be->conv_mode.load() != ConvMode::kOwn && onednn_built_in() &&
       make_onednn_conv(be, 0, x.shape, w.shape, y.shape, sig->attrs->i, out, &why, &epi))
     return CTN_OK;
-  auto st = new_state<BiasActState>(be);
-  st->epi = epi;
-  st->channels = y.shape[1];
-  st->hw = y.shape[2] * y.shape[3];
-  st->planes = y.shape[0] * y.shape[1];
-  ctn_op_signature csig = *sig;
-  csig.op = CTN_OP_CONV2D;
-  csig.n_inputs = 2;
-  ctn_attrs ca = *sig->attrs;
-  ca.ni = 7;
-  ca.nf = 0;
-  csig.attrs = &ca;
-  bool conv_handled = false;
-  if (ctn_status s = make_conv_kernel(be, &csig, &st->conv, &conv_handled); s != CTN_OK) return s;
-  const uint64_t ws = st->conv.workspace_size;
-  kernel_set(out, x.dtype == CTN_F32 ? bias_act_kernel<float> : bias_act_kernel<double>, st.release(), 0, ws);
-  return CTN_OK;
+  return make_epilogue_kernel(be, sig, epi, false, out);
 }
 
 // conv2d_bias_add_act: conv2d_bias_act without activation (oneDNN's convolution with its bias
 // when it applies), then one pass adding the residual and applying the activation.
 ctn_status make_conv_bias_add_act(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled) {
   *handled = true;
-  const ctn_tensor_desc &x = sig->inputs[0], &y = *sig->output;
-  if (ctn_status s = need_float(be->host, "cpu", sig->op, x.dtype); s) return s;
-  auto st = new_state<BiasActState>(be);
-  st->residual = true;
-  st->epi.act = static_cast<int>(sig->attrs->i[7]);
-  st->epi.lo = sig->attrs->f[0];
-  st->epi.hi = sig->attrs->f[1];
-  if (st->epi.act < CTN_ACT_NONE || st->epi.act > CTN_ACT_HARDSWISH)
-    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: unknown activation %d", sig->op, st->epi.act);
-  st->channels = y.shape[1];
-  st->hw = y.shape[2] * y.shape[3];
-  st->planes = y.shape[0] * y.shape[1];
-  ctn_op_signature csig = *sig;
-  csig.op = CTN_OP_CONV2D_BIAS_ACT;
-  csig.n_inputs = 3;
-  ctn_attrs ca = *sig->attrs;
-  ca.i[7] = CTN_ACT_NONE;
-  ca.ni = 8;
-  ca.nf = 0;
-  csig.attrs = &ca;
-  bool inner_handled = false;
-  if (ctn_status s = make_conv_bias_act(be, &csig, &st->conv, &inner_handled); s != CTN_OK) return s;
-  const uint64_t ws = st->conv.workspace_size;
-  kernel_set(out, x.dtype == CTN_F32 ? bias_act_kernel<float> : bias_act_kernel<double>, st.release(), 0, ws);
-  return CTN_OK;
+  if (ctn_status s = need_float(be->host, "cpu", sig->op, sig->inputs[0].dtype); s) return s;
+  ConvEpilogue epi;
+  if (ctn_status s = read_epilogue(be, sig, &epi); s) return s;
+  return make_epilogue_kernel(be, sig, epi, true, out);
 }
 
 }  // namespace

@@ -38,6 +38,15 @@ uint32_t steps_of(ctn_graph *g, ctn_node out, const char *op, uint32_t disable =
   ctn_plan_release(p);
   return n;
 }
+// The steps of each op in `ops` of one plan compiled for `outs` with default options.
+std::vector<uint32_t> plan_steps(ctn_graph *g, std::vector<ctn_node> outs, std::vector<const char *> ops) {
+  ctn_plan *p = nullptr;
+  EXPECT_EQ(ctn_plan_compile(g, static_cast<uint32_t>(outs.size()), outs.data(), nullptr, &p), CTN_OK) << ctn_last_error();
+  std::vector<uint32_t> n(ops.size(), 0);
+  for (size_t i = 0; i < ops.size(); ++i) EXPECT_EQ(ctn_plan_backend_steps(p, "cpu", ops[i], &n[i]), CTN_OK);
+  ctn_plan_release(p);
+  return n;
+}
 }  // namespace
 
 TEST(Passes, ConstantsReassociateAndFold) {
@@ -223,21 +232,11 @@ TEST(Passes, ConvBiasSigmoidSiluHardswishFuse) {
 TEST(Passes, ConvBiasSiluWithOtherReaderDoesNotFuseActivation) {
   ConvBias cb;
   ctn_graph *g = cb.t.g;
-  ctn_node sig, silu, other, outs[2], y, sy, mixed, k5, half, m5, a5, c5, h5;
+  ctn_node sig, silu, other, y, sy, mixed, k5, half, m5, a5, c5, h5;
   CTN_ASSERT_OK(ctn_sigmoid(g, cb.sum, &sig));
   CTN_ASSERT_OK(ctn_mul(g, cb.sum, sig, &silu));
   CTN_ASSERT_OK(ctn_neg(g, cb.sum, &other));
-  outs[0] = silu, outs[1] = other;
-  ctn_plan *p = nullptr;
-  CTN_ASSERT_OK(ctn_plan_compile(g, 2, outs, nullptr, &p));
-  uint32_t n_fused = 0, n_sig = 0, n_mul = 0;
-  CTN_ASSERT_OK(ctn_plan_backend_steps(p, "cpu", "conv2d_bias_act", &n_fused));
-  CTN_ASSERT_OK(ctn_plan_backend_steps(p, "cpu", "sigmoid", &n_sig));
-  CTN_ASSERT_OK(ctn_plan_backend_steps(p, "cpu", "mul", &n_mul));
-  EXPECT_EQ(n_fused, 1u);
-  EXPECT_EQ(n_sig, 1u);
-  EXPECT_EQ(n_mul, 1u);
-  ctn_plan_release(p);
+  EXPECT_EQ(plan_steps(g, {silu, other}, {"conv2d_bias_act", "sigmoid", "mul"}), (std::vector<uint32_t>{1, 1, 1}));
   // sum * sigmoid(-sum): the sigmoid reads another value, the mul stays.
   CTN_ASSERT_OK(ctn_neg(g, cb.sum, &y));
   CTN_ASSERT_OK(ctn_sigmoid(g, y, &sy));
@@ -283,17 +282,8 @@ TEST(Passes, ConvBiasResidualFuses) {
   EXPECT_EQ(cb.compare(sum, -1e9f, 1e9f), all);
   // The bias sum read elsewhere too: conv + bias fuse, the residual add and relu stay.
   CTN_ASSERT_OK(ctn_neg(g, cb.sum, &other));
-  ctn_node outs[2] = {relu, other};
-  ctn_plan *p = nullptr;
-  CTN_ASSERT_OK(ctn_plan_compile(g, 2, outs, nullptr, &p));
-  uint32_t n_res = 0, n_bias = 0, n_add = 0;
-  CTN_ASSERT_OK(ctn_plan_backend_steps(p, "cpu", "conv2d_bias_add_act", &n_res));
-  CTN_ASSERT_OK(ctn_plan_backend_steps(p, "cpu", "conv2d_bias_act", &n_bias));
-  CTN_ASSERT_OK(ctn_plan_backend_steps(p, "cpu", "add", &n_add));
-  EXPECT_EQ(n_res, 0u);
-  EXPECT_EQ(n_bias, 1u);
-  EXPECT_EQ(n_add, 1u);
-  ctn_plan_release(p);
+  EXPECT_EQ(plan_steps(g, {relu, other}, {"conv2d_bias_add_act", "conv2d_bias_act", "add"}),
+            (std::vector<uint32_t>{0, 1, 1}));
   // A residual that broadcasts ([1,4,1,6], the shortcut summed over its rows): not fused.
   const int32_t rows = 2;
   CTN_ASSERT_OK(ctn_sum(g, shortcut, 1, &rows, 1, &bcast));
