@@ -62,8 +62,8 @@ struct GemvJob {
     }
   }
   // M rows at once, M a constant so that the row loops unroll: B [k, n] is read once per block
-  // of 256 columns (the rows' sums stay in L1), B [n, k] once per column (M dot products of 16
-  // partial sums each, every chunk of the column loaded once for the M rows).
+  // of 256 columns (the rows' sums stay in L1), B [n, k] once per column, two columns per pass
+  // (M x 2 dot products of 8 partial sums each; an odd last column alone, 16 partial sums).
   template <int M>
   [[gnu::always_inline]] inline void rows(int64_t j0, int64_t j1) const {
     constexpr int kLanes = 16;
@@ -83,7 +83,30 @@ struct GemvJob {
       }
       return;
     }
-    for (int64_t j = j0; j < j1; ++j) {
+    // Two columns per pass: each chunk of x's rows, loaded once, feeds both columns' sums.
+    constexpr int kCols = 2, kL = 8;
+    int64_t j = j0;
+    for (; j + kCols <= j1; j += kCols) {
+      const T *col0 = b + j * csb, *col1 = col0 + csb;
+      T acc0[M][kL] = {}, acc1[M][kL] = {};
+      int64_t p = 0;
+      for (; p + kL <= k; p += kL)
+        for (int r = 0; r < M; ++r) {
+          const T *xr = x + r * rsa + p;
+          for (int l = 0; l < kL; ++l) {
+            acc0[r][l] += xr[l] * col0[p + l];
+            acc1[r][l] += xr[l] * col1[p + l];
+          }
+        }
+      for (int r = 0; r < M; ++r) {
+        T s0 = T(0), s1 = T(0);
+        for (int l = 0; l < kL; ++l) s0 += acc0[r][l], s1 += acc1[r][l];
+        for (int64_t q = p; q < k; ++q) s0 += x[r * rsa + q] * col0[q], s1 += x[r * rsa + q] * col1[q];
+        y[r * n + j] = s0;
+        y[r * n + j + 1] = s1;
+      }
+    }
+    for (; j < j1; ++j) {
       const T *col = b + j * csb;
       T acc[M][kLanes] = {};
       int64_t p = 0;
