@@ -293,6 +293,36 @@ TEST(Passes, ConvBiasResidualFuses) {
   ctn_tensor_release(w2v);
 }
 
+// conv2d_bias_add_act built directly refuses a residual of another shape and an unknown
+// activation code, naming what is wrong, and adds no node.
+TEST(Passes, ConvBiasAddActRejectsBadInput) {
+  ConvBias cb;
+  ctn_graph *g = cb.t.g;
+  ctn_node w, b, r_bad, r_ok, out = CTN_NODE_NONE;
+  std::vector<float> wd(4 * 3 * 3 * 3, 0.25f);
+  ctn_tensor *wv = make_f32({4, 3, 3, 3}, wd), *bv = make_f32({4}, {1, 2, 3, 4});
+  CTN_ASSERT_OK(ctn_constant(g, wv, &w));
+  CTN_ASSERT_OK(ctn_constant(g, bv, &b));
+  r_bad = cb.t.in({1, 4, 6, 5});
+  r_ok = cb.t.in({1, 4, 6, 6});
+  ctn_attrs a{};
+  const int64_t conv[8] = {1, 1, 1, 1, 1, 1, 1, CTN_ACT_RELU};
+  std::copy(conv, conv + 8, a.i);
+  a.ni = 8;
+  ctn_node ins[4] = {cb.x, w, b, r_bad};
+  EXPECT_EQ(ctn_op(g, CTN_OP_CONV2D_BIAS_ADD_ACT, 4, ins, &a, &out), CTN_ERR_SHAPE);
+  EXPECT_NE(std::string(ctn_last_error()).find("residual"), std::string::npos) << ctn_last_error();
+  EXPECT_EQ(out, CTN_NODE_NONE);
+  ins[3] = r_ok;
+  a.i[7] = CTN_ACT_HARDSWISH + 1;
+  EXPECT_EQ(ctn_op(g, CTN_OP_CONV2D_BIAS_ADD_ACT, 4, ins, &a, &out), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ctn_last_error()).find("activation"), std::string::npos) << ctn_last_error();
+  a.i[7] = CTN_ACT_SILU;
+  CTN_ASSERT_OK(ctn_op(g, CTN_OP_CONV2D_BIAS_ADD_ACT, 4, ins, &a, &out));
+  EXPECT_NE(out, CTN_NODE_NONE);
+  for (auto *t : {wv, bv}) ctn_tensor_release(t);
+}
+
 TEST(Passes, MatmulBiasReluFuses) {
   G t;
   ctn_node x = t.in({5, 3}), w, b, m, s, r;
