@@ -141,6 +141,16 @@
 #define CTN_ACT_RELU 1
 #define CTN_ACT_GELU 2
 #define CTN_ACT_CLAMP 3 /* since 1.5, conv2d_bias_act only: clamp(v, f[0], f[1]) (ONNX Clip, relu6) */
+/* Conv epilogue activations (issue 25), since 1.6, conv2d_bias_act only; the fusion pass emits
+ * them for conv2d -> add(bias) followed by the ops shown. */
+#define CTN_ACT_SIGMOID 4   /* 1 / (1 + e^-v): sigmoid */
+#define CTN_ACT_SILU 5      /* v sigmoid(v): SiLU / Swish (PyTorch exports Sigmoid + Mul) */
+#define CTN_ACT_HARDSWISH 6 /* v clamp(v / 6 + 1/2, 0, 1): ONNX HardSwish as imported */
+/* (x, w, bias [O], r [N,O,Ho,Wo]) -> act(conv2d(x, w) + bias[o] + r): conv2d_bias_act with a
+ * residual add before the activation (ResNet's conv -> bias -> add(shortcut) -> relu, MobileNetV2's
+ * add without one); attributes as conv2d_bias_act, r has the output's dtype and shape. Emitted by
+ * the fusion pass only when the backend offers it (docs/OPS.md); f32. */
+#define CTN_OP_CONV2D_BIAS_ADD_ACT "conv2d_bias_add_act"
 
 /* ---- optimizer steps (since 1.1): elementwise, write the new value of one state tensor; the
  * caller ctn_assign's it into the variable (the core writes in place when legal). w, g and the
@@ -169,8 +179,8 @@
 #define CTN_OP_CONV2D "conv2d"
 /* since 1.5. Fused: (x, w, bias [O]) -> act(conv2d(x, w) + bias[o] over each output channel o);
  * conv attrs + i[7] = activation (CTN_ACT_*; CTN_ACT_CLAMP reads f[0] lo, f[1] hi). Emitted by
- * the fusion pass for conv2d -> add(bias [O,1,1]) [-> relu / clamp] only when the backend offers
- * it (docs/OPS.md); f32. */
+ * the fusion pass for conv2d -> add(bias [O,1,1]) [-> relu / gelu / clamp; since 1.6 also sigmoid,
+ * x * sigmoid(x), hardswish] only when the backend offers it (docs/OPS.md); f32. */
 #define CTN_OP_CONV2D_BIAS_ACT "conv2d_bias_act"
 /* (dy [N,O,Ho,Wo], w [O,C/groups,KH,KW]) -> dx [N,C,H,W]; conv attrs + i[7], i[8] = H, W (stride
  * makes the input size ambiguous). The adjoint of conv2d w.r.t. x. */

@@ -347,31 +347,58 @@ struct BiasActState : KernelBase {
   ctn_kernel conv{};
   ConvEpilogue epi;
   int64_t planes = 0, channels = 0, hw = 0;
+  // conv2d_bias_add_act: `conv` is conv2d_bias_act without activation (it adds the bias), the
+  // pass adds the residual (input 3) and applies the activation.
+  bool residual = false;
   ~BiasActState() override {
     if (conv.release) conv.release(conv.state);
   }
 };
 
+// One output value's activation (CTN_ACT_*), as the unfused ops compute it.
+template <int Act, class T>
+T epilogue_act(T v, T lo, T hi) {
+  if constexpr (Act == CTN_ACT_RELU) return v > 0 ? v : T(0);
+  else if constexpr (Act == CTN_ACT_GELU) return T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752440)));
+  else if constexpr (Act == CTN_ACT_CLAMP) return v < lo ? lo : v > hi ? hi : v;
+  else if constexpr (Act == CTN_ACT_SIGMOID) return T(1) / (T(1) + std::exp(-v));
+  else if constexpr (Act == CTN_ACT_SILU) return v / (T(1) + std::exp(-v));
+  else if constexpr (Act == CTN_ACT_HARDSWISH) return v * std::min(std::max(v * T(1.0 / 6) + T(0.5), T(0)), T(1));
+  else return v;
+}
+
+// One output plane: row[i] = act(row[i] + (r ? r[i] : b)); the activation is a template
+// argument so that the loops vectorise.
+template <int Act, class T>
+void epilogue_row(T *row, const T *r, T b, int64_t n, T lo, T hi) {
+  if (r)
+    for (int64_t i = 0; i < n; ++i) row[i] = epilogue_act<Act>(row[i] + r[i], lo, hi);
+  else
+    for (int64_t i = 0; i < n; ++i) row[i] = epilogue_act<Act>(row[i] + b, lo, hi);
+}
+
+template <class T>
+using EpilogueRow = void (*)(T *, const T *, T, int64_t, T, T);
+template <class T>
+constexpr EpilogueRow<T> kEpilogueRows[] = {epilogue_row<CTN_ACT_NONE, T>,    epilogue_row<CTN_ACT_RELU, T>,
+                                            epilogue_row<CTN_ACT_GELU, T>,    epilogue_row<CTN_ACT_CLAMP, T>,
+                                            epilogue_row<CTN_ACT_SIGMOID, T>, epilogue_row<CTN_ACT_SILU, T>,
+                                            epilogue_row<CTN_ACT_HARDSWISH, T>};
+
 template <class T>
 struct BiasActCall {
   const BiasActState *st;
   T *y;
-  const T *bias;
+  const T *bias;      // nullptr: the inner kernel added it
+  const T *residual;  // conv2d_bias_add_act's r, else nullptr
   static void part(void *ctx, int64_t p0, int64_t p1, int) {
     const auto &c = *static_cast<const BiasActCall *>(ctx);
     const ConvEpilogue &e = c.st->epi;
-    const T lo = static_cast<T>(e.lo), hi = static_cast<T>(e.hi);
-    for (int64_t p = p0; p < p1; ++p) {
-      const T b = c.bias[p % c.st->channels];
-      T *row = c.y + p * c.st->hw;
-      for (int64_t i = 0; i < c.st->hw; ++i) {
-        T v = row[i] + b;
-        if (e.act == CTN_ACT_RELU) v = v > 0 ? v : T(0);
-        else if (e.act == CTN_ACT_GELU) v = T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752440)));
-        else if (e.act == CTN_ACT_CLAMP) v = v < lo ? lo : v > hi ? hi : v;
-        row[i] = v;
-      }
-    }
+    const EpilogueRow<T> row_fn = kEpilogueRows<T>[e.act];  // act checked when the kernel was made
+    const int64_t hw = c.st->hw;
+    for (int64_t p = p0; p < p1; ++p)
+      row_fn(c.y + p * hw, c.residual ? c.residual + p * hw : nullptr, c.bias ? c.bias[p % c.st->channels] : T(0), hw,
+             static_cast<T>(e.lo), static_cast<T>(e.hi));
   }
 };
 
@@ -379,48 +406,84 @@ template <class T>
 ctn_status bias_act_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const BiasActState *>(state);
   ctn_kernel_args a = *args;
-  a.n_inputs = 2;
+  a.n_inputs = st->residual ? 3 : 2;
   if (ctn_status s = st->conv.fn(st->conv.state, &a); s != CTN_OK) return s;
-  BiasActCall<T> call{st, desc_ptr<T>(args->outputs[0]), desc_ptr<const T>(args->inputs[2])};
+  BiasActCall<T> call{st, desc_ptr<T>(args->outputs[0]), st->residual ? nullptr : desc_ptr<const T>(args->inputs[2]),
+                      st->residual ? desc_ptr<const T>(args->inputs[3]) : nullptr};
   st->be->pool->parallel_for(st->planes, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, st->hw)),
                              BiasActCall<T>::part, &call);
   return CTN_OK;
 }
 
-// conv2d_bias_act: oneDNN's convolution with a bias and an eltwise post-op (f32), else the
-// plain convolution with the epilogue above.
+// The activation of fused convolution `sig` (i[7], clamp bounds f[0], f[1]); an error for an
+// unknown code.
+ctn_status read_epilogue(Backend *be, const ctn_op_signature *sig, ConvEpilogue *epi) {
+  epi->act = static_cast<int>(sig->attrs->i[7]);
+  epi->lo = sig->attrs->f[0];
+  epi->hi = sig->attrs->f[1];
+  if (epi->act < CTN_ACT_NONE || epi->act > CTN_ACT_HARDSWISH)
+    return be->host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu %s: unknown activation %d", sig->op, epi->act);
+  return CTN_OK;
+}
+
+ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled,
+                              const Bf16Gemm *bf16);
 ctn_status make_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled, const Bf16Gemm *bf16);
 
+// A fused convolution as an inner kernel and the epilogue pass above: conv2d then bias and
+// activation, or (residual) conv2d_bias_act without activation then residual and activation.
+ctn_status make_epilogue_kernel(Backend *be, const ctn_op_signature *sig, const ConvEpilogue &epi, bool residual,
+                                ctn_kernel *out, const Bf16Gemm *bf16) {
+  const ctn_tensor_desc &y = *sig->output;
+  auto st = new_state<BiasActState>(be);
+  st->epi = epi;
+  st->residual = residual;
+  st->channels = y.shape[1];
+  st->hw = y.shape[2] * y.shape[3];
+  st->planes = y.shape[0] * y.shape[1];
+  ctn_op_signature csig = *sig;
+  csig.op = residual ? CTN_OP_CONV2D_BIAS_ACT : CTN_OP_CONV2D;
+  csig.n_inputs = residual ? 3 : 2;
+  ctn_attrs ca = *sig->attrs;
+  ca.i[7] = CTN_ACT_NONE;
+  ca.ni = residual ? 8 : 7;
+  ca.nf = 0;
+  csig.attrs = &ca;
+  bool inner_handled = false;
+  const ctn_status s = residual ? make_conv_bias_act(be, &csig, &st->conv, &inner_handled, bf16)
+                                : make_conv(be, &csig, &st->conv, &inner_handled, bf16);
+  if (s != CTN_OK) return s;
+  const uint64_t ws = st->conv.workspace_size;
+  kernel_set(out, sig->inputs[0].dtype == CTN_F32 ? bias_act_kernel<float> : bias_act_kernel<double>, st.release(), 0,
+             ws);
+  return CTN_OK;
+}
+
+// conv2d_bias_act: oneDNN's convolution with a bias and an eltwise post-op (f32), else the
+// plain convolution with the epilogue above.
 ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled,
                               const Bf16Gemm *bf16) {
   *handled = true;
   const ctn_tensor_desc &x = sig->inputs[0], &w = sig->inputs[1], &y = *sig->output;
   if (ctn_status s = need_float(be->host, "cpu", sig->op, x.dtype); s) return s;
   ConvEpilogue epi;
-  epi.act = static_cast<int>(sig->attrs->i[7]);
-  epi.lo = sig->attrs->f[0];
-  epi.hi = sig->attrs->f[1];
+  if (ctn_status s = read_epilogue(be, sig, &epi); s) return s;
   std::string why;
   if (x.dtype == CTN_F32 && !bf16 && be->conv_mode.load() != ConvMode::kOwn && onednn_built_in() &&
       make_onednn_conv(be, 0, x.shape, w.shape, y.shape, sig->attrs->i, out, &why, &epi))
     return CTN_OK;
-  auto st = new_state<BiasActState>(be);
-  st->epi = epi;
-  st->channels = y.shape[1];
-  st->hw = y.shape[2] * y.shape[3];
-  st->planes = y.shape[0] * y.shape[1];
-  ctn_op_signature csig = *sig;
-  csig.op = CTN_OP_CONV2D;
-  csig.n_inputs = 2;
-  ctn_attrs ca = *sig->attrs;
-  ca.ni = 7;
-  ca.nf = 0;
-  csig.attrs = &ca;
-  bool conv_handled = false;
-  if (ctn_status s = make_conv(be, &csig, &st->conv, &conv_handled, bf16); s != CTN_OK) return s;
-  const uint64_t ws = st->conv.workspace_size;
-  kernel_set(out, x.dtype == CTN_F32 ? bias_act_kernel<float> : bias_act_kernel<double>, st.release(), 0, ws);
-  return CTN_OK;
+  return make_epilogue_kernel(be, sig, epi, false, out, bf16);
+}
+
+// conv2d_bias_add_act: conv2d_bias_act without activation (oneDNN's convolution with its bias
+// when it applies), then one pass adding the residual and applying the activation.
+ctn_status make_conv_bias_add_act(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, bool *handled,
+                                  const Bf16Gemm *bf16) {
+  *handled = true;
+  if (ctn_status s = need_float(be->host, "cpu", sig->op, sig->inputs[0].dtype); s) return s;
+  ConvEpilogue epi;
+  if (ctn_status s = read_epilogue(be, sig, &epi); s) return s;
+  return make_epilogue_kernel(be, sig, epi, true, out, bf16);
 }
 
 // The own convolution; `bf16`: its GEMMs in bf16 (ConvState::bf16), oneDNN not asked.
@@ -435,6 +498,7 @@ ctn_status make_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
               {CTN_OP_CONV_TRANSPOSE2D, ConvKind::kGradInput, true},
               {CTN_OP_CONV2D_GRAD_WEIGHT, ConvKind::kGradWeight, false}};
   if (!std::strcmp(sig->op, CTN_OP_CONV2D_BIAS_ACT)) return make_conv_bias_act(be, sig, out, handled, bf16);
+  if (!std::strcmp(sig->op, CTN_OP_CONV2D_BIAS_ADD_ACT)) return make_conv_bias_add_act(be, sig, out, handled, bf16);
   const auto *entry = find_entry(kOps, sig->op);
   if (!entry) return CTN_OK;
   const ConvKind kind = entry->kind;

@@ -202,6 +202,20 @@ ctn_status dnnl_conv_kernel(void *state, const ctn_kernel_args *args) {
   return CTN_OK;
 }
 
+// The activation of a fused convolution (CTN_ACT_*) as oneDNN's eltwise post-op; none for
+// CTN_ACT_NONE. Swish's alpha 1 is x * sigmoid(x); logistic and hardswish take no parameters.
+void epilogue_post_ops(const ConvEpilogue &epi, dnnl::primitive_attr *attr) {
+  using A = dnnl::algorithm;
+  static constexpr A kAlg[] = {A::undef,         A::eltwise_relu,  A::eltwise_gelu_erf, A::eltwise_clip,
+                               A::eltwise_logistic, A::eltwise_swish, A::eltwise_hardswish};
+  if (epi.act <= CTN_ACT_NONE || epi.act > CTN_ACT_HARDSWISH) return;
+  const bool clamp = epi.act == CTN_ACT_CLAMP;
+  dnnl::post_ops po;
+  po.append_eltwise(1.f, kAlg[epi.act], clamp ? static_cast<float>(epi.lo) : epi.act == CTN_ACT_SILU ? 1.f : 0.f,
+                    clamp ? static_cast<float>(epi.hi) : 0.f);
+  attr->set_post_ops(po);
+}
+
 // Builds the primitive of one part of `n` images into `v` (0 forward, 1 grad-input, 2
 // grad-weight); returns oneDNN's implementation name.
 std::string make_variant(int kind, int64_t n, const int64_t *xs, const int64_t *ws_,
@@ -220,14 +234,7 @@ std::string make_variant(int kind, int64_t n, const int64_t *xs, const int64_t *
   dnnl::primitive_attr attr = user_scratchpad();
   if (epi) {
     v->bias = memory::desc({ys[1]}, Dt::f32, Tag::x);
-    static constexpr dnnl::algorithm kAlg[] = {dnnl::algorithm::undef, dnnl::algorithm::eltwise_relu,
-                                               dnnl::algorithm::eltwise_gelu_erf, dnnl::algorithm::eltwise_clip};
-    if (epi->act > CTN_ACT_NONE && epi->act <= CTN_ACT_CLAMP) {
-      dnnl::post_ops po;
-      po.append_eltwise(1.f, kAlg[epi->act], epi->act == CTN_ACT_CLAMP ? static_cast<float>(epi->lo) : 0.f,
-                        epi->act == CTN_ACT_CLAMP ? static_cast<float>(epi->hi) : 0.f);
-      attr.set_post_ops(po);
-    }
+    epilogue_post_ops(*epi, &attr);
   }
   // Inference (forward_inference) when fused: no training workspace; conv2d itself keeps
   // forward_training, the descriptor its backward primitives are made from.

@@ -18,12 +18,28 @@ namespace {
 // [n, k] (rsb 1, csb k) is a dot product per column with 16 independent partial sums (a float
 // reduction is not vectorised otherwise), B stored [k, n] (csb 1) rows of x[p] * B[p, :] added.
 // One of rsb and csb is always 1 (MatmulState); A's row is contiguous (csa is 1 when M is 1).
+// The most rows the own GEMV path takes (GemvJob::rows); more go to the GEMM.
+constexpr int64_t kSmallRows = 8;
+
 template <class T>
 struct GemvJob {
   const T *x, *b;
   T *y;
   int64_t k, rsb, csb;
-  void run(int64_t j0, int64_t j1) const {
+  // 2..kSmallRows rows (an LSTM step at batch 8): row r of x at x + r * rsa (contiguous), of y
+  // at y + r * n; see rows().
+  int64_t m = 1, rsa = 0, n = 0;
+  [[gnu::always_inline]] inline void run(int64_t j0, int64_t j1) const {
+    switch (m) {
+      case 1: break;
+      case 2: return rows<2>(j0, j1);
+      case 3: return rows<3>(j0, j1);
+      case 4: return rows<4>(j0, j1);
+      case 5: return rows<5>(j0, j1);
+      case 6: return rows<6>(j0, j1);
+      case 7: return rows<7>(j0, j1);
+      default: return rows<8>(j0, j1);
+    }
     if (csb == 1) {
       for (int64_t j = j0; j < j1; ++j) y[j] = T(0);
       for (int64_t p = 0; p < k; ++p) {
@@ -43,6 +59,69 @@ struct GemvJob {
       for (int l = 0; l < kLanes; ++l) sum += acc[l];
       for (; p < k; ++p) sum += x[p] * col[p];
       y[j] = sum;
+    }
+  }
+  // M rows at once, M a constant so that the row loops unroll: B [k, n] is read once per block
+  // of 256 columns (the rows' sums stay in L1), B [n, k] once per column, two columns per pass
+  // (M x 2 dot products of 8 partial sums each; an odd last column alone, 16 partial sums).
+  template <int M>
+  [[gnu::always_inline]] inline void rows(int64_t j0, int64_t j1) const {
+    constexpr int kLanes = 16;
+    if (csb == 1) {
+      constexpr int64_t kBlock = 256;
+      for (int64_t jb = j0; jb < j1; jb += kBlock) {
+        const int64_t je = std::min(j1, jb + kBlock);
+        for (int r = 0; r < M; ++r) std::fill(y + r * n + jb, y + r * n + je, T(0));
+        for (int64_t p = 0; p < k; ++p) {
+          const T *row = b + p * rsb;
+          for (int r = 0; r < M; ++r) {
+            const T xp = x[r * rsa + p];
+            T *yr = y + r * n;
+            for (int64_t j = jb; j < je; ++j) yr[j] += xp * row[j];
+          }
+        }
+      }
+      return;
+    }
+    // Two columns per pass: each chunk of x's rows, loaded once, feeds both columns' sums.
+    constexpr int kCols = 2, kL = 8;
+    int64_t j = j0;
+    for (; j + kCols <= j1; j += kCols) {
+      const T *col0 = b + j * csb, *col1 = col0 + csb;
+      T acc0[M][kL] = {}, acc1[M][kL] = {};
+      int64_t p = 0;
+      for (; p + kL <= k; p += kL)
+        for (int r = 0; r < M; ++r) {
+          const T *xr = x + r * rsa + p;
+          for (int l = 0; l < kL; ++l) {
+            acc0[r][l] += xr[l] * col0[p + l];
+            acc1[r][l] += xr[l] * col1[p + l];
+          }
+        }
+      for (int r = 0; r < M; ++r) {
+        T s0 = T(0), s1 = T(0);
+        for (int l = 0; l < kL; ++l) s0 += acc0[r][l], s1 += acc1[r][l];
+        for (int64_t q = p; q < k; ++q) s0 += x[r * rsa + q] * col0[q], s1 += x[r * rsa + q] * col1[q];
+        y[r * n + j] = s0;
+        y[r * n + j + 1] = s1;
+      }
+    }
+    for (; j < j1; ++j) {
+      const T *col = b + j * csb;
+      T acc[M][kLanes] = {};
+      int64_t p = 0;
+      for (; p + kLanes <= k; p += kLanes) {
+        T c[kLanes];
+        for (int l = 0; l < kLanes; ++l) c[l] = col[p + l];
+        for (int r = 0; r < M; ++r)
+          for (int l = 0; l < kLanes; ++l) acc[r][l] += x[r * rsa + p + l] * c[l];
+      }
+      for (int r = 0; r < M; ++r) {
+        T sum = T(0);
+        for (int l = 0; l < kLanes; ++l) sum += acc[r][l];
+        for (int64_t q = p; q < k; ++q) sum += x[r * rsa + q] * col[q];
+        y[r * n + j] = sum;
+      }
     }
   }
 };
@@ -162,12 +241,12 @@ struct GemvCall {
 
 template <class T>
 void own_gemv(Backend &be, const MatmulState &st, const T *a, const T *b, T *c) {
-  GemvCall<T> call{{a, b, c, st.k, st.rsb, st.csb}, nullptr};
+  GemvCall<T> call{{a, b, c, st.k, st.rsb, st.csb, st.m, st.rsa, st.n}, nullptr};
   if constexpr (sizeof(T) == 4) call.fn = st.gemv32;
   else call.fn = st.gemv64;
   // Split over columns when there is enough to share (a 1280 x 1000 head: yes; an LSTM step's
   // 256 x 1024: no, the hand-off would cost about what the second thread saves).
-  if (be.pool && be.pool->size() > 1 && st.n * st.k >= (int64_t{1} << 19))
+  if (be.pool && be.pool->size() > 1 && st.m * st.n * st.k >= (int64_t{1} << 19))
     be.pool->parallel_for(st.n, 64, GemvCall<T>::part, &call);
   else
     call.fn(call.job, 0, st.n);
@@ -197,7 +276,7 @@ void gemm_one(Backend &be, const MatmulState &st, const T *a, const T *b, T *c) 
     return;
   }
 #endif
-  if (st.m == 1) {
+  if (st.m == 1 || (st.m <= kSmallRows && st.csa == 1)) {
     own_gemv<T>(be, st, a, b, c);
     return;
   }

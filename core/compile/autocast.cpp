@@ -27,7 +27,7 @@ bool runs_low(const Node &nd) {
   if (nd.kind != NodeKind::Op || nd.op->lib) return false;  // built-in ops only (a library op may share a name)
   static const char *const kOps[] = {CTN_OP_MATMUL,           CTN_OP_MATMUL_BIAS_ACT,    CTN_OP_CONV2D,
                                      CTN_OP_CONV2D_BIAS_ACT,  CTN_OP_CONV2D_GRAD_INPUT, CTN_OP_CONV2D_GRAD_WEIGHT,
-                                     CTN_OP_CONV_TRANSPOSE2D};
+                                     CTN_OP_CONV_TRANSPOSE2D, CTN_OP_CONV2D_BIAS_ADD_ACT};
   for (const char *name : kOps)
     if (nd.op->name == name) return true;
   return false;

@@ -9,6 +9,7 @@
 #include "plugin/context.h"
 #include "util/status.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace ctn {
@@ -180,11 +181,12 @@ std::vector<ctn_node> schedule(const Graph &g, const std::vector<ctn_node> &root
 
 // The producers the fusion pass folds a bias and an activation into: matmul -> add(bias [N]) and
 // conv2d -> add(bias [O,1,1] or [1,O,1,1]), each optionally followed by relu, gelu or (conv2d
-// only) clamp; the producer and the add must have no other consumer, and the backend must offer
-// the fused op for the node's signature.
+// only) clamp, sigmoid, x * sigmoid(x) and hardswish (match_activation); the producer and the add
+// must have no other consumer than the activation, and the backend must offer the fused op for
+// the node's signature.
 struct BiasFusion {
   const char *producer, *fused;
-  bool clamp;          // clamp joins as CTN_ACT_CLAMP (f[0], f[1])
+  bool conv_acts;      // the activations after CTN_ACT_GELU join too (clamp reads f[0], f[1])
   uint32_t act_slot;   // the fused op's activation attribute: i[act_slot]
 };
 const BiasFusion kBiasFusions[] = {{CTN_OP_MATMUL, CTN_OP_MATMUL_BIAS_ACT, false, 2},
@@ -201,65 +203,169 @@ bool is_bias(const Graph &g, const BiasFusion &f, ctn_node p, ctn_node b) {
          (nd == 3 || bi.shape[0] == 1);
 }
 
-void fuse_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend, PassStats &st) {
-  if (!backend) return;
-  Graph &g = rw.g;
-  const OpDef *reshape = g.context()->find_core_op(CTN_OP_RESHAPE);
-  std::vector<ctn_node> order = schedule(g, roots);
-  std::vector<uint32_t> consumers(g.size(), 0);
-  for (ctn_node v : order)
-    for (ctn_node in : g.node(v).inputs) ++consumers[in];
-  for (ctn_node r : roots) ++consumers[r];
+// Whether constant n holds only values that round to v in its dtype (1/6 stored as f32).
+bool const_near(const Graph &g, ctn_node n, double v) {
+  const Node &nd = g.node(n);
+  if (nd.kind != NodeKind::Constant || !nd.value || nd.value->numel() < 1) return false;
+  for (int64_t i = 0; i < nd.value->numel(); ++i) {
+    double x;
+    if (!float_element(nd.value->dtype, nd.value->data(), i, &x) || !(std::fabs(x - v) <= 1e-6 * std::fabs(v)))
+      return false;
+  }
+  return true;
+}
 
-  std::vector<char> done(g.size(), 0);
-  // target = act(add) or add itself; act: CTN_ACT_*, lo/hi for clamp.
-  auto try_fuse = [&](ctn_node target, ctn_node add, int act, double lo, double hi) {
+// The other operand of binary node v when one of its operands is x (either side), else NONE.
+ctn_node other_operand(const Graph &g, ctn_node v, ctn_node x) {
+  const Node &nd = g.node(v);
+  if (nd.inputs.size() != 2) return CTN_NODE_NONE;
+  return nd.inputs[0] == x ? nd.inputs[1] : nd.inputs[1] == x ? nd.inputs[0] : CTN_NODE_NONE;
+}
+
+// Whether c is hardsigmoid(x) as ONNX HardSwish imports it: clamp(x * 1/6 + 1/2, 0, 1), every
+// intermediate read only by the next.
+bool is_hardsigmoid_of(const Graph &g, ctn_node c, ctn_node x, const std::vector<uint32_t> &consumers) {
+  if (!is_op(g, c, CTN_OP_CLAMP) || g.node(c).attrs.f[0] != 0.0 || g.node(c).attrs.f[1] != 1.0) return false;
+  const ctn_node y = g.node(c).inputs[0];
+  if (!is_op(g, y, CTN_OP_ADD) || consumers[y] != 1) return false;
+  for (ctn_node m : g.node(y).inputs) {
+    const ctn_node half = other_operand(g, y, m);
+    if (!is_op(g, m, CTN_OP_MUL) || consumers[m] != 1 || half == CTN_NODE_NONE || !const_near(g, half, 0.5)) continue;
+    const ctn_node k = other_operand(g, m, x);
+    if (k != CTN_NODE_NONE && const_near(g, k, 1.0 / 6)) return true;
+  }
+  return false;
+}
+
+// An activation the fusion can fold, ending at node v: its CTN_ACT_* code (-1: none), the value it
+// reads (`pre`, the candidate bias add) and clamp's bounds. relu, gelu, clamp and sigmoid read pre
+// alone; x * sigmoid(x) (SiLU, Swish with alpha 1) and x * hardsigmoid(x) (HardSwish) read it twice.
+struct ActMatch {
+  int act = -1;
+  ctn_node pre = CTN_NODE_NONE;
+  double lo = 0, hi = 0;
+};
+ActMatch match_activation(const Graph &g, ctn_node v, const std::vector<uint32_t> &consumers) {
+  static const struct {
+    const char *op;
+    int act;
+  } kUnary[] = {{CTN_OP_RELU, CTN_ACT_RELU}, {CTN_OP_GELU, CTN_ACT_GELU}, {CTN_OP_CLAMP, CTN_ACT_CLAMP},
+                {CTN_OP_SIGMOID, CTN_ACT_SIGMOID}};
+  const Node &nd = g.node(v);
+  for (const auto &u : kUnary)
+    if (is_op(g, v, u.op) && consumers[nd.inputs[0]] == 1) {
+      const bool clamp = u.act == CTN_ACT_CLAMP;
+      return {u.act, nd.inputs[0], clamp ? nd.attrs.f[0] : 0, clamp ? nd.attrs.f[1] : 0};
+    }
+  if (!is_op(g, v, CTN_OP_MUL)) return {};
+  for (ctn_node x : nd.inputs) {
+    const ctn_node s = other_operand(g, v, x);
+    if (consumers[x] != 2 || consumers[s] != 1 || g.info(x).shape != nd.info.shape) continue;
+    if (is_op(g, s, CTN_OP_SIGMOID) && g.node(s).inputs[0] == x) return {CTN_ACT_SILU, x, 0, 0};
+    if (is_hardsigmoid_of(g, s, x, consumers)) return {CTN_ACT_HARDSWISH, x, 0, 0};
+  }
+  return {};
+}
+
+// The fusion pass's state over one graph: who reads each value, what has been fused.
+struct BiasActFuser {
+  Rewriter &rw;
+  Graph &g;
+  Backend *backend;
+  PassStats &st;
+  std::vector<uint32_t> consumers;
+  std::vector<char> done;
+
+  // Replaces `target` by fusion f of producer p with `bias` (and `residual`, conv only, unless
+  // NONE) and activation act, when the backend offers the fused kernel.
+  bool emit(const BiasFusion &f, ctn_node target, ctn_node p, ctn_node bias, ctn_node residual, int act, double lo,
+            double hi) {
+    const Node prod = g.node(p);
+    ctn_attrs a = prod.attrs;
+    a.i[f.act_slot] = act;
+    a.ni = f.act_slot + 1;
+    a.nf = act == CTN_ACT_CLAMP ? 2 : 0;
+    a.f[0] = lo, a.f[1] = hi;
+    const OpDef *fused = g.context()->find_core_op(residual == CTN_NODE_NONE ? f.fused : CTN_OP_CONV2D_BIAS_ADD_ACT);
+    ValueInfo bias_info = g.info(bias);
+    if (bias_info.shape.ndim != 1) bias_info.shape = Shape::from(1, &g.info(p).shape.d[1]);
+    const uint32_t n = residual == CTN_NODE_NONE ? 3 : 4;
+    ctn_tensor_desc in[4] = {make_desc(g.info(prod.inputs[0])), make_desc(g.info(prod.inputs[1])),
+                             make_desc(bias_info), make_desc(g.info(n == 4 ? residual : bias))};
+    ctn_tensor_desc od = make_desc(g.info(target));
+    ctn_kernel k;
+    std::string why;
+    if (!select_kernel(*backend, *fused, n, in, od, a, &k, &why)) return false;
+    backend->release(k);
+    if (g.info(bias).shape.ndim != 1) {
+      const OpDef *reshape = g.context()->find_core_op(CTN_OP_RESHAPE);
+      bias = g.add_op(*reshape, 1, &bias, attrs_i({bias_info.shape[0]}));
+    }
+    ctn_node ins[4] = {prod.inputs[0], prod.inputs[1], bias, residual};
+    rw.set(target, g.add_op(*fused, n, ins, a));
+    done.resize(g.size(), 0);
+    done[p] = 1;
+    st.fused += (act == CTN_ACT_NONE ? 1 : 2) + (n == 4 ? 1 : 0);
+    return true;
+  }
+
+  // add = producer + bias: fuse it (and the activation ending at target) when it matches. With
+  // `residual` (conv only), add is the conv's bias add and the residual add ends before target.
+  bool try_fuse(ctn_node target, ctn_node add, ctn_node residual, int act, double lo, double hi) {
     if (!is_op(g, add, CTN_OP_ADD) || done[add]) return false;
+    // The codes and op of 1.6 are never shown to a backend built against an older header (ops.h).
+    if ((act >= CTN_ACT_SIGMOID || residual != CTN_NODE_NONE) && backend->abi_minor < 6) return false;
     for (const BiasFusion &f : kBiasFusions) {
-      if (act == CTN_ACT_CLAMP && !f.clamp) continue;
+      if ((act > CTN_ACT_GELU || residual != CTN_NODE_NONE) && !f.conv_acts) continue;
       for (int side = 0; side < 2; ++side) {
         const ctn_node p = g.node(add).inputs[static_cast<size_t>(side)];
-        ctn_node bias = g.node(add).inputs[static_cast<size_t>(1 - side)];
+        const ctn_node bias = g.node(add).inputs[static_cast<size_t>(1 - side)];
         if (!is_op(g, p, f.producer) || consumers[p] != 1 || !is_bias(g, f, p, bias)) continue;
         if (g.info(add).shape != g.info(p).shape) continue;
-        const Node prod = g.node(p);
-        ctn_attrs a = prod.attrs;
-        a.i[f.act_slot] = act;
-        a.ni = f.act_slot + 1;
-        a.nf = act == CTN_ACT_CLAMP ? 2 : 0;
-        a.f[0] = lo, a.f[1] = hi;
-        const OpDef *fused = g.context()->find_core_op(f.fused);
-        ValueInfo bias_info = g.info(bias);
-        if (bias_info.shape.ndim != 1) bias_info.shape = Shape::from(1, &g.info(p).shape.d[1]);
-        ctn_tensor_desc in[3] = {make_desc(g.info(prod.inputs[0])), make_desc(g.info(prod.inputs[1])),
-                                 make_desc(bias_info)};
-        ctn_tensor_desc od = make_desc(g.info(target));
-        ctn_kernel k;
-        std::string why;
-        if (!select_kernel(*backend, *fused, 3, in, od, a, &k, &why)) return false;
-        backend->release(k);
-        if (g.info(bias).shape.ndim != 1) bias = g.add_op(*reshape, 1, &bias, attrs_i({bias_info.shape[0]}));
-        ctn_node ins[3] = {prod.inputs[0], prod.inputs[1], bias};
-        rw.set(target, g.add_op(*fused, 3, ins, a));
-        done.resize(g.size(), 0);
-        done[add] = done[p] = 1;
-        st.fused += act == CTN_ACT_NONE ? 1 : 2;
+        if (!emit(f, target, p, bias, residual, act, lo, hi)) return false;
+        done[add] = 1;
         return true;
       }
     }
     return false;
-  };
+  }
+
+  // sum = add(conv + bias, r), r of the same shape and dtype: one conv2d_bias_add_act (ResNet's
+  // shortcut, MobileNetV2's residual), the activation ending at target included.
+  bool try_residual(ctn_node target, ctn_node sum, int act, double lo, double hi) {
+    if (!is_op(g, sum, CTN_OP_ADD) || done[sum]) return false;
+    for (ctn_node a : g.node(sum).inputs) {
+      const ctn_node r = other_operand(g, sum, a);
+      if (a == r || consumers[a] != 1 || g.info(a).shape != g.info(sum).shape ||
+          g.info(r).shape != g.info(sum).shape || g.info(r).dtype != g.info(sum).dtype)
+        continue;
+      if (try_fuse(target, a, r, act, lo, hi)) {
+        done[sum] = 1;
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+void fuse_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend, PassStats &st) {
+  if (!backend) return;
+  Graph &g = rw.g;
+  std::vector<ctn_node> order = schedule(g, roots);
+  BiasActFuser fz{rw, g, backend, st, std::vector<uint32_t>(g.size(), 0), std::vector<char>(g.size(), 0)};
+  for (ctn_node v : order)
+    for (ctn_node in : g.node(v).inputs) ++fz.consumers[in];
+  for (ctn_node r : roots) ++fz.consumers[r];
+  // Activations first (each with the bias add it reads, else with a residual add), then residual
+  // adds without one, then bias adds alone.
   for (ctn_node v : order) {
-    const Node &nd = g.node(v);
-    const int act = is_op(g, v, CTN_OP_RELU)    ? CTN_ACT_RELU
-                    : is_op(g, v, CTN_OP_GELU)  ? CTN_ACT_GELU
-                    : is_op(g, v, CTN_OP_CLAMP) ? CTN_ACT_CLAMP
-                                                : -1;
-    if (act < 0 || consumers[nd.inputs[0]] != 1) continue;
-    try_fuse(v, nd.inputs[0], act, act == CTN_ACT_CLAMP ? nd.attrs.f[0] : 0, act == CTN_ACT_CLAMP ? nd.attrs.f[1] : 0);
+    const ActMatch m = match_activation(g, v, fz.consumers);
+    if (m.act >= 0 && !fz.try_fuse(v, m.pre, CTN_NODE_NONE, m.act, m.lo, m.hi)) fz.try_residual(v, m.pre, m.act, m.lo, m.hi);
   }
   for (ctn_node v : order)
-    if (v < done.size() && !done[v]) try_fuse(v, v, CTN_ACT_NONE, 0, 0);
+    if (v < fz.done.size() && !fz.done[v]) fz.try_residual(v, v, CTN_ACT_NONE, 0, 0);
+  for (ctn_node v : order)
+    if (v < fz.done.size() && !fz.done[v]) fz.try_fuse(v, v, CTN_NODE_NONE, CTN_ACT_NONE, 0, 0);
   rw.resolve_all(roots);
 }
 

@@ -333,12 +333,21 @@ ValueInfo infer_conv2d_bias_act(const OpDef &op, const ValueInfo *in, uint32_t n
   ValueInfo r = infer_conv2d(op, in, 2, a);
   if (in[2].dtype != in[0].dtype || in[2].shape.ndim != 1 || in[2].shape[0] != r.shape[1])
     fail(CTN_ERR_SHAPE, "%s: bias must be [O] with O = %lld: %s", N(op), L(r.shape[1]), values_str(in, n).c_str());
-  if (act < CTN_ACT_NONE || act > CTN_ACT_CLAMP)
+  if (act < CTN_ACT_NONE || act > CTN_ACT_HARDSWISH)
     fail(CTN_ERR_INVALID_ARGUMENT, "%s: unknown activation %lld", N(op), L(act));
   if (act == CTN_ACT_CLAMP && (a.nf < 2 || !(a.f[0] <= a.f[1])))
     fail(CTN_ERR_INVALID_ARGUMENT, "%s: clamp needs f[0] <= f[1]", N(op));
   a.i[7] = act;
   a.ni = 8;
+  return r;
+}
+
+// (x, w, bias [O], r); conv2d_bias_act's attrs -> act(conv2d + bias + r), r of the output's shape.
+ValueInfo infer_conv2d_bias_add_act(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  ValueInfo r = infer_conv2d_bias_act(op, in, 3, a);
+  if (in[3].dtype != r.dtype || in[3].shape != r.shape)
+    fail(CTN_ERR_SHAPE, "%s: the residual must have the output's dtype and shape %s: %s", N(op),
+         shape_str(r.shape).c_str(), values_str(in, n).c_str());
   return r;
 }
 
@@ -661,7 +670,8 @@ using namespace rules;
 const OpDef kNnOps[] = {
     OpDef{.name = CTN_OP_CONV2D, .n_inputs = 2, .infer = infer_conv2d, .grad = conv2d, .attributes = CONV_ATTRS, .tangent = rules::bilinear_jvp, .probe = {.inputs = "D[1,1,4,4] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1}, .ni = 7}},
     // Fusion-only (compile/rewrite.cpp): no gradient, emitted only where the backend offers it.
-    OpDef{.name = CTN_OP_CONV2D_BIAS_ACT, .n_inputs = 3, .infer = infer_conv2d_bias_act, .attributes = CONV_ATTRS ", i[7] activation, f[0..1] clamp bounds", .probe = {.inputs = "D[1,2,4,4] D[2,2,3,3] D[2]", .ints = {1, 1, 0, 0, 1, 1, 1, CTN_ACT_CLAMP}, .ni = 8, .floats = {0, 6}, .nf = 2}},
+    OpDef{.name = CTN_OP_CONV2D_BIAS_ACT, .n_inputs = 3, .infer = infer_conv2d_bias_act, .attributes = CONV_ATTRS ", i[7] activation (CTN_ACT_NONE..CTN_ACT_HARDSWISH), f[0..1] clamp bounds", .probe = {.inputs = "D[1,2,4,4] D[2,2,3,3] D[2]", .ints = {1, 1, 0, 0, 1, 1, 1, CTN_ACT_CLAMP}, .ni = 8, .floats = {0, 6}, .nf = 2}},
+    OpDef{.name = CTN_OP_CONV2D_BIAS_ADD_ACT, .n_inputs = 4, .infer = infer_conv2d_bias_add_act, .attributes = CONV_ATTRS ", i[7] activation (CTN_ACT_NONE..CTN_ACT_HARDSWISH), f[0..1] clamp bounds", .probe = {.inputs = "D[1,2,4,4] D[2,2,3,3] D[2] D[1,2,2,2]", .ints = {1, 1, 0, 0, 1, 1, 1, CTN_ACT_RELU}, .ni = 8}},
     OpDef{.name = CTN_OP_CONV2D_GRAD_INPUT, .n_inputs = 2, .infer = infer_conv2d_grad_input, .grad = conv2d_grad_input, .attributes = CONV_ATTRS ", i[7..8] input H, W", .probe = {.inputs = "D[1,1,2,2] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1, 4, 4}, .ni = 9}},
     OpDef{.name = CTN_OP_CONV2D_GRAD_WEIGHT, .n_inputs = 2, .infer = infer_conv2d_grad_weight, .grad = conv2d_grad_weight, .attributes = CONV_ATTRS ", i[7..8] KH, KW", .probe = {.inputs = "D[1,1,4,4] D[1,1,2,2]", .ints = {1, 1, 0, 0, 1, 1, 1, 3, 3}, .ni = 9}},
     OpDef{.name = CTN_OP_CONV_TRANSPOSE2D, .n_inputs = 2, .infer = infer_conv_transpose2d, .grad = conv_transpose2d, .attributes = CONV_ATTRS ", i[7..8] output padding", .tangent = rules::bilinear_jvp, .probe = {.inputs = "D[1,1,2,2] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1, 0, 0}, .ni = 9}},

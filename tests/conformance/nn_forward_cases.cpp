@@ -59,32 +59,42 @@ void add_conv(std::vector<OpCase> &cs) {
   cs.push_back(gin);
   cs.push_back(gw);
 
-  // conv2d_bias_act (1.5, what the fusion pass emits): every case once per activation.
-  OpCase fused{"conv2d_bias_act", "conv2d_bias_act", {}};
-  const char *const act_names[] = {"none", "relu", "gelu", "clamp"};
+  // conv2d_bias_act (1.5, what the fusion pass emits): every case once per activation (sigmoid,
+  // silu and hardswish since 1.6); conv2d_bias_add_act (1.6) the same with a residual [N,O,Ho,Wo].
+  OpCase fused{"conv2d_bias_act", "conv2d_bias_act", {}}, res{"conv2d_bias_add_act", "conv2d_bias_add_act", {}};
+  const char *const act_names[] = {"none", "relu", "gelu", "clamp", "sigmoid", "silu", "hardswish"};
   for (const ConvCase &k : conv_cases())
-    for (int act = CTN_ACT_NONE; act <= CTN_ACT_CLAMP; ++act) {
-      const ConvP p = k.p;
-      ctn_attrs a = p.attrs({act});
-      a.nf = 2;
-      a.f[0] = -0.5, a.f[1] = 0.7;  // clamp bounds inside the outputs' range
-      fused.variants.push_back(variant(
-          shape_label(k.x) + "*" + shape_label(k.w) + " " + p.label() + " act " + act_names[act],
-          {in(k.x, uni(-1, 1)), in(k.w, uni(-1, 1)), in({k.w[0]}, uni(-1, 1))}, named("conv2d_bias_act", a),
-          [p, act](const std::vector<Arr> &x, ctn_dtype) {
-            Arr y = ref_conv2d(x[0], x[1], p);
-            const int64_t o = y.shape[1], hw = y.shape[2] * y.shape[3];
-            for (size_t i = 0; i < y.v.size(); ++i) {
-              double v = y.v[i] + x[2].v[static_cast<size_t>((static_cast<int64_t>(i) / hw) % o)];
-              if (act == CTN_ACT_RELU) v = v > 0 ? v : 0.0;
-              if (act == CTN_ACT_GELU) v = ref_gelu(v);
-              if (act == CTN_ACT_CLAMP) v = v < -0.5 ? -0.5 : v > 0.7 ? 0.7 : v;
-              y.v[i] = v;
-            }
-            return y;
-          }));
-    }
+    for (int act = CTN_ACT_NONE; act <= CTN_ACT_HARDSWISH; ++act)
+      for (OpCase *oc : {&fused, &res}) {
+        const ConvP p = k.p;
+        const bool add = oc == &res;
+        ctn_attrs a = p.attrs({act});
+        a.nf = 2;
+        a.f[0] = -0.5, a.f[1] = 0.7;  // clamp bounds inside the outputs' range
+        const Shape y = {k.x[0], k.w[0], out_size(k.x[2], k.w[2], p.sh, p.ph, p.dh), out_size(k.x[3], k.w[3], p.sw, p.pw, p.dw)};
+        std::vector<InSpec> ins = {in(k.x, uni(-2, 2)), in(k.w, uni(-1, 1)), in({k.w[0]}, uni(-1, 1))};
+        if (add) ins.push_back(in(y, uni(-2, 2)));
+        oc->variants.push_back(variant(
+            shape_label(k.x) + "*" + shape_label(k.w) + " " + p.label() + " act " + act_names[act], ins,
+            named(oc->op.c_str(), a), [p, act, add](const std::vector<Arr> &x, ctn_dtype) {
+              Arr y = ref_conv2d(x[0], x[1], p);
+              const int64_t o = y.shape[1], hw = y.shape[2] * y.shape[3];
+              for (size_t i = 0; i < y.v.size(); ++i) {
+                double v = y.v[i] + x[2].v[static_cast<size_t>((static_cast<int64_t>(i) / hw) % o)];
+                if (add) v += x[3].v[i];
+                if (act == CTN_ACT_RELU) v = v > 0 ? v : 0.0;
+                if (act == CTN_ACT_GELU) v = ref_gelu(v);
+                if (act == CTN_ACT_CLAMP) v = v < -0.5 ? -0.5 : v > 0.7 ? 0.7 : v;
+                if (act == CTN_ACT_SIGMOID) v = 1 / (1 + std::exp(-v));
+                if (act == CTN_ACT_SILU) v = v / (1 + std::exp(-v));
+                if (act == CTN_ACT_HARDSWISH) v = v * std::min(std::max(v / 6 + 0.5, 0.0), 1.0);
+                y.v[i] = v;
+              }
+              return y;
+            }));
+      }
   cs.push_back(fused);
+  cs.push_back(res);
 
   const ConvTCase ts[] = {{{2, 3, 4, 4}, {3, 2, 3, 3}, ConvP{}, 0, 0},
                           {{1, 2, 3, 4}, {2, 3, 3, 2}, ConvP{2, 2, 1, 0, 1, 1, 1}, 1, 0},

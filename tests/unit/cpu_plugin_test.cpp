@@ -237,6 +237,11 @@ TEST_F(CpuPlugin, GemmOwnAndOpenBLASMatchNaive) {
       {{1, 1280}, {1280, 1000}, false, false}, {{1, 700}, {600, 700}, false, true},
       {{700, 1}, {700, 600}, true, false},     {{700, 1}, {600, 700}, true, true},
       {{3, 1, 65}, {65, 33}, false, false},
+      // 2-8 rows (the own GEMV's rows path: an LSTM step at batch 8), B either way; a transposed
+      // A goes to the GEMM.
+      {{8, 256}, {256, 1024}, false, false}, {{5, 70}, {33, 70}, false, true},
+      {{2, 4, 65}, {65, 33}, false, false},  {{7, 300}, {300, 20}, false, false},
+      {{3, 40}, {50, 40}, false, true},      {{40, 6}, {40, 30}, true, false},
   };
   std::vector<std::string> gemms = {"own"};
   if (has_openblas()) gemms.push_back("openblas");

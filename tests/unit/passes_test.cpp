@@ -3,6 +3,8 @@
 // compiled with the pass disabled.
 #include "test_helpers.h"
 
+#include <chutney/ops.h>
+
 #include <cmath>
 
 namespace {
@@ -33,6 +35,15 @@ uint32_t steps_of(ctn_graph *g, ctn_node out, const char *op, uint32_t disable =
   ctn_plan_describe(p, &d);
   text = d;
   if (desc) *desc = text.c_str();
+  ctn_plan_release(p);
+  return n;
+}
+// The steps of each op in `ops` of one plan compiled for `outs` with default options.
+std::vector<uint32_t> plan_steps(ctn_graph *g, std::vector<ctn_node> outs, std::vector<const char *> ops) {
+  ctn_plan *p = nullptr;
+  EXPECT_EQ(ctn_plan_compile(g, static_cast<uint32_t>(outs.size()), outs.data(), nullptr, &p), CTN_OK) << ctn_last_error();
+  std::vector<uint32_t> n(ops.size(), 0);
+  for (size_t i = 0; i < ops.size(); ++i) EXPECT_EQ(ctn_plan_backend_steps(p, "cpu", ops[i], &n[i]), CTN_OK);
   ctn_plan_release(p);
   return n;
 }
@@ -151,6 +162,165 @@ TEST(Passes, ConvBiasClampFuses) {
   EXPECT_EQ(n_clamp, 1u);
   ctn_plan_release(p);
   for (auto *p : {wv, bv, bwv, xv}) ctn_tensor_release(p);
+}
+
+// The activations of 1.6 (issue 25) after conv2d -> add(bias [O,1,1]): sigmoid, x * sigmoid(x)
+// (PyTorch's SiLU export, either operand order) and ONNX HardSwish as imported, x * clamp(x/6 +
+// 1/2, 0, 1) (here the composite hardswish, the same parts): each becomes one conv2d_bias_act
+// step whose outputs match the unfused plan's.
+struct ConvBias {
+  G t;
+  ctn_node x = CTN_NODE_NONE, sum = CTN_NODE_NONE;
+  ctn_tensor *wv = nullptr, *bv = nullptr, *xv = nullptr;
+  ConvBias() {
+    x = t.in({1, 3, 6, 6});
+    ctn_node w, b, c;
+    std::vector<float> wd(4 * 3 * 3 * 3), xd(108);
+    for (size_t i = 0; i < wd.size(); ++i) wd[i] = std::cos(static_cast<float>(i)) * 0.5f;
+    for (size_t i = 0; i < xd.size(); ++i) xd[i] = 3 * std::sin(static_cast<float>(i));
+    wv = make_f32({4, 3, 3, 3}, wd), bv = make_f32({4, 1, 1}, {0.5f, -0.5f, 0.25f, 2.0f});
+    xv = make_f32({1, 3, 6, 6}, xd);
+    EXPECT_EQ(ctn_constant(t.g, wv, &w), CTN_OK);
+    EXPECT_EQ(ctn_constant(t.g, bv, &b), CTN_OK);
+    EXPECT_EQ(ctn_conv2d(t.g, x, w, 1, 1, 1, 1, 1, 1, 1, &c), CTN_OK);
+    EXPECT_EQ(ctn_add(t.g, c, b, &sum), CTN_OK);
+  }
+  ~ConvBias() {
+    for (auto *p : {wv, bv, xv}) ctn_tensor_release(p);
+  }
+  // The outputs fused and unfused agree; returns how many of the unfused lie in [lo, hi].
+  int compare(ctn_node r, float lo, float hi) {
+    ctn_compile_options nofuse{sizeof nofuse, CTN_PASS_FUSION, nullptr, nullptr, 0, 0, CTN_PRECISION_F32};
+    auto fused = run_once(t.g, {r}, {x}, {xv});
+    auto plain = run_once(t.g, {r}, {x}, {xv}, &nofuse);
+    EXPECT_EQ(fused[0].size(), plain[0].size());
+    int inside = 0;
+    for (size_t i = 0; i < fused[0].size() && i < plain[0].size(); ++i) {
+      EXPECT_NEAR(fused[0][i], plain[0][i], 1e-5) << i;
+      inside += plain[0][i] >= lo && plain[0][i] <= hi;
+    }
+    return inside;
+  }
+};
+
+TEST(Passes, ConvBiasSigmoidSiluHardswishFuse) {
+  ConvBias cb;
+  ctn_graph *g = cb.t.g;
+  ctn_node sig, silu, silu2, sig2, hsw;
+  CTN_ASSERT_OK(ctn_sigmoid(g, cb.sum, &sig));
+  EXPECT_EQ(steps_of(g, sig, "conv2d_bias_act"), 1u);
+  EXPECT_EQ(steps_of(g, sig, nullptr), 1u);
+  EXPECT_EQ(steps_of(g, sig, "sigmoid", CTN_PASS_FUSION), 1u);
+  EXPECT_GT(cb.compare(sig, 0.f, 1.f), 0);
+  CTN_ASSERT_OK(ctn_mul(g, cb.sum, sig, &silu));  // SiLU: sum * sigmoid(sum)
+  EXPECT_EQ(steps_of(g, silu, nullptr), 1u);
+  EXPECT_EQ(steps_of(g, silu, "conv2d_bias_act"), 1u);
+  EXPECT_GT(cb.compare(silu, -0.3f, -1e-3f), 0);  // negative outputs: the sigmoid's side matters
+  CTN_ASSERT_OK(ctn_sigmoid(g, cb.sum, &sig2));
+  CTN_ASSERT_OK(ctn_mul(g, sig2, cb.sum, &silu2));  // the other operand order
+  EXPECT_EQ(steps_of(g, silu2, nullptr), 1u);
+  CTN_ASSERT_OK(ctn_op(g, CTN_OP_HARDSWISH, 1, &cb.sum, nullptr, &hsw));
+  EXPECT_EQ(steps_of(g, hsw, nullptr), 1u);
+  EXPECT_EQ(steps_of(g, hsw, "conv2d_bias_act"), 1u);
+  EXPECT_GE(steps_of(g, hsw, nullptr, CTN_PASS_FUSION), 4u);
+  EXPECT_GT(cb.compare(hsw, -0.37f, -1e-3f), 0);  // the curved part below 0
+}
+
+// Patterns that must not fuse their activation: the sum also read elsewhere (the conv and bias
+// still fuse, the sigmoid and mul stay), x * sigmoid(y) of another value, a hardsigmoid with
+// other constants (x * clamp(x/5 + 1/2, 0, 1)).
+TEST(Passes, ConvBiasSiluWithOtherReaderDoesNotFuseActivation) {
+  ConvBias cb;
+  ctn_graph *g = cb.t.g;
+  ctn_node sig, silu, other, y, sy, mixed, k5, half, m5, a5, c5, h5;
+  CTN_ASSERT_OK(ctn_sigmoid(g, cb.sum, &sig));
+  CTN_ASSERT_OK(ctn_mul(g, cb.sum, sig, &silu));
+  CTN_ASSERT_OK(ctn_neg(g, cb.sum, &other));
+  EXPECT_EQ(plan_steps(g, {silu, other}, {"conv2d_bias_act", "sigmoid", "mul"}), (std::vector<uint32_t>{1, 1, 1}));
+  // sum * sigmoid(-sum): the sigmoid reads another value, the mul stays.
+  CTN_ASSERT_OK(ctn_neg(g, cb.sum, &y));
+  CTN_ASSERT_OK(ctn_sigmoid(g, y, &sy));
+  CTN_ASSERT_OK(ctn_mul(g, cb.sum, sy, &mixed));
+  EXPECT_EQ(steps_of(g, mixed, "mul"), 1u);
+  EXPECT_EQ(steps_of(g, mixed, "sigmoid"), 1u);
+  EXPECT_EQ(steps_of(g, mixed, "conv2d_bias_act"), 1u);
+  EXPECT_EQ(cb.compare(mixed, -100.f, 100.f), 144);
+  // x * clamp(x * 0.2 + 0.5, 0, 1): not HardSwish's 1/6.
+  CTN_ASSERT_OK(ctn_scalar(g, CTN_F32, 0.2, &k5));
+  CTN_ASSERT_OK(ctn_scalar(g, CTN_F32, 0.5, &half));
+  CTN_ASSERT_OK(ctn_mul(g, cb.sum, k5, &m5));
+  CTN_ASSERT_OK(ctn_add(g, m5, half, &a5));
+  CTN_ASSERT_OK(ctn_clamp(g, a5, 0.0, 1.0, &c5));
+  CTN_ASSERT_OK(ctn_mul(g, cb.sum, c5, &h5));
+  EXPECT_EQ(steps_of(g, h5, "conv2d_bias_act"), 1u);  // bias only
+  EXPECT_EQ(steps_of(g, h5, "clamp"), 1u);
+  EXPECT_EQ(cb.compare(h5, -100.f, 100.f), 144);
+}
+
+// ResNet's conv -> add(bias) -> add(shortcut) -> relu and MobileNetV2's residual without an
+// activation each become one conv2d_bias_add_act step (the shortcut here another convolution of
+// x); a bias sum also read elsewhere, or a residual that broadcasts, keeps the residual add apart.
+TEST(Passes, ConvBiasResidualFuses) {
+  ConvBias cb;
+  ctn_graph *g = cb.t.g;
+  ctn_node w2, shortcut, sum, relu, other, bcast, sum3;
+  std::vector<float> wd(4 * 3);
+  for (size_t i = 0; i < wd.size(); ++i) wd[i] = std::sin(static_cast<float>(i) + 1) * 0.7f;
+  ctn_tensor *w2v = make_f32({4, 3, 1, 1}, wd);
+  CTN_ASSERT_OK(ctn_constant(g, w2v, &w2));
+  CTN_ASSERT_OK(ctn_conv2d(g, cb.x, w2, 1, 1, 0, 0, 1, 1, 1, &shortcut));
+  CTN_ASSERT_OK(ctn_add(g, cb.sum, shortcut, &sum));
+  CTN_ASSERT_OK(ctn_relu(g, sum, &relu));
+  EXPECT_EQ(steps_of(g, relu, "conv2d_bias_add_act"), 1u);
+  EXPECT_EQ(steps_of(g, relu, nullptr), 2u);  // + the shortcut's conv2d
+  EXPECT_EQ(steps_of(g, relu, "conv2d_bias_add_act", CTN_PASS_FUSION), 0u);
+  const int zeros = cb.compare(relu, 0.f, 0.f), all = 4 * 6 * 6;
+  EXPECT_GT(zeros, 0);  // the activation matters
+  EXPECT_LT(zeros, all);
+  EXPECT_EQ(steps_of(g, sum, "conv2d_bias_add_act"), 1u);  // no activation (MobileNetV2)
+  EXPECT_EQ(steps_of(g, sum, nullptr), 2u);
+  EXPECT_EQ(cb.compare(sum, -1e9f, 1e9f), all);
+  // The bias sum read elsewhere too: conv + bias fuse, the residual add and relu stay.
+  CTN_ASSERT_OK(ctn_neg(g, cb.sum, &other));
+  EXPECT_EQ(plan_steps(g, {relu, other}, {"conv2d_bias_add_act", "conv2d_bias_act", "add"}),
+            (std::vector<uint32_t>{0, 1, 1}));
+  // A residual that broadcasts ([1,4,1,6], the shortcut summed over its rows): not fused.
+  const int32_t rows = 2;
+  CTN_ASSERT_OK(ctn_sum(g, shortcut, 1, &rows, 1, &bcast));
+  CTN_ASSERT_OK(ctn_add(g, cb.sum, bcast, &sum3));
+  EXPECT_EQ(steps_of(g, sum3, "conv2d_bias_add_act"), 0u);
+  EXPECT_EQ(steps_of(g, sum3, "conv2d_bias_act"), 1u);
+  ctn_tensor_release(w2v);
+}
+
+// conv2d_bias_add_act built directly refuses a residual of another shape and an unknown
+// activation code, naming what is wrong, and adds no node.
+TEST(Passes, ConvBiasAddActRejectsBadInput) {
+  ConvBias cb;
+  ctn_graph *g = cb.t.g;
+  ctn_node w, b, r_bad, r_ok, out = CTN_NODE_NONE;
+  std::vector<float> wd(4 * 3 * 3 * 3, 0.25f);
+  ctn_tensor *wv = make_f32({4, 3, 3, 3}, wd), *bv = make_f32({4}, {1, 2, 3, 4});
+  CTN_ASSERT_OK(ctn_constant(g, wv, &w));
+  CTN_ASSERT_OK(ctn_constant(g, bv, &b));
+  r_bad = cb.t.in({1, 4, 6, 5});
+  r_ok = cb.t.in({1, 4, 6, 6});
+  ctn_attrs a{};
+  const int64_t conv[8] = {1, 1, 1, 1, 1, 1, 1, CTN_ACT_RELU};
+  std::copy(conv, conv + 8, a.i);
+  a.ni = 8;
+  ctn_node ins[4] = {cb.x, w, b, r_bad};
+  EXPECT_EQ(ctn_op(g, CTN_OP_CONV2D_BIAS_ADD_ACT, 4, ins, &a, &out), CTN_ERR_SHAPE);
+  EXPECT_NE(std::string(ctn_last_error()).find("residual"), std::string::npos) << ctn_last_error();
+  EXPECT_EQ(out, CTN_NODE_NONE);
+  ins[3] = r_ok;
+  a.i[7] = CTN_ACT_HARDSWISH + 1;
+  EXPECT_EQ(ctn_op(g, CTN_OP_CONV2D_BIAS_ADD_ACT, 4, ins, &a, &out), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ctn_last_error()).find("activation"), std::string::npos) << ctn_last_error();
+  a.i[7] = CTN_ACT_SILU;
+  CTN_ASSERT_OK(ctn_op(g, CTN_OP_CONV2D_BIAS_ADD_ACT, 4, ins, &a, &out));
+  EXPECT_NE(out, CTN_NODE_NONE);
+  for (auto *t : {wv, bv}) ctn_tensor_release(t);
 }
 
 TEST(Passes, MatmulBiasReluFuses) {
