@@ -1,11 +1,11 @@
 // The ONNX import driver: file -> ModelP -> chutney graph. See importer.h.
-#include <chutney/desc.h>
 #include <chutney/ops.h>
 
 #include "onnx/importer.h"
 #include "onnx/lower.h"
 
 #include "plugin/context.h"
+#include "tensor/element.h"
 #include "util/files.h"
 #include "util/status.h"
 
@@ -85,18 +85,7 @@ std::vector<int64_t> NodeCtx::ints(size_t i, const char *what) const {
 std::vector<double> tensor_reals(const Tensor &t) {
   Tensor c = t.contiguous();
   std::vector<double> v(static_cast<size_t>(c.numel()));
-  for (size_t k = 0; k < v.size(); ++k) {
-    switch (c.dtype) {
-      case CTN_F32: v[k] = reinterpret_cast<const float *>(c.data())[k]; break;
-      case CTN_F64: v[k] = reinterpret_cast<const double *>(c.data())[k]; break;
-      case CTN_F16: v[k] = ctn_desc_f16_to_f32(reinterpret_cast<const uint16_t *>(c.data())[k]); break;
-      case CTN_BF16: v[k] = ctn_desc_bf16_to_f32(reinterpret_cast<const uint16_t *>(c.data())[k]); break;
-      case CTN_I64: v[k] = static_cast<double>(reinterpret_cast<const int64_t *>(c.data())[k]); break;
-      case CTN_I32: v[k] = reinterpret_cast<const int32_t *>(c.data())[k]; break;
-      case CTN_I8: v[k] = reinterpret_cast<const int8_t *>(c.data())[k]; break;
-      default: v[k] = reinterpret_cast<const uint8_t *>(c.data())[k];
-    }
-  }
+  for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<double>(element_value(c, static_cast<int64_t>(k)));
   return v;
 }
 

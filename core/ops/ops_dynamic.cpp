@@ -8,6 +8,7 @@
 #include <chutney/ops.h>
 
 #include "graph/graph.h"
+#include "tensor/element.h"
 #include "tensor/tensor.h"
 #include "util/status.h"
 
@@ -43,34 +44,8 @@ Shape dims(std::initializer_list<int64_t> d) {
   return s;
 }
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 31, man = h & 1023;
-  float v = exp == 0 ? std::ldexp(static_cast<float>(man), -24)
-            : exp == 31 ? (man ? NAN : INFINITY)
-                        : std::ldexp(static_cast<float>(man | 1024), static_cast<int>(exp) - 25);
-  return sign ? -v : v;
-}
-
-// Element k of a contiguous tensor as a number that orders every chutney dtype exactly (an
-// x86 long double holds every int64).
-long double at(const Tensor &t, int64_t k) {
-  const char *p = t.data();
-  switch (t.dtype) {
-    case CTN_F32: return reinterpret_cast<const float *>(p)[k];
-    case CTN_F64: return reinterpret_cast<const double *>(p)[k];
-    case CTN_I64: return static_cast<long double>(reinterpret_cast<const int64_t *>(p)[k]);
-    case CTN_I32: return reinterpret_cast<const int32_t *>(p)[k];
-    case CTN_I8: return reinterpret_cast<const int8_t *>(p)[k];
-    case CTN_F16: return half_to_float(reinterpret_cast<const uint16_t *>(p)[k]);
-    case CTN_BF16: {
-      uint32_t bits = static_cast<uint32_t>(reinterpret_cast<const uint16_t *>(p)[k]) << 16;
-      float f;
-      std::memcpy(&f, &bits, sizeof f);
-      return f;
-    }
-    default: return reinterpret_cast<const uint8_t *>(p)[k];  // u8, bool
-  }
-}
+// Element k of a contiguous tensor, ordered exactly for every dtype (tensor/element.h).
+long double at(const Tensor &t, int64_t k) { return element_value(t, k); }
 
 Tensor i64_tensor(const std::vector<int64_t> &v, const Shape &s) {
   Tensor t = Tensor::empty(CTN_I64, s);

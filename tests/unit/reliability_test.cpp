@@ -67,7 +67,7 @@ TEST(Reliability, AttributeCountsPastTheArraysAreRefused) {
 // not valid for ctn_dtype).
 TEST(Reliability, OutOfRangeDtypesAreRefusedBeforeUse) {
   // Passed through C shims (tests/fuzz/raw_dtype.c), as a C caller can.
-  for (int32_t d : {9, 10, 1000, -1, std::numeric_limits<int32_t>::min()}) {  // 6-8: f16, bf16, i8 (1.5)
+  for (int32_t d : {13, 14, 1000, -1, std::numeric_limits<int32_t>::min()}) {  // 6-8 (1.5) and 9-12 (1.6) are valid
     const int64_t shape[1] = {2};
     ctn_tensor *t = nullptr;
     EXPECT_EQ(raw_tensor_create(d, 1, shape, nullptr, &t), CTN_ERR_DTYPE) << d;
