@@ -162,15 +162,6 @@ def quantize(a):
     QDQ format, per-channel int8 weights, per-tensor uint8 activations, calibrated on --calib
     batches of standard-normal inputs (seed 0), written as CACHE/NAME_int8_bB.onnx with the fp32
     model's input file. `bench --models NAME_int8` then times them like any model."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-
-    class Reader(CalibrationDataReader):
-        def __init__(self, feeds):
-            self.it = iter(feeds)
-
-        def get_next(self):
-            return next(self.it, None)
-
     rng = np.random.default_rng(0)
     for name in a.models:
         for b in a.batches:
@@ -181,8 +172,7 @@ def quantize(a):
             ins = dict(np.load(src[:-5] + ".in.npz"))
             feeds = [{k: rng.standard_normal(v.shape).astype(v.dtype) for k, v in ins.items()} for _ in range(a.calib)]
             t0 = time.time()
-            quantize_static(src, dst, Reader(feeds), quant_format=QuantFormat.QDQ, per_channel=True,
-                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+            quantize_qdq(src, dst, feeds)
             np.savez(dst[:-5] + ".in.npz", **ins)
             print(f"{name} b{b}: quantized in {time.time() - t0:.1f} s -> {dst}", flush=True)
 
@@ -227,20 +217,25 @@ def agree(a):
               flush=True)
 
 
-def quantize_dyn(src, dst, name, shape, calib):
+def quantize_qdq(src, dst, feeds):
+    """onnxruntime's quantize_static of src into dst, calibrated on the list of input dicts `feeds`:
+    QDQ format, per-channel int8 weights, per-tensor uint8 activations."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     class Reader(CalibrationDataReader):
-        def __init__(self, feeds):
+        def __init__(self):
             self.it = iter(feeds)
 
         def get_next(self):
             return next(self.it, None)
 
-    rng = np.random.default_rng(0)
-    feeds = [{name: rng.standard_normal(shape).astype(np.float32)} for _ in range(calib)]
-    quantize_static(src, dst, Reader(feeds), quant_format=QuantFormat.QDQ, per_channel=True,
+    quantize_static(src, dst, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+
+
+def quantize_dyn(src, dst, name, shape, calib):
+    rng = np.random.default_rng(0)
+    quantize_qdq(src, dst, [{name: rng.standard_normal(shape).astype(np.float32)} for _ in range(calib)])
 
 
 # ---------------------------------------------------------------------------------------------
