@@ -107,6 +107,7 @@ const CommandSpec &plugins_command();
 const CommandSpec &train_command();
 const CommandSpec &graph_command();
 const CommandSpec &eval_command();
+const CommandSpec &quantize_command();
 int onnx_main(int argc, char **argv);  // `chutney onnx ...` (cmd_onnx.cpp)
 
 // Formatting helpers.

@@ -14,7 +14,7 @@ namespace {
 
 std::vector<const CommandSpec *> commands() {
   return {&version_command(), &plugins_command(), &train_command(), &eval_command(),
-          &graph_command()};
+          &graph_command(), &quantize_command()};
 }
 
 const CommandSpec *find_command(const std::string &name) {

@@ -2,6 +2,8 @@
 // Fashion-MNIST in a few epochs (docs/BENCHMARKS.md).
 #include "models.h"
 
+#include <chutney/checkpoint.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -123,6 +125,19 @@ BuiltModel build_model(ctn_context *ctx, const std::string &name, int64_t batch,
   }
   if (training) add_training(b, batch, optim);
   return b;
+}
+
+void checkpoint_model(const std::string &path, std::string *model, std::string *widths) {
+  ctn_checkpoint *ck = nullptr;
+  check(ctn_checkpoint_load(path.c_str(), &ck), ("--checkpoint " + path).c_str());
+  auto meta = [&](const char *key) {
+    const char *v = nullptr;
+    ctn_status st = ctn_checkpoint_metadata_get(ck, key, &v);
+    return std::string(st == CTN_OK && v != nullptr ? v : "");
+  };
+  *model = meta("model");
+  *widths = meta("cnn_widths");
+  ctn_checkpoint_release(ck);
 }
 
 void add_training(BuiltModel &b, int64_t batch, const OptimConfig &optim) {

@@ -88,6 +88,10 @@ BuiltModel build_onnx_model(ctn_context *ctx, const std::string &path, int64_t b
 // logits as `loss`, and ctn_nn_minimize with `optim` over the model's parameters.
 void add_training(BuiltModel &b, int64_t batch, const OptimConfig &optim);
 
+// The "model" and "cnn_widths" metadata of checkpoint `path` ("" when absent); the file is
+// loaded, so a missing, truncated or corrupt one is a Failure naming `--checkpoint PATH`.
+void checkpoint_model(const std::string &path, std::string *model, std::string *widths);
+
 // ---- data -------------------------------------------------------------------------------------
 struct DatasetDeleter {
   void operator()(ctn_dataset *p) const { ctn_dataset_release(p); }
