@@ -15,28 +15,8 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/chutney-quantize-test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT INT TERM
 
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok:   $*"; }
-
-# run NAME EXPECTED_STATUS ARGS...: stdout/stderr kept in $TMP/NAME.{out,err}.
-run() {
-  name=$1 expected=$2
-  shift 2
-  "$CHUTNEY" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
-  status=$?
-  if [ "$status" -ne "$expected" ]; then
-    fail "$name: 'chutney $*' exited $status, expected $expected"
-    sed 's/^/    | /' "$TMP/$name.out" "$TMP/$name.err" | tail -20
-    return 1
-  fi
-  return 0
-}
-contains() {
-  if grep -qF -- "$3" "$TMP/$1.$2"; then pass "$1: std$2 mentions '$3'"; else
-    fail "$1: std$2 does not mention '$3'"
-    sed 's/^/    | /' "$TMP/$1.$2" | tail -20
-  fi
-}
+# fail, pass, run NAME STATUS ARGS..., contains NAME SUFFIX TEXT (cli_lib.sh).
+. "$(dirname "$0")/cli_lib.sh"
 acc_of() { sed -n 's/^test accuracy: \([0-9.]*\)$/\1/p' "$TMP/$1.out"; }
 # within A B POINTS: |A - B| <= POINTS / 100
 within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= p / 100) }'; }
