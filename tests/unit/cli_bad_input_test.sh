@@ -164,7 +164,10 @@ for c in short truncated minus1 trailing hugeheader dupkey badjson nothing empty
     f16 wrongshape pastend missingtensor negshape fifo dir unreadable; do
   bad "eval-ckpt-$c" 1 "$C/$c.safetensors" $E --checkpoint "$C/$c.safetensors" --data-dir "$DATA_DIR"
   bad "resume-ckpt-$c" 1 "$C/$c.safetensors" $T --resume "$C/$c.safetensors" --data-dir "$DATA_DIR"
+  bad "quantize-ckpt-$c" 1 "$C/$c.safetensors" quantize --checkpoint "$C/$c.safetensors" --out "$TMP/q.ctn" --data-dir "$DATA_DIR"
+  bad "eval-model-file-$c" 1 "$C/$c.safetensors" eval --model-file "$C/$c.safetensors" --data-dir "$DATA_DIR"
 done
+[ -e "$TMP/q.ctn" ] && fail "a failed chutney quantize wrote $TMP/q.ctn"
 bad eval-ckpt-missing 1 "$TMP/none.safetensors" $E --checkpoint "$TMP/none.safetensors" --data-dir "$DATA_DIR"
 bad eval-ckpt-foreign-model 2 "resnet" $E --checkpoint "$C/foreignmodel.safetensors" --data-dir "$DATA_DIR"
 bad eval-ckpt-as-cnn 1 "$GOOD" $E --checkpoint "$GOOD" --model cnn --data-dir "$DATA_DIR"
