@@ -70,6 +70,20 @@ run nodir 1 quantize --checkpoint "$ck" --out "$TMP/no/such/dir/x.ctn" && contai
 run wrong-model 1 quantize --checkpoint "$ck" --model mlp --out "$TMP/x.ctn" && contains wrong-model err "linear1.weight"
 run eval-not-graph 1 eval --model-file "$ck" --data-dir "$DATA_DIR" && contains eval-not-graph err "not a chutney graph file"
 run eval-both 2 eval --model-file "$TMP/cnn.ctn" --checkpoint "$ck" && contains eval-both err "exclude each other"
+# A checkpoint whose weights hold a NaN: refused, naming the tensor.
+if python3 - "$ck" "$TMP/nan.safetensors" <<'PY'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+start = 8 + n + json.loads(data[8:8 + n])["conv1.weight"]["data_offsets"][0]
+open(sys.argv[2], "wb").write(data[:start] + struct.pack("<f", float("nan")) + data[start + 4:])
+PY
+then
+  run nan-weights 1 quantize --checkpoint "$TMP/nan.safetensors" --out "$TMP/x.ctn" --data-dir "$DATA_DIR" &&
+    contains nan-weights err "conv1.weight holds NaN"
+else
+  fail "could not write a NaN checkpoint with python3"
+fi
 [ -e "$TMP/x.ctn" ] && fail "a failed quantize left $TMP/x.ctn" || pass "failed runs wrote nothing"
 if ls -a "$TMP" | grep -q 'tmp'; then fail "temporary files left in $TMP: $(ls -a "$TMP")"; else pass "no temporaries left"; fi
 

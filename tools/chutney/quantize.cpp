@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace ctn_cli {
 namespace {
@@ -38,6 +39,8 @@ std::vector<float> read_f32(ctn_checkpoint *ck, const std::string &path, const s
   check(ctn_tensor_numel(t.get(), &n), "ctn_tensor_numel");
   v.resize(static_cast<size_t>(n));
   check(ctn_tensor_read(t.get(), v.data(), v.size() * sizeof(float)), "ctn_tensor_read");
+  if (!std::all_of(v.begin(), v.end(), [](float e) { return std::isfinite(e); }))
+    throw Failure(path + ": tensor " + name + " holds NaN or infinity: it cannot be quantized");
   return v;
 }
 
@@ -308,6 +311,9 @@ std::vector<QRange> calibrate(const QGraph &f, ctn_loader *loader, int64_t batch
     const auto [lo, hi] = std::minmax_element(buf.begin(), buf.end());
     r.lo = std::min(r.lo, *lo);
     r.hi = std::max(r.hi, *hi);
+    // min/max skip NaN; a NaN anywhere poisons the range (std::min keeps a NaN first operand).
+    if (!std::all_of(buf.begin(), buf.end(), [](float e) { return std::isfinite(e); }))
+      r.lo = std::numeric_limits<float>::quiet_NaN();
   };
   for (int64_t b = 0; b < batches; ++b) {
     int32_t n = 0;
@@ -318,6 +324,10 @@ std::vector<QRange> calibrate(const QGraph &f, ctn_loader *loader, int64_t batch
           "ctn_plan_run (calibration)");
     widen(ranges[0], x.get());
     for (size_t i = 0; i < tensors.size(); ++i) widen(ranges[i + 1], tensors[i].get());
+  }
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (!std::isfinite(ranges[i].lo) || !std::isfinite(ranges[i].hi))
+      throw Failure("calibration: the input of layer " + std::to_string(i + 1) + " reached NaN or infinity");
   }
   return ranges;
 }
