@@ -605,7 +605,7 @@ void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, 
       eg.y = y0 + static_cast<size_t>((img * st.o + g * og) * npix) * ysz;
       eg.ldy = npix;
       GemmJob<IgemmQ8Operands, IgemmQ8TileFn> job{
-          {pa + g * og * st.kq * 4, pb, og, st.kq, st.ldb}, npix, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
+          {pa + g * og * st.kq * 4, pb, og, st.kq, st.ldb, npix}, npix, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
       run_gemm(st.be, job, st.kq);
     }
 }
@@ -675,12 +675,81 @@ struct DwGeom {
   }
 };
 
+// One phase row: o[c] = row[c * stride] - zx for c < n (compiled per ISA below: the stride-1
+// form vectorises).
+template <class SX>
+inline __attribute__((always_inline)) void phase_row_body(const SX *__restrict row, int64_t stride, int64_t n,
+                                                          int32_t zx, int16_t *__restrict o) {
+  if (stride == 1)
+    for (int64_t c = 0; c < n; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[c]) - zx);
+  else
+    for (int64_t c = 0; c < n; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[c * stride]) - zx);
+}
+template <class SX>
+using PhaseRowFn = void (*)(const SX *, int64_t, int64_t, int32_t, int16_t *);
+#define CTN_PHASE_ROW_VARIANT(suffix, ...)                                                                     \
+  __VA_ARGS__ void phase_row_u8_##suffix(const uint8_t *r, int64_t s, int64_t n, int32_t zx, int16_t *o) { \
+    phase_row_body(r, s, n, zx, o);                                                                         \
+  }                                                                                                         \
+  __VA_ARGS__ void phase_row_i8_##suffix(const int8_t *r, int64_t s, int64_t n, int32_t zx, int16_t *o) {  \
+    phase_row_body(r, s, n, zx, o);                                                                         \
+  }
+CTN_PHASE_ROW_VARIANT(generic)
+#if defined(__x86_64__)
+CTN_PHASE_ROW_VARIANT(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+CTN_PHASE_ROW_VARIANT(avx2, __attribute__((target("avx2"))))
+#endif
+
+#if defined(__x86_64__)
+// Stride 2 at AVX-512 (the compiler leaves the strided loop scalar): 32 outputs from 64 bytes,
+// the low bytes of 16-bit words. A vector reads row[2 c + 63], one past its last element, so
+// the vector loop stops while one more element follows.
+template <class SX>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void phase_row_s2_avx512(const SX *row, int64_t, int64_t n,
+                                                                               int32_t zx, int16_t *o) {
+  const __m512i vzx = _mm512_set1_epi16(static_cast<int16_t>(zx));
+  int64_t c = 0;
+  for (; c + 33 <= n; c += 32) {
+    const __m512i v = _mm512_loadu_si512(row + 2 * c);
+    const __m512i lo = std::is_same_v<SX, int8_t> ? _mm512_srai_epi16(_mm512_slli_epi16(v, 8), 8)
+                                                  : _mm512_and_si512(v, _mm512_set1_epi16(0xFF));
+    _mm512_storeu_si512(o + c, _mm512_sub_epi16(lo, vzx));
+  }
+  for (; c < n; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[2 * c]) - zx);
+}
+#endif
+
+template <class SX>
+PhaseRowFn<SX> phase_row_for(const char *isa, int64_t stride) {
+  PhaseRowFn<SX> f;
+  if constexpr (std::is_same_v<SX, uint8_t>)
+    f = CTN_ISA_VARIANT(PhaseRowFn<SX>, isa, phase_row_u8);
+  else
+    f = CTN_ISA_VARIANT(PhaseRowFn<SX>, isa, phase_row_i8);
+#if defined(__x86_64__)
+  PhaseRowFn<SX> wide;
+  if constexpr (std::is_same_v<SX, uint8_t>)
+    wide = phase_row_u8_avx512;
+  else
+    wide = phase_row_i8_avx512;
+  if (stride == 2 && f == wide) return phase_row_s2_avx512<SX>;
+#else
+  (void)stride;
+#endif
+  return f;
+}
+
 // The phases of one plane, x less its zero point (the padding 0).
 template <class SX>
-void dw_phases(const ConvState &st, const DwGeom &g, const SX *plane, int32_t zx, int16_t *ph) {
+void dw_phases(const ConvState &st, const DwGeom &g, PhaseRowFn<SX> prow, const SX *plane, int32_t zx, int16_t *ph) {
   for (int64_t py = 0; py < st.sh; ++py)
     for (int64_t px = 0; px < st.sw; ++px) {
       int16_t *d = ph + (py * st.sw + px) * g.phase_elems();
+      // Columns c whose ix = c sw + px - pw lies in [0, w): [c0, c1), the same for every row
+      // (computed once: the divisions would dominate short rows); zeros around them.
+      const int64_t off = px - st.pw;
+      const int64_t c0 = std::min(g.wq, off >= 0 ? 0 : (-off + st.sw - 1) / st.sw);
+      const int64_t c1 = std::max(c0, std::min(g.wq, st.w - 1 - off < 0 ? 0 : (st.w - 1 - off) / st.sw + 1));
       for (int64_t r = 0; r < g.hq; ++r) {
         const int64_t iy = r * st.sh + py - st.ph;
         int16_t *o = d + r * g.wq;
@@ -688,16 +757,8 @@ void dw_phases(const ConvState &st, const DwGeom &g, const SX *plane, int32_t zx
           std::fill(o, o + g.wq, int16_t{0});
           continue;
         }
-        // Columns c whose ix = c sw + px - pw lies in [0, w): [c0, c1); zeros around them.
-        const int64_t off = px - st.pw;
-        const int64_t c0 = std::min(g.wq, off >= 0 ? 0 : (-off + st.sw - 1) / st.sw);
-        const int64_t c1 = std::max(c0, std::min(g.wq, st.w - 1 - off < 0 ? 0 : (st.w - 1 - off) / st.sw + 1));
-        const SX *row = plane + iy * st.w + off;
         std::fill(o, o + c0, int16_t{0});
-        if (st.sw == 1)
-          for (int64_t c = c0; c < c1; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[c]) - zx);
-        else
-          for (int64_t c = c0; c < c1; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[c * st.sw]) - zx);
+        prow(plane + iy * st.w + off + c0 * st.sw, st.sw, c1 - c0, zx, o + c0);
         std::fill(o + c1, o + g.wq, int16_t{0});
       }
     }
@@ -736,6 +797,7 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
   const char *isa = st.be->gemm_isa.load()->name;
   const StoreFn store = store_for(st.y_dt, isa);
   const TapFn tap = CTN_ISA_VARIANT(TapFn, isa, tap);
+  const PhaseRowFn<SX> prow = phase_row_for<SX>(isa, st.sw);
   const DwGeom g(st);
   ConvScratch sc(st, args->workspace);
   for_range(
@@ -745,12 +807,16 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
         auto *acc = reinterpret_cast<int32_t *>(sc.slot(st, k) + round_up(st.sh * st.sw * g.phase_elems() * 2, 64));
         for (int64_t p = p0; p < p1; ++p) {
           const int64_t img = p / st.c, ch = p % st.c;
-          dw_phases(st, g, x + p * st.h * st.w, zx, ph);
+          dw_phases(st, g, prow, x + p * st.h * st.w, zx, ph);
           dw_sums(st, g, tap, ph, w + ch * khw, int_at(zw, zw_per ? ch : 0), acc);
+          // The rows' sums packed to pitch wo (forward: each row moves down), then the plane
+          // through the epilogue in one call (row ch of the image's output).
+          if (g.wq != st.wo)
+            for (int64_t oy = 1; oy < st.ho; ++oy) std::copy(acc + oy * g.wq, acc + oy * g.wq + st.wo, acc + oy * st.wo);
           Epilogue eg = e;
           eg.y = y0 + static_cast<size_t>(img * st.o * npix) * ysz;
           eg.ldy = npix;
-          for (int64_t oy = 0; oy < st.ho; ++oy) store(eg, acc + oy * g.wq, ch, 1, oy * st.wo, st.wo);
+          store(eg, acc, ch, 1, 0, npix);
         }
       },
       st.slots);

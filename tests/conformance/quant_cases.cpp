@@ -180,7 +180,12 @@ void add_int_conv(std::vector<OpCase> &cs) {
                       {{1, 3, 5, 70}, {8, 3, 3, 3}, {2, 2, 1, 1, 1, 1, 1}, CTN_I8},
                       // depthwise (the direct kernel)
                       {{1, 4, 7, 7}, {4, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 4}},
-                      {{2, 6, 9, 8}, {6, 1, 3, 3}, {2, 2, 1, 1, 1, 1, 6}, CTN_I8}};
+                      {{2, 6, 9, 8}, {6, 1, 3, 3}, {2, 2, 1, 1, 1, 1, 6}, CTN_I8},
+                      // 16 output pixels: the u8 x s8 tile's one-vector panel
+                      {{1, 8, 4, 4}, {5, 8, 3, 3}, {1, 1, 1, 1, 1, 1, 1}},
+                      // depthwise stride 2 over rows of more than 32 outputs (the AVX-512 phase rows)
+                      {{1, 3, 6, 75}, {3, 1, 3, 3}, {2, 2, 1, 1, 1, 1, 3}},
+                      {{1, 2, 5, 80}, {2, 1, 3, 3}, {2, 2, 0, 0, 1, 1, 2}, CTN_I8}};
   for (const QConv &q : qs)
     for (bool relu : {false, true}) {
       const ConvP p = q.p;
