@@ -644,19 +644,62 @@ void conv_i16(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc,
     }
 }
 
-// a[i] += p[i] * wv over a whole plane; restrict: the loads cannot alias the sums, so the
-// compiler vectorises it (compiled per ISA below).
-inline __attribute__((always_inline)) void tap_body(int32_t *__restrict a, const int16_t *__restrict p, int64_t n,
-                                                    int32_t wv) {
-  for (int64_t i = 0; i < n; ++i) a[i] += static_cast<int32_t>(p[i]) * wv;
+// a[i] = (add ? a[i] : 0) + sum over taps t < nt of p[t][i] * wv[t], for i < n: in strips of
+// kTapStrip sums that stay in L1 while every tap adds to them (one pass over the plane's sums,
+// not one per tap); the inner loop vectorises (compiled per ISA below).
+constexpr int64_t kTapStrip = 256;
+constexpr int64_t kTapsMax = 32;  // taps per call (dw_sums splits larger kernels)
+// s[i] += q[i] * w (restrict parameters: gcc honours restrict on parameters, also inlined).
+inline __attribute__((always_inline)) void tap_strip(int32_t *__restrict s, const int16_t *__restrict q, int64_t len,
+                                                     int32_t w) {
+  for (int64_t i = 0; i < len; ++i) s[i] += static_cast<int32_t>(q[i]) * w;
 }
-using TapFn = void (*)(int32_t *, const int16_t *, int64_t, int32_t);
-#define CTN_TAP_VARIANT(suffix, ...) \
-  __VA_ARGS__ void tap_##suffix(int32_t *a, const int16_t *p, int64_t n, int32_t wv) { tap_body(a, p, n, wv); }
-CTN_TAP_VARIANT(generic)
+inline __attribute__((always_inline)) void taps_body(int32_t *__restrict a, const int16_t *const *p, const int32_t *wv,
+                                                     int64_t nt, int64_t n, bool add) {
+  for (int64_t i0 = 0; i0 < n; i0 += kTapStrip) {
+    const int64_t len = std::min(kTapStrip, n - i0);
+    if (!add) std::fill(a + i0, a + i0 + len, 0);
+    for (int64_t t = 0; t < nt; ++t) tap_strip(a + i0, p[t] + i0, len, wv[t]);
+  }
+}
+using TapsFn = void (*)(int32_t *, const int16_t *const *, const int32_t *, int64_t, int64_t, bool);
+#define CTN_TAPS_VARIANT(suffix, ...)                                                                            \
+  __VA_ARGS__ void taps_##suffix(int32_t *a, const int16_t *const *p, const int32_t *wv, int64_t nt, int64_t n, \
+                                 bool add) {                                                                   \
+    taps_body(a, p, wv, nt, n, add);                                                                           \
+  }
+CTN_TAPS_VARIANT(generic)
 #if defined(__x86_64__)
-CTN_TAP_VARIANT(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
-CTN_TAP_VARIANT(avx2, __attribute__((target("avx2"))))
+CTN_TAPS_VARIANT(avx2, __attribute__((target("avx2"))))
+
+// AVX-512 by hand: 64 sums in four registers while every tap adds to them, masked tail.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void taps_avx512(int32_t *a, const int16_t *const *p,
+                                                                      const int32_t *wv, int64_t nt, int64_t n, bool add) {
+  const __mmask16 all = 0xFFFF;  // maskz forms: gcc 12 warns about the plain ones' undefined halves
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m512i c[4];
+    for (int j = 0; j < 4; ++j) c[j] = add ? _mm512_loadu_si512(a + i + 16 * j) : _mm512_setzero_si512();
+    for (int64_t t = 0; t < nt; ++t) {
+      const __m512i w = _mm512_set1_epi32(wv[t]);
+      const int16_t *q = p[t] + i;
+      for (int j = 0; j < 4; ++j) {
+        const __m512i x = _mm512_maskz_cvtepi16_epi32(all, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + 16 * j)));
+        c[j] = _mm512_add_epi32(c[j], _mm512_mullo_epi32(x, w));
+      }
+    }
+    for (int j = 0; j < 4; ++j) _mm512_storeu_si512(a + i + 16 * j, c[j]);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    __m512i c = add ? _mm512_maskz_loadu_epi32(k, a + i) : _mm512_setzero_si512();
+    for (int64_t t = 0; t < nt; ++t) {
+      const __m512i x = _mm512_maskz_cvtepi16_epi32(all, _mm256_maskz_loadu_epi16(k, p[t] + i));
+      c = _mm512_add_epi32(c, _mm512_mullo_epi32(x, _mm512_set1_epi32(wv[t])));
+    }
+    _mm512_mask_storeu_epi32(a + i, k, c);
+  }
+}
 #endif
 
 // Depthwise geometry: the padded input split into sh x sw phases (phase (py, px) holds the
@@ -767,17 +810,27 @@ void dw_phases(const ConvState &st, const DwGeom &g, PhaseRowFn<SX> prow, const 
 // One depthwise plane into acc [ho][wq] (columns past wo unused): per tap, the weight less its
 // zero point times the tap's phase, added over the whole plane.
 template <class SW>
-void dw_sums(const ConvState &st, const DwGeom &g, TapFn tap, const int16_t *ph, const SW *wk, int32_t zw, int32_t *acc) {
+void dw_sums(const ConvState &st, const DwGeom &g, TapsFn taps, const int16_t *ph, const SW *wk, int32_t zw,
+             int32_t *acc) {
   const int64_t n = (st.ho - 1) * g.wq + st.wo;
-  std::fill(acc, acc + st.ho * g.wq, 0);
+  const int16_t *p[kTapsMax];
+  int32_t wv[kTapsMax];
+  int64_t nt = 0;
+  bool add = false;
   for (int64_t ki = 0; ki < st.kh; ++ki)
     for (int64_t kj = 0; kj < st.kw; ++kj) {
-      const int32_t wv = static_cast<int32_t>(wk[ki * st.kw + kj]) - zw;
-      if (wv == 0) continue;
+      const int32_t v = static_cast<int32_t>(wk[ki * st.kw + kj]) - zw;
+      if (v == 0) continue;
       const int64_t dy = ki * st.dh, dx = kj * st.dw;
-      const int16_t *p = ph + ((dy % st.sh) * st.sw + dx % st.sw) * g.phase_elems() + (dy / st.sh) * g.wq + dx / st.sw;
-      tap(acc, p, n, wv);
+      p[nt] = ph + ((dy % st.sh) * st.sw + dx % st.sw) * g.phase_elems() + (dy / st.sh) * g.wq + dx / st.sw;
+      wv[nt++] = v;
+      if (nt == kTapsMax) {
+        taps(acc, p, wv, nt, n, add);
+        nt = 0;
+        add = true;
+      }
     }
+  if (nt > 0 || !add) taps(acc, p, wv, nt, n, add);
 }
 
 // Depthwise convolutions (groups = C = O) directly, without im2col: a GEMM per channel would
@@ -796,7 +849,7 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
   char *y0 = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset;
   const char *isa = st.be->gemm_isa.load()->name;
   const StoreFn store = store_for(st.y_dt, isa);
-  const TapFn tap = CTN_ISA_VARIANT(TapFn, isa, tap);
+  const TapsFn taps = CTN_ISA_VARIANT(TapsFn, isa, taps);
   const PhaseRowFn<SX> prow = phase_row_for<SX>(isa, st.sw);
   const DwGeom g(st);
   ConvScratch sc(st, args->workspace);
@@ -808,7 +861,7 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
         for (int64_t p = p0; p < p1; ++p) {
           const int64_t img = p / st.c, ch = p % st.c;
           dw_phases(st, g, prow, x + p * st.h * st.w, zx, ph);
-          dw_sums(st, g, tap, ph, w + ch * khw, int_at(zw, zw_per ? ch : 0), acc);
+          dw_sums(st, g, taps, ph, w + ch * khw, int_at(zw, zw_per ? ch : 0), acc);
           // The rows' sums packed to pitch wo (forward: each row moves down), then the plane
           // through the epilogue in one call (row ch of the image's output).
           if (g.wq != st.wo)
