@@ -122,8 +122,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void store_q_avx512(const E
       const __mmask16 all = 0xFFFF;
       __m512 f = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, a + j), b)), mul);
       f = _mm512_maskz_max_ps(all, _mm512_maskz_min_ps(all, f, vhi), vlo);
-      f = _mm512_maskz_roundscale_ps(all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm512_mask_cvtepi32_storeu_epi8(row + j, k, _mm512_add_epi32(_mm512_maskz_cvttps_epi32(all, f), vzp));
+      // Round half to even in the conversion itself (the value is in range: clamped above).
+      const __m512i r = _mm512_maskz_cvt_roundps_epi32(all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm512_mask_cvtepi32_storeu_epi8(row + j, k, _mm512_add_epi32(r, vzp));
     }
   }
 }
@@ -471,7 +472,7 @@ void im2col_row(const ConvState &st, const S *x, int64_t k, D pad, Conv cv, D *o
 
 // dst[n * G + h] = rows[h][n] for n < p; zeros for n in [p, ldb).
 template <class D, int G>
-void interleave(D *const *rows, int64_t p, int64_t ldb, D *dst) {
+void interleave(const D *const *rows, int64_t p, int64_t ldb, D *dst) {
   int64_t n = 0;
 #if defined(__x86_64__)
   if constexpr (G == 4 && sizeof(D) == 1) {
@@ -508,14 +509,21 @@ void interleave(D *const *rows, int64_t p, int64_t ldb, D *dst) {
 template <int G, class S, class D, class Conv>
 void pack_b_conv(const ConvState &st, const S *x, D pad, Conv cv, int64_t q0, int64_t q1, D *dst, char *slot) {
   const int64_t npix = st.ho * st.wo;
-  D *rows[G];
-  for (int h = 0; h < G; ++h) rows[h] = reinterpret_cast<D *>(slot) + h * npix;
+  // A 1 x 1, stride 1, unpadded convolution's im2col row k is x's plane k: read in place when
+  // the operand is x's own bytes (S = D = u8: the u8 x s8 path's conversion is the identity).
+  const bool direct = std::is_same_v<S, D> && std::is_same_v<D, uint8_t> && st.kh == 1 && st.kw == 1 && st.sh == 1 &&
+                      st.sw == 1 && st.ph == 0 && st.pw == 0;
+  const D *rows[G];
   for (int64_t q = q0; q < q1; ++q) {
     for (int h = 0; h < G; ++h) {
-      if (G * q + h < st.kg)
-        im2col_row(st, x, G * q + h, pad, cv, rows[h]);
+      D *own = reinterpret_cast<D *>(slot) + h * npix;
+      rows[h] = own;
+      if (G * q + h >= st.kg)
+        std::fill(own, own + npix, D{0});
+      else if (direct)
+        rows[h] = reinterpret_cast<const D *>(x) + (G * q + h) * npix;
       else
-        std::fill(rows[h], rows[h] + npix, D{0});
+        im2col_row(st, x, G * q + h, pad, cv, own);
     }
     interleave<D, G>(rows, npix, st.ldb, dst + q * st.ldb * G);
   }
