@@ -529,12 +529,12 @@ void pack_b_conv(const ConvState &st, const S *x, D pad, Conv cv, int64_t q0, in
   }
 }
 
-// A for the u8 x s8 kernel: the sums of rows [r0, r1) of w [O, K] s8 and, when dst is set,
-// the rows padded to kq * 4 (with K a multiple of 4, w is already that layout).
+// A for the u8 x s8 kernel: when rowsum is set, the sums of rows [r0, r1) of w [O, K] s8 and,
+// when dst is set, the rows padded to kq * 4 (with K a multiple of 4, w is already that layout).
 void pack_a_q8(const int8_t *w, int64_t k, int64_t kq, int64_t r0, int64_t r1, int8_t *dst, int32_t *rowsum) {
   for (int64_t r = r0; r < r1; ++r) {
     const int8_t *src = w + r * k;
-    rowsum[r] = igemm_q8_rowsum(src, k);  // this path runs only where the VNNI tile does
+    if (rowsum) rowsum[r] = igemm_q8_rowsum(src, k);  // this path runs only where the VNNI tile does
     if (!dst) continue;
     int8_t *d = dst + r * kq * 4;
     std::copy(src, src + k, d);
@@ -590,12 +590,16 @@ void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, 
   const bool in_place = st.kg % 4 == 0;
   auto *pa = in_place ? const_cast<int8_t *>(desc_ptr<const int8_t>(w)) : reinterpret_cast<int8_t *>(sc.a);
   auto *pb = reinterpret_cast<uint8_t *>(sc.b);
-  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
-    pack_a_q8(desc_ptr<const int8_t>(w), st.kg, st.kq, r0, r1, in_place ? nullptr : pa, sc.rowsum);
-  });
+  // The weights' row sums only where x's zero point is not 0 (after a ReLU it is: most of a
+  // CNN's convolutions skip reading all their weights once more per call).
+  int32_t *rowsum = zx != 0 ? sc.rowsum : nullptr;
+  if (rowsum || !in_place)
+    for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
+      pack_a_q8(desc_ptr<const int8_t>(w), st.kg, st.kq, r0, r1, in_place ? nullptr : pa, rowsum);
+    });
   for (int64_t o = 0; o < st.o; ++o)
     sc.offset[o] = static_cast<int32_t>((e.bias ? static_cast<uint32_t>(e.bias[o]) : 0u) -
-                                        static_cast<uint32_t>(zx) * static_cast<uint32_t>(sc.rowsum[o]));
+                                        (rowsum ? static_cast<uint32_t>(zx) * static_cast<uint32_t>(rowsum[o]) : 0u));
   e.bias = sc.offset;
   const int64_t og = st.o / st.groups, cg = st.c / st.groups, npix = st.ho * st.wo;
   const size_t ysz = dtype_size(st.y_dt);
