@@ -414,6 +414,7 @@ struct ConvState : KernelBase {
   uint64_t a_bytes = 0, b_bytes = 0;
   int64_t slots = 1;          // per-part scratch slots of the workspace (pool size at get_kernel)
   uint64_t slot_bytes = 0;    // 4 bytes per output pixel: 4 im2col rows of u8 or 2 of int16, or i32 sums
+  std::vector<int64_t> dw_tap;  // depthwise: where tap (ki, kj) starts in the phases (DwGeom), per tap
 };
 
 // Tap column kj reads ix = ox * sw + off, inside the image for ox in [lo, hi).
@@ -824,6 +825,8 @@ void dw_phases(const ConvState &st, const DwGeom &g, PhaseRowFn<SX> prow, const 
 template <class SW>
 void dw_sums(const ConvState &st, const DwGeom &g, TapsFn taps, const int16_t *ph, const SW *wk, int32_t zw,
              int32_t *acc) {
+  // Tap (ki, kj) reads phase ((ki dh) % sh, (kj dw) % sw) from row (ki dh) / sh, column
+  // (kj dw) / sw: st.dw_tap, computed once by make_int_conv.
   const int64_t n = (st.ho - 1) * g.wq + st.wo;
   const int16_t *p[kTapsMax];
   int32_t wv[kTapsMax];
@@ -833,8 +836,7 @@ void dw_sums(const ConvState &st, const DwGeom &g, TapsFn taps, const int16_t *p
     for (int64_t kj = 0; kj < st.kw; ++kj) {
       const int32_t v = static_cast<int32_t>(wk[ki * st.kw + kj]) - zw;
       if (v == 0) continue;
-      const int64_t dy = ki * st.dh, dx = kj * st.dw;
-      p[nt] = ph + ((dy % st.sh) * st.sw + dx % st.sw) * g.phase_elems() + (dy / st.sh) * g.wq + dx / st.sw;
+      p[nt] = ph + st.dw_tap[ki * st.kw + kj];
       wv[nt++] = v;
       if (nt == kTapsMax) {
         taps(acc, p, wv, nt, n, add);
@@ -935,8 +937,15 @@ ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *o
   // 4 bytes per output pixel (4 im2col rows of u8 or 2 of int16), or a depthwise plane's phases
   // and sums.
   st->slot_bytes = static_cast<uint64_t>(round_up(4 * st->ho * st->wo, 64));
-  if (st->groups == st->c && st->o == st->c && st->groups > 1)
+  if (st->groups == st->c && st->o == st->c && st->groups > 1) {
     st->slot_bytes = std::max(st->slot_bytes, static_cast<uint64_t>(round_up(static_cast<int64_t>(DwGeom::bytes(*st)), 64)));
+    const DwGeom g(*st);
+    for (int64_t ki = 0; ki < st->kh; ++ki)
+      for (int64_t kj = 0; kj < st->kw; ++kj) {
+        const int64_t dy = ki * st->dh, dx = kj * st->dw;
+        st->dw_tap.push_back(((dy % st->sh) * st->sw + dx % st->sw) * g.phase_elems() + (dy / st->sh) * g.wq + dx / st->sw);
+      }
+  }
   const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->slots) * st->slot_bytes +
                       static_cast<uint64_t>(st->o) * (sizeof(float) + 2 * sizeof(int32_t));
   ctn_kernel_fn fn = pick_kernel(x.dtype, w.dtype, conv_kernel<uint8_t, uint8_t>, conv_kernel<uint8_t, int8_t>,
