@@ -718,7 +718,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void taps_avx512(int32_t *a
 // Depthwise geometry: the padded input split into sh x sw phases (phase (py, px) holds the
 // padded input's rows py, py + sh, ... and columns px, px + sw, ...), each hq x wq, so that tap
 // (ki, kj) reads phase ((ki dh) % sh, (kj dw) % sw) at a fixed offset: the sums of a whole plane
-// (pitch wq) are one long vector operation per tap.
+// (pitch wq) are long vector operations over the taps (taps_*).
 struct DwGeom {
   int64_t hq, wq;
   explicit DwGeom(const ConvState &st)
@@ -849,7 +849,7 @@ void dw_sums(const ConvState &st, const DwGeom &g, TapsFn taps, const int16_t *p
 
 // Depthwise convolutions (groups = C = O) directly, without im2col: a GEMM per channel would
 // have one row. The (image, channel) planes are split over the pool; each plane's sums go
-// through the epilogue row by row as row ch of the image's output.
+// through the epilogue in one call as row ch of the image's output.
 template <class SX, class SW>
 void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epilogue &e) {
   const ctn_tensor_desc *in = args->inputs;
