@@ -76,29 +76,40 @@ __attribute__((target("avx512f,avx512bw"))) void tile_avx512bw(const IgemmOperan
   CTN_IG_TILE_512(CTN_IG_MADD)
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni(const IgemmQ8Operands &op, int64_t m0,
-                                                                         int64_t mb, int64_t n0, int32_t *acc) {
-  __m512i c[kIgMr][4];
+// NV vectors of 16 columns (NV = 4: the whole kIgNr panel).
+template <int NV>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni_n(const IgemmQ8Operands &op, int64_t m0,
+                                                                           int64_t mb, int64_t n0, int32_t *acc) {
+  __m512i c[kIgMr][NV];
   for (auto &row : c)
     for (__m512i &v : row) v = _mm512_setzero_si512();
   const int8_t *a[kIgMr];
   for (int64_t i = 0; i < kIgMr; ++i) a[i] = op.a + (m0 + (i < mb ? i : mb - 1)) * op.kq * 4;
   for (int64_t kq = 0; kq < op.kq; ++kq) {
     const uint8_t *b = op.b + (kq * op.ldb + n0) * 4;
-    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
-    const __m512i b2 = _mm512_loadu_si512(b + 128), b3 = _mm512_loadu_si512(b + 192);
+    __m512i bv[NV];
+    for (int j = 0; j < NV; ++j) bv[j] = _mm512_loadu_si512(b + 64 * j);
     for (int64_t i = 0; i < kIgMr; ++i) {
       int32_t quad;
       std::memcpy(&quad, a[i] + 4 * kq, sizeof quad);
       const __m512i av = _mm512_set1_epi32(quad);
-      c[i][0] = _mm512_dpbusd_epi32(c[i][0], b0, av);
-      c[i][1] = _mm512_dpbusd_epi32(c[i][1], b1, av);
-      c[i][2] = _mm512_dpbusd_epi32(c[i][2], b2, av);
-      c[i][3] = _mm512_dpbusd_epi32(c[i][3], b3, av);
+      for (int j = 0; j < NV; ++j) c[i][j] = _mm512_dpbusd_epi32(c[i][j], bv[j], av);
     }
   }
   for (int64_t i = 0; i < kIgMr; ++i)
-    for (int j = 0; j < 4; ++j) _mm512_storeu_si512(acc + i * kIgNr + 16 * j, c[i][j]);
+    for (int j = 0; j < NV; ++j) _mm512_storeu_si512(acc + i * kIgNr + 16 * j, c[i][j]);
+}
+
+void tile_q8_vnni(const IgemmQ8Operands &op, int64_t m0, int64_t mb, int64_t n0, int32_t *acc) {
+  const int64_t left = op.n - n0;
+  if (left > 48)
+    tile_q8_vnni_n<4>(op, m0, mb, n0, acc);
+  else if (left > 32)
+    tile_q8_vnni_n<3>(op, m0, mb, n0, acc);
+  else if (left > 16)
+    tile_q8_vnni_n<2>(op, m0, mb, n0, acc);
+  else
+    tile_q8_vnni_n<1>(op, m0, mb, n0, acc);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) int32_t rowsum_q8_vnni(const int8_t *w, int64_t k) {

@@ -28,10 +28,13 @@ using IgemmTileFn = void (*)(const IgemmOperands &op, int64_t m0, int64_t mb, in
 // [M][kq * 4] (K padded with zeros to a multiple of 4), B u8 quads [kq][ldb][4] (element (k, n)
 // at ((k / 4) * ldb + n) * 4 + k % 4). The sums are of the stored values: zero points are the
 // caller's (igemm's users subtract x_zp * sum_k w[m][k] per row; weights' zero points are 0).
+// n: B's valid columns; a tile whose panel holds fewer than kIgNr of them computes only the
+// 16-column vectors that hold some (the columns past those are left undefined in acc), so a
+// 14 x 14 image's last panel (4 columns) costs one vector, not four.
 struct IgemmQ8Operands {
   const int8_t *a;
   const uint8_t *b;
-  int64_t m, kq, ldb;
+  int64_t m, kq, ldb, n;
 };
 using IgemmQ8TileFn = void (*)(const IgemmQ8Operands &op, int64_t m0, int64_t mb, int64_t n0, int32_t *acc);
 // The VNNI u8 x s8 tile, or nullptr where the CPU lacks AVX-512 VNNI or `cap` is below "avx512".

@@ -122,8 +122,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void store_q_avx512(const E
       const __mmask16 all = 0xFFFF;
       __m512 f = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, a + j), b)), mul);
       f = _mm512_maskz_max_ps(all, _mm512_maskz_min_ps(all, f, vhi), vlo);
-      f = _mm512_maskz_roundscale_ps(all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm512_mask_cvtepi32_storeu_epi8(row + j, k, _mm512_add_epi32(_mm512_maskz_cvttps_epi32(all, f), vzp));
+      // Round half to even in the conversion itself (the value is in range: clamped above).
+      const __m512i r = _mm512_maskz_cvt_roundps_epi32(all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm512_mask_cvtepi32_storeu_epi8(row + j, k, _mm512_add_epi32(r, vzp));
     }
   }
 }
@@ -413,6 +414,7 @@ struct ConvState : KernelBase {
   uint64_t a_bytes = 0, b_bytes = 0;
   int64_t slots = 1;          // per-part scratch slots of the workspace (pool size at get_kernel)
   uint64_t slot_bytes = 0;    // 4 bytes per output pixel: 4 im2col rows of u8 or 2 of int16, or i32 sums
+  std::vector<int64_t> dw_tap;  // depthwise: where tap (ki, kj) starts in the phases (DwGeom), per tap
 };
 
 // Tap column kj reads ix = ox * sw + off, inside the image for ox in [lo, hi).
@@ -471,7 +473,7 @@ void im2col_row(const ConvState &st, const S *x, int64_t k, D pad, Conv cv, D *o
 
 // dst[n * G + h] = rows[h][n] for n < p; zeros for n in [p, ldb).
 template <class D, int G>
-void interleave(D *const *rows, int64_t p, int64_t ldb, D *dst) {
+void interleave(const D *const *rows, int64_t p, int64_t ldb, D *dst) {
   int64_t n = 0;
 #if defined(__x86_64__)
   if constexpr (G == 4 && sizeof(D) == 1) {
@@ -508,25 +510,32 @@ void interleave(D *const *rows, int64_t p, int64_t ldb, D *dst) {
 template <int G, class S, class D, class Conv>
 void pack_b_conv(const ConvState &st, const S *x, D pad, Conv cv, int64_t q0, int64_t q1, D *dst, char *slot) {
   const int64_t npix = st.ho * st.wo;
-  D *rows[G];
-  for (int h = 0; h < G; ++h) rows[h] = reinterpret_cast<D *>(slot) + h * npix;
+  // A 1 x 1, stride 1, unpadded convolution's im2col row k is x's plane k: read in place when
+  // the operand is x's own bytes (S = D = u8: the u8 x s8 path's conversion is the identity).
+  const bool direct = std::is_same_v<S, D> && std::is_same_v<D, uint8_t> && st.kh == 1 && st.kw == 1 && st.sh == 1 &&
+                      st.sw == 1 && st.ph == 0 && st.pw == 0;
+  const D *rows[G];
   for (int64_t q = q0; q < q1; ++q) {
     for (int h = 0; h < G; ++h) {
-      if (G * q + h < st.kg)
-        im2col_row(st, x, G * q + h, pad, cv, rows[h]);
+      D *own = reinterpret_cast<D *>(slot) + h * npix;
+      rows[h] = own;
+      if (G * q + h >= st.kg)
+        std::fill(own, own + npix, D{0});
+      else if (direct)
+        rows[h] = reinterpret_cast<const D *>(x) + (G * q + h) * npix;
       else
-        std::fill(rows[h], rows[h] + npix, D{0});
+        im2col_row(st, x, G * q + h, pad, cv, own);
     }
     interleave<D, G>(rows, npix, st.ldb, dst + q * st.ldb * G);
   }
 }
 
-// A for the u8 x s8 kernel: the sums of rows [r0, r1) of w [O, K] s8 and, when dst is set,
-// the rows padded to kq * 4 (with K a multiple of 4, w is already that layout).
+// A for the u8 x s8 kernel: when rowsum is set, the sums of rows [r0, r1) of w [O, K] s8 and,
+// when dst is set, the rows padded to kq * 4 (with K a multiple of 4, w is already that layout).
 void pack_a_q8(const int8_t *w, int64_t k, int64_t kq, int64_t r0, int64_t r1, int8_t *dst, int32_t *rowsum) {
   for (int64_t r = r0; r < r1; ++r) {
     const int8_t *src = w + r * k;
-    rowsum[r] = igemm_q8_rowsum(src, k);  // this path runs only where the VNNI tile does
+    if (rowsum) rowsum[r] = igemm_q8_rowsum(src, k);  // this path runs only where the VNNI tile does
     if (!dst) continue;
     int8_t *d = dst + r * kq * 4;
     std::copy(src, src + k, d);
@@ -582,12 +591,16 @@ void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, 
   const bool in_place = st.kg % 4 == 0;
   auto *pa = in_place ? const_cast<int8_t *>(desc_ptr<const int8_t>(w)) : reinterpret_cast<int8_t *>(sc.a);
   auto *pb = reinterpret_cast<uint8_t *>(sc.b);
-  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
-    pack_a_q8(desc_ptr<const int8_t>(w), st.kg, st.kq, r0, r1, in_place ? nullptr : pa, sc.rowsum);
-  });
+  // The weights' row sums only where x's zero point is not 0 (after a ReLU it is: most of a
+  // CNN's convolutions skip reading all their weights once more per call).
+  int32_t *rowsum = zx != 0 ? sc.rowsum : nullptr;
+  if (rowsum || !in_place)
+    for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
+      pack_a_q8(desc_ptr<const int8_t>(w), st.kg, st.kq, r0, r1, in_place ? nullptr : pa, rowsum);
+    });
   for (int64_t o = 0; o < st.o; ++o)
     sc.offset[o] = static_cast<int32_t>((e.bias ? static_cast<uint32_t>(e.bias[o]) : 0u) -
-                                        static_cast<uint32_t>(zx) * static_cast<uint32_t>(sc.rowsum[o]));
+                                        (rowsum ? static_cast<uint32_t>(zx) * static_cast<uint32_t>(rowsum[o]) : 0u));
   e.bias = sc.offset;
   const int64_t og = st.o / st.groups, cg = st.c / st.groups, npix = st.ho * st.wo;
   const size_t ysz = dtype_size(st.y_dt);
@@ -605,7 +618,7 @@ void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, 
       eg.y = y0 + static_cast<size_t>((img * st.o + g * og) * npix) * ysz;
       eg.ldy = npix;
       GemmJob<IgemmQ8Operands, IgemmQ8TileFn> job{
-          {pa + g * og * st.kq * 4, pb, og, st.kq, st.ldb}, npix, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
+          {pa + g * og * st.kq * 4, pb, og, st.kq, st.ldb, npix}, npix, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
       run_gemm(st.be, job, st.kq);
     }
 }
@@ -644,25 +657,68 @@ void conv_i16(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc,
     }
 }
 
-// a[i] += p[i] * wv over a whole plane; restrict: the loads cannot alias the sums, so the
-// compiler vectorises it (compiled per ISA below).
-inline __attribute__((always_inline)) void tap_body(int32_t *__restrict a, const int16_t *__restrict p, int64_t n,
-                                                    int32_t wv) {
-  for (int64_t i = 0; i < n; ++i) a[i] += static_cast<int32_t>(p[i]) * wv;
+// a[i] = (add ? a[i] : 0) + sum over taps t < nt of p[t][i] * wv[t], for i < n: in strips of
+// kTapStrip sums that stay in L1 while every tap adds to them (one pass over the plane's sums,
+// not one per tap); the inner loop vectorises (compiled per ISA below).
+constexpr int64_t kTapStrip = 256;
+constexpr int64_t kTapsMax = 32;  // taps per call (dw_sums splits larger kernels)
+// s[i] += q[i] * w (restrict parameters: gcc honours restrict on parameters, also inlined).
+inline __attribute__((always_inline)) void tap_strip(int32_t *__restrict s, const int16_t *__restrict q, int64_t len,
+                                                     int32_t w) {
+  for (int64_t i = 0; i < len; ++i) s[i] += static_cast<int32_t>(q[i]) * w;
 }
-using TapFn = void (*)(int32_t *, const int16_t *, int64_t, int32_t);
-#define CTN_TAP_VARIANT(suffix, ...) \
-  __VA_ARGS__ void tap_##suffix(int32_t *a, const int16_t *p, int64_t n, int32_t wv) { tap_body(a, p, n, wv); }
-CTN_TAP_VARIANT(generic)
+inline __attribute__((always_inline)) void taps_body(int32_t *__restrict a, const int16_t *const *p, const int32_t *wv,
+                                                     int64_t nt, int64_t n, bool add) {
+  for (int64_t i0 = 0; i0 < n; i0 += kTapStrip) {
+    const int64_t len = std::min(kTapStrip, n - i0);
+    if (!add) std::fill(a + i0, a + i0 + len, 0);
+    for (int64_t t = 0; t < nt; ++t) tap_strip(a + i0, p[t] + i0, len, wv[t]);
+  }
+}
+using TapsFn = void (*)(int32_t *, const int16_t *const *, const int32_t *, int64_t, int64_t, bool);
+#define CTN_TAPS_VARIANT(suffix, ...)                                                                            \
+  __VA_ARGS__ void taps_##suffix(int32_t *a, const int16_t *const *p, const int32_t *wv, int64_t nt, int64_t n, \
+                                 bool add) {                                                                   \
+    taps_body(a, p, wv, nt, n, add);                                                                           \
+  }
+CTN_TAPS_VARIANT(generic)
 #if defined(__x86_64__)
-CTN_TAP_VARIANT(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
-CTN_TAP_VARIANT(avx2, __attribute__((target("avx2"))))
+CTN_TAPS_VARIANT(avx2, __attribute__((target("avx2"))))
+
+// AVX-512 by hand: 64 sums in four registers while every tap adds to them, masked tail.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void taps_avx512(int32_t *a, const int16_t *const *p,
+                                                                      const int32_t *wv, int64_t nt, int64_t n, bool add) {
+  const __mmask16 all = 0xFFFF;  // maskz forms: gcc 12 warns about the plain ones' undefined halves
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m512i c[4];
+    for (int j = 0; j < 4; ++j) c[j] = add ? _mm512_loadu_si512(a + i + 16 * j) : _mm512_setzero_si512();
+    for (int64_t t = 0; t < nt; ++t) {
+      const __m512i w = _mm512_set1_epi32(wv[t]);
+      const int16_t *q = p[t] + i;
+      for (int j = 0; j < 4; ++j) {
+        const __m512i x = _mm512_maskz_cvtepi16_epi32(all, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + 16 * j)));
+        c[j] = _mm512_add_epi32(c[j], _mm512_mullo_epi32(x, w));
+      }
+    }
+    for (int j = 0; j < 4; ++j) _mm512_storeu_si512(a + i + 16 * j, c[j]);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    __m512i c = add ? _mm512_maskz_loadu_epi32(k, a + i) : _mm512_setzero_si512();
+    for (int64_t t = 0; t < nt; ++t) {
+      const __m512i x = _mm512_maskz_cvtepi16_epi32(all, _mm256_maskz_loadu_epi16(k, p[t] + i));
+      c = _mm512_add_epi32(c, _mm512_mullo_epi32(x, _mm512_set1_epi32(wv[t])));
+    }
+    _mm512_mask_storeu_epi32(a + i, k, c);
+  }
+}
 #endif
 
 // Depthwise geometry: the padded input split into sh x sw phases (phase (py, px) holds the
 // padded input's rows py, py + sh, ... and columns px, px + sw, ...), each hq x wq, so that tap
 // (ki, kj) reads phase ((ki dh) % sh, (kj dw) % sw) at a fixed offset: the sums of a whole plane
-// (pitch wq) are one long vector operation per tap.
+// (pitch wq) are long vector operations over the taps (taps_*).
 struct DwGeom {
   int64_t hq, wq;
   explicit DwGeom(const ConvState &st)
@@ -675,12 +731,81 @@ struct DwGeom {
   }
 };
 
+// One phase row: o[c] = row[c * stride] - zx for c < n (compiled per ISA below: the stride-1
+// form vectorises).
+template <class SX>
+inline __attribute__((always_inline)) void phase_row_body(const SX *__restrict row, int64_t stride, int64_t n,
+                                                          int32_t zx, int16_t *__restrict o) {
+  if (stride == 1)
+    for (int64_t c = 0; c < n; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[c]) - zx);
+  else
+    for (int64_t c = 0; c < n; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[c * stride]) - zx);
+}
+template <class SX>
+using PhaseRowFn = void (*)(const SX *, int64_t, int64_t, int32_t, int16_t *);
+#define CTN_PHASE_ROW_VARIANT(suffix, ...)                                                                     \
+  __VA_ARGS__ void phase_row_u8_##suffix(const uint8_t *r, int64_t s, int64_t n, int32_t zx, int16_t *o) { \
+    phase_row_body(r, s, n, zx, o);                                                                         \
+  }                                                                                                         \
+  __VA_ARGS__ void phase_row_i8_##suffix(const int8_t *r, int64_t s, int64_t n, int32_t zx, int16_t *o) {  \
+    phase_row_body(r, s, n, zx, o);                                                                         \
+  }
+CTN_PHASE_ROW_VARIANT(generic)
+#if defined(__x86_64__)
+CTN_PHASE_ROW_VARIANT(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+CTN_PHASE_ROW_VARIANT(avx2, __attribute__((target("avx2"))))
+#endif
+
+#if defined(__x86_64__)
+// Stride 2 at AVX-512 (the compiler leaves the strided loop scalar): 32 outputs from 64 bytes,
+// the low bytes of 16-bit words. A vector reads row[2 c + 63], one past its last element, so
+// the vector loop stops while one more element follows.
+template <class SX>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void phase_row_s2_avx512(const SX *row, int64_t, int64_t n,
+                                                                               int32_t zx, int16_t *o) {
+  const __m512i vzx = _mm512_set1_epi16(static_cast<int16_t>(zx));
+  int64_t c = 0;
+  for (; c + 33 <= n; c += 32) {
+    const __m512i v = _mm512_loadu_si512(row + 2 * c);
+    const __m512i lo = std::is_same_v<SX, int8_t> ? _mm512_srai_epi16(_mm512_slli_epi16(v, 8), 8)
+                                                  : _mm512_and_si512(v, _mm512_set1_epi16(0xFF));
+    _mm512_storeu_si512(o + c, _mm512_sub_epi16(lo, vzx));
+  }
+  for (; c < n; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[2 * c]) - zx);
+}
+#endif
+
+template <class SX>
+PhaseRowFn<SX> phase_row_for(const char *isa, int64_t stride) {
+  PhaseRowFn<SX> f;
+  if constexpr (std::is_same_v<SX, uint8_t>)
+    f = CTN_ISA_VARIANT(PhaseRowFn<SX>, isa, phase_row_u8);
+  else
+    f = CTN_ISA_VARIANT(PhaseRowFn<SX>, isa, phase_row_i8);
+#if defined(__x86_64__)
+  PhaseRowFn<SX> wide;
+  if constexpr (std::is_same_v<SX, uint8_t>)
+    wide = phase_row_u8_avx512;
+  else
+    wide = phase_row_i8_avx512;
+  if (stride == 2 && f == wide) return phase_row_s2_avx512<SX>;
+#else
+  (void)stride;
+#endif
+  return f;
+}
+
 // The phases of one plane, x less its zero point (the padding 0).
 template <class SX>
-void dw_phases(const ConvState &st, const DwGeom &g, const SX *plane, int32_t zx, int16_t *ph) {
+void dw_phases(const ConvState &st, const DwGeom &g, PhaseRowFn<SX> prow, const SX *plane, int32_t zx, int16_t *ph) {
   for (int64_t py = 0; py < st.sh; ++py)
     for (int64_t px = 0; px < st.sw; ++px) {
       int16_t *d = ph + (py * st.sw + px) * g.phase_elems();
+      // Columns c whose ix = c sw + px - pw lies in [0, w): [c0, c1), the same for every row
+      // (computed once: the divisions would dominate short rows); zeros around them.
+      const int64_t off = px - st.pw;
+      const int64_t c0 = std::min(g.wq, off >= 0 ? 0 : (-off + st.sw - 1) / st.sw);
+      const int64_t c1 = std::max(c0, std::min(g.wq, st.w - 1 - off < 0 ? 0 : (st.w - 1 - off) / st.sw + 1));
       for (int64_t r = 0; r < g.hq; ++r) {
         const int64_t iy = r * st.sh + py - st.ph;
         int16_t *o = d + r * g.wq;
@@ -688,16 +813,8 @@ void dw_phases(const ConvState &st, const DwGeom &g, const SX *plane, int32_t zx
           std::fill(o, o + g.wq, int16_t{0});
           continue;
         }
-        // Columns c whose ix = c sw + px - pw lies in [0, w): [c0, c1); zeros around them.
-        const int64_t off = px - st.pw;
-        const int64_t c0 = std::min(g.wq, off >= 0 ? 0 : (-off + st.sw - 1) / st.sw);
-        const int64_t c1 = std::max(c0, std::min(g.wq, st.w - 1 - off < 0 ? 0 : (st.w - 1 - off) / st.sw + 1));
-        const SX *row = plane + iy * st.w + off;
         std::fill(o, o + c0, int16_t{0});
-        if (st.sw == 1)
-          for (int64_t c = c0; c < c1; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[c]) - zx);
-        else
-          for (int64_t c = c0; c < c1; ++c) o[c] = static_cast<int16_t>(static_cast<int32_t>(row[c * st.sw]) - zx);
+        prow(plane + iy * st.w + off + c0 * st.sw, st.sw, c1 - c0, zx, o + c0);
         std::fill(o + c1, o + g.wq, int16_t{0});
       }
     }
@@ -706,22 +823,33 @@ void dw_phases(const ConvState &st, const DwGeom &g, const SX *plane, int32_t zx
 // One depthwise plane into acc [ho][wq] (columns past wo unused): per tap, the weight less its
 // zero point times the tap's phase, added over the whole plane.
 template <class SW>
-void dw_sums(const ConvState &st, const DwGeom &g, TapFn tap, const int16_t *ph, const SW *wk, int32_t zw, int32_t *acc) {
+void dw_sums(const ConvState &st, const DwGeom &g, TapsFn taps, const int16_t *ph, const SW *wk, int32_t zw,
+             int32_t *acc) {
+  // Tap (ki, kj) reads phase ((ki dh) % sh, (kj dw) % sw) from row (ki dh) / sh, column
+  // (kj dw) / sw: st.dw_tap, computed once by make_int_conv.
   const int64_t n = (st.ho - 1) * g.wq + st.wo;
-  std::fill(acc, acc + st.ho * g.wq, 0);
+  const int16_t *p[kTapsMax];
+  int32_t wv[kTapsMax];
+  int64_t nt = 0;
+  bool add = false;
   for (int64_t ki = 0; ki < st.kh; ++ki)
     for (int64_t kj = 0; kj < st.kw; ++kj) {
-      const int32_t wv = static_cast<int32_t>(wk[ki * st.kw + kj]) - zw;
-      if (wv == 0) continue;
-      const int64_t dy = ki * st.dh, dx = kj * st.dw;
-      const int16_t *p = ph + ((dy % st.sh) * st.sw + dx % st.sw) * g.phase_elems() + (dy / st.sh) * g.wq + dx / st.sw;
-      tap(acc, p, n, wv);
+      const int32_t v = static_cast<int32_t>(wk[ki * st.kw + kj]) - zw;
+      if (v == 0) continue;
+      p[nt] = ph + st.dw_tap[ki * st.kw + kj];
+      wv[nt++] = v;
+      if (nt == kTapsMax) {
+        taps(acc, p, wv, nt, n, add);
+        nt = 0;
+        add = true;
+      }
     }
+  if (nt > 0 || !add) taps(acc, p, wv, nt, n, add);
 }
 
 // Depthwise convolutions (groups = C = O) directly, without im2col: a GEMM per channel would
 // have one row. The (image, channel) planes are split over the pool; each plane's sums go
-// through the epilogue row by row as row ch of the image's output.
+// through the epilogue in one call as row ch of the image's output.
 template <class SX, class SW>
 void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epilogue &e) {
   const ctn_tensor_desc *in = args->inputs;
@@ -735,7 +863,8 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
   char *y0 = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset;
   const char *isa = st.be->gemm_isa.load()->name;
   const StoreFn store = store_for(st.y_dt, isa);
-  const TapFn tap = CTN_ISA_VARIANT(TapFn, isa, tap);
+  const TapsFn taps = CTN_ISA_VARIANT(TapsFn, isa, taps);
+  const PhaseRowFn<SX> prow = phase_row_for<SX>(isa, st.sw);
   const DwGeom g(st);
   ConvScratch sc(st, args->workspace);
   for_range(
@@ -745,12 +874,16 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
         auto *acc = reinterpret_cast<int32_t *>(sc.slot(st, k) + round_up(st.sh * st.sw * g.phase_elems() * 2, 64));
         for (int64_t p = p0; p < p1; ++p) {
           const int64_t img = p / st.c, ch = p % st.c;
-          dw_phases(st, g, x + p * st.h * st.w, zx, ph);
-          dw_sums(st, g, tap, ph, w + ch * khw, int_at(zw, zw_per ? ch : 0), acc);
+          dw_phases(st, g, prow, x + p * st.h * st.w, zx, ph);
+          dw_sums(st, g, taps, ph, w + ch * khw, int_at(zw, zw_per ? ch : 0), acc);
+          // The rows' sums packed to pitch wo (forward: each row moves down), then the plane
+          // through the epilogue in one call (row ch of the image's output).
+          if (g.wq != st.wo)
+            for (int64_t oy = 1; oy < st.ho; ++oy) std::copy(acc + oy * g.wq, acc + oy * g.wq + st.wo, acc + oy * st.wo);
           Epilogue eg = e;
           eg.y = y0 + static_cast<size_t>(img * st.o * npix) * ysz;
           eg.ldy = npix;
-          for (int64_t oy = 0; oy < st.ho; ++oy) store(eg, acc + oy * g.wq, ch, 1, oy * st.wo, st.wo);
+          store(eg, acc, ch, 1, 0, npix);
         }
       },
       st.slots);
@@ -804,8 +937,15 @@ ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *o
   // 4 bytes per output pixel (4 im2col rows of u8 or 2 of int16), or a depthwise plane's phases
   // and sums.
   st->slot_bytes = static_cast<uint64_t>(round_up(4 * st->ho * st->wo, 64));
-  if (st->groups == st->c && st->o == st->c && st->groups > 1)
+  if (st->groups == st->c && st->o == st->c && st->groups > 1) {
     st->slot_bytes = std::max(st->slot_bytes, static_cast<uint64_t>(round_up(static_cast<int64_t>(DwGeom::bytes(*st)), 64)));
+    const DwGeom g(*st);
+    for (int64_t ki = 0; ki < st->kh; ++ki)
+      for (int64_t kj = 0; kj < st->kw; ++kj) {
+        const int64_t dy = ki * st->dh, dx = kj * st->dw;
+        st->dw_tap.push_back(((dy % st->sh) * st->sw + dx % st->sw) * g.phase_elems() + (dy / st->sh) * g.wq + dx / st->sw);
+      }
+  }
   const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->slots) * st->slot_bytes +
                       static_cast<uint64_t>(st->o) * (sizeof(float) + 2 * sizeof(int32_t));
   ctn_kernel_fn fn = pick_kernel(x.dtype, w.dtype, conv_kernel<uint8_t, uint8_t>, conv_kernel<uint8_t, int8_t>,

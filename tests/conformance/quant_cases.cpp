@@ -84,6 +84,7 @@ struct QConv {
   Shape x, w;
   ConvP p;
   int xdt = CTN_U8;  // qlinear_conv2d's x (and x_zero_point) dtype
+  bool zx0 = false;  // qlinear_conv2d's x_zero_point 0 (as after a ReLU: no weight row sums)
 };
 
 // The convolution of (x - zx) and (w - zw[o]), zero padding after the shift (ix, iw, izx, izw:
@@ -180,7 +181,15 @@ void add_int_conv(std::vector<OpCase> &cs) {
                       {{1, 3, 5, 70}, {8, 3, 3, 3}, {2, 2, 1, 1, 1, 1, 1}, CTN_I8},
                       // depthwise (the direct kernel)
                       {{1, 4, 7, 7}, {4, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 4}},
-                      {{2, 6, 9, 8}, {6, 1, 3, 3}, {2, 2, 1, 1, 1, 1, 6}, CTN_I8}};
+                      {{2, 6, 9, 8}, {6, 1, 3, 3}, {2, 2, 1, 1, 1, 1, 6}, CTN_I8},
+                      // 16 output pixels: the u8 x s8 tile's one-vector panel
+                      {{1, 8, 4, 4}, {5, 8, 3, 3}, {1, 1, 1, 1, 1, 1, 1}},
+                      // depthwise stride 2 over rows of more than 32 outputs (the AVX-512 phase rows)
+                      {{1, 3, 6, 75}, {3, 1, 3, 3}, {2, 2, 1, 1, 1, 1, 3}},
+                      {{1, 2, 5, 80}, {2, 1, 3, 3}, {2, 2, 0, 0, 1, 1, 2}, CTN_I8},
+                      // x's zero point 0, K = 18 (not a multiple of 4: A copied, no row sums)
+                      {{1, 2, 6, 6}, {9, 2, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, CTN_U8, true},
+                      {{1, 8, 6, 6}, {9, 8, 1, 1}, {1, 1, 0, 0, 1, 1, 1}, CTN_U8, true}};
   for (const QConv &q : qs)
     for (bool relu : {false, true}) {
       const ConvP p = q.p;
@@ -204,7 +213,7 @@ void add_int_conv(std::vector<OpCase> &cs) {
       qa.i[qa.ni++] = relu ? CTN_ACT_RELU : CTN_ACT_NONE;
       Variant v = variant(label + (relu ? " relu" : ""),
                           {in(q.x, q.xdt == CTN_U8 ? ints(0, 255) : ints(-128, 127), q.xdt), in({}, uni(0.01, 0.02), CTN_F32),
-                           in({}, q.xdt == CTN_U8 ? ints(100, 150) : ints(-20, 20), q.xdt),
+                           in({}, q.zx0 ? ints(0, 0) : q.xdt == CTN_U8 ? ints(100, 150) : ints(-20, 20), q.xdt),
                            in(q.w, ints(-127, 127), CTN_I8), in({o}, uni(0.002, 0.004), CTN_F32), in({}, ints(0, 0), CTN_I8),
                            in({}, uni(sy, 2 * sy), CTN_F32), in({}, ints(90, 110), CTN_U8), in({o}, ints(-3000, 3000), CTN_I32)},
                           named(CTN_OP_QLINEAR_CONV2D, qa), [q, relu](const std::vector<Arr> &x, ctn_dtype) {
