@@ -287,4 +287,13 @@
 #define CTN_OP_QLINEAR_CONV2D "qlinear_conv2d"
 /* ---- end of int8 quantization ---- */
 
+/* ---- since 1.6: batch-norm statistics ------------------------------------------------------------
+ * (x [N,C,...] float) -> [2, C] of x's dtype: row 0 the mean, row 1 the biased variance of each
+ * channel over every axis except 1 (the statistics batch_norm normalises with), taken in one
+ * sweep over x. No gradient rule: the result is for the running statistics (ctn_assign), which
+ * are never differentiated; ctn_grad along a path through it fails naming the op. The CPU
+ * backend runs it; other backends decline it and the op falls back to the CPU. */
+#define CTN_OP_BATCH_NORM_STATS "batch_norm_stats"
+/* ---- end of batch-norm statistics ---- */
+
 #endif /* CHUTNEY_OPS_H */
