@@ -294,6 +294,11 @@
  * are never differentiated; ctn_grad along a path through it fails naming the op. The CPU
  * backend runs it; other backends decline it and the op falls back to the CPU. */
 #define CTN_OP_BATCH_NORM_STATS "batch_norm_stats"
+/* (x [N,C,...], gamma [C], beta [C]); f[0] = eps -> relu(batch_norm(x, gamma, beta)): the fusion
+ * pass's batch_norm followed by relu (the relu the only reader of the batch_norm), offered only to
+ * a backend built against 1.6 or later that has a kernel for it. No gradient rule (the pass runs
+ * after ctn_grad: relu_grad reads this node's output). */
+#define CTN_OP_BATCH_NORM_RELU "batch_norm_relu"
 /* ---- end of batch-norm statistics ---- */
 
 #endif /* CHUTNEY_OPS_H */

@@ -1,4 +1,4 @@
-// batch_norm (training and inference), batch_norm_stats and layer_norm with their *_grad ops.
+// batch_norm (training, with relu, inference), batch_norm_stats and layer_norm with their *_grad ops.
 // Statistics are taken with two passes (mean, then the mean of squared deviations), each run of
 // a plane summed in vector lanes of T and the runs added in double, so f32 results do not suffer
 // from cancellation; batch_norm_stats takes shifted sums and squares in one sweep instead.
@@ -13,7 +13,7 @@
 namespace ctn_cpu {
 namespace {
 
-enum class NormKind { kBn, kBnGradInput, kBnGradGamma, kBnInference, kBnStats, kLn, kLnGradInput, kLnGradGamma };
+enum class NormKind { kBn, kBnRelu, kBnGradInput, kBnGradGamma, kBnInference, kBnStats, kLn, kLnGradInput, kLnGradGamma };
 
 struct NormState : KernelBase {
   NormKind kind = NormKind::kBn;
@@ -243,9 +243,10 @@ struct BnCall {
     const int64_t inner = st->inner;
     switch (st->kind) {
       case NormKind::kBn:
+      case NormKind::kBnRelu:
       case NormKind::kBnInference: {
         Stats s;
-        if (st->kind == NormKind::kBn) {
+        if (st->kind != NormKind::kBnInference) {
           s = stats(x, c);
         } else {
           s.mean = in(3)[c];
@@ -253,9 +254,17 @@ struct BnCall {
         }
         const double gamma = in(1)[c], beta = in(2)[c];
         const T scale = static_cast<T>(gamma * s.rstd), shift = static_cast<T>(beta - s.mean * gamma * s.rstd);
-        each(c, [&](int64_t o) {
-          for (int64_t i = 0; i < inner; ++i) out[o + i] = x[o + i] * scale + shift;
-        });
+        if (st->kind == NormKind::kBnRelu)
+          each(c, [&](int64_t o) {
+            for (int64_t i = 0; i < inner; ++i) {
+              const T v = x[o + i] * scale + shift;
+              out[o + i] = v > T(0) ? v : T(0);  // relu's formula (NaN -> 0)
+            }
+          });
+        else
+          each(c, [&](int64_t o) {
+            for (int64_t i = 0; i < inner; ++i) out[o + i] = x[o + i] * scale + shift;
+          });
         break;
       }
       case NormKind::kBnStats: one_pass_stats(x, c, out); break;
@@ -415,6 +424,7 @@ ctn_status make_norm_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
       {CTN_OP_BATCH_NORM_GRAD_GAMMA, NormKind::kBnGradGamma, 2},
       {CTN_OP_BATCH_NORM_INFERENCE, NormKind::kBnInference, 5},
       {CTN_OP_BATCH_NORM_STATS, NormKind::kBnStats, 1},
+      {CTN_OP_BATCH_NORM_RELU, NormKind::kBnRelu, 3},
       {CTN_OP_LAYER_NORM, NormKind::kLn, 3},
       {CTN_OP_LAYER_NORM_GRAD_INPUT, NormKind::kLnGradInput, 3},
       {CTN_OP_LAYER_NORM_GRAD_GAMMA, NormKind::kLnGradGamma, 2},

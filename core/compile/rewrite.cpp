@@ -179,7 +179,8 @@ std::vector<ctn_node> schedule(const Graph &g, const std::vector<ctn_node> &root
   return order;
 }
 
-// The producers the fusion pass folds a bias and an activation into: matmul -> add(bias [N]) and
+// The producers the fusion pass folds a bias and an activation into (and batch_norm -> relu into
+// batch_norm_relu, try_bn_relu): matmul -> add(bias [N]) and
 // conv2d -> add(bias [O,1,1] or [1,O,1,1]), each optionally followed by relu, gelu or (conv2d
 // only) clamp, sigmoid, x * sigmoid(x) and hardswish (match_activation); the producer and the add
 // must have no other consumer than the activation, and the backend must offer the fused op for
@@ -330,6 +331,26 @@ struct BiasActFuser {
     return false;
   }
 
+  // relu(batch_norm(x)), the batch_norm read by nothing else: one batch_norm_relu (1.6) when the
+  // backend offers it.
+  bool try_bn_relu(ctn_node target, ctn_node bn) {
+    if (!is_op(g, bn, CTN_OP_BATCH_NORM) || done[bn] || backend->abi_minor < 6) return false;
+    const Node nd = g.node(bn);
+    const OpDef *fused = g.context()->find_core_op(CTN_OP_BATCH_NORM_RELU);
+    ctn_tensor_desc in[3] = {make_desc(g.info(nd.inputs[0])), make_desc(g.info(nd.inputs[1])),
+                             make_desc(g.info(nd.inputs[2]))};
+    ctn_tensor_desc od = make_desc(g.info(target));
+    ctn_kernel k;
+    std::string why;
+    if (!fused || !select_kernel(*backend, *fused, 3, in, od, nd.attrs, &k, &why)) return false;
+    backend->release(k);
+    rw.set(target, g.add_op(*fused, 3, nd.inputs.data(), nd.attrs));
+    done.resize(g.size(), 0);
+    done[bn] = 1;
+    st.fused += 1;
+    return true;
+  }
+
   // sum = add(conv + bias, r), r of the same shape and dtype: one conv2d_bias_add_act (ResNet's
   // shortcut, MobileNetV2's residual), the activation ending at target included.
   bool try_residual(ctn_node target, ctn_node sum, int act, double lo, double hi) {
@@ -360,6 +381,7 @@ void fuse_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend,
   // adds without one, then bias adds alone.
   for (ctn_node v : order) {
     const ActMatch m = match_activation(g, v, fz.consumers);
+    if (m.act == CTN_ACT_RELU && fz.try_bn_relu(v, m.pre)) continue;
     if (m.act >= 0 && !fz.try_fuse(v, m.pre, CTN_NODE_NONE, m.act, m.lo, m.hi)) fz.try_residual(v, m.pre, m.act, m.lo, m.hi);
   }
   for (ctn_node v : order)

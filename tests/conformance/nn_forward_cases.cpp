@@ -189,7 +189,8 @@ void add_norm(std::vector<OpCase> &cs) {
   const double eps = 1e-5;
   OpCase bn{"batch_norm", "batch_norm", {}}, bgi{"batch_norm_grad_input", "batch_norm_grad_input", {}},
       bgg{"batch_norm_grad_gamma", "batch_norm_grad_gamma", {}},
-      bi{"batch_norm_inference", "batch_norm_inference", {}}, bs{"batch_norm_stats", CTN_OP_BATCH_NORM_STATS, {}};
+      bi{"batch_norm_inference", "batch_norm_inference", {}}, bs{"batch_norm_stats", CTN_OP_BATCH_NORM_STATS, {}},
+      br{"batch_norm_relu", CTN_OP_BATCH_NORM_RELU, {}};
   for (const Shape &s : bn_shapes) {
     const Shape c = {s[1]};
     bn.variants.push_back(variant(
@@ -212,6 +213,12 @@ void add_norm(std::vector<OpCase> &cs) {
           return ctn_batch_norm_inference(g, n[0], n[1], n[2], n[3], n[4], eps, o);
         },
         [eps](const std::vector<Arr> &x, ctn_dtype) { return ref_batch_norm(x[0], x[1], x[2], eps, &x[3], &x[4]); }));
+    br.variants.push_back(variant(shape_label(s), {in(s, uni(-2, 3)), in(c, uni(0.5, 2)), in(c, uni(-1, 1))},
+                                  named(CTN_OP_BATCH_NORM_RELU, attrs({}, {eps})), [eps](const std::vector<Arr> &x, ctn_dtype) {
+                                    Arr y = ref_batch_norm(x[0], x[1], x[2], eps);
+                                    for (double &v : y.v) v = v > 0 ? v : 0;
+                                    return y;
+                                  }));
     bs.variants.push_back(variant(shape_label(s), {in(s, uni(-2, 3))}, named(CTN_OP_BATCH_NORM_STATS),
                                   [](const std::vector<Arr> &x, ctn_dtype) { return ref_batch_norm_stats(x[0]); }));
   }
@@ -224,6 +231,7 @@ void add_norm(std::vector<OpCase> &cs) {
   cs.push_back(bgg);
   cs.push_back(bi);
   cs.push_back(bs);
+  cs.push_back(br);
 
   struct L {
     Shape x;

@@ -560,9 +560,10 @@ TEST(NnLstm, GradientMatchesFiniteDifferences) {
 // Runs `steps` training steps on a fixed batch; returns the loss of each step.
 std::vector<double> train(Fixture &f, ctn_node loss, const std::vector<ctn_node> &feed_nodes,
                           const std::vector<const ctn_tensor *> &feeds, int steps, ctn_plan **keep = nullptr,
-                          const ctn_lr_schedule *sched = nullptr) {
+                          const ctn_lr_schedule *sched = nullptr, uint32_t disable = 0) {
   std::vector<double> losses;
   ctn_compile_options co = cpu_only();
+  co.disable = disable;
   ctn_plan *p = nullptr;
   ctn_status s = ctn_plan_compile(f.g, 1, &loss, &co, &p);
   EXPECT_EQ(s, CTN_OK) << ctn_last_error();
@@ -715,15 +716,16 @@ ctn_node bn_four_passes(Fixture &f, ctn_node x, int64_t C, double momentum, doub
 
 // ctn_nn_batch_norm takes its running statistics from batch_norm_stats (one sweep over x) since
 // 1.6. The same CNN built with the old four-pass statistics must train to the same losses and
-// running statistics (within f32 rounding), with fewer plan steps.
+// running statistics (within f32 rounding), with fewer plan steps; batch_norm -> relu is one
+// batch_norm_relu step unless the fusion pass is disabled.
 TEST(NnTrain, BatchNormStatsMatchTheFourPassStatistics) {
   const int64_t B = 8, C = 4;
   struct Run {
     std::vector<double> losses, rm, rv;
     uint32_t steps = 0;
-    std::vector<uint32_t> op_steps;  // steps of mean, sub, batch_norm_stats
+    std::vector<uint32_t> op_steps;  // steps of mean, sub, batch_norm_stats, relu, batch_norm_relu
   };
-  auto run = [&](bool four_pass) {
+  auto run = [&](bool four_pass, uint32_t disable) {
     Run r;
     Fixture f(CTN_F32, 31);
     ctn_node x = f.input("x", CTN_F32, {B, 2, 6, 6}), y = f.input("y", CTN_I32, {B}), h, logits, loss;
@@ -741,13 +743,13 @@ TEST(NnTrain, BatchNormStatsMatchTheFourPassStatistics) {
     for (double &v : xv) v += 3;
     ctn_tensor *xt = make_tensor(CTN_F32, {B, 2, 6, 6}, xv), *yt = make_tensor(CTN_I32, {B}, labels_of(B, 3, 42));
     ctn_plan *p = nullptr;
-    r.losses = train(f, loss, {x, y}, {xt, yt}, 5, &p);
+    r.losses = train(f, loss, {x, y}, {xt, yt}, 5, &p, nullptr, disable);
     if (p == nullptr) return r;
     ctn_plan_stats st{};
     st.struct_size = sizeof st;
     EXPECT_EQ(ctn_plan_stats_get(p, &st), CTN_OK);
     r.steps = st.n_steps;
-    for (const char *op : {CTN_OP_MEAN, CTN_OP_SUB, CTN_OP_BATCH_NORM_STATS}) {
+    for (const char *op : {CTN_OP_MEAN, CTN_OP_SUB, CTN_OP_BATCH_NORM_STATS, CTN_OP_RELU, CTN_OP_BATCH_NORM_RELU}) {
       uint32_t k = 0;
       EXPECT_EQ(ctn_plan_backend_steps(p, "cpu", op, &k), CTN_OK);
       r.op_steps.push_back(k);
@@ -763,10 +765,18 @@ TEST(NnTrain, BatchNormStatsMatchTheFourPassStatistics) {
     ctn_tensor_release(yt);
     return r;
   };
-  const Run a = run(true), b = run(false);
+  // b also without the fusion pass: batch_norm and relu as two steps.
+  const Run a = run(true, 0), b = run(false, 0), u = run(false, CTN_PASS_FUSION);
   ASSERT_EQ(a.losses.size(), 5u);
   ASSERT_EQ(b.losses.size(), 5u);
-  for (size_t i = 0; i < 5; ++i) EXPECT_NEAR(a.losses[i], b.losses[i], 1e-5 * std::fabs(a.losses[i])) << "step " << i;
+  ASSERT_EQ(u.losses.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_NEAR(a.losses[i], b.losses[i], 1e-5 * std::fabs(a.losses[i])) << "step " << i;
+    EXPECT_NEAR(u.losses[i], b.losses[i], 1e-5 * std::fabs(u.losses[i])) << "step " << i << ", unfused";
+  }
+  EXPECT_EQ(u.op_steps, (std::vector<uint32_t>{0, 0, 1, 1, 0}));
+  ASSERT_EQ(u.rv.size(), b.rv.size());
+  for (size_t c = 0; c < b.rv.size(); ++c) EXPECT_NEAR(u.rv[c], b.rv[c], 1e-6 * b.rv[c]) << "unfused running_var " << c;
   ASSERT_EQ(a.rm.size(), static_cast<size_t>(C));
   ASSERT_EQ(b.rm.size(), static_cast<size_t>(C));
   ASSERT_EQ(b.rv.size(), static_cast<size_t>(C));
@@ -777,9 +787,9 @@ TEST(NnTrain, BatchNormStatsMatchTheFourPassStatistics) {
     EXPECT_NE(b.rv[c], 1.0);
   }
   // mean, sub, mul, mean (4 steps over x) became batch_norm_stats (1 step over x); the row slices
-  // and momentum updates are [C]-sized.
-  EXPECT_EQ(a.op_steps, (std::vector<uint32_t>{2, 1, 0}));
-  EXPECT_EQ(b.op_steps, (std::vector<uint32_t>{0, 0, 1}));
+  // and momentum updates are [C]-sized. In both, the fusion pass made batch_norm + relu one step.
+  EXPECT_EQ(a.op_steps, (std::vector<uint32_t>{2, 1, 0, 0, 1}));
+  EXPECT_EQ(b.op_steps, (std::vector<uint32_t>{0, 0, 1, 0, 1}));
   EXPECT_LT(b.steps, a.steps) << "four-pass plan " << a.steps << " steps, batch_norm_stats plan " << b.steps;
 }
 
