@@ -292,7 +292,8 @@
  * channel over every axis except 1 (the statistics batch_norm normalises with), taken in one
  * sweep over x. No gradient rule: the result is for the running statistics (ctn_assign), which
  * are never differentiated; ctn_grad along a path through it fails naming the op. The CPU
- * backend runs it; other backends decline it and the op falls back to the CPU. */
+ * backend runs it; for a plan whose first backend has no kernel for it, the compiler computes it
+ * with mean, sub, mul and mean on that backend instead. */
 #define CTN_OP_BATCH_NORM_STATS "batch_norm_stats"
 /* (x [N,C,...], gamma [C], beta [C]); f[0] = eps -> relu(batch_norm(x, gamma, beta)): the fusion
  * pass's batch_norm followed by relu (the relu the only reader of the batch_norm), offered only to

@@ -1,4 +1,5 @@
-// Compile stage rewrite (compile/compile.h): simplification, constant folding, fusion.
+// Compile stage rewrite (compile/compile.h): simplification, constant folding, fusion, and
+// batch_norm_stats as graph ops for a backend without its kernel.
 #include "compile/rewrite.h"
 
 #include <chutney/ops.h>
@@ -9,6 +10,7 @@
 #include "plugin/context.h"
 #include "util/status.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -391,6 +393,58 @@ void fuse_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend,
   rw.resolve_all(roots);
 }
 
+// The readers of [2, C] node v among nodes [0, n) when each is a slice of one row (axis 0, step
+// 1), else none.
+std::vector<ctn_node> row_slices(const Graph &g, ctn_node v, size_t n) {
+  std::vector<ctn_node> readers;
+  for (size_t j = 0; j < n; ++j) {
+    const ctn_node u = static_cast<ctn_node>(j);
+    const Node &nd = g.node(u);
+    if (std::find(nd.inputs.begin(), nd.inputs.end(), v) == nd.inputs.end()) continue;
+    const ctn_attrs &a = nd.attrs;
+    if (!is_op(g, u, CTN_OP_SLICE) || a.i[0] != 0 || a.i[3] != 1 || (a.i[1] != 0 && a.i[1] != 1) || a.i[2] != a.i[1] + 1)
+      return {};
+    readers.push_back(u);
+  }
+  return readers;
+}
+
+// batch_norm_stats for a first backend without its kernel (OpenCL, Vulkan, CUDA, a plugin built
+// before 1.6): [2, C] as concat(mean(x), mean((x - mean)^2)) over every axis but 1, the graph ops
+// ctn_nn_batch_norm emitted before 1.6, so that the plan can stay on that backend. Not a pass one
+// can disable: without it a plan for such a backend alone could not run the op at all.
+void lower_bn_stats(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend) {
+  Graph &g = rw.g;
+  const OpDef *op = g.context()->find_core_op(CTN_OP_BATCH_NORM_STATS);
+  bool lowered = false;
+  const size_t n = g.size();
+  for (size_t i = 0; i < n && op; ++i) {
+    const ctn_node v = static_cast<ctn_node>(i);
+    if (!is_op(g, v, CTN_OP_BATCH_NORM_STATS)) continue;
+    const ctn_node x = g.node(v).inputs[0];
+    const ctn_tensor_desc in = make_desc(g.info(x)), od = make_desc(g.info(v));
+    ctn_kernel k;
+    std::string why;
+    if (backend && select_kernel(*backend, *op, 1, &in, od, g.node(v).attrs, &k, &why)) {
+      backend->release(k);
+      continue;
+    }
+    const uint32_t nd = g.info(x).shape.ndim;
+    const int64_t c = g.info(x).shape[1];
+    const ctn_attrs red = attrs_i({static_cast<int64_t>(((1ull << nd) - 1) & ~2ull), 1}), row = attrs_i({1, c}),
+                    axis0 = attrs_i({0});
+    const ctn_node mean = g.op1(CTN_OP_MEAN, x, &red), d = g.op2(CTN_OP_SUB, x, mean);
+    const ctn_node var = g.op1(CTN_OP_MEAN, g.op2(CTN_OP_MUL, d, d), &red);
+    const ctn_node rows[2] = {g.op1(CTN_OP_RESHAPE, mean, &row), g.op1(CTN_OP_RESHAPE, var, &row)};
+    // ctn_nn_batch_norm reads the rows with slices: those take the rows themselves (no concat).
+    const std::vector<ctn_node> readers = row_slices(g, v, n);
+    if (readers.empty()) rw.set(v, g.op2(CTN_OP_CONCAT, rows[0], rows[1], &axis0));
+    for (ctn_node r : readers) rw.set(r, rows[g.node(r).attrs.i[1]]);
+    lowered = true;
+  }
+  if (lowered) rw.resolve_all(roots);
+}
+
 void rewrite(CompileState &cs) {
   // Constants fold on the first host-memory backend (the CPU), whatever the preference.
   Backend *host = nullptr;
@@ -398,6 +452,7 @@ void rewrite(CompileState &cs) {
     if (b->available && b->host_memory() && !host) host = b.get();
   simplify_and_fold(cs.rw, cs.enabled(CTN_PASS_SIMPLIFY), cs.enabled(CTN_PASS_CONSTANT_FOLDING), host, cs.pass_stats);
   cs.rw.resolve_all(cs.roots);
+  lower_bn_stats(cs.rw, cs.roots, cs.prefs.empty() ? nullptr : cs.prefs[0]);
   if (cs.enabled(CTN_PASS_FUSION)) fuse_bias_act(cs.rw, cs.roots, cs.prefs[0], cs.pass_stats);
 }
 
