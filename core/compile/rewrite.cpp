@@ -181,6 +181,16 @@ std::vector<ctn_node> schedule(const Graph &g, const std::vector<ctn_node> &root
   return order;
 }
 
+// Whether backend b has a kernel for op over these operand and result descriptions.
+bool offers(Backend &b, const OpDef &op, uint32_t n, const ctn_tensor_desc *in, const ctn_tensor_desc &od,
+            const ctn_attrs &a) {
+  ctn_kernel k;
+  std::string why;
+  if (!select_kernel(b, op, n, in, od, a, &k, &why)) return false;
+  b.release(k);
+  return true;
+}
+
 // The producers the fusion pass folds a bias and an activation into (and batch_norm -> relu into
 // batch_norm_relu, try_bn_relu): matmul -> add(bias [N]) and
 // conv2d -> add(bias [O,1,1] or [1,O,1,1]), each optionally followed by relu, gelu or (conv2d
@@ -295,11 +305,7 @@ struct BiasActFuser {
     const uint32_t n = residual == CTN_NODE_NONE ? 3 : 4;
     ctn_tensor_desc in[4] = {make_desc(g.info(prod.inputs[0])), make_desc(g.info(prod.inputs[1])),
                              make_desc(bias_info), make_desc(g.info(n == 4 ? residual : bias))};
-    ctn_tensor_desc od = make_desc(g.info(target));
-    ctn_kernel k;
-    std::string why;
-    if (!select_kernel(*backend, *fused, n, in, od, a, &k, &why)) return false;
-    backend->release(k);
+    if (!offers(*backend, *fused, n, in, make_desc(g.info(target)), a)) return false;
     if (g.info(bias).shape.ndim != 1) {
       const OpDef *reshape = g.context()->find_core_op(CTN_OP_RESHAPE);
       bias = g.add_op(*reshape, 1, &bias, attrs_i({bias_info.shape[0]}));
@@ -341,11 +347,7 @@ struct BiasActFuser {
     const OpDef *fused = g.context()->find_core_op(CTN_OP_BATCH_NORM_RELU);
     ctn_tensor_desc in[3] = {make_desc(g.info(nd.inputs[0])), make_desc(g.info(nd.inputs[1])),
                              make_desc(g.info(nd.inputs[2]))};
-    ctn_tensor_desc od = make_desc(g.info(target));
-    ctn_kernel k;
-    std::string why;
-    if (!fused || !select_kernel(*backend, *fused, 3, in, od, nd.attrs, &k, &why)) return false;
-    backend->release(k);
+    if (!fused || !offers(*backend, *fused, 3, in, make_desc(g.info(target)), nd.attrs)) return false;
     rw.set(target, g.add_op(*fused, 3, nd.inputs.data(), nd.attrs));
     done.resize(g.size(), 0);
     done[bn] = 1;
@@ -422,13 +424,8 @@ void lower_bn_stats(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend
     const ctn_node v = static_cast<ctn_node>(i);
     if (!is_op(g, v, CTN_OP_BATCH_NORM_STATS)) continue;
     const ctn_node x = g.node(v).inputs[0];
-    const ctn_tensor_desc in = make_desc(g.info(x)), od = make_desc(g.info(v));
-    ctn_kernel k;
-    std::string why;
-    if (backend && select_kernel(*backend, *op, 1, &in, od, g.node(v).attrs, &k, &why)) {
-      backend->release(k);
-      continue;
-    }
+    const ctn_tensor_desc in = make_desc(g.info(x));
+    if (backend && offers(*backend, *op, 1, &in, make_desc(g.info(v)), g.node(v).attrs)) continue;
     const uint32_t nd = g.info(x).shape.ndim;
     const int64_t c = g.info(x).shape[1];
     const ctn_attrs red = attrs_i({static_cast<int64_t>(((1ull << nd) - 1) & ~2ull), 1}), row = attrs_i({1, c}),
