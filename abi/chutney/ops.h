@@ -287,4 +287,19 @@
 #define CTN_OP_QLINEAR_CONV2D "qlinear_conv2d"
 /* ---- end of int8 quantization ---- */
 
+/* ---- since 1.6: batch-norm statistics ------------------------------------------------------------
+ * (x [N,C,...] float) -> [2, C] of x's dtype: row 0 the mean, row 1 the biased variance of each
+ * channel over every axis except 1 (the statistics batch_norm normalises with), taken in one
+ * sweep over x. No gradient rule: the result is for the running statistics (ctn_assign), which
+ * are never differentiated; ctn_grad along a path through it fails naming the op. The CPU
+ * backend runs it; for a plan whose first backend has no kernel for it, the compiler computes it
+ * with mean, sub, mul and mean on that backend instead. */
+#define CTN_OP_BATCH_NORM_STATS "batch_norm_stats"
+/* (x [N,C,...], gamma [C], beta [C]); f[0] = eps -> relu(batch_norm(x, gamma, beta)): the fusion
+ * pass's batch_norm followed by relu (the relu the only reader of the batch_norm), offered only to
+ * a backend built against 1.6 or later that has a kernel for it. No gradient rule (the pass runs
+ * after ctn_grad: relu_grad reads this node's output). */
+#define CTN_OP_BATCH_NORM_RELU "batch_norm_relu"
+/* ---- end of batch-norm statistics ---- */
+
 #endif /* CHUTNEY_OPS_H */

@@ -1,8 +1,9 @@
-// batch_norm (training and inference) and layer_norm with their *_grad ops. Statistics are
-// taken with two passes (mean, then the mean of squared deviations), each run of a plane summed
-// in vector lanes of T and the runs added in double, so f32 results do not suffer from
-// cancellation. Batch norm splits channels over the pool (a channel's planes, re-read by the
-// later passes, stay in the core's L2 at the CNN's sizes), layer norm rows.
+// batch_norm (training, with relu, inference), batch_norm_stats and layer_norm with their *_grad ops.
+// Statistics are taken with two passes (mean, then the mean of squared deviations), each run of
+// a plane summed in vector lanes of T and the runs added in double, so f32 results do not suffer
+// from cancellation; batch_norm_stats takes shifted sums and squares in one sweep instead.
+// Batch norm splits channels over the pool (a channel's planes, re-read by the later passes, stay
+// in the core's L2 at the CNN's sizes), layer norm rows.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -12,7 +13,7 @@
 namespace ctn_cpu {
 namespace {
 
-enum class NormKind { kBn, kBnGradInput, kBnGradGamma, kBnInference, kLn, kLnGradInput, kLnGradGamma };
+enum class NormKind { kBn, kBnRelu, kBnGradInput, kBnGradGamma, kBnInference, kBnStats, kLn, kLnGradInput, kLnGradGamma };
 
 struct NormState : KernelBase {
   NormKind kind = NormKind::kBn;
@@ -90,6 +91,36 @@ inline double run_sum(const T *x, int64_t n, T m) {
     s += static_cast<double>(square ? d * d : d);
   }
   return s;
+}
+
+// One sweep over a run of x: the sums of x[i] - m and of (x[i] - m)^2, added to s1, s2 (the
+// batch_norm_stats pass; m, a value of the channel, keeps the shifted sums from cancelling).
+template <class T>
+inline void shifted_sums(const T *x, int64_t n, T m, double *s1, double *s2) {
+  typedef typename Vec<T>::V V;
+  constexpr int W = sizeof(V) / sizeof(T);
+  double t1 = 0, t2 = 0;
+  int64_t i = 0;
+  while (i + 2 * W <= n) {
+    V a0 = {}, a1 = {}, q0 = {}, q1 = {};
+    const int64_t end = std::min(n, i + kChunk);
+    for (; i + 2 * W <= end; i += 2 * W) {
+      const V d0 = vload(x + i) - m, d1 = vload(x + i + W) - m;
+      a0 += d0;
+      a1 += d1;
+      q0 += d0 * d0;
+      q1 += d1 * d1;
+    }
+    t1 += hsum<T>(a0) + hsum<T>(a1);
+    t2 += hsum<T>(q0) + hsum<T>(q1);
+  }
+  for (; i < n; ++i) {
+    const T d = x[i] - m;
+    t1 += static_cast<double>(d);
+    t2 += static_cast<double>(d * d);
+  }
+  *s1 += t1;
+  *s2 += t2;
 }
 
 // One pass over a run of x and dy for the batch-norm gradients: the squared deviations from m
@@ -172,6 +203,21 @@ struct BnCall {
     return {mean, rstd_of(v)};
   }
 
+  // batch_norm_stats: mean and biased variance in one sweep over the channel's runs, shifted by
+  // the channel's first element (var = E[(x - k)^2] - E[x - k]^2 in double).
+  void one_pass_stats(const T *x, int64_t c, T *out) const {
+    const int64_t inner = st->inner;
+    const T k = x[c * inner];
+    double s1 = 0, s2 = 0;
+    each(c, [&](int64_t o) {
+      prefetch_next(x, o);
+      shifted_sums(x + o, inner, k, &s1, &s2);
+    });
+    const double count = static_cast<double>(st->outer * inner), d = s1 / count;
+    out[c] = static_cast<T>(static_cast<double>(k) + d);
+    out[st->ch + c] = static_cast<T>(std::max(0.0, s2 / count - d * d));
+  }
+
   // Batch-norm gradient statistics in two passes over x (the mean, then everything else).
   void grad_stats(const T *x, const T *dy, int64_t c, Stats *s, double *sdy, double *sdyx) const {
     const int64_t inner = st->inner;
@@ -197,9 +243,10 @@ struct BnCall {
     const int64_t inner = st->inner;
     switch (st->kind) {
       case NormKind::kBn:
+      case NormKind::kBnRelu:
       case NormKind::kBnInference: {
         Stats s;
-        if (st->kind == NormKind::kBn) {
+        if (st->kind != NormKind::kBnInference) {
           s = stats(x, c);
         } else {
           s.mean = in(3)[c];
@@ -207,11 +254,20 @@ struct BnCall {
         }
         const double gamma = in(1)[c], beta = in(2)[c];
         const T scale = static_cast<T>(gamma * s.rstd), shift = static_cast<T>(beta - s.mean * gamma * s.rstd);
-        each(c, [&](int64_t o) {
-          for (int64_t i = 0; i < inner; ++i) out[o + i] = x[o + i] * scale + shift;
-        });
+        if (st->kind == NormKind::kBnRelu)
+          each(c, [&](int64_t o) {
+            for (int64_t i = 0; i < inner; ++i) {
+              const T v = x[o + i] * scale + shift;
+              out[o + i] = v > T(0) ? v : T(0);  // relu's formula (NaN -> 0)
+            }
+          });
+        else
+          each(c, [&](int64_t o) {
+            for (int64_t i = 0; i < inner; ++i) out[o + i] = x[o + i] * scale + shift;
+          });
         break;
       }
+      case NormKind::kBnStats: one_pass_stats(x, c, out); break;
       case NormKind::kBnGradInput:
       case NormKind::kBnGradGamma: {
         // Inputs: grad-input (x, gamma, dy), grad-gamma (x, dy).
@@ -367,6 +423,8 @@ ctn_status make_norm_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
       {CTN_OP_BATCH_NORM_GRAD_INPUT, NormKind::kBnGradInput, 3},
       {CTN_OP_BATCH_NORM_GRAD_GAMMA, NormKind::kBnGradGamma, 2},
       {CTN_OP_BATCH_NORM_INFERENCE, NormKind::kBnInference, 5},
+      {CTN_OP_BATCH_NORM_STATS, NormKind::kBnStats, 1},
+      {CTN_OP_BATCH_NORM_RELU, NormKind::kBnRelu, 3},
       {CTN_OP_LAYER_NORM, NormKind::kLn, 3},
       {CTN_OP_LAYER_NORM_GRAD_INPUT, NormKind::kLnGradInput, 3},
       {CTN_OP_LAYER_NORM_GRAD_GAMMA, NormKind::kLnGradGamma, 2},

@@ -1,4 +1,5 @@
-// Compile stage rewrite (compile/compile.h): simplification, constant folding, fusion.
+// Compile stage rewrite (compile/compile.h): simplification, constant folding, fusion, and
+// batch_norm_stats as graph ops for a backend without its kernel.
 #include "compile/rewrite.h"
 
 #include <chutney/ops.h>
@@ -9,6 +10,7 @@
 #include "plugin/context.h"
 #include "util/status.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -179,7 +181,18 @@ std::vector<ctn_node> schedule(const Graph &g, const std::vector<ctn_node> &root
   return order;
 }
 
-// The producers the fusion pass folds a bias and an activation into: matmul -> add(bias [N]) and
+// Whether backend b has a kernel for op over these operand and result descriptions.
+bool offers(Backend &b, const OpDef &op, uint32_t n, const ctn_tensor_desc *in, const ctn_tensor_desc &od,
+            const ctn_attrs &a) {
+  ctn_kernel k;
+  std::string why;
+  if (!select_kernel(b, op, n, in, od, a, &k, &why)) return false;
+  b.release(k);
+  return true;
+}
+
+// The producers the fusion pass folds a bias and an activation into (and batch_norm -> relu into
+// batch_norm_relu, try_bn_relu): matmul -> add(bias [N]) and
 // conv2d -> add(bias [O,1,1] or [1,O,1,1]), each optionally followed by relu, gelu or (conv2d
 // only) clamp, sigmoid, x * sigmoid(x) and hardswish (match_activation); the producer and the add
 // must have no other consumer than the activation, and the backend must offer the fused op for
@@ -292,11 +305,7 @@ struct BiasActFuser {
     const uint32_t n = residual == CTN_NODE_NONE ? 3 : 4;
     ctn_tensor_desc in[4] = {make_desc(g.info(prod.inputs[0])), make_desc(g.info(prod.inputs[1])),
                              make_desc(bias_info), make_desc(g.info(n == 4 ? residual : bias))};
-    ctn_tensor_desc od = make_desc(g.info(target));
-    ctn_kernel k;
-    std::string why;
-    if (!select_kernel(*backend, *fused, n, in, od, a, &k, &why)) return false;
-    backend->release(k);
+    if (!offers(*backend, *fused, n, in, make_desc(g.info(target)), a)) return false;
     if (g.info(bias).shape.ndim != 1) {
       const OpDef *reshape = g.context()->find_core_op(CTN_OP_RESHAPE);
       bias = g.add_op(*reshape, 1, &bias, attrs_i({bias_info.shape[0]}));
@@ -330,6 +339,22 @@ struct BiasActFuser {
     return false;
   }
 
+  // relu(batch_norm(x)), the batch_norm read by nothing else: one batch_norm_relu (1.6) when the
+  // backend offers it.
+  bool try_bn_relu(ctn_node target, ctn_node bn) {
+    if (!is_op(g, bn, CTN_OP_BATCH_NORM) || done[bn] || backend->abi_minor < 6) return false;
+    const Node nd = g.node(bn);
+    const OpDef *fused = g.context()->find_core_op(CTN_OP_BATCH_NORM_RELU);
+    ctn_tensor_desc in[3] = {make_desc(g.info(nd.inputs[0])), make_desc(g.info(nd.inputs[1])),
+                             make_desc(g.info(nd.inputs[2]))};
+    if (!fused || !offers(*backend, *fused, 3, in, make_desc(g.info(target)), nd.attrs)) return false;
+    rw.set(target, g.add_op(*fused, 3, nd.inputs.data(), nd.attrs));
+    done.resize(g.size(), 0);
+    done[bn] = 1;
+    st.fused += 1;
+    return true;
+  }
+
   // sum = add(conv + bias, r), r of the same shape and dtype: one conv2d_bias_add_act (ResNet's
   // shortcut, MobileNetV2's residual), the activation ending at target included.
   bool try_residual(ctn_node target, ctn_node sum, int act, double lo, double hi) {
@@ -360,6 +385,7 @@ void fuse_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend,
   // adds without one, then bias adds alone.
   for (ctn_node v : order) {
     const ActMatch m = match_activation(g, v, fz.consumers);
+    if (m.act == CTN_ACT_RELU && fz.try_bn_relu(v, m.pre)) continue;
     if (m.act >= 0 && !fz.try_fuse(v, m.pre, CTN_NODE_NONE, m.act, m.lo, m.hi)) fz.try_residual(v, m.pre, m.act, m.lo, m.hi);
   }
   for (ctn_node v : order)
@@ -369,6 +395,53 @@ void fuse_bias_act(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend,
   rw.resolve_all(roots);
 }
 
+// The readers of [2, C] node v among nodes [0, n) when each is a slice of one row (axis 0, step
+// 1), else none.
+std::vector<ctn_node> row_slices(const Graph &g, ctn_node v, size_t n) {
+  std::vector<ctn_node> readers;
+  for (size_t j = 0; j < n; ++j) {
+    const ctn_node u = static_cast<ctn_node>(j);
+    const Node &nd = g.node(u);
+    if (std::find(nd.inputs.begin(), nd.inputs.end(), v) == nd.inputs.end()) continue;
+    const ctn_attrs &a = nd.attrs;
+    if (!is_op(g, u, CTN_OP_SLICE) || a.i[0] != 0 || a.i[3] != 1 || (a.i[1] != 0 && a.i[1] != 1) || a.i[2] != a.i[1] + 1)
+      return {};
+    readers.push_back(u);
+  }
+  return readers;
+}
+
+// batch_norm_stats for a first backend without its kernel (OpenCL, Vulkan, CUDA, a plugin built
+// before 1.6): [2, C] as concat(mean(x), mean((x - mean)^2)) over every axis but 1, the graph ops
+// ctn_nn_batch_norm emitted before 1.6, so that the plan can stay on that backend. Not a pass one
+// can disable: without it a plan for such a backend alone could not run the op at all.
+void lower_bn_stats(Rewriter &rw, std::vector<ctn_node> &roots, Backend *backend) {
+  Graph &g = rw.g;
+  const OpDef *op = g.context()->find_core_op(CTN_OP_BATCH_NORM_STATS);
+  bool lowered = false;
+  const size_t n = g.size();
+  for (size_t i = 0; i < n && op; ++i) {
+    const ctn_node v = static_cast<ctn_node>(i);
+    if (!is_op(g, v, CTN_OP_BATCH_NORM_STATS)) continue;
+    const ctn_node x = g.node(v).inputs[0];
+    const ctn_tensor_desc in = make_desc(g.info(x));
+    if (backend && offers(*backend, *op, 1, &in, make_desc(g.info(v)), g.node(v).attrs)) continue;
+    const uint32_t nd = g.info(x).shape.ndim;
+    const int64_t c = g.info(x).shape[1];
+    const ctn_attrs red = attrs_i({static_cast<int64_t>(((1ull << nd) - 1) & ~2ull), 1}), row = attrs_i({1, c}),
+                    axis0 = attrs_i({0});
+    const ctn_node mean = g.op1(CTN_OP_MEAN, x, &red), d = g.op2(CTN_OP_SUB, x, mean);
+    const ctn_node var = g.op1(CTN_OP_MEAN, g.op2(CTN_OP_MUL, d, d), &red);
+    const ctn_node rows[2] = {g.op1(CTN_OP_RESHAPE, mean, &row), g.op1(CTN_OP_RESHAPE, var, &row)};
+    // ctn_nn_batch_norm reads the rows with slices: those take the rows themselves (no concat).
+    const std::vector<ctn_node> readers = row_slices(g, v, n);
+    if (readers.empty()) rw.set(v, g.op2(CTN_OP_CONCAT, rows[0], rows[1], &axis0));
+    for (ctn_node r : readers) rw.set(r, rows[g.node(r).attrs.i[1]]);
+    lowered = true;
+  }
+  if (lowered) rw.resolve_all(roots);
+}
+
 void rewrite(CompileState &cs) {
   // Constants fold on the first host-memory backend (the CPU), whatever the preference.
   Backend *host = nullptr;
@@ -376,6 +449,7 @@ void rewrite(CompileState &cs) {
     if (b->available && b->host_memory() && !host) host = b.get();
   simplify_and_fold(cs.rw, cs.enabled(CTN_PASS_SIMPLIFY), cs.enabled(CTN_PASS_CONSTANT_FOLDING), host, cs.pass_stats);
   cs.rw.resolve_all(cs.roots);
+  lower_bn_stats(cs.rw, cs.roots, cs.prefs.empty() ? nullptr : cs.prefs[0]);
   if (cs.enabled(CTN_PASS_FUSION)) fuse_bias_act(cs.rw, cs.roots, cs.prefs[0], cs.pass_stats);
 }
 

@@ -1,5 +1,7 @@
 // Layers of the layer library (linear, conv2d, batch/layer norm, dropout, embedding, pooling,
 // flatten) and the sequential composition over a ctn_layer array.
+#include <chutney/ops.h>
+
 #include "nn/model.h"
 
 #include "util/wall.h"
@@ -94,23 +96,17 @@ ctn_node batch_norm(ctn_model &m, ctn_node x, int64_t channels, double momentum,
     return y;
   }
   check(ctn_batch_norm(m.g, x, gamma, beta, eps, &y), who + "ctn_batch_norm");
-  // Running statistics: plain graph ops whose results are only assigned, never differentiated.
-  std::vector<int32_t> axes;
+  // Running statistics: batch_norm_stats' [2, C] (mean, biased variance) in one sweep over x,
+  // whose rows are only assigned, never differentiated.
   int64_t count = 1;
   for (size_t k = 0; k < s.size(); ++k)
-    if (k != 1) {
-      axes.push_back(static_cast<int32_t>(k));
-      count *= s[k];
-    }
-  const uint32_t na = static_cast<uint32_t>(axes.size());
-  ctn_node mean, mean_k, d, d2, var, t1, t2, new_rm, new_rv, assigned;
-  check(ctn_mean(m.g, x, na, axes.data(), 0, &mean), who + "ctn_mean");
-  std::vector<int64_t> kshape(s.size(), 1);  // [1, C, 1, ...]: a view of the mean, no second pass
-  kshape[1] = channels;
-  check(ctn_reshape(m.g, mean, static_cast<uint32_t>(kshape.size()), kshape.data(), &mean_k), who + "ctn_reshape");
-  check(ctn_sub(m.g, x, mean_k, &d), who + "ctn_sub");
-  check(ctn_mul(m.g, d, d, &d2), who + "ctn_mul");
-  check(ctn_mean(m.g, d2, na, axes.data(), 0, &var), who + "ctn_mean");
+    if (k != 1) count *= s[k];
+  ctn_node stats, mean, var, t1, t2, new_rm, new_rv, assigned;
+  check(ctn_op(m.g, CTN_OP_BATCH_NORM_STATS, 1, &x, nullptr, &stats), who + "batch_norm_stats");
+  check(ctn_slice(m.g, stats, 0, 0, 1, 1, &mean), who + "ctn_slice");
+  check(ctn_slice(m.g, stats, 0, 1, 2, 1, &var), who + "ctn_slice");
+  check(ctn_reshape(m.g, mean, 1, &channels, &mean), who + "ctn_reshape");
+  check(ctn_reshape(m.g, var, 1, &channels, &var), who + "ctn_reshape");
   double unbias = count > 1 ? static_cast<double>(count) / static_cast<double>(count - 1) : 1.0;
   check(ctn_mul(m.g, rm, scalar(m, 1 - momentum), &t1), who + "ctn_mul");
   check(ctn_mul(m.g, mean, scalar(m, momentum), &t2), who + "ctn_mul");

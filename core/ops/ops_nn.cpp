@@ -549,6 +549,18 @@ ValueInfo infer_batch_norm_inference(const OpDef &op, const ValueInfo *in, uint3
   return in[0];
 }
 
+// (x) -> [2, C]: the per-channel mean (row 0) and biased variance (row 1).
+ValueInfo infer_batch_norm_stats(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &a) {
+  need_float(op, in[0], "the input");
+  bn_input(op, in[0]);
+  a.ni = 0;
+  a.nf = 0;
+  Shape r;
+  r.ndim = 2;
+  r[0] = 2, r[1] = in[0].shape[1];
+  return ValueInfo{in[0].dtype, r};
+}
+
 // (x, gamma, dy) -> dx
 ValueInfo infer_batch_norm_grad_input(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
   same_float(op, in, n, {1, 2});
@@ -682,6 +694,8 @@ const OpDef kNnOps[] = {
     OpDef{.name = CTN_OP_BATCH_NORM, .n_inputs = 3, .infer = infer_batch_norm, .grad = batch_norm, .attributes = "f[0] eps", .tangent = rules::batch_norm_jvp, .probe = {.inputs = "D[2,3,2,2] D[3] D[3]", .floats = {1e-5}, .nf = 1}},
     OpDef{.name = CTN_OP_BATCH_NORM_GRAD_INPUT, .n_inputs = 3, .infer = infer_batch_norm_grad_input, .attributes = "f[0] eps", .probe = {.inputs = "D[2,3,2,2] D[3] D[2,3,2,2]", .floats = {1e-5}, .nf = 1}},
     OpDef{.name = CTN_OP_BATCH_NORM_GRAD_GAMMA, .n_inputs = 2, .infer = infer_batch_norm_grad_gamma, .attributes = "f[0] eps", .probe = {.inputs = "D[2,3,2,2] D[2,3,2,2]", .floats = {1e-5}, .nf = 1}},
+    OpDef{.name = CTN_OP_BATCH_NORM_RELU, .n_inputs = 3, .infer = infer_batch_norm, .attributes = "f[0] eps", .probe = {.inputs = "D[2,3,2,2] D[3] D[3]", .floats = {1e-5}, .nf = 1}},
+    OpDef{.name = CTN_OP_BATCH_NORM_STATS, .n_inputs = 1, .infer = infer_batch_norm_stats, .probe = {.inputs = "D[2,3,2,2]"}},
     OpDef{.name = CTN_OP_BATCH_NORM_INFERENCE, .n_inputs = 5, .infer = infer_batch_norm_inference, .grad = batch_norm_inference, .attributes = "f[0] eps", .probe = {.inputs = "D[2,3,2,2] D[3] D[3] D[3] D[3]", .floats = {1e-5}, .nf = 1}},
     OpDef{.name = CTN_OP_LAYER_NORM, .n_inputs = 3, .infer = infer_layer_norm, .grad = layer_norm, .attributes = "i[0] first axis, f[0] eps", .probe = {.inputs = "D[2,3] D[3] D[3]", .ints = {1}, .ni = 1, .floats = {1e-5}, .nf = 1}},
     OpDef{.name = CTN_OP_LAYER_NORM_GRAD_INPUT, .n_inputs = 3, .infer = infer_layer_norm_grad_input, .attributes = "i[0] first axis, f[0] eps", .probe = {.inputs = "D[2,3] D[3] D[2,3]", .ints = {1}, .ni = 1, .floats = {1e-5}, .nf = 1}},

@@ -32,6 +32,7 @@ Arr ref_avg_pool2d_grad(const Arr &dy, const PoolP &p, int64_t h, int64_t w);
 // Batch norm over every axis but 1; `stats` NULL: training mode (batch statistics).
 Arr ref_batch_norm(const Arr &x, const Arr &gamma, const Arr &beta, double eps, const Arr *mean = nullptr,
                    const Arr *var = nullptr);
+Arr ref_batch_norm_stats(const Arr &x);
 Arr ref_batch_norm_grad_input(const Arr &x, const Arr &gamma, const Arr &dy, double eps);
 Arr ref_batch_norm_grad_gamma(const Arr &x, const Arr &dy, double eps);
 Arr ref_layer_norm(const Arr &x, const Arr &gamma, const Arr &beta, int axis, double eps);

@@ -189,7 +189,8 @@ void add_norm(std::vector<OpCase> &cs) {
   const double eps = 1e-5;
   OpCase bn{"batch_norm", "batch_norm", {}}, bgi{"batch_norm_grad_input", "batch_norm_grad_input", {}},
       bgg{"batch_norm_grad_gamma", "batch_norm_grad_gamma", {}},
-      bi{"batch_norm_inference", "batch_norm_inference", {}};
+      bi{"batch_norm_inference", "batch_norm_inference", {}}, bs{"batch_norm_stats", CTN_OP_BATCH_NORM_STATS, {}},
+      br{"batch_norm_relu", CTN_OP_BATCH_NORM_RELU, {}};
   for (const Shape &s : bn_shapes) {
     const Shape c = {s[1]};
     bn.variants.push_back(variant(
@@ -212,11 +213,28 @@ void add_norm(std::vector<OpCase> &cs) {
           return ctn_batch_norm_inference(g, n[0], n[1], n[2], n[3], n[4], eps, o);
         },
         [eps](const std::vector<Arr> &x, ctn_dtype) { return ref_batch_norm(x[0], x[1], x[2], eps, &x[3], &x[4]); }));
+    br.variants.push_back(variant(shape_label(s), {in(s, uni(-2, 3)), in(c, uni(0.5, 2)), in(c, uni(-1, 1))},
+                                  named(CTN_OP_BATCH_NORM_RELU, attrs({}, {eps})), [eps](const std::vector<Arr> &x, ctn_dtype) {
+                                    Arr y = ref_batch_norm(x[0], x[1], x[2], eps);
+                                    for (double &v : y.v) v = v > 0 ? v : 0;
+                                    return y;
+                                  }));
+    bs.variants.push_back(variant(shape_label(s), {in(s, uni(-2, 3))}, named(CTN_OP_BATCH_NORM_STATS),
+                                  [](const std::vector<Arr> &x, ctn_dtype) { return ref_batch_norm_stats(x[0]); }));
   }
+  // Far from zero (|mean| >> std): the one-sweep statistics must not cancel.
+  bs.variants.push_back(variant("[8,3,6,6] x in [1000, 1001]", {in({8, 3, 6, 6}, uni(1000, 1001))},
+                                named(CTN_OP_BATCH_NORM_STATS),
+                                [](const std::vector<Arr> &x, ctn_dtype) { return ref_batch_norm_stats(x[0]); }));
   cs.push_back(bn);
   cs.push_back(bgi);
   cs.push_back(bgg);
   cs.push_back(bi);
+  // Only the CPU has a batch_norm_stats kernel; a plan for another backend computes it with graph
+  // ops (compile/rewrite.cpp), which tests/vulkan and tests/placement train through.
+  for (Variant &v : bs.variants) v.cpu_only = true;
+  cs.push_back(bs);
+  cs.push_back(br);
 
   struct L {
     Shape x;

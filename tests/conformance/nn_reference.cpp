@@ -214,6 +214,14 @@ Arr ref_batch_norm(const Arr &x, const Arr &gamma, const Arr &beta, double eps, 
   return y;
 }
 
+// [2, C]: the mean (row 0) and biased variance (row 1) of each channel.
+Arr ref_batch_norm_stats(const Arr &x) {
+  Bn b(x.shape);
+  Arr r = make_arr({2, b.ch});
+  for (int64_t c = 0; c < b.ch; ++c) b.stats(x, c, &r.v[c], &r.v[b.ch + c]);
+  return r;
+}
+
 // dx = gamma / sqrt(var + eps) * (dy - mean(dy) - xhat * mean(dy * xhat))
 Arr ref_batch_norm_grad_input(const Arr &x, const Arr &gamma, const Arr &dy, double eps) {
   Bn b(x.shape);

@@ -76,6 +76,34 @@ TEST(NnBuild, ShapeErrorsNameTheOpAndShapes) {
   EXPECT_EQ(ctn_conv2d(nullptr, x, w, 1, 1, 0, 0, 1, 1, 1, &out), CTN_ERR_INVALID_ARGUMENT);
 }
 
+// batch_norm_stats (1.6): its result shape, its operand checks, and no gradient rule.
+TEST(NnBuild, BatchNormStatsShapesErrorsAndNoGradient) {
+  ASSERT_NE(context(), nullptr) << setup_error();
+  GraphPtr g = lazy_graph();
+  auto stats = [&](ctn_node x, ctn_node *out) { return ctn_op(g.get(), CTN_OP_BATCH_NORM_STATS, 1, &x, nullptr, out); };
+  ctn_node x = input(g.get(), CTN_F32, {2, 5, 3, 3}), st = CTN_NODE_NONE;
+  ASSERT_EQ(stats(x, &st), CTN_OK) << ctn_last_error();
+  ctn_dtype dt;
+  uint32_t nd = 0;
+  int64_t s[CTN_MAX_DIMS];
+  ASSERT_EQ(ctn_node_info(g.get(), st, &dt, &nd, s), CTN_OK);
+  EXPECT_EQ(dt, CTN_F32);
+  ASSERT_EQ(nd, 2u);
+  EXPECT_EQ(s[0], 2);
+  EXPECT_EQ(s[1], 5);
+  ctn_node out = 12345;
+  EXPECT_EQ(stats(input(g.get(), CTN_F32, {5}), &out), CTN_ERR_SHAPE);
+  EXPECT_NE(std::strstr(ctn_last_error(), "batch_norm_stats: the input must be at least 2-d"), nullptr) << ctn_last_error();
+  EXPECT_EQ(stats(input(g.get(), CTN_F32, {0, 5, 2}), &out), CTN_ERR_SHAPE);
+  EXPECT_EQ(stats(input(g.get(), CTN_I32, {2, 5}), &out), CTN_ERR_DTYPE);
+  EXPECT_NE(std::strstr(ctn_last_error(), "batch_norm_stats"), nullptr) << ctn_last_error();
+  EXPECT_EQ(out, 12345u) << "out-params stay untouched on error";
+  ctn_node loss = CTN_NODE_NONE, dx = CTN_NODE_NONE;
+  ASSERT_EQ(ctn_sum(g.get(), st, 0, nullptr, 0, &loss), CTN_OK) << ctn_last_error();
+  EXPECT_NE(ctn_grad(g.get(), loss, 1, &x, &dx), CTN_OK);
+  EXPECT_NE(std::strstr(ctn_last_error(), "batch_norm_stats"), nullptr) << ctn_last_error();
+}
+
 // The int8 ops refuse bad operands at build time with the op's name, leave out-params alone,
 // and are not differentiable.
 TEST(QuantBuild, ErrorsNameTheOpAndTheOperands) {

@@ -560,9 +560,10 @@ TEST(NnLstm, GradientMatchesFiniteDifferences) {
 // Runs `steps` training steps on a fixed batch; returns the loss of each step.
 std::vector<double> train(Fixture &f, ctn_node loss, const std::vector<ctn_node> &feed_nodes,
                           const std::vector<const ctn_tensor *> &feeds, int steps, ctn_plan **keep = nullptr,
-                          const ctn_lr_schedule *sched = nullptr) {
+                          const ctn_lr_schedule *sched = nullptr, uint32_t disable = 0) {
   std::vector<double> losses;
   ctn_compile_options co = cpu_only();
+  co.disable = disable;
   ctn_plan *p = nullptr;
   ctn_status s = ctn_plan_compile(f.g, 1, &loss, &co, &p);
   EXPECT_EQ(s, CTN_OK) << ctn_last_error();
@@ -679,6 +680,117 @@ TEST(NnTrain, CnnOverfitsSmallBatchAndEvalModelAgrees) {
   ctn_plan_release(p);
   ctn_tensor_release(xt);
   ctn_tensor_release(yt);
+}
+
+// Batch norm's running statistics as they were built before batch_norm_stats (1.6): mean(x),
+// x - mean, (x - mean)^2 and mean(...) as graph ops, the same momentum updates, the same names.
+ctn_node bn_four_passes(Fixture &f, ctn_node x, int64_t C, double momentum, double eps) {
+  const int64_t c1[1] = {C}, kshape[4] = {1, C, 1, 1};
+  const int32_t axes[3] = {0, 2, 3};
+  auto s = f.shape(x);
+  const double count = static_cast<double>(s[0] * s[2] * s[3]);
+  ctn_node gamma, beta, rm, rv, y, mean, mk, d, d2, var, t1, t2, k1, k2, nrm, nrv, done;
+  EXPECT_EQ(ctn_model_variable(f.m, "batch_norm1.weight", CTN_VAR_PARAMETER, 1, c1, CTN_INIT_ONES, 0, 0, 0, &gamma), CTN_OK);
+  EXPECT_EQ(ctn_model_variable(f.m, "batch_norm1.bias", CTN_VAR_PARAMETER, 1, c1, CTN_INIT_ZEROS, 0, 0, 0, &beta), CTN_OK);
+  EXPECT_EQ(ctn_model_variable(f.m, "batch_norm1.running_mean", CTN_VAR_BUFFER, 1, c1, CTN_INIT_ZEROS, 0, 0, 0, &rm), CTN_OK);
+  EXPECT_EQ(ctn_model_variable(f.m, "batch_norm1.running_var", CTN_VAR_BUFFER, 1, c1, CTN_INIT_ONES, 0, 0, 0, &rv), CTN_OK);
+  EXPECT_EQ(ctn_batch_norm(f.g, x, gamma, beta, eps, &y), CTN_OK);
+  EXPECT_EQ(ctn_mean(f.g, x, 3, axes, 0, &mean), CTN_OK);
+  EXPECT_EQ(ctn_reshape(f.g, mean, 4, kshape, &mk), CTN_OK);
+  EXPECT_EQ(ctn_sub(f.g, x, mk, &d), CTN_OK);
+  EXPECT_EQ(ctn_mul(f.g, d, d, &d2), CTN_OK);
+  EXPECT_EQ(ctn_mean(f.g, d2, 3, axes, 0, &var), CTN_OK);
+  auto blend = [&](ctn_node run, ctn_node batch, double w, ctn_node *out) {
+    EXPECT_EQ(ctn_scalar(f.g, CTN_F32, 1 - momentum, &k1), CTN_OK);
+    EXPECT_EQ(ctn_scalar(f.g, CTN_F32, w, &k2), CTN_OK);
+    EXPECT_EQ(ctn_mul(f.g, run, k1, &t1), CTN_OK);
+    EXPECT_EQ(ctn_mul(f.g, batch, k2, &t2), CTN_OK);
+    EXPECT_EQ(ctn_add(f.g, t1, t2, out), CTN_OK);
+  };
+  blend(rm, mean, momentum, &nrm);
+  blend(rv, var, momentum * count / (count - 1), &nrv);
+  EXPECT_EQ(ctn_assign(f.g, rm, nrm, &done), CTN_OK);
+  EXPECT_EQ(ctn_assign(f.g, rv, nrv, &done), CTN_OK);
+  return y;
+}
+
+// ctn_nn_batch_norm takes its running statistics from batch_norm_stats (one sweep over x) since
+// 1.6. The same CNN built with the old four-pass statistics must train to the same losses and
+// running statistics (within f32 rounding), with fewer plan steps; batch_norm -> relu is one
+// batch_norm_relu step unless the fusion pass is disabled.
+TEST(NnTrain, BatchNormStatsMatchTheFourPassStatistics) {
+  const int64_t B = 8, C = 4;
+  struct Run {
+    std::vector<double> losses, rm, rv;
+    uint32_t steps = 0;
+    std::vector<uint32_t> op_steps;  // steps of mean, sub, batch_norm_stats, relu, batch_norm_relu
+  };
+  auto run = [&](bool four_pass, uint32_t disable) {
+    Run r;
+    Fixture f(CTN_F32, 31);
+    ctn_node x = f.input("x", CTN_F32, {B, 2, 6, 6}), y = f.input("y", CTN_I32, {B}), h, logits, loss;
+    EXPECT_EQ(ctn_nn_conv2d(f.m, x, 2, C, 3, 1, 1, &h), CTN_OK) << ctn_last_error();
+    if (four_pass) h = bn_four_passes(f, h, C, 0.1, 1e-5);
+    else EXPECT_EQ(ctn_nn_batch_norm(f.m, h, C, 0.1, 1e-5, &h), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ctn_relu(f.g, h, &h), CTN_OK);
+    EXPECT_EQ(ctn_nn_flatten(f.m, h, &h), CTN_OK);
+    EXPECT_EQ(ctn_nn_linear(f.m, h, C * 36, 3, 1, &logits), CTN_OK) << ctn_last_error();
+    EXPECT_EQ(ctn_cross_entropy(f.g, logits, y, &loss), CTN_OK);
+    ctn_optimizer o = optimizer(CTN_OPTIM_SGD, 0.05);
+    EXPECT_EQ(ctn_nn_minimize(f.m, loss, &o, nullptr), CTN_OK) << ctn_last_error();
+    // Input far from zero (mean ~3): the one-sweep variance must not cancel.
+    auto xv = randn(static_cast<size_t>(B * 72), 41);
+    for (double &v : xv) v += 3;
+    ctn_tensor *xt = make_tensor(CTN_F32, {B, 2, 6, 6}, xv), *yt = make_tensor(CTN_I32, {B}, labels_of(B, 3, 42));
+    ctn_plan *p = nullptr;
+    r.losses = train(f, loss, {x, y}, {xt, yt}, 5, &p, nullptr, disable);
+    if (p == nullptr) return r;
+    ctn_plan_stats st{};
+    st.struct_size = sizeof st;
+    EXPECT_EQ(ctn_plan_stats_get(p, &st), CTN_OK);
+    r.steps = st.n_steps;
+    for (const char *op : {CTN_OP_MEAN, CTN_OP_SUB, CTN_OP_BATCH_NORM_STATS, CTN_OP_RELU, CTN_OP_BATCH_NORM_RELU}) {
+      uint32_t k = 0;
+      EXPECT_EQ(ctn_plan_backend_steps(p, "cpu", op, &k), CTN_OK);
+      r.op_steps.push_back(k);
+    }
+    uint32_t n = 0;
+    const char *const *names = nullptr;
+    const ctn_node *nodes = nullptr;
+    EXPECT_EQ(ctn_model_variables(f.m, CTN_VAR_BUFFER, &n, &names, &nodes), CTN_OK);
+    EXPECT_EQ(n, 2u);
+    if (n == 2) r.rm = read_var(p, nodes[0]), r.rv = read_var(p, nodes[1]);
+    ctn_plan_release(p);
+    ctn_tensor_release(xt);
+    ctn_tensor_release(yt);
+    return r;
+  };
+  // b also without the fusion pass: batch_norm and relu as two steps.
+  const Run a = run(true, 0), b = run(false, 0), u = run(false, CTN_PASS_FUSION);
+  ASSERT_EQ(a.losses.size(), 5u);
+  ASSERT_EQ(b.losses.size(), 5u);
+  ASSERT_EQ(u.losses.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_NEAR(a.losses[i], b.losses[i], 1e-5 * std::fabs(a.losses[i])) << "step " << i;
+    EXPECT_NEAR(u.losses[i], b.losses[i], 1e-5 * std::fabs(u.losses[i])) << "step " << i << ", unfused";
+  }
+  EXPECT_EQ(u.op_steps, (std::vector<uint32_t>{0, 0, 1, 1, 0}));
+  ASSERT_EQ(u.rv.size(), b.rv.size());
+  for (size_t c = 0; c < b.rv.size(); ++c) EXPECT_NEAR(u.rv[c], b.rv[c], 1e-6 * b.rv[c]) << "unfused running_var " << c;
+  ASSERT_EQ(a.rm.size(), static_cast<size_t>(C));
+  ASSERT_EQ(b.rm.size(), static_cast<size_t>(C));
+  ASSERT_EQ(b.rv.size(), static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) {
+    EXPECT_NEAR(a.rm[c], b.rm[c], 1e-5 * (1 + std::fabs(a.rm[c]))) << "running_mean " << c;
+    EXPECT_NEAR(a.rv[c], b.rv[c], 1e-5 * a.rv[c]) << "running_var " << c;
+    EXPECT_NE(b.rm[c], 0.0);  // the statistics moved
+    EXPECT_NE(b.rv[c], 1.0);
+  }
+  // mean, sub, mul, mean (4 steps over x) became batch_norm_stats (1 step over x); the row slices
+  // and momentum updates are [C]-sized. In both, the fusion pass made batch_norm + relu one step.
+  EXPECT_EQ(a.op_steps, (std::vector<uint32_t>{2, 1, 0, 0, 1}));
+  EXPECT_EQ(b.op_steps, (std::vector<uint32_t>{0, 0, 1, 0, 1}));
+  EXPECT_LT(b.steps, a.steps) << "four-pass plan " << a.steps << " steps, batch_norm_stats plan " << b.steps;
 }
 
 // Remember the sign of the first element of a sequence: only BPTT through every step can learn
