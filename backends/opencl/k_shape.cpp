@@ -66,18 +66,34 @@ struct ConcatOp : Op {
     dst_off = a.outputs[0].offset;
     return CTN_OK;
   }
+  // Input i's `outer` rows of c bytes to column byte `col` of the output's rows (pitch out_row).
+  // One row, or the whole input when its rows are the output's (the same pitch), is a plain
+  // copy. Otherwise a 2-d copy, unless source and destination are one buffer (operands in the
+  // plan's arena): OpenCL refuses a rectangle copy within one buffer whose pitches differ
+  // (CL_INVALID_VALUE), so those go row by row.
+  ctn_status copy_chunk(size_t i, int64_t c, int64_t col) {
+    const size_t rows = static_cast<size_t>(outer), bytes = static_cast<size_t>(c), pitch = static_cast<size_t>(out_row);
+    if (rows == 1 || bytes == pitch || srcs[i] == dst) {
+      const size_t runs = bytes == pitch ? 1 : rows, len = bytes == pitch ? bytes * rows : bytes;
+      for (size_t r = 0; r < runs; ++r) {
+        cl_int e = clEnqueueCopyBuffer(be->queue, srcs[i], dst, src_offs[i] + r * bytes,
+                                       dst_off + static_cast<size_t>(col) + r * pitch, len, 0, nullptr, nullptr);
+        if (e != CL_SUCCESS) return fail(e, "clEnqueueCopyBuffer");
+      }
+      return CTN_OK;
+    }
+    size_t so[3] = {src_offs[i], 0, 0}, d[3] = {dst_off + static_cast<size_t>(col), 0, 0};
+    size_t region[3] = {bytes, rows, 1};
+    cl_int e = clEnqueueCopyBufferRect(be->queue, srcs[i], dst, so, d, region, bytes, 0, pitch, 0, 0, nullptr, nullptr);
+    if (e != CL_SUCCESS) return fail(e, "clEnqueueCopyBufferRect");
+    return CTN_OK;
+  }
   ctn_status enqueue() override {
     int64_t col = 0;
     for (size_t i = 0; i < chunk.size(); ++i) {
       const int64_t c = chunk[i];
       if (c > 0 && outer > 0) {
-        // A 2-d copy: `outer` rows of c bytes, pitches c (source) and out_row (destination).
-        size_t so[3] = {src_offs[i], 0, 0}, d[3] = {dst_off + static_cast<size_t>(col), 0, 0};
-        size_t region[3] = {static_cast<size_t>(c), static_cast<size_t>(outer), 1};
-        cl_int e = clEnqueueCopyBufferRect(be->queue, srcs[i], dst, so, d, region,
-                                           static_cast<size_t>(c), 0,
-                                           static_cast<size_t>(out_row), 0, 0, nullptr, nullptr);
-        if (e != CL_SUCCESS) return fail(e, "clEnqueueCopyBufferRect");
+        if (ctn_status s = copy_chunk(i, c, col); s) return s;
       }
       col += c;
     }

@@ -392,3 +392,89 @@ TEST(Gemm, SmallKernelAndClblastMatchCpu) {
   }
   ctn_context_release(ctx);
 }
+
+// concat on the device against the expected values: along the first axis (one row each, as the
+// batch_norm statistics' [1, C] + [1, C] -> [2, C]) and the last, of inputs and of reductions'
+// results viewed as rows (operands inside the plan's buffers, at offsets).
+TEST(Shape, ConcatAlongFirstAndLastAxes) {
+  ctn_context *ctx = make_context();
+  ASSERT_NE(ctx, nullptr);
+  REQUIRE_OPENCL(ctx);
+  OK(ctn_context_set_option(ctx, "opencl", "placement", "always"));
+  struct Case {
+    std::vector<int64_t> a, b;
+    int64_t axis;
+  };
+  ctn_compile_options o{};
+  o.struct_size = sizeof o;
+  o.backends = "opencl";
+  for (const Case &c : {Case{{1, 4}, {1, 4}, 0}, Case{{2, 3}, {1, 3}, 0}, Case{{2, 3}, {2, 2}, 1}, Case{{1, 1}, {1, 1}, 0},
+                        Case{{4}, {3}, 0}}) {
+    SCOPED_TRACE("axis " + std::to_string(c.axis) + " a rank " + std::to_string(c.a.size()));
+    ctn_graph *g = nullptr;
+    OK(ctn_graph_create(ctx, 0, &g));
+    ctn_node a, b, y;
+    OK(ctn_input(g, "a", CTN_F32, static_cast<uint32_t>(c.a.size()), c.a.data(), &a));
+    OK(ctn_input(g, "b", CTN_F32, static_cast<uint32_t>(c.b.size()), c.b.data(), &b));
+    ctn_node both[2] = {a, b};
+    ctn_attrs at{};
+    at.ni = 1;
+    at.i[0] = c.axis;
+    OK(ctn_op(g, CTN_OP_CONCAT, 2, both, &at, &y));
+    int64_t na = 1, nb = 1;
+    for (int64_t d : c.a) na *= d;
+    for (int64_t d : c.b) nb *= d;
+    std::vector<float> av(static_cast<size_t>(na)), bv(static_cast<size_t>(nb));
+    for (size_t i = 0; i < av.size(); ++i) av[i] = static_cast<float>(i + 1);
+    for (size_t i = 0; i < bv.size(); ++i) bv[i] = -static_cast<float>(i + 1);
+    ctn_tensor *at_ = make_f32(c.a, av), *bt = make_f32(c.b, bv);
+    std::vector<std::vector<float>> r = run_once(g, {y}, {a, b}, {at_, bt}, &o);
+    ASSERT_EQ(r.size(), 1u);
+    const int64_t rows = c.axis == 0 ? 1 : c.a[0];  // the inputs interleaved along the axis
+    const int64_t ca = na / rows, cb = nb / rows;
+    std::vector<float> want;
+    for (int64_t i = 0; i < rows; ++i) {
+      want.insert(want.end(), av.begin() + i * ca, av.begin() + (i + 1) * ca);
+      want.insert(want.end(), bv.begin() + i * cb, bv.begin() + (i + 1) * cb);
+    }
+    EXPECT_EQ(r[0], want);
+    ctn_tensor_release(at_);
+    ctn_tensor_release(bt);
+    ctn_graph_release(g);
+  }
+  // Per-channel mean and max of x [2, 3, 2] over axes 0 and 2, each reshaped to [1, 3], stacked.
+  ctn_graph *g = nullptr;
+  OK(ctn_graph_create(ctx, 0, &g));
+  const int64_t xs[3] = {2, 3, 2}, rs[2] = {1, 3};
+  const int32_t axes[2] = {0, 2};
+  ctn_node x, m, mx, m1, mx1, y;
+  OK(ctn_input(g, "x", CTN_F32, 3, xs, &x));
+  OK(ctn_mean(g, x, 2, axes, 0, &m));
+  OK(ctn_max(g, x, 2, axes, 0, &mx));
+  OK(ctn_reshape(g, m, 2, rs, &m1));
+  OK(ctn_reshape(g, mx, 2, rs, &mx1));
+  ctn_node both[2] = {m1, mx1};
+  ctn_attrs at{};
+  at.ni = 1;
+  OK(ctn_op(g, CTN_OP_CONCAT, 2, both, &at, &y));
+  ctn_tensor *xt = make_f32({2, 3, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  std::vector<std::vector<float>> r = run_once(g, {y}, {x}, {xt}, &o);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0], (std::vector<float>{4.5f, 6.5f, 8.5f, 8, 10, 12}));
+  ctn_graph_release(g);
+  // Mean and max over the last axis, [2, 3] each, side by side: [2, 6] (several rows per operand).
+  OK(ctn_graph_create(ctx, 0, &g));
+  const int32_t last = 2;
+  OK(ctn_input(g, "x", CTN_F32, 3, xs, &x));
+  OK(ctn_mean(g, x, 1, &last, 0, &m));
+  OK(ctn_max(g, x, 1, &last, 0, &mx));
+  ctn_node side[2] = {m, mx};
+  at.i[0] = 1;
+  OK(ctn_op(g, CTN_OP_CONCAT, 2, side, &at, &y));
+  r = run_once(g, {y}, {x}, {xt}, &o);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0], (std::vector<float>{1.5f, 3.5f, 5.5f, 2, 4, 6, 7.5f, 9.5f, 11.5f, 8, 10, 12}));
+  ctn_tensor_release(xt);
+  ctn_graph_release(g);
+  ctn_context_release(ctx);
+}
