@@ -57,5 +57,39 @@ rc=0
 ASAN_OPTIONS="halt_on_error=1 detect_leaks=1 allocator_may_return_null=1 ${ASAN_OPTIONS:-}" \
 UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 ${UBSAN_OPTIONS:-}" \
   meson test -C "$dir" --no-rebuild --print-errorlogs --timeout-multiplier 3 "${tests[@]}" || rc=$?
+# LeakSanitizer's own tracer can crash while it stops the threads at exit ("Tracer caught signal
+# 11 ... LeakSanitizer has encountered a fatal error"): a sanitizer failure, not a finding, seen
+# once in a loaded full run (conformance: all 204 tests passed first) and not in 9 reruns. A test
+# that failed only that way, with no sanitizer report in its output, runs once more; its second
+# result counts. Any real report (a leak, an ASan error, a UBSan runtime error) still fails.
+if (( rc != 0 )); then
+  mapfile -t again < <(python3 - "$dir/meson-logs/testlog.json" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    out = (t.get("stdout") or "") + (t.get("stderr") or "")
+    if t["result"] != "OK" and "LeakSanitizer has encountered a fatal error" in out and not any(
+            r in out for r in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")):
+        print(t["name"].split(" / ")[-1])
+PY
+  )
+  if (( ${#again[@]} > 0 )); then
+    echo "asan: LeakSanitizer's tracer crashed in ${again[*]} (no report); running again"
+    mv "$dir/meson-logs/testlog.json" "$dir/meson-logs/testlog.first.json"
+    rc=0
+    ASAN_OPTIONS="halt_on_error=1 detect_leaks=1 allocator_may_return_null=1 ${ASAN_OPTIONS:-}" \
+    UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 ${UBSAN_OPTIONS:-}" \
+      meson test -C "$dir" --no-rebuild --print-errorlogs --timeout-multiplier 3 "${again[@]}" || rc=$?
+    python3 - "$dir/meson-logs" "${again[@]}" <<'PY' || rc=1
+import json, sys
+d, rerun = sys.argv[1], set(sys.argv[2:])
+first = [l for l in open(d + "/testlog.first.json") if json.loads(l)["name"].split(" / ")[-1] not in rerun]
+second = open(d + "/testlog.json").readlines()
+bad = [json.loads(l)["name"] for l in first if json.loads(l)["result"] not in ("OK", "SKIP", "EXPECTEDFAIL")]
+open(d + "/testlog.json", "w").writelines(first + second)
+sys.exit(1 if bad else 0)
+PY
+  fi
+fi
 record_meson "$dir"
 exit "$rc"
