@@ -193,6 +193,63 @@ bool parse_gemm_mode(const char *v, GemmMode *out) {
       out);
 }
 
+bool have_openblas() { return kHaveOpenBLAS; }
+
+// The plugin's mode options (ctn_context_set_option), each also read from an environment
+// variable at init: its choices, and the mode that needs a library this build may lack.
+template <class Mode>
+struct ModeOption {
+  const char *key, *env, *choices;
+  bool (*parse)(const char *, Mode *);
+  Mode needs;             // the mode that needs `library`
+  bool (*built)();        // whether this build has it
+  const char *library;
+  std::atomic<Mode> Backend::*field;
+};
+
+const ModeOption<GemmMode> kGemmOption{"gemm", "CHUTNEY_CPU_GEMM", "'openblas', 'own' or 'auto'", parse_gemm_mode,
+                                       GemmMode::kOpenBLAS, have_openblas, "OpenBLAS", &Backend::gemm_mode};
+const ModeOption<ConvMode> kConvOption{"conv", "CHUTNEY_CPU_CONV", "'onednn', 'own' or 'auto'", parse_conv_mode,
+                                       ConvMode::kOneDNN, onednn_built_in,
+                                       "oneDNN (libdnnl-dev; meson option cpu_onednn)", &Backend::conv_mode};
+const ModeOption<HalfMatmul> kHalfMatmulOption{
+    "half_matmul", "CHUTNEY_CPU_HALF_MATMUL", "'auto', 'convert', 'own' or 'onednn'", parse_half_matmul,
+    HalfMatmul::kOneDNN, onednn_built_in, "oneDNN (libdnnl-dev; meson option cpu_onednn)", &Backend::half_matmul};
+
+// ctn_context_set_option of a mode option: an unknown choice, or one this build cannot run, is
+// refused and changes nothing.
+template <class Mode>
+ctn_status set_mode_option(const ctn_host_api *host, Backend &be, const ModeOption<Mode> &o, const char *value) {
+  Mode mode{};
+  if (!o.parse(value, &mode))
+    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu: %s must be %s, got '%s'", o.key, o.choices, value);
+  if (mode == o.needs && !o.built())
+    return host->set_error(CTN_ERR_UNAVAILABLE, "cpu: %s '%s' requested but this build has no %s", o.key, value,
+                           o.library);
+  (be.*o.field) = mode;
+  return CTN_OK;
+}
+
+// The environment variable of a mode option at init: never an error (a warning, then auto, or
+// the kernels' own fallback where the library is missing).
+template <class Mode>
+void env_mode_option(const ctn_host_api *host, Backend &be, const ModeOption<Mode> &o) {
+  const char *env = std::getenv(o.env);
+  if (!env || !*env) return;
+  Mode mode{};
+  char msg[256];
+  if (!o.parse(env, &mode)) {
+    std::snprintf(msg, sizeof msg, "%s must be %s; using auto", o.env, o.choices);
+    if (host->log) host->log(CTN_LOG_WARN, "cpu", msg);
+    return;
+  }
+  if (mode == o.needs && !o.built() && host->log) {
+    std::snprintf(msg, sizeof msg, "%s=%s but this build has no %s; the kernels fall back", o.env, env, o.library);
+    host->log(CTN_LOG_WARN, "cpu", msg);
+  }
+  (be.*o.field) = mode;
+}
+
 ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
                     void **out_state) {
   return ctn_backend_util::guarded_init(host, "cpu", config, out_state, [&]() -> ctn_status {
@@ -213,31 +270,9 @@ ctn_status cpu_init(const ctn_host_api *host, const ctn_backend_config *config,
       else if (host->log)
         host->log(CTN_LOG_WARN, "cpu", "CHUTNEY_CPU_ISA names a variant this CPU lacks; using auto");
     }
-    if (const char *env = std::getenv("CHUTNEY_CPU_GEMM"); env && *env) {
-      GemmMode mode = GemmMode::kAuto;
-      if (!parse_gemm_mode(env, &mode) && host->log)
-        host->log(CTN_LOG_WARN, "cpu",
-                  "CHUTNEY_CPU_GEMM must be openblas, own or auto; using auto");
-      if (mode == GemmMode::kOpenBLAS && !kHaveOpenBLAS && host->log)
-        host->log(CTN_LOG_WARN, "cpu",
-                  "CHUTNEY_CPU_GEMM=openblas but OpenBLAS is not built in; using own GEMM");
-      be->gemm_mode = mode;
-    }
-    if (const char *env = std::getenv("CHUTNEY_CPU_CONV"); env && *env) {
-      ConvMode mode = ConvMode::kAuto;
-      if (!parse_conv_mode(env, &mode) && host->log)
-        host->log(CTN_LOG_WARN, "cpu", "CHUTNEY_CPU_CONV must be onednn, own or auto; using auto");
-      if (mode == ConvMode::kOneDNN && !onednn_built_in() && host->log)
-        host->log(CTN_LOG_WARN, "cpu",
-                  "CHUTNEY_CPU_CONV=onednn but oneDNN is not built in; using the own convolution");
-      be->conv_mode = mode;
-    }
-    if (const char *env = std::getenv("CHUTNEY_CPU_HALF_MATMUL"); env && *env) {
-      HalfMatmul mode = HalfMatmul::kAuto;
-      if (!parse_half_matmul(env, &mode) && host->log)
-        host->log(CTN_LOG_WARN, "cpu", "CHUTNEY_CPU_HALF_MATMUL must be auto, convert, own or onednn; using auto");
-      be->half_matmul = mode;
-    }
+    env_mode_option(host, *be, kGemmOption);
+    env_mode_option(host, *be, kConvOption);
+    env_mode_option(host, *be, kHalfMatmulOption);
     // Pool workers get their GEMM packing scratch when they start (a crew whose workers cannot
     // have it is not built).
     be->pool = std::make_unique<ThreadPool>(gemm_worker_init, gemm_worker_fini);
@@ -398,34 +433,11 @@ ctn_status cpu_set_option(void *state, const char *key, const char *value) {
         return host->set_error(CTN_ERR_UNAVAILABLE, "cpu: pool %s: %s", value, e.what());
       }
     } else if (std::strcmp(key, "gemm") == 0) {
-      GemmMode mode;
-      if (!parse_gemm_mode(value, &mode))
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                               "cpu: gemm must be 'openblas', 'own' or 'auto', got '%s'", value);
-      if (mode == GemmMode::kOpenBLAS && !kHaveOpenBLAS)
-        return host->set_error(CTN_ERR_UNAVAILABLE,
-                               "cpu: gemm 'openblas' requested but this build has no OpenBLAS");
-      be->gemm_mode = mode;
+      if (ctn_status st = set_mode_option(host, *be, kGemmOption, value); st != CTN_OK) return st;
     } else if (std::strcmp(key, "conv") == 0) {
-      ConvMode mode;
-      if (!parse_conv_mode(value, &mode))
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                               "cpu: conv must be 'onednn', 'own' or 'auto', got '%s'", value);
-      if (mode == ConvMode::kOneDNN && !onednn_built_in())
-        return host->set_error(CTN_ERR_UNAVAILABLE,
-                               "cpu: conv 'onednn' requested but this build has no oneDNN "
-                               "(libdnnl-dev; meson option cpu_onednn)");
-      be->conv_mode = mode;
+      if (ctn_status st = set_mode_option(host, *be, kConvOption, value); st != CTN_OK) return st;
     } else if (std::strcmp(key, "half_matmul") == 0) {
-      HalfMatmul mode = HalfMatmul::kAuto;
-      if (!parse_half_matmul(value, &mode))
-        return host->set_error(CTN_ERR_INVALID_ARGUMENT,
-                               "cpu: half_matmul must be 'auto', 'convert', 'own' or 'onednn', got '%s'", value);
-      if (mode == HalfMatmul::kOneDNN && !onednn_built_in())
-        return host->set_error(CTN_ERR_UNAVAILABLE,
-                               "cpu: half_matmul 'onednn' requested but this build has no oneDNN "
-                               "(libdnnl-dev; meson option cpu_onednn)");
-      be->half_matmul = mode;
+      if (ctn_status st = set_mode_option(host, *be, kHalfMatmulOption, value); st != CTN_OK) return st;
     } else if (std::strcmp(key, "gemm_isa") == 0) {
       const GemmIsa *isa = gemm_isa_select(value);
       if (!isa)
