@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gemm.h"
+#include "isa_variant.h"
 #include "thread_pool.h"
 #include "../common/kernel_util.h"
 
@@ -180,21 +181,6 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *x, const int64_t *w,
 
 // Broadcast of `in` (numpy rules, right-aligned) to `out`'s shape: element strides of `in`
 // indexed by out's axes (0 on broadcast axes). False when the shapes do not broadcast.
-
-// A kernel's variant for a GEMM ISA name (the CPU runs it: gemm_isa_select checked): `prefix`
-// names functions compiled per instruction set, prefix_avx512 / prefix_avx2 (x86-64 only) and
-// prefix_generic; Fn picks the overload.
-template <class Fn>
-Fn isa_variant(const char *isa, Fn avx512, Fn avx2, Fn generic) {
-  if (avx512 && isa && !std::strcmp(isa, "avx512")) return avx512;
-  if (avx2 && isa && !std::strcmp(isa, "avx2")) return avx2;
-  return generic;
-}
-#if defined(__x86_64__)
-#define CTN_ISA_VARIANT(Fn, isa, prefix) ::ctn_cpu::isa_variant<Fn>(isa, prefix##_avx512, prefix##_avx2, prefix##_generic)
-#else
-#define CTN_ISA_VARIANT(Fn, isa, prefix) ::ctn_cpu::isa_variant<Fn>(isa, nullptr, nullptr, prefix##_generic)
-#endif
 
 }  // namespace ctn_cpu
 

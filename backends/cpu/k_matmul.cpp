@@ -130,11 +130,7 @@ struct GemvJob {
   TARGET void gemv_##SUFFIX(const GemvJob<float> &j, int64_t j0, int64_t j1) { j.run(j0, j1); }  \
   TARGET void gemv_##SUFFIX(const GemvJob<double> &j, int64_t j0, int64_t j1) { j.run(j0, j1); }
 
-#if defined(__x86_64__)
-CTN_GEMV_VARIANT(avx512, __attribute__((target("avx512f"))))
-CTN_GEMV_VARIANT(avx2, __attribute__((target("avx2,fma"))))
-#endif
-CTN_GEMV_VARIANT(generic, )
+CTN_ISA_VARIANTS(CTN_GEMV_VARIANT, "avx2,fma")
 
 template <class T>
 using GemvFn = void (*)(const GemvJob<T> &, int64_t, int64_t);

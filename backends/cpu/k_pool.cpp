@@ -526,11 +526,7 @@ CTN_POOL_INLINE void run_planes(const PoolJob<T> &job, int64_t p0, int64_t p1, c
     run_planes(j, p0, p1, ws);                                                              \
   }
 
-#if defined(__x86_64__)
-CTN_POOL_VARIANT(avx512, __attribute__((target("avx512f"))))
-CTN_POOL_VARIANT(avx2, __attribute__((target("avx2"))))
-#endif
-CTN_POOL_VARIANT(generic, )
+CTN_ISA_VARIANTS(CTN_POOL_VARIANT, "avx2")
 
 template <class T>
 PlanesFn<T> planes_for(const char *isa) {

@@ -13,6 +13,7 @@
 //  tanh: |x| < 0.625: x + x^3 P(x^2), a degree-4 minimax polynomial (Cephes tanhf's
 //        coefficients); above: 1 - 2 / (e^(2|x|) + 1) with the sign of x.
 //  sigmoid: 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below (no overflow, accurate tails).
+#include "isa_variant.h"
 #include "vmath.h"
 
 #include <cstring>
@@ -151,25 +152,25 @@ CTN_VM_INLINE void run_array(const float *x, float *y, int64_t n, Body body) {
   }
 }
 
-#define CTN_VM_VARIANT(SUFFIX, W, TARGET)                                                            \
+// Lanes of each variant's vectors (32-bit floats per register).
+constexpr int kLanes_avx512 = 16, kLanes_avx2 = 8, kLanes_generic = 4;
+
+#define CTN_VM_VARIANT(SUFFIX, TARGET)                                                               \
+  static constexpr int W_##SUFFIX = kLanes_##SUFFIX;                                                 \
   TARGET void exp_##SUFFIX(const float *x, float *y, int64_t n) {                                   \
-    run_array<W>(x, y, n, [](Vec<W>::F v) __attribute__((always_inline)) { return vexp<W>(v); });     \
+    run_array<W_##SUFFIX>(x, y, n, [](Vec<W_##SUFFIX>::F v) __attribute__((always_inline)) { return vexp<W_##SUFFIX>(v); });\
   }                                                                                                  \
   TARGET void log_##SUFFIX(const float *x, float *y, int64_t n) {                                   \
-    run_array<W>(x, y, n, [](Vec<W>::F v) __attribute__((always_inline)) { return vlog<W>(v); });     \
+    run_array<W_##SUFFIX>(x, y, n, [](Vec<W_##SUFFIX>::F v) __attribute__((always_inline)) { return vlog<W_##SUFFIX>(v); });\
   }                                                                                                  \
   TARGET void tanh_##SUFFIX(const float *x, float *y, int64_t n) {                                  \
-    run_array<W>(x, y, n, [](Vec<W>::F v) __attribute__((always_inline)) { return vtanh<W>(v); });    \
+    run_array<W_##SUFFIX>(x, y, n, [](Vec<W_##SUFFIX>::F v) __attribute__((always_inline)) { return vtanh<W_##SUFFIX>(v); });\
   }                                                                                                  \
   TARGET void sigmoid_##SUFFIX(const float *x, float *y, int64_t n) {                               \
-    run_array<W>(x, y, n, [](Vec<W>::F v) __attribute__((always_inline)) { return vsigmoid<W>(v); }); \
+    run_array<W_##SUFFIX>(x, y, n, [](Vec<W_##SUFFIX>::F v) __attribute__((always_inline)) { return vsigmoid<W_##SUFFIX>(v); });\
   }
 
-#if defined(__x86_64__)
-CTN_VM_VARIANT(avx512, 16, __attribute__((target("avx512f"))))
-CTN_VM_VARIANT(avx2, 8, __attribute__((target("avx2,fma"))))
-#endif
-CTN_VM_VARIANT(generic, 4, )
+CTN_ISA_VARIANTS(CTN_VM_VARIANT, "avx2,fma")
 
 #if defined(__x86_64__)
 const VmathIsa kAvx512 = {"avx512", exp_avx512, log_avx512, tanh_avx512, sigmoid_avx512};
