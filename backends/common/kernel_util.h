@@ -107,6 +107,19 @@ ctn_status guarded_init(const ctn_host_api *host, const char *backend,
   });
 }
 
+// A backend's set_option entry point: "<backend> set_option: NULL key or value" without them,
+// else body() under guarded().
+template <class F>
+ctn_status guarded_set_option(const ctn_host_api *host, const char *backend, const char *key, const char *value,
+                              F &&body) {
+  char what[64];
+  std::snprintf(what, sizeof what, "%s set_option", backend);
+  return guarded(host, what, [&]() -> ctn_status {
+    if (!key || !value) return host->set_error(CTN_ERR_INVALID_ARGUMENT, "%s: NULL key or value", what);
+    return body();
+  });
+}
+
 // Operand i's dtype and rank: CTN_ERR_INVALID_ARGUMENT for an unknown dtype or ndim past
 // CTN_MAX_DIMS; CTN_ERR_UNSUPPORTED for a dtype added after 1.0 (f16, bf16, i8: types.h) unless
 // the backend computes in them (reduced_dtypes), so the host places the node elsewhere.

@@ -407,9 +407,7 @@ ctn_status cpu_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
 ctn_status cpu_set_option(void *state, const char *key, const char *value) {
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
-  return ctn_backend_util::guarded(host, "cpu set_option", [&]() -> ctn_status {
-    if (!key || !value)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cpu set_option: NULL key or value");
+  return ctn_backend_util::guarded_set_option(host, "cpu", key, value, [&]() -> ctn_status {
     std::lock_guard<std::mutex> lock(be->option_mu);
     if (std::strcmp(key, "num_threads") == 0) {
       char *end = nullptr;

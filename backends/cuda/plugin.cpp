@@ -314,9 +314,7 @@ bool parse_bool(const char *v, bool *out) {
 ctn_status cuda_set_option(void *state, const char *key, const char *value) {
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
-  return ctn_backend_util::guarded(host, "cuda set_option", [&]() -> ctn_status {
-    if (!key || !value)
-      return host->set_error(CTN_ERR_INVALID_ARGUMENT, "cuda set_option: NULL key or value");
+  return ctn_backend_util::guarded_set_option(host, "cuda", key, value, [&]() -> ctn_status {
     if (!std::strcmp(key, "placement")) {
       if (!std::strcmp(value, "always")) be->placement = Placement::kAlways;
       else if (!std::strcmp(value, "auto")) be->placement = Placement::kAuto;

@@ -278,9 +278,7 @@ ctn_status ocl_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *
 ctn_status ocl_set_option(void *state, const char *key, const char *value) {
   auto *be = static_cast<Backend *>(state);
   const ctn_host_api *host = be->host;
-  if (!key || !value)
-    return host->set_error(CTN_ERR_INVALID_ARGUMENT, "opencl set_option: NULL key or value");
-  try {
+  return ctn_backend_util::guarded_set_option(host, "opencl", key, value, [&]() -> ctn_status {
     if (!std::strcmp(key, "placement")) {
       if (!ctn_backend_util::parse_placement(value, &be->policy.auto_mode))
         return host->set_error(CTN_ERR_INVALID_ARGUMENT,
@@ -299,9 +297,7 @@ ctn_status ocl_set_option(void *state, const char *key, const char *value) {
     }
     return host->set_error(CTN_ERR_INVALID_ARGUMENT,
                            "opencl: unknown option '%s' (placement, policy)", key);
-  } catch (const std::exception &ex) {
-    return host->set_error(CTN_ERR_INTERNAL, "opencl set_option: %s", ex.what());
-  }
+  });
 }
 
 // ---- plan segments: bind every call once, replay = enqueues only ---------------------------
