@@ -60,6 +60,22 @@ struct Window {
   bool one_d = false;  // the ONNX op was 1-d: [N, C, L] handled as [N, C, 1, L]
 };
 
+// auto_pad of a forward window (Conv, pooling) along one spatial dim of `in` elements, a window
+// of `span` (dilated kernel) and `stride`: SAME_UPPER / SAME_LOWER pad so that the output has
+// ceil(in / stride) elements (the odd one at the end / the start), VALID pads nothing, NOTSET
+// keeps the explicit pads.
+void apply_auto_pad(NodeCtx &c, const std::string &ap, int64_t in, int64_t stride, int64_t span, int64_t *pb, int64_t *pe) {
+  if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    const int64_t out = (in + stride - 1) / stride, total = std::max<int64_t>(0, (out - 1) * stride + span - in);
+    *pb = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+    *pe = total - *pb;
+  } else if (ap == "VALID") {
+    *pb = *pe = 0;
+  } else if (ap != "NOTSET") {
+    c.unsupported("auto_pad '%s'", ap.c_str());
+  }
+}
+
 // Reads strides, dilations, pads and auto_pad for a 2-d window over spatial `in` sizes.
 Window window(NodeCtx &c, const int64_t *kernel, const int64_t *in, uint32_t nsp, bool transposed) {
   Window w;
@@ -75,17 +91,8 @@ Window window(NodeCtx &c, const int64_t *kernel, const int64_t *in, uint32_t nsp
     if (!di.empty()) w.d[k + off] = di[k];
     if (!pads.empty()) w.pb[k + off] = pads[k], w.pe[k + off] = pads[k + nsp];
     if (w.s[k + off] < 1 || w.d[k + off] < 1 || w.pb[k + off] < 0 || w.pe[k + off] < 0) c.invalid("bad strides, dilations or pads");
-    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-      if (transposed) continue;  // handled by conv_transpose with the output size
-      const int64_t out = (in[k] + w.s[k + off] - 1) / w.s[k + off];
-      const int64_t total = std::max<int64_t>(0, (out - 1) * w.s[k + off] + (kernel[k] - 1) * w.d[k + off] + 1 - in[k]);
-      w.pb[k + off] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-      w.pe[k + off] = total - w.pb[k + off];
-    } else if (ap == "VALID") {
-      w.pb[k + off] = w.pe[k + off] = 0;
-    } else if (ap != "NOTSET") {
-      c.unsupported("auto_pad '%s'", ap.c_str());
-    }
+    if (transposed && (ap == "SAME_UPPER" || ap == "SAME_LOWER")) continue;  // conv_transpose: from the output size
+    apply_auto_pad(c, ap, in[k], w.s[k + off], (kernel[k] - 1) * w.d[k + off] + 1, &w.pb[k + off], &w.pe[k + off]);
   }
   return w;
 }
@@ -166,20 +173,8 @@ void conv3d(NodeCtx &c) {
   const Shape xs = c.shape(0), ws = c.shape(1);
   int64_t group = 1;
   Geom3 q = geom3(c, ws, &group);
-  const std::string &ap = q.auto_pad;
-  for (int i = 0; i < 3; ++i) {
-    const int64_t in = xs[2 + static_cast<uint32_t>(i)];
-    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-      const int64_t out = (in + q.s[i] - 1) / q.s[i];
-      const int64_t total = std::max<int64_t>(0, (out - 1) * q.s[i] + (q.k[i] - 1) * q.d[i] + 1 - in);
-      q.pb[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-      q.pe[i] = total - q.pb[i];
-    } else if (ap == "VALID") {
-      q.pb[i] = q.pe[i] = 0;
-    } else if (ap != "NOTSET") {
-      c.unsupported("auto_pad '%s'", ap.c_str());
-    }
-  }
+  for (int i = 0; i < 3; ++i)
+    apply_auto_pad(c, q.auto_pad, xs[2 + static_cast<uint32_t>(i)], q.s[i], (q.k[i] - 1) * q.d[i] + 1, &q.pb[i], &q.pe[i]);
   ctn_node x = c.in(0);
   for (int i = 0; i < 3; ++i) x = pad_axis(g, x, 2 + i, q.pb[i], q.pe[i], 0, 0.0);
   const int64_t dp = g.info(x).shape[2], span = (q.k[0] - 1) * q.d[0] + 1;
@@ -379,15 +374,7 @@ PoolGeom pool_geom(NodeCtx &c, const Shape &xs, uint32_t nsp) {
     const int64_t in = xs[2 + i], span = (p.k[i] - 1) * p.d[i] + 1;
     if (p.k[i] < 1 || p.s[i] < 1 || p.d[i] < 1 || pads[i] < 0 || pads[i + nsp] < 0) c.invalid("bad kernel_shape, strides, dilations or pads");
     int64_t pb = pads[i], pe = pads[i + nsp];
-    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-      const int64_t o = (in + p.s[i] - 1) / p.s[i], total = std::max<int64_t>(0, (o - 1) * p.s[i] + span - in);
-      pb = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pe = total - pb;
-    } else if (ap == "VALID") {
-      pb = pe = 0;
-    } else if (ap != "NOTSET") {
-      c.unsupported("auto_pad '%s'", ap.c_str());
-    }
+    apply_auto_pad(c, ap, in, p.s[i], span, &pb, &pe);
     const int64_t room = in + pb + pe - span;
     if (room < 0) c.invalid("the window (%lld with dilations) is larger than the padded input (%lld) along spatial dim %u",
                             static_cast<long long>(span), static_cast<long long>(in + pb + pe), i);
