@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <sstream>
 
 namespace ctn_cli {
@@ -204,5 +205,11 @@ std::string human_bytes(uint64_t bytes) {
 }
 
 bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 }  // namespace ctn_cli

@@ -113,5 +113,8 @@ int onnx_main(int argc, char **argv);  // `chutney onnx ...` (cmd_onnx.cpp)
 // Formatting helpers.
 std::string human_bytes(uint64_t bytes);
 bool stderr_is_tty();
+// CPU time of the whole process (every thread), seconds: on a shared machine, work per image
+// is steadier than wall time.
+double process_cpu_seconds();
 
 }  // namespace ctn_cli

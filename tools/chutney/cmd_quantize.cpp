@@ -29,12 +29,6 @@ void check_model_output(const std::string &path) {
   check_output_file("out", path);
 }
 
-double cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
 // --bench R: best CPU seconds per run of each plan on one test batch, the plans interleaved
 // (f32, int8, f32, int8...) so both see the same machine load.
 void bench(ctn_plan *f32, const QGraph &fg, ctn_plan *i8, const QGraph &qg, ctn_loader *loader, int64_t rounds) {
@@ -52,9 +46,9 @@ void bench(ctn_plan *f32, const QGraph &fg, ctn_plan *i8, const QGraph &qg, ctn_
   double best[2] = {1e30, 1e30};
   for (int64_t r = 0; r <= rounds; ++r) {  // round 0 warms up
     for (int k = 0; k < 2; ++k) {
-      const double t0 = cpu_seconds();
+      const double t0 = process_cpu_seconds();
       check(ctn_plan_run(k == 0 ? f32 : i8, 1, k == 0 ? &fg.x : &qg.x, feeds, 1, outs), "ctn_plan_run (bench)");
-      if (r > 0) best[k] = std::min(best[k], cpu_seconds() - t0);
+      if (r > 0) best[k] = std::min(best[k], process_cpu_seconds() - t0);
     }
   }
   std::printf("CPU time per batch of %d (best of %lld, interleaved): f32 %.2f ms, int8 %.2f ms (%.2fx)\n", n,

@@ -512,14 +512,6 @@ void print_memory_report(ctn_plan *p) {
                                                    count[line] > 1 ? (" x" + std::to_string(count[line])).c_str() : "");
 }
 
-// CPU time of the whole process (every thread), seconds: on a shared machine, work per image
-// is steadier than wall time.
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
 double loader_wait(ctn_loader *l) {
   ctn_loader_stats s{};
   s.struct_size = sizeof s;
