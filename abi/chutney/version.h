@@ -14,7 +14,7 @@
 #define CHUTNEY_VERSION_H
 
 #define CTN_ABI_MAJOR 1
-#define CTN_ABI_MINOR 6
+#define CTN_ABI_MINOR 7
 
 #define CTN_VERSION_MAJOR 0
 #define CTN_VERSION_MINOR 1

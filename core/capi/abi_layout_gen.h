@@ -144,7 +144,7 @@ CTN_PIN_ASSERT(CTN_U32 == 11, "types.h: CTN_U32 changed");
 CTN_PIN_ASSERT(CTN_U64 == 12, "types.h: CTN_U64 changed");
 CTN_PIN_ASSERT(CTN_DTYPE_COUNT_V6 == 13, "types.h: CTN_DTYPE_COUNT_V6 changed");
 CTN_PIN_ASSERT(CTN_ABI_MAJOR == 1, "version.h: CTN_ABI_MAJOR changed");
-CTN_PIN_ASSERT(CTN_ABI_MINOR == 6, "version.h: CTN_ABI_MINOR changed");
+CTN_PIN_ASSERT(CTN_ABI_MINOR == 7, "version.h: CTN_ABI_MINOR changed");
 CTN_PIN_ASSERT(CTN_VERSION_MAJOR == 0, "version.h: CTN_VERSION_MAJOR changed");
 CTN_PIN_ASSERT(CTN_VERSION_MINOR == 1, "version.h: CTN_VERSION_MINOR changed");
 CTN_PIN_ASSERT(CTN_VERSION_PATCH == 0, "version.h: CTN_VERSION_PATCH changed");

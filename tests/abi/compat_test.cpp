@@ -34,6 +34,7 @@ const CompatLib kLibs[] = {
     {CTN_COMPAT_OPLIB_1_3, "compat13", 3, true},
     {CTN_COMPAT_OPLIB_1_4, "compat14", 4, true},
     {CTN_COMPAT_OPLIB_1_5, "compat15", 5, true},
+    {CTN_COMPAT_OPLIB_1_6, "compat16", 6, true},
     {CTN_COMPAT_OPLIB_SRC11, "compat11src", CTN_ABI_MINOR, false},
     {CTN_COMPAT_OPLIB_SRC12, "compat12src", CTN_ABI_MINOR, true},
 };
@@ -216,6 +217,7 @@ const CompatBackend kBackends[] = {
     {CTN_COMPAT_BACKEND_1_3, "vend13", 3},
     {CTN_COMPAT_BACKEND_1_4, "vend14", 4},
     {CTN_COMPAT_BACKEND_1_5, "vend15", 5},
+    {CTN_COMPAT_BACKEND_1_6, "vend16", 6},
     {CTN_COMPAT_BACKEND_SRC, "vendsrc", CTN_ABI_MINOR},
 };
 

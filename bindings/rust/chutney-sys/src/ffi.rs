@@ -776,7 +776,7 @@ pub struct ctn_kernel {
 // ---- version.h ---------------------------------------------------------------------------------
 
 pub const CTN_ABI_MAJOR: u32 = 1;
-pub const CTN_ABI_MINOR: u32 = 6;
+pub const CTN_ABI_MINOR: u32 = 7;
 pub const CTN_VERSION_MAJOR: u32 = 0;
 pub const CTN_VERSION_MINOR: u32 = 1;
 pub const CTN_VERSION_PATCH: u32 = 0;
