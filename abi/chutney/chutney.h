@@ -456,7 +456,18 @@ typedef struct ctn_compile_options {
                            * a low kernel for stays f32. A caller built against 1.4 or earlier passes
                            * a smaller struct_size and gets f32. f16 training wants loss scaling
                            * (ctn_optimizer.loss_scale, nn.h). */
+  /* --- since 1.7: overlapped data-parallel allreduce (collective.h, docs/DISTRIBUTED.md) --- */
+  uint32_t dp_flags;      /* CTN_DP_*. 0: each bucket's allreduce starts as soon as backward has
+                           * made its gradients and the step waits for it only where the
+                           * optimizer reads them, when the collective plugin has allreduce_start
+                           * (else blocking). A caller built against 1.6 or earlier passes a
+                           * smaller struct_size and gets 0 */
+  uint32_t dp_reserved;   /* zero */
 } ctn_compile_options;
+
+/* ctn_compile_options.dp_flags: every bucket's allreduce blocks where the optimizer first reads
+ * it (the 1.6 schedule). since 1.7 */
+#define CTN_DP_BLOCKING 1u
 
 /* ctn_compile_options.precision. since 1.5 */
 #define CTN_PRECISION_F32 0u

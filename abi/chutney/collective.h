@@ -83,6 +83,20 @@ typedef struct ctn_collective_desc {
   void (*abort)(void *state, int32_t code, const char *why);
   /* The message of this communicator's last failure ("" when none); valid until the next call. */
   const char *(*last_error)(void *state);
+
+  /* --- since 1.7: overlapped allreduce (docs/DISTRIBUTED.md, "Overlap") ---
+   * Optional: both NULL (or a descriptor from a 1.6 or older plugin) and the host uses the
+   * blocking allreduce above. allreduce_start begins the same in-place reduction as allreduce
+   * and returns at once with a ticket (> 0); the buffer belongs to the plugin until
+   * allreduce_wait(ticket) returns, which completes it (CTN_REDUCE_MEAN's division included).
+   * Each ticket is waited once, in any order; every started allreduce is waited before any
+   * other collective (allreduce, broadcast, barrier) on the communicator. Every rank starts the
+   * same allreduces in the same order. A start may also make progress on the allreduces started
+   * before it. Failures and the timeout are those of allreduce; a failed
+   * start leaves no allreduce pending. */
+  ctn_status (*allreduce_start)(void *state, void *buf, uint64_t count, ctn_dtype dtype, uint32_t op,
+                                uint64_t *out_ticket);
+  ctn_status (*allreduce_wait)(void *state, uint64_t ticket);
 } ctn_collective_desc;
 
 /* =============================================================================================

@@ -29,6 +29,7 @@ namespace ctn {
 struct DataParallelStats {
   uint32_t gradients = 0, buckets = 0;
   uint64_t bytes = 0;
+  bool overlapped = false;  // start/wait pairs (the plugin has allreduce_start; not CTN_DP_BLOCKING)
 };
 
 // autocast (autocast.cpp): nodes moved to the low dtype, casts added.
@@ -84,6 +85,7 @@ struct CompileState {
   size_t n_user_outputs = 0;
   ctn_collective *dp = nullptr;  // ctn_compile_options.data_parallel
   uint64_t dp_bucket_bytes = 0;
+  uint32_t dp_flags = 0;         // ctn_compile_options.dp_flags (CTN_DP_*)
   uint64_t memory_budget = 0;    // ctn_compile_options.memory_budget
   uint32_t precision = CTN_PRECISION_F32;  // ctn_compile_options.precision
   Program &out;                  // what the plan will run

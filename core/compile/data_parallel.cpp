@@ -26,6 +26,8 @@ ValueInfo infer_same(const OpDef &, const ValueInfo *in, uint32_t, ctn_attrs &) 
 // Not in the built-in table: only this stage makes such nodes, and placement gives them the
 // communicator's kernel on a host-memory backend.
 const OpDef kAllreduceOp{"dp_allreduce", 1, infer_same, nullptr, OP_NO_FOLD, nullptr, nullptr};
+const OpDef kStartOp{"dp_allreduce_start", 1, infer_same, nullptr, OP_NO_FOLD, nullptr, nullptr};
+const OpDef kWaitOp{"dp_allreduce_wait", 1, infer_same, nullptr, OP_NO_FOLD, nullptr, nullptr};
 
 struct KernelState {
   ctn_collective *comm;
@@ -34,11 +36,17 @@ struct KernelState {
   uint64_t bytes;
 };
 
-ctn_status run_allreduce(void *state, const ctn_kernel_args *a) {
-  auto *k = static_cast<KernelState *>(state);
+// The step's output, holding its input (the kernels may run in place).
+char *bucket(const KernelState &k, const ctn_kernel_args *a) {
   char *dst = static_cast<char *>(a->outputs[0].data) + a->outputs[0].offset;
   const char *src = static_cast<const char *>(a->inputs[0].data) + a->inputs[0].offset;
-  if (dst != src) std::memmove(dst, src, k->bytes);
+  if (dst != src) std::memmove(dst, src, k.bytes);
+  return dst;
+}
+
+ctn_status run_allreduce(void *state, const ctn_kernel_args *a) {
+  auto *k = static_cast<KernelState *>(state);
+  char *dst = bucket(*k, a);
   std::lock_guard<std::mutex> lk(k->comm->mu);
   const ctn_collective_desc &d = k->comm->plugin->desc;
   ctn_status s = d.allreduce(k->comm->state, dst, k->count, k->dtype, CTN_REDUCE_MEAN);
@@ -47,24 +55,90 @@ ctn_status run_allreduce(void *state, const ctn_kernel_args *a) {
   return s;
 }
 
+// dp_allreduce_start: the bucket (this step's output) goes to the plugin until the wait.
+ctn_status run_start(void *state, const ctn_kernel_args *a) {
+  auto *k = static_cast<KernelState *>(state);
+  char *dst = bucket(*k, a);
+  std::lock_guard<std::mutex> lk(k->comm->mu);
+  const ctn_collective_desc &d = k->comm->plugin->desc;
+  uint64_t ticket = 0;
+  ctn_status s = d.allreduce_start(k->comm->state, dst, k->count, k->dtype, CTN_REDUCE_MEAN, &ticket);
+  if (s == CTN_OK) k->comm->pending.emplace_back(dst, ticket);
+  return s;
+}
+
+// dp_allreduce_wait: its input is the start's bucket; the allreduce pending on it completes.
+ctn_status run_wait(void *state, const ctn_kernel_args *a) {
+  auto *k = static_cast<KernelState *>(state);
+  const char *src = static_cast<const char *>(a->inputs[0].data) + a->inputs[0].offset;
+  std::lock_guard<std::mutex> lk(k->comm->mu);
+  auto &pending = k->comm->pending;
+  auto it = std::find_if(pending.begin(), pending.end(), [&](const auto &p) { return p.first == src; });
+  if (it == pending.end()) {
+    set_plugin_error("dp_allreduce_wait: no allreduce was started on this bucket");
+    return CTN_ERR_STATE;
+  }
+  const uint64_t ticket = it->second;
+  pending.erase(it);
+  const ctn_collective_desc &d = k->comm->plugin->desc;
+  if (ctn_status s = d.allreduce_wait(k->comm->state, ticket); s != CTN_OK) return s;
+  bucket(*k, a);  // out of place: the averaged bucket into the output
+  return CTN_OK;
+}
+
 void release_state(void *state) { delete static_cast<KernelState *>(state); }
 
 }  // namespace
 
-bool is_collective_op(const OpDef *op) { return op == &kAllreduceOp; }
+bool is_collective_op(const OpDef *op) { return op == &kAllreduceOp || op == &kStartOp || op == &kWaitOp; }
 
-ctn_kernel collective_kernel(ctn_collective *comm, const ValueInfo &info) {
+ctn_kernel collective_kernel(ctn_collective *comm, const OpDef *op, const ValueInfo &info) {
   ctn_kernel k{};
   auto *st = new KernelState{comm, static_cast<uint64_t>(info.shape.numel()), static_cast<ctn_dtype>(info.dtype),
                              static_cast<uint64_t>(info.shape.numel()) * dtype_size(info.dtype)};
-  k.fn = run_allreduce;
+  k.fn = op == &kStartOp ? run_start : op == &kWaitOp ? run_wait : run_allreduce;
   k.state = st;
   k.release = release_state;
   k.flags = CTN_KERNEL_INPLACE_OK;
   return k;
 }
 
-void insert_gradient_allreduce(CompileState &cs, uint64_t bucket_bytes) {
+void hoist_allreduce_starts(const Graph &g, std::vector<ctn_node> &order) {
+  const size_t n = g.size();
+  std::vector<int64_t> pos(n, -1);
+  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = static_cast<int64_t>(i);
+  // Movable: the starts, and every op all of whose readers in the schedule are movable (the
+  // bucket's concat and reshapes), found from the back.
+  std::vector<char> movable(n, 0);
+  std::vector<uint32_t> readers(n, 0), movable_readers(n, 0);
+  for (ctn_node v : order)
+    for (ctn_node in : g.node(v).inputs) ++readers[in];
+  for (size_t i = order.size(); i-- > 0;) {
+    const ctn_node v = order[i];
+    const Node &nd = g.node(v);
+    movable[v] = nd.kind == NodeKind::Op &&
+                 (nd.op == &kStartOp || (readers[v] > 0 && movable_readers[v] == readers[v] && nd.op != &kWaitOp));
+    if (movable[v])
+      for (ctn_node in : nd.inputs) ++movable_readers[in];
+  }
+  // Each movable node goes right after its anchor: the last unmovable node it depends on.
+  std::vector<int64_t> anchor(n, -1);
+  std::vector<std::vector<ctn_node>> after(order.size() + 1);
+  for (ctn_node v : order) {
+    if (!movable[v]) continue;
+    for (ctn_node in : g.node(v).inputs) anchor[v] = std::max(anchor[v], movable[in] ? anchor[in] : pos[in]);
+    after[static_cast<size_t>(anchor[v] + 1)].push_back(v);
+  }
+  std::vector<ctn_node> out(after[0]);
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (movable[order[i]]) continue;
+    out.push_back(order[i]);
+    out.insert(out.end(), after[i + 1].begin(), after[i + 1].end());
+  }
+  order.swap(out);
+}
+
+void insert_gradient_allreduce(CompileState &cs, uint64_t bucket_bytes, bool overlap) {
   Graph &g = cs.g;
   const size_t n0 = g.size();
   // The gradients, in node order, that something after their ctn_grad uses.
@@ -100,7 +174,8 @@ void insert_gradient_allreduce(CompileState &cs, uint64_t bucket_bytes) {
       ctn_attrs a = attrs_i({0});
       cat = g.add_op("concat", static_cast<uint32_t>(flat.size()), flat.data(), &a);
     }
-    ctn_node ar = g.add_op(kAllreduceOp, 1, &cat, ctn_attrs{});
+    ctn_node ar = g.add_op(overlap ? kStartOp : kAllreduceOp, 1, &cat, ctn_attrs{});
+    if (overlap) ar = g.add_op(kWaitOp, 1, &ar, ctn_attrs{});
     int64_t off = 0;
     for (ctn_node m : members) {
       const ValueInfo mi = g.info(m);
@@ -124,7 +199,9 @@ void insert_gradient_allreduce(CompileState &cs, uint64_t bucket_bytes) {
 }
 
 void data_parallel(CompileState &cs) {
-  if (cs.dp) insert_gradient_allreduce(cs, cs.dp_bucket_bytes);
+  if (!cs.dp) return;
+  cs.dp_stats.overlapped = !(cs.dp_flags & CTN_DP_BLOCKING) && cs.dp->can_overlap();
+  insert_gradient_allreduce(cs, cs.dp_bucket_bytes, cs.dp_stats.overlapped);
 }
 
 // The last stage, data-parallel plans only: every variable of the plan from rank 0, in node

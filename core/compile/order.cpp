@@ -1,5 +1,6 @@
 // Compile stage order_nodes (compile/compile.h): the schedule the plan runs.
 #include "compile/compile.h"
+#include "compile/data_parallel.h"
 
 #include <algorithm>
 
@@ -46,6 +47,8 @@ void order_nodes(CompileState &cs) {
   }
   // Assignments run last, so that every read of a variable in a run sees its old value.
   std::stable_partition(order.begin(), order.end(), [&](ctn_node v) { return g.node(v).kind != NodeKind::Assign; });
+  // Overlapped data-parallel buckets: each allreduce starts as soon as its gradients are final.
+  if (cs.dp_stats.overlapped) hoist_allreduce_starts(g, order);
 }
 
 }  // namespace ctn

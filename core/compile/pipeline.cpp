@@ -52,6 +52,11 @@ CompileState::CompileState(Graph &user, uint32_t n_out, const ctn_node *outs, co
     if (precision > CTN_PRECISION_F16)
       fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_compile: ctn_compile_options.precision %u is not a CTN_PRECISION_* value", precision);
   }
+  if (opts && opts->struct_size >= offsetof(ctn_compile_options, dp_reserved) + sizeof(uint32_t)) {
+    dp_flags = opts->dp_flags;
+    if (dp_flags & ~CTN_DP_BLOCKING)
+      fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_compile: ctn_compile_options.dp_flags 0x%x has bits that are not CTN_DP_* flags", dp_flags);
+  }
   if (user.eager()) fail(CTN_ERR_STATE, "ctn_plan_compile: the graph is eager; create it with flags 0 to compile it");
   if (n_out && !outs) fail(CTN_ERR_INVALID_ARGUMENT, "ctn_plan_compile: outputs is NULL");
   for (uint32_t i = 0; i < n_out; ++i) user.check(outs[i], "ctn_plan_compile");

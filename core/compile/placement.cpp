@@ -64,7 +64,7 @@ void place_nodes(CompileState &cs) {
           if (!host && b->available && b->host_memory()) host = b.get();
         if (!host) fail(CTN_ERR_UNSUPPORTED, "dp_allreduce: data-parallel plans need a host-memory backend (cpu) loaded");
         dev[v] = host;
-        cs.placed.kern[v] = collective_kernel(cs.dp, nd.info);
+        cs.placed.kern[v] = collective_kernel(cs.dp, nd.op, nd.info);
         for (ctn_node i : nd.inputs) settle(cs, i, dev[v]);
         continue;
       }

@@ -17,6 +17,7 @@
 // deterministic). The planned peak is measured by plan_memory over the values lower_to_steps
 // will build, so the budget bounds ctn_plan_stats.planned_peak_bytes.
 #include "compile/compile.h"
+#include "compile/data_parallel.h"
 #include "exec/select.h"
 #include "util/status.h"
 
@@ -218,7 +219,9 @@ class Budgeter {
 
   bool cloneable(ctn_node v) const {
     const Node &nd = g_.node(v);
-    return nd.kind == NodeKind::Op && !nd.op->ext && !cs_.elision.write_into.count(v) && v < cs_.placed.kern.size() &&
+    // A collective is never run twice: every rank must make the same calls (collective.h).
+    return nd.kind == NodeKind::Op && !nd.op->ext && !is_collective_op(nd.op) && !cs_.elision.write_into.count(v) &&
+           v < cs_.placed.kern.size() &&
            (is_view(nd) || cs_.placed.kern[v].state || cs_.placed.kern[v].fn);
   }
 

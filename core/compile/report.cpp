@@ -24,9 +24,10 @@ void report(const CompileState &cs) {
                         static_cast<unsigned long long>(cs.alloc.persistent_bytes));
   if (cs.dp)
     out.describe += format("data-parallel over %d ranks: %u gradients (%llu bytes) averaged in %u buckets of <= %llu "
-                           "bytes\n", cs.dp->size, cs.dp_stats.gradients,
+                           "bytes, %s\n", cs.dp->size, cs.dp_stats.gradients,
                            static_cast<unsigned long long>(cs.dp_stats.bytes), cs.dp_stats.buckets,
-                           static_cast<unsigned long long>(cs.dp_bucket_bytes));
+                           static_cast<unsigned long long>(cs.dp_bucket_bytes),
+                           cs.dp_stats.overlapped ? "overlapped with backward" : "blocking");
   if (cs.precision != CTN_PRECISION_F32) {
     const char *low = cs.precision == CTN_PRECISION_BF16 ? "bf16" : "f16";
     out.describe += format("autocast %s: %u nodes run in %s, %u casts added, %u kept f32 (no backend has a %s kernel)\n", low,

@@ -314,6 +314,11 @@ void Context::load_collective(const std::string &path, void *dl, const ctn_plugi
   if (missing) reject(CTN_ERR_PLUGIN, format("collective \"%s\" (descriptor of %u bytes) lacks the required slot %s", name.c_str(), h->struct_size, missing));
   if (!(d.flags & CTN_COLLECTIVE_HOST_MEMORY))
     reject(CTN_ERR_PLUGIN, format("collective \"%s\" does not take host memory (the only kind this host hands over)", name.c_str()));
+  // since 1.7: the overlapped allreduce is a pair (collective.h); a 1.6 descriptor has neither.
+  if (!d.allreduce_start != !d.allreduce_wait)
+    reject(CTN_ERR_PLUGIN, format("collective \"%s\" has %s without %s (since 1.7 they come as a pair)", name.c_str(),
+                                  d.allreduce_start ? "allreduce_start" : "allreduce_wait",
+                                  d.allreduce_start ? "allreduce_wait" : "allreduce_start"));
   c->name = name;
   c->path = path;
   ctn_status s = CTN_ERR_INTERNAL;

@@ -34,7 +34,10 @@
   int32_t world_size(void *state) { return static_cast<State *>(state)->size; }                       \
   const char *last_error(void *state) { return static_cast<State *>(state)->error.c_str(); }
 
-#define CTN_COLLECTIVE_PLUGIN(name_, flags_)                                                          \
+// CTN_COLLECTIVE_PLUGIN_ASYNC also fills the since-1.7 slots allreduce_start / allreduce_wait;
+// CTN_COLLECTIVE_PLUGIN leaves them NULL (the host then uses the blocking allreduce).
+#define CTN_COLLECTIVE_PLUGIN(name_, flags_) CTN_COLLECTIVE_PLUGIN_ASYNC(name_, flags_, nullptr, nullptr)
+#define CTN_COLLECTIVE_PLUGIN_ASYNC(name_, flags_, start_, wait_)                                     \
   namespace {                                                                                         \
   const ctn_collective_desc kDesc = {                                                                 \
       .header = {.struct_size = sizeof(ctn_collective_desc), .abi_major = CTN_ABI_MAJOR,               \
@@ -42,6 +45,7 @@
       .flags = flags_, .reserved = 0, .probe = probe, .init = init, .shutdown = shutdown,             \
       .describe = describe, .rank = rank, .world_size = world_size, .allreduce = allreduce,           \
       .broadcast = broadcast, .barrier = barrier, .abort = abort_job, .last_error = last_error,       \
+      .allreduce_start = start_, .allreduce_wait = wait_,                                             \
   };                                                                                                  \
   }                                                                                                   \
   CTN_PLUGIN_EXPORT const ctn_plugin_header *ctn_plugin_query(uint32_t host_abi_version,              \

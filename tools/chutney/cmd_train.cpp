@@ -76,6 +76,7 @@ struct TrainOptions {
   // Data-parallel (docs/DISTRIBUTED.md): "" (one process), "mpi" or "nccl".
   std::string distributed;
   uint64_t bucket_bytes = 0;       // 0: CTN_DP_DEFAULT_BUCKET_BYTES
+  bool overlap = true;             // --overlap: buckets' allreduces overlap backward (else CTN_DP_BLOCKING)
   double collective_timeout = 60;  // seconds
   bool rank_checkpoints = false;   // every rank saves its own (DIR/rank-R/), for tests
   int32_t rank = 0, ranks = 1;     // this process's rank and the world size
@@ -335,6 +336,9 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
     throw UsageError("unknown --distributed '" + o.distributed + "' (available: mpi, nccl)");
   }
   o.bucket_bytes = static_cast<uint64_t>(args.integer("bucket-bytes", 0, 1, INT64_MAX / 2));
+  const std::string overlap = args.str("overlap", "on");
+  if (overlap != "on" && overlap != "off") throw UsageError("--overlap expects on or off, got '" + overlap + "'");
+  o.overlap = overlap == "on";
   o.collective_timeout = to_real("collective-timeout", args.str("collective-timeout", "60"), 0.1, 86400.0);
   o.rank_checkpoints = args.flag("rank-checkpoints");
   if (args.has("fault")) {
@@ -353,9 +357,9 @@ TrainOptions parse(const ParsedArgs &args, const ResumeState *r) {
   if (!o.distributed.empty() && o.time_budget > 0) {
     throw UsageError("--time-budget cannot be combined with --distributed (the ranks' clocks would give different learning rates)");
   }
-  if (o.distributed.empty() && (args.has("bucket-bytes") || args.has("collective-timeout") || o.rank_checkpoints ||
-                                args.has("fault"))) {
-    throw UsageError("--bucket-bytes, --collective-timeout, --rank-checkpoints and --fault need --distributed");
+  if (o.distributed.empty() && (args.has("bucket-bytes") || args.has("overlap") || args.has("collective-timeout") ||
+                                o.rank_checkpoints || args.has("fault"))) {
+    throw UsageError("--bucket-bytes, --overlap, --collective-timeout, --rank-checkpoints and --fault need --distributed");
   }
   const std::string budget = args.str("memory-budget", "");
   if (!budget.empty()) o.memory_budget = parse_budget(budget);
@@ -686,6 +690,7 @@ int train(TrainOptions &o, std::unique_ptr<ResumeState> &resume, ContextPtr &ctx
     co.struct_size = sizeof co;
     co.data_parallel = comm;
     co.dp_bucket_bytes = o.bucket_bytes;
+    co.dp_flags = o.overlap ? 0 : CTN_DP_BLOCKING;
     co.memory_budget = o.memory_budget;
     co.precision = parse_precision(o.precision);
     ctn_plan *p = nullptr;
@@ -979,6 +984,7 @@ const CommandSpec &train_command() {
           {"check-numerics", nullptr, "check every step's output for NaN/inf and stop at the first op that makes one, naming it (slow)"},
           {"distributed", "mpi|nccl", "data-parallel over the ranks of `mpirun -np N`: --batch-size per rank, gradients averaged (docs/DISTRIBUTED.md)"},
           {"bucket-bytes", "N", "distributed: gradient fusion bucket size in bytes (default 64 MiB)"},
+          {"overlap", "on|off", "distributed: start each bucket's allreduce while backward still runs and wait at the optimizer (default on, where the collective plugin can; off: blocking)"},
           {"collective-timeout", "S", "distributed: a collective not done in S seconds ends the job naming the missing ranks (default 60)"},
           {"rank-checkpoints", nullptr, "distributed: every rank R > 0 also saves its checkpoints to DIR/rank-R (tests)"},
           {"fault", "STEP:RANK:kill|stop", "distributed, tests: at update STEP rank RANK sends itself SIGKILL or SIGSTOP"},

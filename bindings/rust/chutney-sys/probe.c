@@ -58,6 +58,8 @@ int main(void) {
   F(ctn_compile_options, dp_bucket_bytes);
   F(ctn_compile_options, memory_budget);
   F(ctn_compile_options, precision);
+  F(ctn_compile_options, dp_flags);
+  F(ctn_compile_options, dp_reserved);
   S(ctn_plan_stats);
   F(ctn_plan_stats, struct_size);
   F(ctn_plan_stats, n_nodes);
@@ -107,6 +109,8 @@ int main(void) {
   F(ctn_collective_desc, barrier);
   F(ctn_collective_desc, abort);
   F(ctn_collective_desc, last_error);
+  F(ctn_collective_desc, allreduce_start);
+  F(ctn_collective_desc, allreduce_wait);
   S(ctn_cuda_interop);
   F(ctn_cuda_interop, struct_size);
   F(ctn_cuda_interop, version);
@@ -309,6 +313,7 @@ int main(void) {
   K(CTN_CONTEXT_NO_AUTOLOAD);
   K(CTN_OP_INFO_ELEMENTWISE);
   K(CTN_GRAPH_EAGER);
+  K(CTN_DP_BLOCKING);
   K(CTN_PRECISION_F32);
   K(CTN_PRECISION_BF16);
   K(CTN_PRECISION_F16);

@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,19 @@ constexpr int kTagBeat = 7302;
 constexpr double kBeatInterval = 0.1;  // seconds between heartbeats while waiting
 constexpr double kStaleAfter = 1.0;    // no heartbeat for this long while waiting: not responding
 const int64_t kBeat = 0;               // the heartbeat's payload (never written: Isend reads it)
+constexpr double kYieldFor = 0.01;     // seconds a wait yields the core before it sleeps between polls
+
+// An allreduce started by allreduce_start and not yet waited (collective.h, since 1.7).
+struct Pending {
+  uint64_t ticket = 0;
+  int64_t seq = 0;  // its collective number (announce)
+  MPI_Request req = MPI_REQUEST_NULL;
+  bool done = false;
+  void *buf = nullptr;
+  uint64_t count = 0;
+  ctn_dtype dtype = CTN_F32;
+  uint32_t op = CTN_REDUCE_SUM;
+};
 
 struct Comm {
   MPI_Comm world = MPI_COMM_NULL;   // collectives
@@ -53,6 +67,8 @@ struct Comm {
   std::vector<MPI_Request> beat_recvs;
   std::vector<double> last_seen;    // when each peer last showed a sign of life (note or heartbeat)
   double last_beat_sent = 0;
+  std::deque<Pending> pending;      // started allreduces, oldest first
+  uint64_t tickets = 0;             // tickets handed out
   std::string description, error;
 };
 
@@ -120,8 +136,8 @@ void announce(Comm *c) {
 }
 
 // Why peer slot `i` is holding up collective #seq, or "" when it is not known to be.
-std::string holdup(const Comm *c, size_t i, double t) {
-  const long long seq = static_cast<long long>(c->seq), at = static_cast<long long>(c->arrived[i]);
+std::string holdup(const Comm *c, size_t i, double t, int64_t seq_) {
+  const long long seq = static_cast<long long>(seq_), at = static_cast<long long>(c->arrived[i]);
   if (at < seq) return std::to_string(peer_of(c, i)) + " (last at collective #" + std::to_string(at) + ")";
   if (t - c->last_seen[i] > kStaleAfter)
     return std::to_string(peer_of(c, i)) + " (arrived at collective #" + std::to_string(seq) + " but no sign of life for " +
@@ -129,18 +145,27 @@ std::string holdup(const Comm *c, size_t i, double t) {
   return "";
 }
 
-// Polls `req` until it completes or the timeout passes; names the missing ranks on a timeout.
-ctn_status wait(Comm *c, MPI_Request *req, const char *what) {
-  const double deadline = now_s() + c->timeout_s;
+// Polls `req` (collective #seq) until it completes or the timeout passes; names the missing
+// ranks on a timeout. Spins first, then yields the core (a peer or another job sharing it runs,
+// and the poll comes back at once when nothing else wants the core), and only after kYieldFor
+// sleeps between polls: a sleep costs a timer tick or more, far longer than a shared-memory
+// transfer step, and slept between the many progress steps of a large allreduce it made a
+// 2 MB allreduce take tens of milliseconds.
+ctn_status wait(Comm *c, MPI_Request *req, const char *what, int64_t seq) {
+  const double start = now_s(), deadline = start + c->timeout_s;
   for (long spins = 0;; ++spins) {
     int done = 0;
     int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) return fail(c, CTN_ERR_IO, "mpi: %s #%lld failed: %s", what, static_cast<long long>(c->seq), mpi_error(rc).c_str());
+    if (rc != MPI_SUCCESS) return fail(c, CTN_ERR_IO, "mpi: %s #%lld failed: %s", what, static_cast<long long>(seq), mpi_error(rc).c_str());
     if (done) return CTN_OK;
     if (spins > 2000) {
       // Oversubscribed ranks share cores: let the others run instead of spinning.
-      timespec ts{0, 50000};
-      nanosleep(&ts, nullptr);
+      if (now_s() - start > kYieldFor) {
+        timespec ts{0, 50000};
+        nanosleep(&ts, nullptr);
+      } else {
+        sched_yield();
+      }
       if ((spins & 63) == 0) {
         drain_notes(c);
         heartbeat(c);
@@ -152,12 +177,12 @@ ctn_status wait(Comm *c, MPI_Request *req, const char *what) {
   const double t = now_s();
   std::string missing;
   for (size_t i = c->rank == 0 ? 1 : 0; i < c->arrived.size(); ++i)
-    if (std::string why = holdup(c, i, t); !why.empty()) missing += (missing.empty() ? "" : ", ") + why;
+    if (std::string why = holdup(c, i, t, seq); !why.empty()) missing += (missing.empty() ? "" : ", ") + why;
   if (missing.empty())
     missing = c->rank == 0 ? "none known (every rank arrived and is alive; the transport itself is stuck)"
                            : "see rank 0's message (rank 0 arrived and is alive)";
   return fail(c, CTN_ERR_IO, "mpi: rank %d: %s #%lld did not complete within %g s: rank(s) not responding: %s", c->rank,
-              what, static_cast<long long>(c->seq), c->timeout_s, missing.c_str());
+              what, static_cast<long long>(seq), c->timeout_s, missing.c_str());
 }
 
 MPI_Datatype mpi_type(ctn_dtype dt) {
@@ -264,50 +289,100 @@ void shutdown(void *state) {
 
 CTN_COLLECTIVE_ACCESSORS(Comm)
 
-ctn_status allreduce(void *state, void *buf, uint64_t count, ctn_dtype dtype, uint32_t op) {
+// allreduce_start (collective.h, since 1.7): the checks, the announcement and MPI_Iallreduce;
+// the request joins c->pending. Polls the oldest pending one once: a start made while backward
+// runs moves the earlier buckets along (Open MPI progresses non-blocking collectives only inside
+// MPI calls, and any MPI_Test progresses them all).
+ctn_status allreduce_start(void *state, void *buf, uint64_t count, ctn_dtype dtype, uint32_t op, uint64_t *out_ticket) {
   auto *c = static_cast<Comm *>(state);
   MPI_Datatype t = mpi_type(dtype);
+  if (!out_ticket) return fail(c, CTN_ERR_INVALID_ARGUMENT, "mpi: allreduce_start: out_ticket is NULL");
   if (t == MPI_DATATYPE_NULL) return fail(c, CTN_ERR_DTYPE, "mpi: allreduce supports f32, f64, i32, i64 (dtype %d)", static_cast<int>(dtype));
   if (op != CTN_REDUCE_SUM && op != CTN_REDUCE_MEAN) return fail(c, CTN_ERR_INVALID_ARGUMENT, "mpi: unknown reduction %u", op);
   if (count > static_cast<uint64_t>(INT32_MAX)) return fail(c, CTN_ERR_INVALID_ARGUMENT, "mpi: %llu elements in one allreduce (at most 2^31-1)", static_cast<unsigned long long>(count));
-  announce(c);
-  if (c->size > 1 && count > 0) {
-    MPI_Request req;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), t, MPI_SUM, c->world, &req);
+  Pending p;
+  p.buf = buf;
+  p.count = count;
+  p.dtype = dtype;
+  p.op = op;
+  p.done = c->size == 1 || count == 0;
+  if (!p.done) {
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), t, MPI_SUM, c->world, &p.req);
     if (rc != MPI_SUCCESS) return fail(c, CTN_ERR_IO, "mpi: MPI_Iallreduce: %s", mpi_error(rc).c_str());
-    if (ctn_status s = wait(c, &req, "allreduce"); s != CTN_OK) return s;
   }
-  if (op == CTN_REDUCE_MEAN && c->size > 1) {
-    switch (dtype) {
-      case CTN_F32: divide<float>(buf, count, c->size); break;
-      case CTN_F64: divide<double>(buf, count, c->size); break;
-      case CTN_I32: divide<int32_t>(buf, count, c->size); break;
-      default: divide<int64_t>(buf, count, c->size); break;
+  announce(c);
+  p.seq = c->seq;
+  p.ticket = ++c->tickets;
+  c->pending.push_back(p);
+  Pending &first = c->pending.front();
+  if (!first.done) {
+    int done = 0;
+    MPI_Test(&first.req, &done, MPI_STATUS_IGNORE);
+    first.done = done != 0;
+  }
+  *out_ticket = p.ticket;
+  return CTN_OK;
+}
+
+// allreduce_wait (since 1.7): the pending allreduce `ticket`, in any order.
+ctn_status allreduce_wait(void *state, uint64_t ticket) {
+  auto *c = static_cast<Comm *>(state);
+  auto it = c->pending.begin();
+  while (it != c->pending.end() && it->ticket != ticket) ++it;
+  if (it == c->pending.end())
+    return fail(c, CTN_ERR_STATE, "mpi: allreduce_wait: ticket %llu is not a pending allreduce (%zu pending)",
+                static_cast<unsigned long long>(ticket), c->pending.size());
+  Pending p = *it;
+  c->pending.erase(it);
+  if (!p.done)
+    if (ctn_status s = wait(c, &p.req, "allreduce", p.seq); s != CTN_OK) return s;
+  if (p.op == CTN_REDUCE_MEAN && c->size > 1) {
+    switch (p.dtype) {
+      case CTN_F32: divide<float>(p.buf, p.count, c->size); break;
+      case CTN_F64: divide<double>(p.buf, p.count, c->size); break;
+      case CTN_I32: divide<int32_t>(p.buf, p.count, c->size); break;
+      default: divide<int64_t>(p.buf, p.count, c->size); break;
     }
   }
   return CTN_OK;
+}
+
+// Fails a blocking collective while started allreduces are still pending (collective.h).
+ctn_status check_idle(Comm *c, const char *what) {
+  if (c->pending.empty()) return CTN_OK;
+  return fail(c, CTN_ERR_STATE, "mpi: %s while %zu started allreduce(s) are not waited", what, c->pending.size());
+}
+
+ctn_status allreduce(void *state, void *buf, uint64_t count, ctn_dtype dtype, uint32_t op) {
+  auto *c = static_cast<Comm *>(state);
+  if (ctn_status s = check_idle(c, "allreduce"); s != CTN_OK) return s;
+  uint64_t ticket = 0;
+  if (ctn_status s = allreduce_start(state, buf, count, dtype, op, &ticket); s != CTN_OK) return s;
+  return allreduce_wait(state, ticket);
 }
 
 ctn_status broadcast(void *state, void *buf, uint64_t bytes, int32_t root) {
   auto *c = static_cast<Comm *>(state);
   if (root < 0 || root >= c->size) return fail(c, CTN_ERR_INVALID_ARGUMENT, "mpi: broadcast root %d outside 0..%d", root, c->size - 1);
   if (bytes > static_cast<uint64_t>(INT32_MAX)) return fail(c, CTN_ERR_INVALID_ARGUMENT, "mpi: broadcast of %llu bytes (at most 2^31-1)", static_cast<unsigned long long>(bytes));
+  if (ctn_status s = check_idle(c, "broadcast"); s != CTN_OK) return s;
   announce(c);
   if (c->size == 1 || bytes == 0) return CTN_OK;
   MPI_Request req;
   int rc = MPI_Ibcast(buf, static_cast<int>(bytes), MPI_BYTE, root, c->world, &req);
   if (rc != MPI_SUCCESS) return fail(c, CTN_ERR_IO, "mpi: MPI_Ibcast: %s", mpi_error(rc).c_str());
-  return wait(c, &req, "broadcast");
+  return wait(c, &req, "broadcast", c->seq);
 }
 
 ctn_status barrier(void *state) {
   auto *c = static_cast<Comm *>(state);
+  if (ctn_status s = check_idle(c, "barrier"); s != CTN_OK) return s;
   announce(c);
   if (c->size == 1) return CTN_OK;
   MPI_Request req;
   int rc = MPI_Ibarrier(c->world, &req);
   if (rc != MPI_SUCCESS) return fail(c, CTN_ERR_IO, "mpi: MPI_Ibarrier: %s", mpi_error(rc).c_str());
-  return wait(c, &req, "barrier");
+  return wait(c, &req, "barrier", c->seq);
 }
 
 void abort_job(void *state, int32_t code, const char *why) {
@@ -321,4 +396,4 @@ void abort_job(void *state, int32_t code, const char *why) {
 
 }  // namespace
 
-CTN_COLLECTIVE_PLUGIN("mpi", CTN_COLLECTIVE_HOST_MEMORY)
+CTN_COLLECTIVE_PLUGIN_ASYNC("mpi", CTN_COLLECTIVE_HOST_MEMORY, allreduce_start, allreduce_wait)

@@ -35,6 +35,7 @@ extern "C" {
 pub const CTN_CONTEXT_NO_AUTOLOAD: u32 = 1;
 pub const CTN_OP_INFO_ELEMENTWISE: u32 = 1;
 pub const CTN_GRAPH_EAGER: u32 = 1;
+pub const CTN_DP_BLOCKING: u32 = 1;
 pub const CTN_PRECISION_F32: u32 = 0;
 pub const CTN_PRECISION_BF16: u32 = 1;
 pub const CTN_PRECISION_F16: u32 = 2;
@@ -100,6 +101,8 @@ pub struct ctn_compile_options {
     pub dp_bucket_bytes: u64,
     pub memory_budget: u64,
     pub precision: u32,
+    pub dp_flags: u32,
+    pub dp_reserved: u32,
 }
 /// C `ctn_plan_stats` (chutney.h).
 #[repr(C)]
@@ -285,6 +288,8 @@ pub struct ctn_collective_desc {
     pub barrier: Option<unsafe extern "C" fn(state: *mut c_void) -> ctn_status>,
     pub abort: Option<unsafe extern "C" fn(state: *mut c_void, code: i32, why: *const c_char)>,
     pub last_error: Option<unsafe extern "C" fn(state: *mut c_void) -> *const c_char>,
+    pub allreduce_start: Option<unsafe extern "C" fn(state: *mut c_void, buf: *mut c_void, count: u64, dtype: ctn_dtype, op: u32, out_ticket: *mut u64) -> ctn_status>,
+    pub allreduce_wait: Option<unsafe extern "C" fn(state: *mut c_void, ticket: u64) -> ctn_status>,
 }
 extern "C" {
     pub fn ctn_collective_open(ctx: *mut ctn_context, name: *const c_char, config: *const ctn_collective_config, out: *mut *mut ctn_collective) -> ctn_status;

@@ -11,12 +11,12 @@ fn rust_lines() -> Vec<String> {
         ctn_context_options { struct_size, flags, plugin_path, backends, num_threads, reserved }
         ctn_backend_info { struct_size, available, name, description, path, abi_major, abi_minor }
         ctn_op_info { struct_size, n_inputs, name, attributes, doc, origin, origin_path, differentiable, flags }
-        ctn_compile_options { struct_size, disable, backends, data_parallel, dp_bucket_bytes, memory_budget, precision }
+        ctn_compile_options { struct_size, disable, backends, data_parallel, dp_bucket_bytes, memory_budget, precision, dp_flags, dp_reserved }
         ctn_plan_stats { struct_size, n_nodes, n_steps, n_fused, n_folded, n_inplace, planned_peak_bytes, naive_bytes, persistent_bytes, n_assign_elided, reserved }
         ctn_plan_memory_report { struct_size, n_recomputed, budget, peak_without_budget, peak_bytes, minimum_bytes, flops, extra_flops, recomputed }
         ctn_run_options { struct_size, flags, cancel, timeout_us }
         ctn_collective_config { struct_size, rank, world_size, reserved, rendezvous, timeout_s }
-        ctn_collective_desc { header, flags, reserved, probe, init, shutdown, describe, rank, world_size, allreduce, broadcast, barrier, abort, last_error }
+        ctn_collective_desc { header, flags, reserved, probe, init, shutdown, describe, rank, world_size, allreduce, broadcast, barrier, abort, last_error, allreduce_start, allreduce_wait }
         ctn_cuda_interop { struct_size, version, device, compute_capability, context, stream, get_driver_function }
         ctn_dataset_info { struct_size, num_classes, count, rows, cols }
         ctn_loader_options { struct_size, flags, batch_size, crop_padding, seed, mean, std, num_workers, prefetch, shard_index, shard_count }
@@ -54,6 +54,7 @@ fn rust_lines() -> Vec<String> {
         CTN_CONTEXT_NO_AUTOLOAD
         CTN_OP_INFO_ELEMENTWISE
         CTN_GRAPH_EAGER
+        CTN_DP_BLOCKING
         CTN_PRECISION_F32
         CTN_PRECISION_BF16
         CTN_PRECISION_F16
