@@ -25,6 +25,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <vector>
@@ -41,16 +44,47 @@ constexpr double kStaleAfter = 1.0;    // no heartbeat for this long while waiti
 const int64_t kBeat = 0;               // the heartbeat's payload (never written: Isend reads it)
 constexpr double kYieldFor = 0.01;     // seconds a wait yields the core before it sleeps between polls
 
+constexpr uint64_t kShmBytes = 32ull << 20;  // each rank's shared-memory allreduce ring
+
 // An allreduce started by allreduce_start and not yet waited (collective.h, since 1.7).
 struct Pending {
   uint64_t ticket = 0;
   int64_t seq = 0;  // its collective number (announce)
-  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_Request req = MPI_REQUEST_NULL;  // the MPI path
+  int64_t shm_k = 0;                   // the shared-memory path: its number there (> 0), and
+  uint64_t shm_off = 0;                // where every rank's copy lies in its ring
   bool done = false;
   void *buf = nullptr;
   uint64_t count = 0;
   ctn_dtype dtype = CTN_F32;
   uint32_t op = CTN_REDUCE_SUM;
+};
+
+// The shared-memory allreduce of ranks on one host. Every rank has a segment of an MPI shared
+// window: two counters, each on its own cache line, and a ring of kShmBytes. Allreduce number k
+// (the same sequence on every rank) copies this rank's buffer into its ring at an offset that
+// depends only on the sizes (so it is the same on every rank) and publishes k; completing it
+// waits until every rank has published k, sums the N copies in rank order into the buffer (the
+// same bytes on every rank), and sets `completed` to k. Allreduces complete in start order, so
+// each counter is monotonic. A rank reuses ring bytes only once every rank has completed the
+// allreduce that held them. One handshake per allreduce, and none of it needs MPI's progress:
+// a start made during backward is done by the peers whenever they publish.
+struct ShmHeader {
+  alignas(64) int64_t published;
+  alignas(64) int64_t completed;
+};
+struct Shm {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Win win = MPI_WIN_NULL;
+  std::vector<ShmHeader *> head;  // per rank
+  std::vector<char *> ring;       // per rank
+  uint64_t next = 0;              // where the next allreduce goes in the ring
+  int64_t k = 0;                  // shared-memory allreduces started
+  struct Region {
+    int64_t k;
+    uint64_t off, bytes;
+  };
+  std::deque<Region> used;  // ring bytes the ranks may still read, oldest first
 };
 
 struct Comm {
@@ -68,6 +102,7 @@ struct Comm {
   std::vector<double> last_seen;    // when each peer last showed a sign of life (note or heartbeat)
   double last_beat_sent = 0;
   std::deque<Pending> pending;      // started allreduces, oldest first
+  Shm shm;                          // ranks all on one host: shm.win != MPI_WIN_NULL
   uint64_t tickets = 0;             // tickets handed out
   std::string description, error;
 };
@@ -151,11 +186,13 @@ std::string holdup(const Comm *c, size_t i, double t, int64_t seq_) {
 // sleeps between polls: a sleep costs a timer tick or more, far longer than a shared-memory
 // transfer step, and slept between the many progress steps of a large allreduce it made a
 // 2 MB allreduce take tens of milliseconds.
-ctn_status wait(Comm *c, MPI_Request *req, const char *what, int64_t seq) {
+// `poll(done)` returns an MPI status and sets done once the wait is over.
+template <class Poll>
+ctn_status wait_for(Comm *c, Poll poll, const char *what, int64_t seq) {
   const double start = now_s(), deadline = start + c->timeout_s;
   for (long spins = 0;; ++spins) {
-    int done = 0;
-    int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    bool done = false;
+    int rc = poll(done);
     if (rc != MPI_SUCCESS) return fail(c, CTN_ERR_IO, "mpi: %s #%lld failed: %s", what, static_cast<long long>(seq), mpi_error(rc).c_str());
     if (done) return CTN_OK;
     if (spins > 2000) {
@@ -185,6 +222,15 @@ ctn_status wait(Comm *c, MPI_Request *req, const char *what, int64_t seq) {
               what, static_cast<long long>(seq), c->timeout_s, missing.c_str());
 }
 
+ctn_status wait(Comm *c, MPI_Request *req, const char *what, int64_t seq) {
+  return wait_for(c, [&](bool &done) {
+    int flag = 0;
+    int rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+    done = flag != 0;
+    return rc;
+  }, what, seq);
+}
+
 MPI_Datatype mpi_type(ctn_dtype dt) {
   switch (dt) {
     case CTN_F32: return MPI_FLOAT;
@@ -200,6 +246,129 @@ void divide(void *buf, uint64_t n, int size) {
   T *p = static_cast<T *>(buf);
   const T d = static_cast<T>(size);
   for (uint64_t i = 0; i < n; ++i) p[i] /= d;
+}
+
+// --- the shared-memory allreduce (Shm) ---
+
+// Every rank on this host: a window of a header and a ring per rank. Collective (init).
+void shm_setup(Comm *c) {
+  Shm &m = c->shm;
+  MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &m.node);
+  int on_host = 0;
+  MPI_Comm_size(m.node, &on_host);
+  if (on_host != c->size || c->size < 2) {  // the same answer on every rank
+    MPI_Comm_free(&m.node);
+    return;
+  }
+  char *base = nullptr;
+  MPI_Win_allocate_shared(static_cast<MPI_Aint>(sizeof(ShmHeader) + kShmBytes), 64, MPI_INFO_NULL, m.node, &base, &m.win);
+  m.head.resize(static_cast<size_t>(c->size));
+  m.ring.resize(static_cast<size_t>(c->size));
+  for (int q = 0; q < c->size; ++q) {
+    MPI_Aint bytes = 0;
+    int unit = 0;
+    char *seg = nullptr;
+    MPI_Win_shared_query(m.win, q, &bytes, &unit, &seg);
+    m.head[static_cast<size_t>(q)] = reinterpret_cast<ShmHeader *>(seg);
+    m.ring[static_cast<size_t>(q)] = seg + sizeof(ShmHeader);
+  }
+  __atomic_store_n(&m.head[static_cast<size_t>(c->rank)]->published, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&m.head[static_cast<size_t>(c->rank)]->completed, 0, __ATOMIC_RELEASE);
+  MPI_Barrier(m.node);  // every counter is zero before anyone reads one
+}
+
+void shm_release(Comm *c) {
+  if (c->shm.win != MPI_WIN_NULL) MPI_Win_free(&c->shm.win);
+  if (c->shm.node != MPI_COMM_NULL) MPI_Comm_free(&c->shm.node);
+}
+
+// The lowest of the ranks' counters (`published` or `completed`).
+int64_t shm_lowest(const Comm *c, int64_t ShmHeader::*counter) {
+  int64_t low = INT64_MAX;
+  for (ShmHeader *h : c->shm.head) low = std::min(low, __atomic_load_n(&(h->*counter), __ATOMIC_ACQUIRE));
+  return low;
+}
+
+template <class T>
+void shm_sum(const Comm *c, const Pending &p) {
+  T *out = static_cast<T *>(p.buf);
+  std::memcpy(out, c->shm.ring[0] + p.shm_off, p.count * sizeof(T));
+  for (size_t q = 1; q < c->shm.ring.size(); ++q) {
+    const T *in = reinterpret_cast<const T *>(c->shm.ring[q] + p.shm_off);
+    for (uint64_t i = 0; i < p.count; ++i) out[i] += in[i];
+  }
+}
+
+// Completes `p` (its sum, not the mean's division): every rank's copy, or MPI's request.
+ctn_status complete(Comm *c, Pending &p) {
+  if (p.done) return CTN_OK;
+  if (!p.shm_k) {
+    if (ctn_status s = wait(c, &p.req, "allreduce", p.seq); s != CTN_OK) return s;
+    p.done = true;
+    return CTN_OK;
+  }
+  auto all_published = [&](bool &done) {
+    done = shm_lowest(c, &ShmHeader::published) >= p.shm_k;
+    return MPI_SUCCESS;
+  };
+  if (ctn_status s = wait_for(c, all_published, "allreduce", p.seq); s != CTN_OK) return s;
+  switch (p.dtype) {
+    case CTN_F32: shm_sum<float>(c, p); break;
+    case CTN_F64: shm_sum<double>(c, p); break;
+    case CTN_I32: shm_sum<int32_t>(c, p); break;
+    default: shm_sum<int64_t>(c, p); break;
+  }
+  __atomic_store_n(&c->shm.head[static_cast<size_t>(c->rank)]->completed, p.shm_k, __ATOMIC_RELEASE);
+  p.done = true;
+  return CTN_OK;
+}
+
+// Completes every pending allreduce up to and including ticket `upto`, oldest first.
+ctn_status complete_upto(Comm *c, uint64_t upto) {
+  for (Pending &p : c->pending) {
+    if (p.ticket > upto) break;
+    if (ctn_status s = complete(c, p); s != CTN_OK) return s;
+  }
+  return CTN_OK;
+}
+
+// A place in the ring for `bytes`, once no rank may still read what was there: frees what every
+// rank has completed; when that is not enough, completes this rank's pending allreduces (the
+// other ranks have published them: every rank starts the same ones in the same order) and
+// waits for the others to complete theirs.
+ctn_status shm_place(Comm *c, uint64_t bytes, uint64_t *out_off) {
+  Shm &m = c->shm;
+  uint64_t off = (m.next + 63) & ~uint64_t{63};
+  if (off + bytes > kShmBytes) off = 0;
+  for (;;) {
+    const int64_t done = shm_lowest(c, &ShmHeader::completed);
+    while (!m.used.empty() && m.used.front().k <= done) m.used.pop_front();
+    int64_t blocker = 0;
+    for (const Shm::Region &r : m.used)
+      if (r.off < off + bytes && off < r.off + r.bytes) blocker = std::max(blocker, r.k);
+    if (!blocker) break;
+    if (!c->pending.empty())
+      if (ctn_status s = complete_upto(c, c->pending.back().ticket); s != CTN_OK) return s;
+    auto freed = [&](bool &ok) {
+      ok = shm_lowest(c, &ShmHeader::completed) >= blocker;
+      return MPI_SUCCESS;
+    };
+    if (ctn_status s = wait_for(c, freed, "allreduce", c->seq); s != CTN_OK) return s;
+  }
+  m.next = off + bytes;
+  *out_off = off;
+  return CTN_OK;
+}
+
+// Starts `p` on the shared-memory path: this rank's copy into its ring, then published.
+ctn_status shm_start(Comm *c, Pending &p, uint64_t bytes) {
+  Shm &m = c->shm;
+  if (ctn_status s = shm_place(c, bytes, &p.shm_off); s != CTN_OK) return s;
+  p.shm_k = ++m.k;
+  m.used.push_back(Shm::Region{p.shm_k, p.shm_off, bytes});
+  std::memcpy(m.ring[static_cast<size_t>(c->rank)] + p.shm_off, p.buf, bytes);
+  __atomic_store_n(&m.head[static_cast<size_t>(c->rank)]->published, p.shm_k, __ATOMIC_RELEASE);
+  return CTN_OK;
 }
 
 ctn_status probe(const ctn_host_api *host) {
@@ -267,14 +436,17 @@ ctn_status init(const ctn_host_api *host, const ctn_collective_config *cfg, void
   MPI_Get_library_version(lib, &len);
   std::string l(lib, static_cast<size_t>(len));
   if (size_t nl = l.find_first_of(",\n"); nl != std::string::npos) l.resize(nl);
+  shm_setup(c);
   c->description = l + ", rank " + std::to_string(c->rank) + " of " + std::to_string(c->size) + ", timeout " +
-                   std::to_string(static_cast<int>(c->timeout_s)) + " s";
+                   std::to_string(static_cast<int>(c->timeout_s)) + " s" +
+                   (c->shm.win != MPI_WIN_NULL ? ", allreduce over shared memory" : "");
   *out = c;
   return CTN_OK;
 }
 
 void shutdown(void *state) {
   auto *c = static_cast<Comm *>(state);
+  shm_release(c);
   for (auto *reqs : {&c->recvs, &c->beat_recvs})
     for (MPI_Request &r : *reqs)
       if (r != MPI_REQUEST_NULL) {
@@ -306,7 +478,10 @@ ctn_status allreduce_start(void *state, void *buf, uint64_t count, ctn_dtype dty
   p.dtype = dtype;
   p.op = op;
   p.done = c->size == 1 || count == 0;
-  if (!p.done) {
+  const uint64_t bytes = count * static_cast<uint64_t>(dtype == CTN_F64 || dtype == CTN_I64 ? 8 : 4);
+  if (!p.done && c->shm.win != MPI_WIN_NULL && bytes <= kShmBytes) {
+    if (ctn_status s = shm_start(c, p, bytes); s != CTN_OK) return s;
+  } else if (!p.done) {
     int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), t, MPI_SUM, c->world, &p.req);
     if (rc != MPI_SUCCESS) return fail(c, CTN_ERR_IO, "mpi: MPI_Iallreduce: %s", mpi_error(rc).c_str());
   }
@@ -315,7 +490,7 @@ ctn_status allreduce_start(void *state, void *buf, uint64_t count, ctn_dtype dty
   p.ticket = ++c->tickets;
   c->pending.push_back(p);
   Pending &first = c->pending.front();
-  if (!first.done) {
+  if (!first.done && !first.shm_k) {
     int done = 0;
     MPI_Test(&first.req, &done, MPI_STATUS_IGNORE);
     first.done = done != 0;
@@ -332,10 +507,10 @@ ctn_status allreduce_wait(void *state, uint64_t ticket) {
   if (it == c->pending.end())
     return fail(c, CTN_ERR_STATE, "mpi: allreduce_wait: ticket %llu is not a pending allreduce (%zu pending)",
                 static_cast<unsigned long long>(ticket), c->pending.size());
+  // In start order: the shared-memory ring is freed oldest first.
+  if (ctn_status s = complete_upto(c, ticket); s != CTN_OK) return s;
   Pending p = *it;
   c->pending.erase(it);
-  if (!p.done)
-    if (ctn_status s = wait(c, &p.req, "allreduce", p.seq); s != CTN_OK) return s;
   if (p.op == CTN_REDUCE_MEAN && c->size > 1) {
     switch (p.dtype) {
       case CTN_F32: divide<float>(p.buf, p.count, c->size); break;
