@@ -48,6 +48,8 @@ const std::vector<EnvVar> &env_vars() {
       {"CHUTNEY_CUDA_DEVICE", EnvKind::Count, nullptr, 0, 1023, "CUDA device index"},
       {"CHUTNEY_CUDA_GRAPHS", EnvKind::Flag, nullptr, 0, 0, "CUDA graph replay (default 1)"},
       {"CHUTNEY_RENDEZVOUS", EnvKind::Text, nullptr, 0, 0, "NCCL rendezvous (file:PATH)"},
+      {"CHUTNEY_MPI_SHM_BYTES", EnvKind::Count, nullptr, 0, 1ll << 40,
+       "mpi: shared-memory allreduce ring per rank in bytes (default 32 MiB; 0: MPI's own allreduce)"},
   };
   return vars;
 }

@@ -5,8 +5,8 @@
 #   ranks-2/4    after 2 epochs every rank's variables are bit-identical (tensor-data hashes of
 #                the checkpoints) and within 1e-5 (relative, max-norm) of one process at the
 #                same global batch
-#   overlap      2 ranks, 4 buckets: overlapped allreduces (the default) and --overlap off give
-#                bit-identical variables on both ranks
+#   overlap      2 ranks, 4 buckets: overlapped allreduces (the default), --overlap off, a small
+#                shared-memory ring and Open MPI's allreduce alone give bit-identical variables
 #   cnn          the same for a small CNN (conv gradients, several buckets), 2 ranks, 1 epoch
 #   kill         a rank SIGKILLed mid-epoch ends the job non-zero within 10 s naming rank 1;
 #                resuming from the last checkpoint reproduces the uninterrupted run bit for bit
@@ -123,19 +123,34 @@ echo "== 4 ranks x 32 (100 kB buckets: several)"
 ranks 4 32 four --bucket-bytes 100000
 grep -h '^data-parallel\|buckets' "$WORK/four.log" || true
 
-echo "== overlap: 2 ranks x 64, 100 kB buckets, overlapped (default) vs --overlap off"
-for ov in on off; do
-  timeout 150 "${MPIRUN[@]}" -np 2 "$BIN" "${TRAIN[@]}" --distributed mpi --batch-size 64 --bucket-bytes 100000 \
-    --overlap "$ov" --checkpoint-dir "$WORK/ov-$ov" --rank-checkpoints >"$WORK/ov-$ov.log" 2>&1 || cat "$WORK/ov-$ov.log"
+echo "== overlap and transports: 2 ranks x 64, 100 kB buckets"
+# ov-on: overlapped (the default), shared-memory allreduce; ov-off: --overlap off; ov-ring:
+# a 12000-byte ring (the 10 kB bucket fits, but each step's later small buckets wrap onto it
+# while it is pending, so starts wait for ring space; the 1.6 MB and 512 kB gradients take MPI's
+# allreduce); ov-mpi: CHUTNEY_MPI_SHM_BYTES=0, Open MPI's allreduce only. Two ranks sum a + b in
+# every case, so all four must give the same bits on both ranks.
+ovrun() {
+  local name=$1 ov=$2 ring=$3
+  CHUTNEY_MPI_SHM_BYTES=$ring timeout 150 "${MPIRUN[@]}" -np 2 "$BIN" "${TRAIN[@]}" --distributed mpi --batch-size 64 \
+    --bucket-bytes 100000 --overlap "$ov" --checkpoint-dir "$WORK/$name" --rank-checkpoints >"$WORK/$name.log" 2>&1 ||
+    cat "$WORK/$name.log"
+}
+ovrun ov-on on 33554432; ovrun ov-off off 33554432; ovrun ov-ring on 12000; ovrun ov-mpi on 0
+h_on=$(st hash "$WORK/ov-on/mlp-epoch002.safetensors" 2>/dev/null) || h_on=missing
+same=1
+for name in ov-on ov-off ov-ring ov-mpi; do
+  for f in "$WORK/$name/mlp-epoch002.safetensors" "$WORK/$name/rank-1/mlp-epoch002.safetensors"; do
+    h=$(st hash "$f" 2>/dev/null) || h=missing
+    [[ $h == "$h_on" && $h != missing ]] || { same=0; echo "$f: $h, ov-on rank 0: $h_on"; }
+  done
 done
 if grep -q 'averaged in 4 buckets of <= 100000 bytes, overlapped with backward' "$WORK/ov-on.log" &&
    grep -q 'averaged in 4 buckets of <= 100000 bytes, blocking' "$WORK/ov-off.log" &&
-   h_on=$(st hash "$WORK/ov-on/mlp-epoch002.safetensors") && h_off=$(st hash "$WORK/ov-off/mlp-epoch002.safetensors") &&
-   [[ $h_on == "$h_off" && $h_on == $(st hash "$WORK/ov-on/rank-1/mlp-epoch002.safetensors") &&
-      $h_off == $(st hash "$WORK/ov-off/rank-1/mlp-epoch002.safetensors") ]]; then
-  pass "overlap: overlapped and blocking buckets give bit-identical variables on both ranks ($h_on)"
+   grep -q 'allreduce over shared memory' "$WORK/ov-ring.log" && ! grep -q 'allreduce over shared memory' "$WORK/ov-mpi.log" &&
+   [[ $same == 1 ]]; then
+  pass "overlap: overlapped, blocking, small-ring and MPI-only runs give bit-identical variables on both ranks ($h_on)"
 else
-  grep -h '^data-parallel' "$WORK/ov-on.log" "$WORK/ov-off.log"; failed "overlap: overlapped and blocking runs differ"
+  grep -h '^distributed\|^data-parallel' "$WORK"/ov-*.log; failed "overlap: the runs differ"
 fi
 
 echo "== CNN (8,16,32, no batch norm): 2 ranks x 16 vs one process at 32, 20 kB buckets"

@@ -44,7 +44,7 @@ constexpr double kStaleAfter = 1.0;    // no heartbeat for this long while waiti
 const int64_t kBeat = 0;               // the heartbeat's payload (never written: Isend reads it)
 constexpr double kYieldFor = 0.01;     // seconds a wait yields the core before it sleeps between polls
 
-constexpr uint64_t kShmBytes = 32ull << 20;  // each rank's shared-memory allreduce ring
+constexpr uint64_t kShmBytes = 32ull << 20;  // each rank's shared-memory allreduce ring (CHUTNEY_MPI_SHM_BYTES)
 
 // An allreduce started by allreduce_start and not yet waited (collective.h, since 1.7).
 struct Pending {
@@ -78,6 +78,7 @@ struct Shm {
   MPI_Win win = MPI_WIN_NULL;
   std::vector<ShmHeader *> head;  // per rank
   std::vector<char *> ring;       // per rank
+  uint64_t bytes = 0;             // of each ring
   uint64_t next = 0;              // where the next allreduce goes in the ring
   int64_t k = 0;                  // shared-memory allreduces started
   struct Region {
@@ -256,12 +257,22 @@ void shm_setup(Comm *c) {
   MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &m.node);
   int on_host = 0;
   MPI_Comm_size(m.node, &on_host);
-  if (on_host != c->size || c->size < 2) {  // the same answer on every rank
+  // The ring size: every rank must use the same (the offsets are computed, not sent).
+  unsigned long long want = kShmBytes, low = 0, high = 0;
+  if (const char *e = std::getenv("CHUTNEY_MPI_SHM_BYTES"); e && *e) {
+    char *end = nullptr;
+    want = std::strtoull(e, &end, 10);
+    if (*end) want = kShmBytes;
+  }
+  MPI_Allreduce(&want, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, c->world);
+  MPI_Allreduce(&want, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, c->world);
+  if (on_host != c->size || c->size < 2 || low != high || low == 0) {  // the same answer on every rank
     MPI_Comm_free(&m.node);
     return;
   }
+  m.bytes = (low + 63) & ~63ull;
   char *base = nullptr;
-  MPI_Win_allocate_shared(static_cast<MPI_Aint>(sizeof(ShmHeader) + kShmBytes), 64, MPI_INFO_NULL, m.node, &base, &m.win);
+  MPI_Win_allocate_shared(static_cast<MPI_Aint>(sizeof(ShmHeader) + m.bytes), 64, MPI_INFO_NULL, m.node, &base, &m.win);
   m.head.resize(static_cast<size_t>(c->size));
   m.ring.resize(static_cast<size_t>(c->size));
   for (int q = 0; q < c->size; ++q) {
@@ -339,7 +350,7 @@ ctn_status complete_upto(Comm *c, uint64_t upto) {
 ctn_status shm_place(Comm *c, uint64_t bytes, uint64_t *out_off) {
   Shm &m = c->shm;
   uint64_t off = (m.next + 63) & ~uint64_t{63};
-  if (off + bytes > kShmBytes) off = 0;
+  if (off + bytes > m.bytes) off = 0;
   for (;;) {
     const int64_t done = shm_lowest(c, &ShmHeader::completed);
     while (!m.used.empty() && m.used.front().k <= done) m.used.pop_front();
@@ -479,7 +490,7 @@ ctn_status allreduce_start(void *state, void *buf, uint64_t count, ctn_dtype dty
   p.op = op;
   p.done = c->size == 1 || count == 0;
   const uint64_t bytes = count * static_cast<uint64_t>(dtype == CTN_F64 || dtype == CTN_I64 ? 8 : 4);
-  if (!p.done && c->shm.win != MPI_WIN_NULL && bytes <= kShmBytes) {
+  if (!p.done && c->shm.win != MPI_WIN_NULL && bytes <= c->shm.bytes) {
     if (ctn_status s = shm_start(c, p, bytes); s != CTN_OK) return s;
   } else if (!p.done) {
     int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), t, MPI_SUM, c->world, &p.req);
