@@ -349,6 +349,9 @@ ctn_status complete_upto(Comm *c, uint64_t upto) {
 // waits for the others to complete theirs.
 ctn_status shm_place(Comm *c, uint64_t bytes, uint64_t *out_off) {
   Shm &m = c->shm;
+  // With nothing pending (a new step: the same on every rank, which make the same calls), start
+  // the ring over: each step reuses the same, cache-warm bytes instead of sweeping the ring.
+  if (c->pending.empty()) m.next = 0;
   uint64_t off = (m.next + 63) & ~uint64_t{63};
   if (off + bytes > m.bytes) off = 0;
   for (;;) {
