@@ -300,13 +300,19 @@ int64_t shm_lowest(const Comm *c, int64_t ShmHeader::*counter) {
   return low;
 }
 
+// out = t_0 + t_1 + ... + t_{N-1} in rank order, t_q rank q's copy. This rank's term is read
+// from `out` itself in the first pass (its ring copy holds the same bytes for the later ones),
+// which saves copying rank 0's term first.
 template <class T>
 void shm_sum(const Comm *c, const Pending &p) {
   T *out = static_cast<T *>(p.buf);
-  std::memcpy(out, c->shm.ring[0] + p.shm_off, p.count * sizeof(T));
-  for (size_t q = 1; q < c->shm.ring.size(); ++q) {
-    const T *in = reinterpret_cast<const T *>(c->shm.ring[q] + p.shm_off);
-    for (uint64_t i = 0; i < p.count; ++i) out[i] += in[i];
+  const size_t me = static_cast<size_t>(c->rank), n = c->shm.ring.size();  // n >= 2
+  auto term = [&](size_t q) { return reinterpret_cast<const T *>(c->shm.ring[q] + p.shm_off); };
+  const T *a = me == 0 ? out : term(0), *b = me == 1 ? out : term(1);
+  for (uint64_t i = 0; i < p.count; ++i) out[i] = a[i] + b[i];
+  for (size_t q = 2; q < n; ++q) {
+    const T *t = term(q);
+    for (uint64_t i = 0; i < p.count; ++i) out[i] += t[i];
   }
 }
 

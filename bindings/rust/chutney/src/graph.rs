@@ -688,6 +688,8 @@ impl<'ctx> Graph<'ctx> {
             dp_bucket_bytes: 0,
             memory_budget: options.memory_budget,
             precision: sys::CTN_PRECISION_F32,
+            dp_flags: 0,
+            dp_reserved: 0,
         };
         let mut out = ptr::null_mut();
         // SAFETY: ids holds len values; o and its string outlive the call.
