@@ -272,7 +272,20 @@ void shm_setup(Comm *c) {
   }
   m.bytes = (low + 63) & ~63ull;
   char *base = nullptr;
-  MPI_Win_allocate_shared(static_cast<MPI_Aint>(sizeof(ShmHeader) + m.bytes), 64, MPI_INFO_NULL, m.node, &base, &m.win);
+  MPI_Comm_set_errhandler(m.node, MPI_ERRORS_RETURN);
+  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(sizeof(ShmHeader) + m.bytes), 64, MPI_INFO_NULL, m.node,
+                                         &base, &m.win);
+  // Every rank must take the same path: without a window everywhere, nobody uses one (a window
+  // some rank lacks is left to MPI_Finalize; freeing it is collective).
+  int ok = rc == MPI_SUCCESS ? 1 : 0, all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->world);
+  if (!all_ok) {
+    const std::string why = "no shared-memory window on some rank (here: " + (ok ? std::string("allocated") : mpi_error(rc)) +
+                            "); allreduce goes through Open MPI";
+    g_host->log(CTN_LOG_WARN, "mpi", why.c_str());
+    m.win = MPI_WIN_NULL;
+    return;
+  }
   m.head.resize(static_cast<size_t>(c->size));
   m.ring.resize(static_cast<size_t>(c->size));
   for (int q = 0; q < c->size; ++q) {
