@@ -7,6 +7,9 @@
 // requantises them: saturate(round_half_even(f32(acc + bias) * f32(scale_a * scale_b / scale_y))
 // + zp_y), the formula of onnxruntime's QLinearConv / QLinearMatMul.
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -402,6 +405,17 @@ ctn_status make_int_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel 
 
 namespace {
 
+// What a convolution's constant inputs give, made once: the path, the weights as the path's A
+// operand, the per-channel terms of the epilogue.
+struct ConvPrepared {
+  const void *key[9] = {};      // data + offset of the inputs it was made from (ConvState::prep_inputs)
+  bool q8 = false;              // the u8 x s8 VNNI path (weights' zero points all 0)
+  std::vector<int8_t> a8;       // q8: the weights padded to kq * 4 (empty: K % 4 == 0, w itself)
+  std::vector<int16_t> a16;     // int16 path: the weights less their zero points, in pairs
+  std::vector<float> mult;      // x_scale * w_scale[o] / y_scale (qlinear)
+  std::vector<int32_t> offset;  // q8: bias[o] - x_zp * sum_k w[o][k]
+};
+
 struct ConvState : KernelBase {
   bool qlinear = false;
   int64_t n = 0, c = 0, h = 0, w = 0, o = 0, kh = 0, kw = 0, ho = 0, wo = 0;
@@ -415,7 +429,18 @@ struct ConvState : KernelBase {
   int64_t slots = 1;          // per-part scratch slots of the workspace (pool size at get_kernel)
   uint64_t slot_bytes = 0;    // 4 bytes per output pixel: 4 im2col rows of u8 or 2 of int16, or i32 sums
   std::vector<int64_t> dw_tap;  // depthwise: where tap (ki, kj) starts in the phases (DwGeom), per tap
+  // Inputs that are constants of the plan (ctn_sig_const_inputs, ABI 1.7): what they give
+  // (ConvPrepared) is made on the first call and reused while their pointers stay the same.
+  // mult_const: the scales (qlinear's inputs 1, 4, 6; f32 initializers of an ONNX model are
+  // variables unless imported as constants); w_const: the weights, their zero points, x's zero
+  // point and the bias (inputs 2, 3, 5, 8; conv2d_integer's 1, 2, 3).
+  bool mult_const = false, w_const = false;
+  uint64_t prep_inputs = 0;  // the inputs ConvPrepared is made from (their bits)
+  mutable std::mutex prep_mu;
+  mutable std::unique_ptr<const ConvPrepared> prep;
+  mutable std::atomic<const ConvPrepared *> prep_ready{nullptr};
 };
+
 
 // Tap column kj reads ix = ox * sw + off, inside the image for ox in [lo, hi).
 void tap_columns(const ConvState &st, int64_t kj, int64_t *off, int64_t *lo, int64_t *hi) {
@@ -543,14 +568,19 @@ void pack_a_q8(const int8_t *w, int64_t k, int64_t kq, int64_t r0, int64_t r1, i
   }
 }
 
-// The epilogue's parameters for one call: multipliers x_scale * w_scale[o] / y_scale, bias,
-// the output zero point.
-void conv_epilogue(const ConvState &st, const ctn_tensor_desc *in, float *mult, Epilogue *e) {
+// The requantisation multipliers x_scale * w_scale[o] / y_scale (qlinear only).
+void conv_mult(const ConvState &st, const ctn_tensor_desc *in, float *mult) {
   if (!st.qlinear) return;
   const float sx = *desc_ptr<const float>(in[1]), sy = *desc_ptr<const float>(in[6]);
   const float *sw = desc_ptr<const float>(in[4]);
   const bool per_o = desc_numel(in[4]) > 1;
   for (int64_t o = 0; o < st.o; ++o) mult[o] = sx * sw[per_o ? o : 0] / sy;
+}
+
+// The epilogue's parameters for one call: the multipliers (conv_mult's), bias, the output zero
+// point.
+void conv_epilogue(const ConvState &st, const ctn_tensor_desc *in, const float *mult, Epilogue *e) {
+  if (!st.qlinear) return;
   e->mult = mult;
   e->bias = desc_ptr<const int32_t>(in[8]);
   e->relu = st.relu;
@@ -580,28 +610,49 @@ bool all_zero(const ctn_tensor_desc &zp) {
   return true;
 }
 
-// u8 x s8 VNNI path (weights' zero points 0): x as u8 (i8 flipped by 0x80, its zero point too),
-// padding x_zp, and per output channel bias - x_zp * sum_k w added by the epilogue.
+// The u8 x s8 path's x zero point: x as u8 (i8 flipped by 0x80, its zero point too).
 template <class SX>
-void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, Epilogue e) {
-  const ctn_tensor_desc *in = args->inputs;
-  const ctn_tensor_desc &x = in[0], &w = in[st.qlinear ? 3 : 1];
+uint8_t q8_zx(const ctn_tensor_desc *in) {
   constexpr uint8_t flip = std::is_same_v<SX, int8_t> ? 0x80 : 0;
-  const uint8_t zx = static_cast<uint8_t>(static_cast<uint8_t>(int_at(in[2], 0)) ^ flip);
+  return static_cast<uint8_t>(static_cast<uint8_t>(int_at(in[2], 0)) ^ flip);
+}
+
+// The u8 x s8 path's A and per-channel offsets: A is w itself when K is a multiple of 4, else w
+// padded into a8 (o * kq * 4 bytes); offset[o] = bias[o] - zx * sum_k w[o][k], the weights' row
+// sums (into rowsum, o values) only where zx is not 0 (after a ReLU it is: most of a CNN's
+// convolutions skip reading all their weights once more). Returns A.
+const int8_t *q8_weights(const ConvState &st, const ctn_tensor_desc *in, const int32_t *bias, uint8_t zx, int8_t *a8,
+                         int32_t *rowsum, int32_t *offset) {
+  const int8_t *w = desc_ptr<const int8_t>(in[st.qlinear ? 3 : 1]);
   const bool in_place = st.kg % 4 == 0;
-  auto *pa = in_place ? const_cast<int8_t *>(desc_ptr<const int8_t>(w)) : reinterpret_cast<int8_t *>(sc.a);
-  auto *pb = reinterpret_cast<uint8_t *>(sc.b);
-  // The weights' row sums only where x's zero point is not 0 (after a ReLU it is: most of a
-  // CNN's convolutions skip reading all their weights once more per call).
-  int32_t *rowsum = zx != 0 ? sc.rowsum : nullptr;
-  if (rowsum || !in_place)
-    for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
-      pack_a_q8(desc_ptr<const int8_t>(w), st.kg, st.kq, r0, r1, in_place ? nullptr : pa, rowsum);
-    });
+  int32_t *sums = zx != 0 ? rowsum : nullptr;
+  if (sums || !in_place)
+    for_range(st.be, st.o, st.kg,
+              [&](int64_t r0, int64_t r1, int) { pack_a_q8(w, st.kg, st.kq, r0, r1, in_place ? nullptr : a8, sums); });
   for (int64_t o = 0; o < st.o; ++o)
-    sc.offset[o] = static_cast<int32_t>((e.bias ? static_cast<uint32_t>(e.bias[o]) : 0u) -
-                                        (rowsum ? static_cast<uint32_t>(zx) * static_cast<uint32_t>(rowsum[o]) : 0u));
-  e.bias = sc.offset;
+    offset[o] = static_cast<int32_t>((bias ? static_cast<uint32_t>(bias[o]) : 0u) -
+                                     (sums ? static_cast<uint32_t>(zx) * static_cast<uint32_t>(sums[o]) : 0u));
+  return in_place ? w : a8;
+}
+
+// The int16 path's A: the weights less their zero points, in pairs (o * 2 * kp2 values).
+template <class SW>
+void i16_weights(const ConvState &st, const ctn_tensor_desc *in, int16_t *pa) {
+  const ctn_tensor_desc &w = in[st.qlinear ? 3 : 1], &zw = in[st.qlinear ? 5 : 3];
+  const bool zw_per_o = desc_numel(zw) > 1;
+  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
+    pack_a(desc_ptr<const SW>(w) + r0 * st.kg, st.kg, st.kp2, r1 - r0, zw, zw_per_o, r0, pa + r0 * 2 * st.kp2);
+  });
+}
+
+// u8 x s8 VNNI path (weights' zero points 0): x as u8 (q8_zx), padding x_zp, A from q8_weights
+// and e.bias its offsets (the bias less x_zp times the weights' row sums).
+template <class SX>
+void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, const Epilogue &e, const int8_t *pa) {
+  const ctn_tensor_desc &x = args->inputs[0];
+  constexpr uint8_t flip = std::is_same_v<SX, int8_t> ? 0x80 : 0;
+  const uint8_t zx = q8_zx<SX>(args->inputs);
+  auto *pb = reinterpret_cast<uint8_t *>(sc.b);
   const int64_t og = st.o / st.groups, cg = st.c / st.groups, npix = st.ho * st.wo;
   const size_t ysz = dtype_size(st.y_dt);
   char *y0 = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset;
@@ -623,17 +674,12 @@ void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, 
     }
 }
 
-// int16 path: any dtypes and zero points.
-template <class SX, class SW>
-void conv_i16(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, const Epilogue &e) {
+// int16 path: any dtypes and zero points; A from i16_weights.
+template <class SX>
+void conv_i16(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, const Epilogue &e, const int16_t *pa) {
   const ctn_tensor_desc *in = args->inputs;
-  const ctn_tensor_desc &x = in[0], &w = in[st.qlinear ? 3 : 1], &zw = in[st.qlinear ? 5 : 3];
-  auto *pa = reinterpret_cast<int16_t *>(sc.a);
+  const ctn_tensor_desc &x = in[0];
   auto *pb = reinterpret_cast<int16_t *>(sc.b);
-  const bool zw_per_o = desc_numel(zw) > 1;
-  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
-    pack_a(desc_ptr<const SW>(w) + r0 * st.kg, st.kg, st.kp2, r1 - r0, zw, zw_per_o, r0, pa + r0 * 2 * st.kp2);
-  });
   const int32_t zx = int_at(in[2], 0);
   const int64_t og = st.o / st.groups, cg = st.c / st.groups, npix = st.ho * st.wo;
   const size_t ysz = dtype_size(st.y_dt);
@@ -889,23 +935,85 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
       st.slots);
 }
 
+bool same_keys(const ConvState &st, const ConvPrepared &p, const ctn_tensor_desc *in) {
+  for (int i = 1; i < 9; ++i)
+    if ((st.prep_inputs >> i & 1) && p.key[i] != static_cast<const char *>(in[i].data) + in[i].offset) return false;
+  return true;
+}
+
+// Makes what the constant inputs give (ConvPrepared) for these inputs.
+template <class SX, class SW>
+std::unique_ptr<const ConvPrepared> prepare_conv(const ConvState &st, const ctn_tensor_desc *in) {
+  auto p = std::make_unique<ConvPrepared>();
+  for (int i = 1; i < 9; ++i)
+    if (st.prep_inputs >> i & 1) p->key[i] = static_cast<const char *>(in[i].data) + in[i].offset;
+  if (st.mult_const) {
+    p->mult.resize(static_cast<size_t>(st.o));
+    conv_mult(st, in, p->mult.data());
+  }
+  const bool depthwise = st.groups == st.c && st.o == st.c && st.groups > 1;
+  if constexpr (std::is_same_v<SW, int8_t>) p->q8 = !depthwise && st.q8 && all_zero(in[st.qlinear ? 5 : 3]);
+  if (depthwise || !st.w_const) return p;
+  if (p->q8) {
+    if (st.kg % 4 != 0) p->a8.resize(static_cast<size_t>(st.o * st.kq * 4));
+    std::vector<int32_t> rowsum(static_cast<size_t>(st.o));
+    p->offset.resize(static_cast<size_t>(st.o));
+    q8_weights(st, in, st.qlinear ? desc_ptr<const int32_t>(in[8]) : nullptr, q8_zx<SX>(in), p->a8.data(),
+               rowsum.data(), p->offset.data());
+  } else {
+    p->a16.resize(static_cast<size_t>(st.o * 2 * st.kp2));
+    i16_weights<SW>(st, in, p->a16.data());
+  }
+  return p;
+}
+
+// The prepared inputs for this call: made on the first call (once, whichever thread gets there
+// first), nullptr when the inputs are not all constants or this call's pointers are others.
+template <class SX, class SW>
+const ConvPrepared *prepared(const ConvState &st, const ctn_tensor_desc *in) {
+  if (!st.prep_inputs) return nullptr;
+  const ConvPrepared *p = st.prep_ready.load(std::memory_order_acquire);
+  if (!p) {
+    std::lock_guard<std::mutex> lock(st.prep_mu);
+    if (!st.prep) st.prep = prepare_conv<SX, SW>(st, in);
+    p = st.prep.get();
+    st.prep_ready.store(p, std::memory_order_release);
+  }
+  return same_keys(st, *p, in) ? p : nullptr;
+}
+
 template <class SX, class SW>
 ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const ConvState *>(state);
+  const ctn_tensor_desc *in = args->inputs;
   ConvScratch sc(*st, args->workspace);
+  const ConvPrepared *pp = prepared<SX, SW>(*st, in);
+  const bool mult_ready = pp && st->mult_const;
+  if (!mult_ready) conv_mult(*st, in, sc.mult);
   Epilogue e;
-  conv_epilogue(*st, args->inputs, sc.mult, &e);
+  conv_epilogue(*st, in, mult_ready ? pp->mult.data() : sc.mult, &e);
+  if (!st->w_const) pp = nullptr;  // the weights' terms: per call
   if (st->groups == st->c && st->o == st->c && st->groups > 1) {
     conv_depthwise<SX, SW>(*st, args, e);
     return CTN_OK;
   }
   if constexpr (std::is_same_v<SW, int8_t>) {
-    if (st->q8 && all_zero(args->inputs[st->qlinear ? 5 : 3])) {
-      conv_q8<SX>(*st, args, sc, e);
+    if (pp ? pp->q8 : st->q8 && all_zero(in[st->qlinear ? 5 : 3])) {
+      const int8_t *pa = nullptr;
+      if (pp) {
+        pa = pp->a8.empty() ? desc_ptr<const int8_t>(in[st->qlinear ? 3 : 1]) : pp->a8.data();
+        e.bias = pp->offset.data();
+      } else {
+        pa = q8_weights(*st, in, e.bias, q8_zx<SX>(in), reinterpret_cast<int8_t *>(sc.a), sc.rowsum, sc.offset);
+        e.bias = sc.offset;
+      }
+      conv_q8<SX>(*st, args, sc, e, pa);
       return CTN_OK;
     }
   }
-  conv_i16<SX, SW>(*st, args, sc, e);
+  const int16_t *pa = pp ? pp->a16.data() : reinterpret_cast<int16_t *>(sc.a);
+  if (!pp) i16_weights<SW>(*st, in, reinterpret_cast<int16_t *>(sc.a));
+  conv_i16<SX>(*st, args, sc, e, pa);
   return CTN_OK;
 }
 
@@ -921,6 +1029,11 @@ ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *o
   st->ho = y.shape[2], st->wo = y.shape[3];
   st->sh = at[0], st->sw = at[1], st->ph = at[2], st->pw = at[3], st->dh = at[4], st->dw = at[5], st->groups = at[6];
   st->relu = qlinear && at[7] == CTN_ACT_RELU;
+  const uint64_t consts = ctn_sig_const_inputs(sig);
+  const uint64_t scales = qlinear ? 0x52u : 0u, weights = qlinear ? 0x12Cu : 0xEu;  // {1, 4, 6}; {2, 3, 5, 8} or {1, 2, 3}
+  st->mult_const = qlinear && (consts & scales) == scales;
+  st->w_const = (consts & weights) == weights;
+  st->prep_inputs = (st->mult_const ? scales : 0u) | (st->w_const ? weights : 0u);
   st->kg = w.shape[1] * st->kh * st->kw;
   st->kp2 = (st->kg + 1) / 2;
   st->kq = (st->kg + 3) / 4;

@@ -922,6 +922,80 @@ TEST_F(CpuPlugin, IntDtypesArithmeticWraps) {
   }
 }
 
+// ABI 1.7 constant inputs: an int8 convolution told that every input but x is a constant of
+// the plan derives the packed weights, row sums and multipliers on its first call and reuses
+// them; its results equal those of the kernel told nothing, call after call with new x, and
+// when a call brings the weights at another pointer (other values) it computes them afresh.
+TEST_F(CpuPlugin, QlinearConvConstantInputsMatchPerCall) {
+  struct Case {
+    int64_t c, h, o, k, groups;
+    int32_t zx, zw;  // x's and the weights' zero points (zw != 0: the int16 path)
+  };
+  // K = 27 (A padded), K = 72 with x_zp 0 and not, weights' zero points 3, depthwise.
+  const Case cases[] = {{3, 9, 8, 3, 1, 120, 0}, {8, 7, 12, 3, 1, 0, 0}, {8, 7, 12, 3, 1, 77, 0},
+                        {4, 6, 5, 3, 1, 100, 3}, {6, 8, 6, 3, 6, 110, 0}};
+  std::mt19937 rng(5);
+  auto bytes = [&](size_t n, int lo, int hi) {
+    std::uniform_int_distribution<int> d(lo, hi);
+    std::vector<int8_t> v(n);
+    for (auto &x : v) x = static_cast<int8_t>(d(rng));
+    return v;
+  };
+  for (const char *threads : {"1", "2"})
+    for (const Case &k : cases) {
+      ASSERT_EQ(d_->set_option(be_, "num_threads", threads), CTN_OK) << g_error;
+      const int64_t ho = k.h - k.k + 3, cg = k.c / k.groups;  // padding 1
+      const std::vector<int64_t> xs = {1, k.c, k.h, k.h}, ws = {k.o, cg, k.k, k.k}, ys = {1, k.o, ho, ho};
+      const std::vector<int64_t> os = {k.o}, one = {};
+      std::vector<int8_t> w1 = bytes(static_cast<size_t>(k.o * cg * k.k * k.k), -127, 127), w2 = w1;
+      for (auto &v : w2) v = static_cast<int8_t>(-v);
+      std::vector<float> wscale(static_cast<size_t>(k.o));
+      for (size_t i = 0; i < wscale.size(); ++i) wscale[i] = 0.002f + 0.0001f * static_cast<float>(i);
+      std::vector<int32_t> bias(static_cast<size_t>(k.o));
+      for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<int32_t>(i * 37) - 150;
+      std::vector<int8_t> zw(static_cast<size_t>(k.o), static_cast<int8_t>(k.zw));
+      const float sx = 0.02f, sy = 0.05f * static_cast<float>(cg * k.k * k.k) / 27;
+      const uint8_t zx = static_cast<uint8_t>(k.zx), zy = 100;
+      const ctn_attrs at = attrs_i({1, 1, 1, 1, 1, 1, k.groups, CTN_ACT_RELU});
+      auto inputs = [&](const void *x, const void *w) {
+        return std::vector<ctn_tensor_desc>{desc(CTN_U8, xs, x),  desc(CTN_F32, one, &sx),    desc(CTN_U8, one, &zx),
+                                            desc(CTN_I8, ws, w),  desc(CTN_F32, os, wscale.data()), desc(CTN_I8, os, zw.data()),
+                                            desc(CTN_F32, one, &sy), desc(CTN_U8, one, &zy), desc(CTN_I32, os, bias.data())};
+      };
+      // Kernels for the signature, told nothing (plain) and told inputs 1..8 are constants.
+      ctn_kernel kern[2] = {};
+      std::vector<ctn_tensor_desc> sig_in = inputs(nullptr, nullptr);
+      for (auto &d : sig_in) d.data = nullptr;
+      ctn_tensor_desc sig_out = desc(CTN_U8, ys, nullptr);
+      for (int c = 0; c < 2; ++c) {
+        ctn_op_signature sig{sizeof sig, 9, CTN_OP_QLINEAR_CONV2D, sig_in.data(), &sig_out, &at, c ? 0x1FEu : 0u};
+        ASSERT_EQ(d_->get_kernel(be_, &sig, &kern[c]), CTN_OK) << g_error;
+      }
+      auto call = [&](const ctn_kernel &kn, const void *x, const void *w) {
+        std::vector<uint8_t> y(static_cast<size_t>(k.o * ho * ho), 0xEE);
+        std::vector<ctn_tensor_desc> in = inputs(x, w);
+        ctn_tensor_desc out = desc(CTN_U8, ys, y.data());
+        std::vector<char> wsp(kn.workspace_size);
+        ctn_kernel_args args{9, 1, in.data(), &out, &at, wsp.empty() ? nullptr : wsp.data(), wsp.size()};
+        EXPECT_EQ(kn.fn(kn.state, &args), CTN_OK) << g_error;
+        return y;
+      };
+      for (int rep = 0; rep < 3; ++rep) {
+        std::vector<int8_t> xb = bytes(static_cast<size_t>(k.c * k.h * k.h), -128, 127);
+        const std::vector<uint8_t> want = call(kern[0], xb.data(), w1.data());
+        EXPECT_EQ(call(kern[1], xb.data(), w1.data()), want) << "c " << k.c << " zx " << k.zx << " zw " << k.zw << " rep " << rep;
+        size_t inside = 0;
+        for (uint8_t v : want) inside += v != 0 && v != 255;
+        EXPECT_GT(inside, want.size() / 4) << "most outputs should not saturate";
+      }
+      std::vector<int8_t> xb = bytes(static_cast<size_t>(k.c * k.h * k.h), -128, 127);
+      EXPECT_EQ(call(kern[1], xb.data(), w2.data()), call(kern[0], xb.data(), w2.data()))
+          << "weights at another pointer: computed for that call";
+      for (const ctn_kernel &kn : kern)
+        if (kn.release) kn.release(kn.state);
+    }
+}
+
 TEST_F(CpuPlugin, UnsupportedAndBadSignatures) {
   std::vector<int32_t> xi(4);
   EXPECT_EQ(run(CTN_OP_EXP, {desc(CTN_I32, {4}, xi.data())}, desc(CTN_I32, {4}, xi.data()),
