@@ -429,6 +429,13 @@ struct ConvState : KernelBase {
   int64_t slots = 1;          // per-part scratch slots of the workspace (pool size at get_kernel)
   uint64_t slot_bytes = 0;    // 4 bytes per output pixel: 4 im2col rows of u8 or 2 of int16, or i32 sums
   std::vector<int64_t> dw_tap;  // depthwise: where tap (ki, kj) starts in the phases (DwGeom), per tap
+  // Stride-1 convolutions on the u8 x s8 path (wide): x's planes are padded once per call (hp x wp,
+  // pitch wp), so that im2col row (ci, ki, kj) is the padded plane read in place from ki wp + kj
+  // on; the product runs over ho * wp columns (wo of each wp valid) into a scratch output whose
+  // rows are then compacted into y. No im2col copy, at the cost of wp - wo extra columns per row.
+  bool wide = false;
+  int64_t hp = 0, wp = 0, ldbw = 0;
+  uint64_t pad_bytes = 0, out_bytes = 0;
   // Inputs that are constants of the plan (ctn_sig_const_inputs, ABI 1.7): what they give
   // (ConvPrepared) is made on the first call and reused while their pointers stay the same.
   // mult_const: the scales (qlinear's inputs 1, 4, 6; f32 initializers of an ONNX model are
@@ -592,12 +599,14 @@ struct ConvScratch {
   char *a, *b;
   float *mult;
   int32_t *rowsum, *offset;
-  char *slots;
+  char *slots, *pad, *out;  // pad, out: the wide path's padded planes and scratch output
   ConvScratch(const ConvState &st, void *ws) {
     a = static_cast<char *>(ws);
     b = a + st.a_bytes;
     slots = b + st.b_bytes;
-    mult = reinterpret_cast<float *>(slots + st.slots * st.slot_bytes);
+    pad = slots + st.slots * st.slot_bytes;
+    out = pad + st.pad_bytes;
+    mult = reinterpret_cast<float *>(out + st.out_bytes);
     rowsum = reinterpret_cast<int32_t *>(mult + st.o);
     offset = rowsum + st.o;
   }
@@ -645,6 +654,74 @@ void i16_weights(const ConvState &st, const ctn_tensor_desc *in, int16_t *pa) {
   });
 }
 
+// The wide path: planes [c0, c1) of one group's x, converted to u8 by cv, padded with zx into
+// hp x wp planes (and the wp bytes after the last, read by the last rows' unused columns).
+template <class SX, class Conv>
+void wide_pad(const ConvState &st, const SX *x, uint8_t zx, Conv cv, int64_t c0, int64_t c1, int64_t cg, uint8_t *pad) {
+  const int64_t plane = st.hp * st.wp;
+  for (int64_t ci = c0; ci < c1; ++ci) {
+    uint8_t *p = pad + ci * plane;
+    const SX *src = x + ci * st.h * st.w;
+    for (int64_t r = 0; r < st.hp; ++r) {
+      uint8_t *o = p + r * st.wp;
+      const int64_t iy = r - st.ph;
+      if (iy < 0 || iy >= st.h) {
+        std::fill(o, o + st.wp, zx);
+        continue;
+      }
+      std::fill(o, o + st.pw, zx);
+      const SX *row = src + iy * st.w;
+      if constexpr (std::is_same_v<SX, uint8_t>)
+        std::copy(row, row + st.w, o + st.pw);  // u8: cv is the identity
+      else
+        for (int64_t c = 0; c < st.w; ++c) o[st.pw + c] = cv(row[c]);
+      std::fill(o + st.pw + st.w, o + st.wp, zx);
+    }
+    if (ci == cg - 1) std::fill(p + plane, p + plane + st.wp, zx);
+  }
+}
+
+// The wide path's B: quads [q0, q1) of im2col rows read in place from the padded planes (rows
+// past K from a zero row in `slot`).
+void wide_pack_b(const ConvState &st, const uint8_t *pad, int64_t q0, int64_t q1, uint8_t *dst, char *slot) {
+  const int64_t cols = st.ho * st.wp, khw = st.kh * st.kw, plane = st.hp * st.wp;
+  auto *zero = reinterpret_cast<uint8_t *>(slot);
+  if (4 * q1 > st.kg) std::fill(zero, zero + cols, uint8_t{0});
+  const uint8_t *rows[4];
+  for (int64_t q = q0; q < q1; ++q) {
+    for (int h = 0; h < 4; ++h) {
+      const int64_t k = 4 * q + h;
+      rows[h] = k >= st.kg ? zero : pad + (k / khw) * plane + ((k % khw) / st.kw) * st.wp + k % st.kw;
+    }
+    interleave<uint8_t, 4>(rows, cols, st.ldbw, dst + q * st.ldbw * 4);
+  }
+}
+
+// One image's group on the wide path: pad, pack, the product into sc.out (pitch ho * wp), then
+// the valid wo columns of each row into y (eg.y: the group's first output plane).
+template <class SX, class Conv>
+void conv_q8_wide(const ConvState &st, ConvScratch &sc, const SX *xg, uint8_t zx, Conv cv, Epilogue eg,
+                  const int8_t *pa, int64_t og) {
+  const int64_t cg = st.c / st.groups, cols = st.ho * st.wp, npix = st.ho * st.wo;
+  auto *pad = reinterpret_cast<uint8_t *>(sc.pad);
+  auto *pb = reinterpret_cast<uint8_t *>(sc.b);
+  for_range(st.be, cg, st.hp * st.wp, [&](int64_t c0, int64_t c1, int) { wide_pad(st, xg, zx, cv, c0, c1, cg, pad); });
+  for_range(
+      st.be, st.kq, 4 * cols, [&](int64_t q0, int64_t q1, int k) { wide_pack_b(st, pad, q0, q1, pb, sc.slot(st, k)); },
+      st.slots);
+  char *y = static_cast<char *>(eg.y);
+  eg.y = sc.out;
+  eg.ldy = cols;
+  GemmJob<IgemmQ8Operands, IgemmQ8TileFn> job{
+      {pa, pb, og, st.kq, st.ldbw, cols}, cols, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
+  run_gemm(st.be, job, st.kq);
+  const size_t ysz = dtype_size(st.y_dt);
+  for (int64_t o = 0; o < og; ++o)
+    for (int64_t oy = 0; oy < st.ho; ++oy)
+      std::copy(sc.out + (o * cols + oy * st.wp) * static_cast<int64_t>(ysz),
+                sc.out + (o * cols + oy * st.wp + st.wo) * static_cast<int64_t>(ysz), y + (o * npix + oy * st.wo) * static_cast<int64_t>(ysz));
+}
+
 // u8 x s8 VNNI path (weights' zero points 0): x as u8 (q8_zx), padding x_zp, A from q8_weights
 // and e.bias its offsets (the bias less x_zp times the weights' row sums).
 template <class SX>
@@ -660,14 +737,18 @@ void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, 
   for (int64_t img = 0; img < st.n; ++img)
     for (int64_t g = 0; g < st.groups; ++g) {
       const SX *xg = desc_ptr<const SX>(x) + (img * st.c + g * cg) * st.h * st.w;
-      for_range(
-          st.be, st.kq, 4 * npix,
-          [&](int64_t q0, int64_t q1, int k) { pack_b_conv<4>(st, xg, zx, cv, q0, q1, pb, sc.slot(st, k)); }, st.slots);
       Epilogue eg = e;
       if (eg.mult) eg.mult += g * og;
       eg.bias += g * og;
       eg.y = y0 + static_cast<size_t>((img * st.o + g * og) * npix) * ysz;
       eg.ldy = npix;
+      if (st.wide) {
+        conv_q8_wide(st, sc, xg, zx, cv, eg, pa + g * og * st.kq * 4, og);
+        continue;
+      }
+      for_range(
+          st.be, st.kq, 4 * npix,
+          [&](int64_t q0, int64_t q1, int k) { pack_b_conv<4>(st, xg, zx, cv, q0, q1, pb, sc.slot(st, k)); }, st.slots);
       GemmJob<IgemmQ8Operands, IgemmQ8TileFn> job{
           {pa + g * og * st.kq * 4, pb, og, st.kq, st.ldb, npix}, npix, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
       run_gemm(st.be, job, st.kq);
@@ -1059,8 +1140,19 @@ ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *o
         st->dw_tap.push_back(((dy % st->sh) * st->sw + dx % st->sw) * g.phase_elems() + (dy / st->sh) * g.wq + dx / st->sw);
       }
   }
-  const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->slots) * st->slot_bytes +
-                      static_cast<uint64_t>(st->o) * (sizeof(float) + 2 * sizeof(int32_t));
+  const bool depthwise = st->groups == st->c && st->o == st->c && st->groups > 1;
+  st->wide = st->q8 && w.dtype == CTN_I8 && !depthwise && st->sh == 1 && st->sw == 1 && st->dh == 1 && st->dw == 1 &&
+             !(st->kh == 1 && st->kw == 1 && st->ph == 0 && st->pw == 0);
+  if (st->wide) {
+    st->hp = st->h + 2 * st->ph, st->wp = st->w + 2 * st->pw;
+    st->ldbw = round_up(st->ho * st->wp, kIgNr);
+    st->b_bytes = std::max(st->b_bytes, static_cast<uint64_t>(round_up(st->kq * st->ldbw * 4, 64)));
+    st->slot_bytes = std::max(st->slot_bytes, static_cast<uint64_t>(round_up(st->ho * st->wp, 64)));
+    st->pad_bytes = static_cast<uint64_t>(round_up((st->c / st->groups) * st->hp * st->wp + st->wp, 64));
+    st->out_bytes = static_cast<uint64_t>(round_up((st->o / st->groups) * st->ho * st->wp * static_cast<int64_t>(dtype_size(y.dtype)), 64));
+  }
+  const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->slots) * st->slot_bytes + st->pad_bytes +
+                      st->out_bytes + static_cast<uint64_t>(st->o) * (sizeof(float) + 2 * sizeof(int32_t));
   ctn_kernel_fn fn = pick_kernel(x.dtype, w.dtype, conv_kernel<uint8_t, uint8_t>, conv_kernel<uint8_t, int8_t>,
                                  conv_kernel<int8_t, uint8_t>, conv_kernel<int8_t, int8_t>);
   kernel_set(out, fn, st.release(), 0, ws);
