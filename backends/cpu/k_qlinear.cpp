@@ -812,6 +812,13 @@ CTN_TAPS_VARIANT(generic)
 #if defined(__x86_64__)
 CTN_TAPS_VARIANT(avx2, __attribute__((target("avx2"))))
 
+// A tap's weight (|w| < 2^15: an 8-bit weight less its zero point) as the int16 pair (w, 0) in
+// every lane: pmaddwd of a sign-extended int16 x with it is x * w, one instruction where vpmulld
+// takes two.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512i tap_weight_pair(int32_t w) {
+  return _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(w) & 0xFFFFu));
+}
+
 // AVX-512 by hand: 64 sums in four registers while every tap adds to them, masked tail.
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void taps_avx512(int32_t *a, const int16_t *const *p,
                                                                       const int32_t *wv, int64_t nt, int64_t n, bool add) {
@@ -821,11 +828,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void taps_avx512(int32_t *a
     __m512i c[4];
     for (int j = 0; j < 4; ++j) c[j] = add ? _mm512_loadu_si512(a + i + 16 * j) : _mm512_setzero_si512();
     for (int64_t t = 0; t < nt; ++t) {
-      const __m512i w = _mm512_set1_epi32(wv[t]);
+      const __m512i w = tap_weight_pair(wv[t]);
       const int16_t *q = p[t] + i;
       for (int j = 0; j < 4; ++j) {
         const __m512i x = _mm512_maskz_cvtepi16_epi32(all, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + 16 * j)));
-        c[j] = _mm512_add_epi32(c[j], _mm512_mullo_epi32(x, w));
+        c[j] = _mm512_add_epi32(c[j], _mm512_madd_epi16(x, w));
       }
     }
     for (int j = 0; j < 4; ++j) _mm512_storeu_si512(a + i + 16 * j, c[j]);
@@ -835,7 +842,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void taps_avx512(int32_t *a
     __m512i c = add ? _mm512_maskz_loadu_epi32(k, a + i) : _mm512_setzero_si512();
     for (int64_t t = 0; t < nt; ++t) {
       const __m512i x = _mm512_maskz_cvtepi16_epi32(all, _mm256_maskz_loadu_epi16(k, p[t] + i));
-      c = _mm512_add_epi32(c, _mm512_mullo_epi32(x, _mm512_set1_epi32(wv[t])));
+      c = _mm512_add_epi32(c, _mm512_madd_epi16(x, tap_weight_pair(wv[t])));
     }
     _mm512_mask_storeu_epi32(a + i, k, c);
   }
