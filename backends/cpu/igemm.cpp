@@ -1,6 +1,7 @@
 // Integer GEMM micro-kernels (igemm.h): pairs of int16 products summed into i32 lanes, the
 // operation of x86's pmaddwd (AVX2, AVX-512BW) and vpdpwssd (AVX-512 VNNI); a portable scalar
-// version elsewhere. Each kernel computes one kIgMr x kIgNr tile over the whole K.
+// version elsewhere. Each kernel computes one kIgMr x kIgNr tile (the u8 x s8 one kIgQ8Mr x kIgNr)
+// over the whole K.
 #include "igemm.h"
 
 #include <cstring>
@@ -80,27 +81,27 @@ __attribute__((target("avx512f,avx512bw"))) void tile_avx512bw(const IgemmOperan
 template <int NV>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni_n(const IgemmQ8Operands &op, int64_t m0,
                                                                            int64_t mb, int64_t n0, int32_t *acc) {
-  __m512i c[kIgMr][NV];
+  __m512i c[kIgQ8Mr][NV];
   for (auto &row : c)
     for (__m512i &v : row) v = _mm512_setzero_si512();
-  const int8_t *a[kIgMr];
-  for (int64_t i = 0; i < kIgMr; ++i) a[i] = op.a + (m0 + (i < mb ? i : mb - 1)) * op.kq * 4;
+  const int8_t *a[kIgQ8Mr];
+  for (int64_t i = 0; i < kIgQ8Mr; ++i) a[i] = op.a + (m0 + (i < mb ? i : mb - 1)) * op.kq * 4;
   for (int64_t kq = 0; kq < op.kq; ++kq) {
     const uint8_t *b = op.b + (kq * op.ldb + n0) * 4;
     __m512i bv[NV];
     for (int j = 0; j < NV; ++j) bv[j] = _mm512_loadu_si512(b + 64 * j);
-    for (int64_t i = 0; i < kIgMr; ++i) {
+    for (int64_t i = 0; i < kIgQ8Mr; ++i) {
       int32_t quad;
       std::memcpy(&quad, a[i] + 4 * kq, sizeof quad);
       const __m512i av = _mm512_set1_epi32(quad);
       for (int j = 0; j < NV; ++j) c[i][j] = _mm512_dpbusd_epi32(c[i][j], bv[j], av);
     }
   }
-  for (int64_t i = 0; i < kIgMr; ++i)
+  for (int64_t i = 0; i < kIgQ8Mr; ++i)
     for (int j = 0; j < NV; ++j) _mm512_storeu_si512(acc + i * kIgNr + 16 * j, c[i][j]);
 }
 
-// The full panel (NV = 4) with its 16 accumulators as named variables: gcc 12 compiles the array
+// The full panel (NV = 4) with its 24 accumulators as named variables: gcc 12 compiles the array
 // form's loop with about two register copies per vpdpbusd (and reloads of B), which this form
 // avoids; each row's quad of weights is broadcast from memory.
 #define CTN_Q8_ROW(r, ar)                                                         \
@@ -121,13 +122,16 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni_n(const
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni_full(const IgemmQ8Operands &op, int64_t m0,
                                                                               int64_t mb, int64_t n0, int32_t *acc) {
-  static_assert(kIgMr == 4, "four rows below");
+  static_assert(kIgQ8Mr == 6, "six rows below");
   const int8_t *a0 = op.a + m0 * op.kq * 4;
   const int8_t *a1 = op.a + (m0 + (mb > 1 ? 1 : mb - 1)) * op.kq * 4;
   const int8_t *a2 = op.a + (m0 + (mb > 2 ? 2 : mb - 1)) * op.kq * 4;
   const int8_t *a3 = op.a + (m0 + (mb > 3 ? 3 : mb - 1)) * op.kq * 4;
+  const int8_t *a4 = op.a + (m0 + (mb > 4 ? 4 : mb - 1)) * op.kq * 4;
+  const int8_t *a5 = op.a + (m0 + (mb > 5 ? 5 : mb - 1)) * op.kq * 4;
   __m512i c00 = _mm512_setzero_si512(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00, c13 = c00;
   __m512i c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
+  __m512i c40 = c00, c41 = c00, c42 = c00, c43 = c00, c50 = c00, c51 = c00, c52 = c00, c53 = c00;
   const uint8_t *b = op.b + n0 * 4;
   const int64_t step = op.ldb * 4;
   for (int64_t kq = 0; kq < op.kq; ++kq, b += step) {
@@ -137,11 +141,15 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni_full(co
     CTN_Q8_ROW(1, a1)
     CTN_Q8_ROW(2, a2)
     CTN_Q8_ROW(3, a3)
+    CTN_Q8_ROW(4, a4)
+    CTN_Q8_ROW(5, a5)
   }
   CTN_Q8_STORE(0)
   CTN_Q8_STORE(1)
   CTN_Q8_STORE(2)
   CTN_Q8_STORE(3)
+  CTN_Q8_STORE(4)
+  CTN_Q8_STORE(5)
 }
 #undef CTN_Q8_ROW
 #undef CTN_Q8_STORE

@@ -148,8 +148,8 @@ StoreFn store_for(int32_t dtype, const char *isa) {
 
 // ---- the product, tile by tile -------------------------------------------------------------------
 
-// Ops: IgemmOperands or IgemmQ8Operands; Tile: the matching micro-kernel.
-template <class Ops, class Tile>
+// Ops: IgemmOperands or IgemmQ8Operands; Tile: the matching micro-kernel, MR its rows.
+template <class Ops, class Tile, int64_t MR = kIgMr>
 struct GemmJob {
   Ops op;
   int64_t n = 0;  // valid columns of B
@@ -157,23 +157,25 @@ struct GemmJob {
   StoreFn store = nullptr;
   const Epilogue *e = nullptr;
   int64_t mblocks = 0;
+  static constexpr int64_t kMr = MR;
   void range(int64_t a, int64_t b) const {
-    alignas(64) int32_t acc[kIgMr * kIgNr];
+    alignas(64) int32_t acc[MR * kIgNr];
     for (int64_t t = a; t < b; ++t) {
-      const int64_t m0 = (t % mblocks) * kIgMr, n0 = (t / mblocks) * kIgNr;
-      const int64_t mb = std::min(kIgMr, op.m - m0), nb = std::min(kIgNr, n - n0);
+      const int64_t m0 = (t % mblocks) * MR, n0 = (t / mblocks) * kIgNr;
+      const int64_t mb = std::min(MR, op.m - m0), nb = std::min(kIgNr, n - n0);
       tile(op, m0, mb, n0, acc);
       store(*e, acc, m0, mb, n0, nb);
     }
   }
   static void part(void *ctx, int64_t a, int64_t b, int) { static_cast<const GemmJob *>(ctx)->range(a, b); }
 };
+using Q8Job = GemmJob<IgemmQ8Operands, IgemmQ8TileFn, kIgQ8Mr>;
 
 // Runs over the tiles, panel-major (the threads' tiles share B panels); parallel when the
 // product (depth `k` of packed units) is large enough to pay for waking the pool.
 template <class Job>
 void run_gemm(Backend *be, Job &job, int64_t k) {
-  job.mblocks = (job.op.m + kIgMr - 1) / kIgMr;
+  job.mblocks = (job.op.m + Job::kMr - 1) / Job::kMr;
   const int64_t tasks = job.mblocks * (job.op.ldb / kIgNr);
   const int64_t work = job.op.m * job.op.ldb * k;
   if (tasks > 1 && work >= 16 * kParallelThreshold && be->pool->size() > 1)
@@ -712,7 +714,7 @@ void conv_q8_wide(const ConvState &st, ConvScratch &sc, const SX *xg, uint8_t zx
   char *y = static_cast<char *>(eg.y);
   eg.y = sc.out;
   eg.ldy = cols;
-  GemmJob<IgemmQ8Operands, IgemmQ8TileFn> job{
+  Q8Job job{
       {pa, pb, og, st.kq, st.ldbw, cols}, cols, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
   run_gemm(st.be, job, st.kq);
   const size_t ysz = dtype_size(st.y_dt);
@@ -749,7 +751,7 @@ void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, 
       for_range(
           st.be, st.kq, 4 * npix,
           [&](int64_t q0, int64_t q1, int k) { pack_b_conv<4>(st, xg, zx, cv, q0, q1, pb, sc.slot(st, k)); }, st.slots);
-      GemmJob<IgemmQ8Operands, IgemmQ8TileFn> job{
+      Q8Job job{
           {pa + g * og * st.kq * 4, pb, og, st.kq, st.ldb, npix}, npix, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
       run_gemm(st.be, job, st.kq);
     }
