@@ -77,51 +77,29 @@ __attribute__((target("avx512f,avx512bw"))) void tile_avx512bw(const IgemmOperan
   CTN_IG_TILE_512(CTN_IG_MADD)
 }
 
-// NV vectors of 16 columns (NV = 4: the whole kIgNr panel).
+// NV vectors of 16 columns (NV = 4: the whole kIgNr panel), kIgQ8Mr rows, the accumulators as
+// named variables (those of columns past NV unused): gcc 12 compiles an array form's loop with
+// about two register copies per vpdpbusd (and reloads of B), which this form avoids. Each row's
+// quad of weights is broadcast from memory.
+#define CTN_Q8_ROW(r, ar)                                                       \
+  {                                                                             \
+    int32_t quad;                                                               \
+    std::memcpy(&quad, (ar) + 4 * kq, sizeof quad);                             \
+    const __m512i av = _mm512_set1_epi32(quad);                                 \
+    c##r##0 = _mm512_dpbusd_epi32(c##r##0, b0, av);                             \
+    if constexpr (NV > 1) c##r##1 = _mm512_dpbusd_epi32(c##r##1, b1, av);       \
+    if constexpr (NV > 2) c##r##2 = _mm512_dpbusd_epi32(c##r##2, b2, av);       \
+    if constexpr (NV > 3) c##r##3 = _mm512_dpbusd_epi32(c##r##3, b3, av);       \
+  }
+#define CTN_Q8_STORE(r)                                                         \
+  _mm512_storeu_si512(acc + r * kIgNr, c##r##0);                                \
+  if constexpr (NV > 1) _mm512_storeu_si512(acc + r * kIgNr + 16, c##r##1);     \
+  if constexpr (NV > 2) _mm512_storeu_si512(acc + r * kIgNr + 32, c##r##2);     \
+  if constexpr (NV > 3) _mm512_storeu_si512(acc + r * kIgNr + 48, c##r##3);
+
 template <int NV>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni_n(const IgemmQ8Operands &op, int64_t m0,
                                                                            int64_t mb, int64_t n0, int32_t *acc) {
-  __m512i c[kIgQ8Mr][NV];
-  for (auto &row : c)
-    for (__m512i &v : row) v = _mm512_setzero_si512();
-  const int8_t *a[kIgQ8Mr];
-  for (int64_t i = 0; i < kIgQ8Mr; ++i) a[i] = op.a + (m0 + (i < mb ? i : mb - 1)) * op.kq * 4;
-  for (int64_t kq = 0; kq < op.kq; ++kq) {
-    const uint8_t *b = op.b + (kq * op.ldb + n0) * 4;
-    __m512i bv[NV];
-    for (int j = 0; j < NV; ++j) bv[j] = _mm512_loadu_si512(b + 64 * j);
-    for (int64_t i = 0; i < kIgQ8Mr; ++i) {
-      int32_t quad;
-      std::memcpy(&quad, a[i] + 4 * kq, sizeof quad);
-      const __m512i av = _mm512_set1_epi32(quad);
-      for (int j = 0; j < NV; ++j) c[i][j] = _mm512_dpbusd_epi32(c[i][j], bv[j], av);
-    }
-  }
-  for (int64_t i = 0; i < kIgQ8Mr; ++i)
-    for (int j = 0; j < NV; ++j) _mm512_storeu_si512(acc + i * kIgNr + 16 * j, c[i][j]);
-}
-
-// The full panel (NV = 4) with its 24 accumulators as named variables: gcc 12 compiles the array
-// form's loop with about two register copies per vpdpbusd (and reloads of B), which this form
-// avoids; each row's quad of weights is broadcast from memory.
-#define CTN_Q8_ROW(r, ar)                                                         \
-  {                                                                               \
-    int32_t quad;                                                                 \
-    std::memcpy(&quad, (ar) + 4 * kq, sizeof quad);                               \
-    const __m512i av = _mm512_set1_epi32(quad);                                   \
-    c##r##0 = _mm512_dpbusd_epi32(c##r##0, b0, av);                               \
-    c##r##1 = _mm512_dpbusd_epi32(c##r##1, b1, av);                               \
-    c##r##2 = _mm512_dpbusd_epi32(c##r##2, b2, av);                               \
-    c##r##3 = _mm512_dpbusd_epi32(c##r##3, b3, av);                               \
-  }
-#define CTN_Q8_STORE(r)                                                           \
-  _mm512_storeu_si512(acc + r * kIgNr, c##r##0);                                  \
-  _mm512_storeu_si512(acc + r * kIgNr + 16, c##r##1);                             \
-  _mm512_storeu_si512(acc + r * kIgNr + 32, c##r##2);                             \
-  _mm512_storeu_si512(acc + r * kIgNr + 48, c##r##3);
-
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni_full(const IgemmQ8Operands &op, int64_t m0,
-                                                                              int64_t mb, int64_t n0, int32_t *acc) {
   static_assert(kIgQ8Mr == 6, "six rows below");
   const int8_t *a0 = op.a + m0 * op.kq * 4;
   const int8_t *a1 = op.a + (m0 + (mb > 1 ? 1 : mb - 1)) * op.kq * 4;
@@ -134,9 +112,12 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni_full(co
   __m512i c40 = c00, c41 = c00, c42 = c00, c43 = c00, c50 = c00, c51 = c00, c52 = c00, c53 = c00;
   const uint8_t *b = op.b + n0 * 4;
   const int64_t step = op.ldb * 4;
+  const __m512i zero = _mm512_setzero_si512();
   for (int64_t kq = 0; kq < op.kq; ++kq, b += step) {
-    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
-    const __m512i b2 = _mm512_loadu_si512(b + 128), b3 = _mm512_loadu_si512(b + 192);
+    const __m512i b0 = _mm512_loadu_si512(b);
+    const __m512i b1 = NV > 1 ? _mm512_loadu_si512(b + 64) : zero;
+    const __m512i b2 = NV > 2 ? _mm512_loadu_si512(b + 128) : zero;
+    const __m512i b3 = NV > 3 ? _mm512_loadu_si512(b + 192) : zero;
     CTN_Q8_ROW(0, a0)
     CTN_Q8_ROW(1, a1)
     CTN_Q8_ROW(2, a2)
@@ -157,7 +138,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni_full(co
 void tile_q8_vnni(const IgemmQ8Operands &op, int64_t m0, int64_t mb, int64_t n0, int32_t *acc) {
   const int64_t left = op.n - n0;
   if (left > 48)
-    tile_q8_vnni_full(op, m0, mb, n0, acc);
+    tile_q8_vnni_n<4>(op, m0, mb, n0, acc);
   else if (left > 32)
     tile_q8_vnni_n<3>(op, m0, mb, n0, acc);
   else if (left > 16)
