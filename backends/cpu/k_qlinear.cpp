@@ -103,8 +103,23 @@ CTN_QSTORE_VARIANT(generic)
 #if defined(__x86_64__)
 CTN_QSTORE_VARIANT(avx2, __attribute__((target("avx2,fma"))))
 
+// 16 sums (mask k) plus b, times mul, clamped to [lo, hi], rounded half to even (in the
+// conversion itself: the value is in range), plus the zero point, stored as 8-bit.
+template <class Q>
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void store16_q(
+    const int32_t *a, __m512i b, __m512 mul, __mmask16 k, Q *o, __m512 lo, __m512 hi, __m512i zp) {
+  // The maskz forms with an all-ones mask: gcc 12 warns (maybe-uninitialized) about the plain
+  // forms' _mm512_undefined_ps.
+  const __mmask16 all = 0xFFFF;
+  __m512 f = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, a), b)), mul);
+  f = _mm512_maskz_max_ps(all, _mm512_maskz_min_ps(all, f, hi), lo);
+  const __m512i r = _mm512_maskz_cvt_roundps_epi32(all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  _mm512_mask_cvtepi32_storeu_epi8(o, k, _mm512_add_epi32(r, zp));
+}
+
 // AVX-512: 16 sums per step with masked tails (rows of a depthwise plane are short), the same
-// arithmetic as store_q_body (i32 add, f32 convert and multiply, clamp, round half to even).
+// arithmetic as store_q_body (i32 add, f32 convert and multiply, clamp, round half to even); the
+// per-row case (a convolution) broadcasts its bias and multiplier once per row.
 template <class Q>
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void store_q_avx512(const Epilogue &e, const int32_t *acc,
                                                                           int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
@@ -112,22 +127,24 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void store_q_avx512(const E
   if (e.relu) lo = std::max(lo, 0.0f);
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(static_cast<float>(qmax<Q>() - e.zp));
   const __m512i vzp = _mm512_set1_epi32(e.zp);
+  const __mmask16 all = 0xFFFF;
+  const int64_t full = nb / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (nb - full)) - 1);
   for (int64_t i = 0; i < mb; ++i) {
     const int64_t m = m0 + i;
     const int32_t *a = acc + i * kIgNr;
     Q *row = static_cast<Q *>(e.y) + m * e.ldy + n0;
-    for (int64_t j = 0; j < nb; j += 16) {
-      const __mmask16 k = nb - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (nb - j)) - 1);
-      const __m512i b = e.by_row ? _mm512_set1_epi32(e.bias[m]) : _mm512_maskz_loadu_epi32(k, e.bias + n0 + j);
-      const __m512 mul = e.by_row ? _mm512_set1_ps(e.mult[m]) : _mm512_maskz_loadu_ps(k, e.mult + n0 + j);
-      // The maskz forms with an all-ones mask: gcc 12 warns (maybe-uninitialized) about the
-      // plain forms' _mm512_undefined_ps.
-      const __mmask16 all = 0xFFFF;
-      __m512 f = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, a + j), b)), mul);
-      f = _mm512_maskz_max_ps(all, _mm512_maskz_min_ps(all, f, vhi), vlo);
-      // Round half to even in the conversion itself (the value is in range: clamped above).
-      const __m512i r = _mm512_maskz_cvt_roundps_epi32(all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm512_mask_cvtepi32_storeu_epi8(row + j, k, _mm512_add_epi32(r, vzp));
+    if (e.by_row) {  // one bias and multiplier per row (a convolution's output channel)
+      const __m512i b = _mm512_set1_epi32(e.bias[m]);
+      const __m512 mul = _mm512_set1_ps(e.mult[m]);
+      for (int64_t j = 0; j < full; j += 16) store16_q(a + j, b, mul, all, row + j, vlo, vhi, vzp);
+      if (tail) store16_q(a + full, b, mul, tail, row + full, vlo, vhi, vzp);
+    } else {
+      for (int64_t j = 0; j < full; j += 16)
+        store16_q(a + j, _mm512_loadu_si512(e.bias + n0 + j), _mm512_loadu_ps(e.mult + n0 + j), all, row + j, vlo, vhi, vzp);
+      if (tail)
+        store16_q(a + full, _mm512_maskz_loadu_epi32(tail, e.bias + n0 + full), _mm512_maskz_loadu_ps(tail, e.mult + n0 + full),
+                  tail, row + full, vlo, vhi, vzp);
     }
   }
 }
