@@ -243,14 +243,8 @@ Arr ref_qadd(const std::vector<Arr> &x, int dt) {
   const float rb = static_cast<float>(x[4].v[0]) / static_cast<float>(x[6].v[0]);
   const float c = static_cast<float>(x[7].v[0]) -
                   std::fma(ra, static_cast<float>(x[2].v[0]), rb * static_cast<float>(x[5].v[0]));
-  std::vector<int64_t> idx(s.size(), 0);
   for (size_t i = 0; i < y.v.size(); ++i) {
-    int64_t rem = static_cast<int64_t>(i);
-    for (size_t d = s.size(); d-- > 0;) {
-      idx[d] = rem % s[d];
-      rem /= s[d];
-    }
-    const float b = static_cast<float>(bget(x[3], s, idx));
+    const float b = static_cast<float>(bget(x[3], s, unravel(static_cast<int64_t>(i), s)));
     const float v = std::fma(static_cast<float>(x[0].v[i]), ra, std::fma(b, rb, c));
     y.v[i] = std::fabs(v) < 2147483648.0f ? sat_round(v, 0, dt) : (dt == CTN_U8 ? 0 : -128);
   }
