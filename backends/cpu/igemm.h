@@ -34,10 +34,13 @@ using IgemmTileFn = void (*)(const IgemmOperands &op, int64_t m0, int64_t mb, in
 // The u8 x s8 tile's rows: 6 x 4 accumulators, 4 B vectors and a broadcast fit the 32 AVX-512
 // registers, and each B load serves 6 rows.
 constexpr int64_t kIgQ8Mr = 6;
+// brow: when set, B's row of quads kq starts at brow[kq] (the columns contiguous from there)
+// instead of at b + kq * ldb * 4.
 struct IgemmQ8Operands {
   const int8_t *a;
   const uint8_t *b;
   int64_t m, kq, ldb, n;
+  const uint8_t *const *brow = nullptr;
 };
 // acc[i][j] for i < mb <= kIgQ8Mr (rows past mb undefined), j < kIgNr.
 using IgemmQ8TileFn = void (*)(const IgemmQ8Operands &op, int64_t m0, int64_t mb, int64_t n0, int32_t *acc);

@@ -448,12 +448,14 @@ struct ConvState : KernelBase {
   int64_t slots = 1;          // per-part scratch slots of the workspace (pool size at get_kernel)
   uint64_t slot_bytes = 0;    // 4 bytes per output pixel: 4 im2col rows of u8 or 2 of int16, or i32 sums
   std::vector<int64_t> dw_tap;  // depthwise: where tap (ki, kj) starts in the phases (DwGeom), per tap
-  // Stride-1 convolutions on the u8 x s8 path (wide): x's planes are padded once per call (hp x wp,
-  // pitch wp), so that im2col row (ci, ki, kj) is the padded plane read in place from ki wp + kj
-  // on; the product runs over ho * wp columns (wo of each wp valid) into a scratch output whose
-  // rows are then compacted into y. No im2col copy, at the cost of wp - wo extra columns per row.
+  // Stride-1 convolutions on the u8 x s8 path with C/groups a multiple of 4 (wide): x is padded
+  // once per call into planes of 4 channels interleaved (hp x wp positions, pitch wp, a quad of
+  // channels each), and K ordered tap-major (k = (ki kw + kj) C/g + c; the weights reordered to
+  // match), so that B's row of quads (tap, channel quad) is that plane read in place from
+  // position ki wp + kj on: no im2col and no interleave. The product runs over ho * wp columns
+  // (wo of each wp valid) into a scratch output whose rows are then compacted into y.
   bool wide = false;
-  int64_t hp = 0, wp = 0, ldbw = 0;
+  int64_t hp = 0, wp = 0, ldbw = 0, wplane = 0;
   uint64_t pad_bytes = 0, out_bytes = 0;
   // Inputs that are constants of the plan (ctn_sig_const_inputs, ABI 1.7): what they give
   // (ConvPrepared) is made on the first call and reused while their pointers stay the same.
@@ -645,18 +647,29 @@ uint8_t q8_zx(const ctn_tensor_desc *in) {
   return static_cast<uint8_t>(static_cast<uint8_t>(int_at(in[2], 0)) ^ flip);
 }
 
+// The wide path's A: rows [r0, r1) of w [O][C/g][KH][KW] tap-major, dst[o][t * C/g + c] =
+// w[o][c][t] (the order of its B: channel quads per tap).
+void wide_pack_a(const ConvState &st, const int8_t *w, int64_t r0, int64_t r1, int8_t *dst) {
+  const int64_t khw = st.kh * st.kw, cg = st.kg / khw;
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t t = 0; t < khw; ++t)
+      for (int64_t c = 0; c < cg; ++c) dst[r * st.kg + t * cg + c] = w[r * st.kg + c * khw + t];
+}
+
 // The u8 x s8 path's A and per-channel offsets: A is w itself when K is a multiple of 4, else w
-// padded into a8 (o * kq * 4 bytes); offset[o] = bias[o] - zx * sum_k w[o][k], the weights' row
+// padded into a8 (o * kq * 4 bytes; the wide path: w reordered tap-major into a8); offset[o] = bias[o] - zx * sum_k w[o][k], the weights' row
 // sums (into rowsum, o values) only where zx is not 0 (after a ReLU it is: most of a CNN's
 // convolutions skip reading all their weights once more). Returns A.
 const int8_t *q8_weights(const ConvState &st, const ctn_tensor_desc *in, const int32_t *bias, uint8_t zx, int8_t *a8,
                          int32_t *rowsum, int32_t *offset) {
   const int8_t *w = desc_ptr<const int8_t>(in[st.qlinear ? 3 : 1]);
-  const bool in_place = st.kg % 4 == 0;
+  const bool in_place = st.kg % 4 == 0 && !st.wide;
   int32_t *sums = zx != 0 ? rowsum : nullptr;
   if (sums || !in_place)
-    for_range(st.be, st.o, st.kg,
-              [&](int64_t r0, int64_t r1, int) { pack_a_q8(w, st.kg, st.kq, r0, r1, in_place ? nullptr : a8, sums); });
+    for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
+      pack_a_q8(w, st.kg, st.kq, r0, r1, in_place || st.wide ? nullptr : a8, sums);
+      if (st.wide) wide_pack_a(st, w, r0, r1, a8);
+    });
   for (int64_t o = 0; o < st.o; ++o)
     offset[o] = static_cast<int32_t>((bias ? static_cast<uint32_t>(bias[o]) : 0u) -
                                      (sums ? static_cast<uint32_t>(zx) * static_cast<uint32_t>(sums[o]) : 0u));
@@ -673,46 +686,40 @@ void i16_weights(const ConvState &st, const ctn_tensor_desc *in, int16_t *pa) {
   });
 }
 
-// The wide path: planes [c0, c1) of one group's x, converted to u8 by cv, padded with zx into
-// hp x wp planes (and the wp bytes after the last, read by the last rows' unused columns).
+// The wide path's padded input: channel quads [q0, q1) of one group's x, converted to u8 by cv,
+// into planes of st.wplane positions of 4 bytes (channels 4q..4q+3), padded with zx (hp x wp,
+// pitch wp, then zx up to st.wplane: read by the last rows' unused columns).
 template <class SX, class Conv>
-void wide_pad(const ConvState &st, const SX *x, uint8_t zx, Conv cv, int64_t c0, int64_t c1, int64_t cg, uint8_t *pad) {
-  const int64_t plane = st.hp * st.wp;
-  for (int64_t ci = c0; ci < c1; ++ci) {
-    uint8_t *p = pad + ci * plane;
-    const SX *src = x + ci * st.h * st.w;
-    for (int64_t r = 0; r < st.hp; ++r) {
-      uint8_t *o = p + r * st.wp;
-      const int64_t iy = r - st.ph;
-      if (iy < 0 || iy >= st.h) {
-        std::fill(o, o + st.wp, zx);
-        continue;
-      }
-      std::fill(o, o + st.pw, zx);
-      const SX *row = src + iy * st.w;
-      if constexpr (std::is_same_v<SX, uint8_t>)
-        std::copy(row, row + st.w, o + st.pw);  // u8: cv is the identity
-      else
-        for (int64_t c = 0; c < st.w; ++c) o[st.pw + c] = cv(row[c]);
-      std::fill(o + st.pw + st.w, o + st.wp, zx);
-    }
-    if (ci == cg - 1) std::fill(p + plane, p + plane + st.wp, zx);
-  }
-}
-
-// The wide path's B: quads [q0, q1) of im2col rows read in place from the padded planes (rows
-// past K from a zero row in `slot`).
-void wide_pack_b(const ConvState &st, const uint8_t *pad, int64_t q0, int64_t q1, uint8_t *dst, char *slot) {
-  const int64_t cols = st.ho * st.wp, khw = st.kh * st.kw, plane = st.hp * st.wp;
-  auto *zero = reinterpret_cast<uint8_t *>(slot);
-  if (4 * q1 > st.kg) std::fill(zero, zero + cols, uint8_t{0});
-  const uint8_t *rows[4];
+void wide_pad(const ConvState &st, const SX *x, uint8_t zx, Conv cv, int64_t q0, int64_t q1, uint8_t *pad) {
+  const int64_t hw = st.h * st.w;
   for (int64_t q = q0; q < q1; ++q) {
-    for (int h = 0; h < 4; ++h) {
-      const int64_t k = 4 * q + h;
-      rows[h] = k >= st.kg ? zero : pad + (k / khw) * plane + ((k % khw) / st.kw) * st.wp + k % st.kw;
+    uint8_t *p = pad + q * st.wplane * 4;
+    std::fill(p, p + st.wplane * 4, zx);
+    const SX *src[4] = {x + 4 * q * hw, x + (4 * q + 1) * hw, x + (4 * q + 2) * hw, x + (4 * q + 3) * hw};
+    for (int64_t iy = 0; iy < st.h; ++iy) {
+      uint8_t *o = p + ((iy + st.ph) * st.wp + st.pw) * 4;
+      const int64_t r = iy * st.w;
+      int64_t c = 0;
+#if defined(__x86_64__)
+      if constexpr (std::is_same_v<SX, uint8_t>) {
+        for (; c + 16 <= st.w; c += 16) {  // the interleave's 4 x 16 bytes -> 16 quads
+          const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src[0] + r + c));
+          const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src[1] + r + c));
+          const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src[2] + r + c));
+          const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src[3] + r + c));
+          const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+          const __m128i ed0 = _mm_unpacklo_epi8(e, d), ed1 = _mm_unpackhi_epi8(e, d);
+          auto *v = reinterpret_cast<__m128i *>(o + c * 4);
+          _mm_storeu_si128(v, _mm_unpacklo_epi16(ab0, ed0));
+          _mm_storeu_si128(v + 1, _mm_unpackhi_epi16(ab0, ed0));
+          _mm_storeu_si128(v + 2, _mm_unpacklo_epi16(ab1, ed1));
+          _mm_storeu_si128(v + 3, _mm_unpackhi_epi16(ab1, ed1));
+        }
+      }
+#endif
+      for (; c < st.w; ++c)
+        for (int h = 0; h < 4; ++h) o[c * 4 + h] = cv(src[h][r + c]);
     }
-    interleave<uint8_t, 4>(rows, cols, st.ldbw, dst + q * st.ldbw * 4);
   }
 }
 
@@ -721,18 +728,18 @@ void wide_pack_b(const ConvState &st, const uint8_t *pad, int64_t q0, int64_t q1
 template <class SX, class Conv>
 void conv_q8_wide(const ConvState &st, ConvScratch &sc, const SX *xg, uint8_t zx, Conv cv, Epilogue eg,
                   const int8_t *pa, int64_t og) {
-  const int64_t cg = st.c / st.groups, cols = st.ho * st.wp, npix = st.ho * st.wo;
+  const int64_t cq = st.c / st.groups / 4, khw = st.kh * st.kw, cols = st.ho * st.wp, npix = st.ho * st.wo;
   auto *pad = reinterpret_cast<uint8_t *>(sc.pad);
-  auto *pb = reinterpret_cast<uint8_t *>(sc.b);
-  for_range(st.be, cg, st.hp * st.wp, [&](int64_t c0, int64_t c1, int) { wide_pad(st, xg, zx, cv, c0, c1, cg, pad); });
-  for_range(
-      st.be, st.kq, 4 * cols, [&](int64_t q0, int64_t q1, int k) { wide_pack_b(st, pad, q0, q1, pb, sc.slot(st, k)); },
-      st.slots);
+  for_range(st.be, cq, st.wplane * 4, [&](int64_t q0, int64_t q1, int) { wide_pad(st, xg, zx, cv, q0, q1, pad); });
+  // B's rows: (tap t, channel quad q) -> the quad plane q from tap t's offset on.
+  auto *brow = reinterpret_cast<const uint8_t **>(sc.b);
+  for (int64_t t = 0; t < khw; ++t)
+    for (int64_t q = 0; q < cq; ++q) brow[t * cq + q] = pad + (q * st.wplane + (t / st.kw) * st.wp + t % st.kw) * 4;
   char *y = static_cast<char *>(eg.y);
   eg.y = sc.out;
   eg.ldy = cols;
-  Q8Job job{
-      {pa, pb, og, st.kq, st.ldbw, cols}, cols, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
+  Q8Job job{{pa, nullptr, og, st.kq, st.ldbw, cols, brow}, cols, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name),
+            &eg};
   run_gemm(st.be, job, st.kq);
   const size_t ysz = dtype_size(st.y_dt);
   for (int64_t o = 0; o < og; ++o)
@@ -1062,7 +1069,7 @@ std::unique_ptr<const ConvPrepared> prepare_conv(const ConvState &st, const ctn_
   if constexpr (std::is_same_v<SW, int8_t>) p->q8 = !depthwise && st.q8 && all_zero(in[st.qlinear ? 5 : 3]);
   if (depthwise || !st.w_const) return p;
   if (p->q8) {
-    if (st.kg % 4 != 0) p->a8.resize(static_cast<size_t>(st.o * st.kq * 4));
+    if (st.kg % 4 != 0 || st.wide) p->a8.resize(static_cast<size_t>(st.o * st.kq * 4));
     std::vector<int32_t> rowsum(static_cast<size_t>(st.o));
     p->offset.resize(static_cast<size_t>(st.o));
     q8_weights(st, in, st.qlinear ? desc_ptr<const int32_t>(in[8]) : nullptr, q8_zx<SX>(in), p->a8.data(),
@@ -1168,13 +1175,15 @@ ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *o
   }
   const bool depthwise = st->groups == st->c && st->o == st->c && st->groups > 1;
   st->wide = st->q8 && w.dtype == CTN_I8 && !depthwise && st->sh == 1 && st->sw == 1 && st->dh == 1 && st->dw == 1 &&
-             !(st->kh == 1 && st->kw == 1 && st->ph == 0 && st->pw == 0);
+             !(st->kh == 1 && st->kw == 1 && st->ph == 0 && st->pw == 0) && (st->c / st->groups) % 4 == 0;
   if (st->wide) {
     st->hp = st->h + 2 * st->ph, st->wp = st->w + 2 * st->pw;
     st->ldbw = round_up(st->ho * st->wp, kIgNr);
-    st->b_bytes = std::max(st->b_bytes, static_cast<uint64_t>(round_up(st->kq * st->ldbw * 4, 64)));
-    st->slot_bytes = std::max(st->slot_bytes, static_cast<uint64_t>(round_up(st->ho * st->wp, 64)));
-    st->pad_bytes = static_cast<uint64_t>(round_up((st->c / st->groups) * st->hp * st->wp + st->wp, 64));
+    // A quad plane: the hp x wp positions and what a tap's row reads past them (its panel's
+    // columns up to ldbw from offset (kh - 1) wp + kw - 1).
+    st->wplane = std::max(st->hp * st->wp, (st->kh - 1) * st->wp + st->kw - 1 + st->ldbw);
+    st->b_bytes = std::max(st->b_bytes, static_cast<uint64_t>(round_up(st->kq * static_cast<int64_t>(sizeof(void *)), 64)));
+    st->pad_bytes = static_cast<uint64_t>(round_up((st->c / st->groups) * st->wplane, 64));
     st->out_bytes = static_cast<uint64_t>(round_up((st->o / st->groups) * st->ho * st->wp * static_cast<int64_t>(dtype_size(y.dtype)), 64));
   }
   const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->slots) * st->slot_bytes + st->pad_bytes +

@@ -189,7 +189,13 @@ void add_int_conv(std::vector<OpCase> &cs) {
                       {{1, 2, 5, 80}, {2, 1, 3, 3}, {2, 2, 0, 0, 1, 1, 2}, CTN_I8},
                       // x's zero point 0, K = 18 (not a multiple of 4: A copied, no row sums)
                       {{1, 2, 6, 6}, {9, 2, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, CTN_U8, true},
-                      {{1, 8, 6, 6}, {9, 8, 1, 1}, {1, 1, 0, 0, 1, 1, 1}, CTN_U8, true}};
+                      {{1, 8, 6, 6}, {9, 8, 1, 1}, {1, 1, 0, 0, 1, 1, 1}, CTN_U8, true},
+                      // stride 1, C/groups a multiple of 4 (the padded channel-quad planes): rows
+                      // of 37 (16-byte steps and a tail), x i8, two groups, 5 x 3 unpadded
+                      {{1, 4, 6, 37}, {7, 4, 3, 3}, {1, 1, 1, 1, 1, 1, 1}},
+                      {{2, 8, 9, 20}, {6, 8, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, CTN_I8},
+                      {{1, 8, 5, 5}, {4, 4, 3, 3}, {1, 1, 1, 1, 1, 1, 2}},
+                      {{1, 4, 7, 8}, {3, 4, 5, 3}, {1, 1, 0, 0, 1, 1, 1}, CTN_U8, true}};
   for (const QConv &q : qs)
     for (bool relu : {false, true}) {
       const ConvP p = q.p;
