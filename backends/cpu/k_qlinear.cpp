@@ -524,25 +524,30 @@ void im2col_row(const ConvState &st, const S *x, int64_t k, D pad, Conv cv, D *o
   }
 }
 
+#if defined(__x86_64__)
+// 16 bytes of each of a, b, c, d -> 16 quads (a[i], b[i], c[i], d[i]) at dst (SSE2).
+inline void quads16(const uint8_t *a, const uint8_t *b, const uint8_t *c, const uint8_t *d, uint8_t *dst) {
+  const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i *>(a));
+  const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b));
+  const __m128i vc = _mm_loadu_si128(reinterpret_cast<const __m128i *>(c));
+  const __m128i vd = _mm_loadu_si128(reinterpret_cast<const __m128i *>(d));
+  const __m128i ab0 = _mm_unpacklo_epi8(va, vb), ab1 = _mm_unpackhi_epi8(va, vb);
+  const __m128i cd0 = _mm_unpacklo_epi8(vc, vd), cd1 = _mm_unpackhi_epi8(vc, vd);
+  auto *o = reinterpret_cast<__m128i *>(dst);
+  _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, cd0));
+  _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, cd0));
+  _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, cd1));
+  _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, cd1));
+}
+#endif
+
 // dst[n * G + h] = rows[h][n] for n < p; zeros for n in [p, ldb).
 template <class D, int G>
 void interleave(const D *const *rows, int64_t p, int64_t ldb, D *dst) {
   int64_t n = 0;
 #if defined(__x86_64__)
   if constexpr (G == 4 && sizeof(D) == 1) {
-    for (; n + 16 <= p; n += 16) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[0] + n));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[1] + n));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[2] + n));
-      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[3] + n));
-      const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
-      const __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
-      auto *o = reinterpret_cast<__m128i *>(dst + n * 4);
-      _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, cd0));
-      _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, cd0));
-      _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, cd1));
-      _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, cd1));
-    }
+    for (; n + 16 <= p; n += 16) quads16(rows[0] + n, rows[1] + n, rows[2] + n, rows[3] + n, dst + n * 4);
   } else if constexpr (G == 2 && sizeof(D) == 2) {
     for (; n + 8 <= p; n += 8) {
       const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[0] + n));
@@ -702,19 +707,8 @@ void wide_pad(const ConvState &st, const SX *x, uint8_t zx, Conv cv, int64_t q0,
       int64_t c = 0;
 #if defined(__x86_64__)
       if constexpr (std::is_same_v<SX, uint8_t>) {
-        for (; c + 16 <= st.w; c += 16) {  // the interleave's 4 x 16 bytes -> 16 quads
-          const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src[0] + r + c));
-          const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src[1] + r + c));
-          const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src[2] + r + c));
-          const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src[3] + r + c));
-          const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
-          const __m128i ed0 = _mm_unpacklo_epi8(e, d), ed1 = _mm_unpackhi_epi8(e, d);
-          auto *v = reinterpret_cast<__m128i *>(o + c * 4);
-          _mm_storeu_si128(v, _mm_unpacklo_epi16(ab0, ed0));
-          _mm_storeu_si128(v + 1, _mm_unpackhi_epi16(ab0, ed0));
-          _mm_storeu_si128(v + 2, _mm_unpacklo_epi16(ab1, ed1));
-          _mm_storeu_si128(v + 3, _mm_unpackhi_epi16(ab1, ed1));
-        }
+        for (; c + 16 <= st.w; c += 16)
+          quads16(src[0] + r + c, src[1] + r + c, src[2] + r + c, src[3] + r + c, o + c * 4);
       }
 #endif
       for (; c < st.w; ++c)
