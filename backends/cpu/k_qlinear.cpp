@@ -33,6 +33,47 @@ ctn_kernel_fn pick_kernel(int32_t a_dt, int32_t b_dt, ctn_kernel_fn uu, ctn_kern
   return b_dt == CTN_U8 ? iu : ii;
 }
 
+// What a kernel derives from its constant inputs (ctn_sig_const_inputs, ABI 1.7: packed
+// weights, multipliers), made on the first call (once, whichever thread gets there first) and
+// used while a call's pointers for those inputs are the ones it was made from; get() gives
+// nullptr otherwise (the caller computes per call). P: the derived data.
+template <class P>
+class PrepSlot {
+ public:
+  uint64_t inputs = 0;  // the inputs (bits, below 9) P is made from; 0: nothing is made
+
+  template <class Make>
+  const P *get(const ctn_tensor_desc *in, Make make) const {
+    if (!inputs) return nullptr;
+    const Entry *e = ready_.load(std::memory_order_acquire);
+    if (!e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!made_) {
+        auto m = std::make_unique<Entry>();
+        for (int i = 0; i < 9; ++i)
+          if (inputs >> i & 1) m->key[i] = where(in[i]);
+        m->p = make();
+        made_ = std::move(m);
+      }
+      e = made_.get();
+      ready_.store(e, std::memory_order_release);
+    }
+    for (int i = 0; i < 9; ++i)
+      if ((inputs >> i & 1) && e->key[i] != where(in[i])) return nullptr;
+    return e->p.get();
+  }
+
+ private:
+  struct Entry {
+    const void *key[9] = {};
+    std::unique_ptr<const P> p;
+  };
+  static const void *where(const ctn_tensor_desc &d) { return static_cast<const char *>(d.data) + d.offset; }
+  mutable std::mutex mu_;
+  mutable std::unique_ptr<Entry> made_;
+  mutable std::atomic<const Entry *> ready_{nullptr};
+};
+
 // ---- epilogue ------------------------------------------------------------------------------------
 
 struct Epilogue {
@@ -251,6 +292,13 @@ void pack_b(const S *src, int64_t k, int64_t n, int64_t ldb, const ctn_tensor_de
 
 namespace {
 
+// What a matmul's constant inputs give (ABI 1.7), made once: b packed (one b matrix, more than
+// kIgMr rows: the tiled path) and the requantisation multipliers.
+struct MatmulPrepared {
+  std::vector<int16_t> b16;  // b less its zero points, in pairs (pack_b)
+  std::vector<float> mult;   // a_scale * b_scale[n] / y_scale
+};
+
 struct MatmulState : KernelBase {
   bool qlinear = false;
   int64_t m = 0, k = 0, n = 0, kp2 = 0, ldb = 0;
@@ -259,7 +307,17 @@ struct MatmulState : KernelBase {
   int32_t a_dt = 0, b_dt = 0, y_dt = 0;
   IgemmTileFn tile = nullptr;
   uint64_t a_bytes = 0, b_bytes = 0;
+  bool b_const = false, mult_const = false;  // which of MatmulPrepared's parts prep makes
+  PrepSlot<MatmulPrepared> prep;
 };
+
+// The requantisation multipliers a_scale * b_scale[n] / y_scale (qlinear_matmul).
+void matmul_mult(const MatmulState &st, const ctn_tensor_desc *in, float *mult) {
+  const float sa = *desc_ptr<const float>(in[1]), sy = *desc_ptr<const float>(in[6]);
+  const float *sb = desc_ptr<const float>(in[4]);
+  const bool per_col = desc_numel(in[4]) > 1;
+  for (int64_t j = 0; j < st.n; ++j) mult[j] = sa * sb[per_col ? j : 0] / sy;
+}
 
 // A few rows (M <= 4): y[m][n] = sum_k (a[m][k] - za) (b[k][n] - zb[n]) as sum_k (a - za) b[k][n]
 // - zb[n] sum_k (a - za): per k one vector pass over the columns [n0, n1) of b's row (no
@@ -328,15 +386,27 @@ ctn_status matmul_kernel(void *state, const ctn_kernel_args *args) {
   auto *pa = reinterpret_cast<int16_t *>(ws);
   auto *pb = reinterpret_cast<int16_t *>(ws + st->a_bytes);
   auto *mult = reinterpret_cast<float *>(ws + st->a_bytes + st->b_bytes);
+  const MatmulPrepared *pp = st->prep.get(in, [&] {
+    auto p = std::make_unique<MatmulPrepared>();
+    if (st->mult_const) {
+      p->mult.resize(static_cast<size_t>(st->n));
+      matmul_mult(*st, in, p->mult.data());
+    }
+    if (st->b_const) {
+      p->b16.resize(static_cast<size_t>(st->kp2 * st->ldb * 2));
+      pack_b(desc_ptr<const SB>(b), st->k, st->n, st->ldb, zb, 0, st->kp2, p->b16.data());
+    }
+    return std::unique_ptr<const MatmulPrepared>(std::move(p));
+  });
   Epilogue e;
   e.mult = mult;
   e.by_row = false;
   e.ldy = st->n;
   if (q) {
-    const float sa = *desc_ptr<const float>(in[1]), sy = *desc_ptr<const float>(in[6]);
-    const float *sb = desc_ptr<const float>(in[4]);
-    const bool per_col = desc_numel(in[4]) > 1;
-    for (int64_t j = 0; j < st->n; ++j) mult[j] = sa * sb[per_col ? j : 0] / sy;
+    if (pp && st->mult_const)
+      e.mult = pp->mult.data();
+    else
+      matmul_mult(*st, in, mult);
     e.zp = int_at(in[7], 0);
     e.bias = desc_ptr<const int32_t>(in[8]);
   }
@@ -355,10 +425,14 @@ ctn_status matmul_kernel(void *state, const ctn_kernel_args *args) {
     for_range(st->be, rows, st->k, [&](int64_t r0, int64_t r1, int) {
       pack_a(sa + r0 * st->k, st->k, st->kp2, r1 - r0, za, false, 0, pa + r0 * 2 * st->kp2);
     });
-    for_range(st->be, st->kp2, 2 * st->ldb, [&](int64_t p0, int64_t p1, int) {
-      pack_b(sb, st->k, st->n, st->ldb, zb, p0, p1, pb);
-    });
-    GemmJob<IgemmOperands, IgemmTileFn> job{{pa, pb, rows, st->kp2, st->ldb}, st->n, st->tile, store_for(st->y_dt, st->be->gemm_isa.load()->name), &e};
+    const int16_t *bpk = pb;
+    if (pp && st->b_const)
+      bpk = pp->b16.data();
+    else
+      for_range(st->be, st->kp2, 2 * st->ldb, [&](int64_t p0, int64_t p1, int) {
+        pack_b(sb, st->k, st->n, st->ldb, zb, p0, p1, pb);
+      });
+    GemmJob<IgemmOperands, IgemmTileFn> job{{pa, bpk, rows, st->kp2, st->ldb}, st->n, st->tile, store_for(st->y_dt, st->be->gemm_isa.load()->name), &e};
     run_gemm(st->be, job, st->kp2);
   }
   return CTN_OK;
@@ -410,6 +484,15 @@ ctn_status make_int_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel 
   st->tile = igemm_tile_select(be->gemm_isa.load()->name, nullptr);
   batch_offsets(a, b, y, st.get());
   const int64_t rows = st->fold ? st->m * static_cast<int64_t>(st->a_off.size()) : st->m;
+  // Constant inputs (ABI 1.7): b packed once where it is one matrix and the product is tiled,
+  // the multipliers once where the scales are constants.
+  const uint64_t consts = ctn_sig_const_inputs(sig);
+  const uint64_t scales = qlinear ? 0x52u : 0u, bparts = qlinear ? 0x28u : 0xAu;  // {1, 4, 6}; {3, 5} or {1, 3}
+  bool one_b = true;
+  for (int64_t off : st->b_off) one_b = one_b && off == 0;
+  st->mult_const = qlinear && (consts & scales) == scales;
+  st->b_const = one_b && rows > kIgMr && (consts & bparts) == bparts;
+  st->prep.inputs = (st->mult_const ? scales : 0u) | (st->b_const ? bparts : 0u);
   // A packed, or (rows <= 4, matmul_rows) the i32 sums [rows][N].
   st->a_bytes = static_cast<uint64_t>(round_up(std::max(rows * 2 * st->kp2 * 2, rows * st->n * 4), 64));
   st->b_bytes = static_cast<uint64_t>(round_up(st->kp2 * st->ldb * 4, 64));
@@ -427,7 +510,6 @@ namespace {
 // What a convolution's constant inputs give, made once: the path, the weights as the path's A
 // operand, the per-channel terms of the epilogue.
 struct ConvPrepared {
-  const void *key[9] = {};      // data + offset of the inputs it was made from (ConvState::prep_inputs)
   bool q8 = false;              // the u8 x s8 VNNI path (weights' zero points all 0)
   std::vector<int8_t> a8;       // q8: the weights padded to kq * 4 (empty: K % 4 == 0, w itself)
   std::vector<int16_t> a16;     // int16 path: the weights less their zero points, in pairs
@@ -463,10 +545,7 @@ struct ConvState : KernelBase {
   // variables unless imported as constants); w_const: the weights, their zero points, x's zero
   // point and the bias (inputs 2, 3, 5, 8; conv2d_integer's 1, 2, 3).
   bool mult_const = false, w_const = false;
-  uint64_t prep_inputs = 0;  // the inputs ConvPrepared is made from (their bits)
-  mutable std::mutex prep_mu;
-  mutable std::unique_ptr<const ConvPrepared> prep;
-  mutable std::atomic<const ConvPrepared *> prep_ready{nullptr};
+  PrepSlot<ConvPrepared> prep;
 };
 
 
@@ -1043,18 +1122,10 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
       st.slots);
 }
 
-bool same_keys(const ConvState &st, const ConvPrepared &p, const ctn_tensor_desc *in) {
-  for (int i = 1; i < 9; ++i)
-    if ((st.prep_inputs >> i & 1) && p.key[i] != static_cast<const char *>(in[i].data) + in[i].offset) return false;
-  return true;
-}
-
 // Makes what the constant inputs give (ConvPrepared) for these inputs.
 template <class SX, class SW>
 std::unique_ptr<const ConvPrepared> prepare_conv(const ConvState &st, const ctn_tensor_desc *in) {
   auto p = std::make_unique<ConvPrepared>();
-  for (int i = 1; i < 9; ++i)
-    if (st.prep_inputs >> i & 1) p->key[i] = static_cast<const char *>(in[i].data) + in[i].offset;
   if (st.mult_const) {
     p->mult.resize(static_cast<size_t>(st.o));
     conv_mult(st, in, p->mult.data());
@@ -1075,27 +1146,12 @@ std::unique_ptr<const ConvPrepared> prepare_conv(const ConvState &st, const ctn_
   return p;
 }
 
-// The prepared inputs for this call: made on the first call (once, whichever thread gets there
-// first), nullptr when the inputs are not all constants or this call's pointers are others.
-template <class SX, class SW>
-const ConvPrepared *prepared(const ConvState &st, const ctn_tensor_desc *in) {
-  if (!st.prep_inputs) return nullptr;
-  const ConvPrepared *p = st.prep_ready.load(std::memory_order_acquire);
-  if (!p) {
-    std::lock_guard<std::mutex> lock(st.prep_mu);
-    if (!st.prep) st.prep = prepare_conv<SX, SW>(st, in);
-    p = st.prep.get();
-    st.prep_ready.store(p, std::memory_order_release);
-  }
-  return same_keys(st, *p, in) ? p : nullptr;
-}
-
 template <class SX, class SW>
 ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const ConvState *>(state);
   const ctn_tensor_desc *in = args->inputs;
   ConvScratch sc(*st, args->workspace);
-  const ConvPrepared *pp = prepared<SX, SW>(*st, in);
+  const ConvPrepared *pp = st->prep.get(in, [&] { return prepare_conv<SX, SW>(*st, in); });
   const bool mult_ready = pp && st->mult_const;
   if (!mult_ready) conv_mult(*st, in, sc.mult);
   Epilogue e;
@@ -1141,7 +1197,7 @@ ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *o
   const uint64_t scales = qlinear ? 0x52u : 0u, weights = qlinear ? 0x12Cu : 0xEu;  // {1, 4, 6}; {2, 3, 5, 8} or {1, 2, 3}
   st->mult_const = qlinear && (consts & scales) == scales;
   st->w_const = (consts & weights) == weights;
-  st->prep_inputs = (st->mult_const ? scales : 0u) | (st->w_const ? weights : 0u);
+  st->prep.inputs = (st->mult_const ? scales : 0u) | (st->w_const ? weights : 0u);
   st->kg = w.shape[1] * st->kh * st->kw;
   st->kp2 = (st->kg + 1) / 2;
   st->kq = (st->kg + 3) / 4;

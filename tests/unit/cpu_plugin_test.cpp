@@ -996,6 +996,62 @@ TEST_F(CpuPlugin, QlinearConvConstantInputsMatchPerCall) {
     }
 }
 
+// The same for qlinear_matmul: b (one matrix, more than 4 rows of a: the tiled path) packed and
+// the multipliers made once; per-column zero points of b, a second b at another pointer.
+TEST_F(CpuPlugin, QlinearMatmulConstantInputsMatchPerCall) {
+  const int64_t m = 9, k = 37, n = 70;
+  std::mt19937 rng(8);
+  std::uniform_int_distribution<int> d8(-127, 127), du(0, 255);
+  std::vector<int8_t> b1(static_cast<size_t>(k * n)), b2(b1.size()), zb(static_cast<size_t>(n));
+  for (auto &v : b1) v = static_cast<int8_t>(d8(rng));
+  for (size_t i = 0; i < b2.size(); ++i) b2[i] = static_cast<int8_t>(-b1[i]);
+  for (size_t i = 0; i < zb.size(); ++i) zb[i] = static_cast<int8_t>(static_cast<int>(i % 5) - 2);
+  std::vector<float> sb(static_cast<size_t>(n));
+  for (size_t i = 0; i < sb.size(); ++i) sb[i] = 0.004f + 0.0001f * static_cast<float>(i);
+  std::vector<int32_t> bias(static_cast<size_t>(n));
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<int32_t>(i * 13) - 400;
+  const float sa = 0.02f, sy = 0.4f;
+  const uint8_t za = 120;
+  const int8_t zy = 3;
+  const std::vector<int64_t> as = {m, k}, bs = {k, n}, ys = {m, n}, ns = {n}, one = {};
+  const ctn_attrs at{};
+  auto inputs = [&](const void *a, const void *b) {
+    return std::vector<ctn_tensor_desc>{desc(CTN_U8, as, a),   desc(CTN_F32, one, &sa), desc(CTN_U8, one, &za),
+                                        desc(CTN_I8, bs, b),   desc(CTN_F32, ns, sb.data()), desc(CTN_I8, ns, zb.data()),
+                                        desc(CTN_F32, one, &sy), desc(CTN_I8, one, &zy), desc(CTN_I32, ns, bias.data())};
+  };
+  ctn_kernel kern[2] = {};
+  std::vector<ctn_tensor_desc> sig_in = inputs(nullptr, nullptr);
+  ctn_tensor_desc sig_out = desc(CTN_I8, ys, nullptr);
+  for (int c = 0; c < 2; ++c) {
+    ctn_op_signature sig{sizeof sig, 9, CTN_OP_QLINEAR_MATMUL, sig_in.data(), &sig_out, &at, c ? 0x1FEu : 0u};
+    ASSERT_EQ(d_->get_kernel(be_, &sig, &kern[c]), CTN_OK) << g_error;
+  }
+  auto call = [&](const ctn_kernel &kn, const void *a, const void *b) {
+    std::vector<int8_t> y(static_cast<size_t>(m * n), 99);
+    std::vector<ctn_tensor_desc> in = inputs(a, b);
+    ctn_tensor_desc out = desc(CTN_I8, ys, y.data());
+    std::vector<char> wsp(kn.workspace_size);
+    ctn_kernel_args args{9, 1, in.data(), &out, &at, wsp.empty() ? nullptr : wsp.data(), wsp.size()};
+    EXPECT_EQ(kn.fn(kn.state, &args), CTN_OK) << g_error;
+    return y;
+  };
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<uint8_t> a(static_cast<size_t>(m * k));
+    for (auto &v : a) v = static_cast<uint8_t>(du(rng));
+    const std::vector<int8_t> want = call(kern[0], a.data(), b1.data());
+    EXPECT_EQ(call(kern[1], a.data(), b1.data()), want) << "rep " << rep;
+    size_t inside = 0;
+    for (int8_t v : want) inside += v != -128 && v != 127;
+    EXPECT_GT(inside, want.size() / 4) << "most outputs should not saturate";
+  }
+  std::vector<uint8_t> a(static_cast<size_t>(m * k));
+  for (auto &v : a) v = static_cast<uint8_t>(du(rng));
+  EXPECT_EQ(call(kern[1], a.data(), b2.data()), call(kern[0], a.data(), b2.data())) << "b at another pointer";
+  for (const ctn_kernel &kn : kern)
+    if (kn.release) kn.release(kn.state);
+}
+
 TEST_F(CpuPlugin, UnsupportedAndBadSignatures) {
   std::vector<int32_t> xi(4);
   EXPECT_EQ(run(CTN_OP_EXP, {desc(CTN_I32, {4}, xi.data())}, desc(CTN_I32, {4}, xi.data()),
