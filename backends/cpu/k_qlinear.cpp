@@ -1028,27 +1028,23 @@ PhaseRowFn<SX> phase_row_for(const char *isa, int64_t stride) {
   return f;
 }
 
-// The phases of one plane, x less its zero point (the padding 0).
+// The phases of one plane, x less its zero point, into ph: only the positions that read x are
+// written (the same for every plane), so the padding's zeros, written once per part of the
+// planes (the caller zeroes ph before its first plane), stay (no fills per row: they were
+// memset calls of a few bytes on short rows).
 template <class SX>
 void dw_phases(const ConvState &st, const DwGeom &g, PhaseRowFn<SX> prow, const SX *plane, int32_t zx, int16_t *ph) {
   for (int64_t py = 0; py < st.sh; ++py)
     for (int64_t px = 0; px < st.sw; ++px) {
       int16_t *d = ph + (py * st.sw + px) * g.phase_elems();
       // Columns c whose ix = c sw + px - pw lies in [0, w): [c0, c1), the same for every row
-      // (computed once: the divisions would dominate short rows); zeros around them.
+      // (computed once: the divisions would dominate short rows).
       const int64_t off = px - st.pw;
       const int64_t c0 = std::min(g.wq, off >= 0 ? 0 : (-off + st.sw - 1) / st.sw);
       const int64_t c1 = std::max(c0, std::min(g.wq, st.w - 1 - off < 0 ? 0 : (st.w - 1 - off) / st.sw + 1));
       for (int64_t r = 0; r < g.hq; ++r) {
         const int64_t iy = r * st.sh + py - st.ph;
-        int16_t *o = d + r * g.wq;
-        if (iy < 0 || iy >= st.h) {
-          std::fill(o, o + g.wq, int16_t{0});
-          continue;
-        }
-        std::fill(o, o + c0, int16_t{0});
-        prow(plane + iy * st.w + off + c0 * st.sw, st.sw, c1 - c0, zx, o + c0);
-        std::fill(o + c1, o + g.wq, int16_t{0});
+        if (iy >= 0 && iy < st.h) prow(plane + iy * st.w + off + c0 * st.sw, st.sw, c1 - c0, zx, d + r * g.wq + c0);
       }
     }
 }
@@ -1105,6 +1101,7 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
       [&](int64_t p0, int64_t p1, int k) {
         auto *ph = reinterpret_cast<int16_t *>(sc.slot(st, k));
         auto *acc = reinterpret_cast<int32_t *>(sc.slot(st, k) + round_up(st.sh * st.sw * g.phase_elems() * 2, 64));
+        std::fill(ph, ph + st.sh * st.sw * g.phase_elems(), int16_t{0});  // the padding (dw_phases)
         for (int64_t p = p0; p < p1; ++p) {
           const int64_t img = p / st.c, ch = p % st.c;
           dw_phases(st, g, prow, x + p * st.h * st.w, zx, ph);
