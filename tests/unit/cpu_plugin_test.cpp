@@ -24,6 +24,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -991,6 +992,20 @@ TEST_F(CpuPlugin, QlinearConvConstantInputsMatchPerCall) {
       std::vector<int8_t> xb = bytes(static_cast<size_t>(k.c * k.h * k.h), -128, 127);
       EXPECT_EQ(call(kern[1], xb.data(), w2.data()), call(kern[0], xb.data(), w2.data()))
           << "weights at another pointer: computed for that call";
+      // A fresh kernel whose first calls come from three threads at once: one of them makes the
+      // prepared data, all get the same results.
+      ctn_kernel fresh{};
+      {
+        ctn_op_signature sig{sizeof sig, 9, CTN_OP_QLINEAR_CONV2D, sig_in.data(), &sig_out, &at, 0x1FEu};
+        ASSERT_EQ(d_->get_kernel(be_, &sig, &fresh), CTN_OK) << g_error;
+      }
+      const std::vector<uint8_t> want = call(kern[0], xb.data(), w1.data());
+      std::vector<std::vector<uint8_t>> got(3);
+      std::vector<std::thread> threads_;
+      for (auto &g : got) threads_.emplace_back([&, p = &g] { *p = call(fresh, xb.data(), w1.data()); });
+      for (auto &t : threads_) t.join();
+      for (const auto &g : got) EXPECT_EQ(g, want) << "concurrent first calls";
+      if (fresh.release) fresh.release(fresh.state);
       for (const ctn_kernel &kn : kern)
         if (kn.release) kn.release(kn.state);
     }
