@@ -42,27 +42,42 @@ void tile_generic(const IgemmOperands &op, int64_t m0, int64_t mb, int64_t n0, i
 #if defined(__x86_64__)
 // One body for both AVX-512 kernels (a macro: intrinsics inline only into functions of their
 // target, so a shared inline function would need the wider target in the narrower kernel);
-// ACC(c, a, b) is c + the pair products of a and b.
+// ACC(c, a, b) is c + the pair products of a and b. The 16 accumulators are named variables (an
+// array form compiled, under gcc 12, to register copies around every product: see the u8 x s8
+// tile).
+#define CTN_IG_ROW_512(ACC, r)                                                                         \
+  {                                                                                                    \
+    const __m512i av = _mm512_set1_epi32(pair_of(a##r + 2 * kp));                                      \
+    c##r##0 = ACC(c##r##0, av, b0);                                                                    \
+    c##r##1 = ACC(c##r##1, av, b1);                                                                    \
+    c##r##2 = ACC(c##r##2, av, b2);                                                                    \
+    c##r##3 = ACC(c##r##3, av, b3);                                                                    \
+  }
+#define CTN_IG_STORE_512(r)                                                                            \
+  _mm512_storeu_si512(acc + r * kIgNr, c##r##0);                                                       \
+  _mm512_storeu_si512(acc + r * kIgNr + 16, c##r##1);                                                  \
+  _mm512_storeu_si512(acc + r * kIgNr + 32, c##r##2);                                                  \
+  _mm512_storeu_si512(acc + r * kIgNr + 48, c##r##3);
 #define CTN_IG_TILE_512(ACC)                                                                            \
-  __m512i c[kIgMr][4];                                                                                 \
-  for (auto &row : c)                                                                                  \
-    for (__m512i & v : row) v = _mm512_setzero_si512();                                                \
-  const int16_t *a[kIgMr];                                                                             \
-  for (int64_t i = 0; i < kIgMr; ++i) a[i] = a_row(op, m0, mb, i);                                     \
+  static_assert(kIgMr == 4, "four rows below");                                                        \
+  const int16_t *a0 = a_row(op, m0, mb, 0), *a1 = a_row(op, m0, mb, 1);                                 \
+  const int16_t *a2 = a_row(op, m0, mb, 2), *a3 = a_row(op, m0, mb, 3);                                 \
+  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00;          \
+  __m512i c12 = c00, c13 = c00, c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00;       \
+  __m512i c32 = c00, c33 = c00;                                                                        \
   for (int64_t kp = 0; kp < op.kp2; ++kp) {                                                            \
     const int16_t *b = op.b + (kp * op.ldb + n0) * 2;                                                  \
     const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 32);                         \
     const __m512i b2 = _mm512_loadu_si512(b + 64), b3 = _mm512_loadu_si512(b + 96);                    \
-    for (int64_t i = 0; i < kIgMr; ++i) {                                                              \
-      const __m512i av = _mm512_set1_epi32(pair_of(a[i] + 2 * kp));                                    \
-      c[i][0] = ACC(c[i][0], av, b0);                                                                  \
-      c[i][1] = ACC(c[i][1], av, b1);                                                                  \
-      c[i][2] = ACC(c[i][2], av, b2);                                                                  \
-      c[i][3] = ACC(c[i][3], av, b3);                                                                  \
-    }                                                                                                  \
+    CTN_IG_ROW_512(ACC, 0)                                                                             \
+    CTN_IG_ROW_512(ACC, 1)                                                                             \
+    CTN_IG_ROW_512(ACC, 2)                                                                             \
+    CTN_IG_ROW_512(ACC, 3)                                                                             \
   }                                                                                                    \
-  for (int64_t i = 0; i < kIgMr; ++i)                                                                  \
-    for (int j = 0; j < 4; ++j) _mm512_storeu_si512(acc + i * kIgNr + 16 * j, c[i][j]);
+  CTN_IG_STORE_512(0)                                                                                  \
+  CTN_IG_STORE_512(1)                                                                                  \
+  CTN_IG_STORE_512(2)                                                                                  \
+  CTN_IG_STORE_512(3)
 
 #define CTN_IG_VNNI(c, a, b) _mm512_dpwssd_epi32(c, a, b)
 #define CTN_IG_MADD(c, a, b) _mm512_add_epi32(c, _mm512_madd_epi16(a, b))
