@@ -123,6 +123,26 @@ class CpuPlugin : public ::testing::Test {
     return st;
   }
 
+  // A kernel for op over these layouts (data ignored), told `consts` as ctn_op_signature's
+  // const_inputs (ABI 1.7); false (with a test failure) when get_kernel fails.
+  bool kernel_for(const char *op, std::vector<ctn_tensor_desc> in, ctn_tensor_desc out, const ctn_attrs &at,
+                  uint64_t consts, ctn_kernel *k) {
+    for (auto &d : in) d.data = nullptr;
+    out.data = nullptr;
+    ctn_op_signature sig{sizeof sig, static_cast<uint32_t>(in.size()), op, in.data(), &out, &at, consts};
+    *k = ctn_kernel{};
+    const ctn_status st = d_->get_kernel(be_, &sig, k);
+    EXPECT_EQ(st, CTN_OK) << g_error;
+    return st == CTN_OK;
+  }
+  // One call of a kernel with a workspace of its size; a test failure when it fails.
+  void call_kernel(const ctn_kernel &k, std::vector<ctn_tensor_desc> in, ctn_tensor_desc out, const ctn_attrs &at) {
+    std::vector<char> ws(k.workspace_size);
+    ctn_kernel_args args{static_cast<uint32_t>(in.size()), 1, in.data(), &out, &at, ws.empty() ? nullptr : ws.data(),
+                         ws.size()};
+    EXPECT_EQ(k.fn(k.state, &args), CTN_OK) << g_error;
+  }
+
   bool has_openblas() {
     bool ok = d_->set_option(be_, "gemm", "openblas") == CTN_OK;
     d_->set_option(be_, "gemm", "auto");
@@ -965,20 +985,12 @@ TEST_F(CpuPlugin, QlinearConvConstantInputsMatchPerCall) {
       };
       // Kernels for the signature, told nothing (plain) and told inputs 1..8 are constants.
       ctn_kernel kern[2] = {};
-      std::vector<ctn_tensor_desc> sig_in = inputs(nullptr, nullptr);
-      for (auto &d : sig_in) d.data = nullptr;
-      ctn_tensor_desc sig_out = desc(CTN_U8, ys, nullptr);
-      for (int c = 0; c < 2; ++c) {
-        ctn_op_signature sig{sizeof sig, 9, CTN_OP_QLINEAR_CONV2D, sig_in.data(), &sig_out, &at, c ? 0x1FEu : 0u};
-        ASSERT_EQ(d_->get_kernel(be_, &sig, &kern[c]), CTN_OK) << g_error;
-      }
+      for (int c = 0; c < 2; ++c)
+        ASSERT_TRUE(kernel_for(CTN_OP_QLINEAR_CONV2D, inputs(nullptr, nullptr), desc(CTN_U8, ys, nullptr), at,
+                               c ? 0x1FEu : 0u, &kern[c]));
       auto call = [&](const ctn_kernel &kn, const void *x, const void *w) {
         std::vector<uint8_t> y(static_cast<size_t>(k.o * ho * ho), 0xEE);
-        std::vector<ctn_tensor_desc> in = inputs(x, w);
-        ctn_tensor_desc out = desc(CTN_U8, ys, y.data());
-        std::vector<char> wsp(kn.workspace_size);
-        ctn_kernel_args args{9, 1, in.data(), &out, &at, wsp.empty() ? nullptr : wsp.data(), wsp.size()};
-        EXPECT_EQ(kn.fn(kn.state, &args), CTN_OK) << g_error;
+        call_kernel(kn, inputs(x, w), desc(CTN_U8, ys, y.data()), at);
         return y;
       };
       for (int rep = 0; rep < 3; ++rep) {
@@ -995,10 +1007,7 @@ TEST_F(CpuPlugin, QlinearConvConstantInputsMatchPerCall) {
       // A fresh kernel whose first calls come from three threads at once: one of them makes the
       // prepared data, all get the same results.
       ctn_kernel fresh{};
-      {
-        ctn_op_signature sig{sizeof sig, 9, CTN_OP_QLINEAR_CONV2D, sig_in.data(), &sig_out, &at, 0x1FEu};
-        ASSERT_EQ(d_->get_kernel(be_, &sig, &fresh), CTN_OK) << g_error;
-      }
+      ASSERT_TRUE(kernel_for(CTN_OP_QLINEAR_CONV2D, inputs(nullptr, nullptr), desc(CTN_U8, ys, nullptr), at, 0x1FEu, &fresh));
       const std::vector<uint8_t> want = call(kern[0], xb.data(), w1.data());
       std::vector<std::vector<uint8_t>> got(3);
       std::vector<std::thread> threads_;
@@ -1036,19 +1045,12 @@ TEST_F(CpuPlugin, QlinearMatmulConstantInputsMatchPerCall) {
                                         desc(CTN_F32, one, &sy), desc(CTN_I8, one, &zy), desc(CTN_I32, ns, bias.data())};
   };
   ctn_kernel kern[2] = {};
-  std::vector<ctn_tensor_desc> sig_in = inputs(nullptr, nullptr);
-  ctn_tensor_desc sig_out = desc(CTN_I8, ys, nullptr);
-  for (int c = 0; c < 2; ++c) {
-    ctn_op_signature sig{sizeof sig, 9, CTN_OP_QLINEAR_MATMUL, sig_in.data(), &sig_out, &at, c ? 0x1FEu : 0u};
-    ASSERT_EQ(d_->get_kernel(be_, &sig, &kern[c]), CTN_OK) << g_error;
-  }
+  for (int c = 0; c < 2; ++c)
+    ASSERT_TRUE(kernel_for(CTN_OP_QLINEAR_MATMUL, inputs(nullptr, nullptr), desc(CTN_I8, ys, nullptr), at,
+                           c ? 0x1FEu : 0u, &kern[c]));
   auto call = [&](const ctn_kernel &kn, const void *a, const void *b) {
     std::vector<int8_t> y(static_cast<size_t>(m * n), 99);
-    std::vector<ctn_tensor_desc> in = inputs(a, b);
-    ctn_tensor_desc out = desc(CTN_I8, ys, y.data());
-    std::vector<char> wsp(kn.workspace_size);
-    ctn_kernel_args args{9, 1, in.data(), &out, &at, wsp.empty() ? nullptr : wsp.data(), wsp.size()};
-    EXPECT_EQ(kn.fn(kn.state, &args), CTN_OK) << g_error;
+    call_kernel(kn, inputs(a, b), desc(CTN_I8, ys, y.data()), at);
     return y;
   };
   for (int rep = 0; rep < 3; ++rep) {
