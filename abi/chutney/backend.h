@@ -43,7 +43,9 @@ typedef struct ctn_backend_config {
   int32_t num_threads; /* worker threads for host backends; >= 1 */
 } ctn_backend_config;
 
-/* What get_kernel is asked for: one node, its input and output layouts (data is NULL). */
+/* What get_kernel is asked for: one node, its input and output layouts (data is NULL).
+ * struct_size tells a host's version apart: read a field appended after 1.0 only where
+ * struct_size covers it (ctn_sig_const_inputs does for const_inputs). */
 typedef struct ctn_op_signature {
   uint32_t struct_size;
   uint32_t n_inputs;
@@ -51,6 +53,14 @@ typedef struct ctn_op_signature {
   const ctn_tensor_desc *inputs;  /* n_inputs descriptors */
   const ctn_tensor_desc *output;  /* one output */
   const ctn_attrs *attrs;         /* never NULL */
+  /* ---- since 1.7: constant inputs (issue 27 part 4) ---- */
+  /* Bit i (i < 64) set: input i is a constant of the plan: every call of this kernel gets the
+   * same data pointer and offset for it, holding the same contents, for as long as the kernel
+   * lives, so the kernel may derive data from it once (pack weights, sum rows) and reuse it,
+   * keyed by the pointer. A hint: 0 is always allowed (eager graphs, inputs, variables, a host
+   * older than 1.7), and a kernel must still accept any pointer it is given. */
+  uint64_t const_inputs;
+  /* ---- end of constant inputs ---- */
 } ctn_op_signature;
 
 /* One kernel call of a plan segment (see plan_prepare). Frozen array element. since 1.1 */
@@ -119,6 +129,13 @@ typedef struct ctn_backend_desc {
   ctn_status (*plan_run)(void *state, void *segment);
   void (*plan_release)(void *state, void *segment);
 } ctn_backend_desc;
+
+/* sig->const_inputs where the host's struct_size covers the field, else 0 (a 1.6 host or older
+ * says nothing about constants). since 1.7 */
+static inline uint64_t ctn_sig_const_inputs(const ctn_op_signature *sig) {
+  const uint32_t end = (uint32_t)(offsetof(ctn_op_signature, const_inputs) + sizeof(uint64_t));
+  return sig->struct_size >= end ? sig->const_inputs : 0;
+}
 
 #ifdef __cplusplus
 } /* extern "C" */

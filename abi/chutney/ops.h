@@ -285,6 +285,16 @@
  * dtype: saturate(round(act((acc[o] + bias[o]) * f32(x_scale * w_scale[o] / y_scale))) + y_zp),
  * acc conv2d_integer's. */
 #define CTN_OP_QLINEAR_CONV2D "qlinear_conv2d"
+/* ---- since 1.7: u8 residual add (issue 27 part 4) ---- */
+/* (a u8|i8, a_scale [] f32, a_zero_point [] of a's dtype, b of a's dtype, b_scale [] f32,
+ * b_zero_point [], y_scale [] f32, y_zero_point [] of a's dtype) -> y of a's dtype, a and b
+ * broadcast (numpy rules): with ra = f32(a_scale / y_scale), rb = f32(b_scale / y_scale) and
+ * c = f32(y_zp) - fma(ra, f32(a_zp), rb * f32(b_zp)) (f32 operations, fma rounded once),
+ * y = saturate(round_half_even(fma(f32(a), ra, fma(f32(b), rb, c)))); a value past the i32
+ * range gives the dtype's minimum. onnxruntime's QLinearAdd (com.microsoft, its AVX2 kernel)
+ * computes this for operands of one shape. since 1.7 */
+#define CTN_OP_QLINEAR_ADD "qlinear_add"
+/* ---- end of u8 residual add ---- */
 /* ---- end of int8 quantization ---- */
 
 /* ---- since 1.6: batch-norm statistics ------------------------------------------------------------

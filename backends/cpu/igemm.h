@@ -31,11 +31,18 @@ using IgemmTileFn = void (*)(const IgemmOperands &op, int64_t m0, int64_t mb, in
 // n: B's valid columns; a tile whose panel holds fewer than kIgNr of them computes only the
 // 16-column vectors that hold some (the columns past those are left undefined in acc), so a
 // 14 x 14 image's last panel (4 columns) costs one vector, not four.
+// The u8 x s8 tile's rows: 6 x 4 accumulators, 4 B vectors and a broadcast fit the 32 AVX-512
+// registers, and each B load serves 6 rows.
+constexpr int64_t kIgQ8Mr = 6;
+// brow: when set, B's row of quads kq starts at brow[kq] (the columns contiguous from there)
+// instead of at b + kq * ldb * 4.
 struct IgemmQ8Operands {
   const int8_t *a;
   const uint8_t *b;
   int64_t m, kq, ldb, n;
+  const uint8_t *const *brow = nullptr;
 };
+// acc[i][j] for i < mb <= kIgQ8Mr (rows past mb undefined), j < kIgNr.
 using IgemmQ8TileFn = void (*)(const IgemmQ8Operands &op, int64_t m0, int64_t mb, int64_t n0, int32_t *acc);
 // The VNNI u8 x s8 tile, or nullptr where the CPU lacks AVX-512 VNNI or `cap` is below "avx512".
 IgemmQ8TileFn igemm_q8_tile_select(const char *cap);

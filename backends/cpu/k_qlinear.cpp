@@ -7,6 +7,9 @@
 // requantises them: saturate(round_half_even(f32(acc + bias) * f32(scale_a * scale_b / scale_y))
 // + zp_y), the formula of onnxruntime's QLinearConv / QLinearMatMul.
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -29,6 +32,47 @@ ctn_kernel_fn pick_kernel(int32_t a_dt, int32_t b_dt, ctn_kernel_fn uu, ctn_kern
   if (a_dt == CTN_U8) return b_dt == CTN_U8 ? uu : ui;
   return b_dt == CTN_U8 ? iu : ii;
 }
+
+// What a kernel derives from its constant inputs (ctn_sig_const_inputs, ABI 1.7: packed
+// weights, multipliers), made on the first call (once, whichever thread gets there first) and
+// used while a call's pointers for those inputs are the ones it was made from; get() gives
+// nullptr otherwise (the caller computes per call). P: the derived data.
+template <class P>
+class PrepSlot {
+ public:
+  uint64_t inputs = 0;  // the inputs (bits, below 9) P is made from; 0: nothing is made
+
+  template <class Make>
+  const P *get(const ctn_tensor_desc *in, Make make) const {
+    if (!inputs) return nullptr;
+    const Entry *e = ready_.load(std::memory_order_acquire);
+    if (!e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!made_) {
+        auto m = std::make_unique<Entry>();
+        for (int i = 0; i < 9; ++i)
+          if (inputs >> i & 1) m->key[i] = where(in[i]);
+        m->p = make();
+        made_ = std::move(m);
+      }
+      e = made_.get();
+      ready_.store(e, std::memory_order_release);
+    }
+    for (int i = 0; i < 9; ++i)
+      if ((inputs >> i & 1) && e->key[i] != where(in[i])) return nullptr;
+    return e->p.get();
+  }
+
+ private:
+  struct Entry {
+    const void *key[9] = {};
+    std::unique_ptr<const P> p;
+  };
+  static const void *where(const ctn_tensor_desc &d) { return static_cast<const char *>(d.data) + d.offset; }
+  mutable std::mutex mu_;
+  mutable std::unique_ptr<Entry> made_;
+  mutable std::atomic<const Entry *> ready_{nullptr};
+};
 
 // ---- epilogue ------------------------------------------------------------------------------------
 
@@ -100,8 +144,23 @@ CTN_QSTORE_VARIANT(generic)
 #if defined(__x86_64__)
 CTN_QSTORE_VARIANT(avx2, __attribute__((target("avx2,fma"))))
 
+// 16 sums (mask k) plus b, times mul, clamped to [lo, hi], rounded half to even (in the
+// conversion itself: the value is in range), plus the zero point, stored as 8-bit.
+template <class Q>
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void store16_q(
+    const int32_t *a, __m512i b, __m512 mul, __mmask16 k, Q *o, __m512 lo, __m512 hi, __m512i zp) {
+  // The maskz forms with an all-ones mask: gcc 12 warns (maybe-uninitialized) about the plain
+  // forms' _mm512_undefined_ps.
+  const __mmask16 all = 0xFFFF;
+  __m512 f = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, a), b)), mul);
+  f = _mm512_maskz_max_ps(all, _mm512_maskz_min_ps(all, f, hi), lo);
+  const __m512i r = _mm512_maskz_cvt_roundps_epi32(all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  _mm512_mask_cvtepi32_storeu_epi8(o, k, _mm512_add_epi32(r, zp));
+}
+
 // AVX-512: 16 sums per step with masked tails (rows of a depthwise plane are short), the same
-// arithmetic as store_q_body (i32 add, f32 convert and multiply, clamp, round half to even).
+// arithmetic as store_q_body (i32 add, f32 convert and multiply, clamp, round half to even); the
+// per-row case (a convolution) broadcasts its bias and multiplier once per row.
 template <class Q>
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void store_q_avx512(const Epilogue &e, const int32_t *acc,
                                                                           int64_t m0, int64_t mb, int64_t n0, int64_t nb) {
@@ -109,22 +168,24 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void store_q_avx512(const E
   if (e.relu) lo = std::max(lo, 0.0f);
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(static_cast<float>(qmax<Q>() - e.zp));
   const __m512i vzp = _mm512_set1_epi32(e.zp);
+  const __mmask16 all = 0xFFFF;
+  const int64_t full = nb / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (nb - full)) - 1);
   for (int64_t i = 0; i < mb; ++i) {
     const int64_t m = m0 + i;
     const int32_t *a = acc + i * kIgNr;
     Q *row = static_cast<Q *>(e.y) + m * e.ldy + n0;
-    for (int64_t j = 0; j < nb; j += 16) {
-      const __mmask16 k = nb - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (nb - j)) - 1);
-      const __m512i b = e.by_row ? _mm512_set1_epi32(e.bias[m]) : _mm512_maskz_loadu_epi32(k, e.bias + n0 + j);
-      const __m512 mul = e.by_row ? _mm512_set1_ps(e.mult[m]) : _mm512_maskz_loadu_ps(k, e.mult + n0 + j);
-      // The maskz forms with an all-ones mask: gcc 12 warns (maybe-uninitialized) about the
-      // plain forms' _mm512_undefined_ps.
-      const __mmask16 all = 0xFFFF;
-      __m512 f = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, a + j), b)), mul);
-      f = _mm512_maskz_max_ps(all, _mm512_maskz_min_ps(all, f, vhi), vlo);
-      // Round half to even in the conversion itself (the value is in range: clamped above).
-      const __m512i r = _mm512_maskz_cvt_roundps_epi32(all, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm512_mask_cvtepi32_storeu_epi8(row + j, k, _mm512_add_epi32(r, vzp));
+    if (e.by_row) {  // one bias and multiplier per row (a convolution's output channel)
+      const __m512i b = _mm512_set1_epi32(e.bias[m]);
+      const __m512 mul = _mm512_set1_ps(e.mult[m]);
+      for (int64_t j = 0; j < full; j += 16) store16_q(a + j, b, mul, all, row + j, vlo, vhi, vzp);
+      if (tail) store16_q(a + full, b, mul, tail, row + full, vlo, vhi, vzp);
+    } else {
+      for (int64_t j = 0; j < full; j += 16)
+        store16_q(a + j, _mm512_loadu_si512(e.bias + n0 + j), _mm512_loadu_ps(e.mult + n0 + j), all, row + j, vlo, vhi, vzp);
+      if (tail)
+        store16_q(a + full, _mm512_maskz_loadu_epi32(tail, e.bias + n0 + full), _mm512_maskz_loadu_ps(tail, e.mult + n0 + full),
+                  tail, row + full, vlo, vhi, vzp);
     }
   }
 }
@@ -145,8 +206,8 @@ StoreFn store_for(int32_t dtype, const char *isa) {
 
 // ---- the product, tile by tile -------------------------------------------------------------------
 
-// Ops: IgemmOperands or IgemmQ8Operands; Tile: the matching micro-kernel.
-template <class Ops, class Tile>
+// Ops: IgemmOperands or IgemmQ8Operands; Tile: the matching micro-kernel, MR its rows.
+template <class Ops, class Tile, int64_t MR = kIgMr>
 struct GemmJob {
   Ops op;
   int64_t n = 0;  // valid columns of B
@@ -154,23 +215,25 @@ struct GemmJob {
   StoreFn store = nullptr;
   const Epilogue *e = nullptr;
   int64_t mblocks = 0;
+  static constexpr int64_t kMr = MR;
   void range(int64_t a, int64_t b) const {
-    alignas(64) int32_t acc[kIgMr * kIgNr];
+    alignas(64) int32_t acc[MR * kIgNr];
     for (int64_t t = a; t < b; ++t) {
-      const int64_t m0 = (t % mblocks) * kIgMr, n0 = (t / mblocks) * kIgNr;
-      const int64_t mb = std::min(kIgMr, op.m - m0), nb = std::min(kIgNr, n - n0);
+      const int64_t m0 = (t % mblocks) * MR, n0 = (t / mblocks) * kIgNr;
+      const int64_t mb = std::min(MR, op.m - m0), nb = std::min(kIgNr, n - n0);
       tile(op, m0, mb, n0, acc);
       store(*e, acc, m0, mb, n0, nb);
     }
   }
   static void part(void *ctx, int64_t a, int64_t b, int) { static_cast<const GemmJob *>(ctx)->range(a, b); }
 };
+using Q8Job = GemmJob<IgemmQ8Operands, IgemmQ8TileFn, kIgQ8Mr>;
 
 // Runs over the tiles, panel-major (the threads' tiles share B panels); parallel when the
 // product (depth `k` of packed units) is large enough to pay for waking the pool.
 template <class Job>
 void run_gemm(Backend *be, Job &job, int64_t k) {
-  job.mblocks = (job.op.m + kIgMr - 1) / kIgMr;
+  job.mblocks = (job.op.m + Job::kMr - 1) / Job::kMr;
   const int64_t tasks = job.mblocks * (job.op.ldb / kIgNr);
   const int64_t work = job.op.m * job.op.ldb * k;
   if (tasks > 1 && work >= 16 * kParallelThreshold && be->pool->size() > 1)
@@ -229,6 +292,13 @@ void pack_b(const S *src, int64_t k, int64_t n, int64_t ldb, const ctn_tensor_de
 
 namespace {
 
+// What a matmul's constant inputs give (ABI 1.7), made once: b packed (one b matrix, more than
+// kIgMr rows: the tiled path) and the requantisation multipliers.
+struct MatmulPrepared {
+  std::vector<int16_t> b16;  // b less its zero points, in pairs (pack_b)
+  std::vector<float> mult;   // a_scale * b_scale[n] / y_scale
+};
+
 struct MatmulState : KernelBase {
   bool qlinear = false;
   int64_t m = 0, k = 0, n = 0, kp2 = 0, ldb = 0;
@@ -237,7 +307,17 @@ struct MatmulState : KernelBase {
   int32_t a_dt = 0, b_dt = 0, y_dt = 0;
   IgemmTileFn tile = nullptr;
   uint64_t a_bytes = 0, b_bytes = 0;
+  bool b_const = false, mult_const = false;  // which of MatmulPrepared's parts prep makes
+  PrepSlot<MatmulPrepared> prep;
 };
+
+// The requantisation multipliers a_scale * b_scale[n] / y_scale (qlinear_matmul).
+void matmul_mult(const MatmulState &st, const ctn_tensor_desc *in, float *mult) {
+  const float sa = *desc_ptr<const float>(in[1]), sy = *desc_ptr<const float>(in[6]);
+  const float *sb = desc_ptr<const float>(in[4]);
+  const bool per_col = desc_numel(in[4]) > 1;
+  for (int64_t j = 0; j < st.n; ++j) mult[j] = sa * sb[per_col ? j : 0] / sy;
+}
 
 // A few rows (M <= 4): y[m][n] = sum_k (a[m][k] - za) (b[k][n] - zb[n]) as sum_k (a - za) b[k][n]
 // - zb[n] sum_k (a - za): per k one vector pass over the columns [n0, n1) of b's row (no
@@ -306,15 +386,27 @@ ctn_status matmul_kernel(void *state, const ctn_kernel_args *args) {
   auto *pa = reinterpret_cast<int16_t *>(ws);
   auto *pb = reinterpret_cast<int16_t *>(ws + st->a_bytes);
   auto *mult = reinterpret_cast<float *>(ws + st->a_bytes + st->b_bytes);
+  const MatmulPrepared *pp = st->prep.get(in, [&] {
+    auto p = std::make_unique<MatmulPrepared>();
+    if (st->mult_const) {
+      p->mult.resize(static_cast<size_t>(st->n));
+      matmul_mult(*st, in, p->mult.data());
+    }
+    if (st->b_const) {
+      p->b16.resize(static_cast<size_t>(st->kp2 * st->ldb * 2));
+      pack_b(desc_ptr<const SB>(b), st->k, st->n, st->ldb, zb, 0, st->kp2, p->b16.data());
+    }
+    return std::unique_ptr<const MatmulPrepared>(std::move(p));
+  });
   Epilogue e;
   e.mult = mult;
   e.by_row = false;
   e.ldy = st->n;
   if (q) {
-    const float sa = *desc_ptr<const float>(in[1]), sy = *desc_ptr<const float>(in[6]);
-    const float *sb = desc_ptr<const float>(in[4]);
-    const bool per_col = desc_numel(in[4]) > 1;
-    for (int64_t j = 0; j < st->n; ++j) mult[j] = sa * sb[per_col ? j : 0] / sy;
+    if (pp && st->mult_const)
+      e.mult = pp->mult.data();
+    else
+      matmul_mult(*st, in, mult);
     e.zp = int_at(in[7], 0);
     e.bias = desc_ptr<const int32_t>(in[8]);
   }
@@ -333,10 +425,14 @@ ctn_status matmul_kernel(void *state, const ctn_kernel_args *args) {
     for_range(st->be, rows, st->k, [&](int64_t r0, int64_t r1, int) {
       pack_a(sa + r0 * st->k, st->k, st->kp2, r1 - r0, za, false, 0, pa + r0 * 2 * st->kp2);
     });
-    for_range(st->be, st->kp2, 2 * st->ldb, [&](int64_t p0, int64_t p1, int) {
-      pack_b(sb, st->k, st->n, st->ldb, zb, p0, p1, pb);
-    });
-    GemmJob<IgemmOperands, IgemmTileFn> job{{pa, pb, rows, st->kp2, st->ldb}, st->n, st->tile, store_for(st->y_dt, st->be->gemm_isa.load()->name), &e};
+    const int16_t *bpk = pb;
+    if (pp && st->b_const)
+      bpk = pp->b16.data();
+    else
+      for_range(st->be, st->kp2, 2 * st->ldb, [&](int64_t p0, int64_t p1, int) {
+        pack_b(sb, st->k, st->n, st->ldb, zb, p0, p1, pb);
+      });
+    GemmJob<IgemmOperands, IgemmTileFn> job{{pa, bpk, rows, st->kp2, st->ldb}, st->n, st->tile, store_for(st->y_dt, st->be->gemm_isa.load()->name), &e};
     run_gemm(st->be, job, st->kp2);
   }
   return CTN_OK;
@@ -388,6 +484,15 @@ ctn_status make_int_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel 
   st->tile = igemm_tile_select(be->gemm_isa.load()->name, nullptr);
   batch_offsets(a, b, y, st.get());
   const int64_t rows = st->fold ? st->m * static_cast<int64_t>(st->a_off.size()) : st->m;
+  // Constant inputs (ABI 1.7): b packed once where it is one matrix and the product is tiled,
+  // the multipliers once where the scales are constants.
+  const uint64_t consts = ctn_sig_const_inputs(sig);
+  const uint64_t scales = qlinear ? 0x52u : 0u, bparts = qlinear ? 0x28u : 0xAu;  // {1, 4, 6}; {3, 5} or {1, 3}
+  bool one_b = true;
+  for (int64_t off : st->b_off) one_b = one_b && off == 0;
+  st->mult_const = qlinear && (consts & scales) == scales;
+  st->b_const = one_b && rows > kIgMr && (consts & bparts) == bparts;
+  st->prep.inputs = (st->mult_const ? scales : 0u) | (st->b_const ? bparts : 0u);
   // A packed, or (rows <= 4, matmul_rows) the i32 sums [rows][N].
   st->a_bytes = static_cast<uint64_t>(round_up(std::max(rows * 2 * st->kp2 * 2, rows * st->n * 4), 64));
   st->b_bytes = static_cast<uint64_t>(round_up(st->kp2 * st->ldb * 4, 64));
@@ -402,6 +507,16 @@ ctn_status make_int_matmul(Backend *be, const ctn_op_signature *sig, ctn_kernel 
 
 namespace {
 
+// What a convolution's constant inputs give, made once: the path, the weights as the path's A
+// operand, the per-channel terms of the epilogue.
+struct ConvPrepared {
+  bool q8 = false;              // the u8 x s8 VNNI path (weights' zero points all 0)
+  std::vector<int8_t> a8;       // q8: the weights padded to kq * 4 (empty: K % 4 == 0, w itself)
+  std::vector<int16_t> a16;     // int16 path: the weights less their zero points, in pairs
+  std::vector<float> mult;      // x_scale * w_scale[o] / y_scale (qlinear)
+  std::vector<int32_t> offset;  // q8: bias[o] - x_zp * sum_k w[o][k]
+};
+
 struct ConvState : KernelBase {
   bool qlinear = false;
   int64_t n = 0, c = 0, h = 0, w = 0, o = 0, kh = 0, kw = 0, ho = 0, wo = 0;
@@ -415,7 +530,24 @@ struct ConvState : KernelBase {
   int64_t slots = 1;          // per-part scratch slots of the workspace (pool size at get_kernel)
   uint64_t slot_bytes = 0;    // 4 bytes per output pixel: 4 im2col rows of u8 or 2 of int16, or i32 sums
   std::vector<int64_t> dw_tap;  // depthwise: where tap (ki, kj) starts in the phases (DwGeom), per tap
+  // Stride-1 convolutions on the u8 x s8 path with C/groups a multiple of 4 (wide): x is padded
+  // once per call into planes of 4 channels interleaved (hp x wp positions, pitch wp, a quad of
+  // channels each), and K ordered tap-major (k = (ki kw + kj) C/g + c; the weights reordered to
+  // match), so that B's row of quads (tap, channel quad) is that plane read in place from
+  // position ki wp + kj on: no im2col and no interleave. The product runs over ho * wp columns
+  // (wo of each wp valid) into a scratch output whose rows are then compacted into y.
+  bool wide = false;
+  int64_t hp = 0, wp = 0, ldbw = 0, wplane = 0;
+  uint64_t pad_bytes = 0, out_bytes = 0;
+  // Inputs that are constants of the plan (ctn_sig_const_inputs, ABI 1.7): what they give
+  // (ConvPrepared) is made on the first call and reused while their pointers stay the same.
+  // mult_const: the scales (qlinear's inputs 1, 4, 6; f32 initializers of an ONNX model are
+  // variables unless imported as constants); w_const: the weights, their zero points, x's zero
+  // point and the bias (inputs 2, 3, 5, 8; conv2d_integer's 1, 2, 3).
+  bool mult_const = false, w_const = false;
+  PrepSlot<ConvPrepared> prep;
 };
+
 
 // Tap column kj reads ix = ox * sw + off, inside the image for ox in [lo, hi).
 void tap_columns(const ConvState &st, int64_t kj, int64_t *off, int64_t *lo, int64_t *hi) {
@@ -471,25 +603,30 @@ void im2col_row(const ConvState &st, const S *x, int64_t k, D pad, Conv cv, D *o
   }
 }
 
+#if defined(__x86_64__)
+// 16 bytes of each of a, b, c, d -> 16 quads (a[i], b[i], c[i], d[i]) at dst (SSE2).
+inline void quads16(const uint8_t *a, const uint8_t *b, const uint8_t *c, const uint8_t *d, uint8_t *dst) {
+  const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i *>(a));
+  const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b));
+  const __m128i vc = _mm_loadu_si128(reinterpret_cast<const __m128i *>(c));
+  const __m128i vd = _mm_loadu_si128(reinterpret_cast<const __m128i *>(d));
+  const __m128i ab0 = _mm_unpacklo_epi8(va, vb), ab1 = _mm_unpackhi_epi8(va, vb);
+  const __m128i cd0 = _mm_unpacklo_epi8(vc, vd), cd1 = _mm_unpackhi_epi8(vc, vd);
+  auto *o = reinterpret_cast<__m128i *>(dst);
+  _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, cd0));
+  _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, cd0));
+  _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, cd1));
+  _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, cd1));
+}
+#endif
+
 // dst[n * G + h] = rows[h][n] for n < p; zeros for n in [p, ldb).
 template <class D, int G>
 void interleave(const D *const *rows, int64_t p, int64_t ldb, D *dst) {
   int64_t n = 0;
 #if defined(__x86_64__)
   if constexpr (G == 4 && sizeof(D) == 1) {
-    for (; n + 16 <= p; n += 16) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[0] + n));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[1] + n));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[2] + n));
-      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[3] + n));
-      const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
-      const __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
-      auto *o = reinterpret_cast<__m128i *>(dst + n * 4);
-      _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, cd0));
-      _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, cd0));
-      _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, cd1));
-      _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, cd1));
-    }
+    for (; n + 16 <= p; n += 16) quads16(rows[0] + n, rows[1] + n, rows[2] + n, rows[3] + n, dst + n * 4);
   } else if constexpr (G == 2 && sizeof(D) == 2) {
     for (; n + 8 <= p; n += 8) {
       const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[0] + n));
@@ -543,14 +680,19 @@ void pack_a_q8(const int8_t *w, int64_t k, int64_t kq, int64_t r0, int64_t r1, i
   }
 }
 
-// The epilogue's parameters for one call: multipliers x_scale * w_scale[o] / y_scale, bias,
-// the output zero point.
-void conv_epilogue(const ConvState &st, const ctn_tensor_desc *in, float *mult, Epilogue *e) {
+// The requantisation multipliers x_scale * w_scale[o] / y_scale (qlinear only).
+void conv_mult(const ConvState &st, const ctn_tensor_desc *in, float *mult) {
   if (!st.qlinear) return;
   const float sx = *desc_ptr<const float>(in[1]), sy = *desc_ptr<const float>(in[6]);
   const float *sw = desc_ptr<const float>(in[4]);
   const bool per_o = desc_numel(in[4]) > 1;
   for (int64_t o = 0; o < st.o; ++o) mult[o] = sx * sw[per_o ? o : 0] / sy;
+}
+
+// The epilogue's parameters for one call: the multipliers (conv_mult's), bias, the output zero
+// point.
+void conv_epilogue(const ConvState &st, const ctn_tensor_desc *in, const float *mult, Epilogue *e) {
+  if (!st.qlinear) return;
   e->mult = mult;
   e->bias = desc_ptr<const int32_t>(in[8]);
   e->relu = st.relu;
@@ -562,12 +704,14 @@ struct ConvScratch {
   char *a, *b;
   float *mult;
   int32_t *rowsum, *offset;
-  char *slots;
+  char *slots, *pad, *out;  // pad, out: the wide path's padded planes and scratch output
   ConvScratch(const ConvState &st, void *ws) {
     a = static_cast<char *>(ws);
     b = a + st.a_bytes;
     slots = b + st.b_bytes;
-    mult = reinterpret_cast<float *>(slots + st.slots * st.slot_bytes);
+    pad = slots + st.slots * st.slot_bytes;
+    out = pad + st.pad_bytes;
+    mult = reinterpret_cast<float *>(out + st.out_bytes);
     rowsum = reinterpret_cast<int32_t *>(mult + st.o);
     offset = rowsum + st.o;
   }
@@ -580,28 +724,111 @@ bool all_zero(const ctn_tensor_desc &zp) {
   return true;
 }
 
-// u8 x s8 VNNI path (weights' zero points 0): x as u8 (i8 flipped by 0x80, its zero point too),
-// padding x_zp, and per output channel bias - x_zp * sum_k w added by the epilogue.
+// The u8 x s8 path's x zero point: x as u8 (i8 flipped by 0x80, its zero point too).
 template <class SX>
-void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, Epilogue e) {
-  const ctn_tensor_desc *in = args->inputs;
-  const ctn_tensor_desc &x = in[0], &w = in[st.qlinear ? 3 : 1];
+uint8_t q8_zx(const ctn_tensor_desc *in) {
   constexpr uint8_t flip = std::is_same_v<SX, int8_t> ? 0x80 : 0;
-  const uint8_t zx = static_cast<uint8_t>(static_cast<uint8_t>(int_at(in[2], 0)) ^ flip);
-  const bool in_place = st.kg % 4 == 0;
-  auto *pa = in_place ? const_cast<int8_t *>(desc_ptr<const int8_t>(w)) : reinterpret_cast<int8_t *>(sc.a);
-  auto *pb = reinterpret_cast<uint8_t *>(sc.b);
-  // The weights' row sums only where x's zero point is not 0 (after a ReLU it is: most of a
-  // CNN's convolutions skip reading all their weights once more per call).
-  int32_t *rowsum = zx != 0 ? sc.rowsum : nullptr;
-  if (rowsum || !in_place)
+  return static_cast<uint8_t>(static_cast<uint8_t>(int_at(in[2], 0)) ^ flip);
+}
+
+// The wide path's A: rows [r0, r1) of w [O][C/g][KH][KW] tap-major, dst[o][t * C/g + c] =
+// w[o][c][t] (the order of its B: channel quads per tap).
+void wide_pack_a(const ConvState &st, const int8_t *w, int64_t r0, int64_t r1, int8_t *dst) {
+  const int64_t khw = st.kh * st.kw, cg = st.kg / khw;
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t t = 0; t < khw; ++t)
+      for (int64_t c = 0; c < cg; ++c) dst[r * st.kg + t * cg + c] = w[r * st.kg + c * khw + t];
+}
+
+// The u8 x s8 path's A and per-channel offsets: A is w itself when K is a multiple of 4, else w
+// padded into a8 (o * kq * 4 bytes; the wide path: w reordered tap-major into a8); offset[o] = bias[o] - zx * sum_k w[o][k], the weights' row
+// sums (into rowsum, o values) only where zx is not 0 (after a ReLU it is: most of a CNN's
+// convolutions skip reading all their weights once more). Returns A.
+const int8_t *q8_weights(const ConvState &st, const ctn_tensor_desc *in, const int32_t *bias, uint8_t zx, int8_t *a8,
+                         int32_t *rowsum, int32_t *offset) {
+  const int8_t *w = desc_ptr<const int8_t>(in[st.qlinear ? 3 : 1]);
+  const bool in_place = st.kg % 4 == 0 && !st.wide;
+  int32_t *sums = zx != 0 ? rowsum : nullptr;
+  if (sums || !in_place)
     for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
-      pack_a_q8(desc_ptr<const int8_t>(w), st.kg, st.kq, r0, r1, in_place ? nullptr : pa, rowsum);
+      pack_a_q8(w, st.kg, st.kq, r0, r1, in_place || st.wide ? nullptr : a8, sums);
+      if (st.wide) wide_pack_a(st, w, r0, r1, a8);
     });
   for (int64_t o = 0; o < st.o; ++o)
-    sc.offset[o] = static_cast<int32_t>((e.bias ? static_cast<uint32_t>(e.bias[o]) : 0u) -
-                                        (rowsum ? static_cast<uint32_t>(zx) * static_cast<uint32_t>(rowsum[o]) : 0u));
-  e.bias = sc.offset;
+    offset[o] = static_cast<int32_t>((bias ? static_cast<uint32_t>(bias[o]) : 0u) -
+                                     (sums ? static_cast<uint32_t>(zx) * static_cast<uint32_t>(sums[o]) : 0u));
+  return in_place ? w : a8;
+}
+
+// The int16 path's A: the weights less their zero points, in pairs (o * 2 * kp2 values).
+template <class SW>
+void i16_weights(const ConvState &st, const ctn_tensor_desc *in, int16_t *pa) {
+  const ctn_tensor_desc &w = in[st.qlinear ? 3 : 1], &zw = in[st.qlinear ? 5 : 3];
+  const bool zw_per_o = desc_numel(zw) > 1;
+  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
+    pack_a(desc_ptr<const SW>(w) + r0 * st.kg, st.kg, st.kp2, r1 - r0, zw, zw_per_o, r0, pa + r0 * 2 * st.kp2);
+  });
+}
+
+// The wide path's padded input: channel quads [q0, q1) of one group's x, converted to u8 by cv,
+// into planes of st.wplane positions of 4 bytes (channels 4q..4q+3), padded with zx (hp x wp,
+// pitch wp, then zx up to st.wplane: read by the last rows' unused columns).
+template <class SX, class Conv>
+void wide_pad(const ConvState &st, const SX *x, uint8_t zx, Conv cv, int64_t q0, int64_t q1, uint8_t *pad) {
+  const int64_t hw = st.h * st.w;
+  for (int64_t q = q0; q < q1; ++q) {
+    uint8_t *p = pad + q * st.wplane * 4;
+    std::fill(p, p + st.wplane * 4, zx);
+    const SX *src[4] = {x + 4 * q * hw, x + (4 * q + 1) * hw, x + (4 * q + 2) * hw, x + (4 * q + 3) * hw};
+    for (int64_t iy = 0; iy < st.h; ++iy) {
+      uint8_t *o = p + ((iy + st.ph) * st.wp + st.pw) * 4;
+      const int64_t r = iy * st.w;
+      int64_t c = 0;
+#if defined(__x86_64__)
+      if constexpr (std::is_same_v<SX, uint8_t>) {
+        for (; c + 16 <= st.w; c += 16)
+          quads16(src[0] + r + c, src[1] + r + c, src[2] + r + c, src[3] + r + c, o + c * 4);
+      }
+#endif
+      for (; c < st.w; ++c)
+        for (int h = 0; h < 4; ++h) o[c * 4 + h] = cv(src[h][r + c]);
+    }
+  }
+}
+
+// One image's group on the wide path: pad, pack, the product into sc.out (pitch ho * wp), then
+// the valid wo columns of each row into y (eg.y: the group's first output plane).
+template <class SX, class Conv>
+void conv_q8_wide(const ConvState &st, ConvScratch &sc, const SX *xg, uint8_t zx, Conv cv, Epilogue eg,
+                  const int8_t *pa, int64_t og) {
+  const int64_t cq = st.c / st.groups / 4, khw = st.kh * st.kw, cols = st.ho * st.wp, npix = st.ho * st.wo;
+  auto *pad = reinterpret_cast<uint8_t *>(sc.pad);
+  for_range(st.be, cq, st.wplane * 4, [&](int64_t q0, int64_t q1, int) { wide_pad(st, xg, zx, cv, q0, q1, pad); });
+  // B's rows: (tap t, channel quad q) -> the quad plane q from tap t's offset on.
+  auto *brow = reinterpret_cast<const uint8_t **>(sc.b);
+  for (int64_t t = 0; t < khw; ++t)
+    for (int64_t q = 0; q < cq; ++q) brow[t * cq + q] = pad + (q * st.wplane + (t / st.kw) * st.wp + t % st.kw) * 4;
+  char *y = static_cast<char *>(eg.y);
+  eg.y = sc.out;
+  eg.ldy = cols;
+  Q8Job job{{pa, nullptr, og, st.kq, st.ldbw, cols, brow}, cols, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name),
+            &eg};
+  run_gemm(st.be, job, st.kq);
+  const size_t ysz = dtype_size(st.y_dt);
+  for (int64_t o = 0; o < og; ++o)
+    for (int64_t oy = 0; oy < st.ho; ++oy)
+      std::copy(sc.out + (o * cols + oy * st.wp) * static_cast<int64_t>(ysz),
+                sc.out + (o * cols + oy * st.wp + st.wo) * static_cast<int64_t>(ysz), y + (o * npix + oy * st.wo) * static_cast<int64_t>(ysz));
+}
+
+// u8 x s8 VNNI path (weights' zero points 0): x as u8 (q8_zx), padding x_zp, A from q8_weights
+// and e.bias its offsets (the bias less x_zp times the weights' row sums).
+template <class SX>
+void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, const Epilogue &e, const int8_t *pa) {
+  const ctn_tensor_desc &x = args->inputs[0];
+  constexpr uint8_t flip = std::is_same_v<SX, int8_t> ? 0x80 : 0;
+  const uint8_t zx = q8_zx<SX>(args->inputs);
+  auto *pb = reinterpret_cast<uint8_t *>(sc.b);
   const int64_t og = st.o / st.groups, cg = st.c / st.groups, npix = st.ho * st.wo;
   const size_t ysz = dtype_size(st.y_dt);
   char *y0 = static_cast<char *>(args->outputs[0].data) + args->outputs[0].offset;
@@ -609,31 +836,30 @@ void conv_q8(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, 
   for (int64_t img = 0; img < st.n; ++img)
     for (int64_t g = 0; g < st.groups; ++g) {
       const SX *xg = desc_ptr<const SX>(x) + (img * st.c + g * cg) * st.h * st.w;
-      for_range(
-          st.be, st.kq, 4 * npix,
-          [&](int64_t q0, int64_t q1, int k) { pack_b_conv<4>(st, xg, zx, cv, q0, q1, pb, sc.slot(st, k)); }, st.slots);
       Epilogue eg = e;
       if (eg.mult) eg.mult += g * og;
       eg.bias += g * og;
       eg.y = y0 + static_cast<size_t>((img * st.o + g * og) * npix) * ysz;
       eg.ldy = npix;
-      GemmJob<IgemmQ8Operands, IgemmQ8TileFn> job{
+      if (st.wide) {
+        conv_q8_wide(st, sc, xg, zx, cv, eg, pa + g * og * st.kq * 4, og);
+        continue;
+      }
+      for_range(
+          st.be, st.kq, 4 * npix,
+          [&](int64_t q0, int64_t q1, int k) { pack_b_conv<4>(st, xg, zx, cv, q0, q1, pb, sc.slot(st, k)); }, st.slots);
+      Q8Job job{
           {pa + g * og * st.kq * 4, pb, og, st.kq, st.ldb, npix}, npix, st.q8, store_for(st.y_dt, st.be->gemm_isa.load()->name), &eg};
       run_gemm(st.be, job, st.kq);
     }
 }
 
-// int16 path: any dtypes and zero points.
-template <class SX, class SW>
-void conv_i16(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, const Epilogue &e) {
+// int16 path: any dtypes and zero points; A from i16_weights.
+template <class SX>
+void conv_i16(const ConvState &st, const ctn_kernel_args *args, ConvScratch &sc, const Epilogue &e, const int16_t *pa) {
   const ctn_tensor_desc *in = args->inputs;
-  const ctn_tensor_desc &x = in[0], &w = in[st.qlinear ? 3 : 1], &zw = in[st.qlinear ? 5 : 3];
-  auto *pa = reinterpret_cast<int16_t *>(sc.a);
+  const ctn_tensor_desc &x = in[0];
   auto *pb = reinterpret_cast<int16_t *>(sc.b);
-  const bool zw_per_o = desc_numel(zw) > 1;
-  for_range(st.be, st.o, st.kg, [&](int64_t r0, int64_t r1, int) {
-    pack_a(desc_ptr<const SW>(w) + r0 * st.kg, st.kg, st.kp2, r1 - r0, zw, zw_per_o, r0, pa + r0 * 2 * st.kp2);
-  });
   const int32_t zx = int_at(in[2], 0);
   const int64_t og = st.o / st.groups, cg = st.c / st.groups, npix = st.ho * st.wo;
   const size_t ysz = dtype_size(st.y_dt);
@@ -685,6 +911,13 @@ CTN_TAPS_VARIANT(generic)
 #if defined(__x86_64__)
 CTN_TAPS_VARIANT(avx2, __attribute__((target("avx2"))))
 
+// A tap's weight (|w| < 2^15: an 8-bit weight less its zero point) as the int16 pair (w, 0) in
+// every lane: pmaddwd of a sign-extended int16 x with it is x * w, one instruction where vpmulld
+// takes two.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512i tap_weight_pair(int32_t w) {
+  return _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(w) & 0xFFFFu));
+}
+
 // AVX-512 by hand: 64 sums in four registers while every tap adds to them, masked tail.
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void taps_avx512(int32_t *a, const int16_t *const *p,
                                                                       const int32_t *wv, int64_t nt, int64_t n, bool add) {
@@ -694,11 +927,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void taps_avx512(int32_t *a
     __m512i c[4];
     for (int j = 0; j < 4; ++j) c[j] = add ? _mm512_loadu_si512(a + i + 16 * j) : _mm512_setzero_si512();
     for (int64_t t = 0; t < nt; ++t) {
-      const __m512i w = _mm512_set1_epi32(wv[t]);
+      const __m512i w = tap_weight_pair(wv[t]);
       const int16_t *q = p[t] + i;
       for (int j = 0; j < 4; ++j) {
         const __m512i x = _mm512_maskz_cvtepi16_epi32(all, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + 16 * j)));
-        c[j] = _mm512_add_epi32(c[j], _mm512_mullo_epi32(x, w));
+        c[j] = _mm512_add_epi32(c[j], _mm512_madd_epi16(x, w));
       }
     }
     for (int j = 0; j < 4; ++j) _mm512_storeu_si512(a + i + 16 * j, c[j]);
@@ -708,7 +941,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void taps_avx512(int32_t *a
     __m512i c = add ? _mm512_maskz_loadu_epi32(k, a + i) : _mm512_setzero_si512();
     for (int64_t t = 0; t < nt; ++t) {
       const __m512i x = _mm512_maskz_cvtepi16_epi32(all, _mm256_maskz_loadu_epi16(k, p[t] + i));
-      c = _mm512_add_epi32(c, _mm512_mullo_epi32(x, _mm512_set1_epi32(wv[t])));
+      c = _mm512_add_epi32(c, _mm512_madd_epi16(x, tap_weight_pair(wv[t])));
     }
     _mm512_mask_storeu_epi32(a + i, k, c);
   }
@@ -795,27 +1028,23 @@ PhaseRowFn<SX> phase_row_for(const char *isa, int64_t stride) {
   return f;
 }
 
-// The phases of one plane, x less its zero point (the padding 0).
+// The phases of one plane, x less its zero point, into ph: only the positions that read x are
+// written (the same for every plane), so the padding's zeros, written once per part of the
+// planes (the caller zeroes ph before its first plane), stay (no fills per row: they were
+// memset calls of a few bytes on short rows).
 template <class SX>
 void dw_phases(const ConvState &st, const DwGeom &g, PhaseRowFn<SX> prow, const SX *plane, int32_t zx, int16_t *ph) {
   for (int64_t py = 0; py < st.sh; ++py)
     for (int64_t px = 0; px < st.sw; ++px) {
       int16_t *d = ph + (py * st.sw + px) * g.phase_elems();
       // Columns c whose ix = c sw + px - pw lies in [0, w): [c0, c1), the same for every row
-      // (computed once: the divisions would dominate short rows); zeros around them.
+      // (computed once: the divisions would dominate short rows).
       const int64_t off = px - st.pw;
       const int64_t c0 = std::min(g.wq, off >= 0 ? 0 : (-off + st.sw - 1) / st.sw);
       const int64_t c1 = std::max(c0, std::min(g.wq, st.w - 1 - off < 0 ? 0 : (st.w - 1 - off) / st.sw + 1));
       for (int64_t r = 0; r < g.hq; ++r) {
         const int64_t iy = r * st.sh + py - st.ph;
-        int16_t *o = d + r * g.wq;
-        if (iy < 0 || iy >= st.h) {
-          std::fill(o, o + g.wq, int16_t{0});
-          continue;
-        }
-        std::fill(o, o + c0, int16_t{0});
-        prow(plane + iy * st.w + off + c0 * st.sw, st.sw, c1 - c0, zx, o + c0);
-        std::fill(o + c1, o + g.wq, int16_t{0});
+        if (iy >= 0 && iy < st.h) prow(plane + iy * st.w + off + c0 * st.sw, st.sw, c1 - c0, zx, d + r * g.wq + c0);
       }
     }
 }
@@ -872,6 +1101,7 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
       [&](int64_t p0, int64_t p1, int k) {
         auto *ph = reinterpret_cast<int16_t *>(sc.slot(st, k));
         auto *acc = reinterpret_cast<int32_t *>(sc.slot(st, k) + round_up(st.sh * st.sw * g.phase_elems() * 2, 64));
+        std::fill(ph, ph + st.sh * st.sw * g.phase_elems(), int16_t{0});  // the padding (dw_phases)
         for (int64_t p = p0; p < p1; ++p) {
           const int64_t img = p / st.c, ch = p % st.c;
           dw_phases(st, g, prow, x + p * st.h * st.w, zx, ph);
@@ -889,23 +1119,62 @@ void conv_depthwise(const ConvState &st, const ctn_kernel_args *args, const Epil
       st.slots);
 }
 
+// Makes what the constant inputs give (ConvPrepared) for these inputs.
+template <class SX, class SW>
+std::unique_ptr<const ConvPrepared> prepare_conv(const ConvState &st, const ctn_tensor_desc *in) {
+  auto p = std::make_unique<ConvPrepared>();
+  if (st.mult_const) {
+    p->mult.resize(static_cast<size_t>(st.o));
+    conv_mult(st, in, p->mult.data());
+  }
+  const bool depthwise = st.groups == st.c && st.o == st.c && st.groups > 1;
+  if constexpr (std::is_same_v<SW, int8_t>) p->q8 = !depthwise && st.q8 && all_zero(in[st.qlinear ? 5 : 3]);
+  if (depthwise || !st.w_const) return p;
+  if (p->q8) {
+    if (st.kg % 4 != 0 || st.wide) p->a8.resize(static_cast<size_t>(st.o * st.kq * 4));
+    std::vector<int32_t> rowsum(static_cast<size_t>(st.o));
+    p->offset.resize(static_cast<size_t>(st.o));
+    q8_weights(st, in, st.qlinear ? desc_ptr<const int32_t>(in[8]) : nullptr, q8_zx<SX>(in), p->a8.data(),
+               rowsum.data(), p->offset.data());
+  } else {
+    p->a16.resize(static_cast<size_t>(st.o * 2 * st.kp2));
+    i16_weights<SW>(st, in, p->a16.data());
+  }
+  return p;
+}
+
 template <class SX, class SW>
 ctn_status conv_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const ConvState *>(state);
+  const ctn_tensor_desc *in = args->inputs;
   ConvScratch sc(*st, args->workspace);
+  const ConvPrepared *pp = st->prep.get(in, [&] { return prepare_conv<SX, SW>(*st, in); });
+  const bool mult_ready = pp && st->mult_const;
+  if (!mult_ready) conv_mult(*st, in, sc.mult);
   Epilogue e;
-  conv_epilogue(*st, args->inputs, sc.mult, &e);
+  conv_epilogue(*st, in, mult_ready ? pp->mult.data() : sc.mult, &e);
+  if (!st->w_const) pp = nullptr;  // the weights' terms: per call
   if (st->groups == st->c && st->o == st->c && st->groups > 1) {
     conv_depthwise<SX, SW>(*st, args, e);
     return CTN_OK;
   }
   if constexpr (std::is_same_v<SW, int8_t>) {
-    if (st->q8 && all_zero(args->inputs[st->qlinear ? 5 : 3])) {
-      conv_q8<SX>(*st, args, sc, e);
+    if (pp ? pp->q8 : st->q8 && all_zero(in[st->qlinear ? 5 : 3])) {
+      const int8_t *pa = nullptr;
+      if (pp) {
+        pa = pp->a8.empty() ? desc_ptr<const int8_t>(in[st->qlinear ? 3 : 1]) : pp->a8.data();
+        e.bias = pp->offset.data();
+      } else {
+        pa = q8_weights(*st, in, e.bias, q8_zx<SX>(in), reinterpret_cast<int8_t *>(sc.a), sc.rowsum, sc.offset);
+        e.bias = sc.offset;
+      }
+      conv_q8<SX>(*st, args, sc, e, pa);
       return CTN_OK;
     }
   }
-  conv_i16<SX, SW>(*st, args, sc, e);
+  const int16_t *pa = pp ? pp->a16.data() : reinterpret_cast<int16_t *>(sc.a);
+  if (!pp) i16_weights<SW>(*st, in, reinterpret_cast<int16_t *>(sc.a));
+  conv_i16<SX>(*st, args, sc, e, pa);
   return CTN_OK;
 }
 
@@ -921,6 +1190,11 @@ ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *o
   st->ho = y.shape[2], st->wo = y.shape[3];
   st->sh = at[0], st->sw = at[1], st->ph = at[2], st->pw = at[3], st->dh = at[4], st->dw = at[5], st->groups = at[6];
   st->relu = qlinear && at[7] == CTN_ACT_RELU;
+  const uint64_t consts = ctn_sig_const_inputs(sig);
+  const uint64_t scales = qlinear ? 0x52u : 0u, weights = qlinear ? 0x12Cu : 0xEu;  // {1, 4, 6}; {2, 3, 5, 8} or {1, 2, 3}
+  st->mult_const = qlinear && (consts & scales) == scales;
+  st->w_const = (consts & weights) == weights;
+  st->prep.inputs = (st->mult_const ? scales : 0u) | (st->w_const ? weights : 0u);
   st->kg = w.shape[1] * st->kh * st->kw;
   st->kp2 = (st->kg + 1) / 2;
   st->kq = (st->kg + 3) / 4;
@@ -946,8 +1220,21 @@ ctn_status make_int_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *o
         st->dw_tap.push_back(((dy % st->sh) * st->sw + dx % st->sw) * g.phase_elems() + (dy / st->sh) * g.wq + dx / st->sw);
       }
   }
-  const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->slots) * st->slot_bytes +
-                      static_cast<uint64_t>(st->o) * (sizeof(float) + 2 * sizeof(int32_t));
+  const bool depthwise = st->groups == st->c && st->o == st->c && st->groups > 1;
+  st->wide = st->q8 && w.dtype == CTN_I8 && !depthwise && st->sh == 1 && st->sw == 1 && st->dh == 1 && st->dw == 1 &&
+             !(st->kh == 1 && st->kw == 1 && st->ph == 0 && st->pw == 0) && (st->c / st->groups) % 4 == 0;
+  if (st->wide) {
+    st->hp = st->h + 2 * st->ph, st->wp = st->w + 2 * st->pw;
+    st->ldbw = round_up(st->ho * st->wp, kIgNr);
+    // A quad plane: the hp x wp positions and what a tap's row reads past them (its panel's
+    // columns up to ldbw from offset (kh - 1) wp + kw - 1).
+    st->wplane = std::max(st->hp * st->wp, (st->kh - 1) * st->wp + st->kw - 1 + st->ldbw);
+    st->b_bytes = std::max(st->b_bytes, static_cast<uint64_t>(round_up(st->kq * static_cast<int64_t>(sizeof(void *)), 64)));
+    st->pad_bytes = static_cast<uint64_t>(round_up((st->c / st->groups) * st->wplane, 64));
+    st->out_bytes = static_cast<uint64_t>(round_up((st->o / st->groups) * st->ho * st->wp * static_cast<int64_t>(dtype_size(y.dtype)), 64));
+  }
+  const uint64_t ws = st->a_bytes + st->b_bytes + static_cast<uint64_t>(st->slots) * st->slot_bytes + st->pad_bytes +
+                      st->out_bytes + static_cast<uint64_t>(st->o) * (sizeof(float) + 2 * sizeof(int32_t));
   ctn_kernel_fn fn = pick_kernel(x.dtype, w.dtype, conv_kernel<uint8_t, uint8_t>, conv_kernel<uint8_t, int8_t>,
                                  conv_kernel<int8_t, uint8_t>, conv_kernel<int8_t, int8_t>);
   kernel_set(out, fn, st.release(), 0, ws);

@@ -72,9 +72,11 @@ void place_nodes(CompileState &cs) {
       for (ctn_node i : nd.inputs) in.push_back(make_desc(g.info(i)));
       ctn_tensor_desc od = make_desc(nd.info);
       std::string reasons;
+      const uint64_t consts = plan_const_inputs(g, nd.inputs);
       for (Backend *b : prefs) {
         std::string why;
-        if (select_kernel(*b, *nd.op, static_cast<uint32_t>(in.size()), in.data(), od, nd.attrs, &cs.placed.kern[v], &why)) {
+        if (select_kernel(*b, *nd.op, static_cast<uint32_t>(in.size()), in.data(), od, nd.attrs, &cs.placed.kern[v], &why,
+                          consts)) {
           dev[v] = b;
           break;
         }

@@ -60,8 +60,18 @@ bool dtype_unknown_to(uint32_t minor, uint32_t n, const ctn_tensor_desc *in, con
 
 }  // namespace
 
+uint64_t plan_const_inputs(const Graph &g, const std::vector<ctn_node> &inputs) {
+  uint64_t bits = 0;
+  for (size_t i = 0; i < inputs.size() && i < 64; ++i) {
+    ctn_node v = inputs[i];
+    while (g.node(v).kind == NodeKind::Op && (g.node(v).op->flags & OP_VIEW_RESHAPE)) v = g.node(v).inputs[0];
+    if (g.node(v).kind == NodeKind::Constant) bits |= uint64_t{1} << i;
+  }
+  return bits;
+}
+
 bool select_kernel(Backend &b, const OpDef &op, uint32_t n, const ctn_tensor_desc *in, const ctn_tensor_desc &out,
-                   const ctn_attrs &attrs, ctn_kernel *k, std::string *why) {
+                   const ctn_attrs &attrs, ctn_kernel *k, std::string *why, uint64_t const_inputs) {
   *k = ctn_kernel{};
   // The ABI promise (types.h): a plugin built before a dtype existed never sees a tensor of it.
   const bool lib_older = op.ext && op.lib->abi_minor < b.abi_minor;
@@ -130,6 +140,7 @@ bool select_kernel(Backend &b, const OpDef &op, uint32_t n, const ctn_tensor_des
   sig.inputs = in;
   sig.output = &out;
   sig.attrs = &attrs;
+  sig.const_inputs = const_inputs;
   return b.get_kernel(sig, k, why);
 }
 

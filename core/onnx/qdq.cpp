@@ -1,6 +1,6 @@
 // QDQ fusion at import (qdq.h): the float graph the converters built for DQ -> Conv/MatMul/Gemm
-// -> Q is matched backwards from the QuantizeLinear and replaced by one integer op reading the
-// quantized tensors. The float nodes stay in the graph; nothing reads them any more unless
+// -> Q, and for DQ + DQ -> Add -> Q (qlinear_add), is matched backwards from the QuantizeLinear
+// and replaced by one integer op reading the quantized tensors. The float nodes stay in the graph; nothing reads them any more unless
 // another consumer does, and a plan computes only what its outputs need.
 #include "onnx/qdq.h"
 
@@ -154,16 +154,33 @@ ctn_node fuse_matmul(Graph &g, const Match &m, ctn_node ys, ctn_node yzp) {
   return g.add_op(CTN_OP_QLINEAR_MATMUL, 9, in, nullptr);
 }
 
+// n is DQ(a) + DQ(b), a and b of one shape and of the Q's dtype, their scales and zero points
+// one value each: the residual add of a QDQ model, which onnxruntime runs as QLinearAdd (the
+// formula of qlinear_add; with operands of one shape only, where its kernel computes that).
+bool match_add(const Graph &g, ctn_node n, int32_t qdt, Dq *da, Dq *db) {
+  if (!is_op(g, n, CTN_OP_ADD)) return false;
+  const std::vector<ctn_node> &in = g.node(n).inputs;
+  return as_dq(g, in[0], {qdt}, da) && as_dq(g, in[1], {qdt}, db) && g.info(da->q).shape == g.info(db->q).shape &&
+         one_value(g, da->scale) && one_value(g, da->zp) && one_value(g, db->scale) && one_value(g, db->zp);
+}
+
 }  // namespace
 
 ctn_node qdq_fuse(NodeCtx &c, ctn_node y_scale, ctn_node y_zp, int32_t qdt) {
   Graph &g = c.g;
   Match m;
-  if (!match_chain(g, c.in(0), &m)) return CTN_NODE_NONE;
+  Dq da, db;
+  const bool add = match_add(g, c.in(0), qdt, &da, &db);
+  if (!add && !match_chain(g, c.in(0), &m)) return CTN_NODE_NONE;
   if (g.info(y_scale).dtype != CTN_F32 || !one_value(g, y_scale) || (y_zp != CTN_NODE_NONE && !one_value(g, y_zp)))
     return CTN_NODE_NONE;
   ctn_node ys = reshape(g, y_scale, Shape{});
   ctn_node yzp = y_zp != CTN_NODE_NONE ? reshape(g, y_zp, Shape{}) : g.add_scalar(qdt, 0);
+  if (add) {
+    ctn_node in[8] = {da.q, reshape(g, da.scale, Shape{}), reshape(g, da.zp, Shape{}), db.q,
+                      reshape(g, db.scale, Shape{}), reshape(g, db.zp, Shape{}), ys, yzp};
+    return g.add_op(CTN_OP_QLINEAR_ADD, 8, in, nullptr);
+  }
   return is_op(g, m.core, CTN_OP_CONV2D) ? fuse_conv(g, m, ys, yzp) : fuse_matmul(g, m, ys, yzp);
 }
 

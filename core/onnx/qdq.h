@@ -11,6 +11,7 @@ namespace ctn::onnx {
 // y_scale, y_zero_point (CTN_NODE_NONE: absent) and the output dtype qdt): when the value is
 //   [relu](conv2d(DQ(xq), DQ(wq)) [+ DQ(bias i32)])   -> qlinear_conv2d
 //   matmul(DQ(aq), DQ(bq)) [+ DQ(bias i32)]           -> qlinear_matmul
+//   add(DQ(aq), DQ(bq)), aq and bq of one shape         -> qlinear_add (since 1.7)
 // with per-tensor activations, per-tensor or per-output-channel weights and a bias quantized
 // with scale x_scale * w_scale (zero point 0), returns the fused node; CTN_NODE_NONE otherwise
 // (the caller quantizes the float value).

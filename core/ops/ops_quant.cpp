@@ -1,6 +1,6 @@
 // int8 quantization op schemas (abi/chutney/ops.h, "int8 quantization"): quantize_linear,
-// dequantize_linear and the integer matmul and convolution, plain (-> i32) and requantised
-// (qlinear_*). None has a gradient rule: ctn_grad along a path through a float operand fails
+// dequantize_linear, the integer matmul and convolution, plain (-> i32) and requantised
+// (qlinear_*), and (since 1.7) qlinear_add. None has a gradient rule: ctn_grad along a path through a float operand fails
 // naming the op; the integer results carry no gradient.
 #include <chutney/ops.h>
 
@@ -153,6 +153,24 @@ ValueInfo infer_qlinear_conv2d(const OpDef &op, const ValueInfo *in, uint32_t n,
   return ValueInfo{in[7].dtype, y};
 }
 
+// (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp) -> a's dtype, a and b broadcast.
+ValueInfo infer_qlinear_add(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  need_q8(op, in, n, 0, "a");
+  if (in[3].dtype != in[0].dtype)
+    fail(CTN_ERR_DTYPE, "%s: b must have a's dtype: %s", N(op), values_str(in, n).c_str());
+  need_scalar(op, in, n, 1, CTN_F32, "a_scale");
+  need_scalar(op, in, n, 2, in[0].dtype, "a_zero_point");
+  need_scalar(op, in, n, 4, CTN_F32, "b_scale");
+  need_scalar(op, in, n, 5, in[0].dtype, "b_zero_point");
+  need_scalar(op, in, n, 6, CTN_F32, "y_scale");
+  need_scalar(op, in, n, 7, in[0].dtype, "y_zero_point");
+  Shape y;
+  if (!broadcast_shapes(in[0].shape, in[3].shape, &y))
+    fail(CTN_ERR_SHAPE, "%s: a and b do not broadcast: %s", N(op), values_str(in, n).c_str());
+  a.ni = a.nf = 0;
+  return ValueInfo{in[0].dtype, y};
+}
+
 #define CONV_ATTRS "i[0..1] stride, i[2..3] padding, i[4..5] dilation, i[6] groups"
 
 // Not differentiable: no .grad, no .tangent. The probes ask about the 8-bit dtype of the data
@@ -163,6 +181,7 @@ const OpDef kQuantOps[] = {
     OpDef{.name = CTN_OP_MATMUL_INTEGER, .n_inputs = 4, .infer = infer_matmul_integer, .probe = {.inputs = "D[2,3] D[3,2] D[] D[2]"}},
     OpDef{.name = CTN_OP_QLINEAR_MATMUL, .n_inputs = 9, .infer = infer_qlinear_matmul, .probe = {.inputs = "D[2,3] f32[] D[] D[3,2] f32[2] D[2] f32[] D[] i32[2]"}},
     OpDef{.name = CTN_OP_CONV2D_INTEGER, .n_inputs = 4, .infer = infer_conv2d_integer, .attributes = CONV_ATTRS, .probe = {.inputs = "D[1,1,4,4] D[1,1,3,3] D[] D[1]", .ints = {1, 1, 0, 0, 1, 1, 1}, .ni = 7}},
+    OpDef{.name = CTN_OP_QLINEAR_ADD, .n_inputs = 8, .infer = infer_qlinear_add, .probe = {.inputs = "D[2,3] f32[] D[] D[2,3] f32[] D[] f32[] D[]"}},
     OpDef{.name = CTN_OP_QLINEAR_CONV2D, .n_inputs = 9, .infer = infer_qlinear_conv2d, .attributes = CONV_ATTRS ", i[7] activation (none, relu)", .probe = {.inputs = "D[1,1,4,4] f32[] D[] D[2,1,3,3] f32[2] D[2] f32[] D[] i32[2]", .ints = {1, 1, 0, 0, 1, 1, 1, CTN_ACT_RELU}, .ni = 8}},
 };
 

@@ -509,3 +509,63 @@ TEST(abi, PlanSegmentsAreRecordedOnceAndReplayedPerRun) {
   plan.reset();
   dlclose(dl);
 }
+
+// ABI 1.7 constant inputs: get_kernel's signature marks the inputs that are constants of the
+// plan (a constant, or a reshape view of one), not a fed input or a variable (its value may be
+// assigned); reccpu records ctn_sig_const_inputs of the last "add" it was asked for.
+TEST(abi, SignatureMarksConstantInputsOfThePlan) {
+  Context ctx = ContextWith({CTN_TEST_PLUGIN_RECORDING});
+  ASSERT_TRUE(ctx);
+  void *proc = nullptr, *state = nullptr;
+  ASSERT_EQ(ctn_context_backend_proc(ctx.get(), "reccpu", "reccpu_const_inputs", &proc, &state), CTN_OK)
+      << ctn_last_error();
+  auto seen = reinterpret_cast<uint64_t (*)(void)>(proc);
+  ASSERT_NE(seen, nullptr);
+  int64_t shape[1] = {4};
+  Tensor cv = MakeF32({4}, {1, 2, 3, 4}), c2v = MakeF32({2, 2}, {5, 6, 7, 8}), vv = MakeF32({4}, {9, 9, 9, 9});
+  {
+    Graph g = NewGraph(ctx.get());
+    ctn_node x, c, s;
+    ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
+    ASSERT_EQ(ctn_constant(g.get(), cv.get(), &c), CTN_OK);
+    ASSERT_EQ(ctn_add(g.get(), x, c, &s), CTN_OK);
+    Plan p = Compile(g.get(), {s}, "reccpu");
+    ASSERT_TRUE(p);
+    EXPECT_EQ(seen(), uint64_t{2}) << "input 1 is a constant, input 0 is fed";
+    Tensor xt = MakeF32({4}, {10, 20, 30, 40});
+    std::vector<Tensor> outs = RunOnce(p.get(), {x}, {xt.get()});
+    ASSERT_EQ(outs.size(), 1u);
+    EXPECT_EQ(ReadF32(outs[0].get()), (std::vector<float>{11, 22, 33, 44}));
+  }
+  {
+    Graph g = NewGraph(ctx.get());
+    ctn_node x, c2, r, s;
+    ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
+    ASSERT_EQ(ctn_constant(g.get(), c2v.get(), &c2), CTN_OK);
+    ASSERT_EQ(ctn_reshape(g.get(), c2, 1, shape, &r), CTN_OK);
+    ASSERT_EQ(ctn_add(g.get(), r, x, &s), CTN_OK);
+    Plan p = Compile(g.get(), {s}, "reccpu");
+    ASSERT_TRUE(p);
+    EXPECT_EQ(seen(), uint64_t{1}) << "a reshape of a constant is a constant";
+  }
+  {
+    Graph g = NewGraph(ctx.get());
+    ctn_node x, v, s;
+    ASSERT_EQ(ctn_input(g.get(), "x", CTN_F32, 1, shape, &x), CTN_OK);
+    ASSERT_EQ(ctn_variable(g.get(), "v", vv.get(), &v), CTN_OK);
+    ASSERT_EQ(ctn_add(g.get(), x, v, &s), CTN_OK);
+    Plan p = Compile(g.get(), {s}, "reccpu");
+    ASSERT_TRUE(p);
+    EXPECT_EQ(seen(), uint64_t{0}) << "a variable may be assigned: not a constant";
+  }
+}
+
+// A plugin built against 1.6 sees a smaller struct_size: ctn_sig_const_inputs gives 0 for it.
+TEST(abi, ConstInputsReadOnlyWhereStructSizeCoversThem) {
+  ctn_op_signature sig{};
+  sig.const_inputs = 5;
+  sig.struct_size = sizeof sig;
+  EXPECT_EQ(ctn_sig_const_inputs(&sig), uint64_t{5});
+  sig.struct_size = static_cast<uint32_t>(offsetof(ctn_op_signature, const_inputs));  // a 1.6 host's size
+  EXPECT_EQ(ctn_sig_const_inputs(&sig), uint64_t{0});
+}

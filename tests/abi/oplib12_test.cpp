@@ -517,7 +517,7 @@ TEST(registry, OpSupportAsksTheBackendAndGivesItsReason) {
   // Every built-in op runs on the CPU backend for f32 (what docs/OPS.md's cpu column shows); the
   // integer ops of int8 quantization (since 1.6) take 8-bit data, and are asked about u8.
   const std::set<std::string> int8_data = {CTN_OP_MATMUL_INTEGER, CTN_OP_QLINEAR_MATMUL, CTN_OP_CONV2D_INTEGER,
-                                           CTN_OP_QLINEAR_CONV2D};
+                                           CTN_OP_QLINEAR_CONV2D, CTN_OP_QLINEAR_ADD};
   uint32_t n = 0;
   ASSERT_EQ(ctn_context_op_count(ctx.get(), &n), CTN_OK);
   for (uint32_t i = 0; i < n; ++i) {

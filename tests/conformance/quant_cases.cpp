@@ -1,5 +1,5 @@
 // Conformance cases of the int8 quantization ops (ops.h, "int8 quantization"): quantize_linear,
-// dequantize_linear, matmul_integer, qlinear_matmul, conv2d_integer, qlinear_conv2d. The
+// dequantize_linear, matmul_integer, qlinear_matmul, conv2d_integer, qlinear_conv2d, qlinear_add. The
 // references compute what the ops define in the same arithmetic (a float multiplier, x / scale in
 // the float dtype under test) so that the 8-bit results must match exactly. Only the CPU
 // backend runs them; the others decline (the matrix shows unsupported).
@@ -189,7 +189,18 @@ void add_int_conv(std::vector<OpCase> &cs) {
                       {{1, 2, 5, 80}, {2, 1, 3, 3}, {2, 2, 0, 0, 1, 1, 2}, CTN_I8},
                       // x's zero point 0, K = 18 (not a multiple of 4: A copied, no row sums)
                       {{1, 2, 6, 6}, {9, 2, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, CTN_U8, true},
-                      {{1, 8, 6, 6}, {9, 8, 1, 1}, {1, 1, 0, 0, 1, 1, 1}, CTN_U8, true}};
+                      {{1, 8, 6, 6}, {9, 8, 1, 1}, {1, 1, 0, 0, 1, 1, 1}, CTN_U8, true},
+                      // stride 1, C/groups a multiple of 4 (the padded channel-quad planes): rows
+                      // of 37 (16-byte steps and a tail), x i8, two groups, 5 x 3 unpadded
+                      {{1, 4, 6, 37}, {7, 4, 3, 3}, {1, 1, 1, 1, 1, 1, 1}},
+                      {{2, 8, 9, 20}, {6, 8, 3, 3}, {1, 1, 1, 1, 1, 1, 1}, CTN_I8},
+                      {{1, 8, 5, 5}, {4, 4, 3, 3}, {1, 1, 1, 1, 1, 1, 2}},
+                      {{1, 4, 7, 8}, {3, 4, 5, 3}, {1, 1, 0, 0, 1, 1, 1}, CTN_U8, true},
+                      // C/groups a multiple of 4 at strides 2, (2, 1) and (1, 3), a strided 1 x 1, x i8
+                      {{1, 8, 9, 11}, {6, 8, 3, 3}, {2, 2, 1, 1, 1, 1, 1}},
+                      {{2, 4, 8, 37}, {5, 4, 3, 3}, {2, 1, 1, 1, 1, 1, 1}, CTN_I8},
+                      {{1, 4, 6, 13}, {3, 4, 2, 5}, {1, 3, 0, 2, 1, 1, 1}},
+                      {{1, 8, 7, 7}, {5, 8, 1, 1}, {2, 2, 0, 0, 1, 1, 1}, CTN_U8, true}};
   for (const QConv &q : qs)
     for (bool relu : {false, true}) {
       const ConvP p = q.p;
@@ -234,10 +245,53 @@ void add_int_conv(std::vector<OpCase> &cs) {
   cs.push_back(qc);
 }
 
+// qlinear_add (since 1.7): onnxruntime's QLinearAdd in f32 with its two fused multiply-adds
+// (std::fma on floats rounds once), a past the i32 range the minimum; b broadcasts against a.
+Arr ref_qadd(const std::vector<Arr> &x, int dt) {
+  const Shape &s = x[0].shape;
+  Arr y = make_arr(s);
+  const float ra = static_cast<float>(x[1].v[0]) / static_cast<float>(x[6].v[0]);
+  const float rb = static_cast<float>(x[4].v[0]) / static_cast<float>(x[6].v[0]);
+  const float c = static_cast<float>(x[7].v[0]) -
+                  std::fma(ra, static_cast<float>(x[2].v[0]), rb * static_cast<float>(x[5].v[0]));
+  for (size_t i = 0; i < y.v.size(); ++i) {
+    const float b = static_cast<float>(bget(x[3], s, unravel(static_cast<int64_t>(i), s)));
+    const float v = std::fma(static_cast<float>(x[0].v[i]), ra, std::fma(b, rb, c));
+    y.v[i] = std::fabs(v) < 2147483648.0f ? sat_round(v, 0, dt) : (dt == CTN_U8 ? 0 : -128);
+  }
+  return y;
+}
+
+void add_qadd(std::vector<OpCase> &cs) {
+  OpCase qa{"qlinear_add", CTN_OP_QLINEAR_ADD, {}};
+  struct A {
+    Shape a, b;
+    int dt;
+    double ratio;  // a_scale / y_scale about this: 0.6 keeps most outputs inside, 40 saturates most
+  };
+  // Lengths past one 16-element step with a masked tail; b one value or one row broadcast.
+  for (const A &c : {A{{2, 3, 5}, {2, 3, 5}, CTN_U8, 0.6}, A{{3, 37}, {3, 37}, CTN_I8, 0.6}, A{{2, 70}, {2, 70}, CTN_U8, 40},
+                     A{{3, 37}, {37}, CTN_U8, 0.6}, A{{4, 6}, {}, CTN_I8, 0.6}}) {
+    const int dt = c.dt;
+    const Gen vals = dt == CTN_U8 ? ints(0, 255) : ints(-128, 127), zps = dt == CTN_U8 ? ints(90, 160) : ints(-30, 30);
+    const double sy = 0.05;
+    Variant v = variant(shape_label(c.a) + "+" + shape_label(c.b) + (dt == CTN_U8 ? " u8" : " i8"),
+                        {in(c.a, vals, dt), in({}, uni(0.5 * c.ratio * sy, c.ratio * sy), CTN_F32), in({}, zps, dt),
+                         in(c.b, vals, dt), in({}, uni(0.5 * c.ratio * sy, c.ratio * sy), CTN_F32), in({}, zps, dt),
+                         in({}, uni(sy, sy), CTN_F32), in({}, zps, dt)},
+                        named(CTN_OP_QLINEAR_ADD), [dt](const std::vector<Arr> &x, ctn_dtype) { return ref_qadd(x, dt); });
+    v.out_dtype = [dt](ctn_dtype) { return static_cast<ctn_dtype>(dt); };
+    v.no_half = true;
+    v.tol32 = v.tol64 = 0;
+    qa.variants.push_back(v);
+  }
+  cs.push_back(qa);
+}
+
 }  // namespace
 
 const std::vector<OpCase> &quant_cases() {
-  static const std::vector<OpCase> cases = collect_cases({add_affine, add_int_matmul, add_int_conv});
+  static const std::vector<OpCase> cases = collect_cases({add_affine, add_int_matmul, add_int_conv, add_qadd});
   return cases;
 }
 

@@ -2,13 +2,14 @@
 """An onnxruntime-quantized model in chutney (tools/test.d/40-onnx.sh; docs/ONNX.md, "Quantized
 models").
 
-Builds with onnx.helper a small f32 CNN (Conv+Relu, strided Conv+Relu, grouped Conv,
-GlobalAveragePool, Flatten, Gemm; random weights from a fixed seed), quantizes it with
+Builds with onnx.helper a small f32 CNN (Conv+Relu, strided Conv+Relu, grouped Conv, a residual
+Add, GlobalAveragePool, Flatten, Gemm; random weights from a fixed seed), quantizes it with
 onnxruntime's quantize_static (QDQ format, per-channel int8 weights, per-tensor uint8
 activations, calibrated on 8 batches), then runs the QDQ model in chutney (`chutney onnx run`)
 and in onnxruntime on the same 256 inputs and checks:
-  1. chutney imported the convolutions and the Gemm as its int8 ops: CHUTNEY_PROFILE's steps
-     name qlinear_conv2d and qlinear_matmul, and no float conv2d or matmul runs;
+  1. chutney imported the convolutions, the residual Add and the Gemm as its int8 ops:
+     CHUTNEY_PROFILE's steps name qlinear_conv2d, qlinear_add and qlinear_matmul, and no float
+     conv2d, add or matmul runs;
   2. >= 99 % of the output elements agree within one quantization step of the output (the scale
      of the DequantizeLinear that produces it), none by more than two steps;
   3. top-1 agreement >= 99 %;
@@ -62,7 +63,8 @@ def f32_model(path):
         helper.make_node("Relu", ["c2"], ["r2"]),
         helper.make_node("Conv", ["r2", w("w3", 16, 4, 3, 3), w("b3", 16, scale=0.1)], ["c3"],
                          pads=[1, 1, 1, 1], group=4),
-        helper.make_node("GlobalAveragePool", ["c3"], ["p"]),
+        helper.make_node("Add", ["r2", "c3"], ["a3"]),  # a residual add: qlinear_add
+        helper.make_node("GlobalAveragePool", ["a3"], ["p"]),
         helper.make_node("Flatten", ["p"], ["f"]),
         helper.make_node("Gemm", ["f", w("w4", 10, 16), w("b4", 10, scale=0.1)], ["y"], transB=1),
     ]
@@ -158,9 +160,10 @@ def main():
     ref = ort.InferenceSession(q, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.save(os.path.join(work, "x.npy"), x)
     y, steps, prof = run_chutney(chutney, q, os.path.join(work, "x.npy"), work)
-    if steps.get("qlinear_conv2d") != 3 or steps.get("qlinear_matmul") != 1:
-        fail(f"the QDQ pattern was not fused: expected 3 qlinear_conv2d and 1 qlinear_matmul steps, got {steps}\n{prof}")
-    float_ops = [op for op in steps if op.startswith("conv2d") or op.startswith("matmul")]
+    if steps.get("qlinear_conv2d") != 3 or steps.get("qlinear_matmul") != 1 or steps.get("qlinear_add") != 1:
+        fail(f"the QDQ pattern was not fused: expected 3 qlinear_conv2d, 1 qlinear_matmul and 1 qlinear_add steps, "
+             f"got {steps}\n{prof}")
+    float_ops = [op for op in steps if op.startswith("conv2d") or op.startswith("matmul") or op == "add"]
     if float_ops:
         fail(f"float {float_ops} steps still run\n{prof}")
     if y.shape != ref.shape:

@@ -24,6 +24,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -120,6 +121,26 @@ class CpuPlugin : public ::testing::Test {
     st = k.fn(k.state, &args);
     if (k.release) k.release(k.state);
     return st;
+  }
+
+  // A kernel for op over these layouts (data ignored), told `consts` as ctn_op_signature's
+  // const_inputs (ABI 1.7); false (with a test failure) when get_kernel fails.
+  bool kernel_for(const char *op, std::vector<ctn_tensor_desc> in, ctn_tensor_desc out, const ctn_attrs &at,
+                  uint64_t consts, ctn_kernel *k) {
+    for (auto &d : in) d.data = nullptr;
+    out.data = nullptr;
+    ctn_op_signature sig{sizeof sig, static_cast<uint32_t>(in.size()), op, in.data(), &out, &at, consts};
+    *k = ctn_kernel{};
+    const ctn_status st = d_->get_kernel(be_, &sig, k);
+    EXPECT_EQ(st, CTN_OK) << g_error;
+    return st == CTN_OK;
+  }
+  // One call of a kernel with a workspace of its size; a test failure when it fails.
+  void call_kernel(const ctn_kernel &k, std::vector<ctn_tensor_desc> in, ctn_tensor_desc out, const ctn_attrs &at) {
+    std::vector<char> ws(k.workspace_size);
+    ctn_kernel_args args{static_cast<uint32_t>(in.size()), 1, in.data(), &out, &at, ws.empty() ? nullptr : ws.data(),
+                         ws.size()};
+    EXPECT_EQ(k.fn(k.state, &args), CTN_OK) << g_error;
   }
 
   bool has_openblas() {
@@ -920,6 +941,132 @@ TEST_F(CpuPlugin, IntDtypesArithmeticWraps) {
       EXPECT_EQ(x[0], 1u) << "a refused call writes nothing";
     }
   }
+}
+
+// ABI 1.7 constant inputs: an int8 convolution told that every input but x is a constant of
+// the plan derives the packed weights, row sums and multipliers on its first call and reuses
+// them; its results equal those of the kernel told nothing, call after call with new x, and
+// when a call brings the weights at another pointer (other values) it computes them afresh.
+TEST_F(CpuPlugin, QlinearConvConstantInputsMatchPerCall) {
+  struct Case {
+    int64_t c, h, o, k, groups;
+    int32_t zx, zw;  // x's and the weights' zero points (zw != 0: the int16 path)
+  };
+  // K = 27 (A padded), K = 72 with x_zp 0 and not, weights' zero points 3, depthwise.
+  const Case cases[] = {{3, 9, 8, 3, 1, 120, 0}, {8, 7, 12, 3, 1, 0, 0}, {8, 7, 12, 3, 1, 77, 0},
+                        {4, 6, 5, 3, 1, 100, 3}, {6, 8, 6, 3, 6, 110, 0}};
+  std::mt19937 rng(5);
+  auto bytes = [&](size_t n, int lo, int hi) {
+    std::uniform_int_distribution<int> d(lo, hi);
+    std::vector<int8_t> v(n);
+    for (auto &x : v) x = static_cast<int8_t>(d(rng));
+    return v;
+  };
+  for (const char *threads : {"1", "2"})
+    for (const Case &k : cases) {
+      ASSERT_EQ(d_->set_option(be_, "num_threads", threads), CTN_OK) << g_error;
+      const int64_t ho = k.h - k.k + 3, cg = k.c / k.groups;  // padding 1
+      const std::vector<int64_t> xs = {1, k.c, k.h, k.h}, ws = {k.o, cg, k.k, k.k}, ys = {1, k.o, ho, ho};
+      const std::vector<int64_t> os = {k.o}, one = {};
+      std::vector<int8_t> w1 = bytes(static_cast<size_t>(k.o * cg * k.k * k.k), -127, 127), w2 = w1;
+      for (auto &v : w2) v = static_cast<int8_t>(-v);
+      std::vector<float> wscale(static_cast<size_t>(k.o));
+      for (size_t i = 0; i < wscale.size(); ++i) wscale[i] = 0.002f + 0.0001f * static_cast<float>(i);
+      std::vector<int32_t> bias(static_cast<size_t>(k.o));
+      for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<int32_t>(i * 37) - 150;
+      std::vector<int8_t> zw(static_cast<size_t>(k.o), static_cast<int8_t>(k.zw));
+      const float sx = 0.02f, sy = 0.05f * static_cast<float>(cg * k.k * k.k) / 27;
+      const uint8_t zx = static_cast<uint8_t>(k.zx), zy = 100;
+      const ctn_attrs at = attrs_i({1, 1, 1, 1, 1, 1, k.groups, CTN_ACT_RELU});
+      auto inputs = [&](const void *x, const void *w) {
+        return std::vector<ctn_tensor_desc>{desc(CTN_U8, xs, x),  desc(CTN_F32, one, &sx),    desc(CTN_U8, one, &zx),
+                                            desc(CTN_I8, ws, w),  desc(CTN_F32, os, wscale.data()), desc(CTN_I8, os, zw.data()),
+                                            desc(CTN_F32, one, &sy), desc(CTN_U8, one, &zy), desc(CTN_I32, os, bias.data())};
+      };
+      // Kernels for the signature, told nothing (plain) and told inputs 1..8 are constants.
+      ctn_kernel kern[2] = {};
+      for (int c = 0; c < 2; ++c)
+        ASSERT_TRUE(kernel_for(CTN_OP_QLINEAR_CONV2D, inputs(nullptr, nullptr), desc(CTN_U8, ys, nullptr), at,
+                               c ? 0x1FEu : 0u, &kern[c]));
+      auto call = [&](const ctn_kernel &kn, const void *x, const void *w) {
+        std::vector<uint8_t> y(static_cast<size_t>(k.o * ho * ho), 0xEE);
+        call_kernel(kn, inputs(x, w), desc(CTN_U8, ys, y.data()), at);
+        return y;
+      };
+      for (int rep = 0; rep < 3; ++rep) {
+        std::vector<int8_t> xb = bytes(static_cast<size_t>(k.c * k.h * k.h), -128, 127);
+        const std::vector<uint8_t> want = call(kern[0], xb.data(), w1.data());
+        EXPECT_EQ(call(kern[1], xb.data(), w1.data()), want) << "c " << k.c << " zx " << k.zx << " zw " << k.zw << " rep " << rep;
+        size_t inside = 0;
+        for (uint8_t v : want) inside += v != 0 && v != 255;
+        EXPECT_GT(inside, want.size() / 4) << "most outputs should not saturate";
+      }
+      std::vector<int8_t> xb = bytes(static_cast<size_t>(k.c * k.h * k.h), -128, 127);
+      EXPECT_EQ(call(kern[1], xb.data(), w2.data()), call(kern[0], xb.data(), w2.data()))
+          << "weights at another pointer: computed for that call";
+      // A fresh kernel whose first calls come from three threads at once: one of them makes the
+      // prepared data, all get the same results.
+      ctn_kernel fresh{};
+      ASSERT_TRUE(kernel_for(CTN_OP_QLINEAR_CONV2D, inputs(nullptr, nullptr), desc(CTN_U8, ys, nullptr), at, 0x1FEu, &fresh));
+      const std::vector<uint8_t> want = call(kern[0], xb.data(), w1.data());
+      std::vector<std::vector<uint8_t>> got(3);
+      std::vector<std::thread> threads_;
+      for (auto &g : got) threads_.emplace_back([&, p = &g] { *p = call(fresh, xb.data(), w1.data()); });
+      for (auto &t : threads_) t.join();
+      for (const auto &g : got) EXPECT_EQ(g, want) << "concurrent first calls";
+      if (fresh.release) fresh.release(fresh.state);
+      for (const ctn_kernel &kn : kern)
+        if (kn.release) kn.release(kn.state);
+    }
+}
+
+// The same for qlinear_matmul: b (one matrix, more than 4 rows of a: the tiled path) packed and
+// the multipliers made once; per-column zero points of b, a second b at another pointer.
+TEST_F(CpuPlugin, QlinearMatmulConstantInputsMatchPerCall) {
+  const int64_t m = 9, k = 37, n = 70;
+  std::mt19937 rng(8);
+  std::uniform_int_distribution<int> d8(-127, 127), du(0, 255);
+  std::vector<int8_t> b1(static_cast<size_t>(k * n)), b2(b1.size()), zb(static_cast<size_t>(n));
+  for (auto &v : b1) v = static_cast<int8_t>(d8(rng));
+  for (size_t i = 0; i < b2.size(); ++i) b2[i] = static_cast<int8_t>(-b1[i]);
+  for (size_t i = 0; i < zb.size(); ++i) zb[i] = static_cast<int8_t>(static_cast<int>(i % 5) - 2);
+  std::vector<float> sb(static_cast<size_t>(n));
+  for (size_t i = 0; i < sb.size(); ++i) sb[i] = 0.004f + 0.0001f * static_cast<float>(i);
+  std::vector<int32_t> bias(static_cast<size_t>(n));
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<int32_t>(i * 13) - 400;
+  const float sa = 0.02f, sy = 0.4f;
+  const uint8_t za = 120;
+  const int8_t zy = 3;
+  const std::vector<int64_t> as = {m, k}, bs = {k, n}, ys = {m, n}, ns = {n}, one = {};
+  const ctn_attrs at{};
+  auto inputs = [&](const void *a, const void *b) {
+    return std::vector<ctn_tensor_desc>{desc(CTN_U8, as, a),   desc(CTN_F32, one, &sa), desc(CTN_U8, one, &za),
+                                        desc(CTN_I8, bs, b),   desc(CTN_F32, ns, sb.data()), desc(CTN_I8, ns, zb.data()),
+                                        desc(CTN_F32, one, &sy), desc(CTN_I8, one, &zy), desc(CTN_I32, ns, bias.data())};
+  };
+  ctn_kernel kern[2] = {};
+  for (int c = 0; c < 2; ++c)
+    ASSERT_TRUE(kernel_for(CTN_OP_QLINEAR_MATMUL, inputs(nullptr, nullptr), desc(CTN_I8, ys, nullptr), at,
+                           c ? 0x1FEu : 0u, &kern[c]));
+  auto call = [&](const ctn_kernel &kn, const void *a, const void *b) {
+    std::vector<int8_t> y(static_cast<size_t>(m * n), 99);
+    call_kernel(kn, inputs(a, b), desc(CTN_I8, ys, y.data()), at);
+    return y;
+  };
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<uint8_t> a(static_cast<size_t>(m * k));
+    for (auto &v : a) v = static_cast<uint8_t>(du(rng));
+    const std::vector<int8_t> want = call(kern[0], a.data(), b1.data());
+    EXPECT_EQ(call(kern[1], a.data(), b1.data()), want) << "rep " << rep;
+    size_t inside = 0;
+    for (int8_t v : want) inside += v != -128 && v != 127;
+    EXPECT_GT(inside, want.size() / 4) << "most outputs should not saturate";
+  }
+  std::vector<uint8_t> a(static_cast<size_t>(m * k));
+  for (auto &v : a) v = static_cast<uint8_t>(du(rng));
+  EXPECT_EQ(call(kern[1], a.data(), b2.data()), call(kern[0], a.data(), b2.data())) << "b at another pointer";
+  for (const ctn_kernel &kn : kern)
+    if (kn.release) kn.release(kn.state);
 }
 
 TEST_F(CpuPlugin, UnsupportedAndBadSignatures) {

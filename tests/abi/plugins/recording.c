@@ -1,7 +1,8 @@
 /* "reccpu": a host-memory backend that implements the 1.1 plan-segment slots the way a GPU
  * backend records a command buffer: plan_prepare keeps the calls, plan_run replays them, and the
  * individual kernels refuse to run outside a replay. Counters are exposed through
- * get_proc_address so the test can prove the host used the segment path. */
+ * get_proc_address so the test can prove the host used the segment path; so is the
+ * const_inputs hint (1.7) of the last "add" signature. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@ typedef struct {
 
 static long rec_prepared, rec_runs;
 static int rec_replaying;
+static uint64_t rec_const_inputs; /* ctn_sig_const_inputs of the last add asked for (since 1.7) */
 
 static ctn_status rec_guarded_add(void *state, const ctn_kernel_args *args) {
   if (!rec_replaying) return tb_host->set_error(CTN_ERR_STATE, "reccpu: kernel called outside plan_run");
@@ -26,6 +28,7 @@ static ctn_status rec_init(const ctn_host_api *host, const ctn_backend_config *c
 
 static ctn_status rec_get_kernel(void *state, const ctn_op_signature *sig, ctn_kernel *out) {
   (void)state;
+  if (strcmp(sig->op, "add") == 0) rec_const_inputs = ctn_sig_const_inputs(sig);
   return tb_get_kernel_for("reccpu", TB_OP_ADD | TB_OP_RELU | TB_OP_COPY, rec_guarded_add, sig, out);
 }
 
@@ -68,11 +71,13 @@ static void rec_release(void *state, void *segment) {
 
 static long rec_get_prepared(void) { return rec_prepared; }
 static long rec_get_runs(void) { return rec_runs; }
+static uint64_t rec_get_const_inputs(void) { return rec_const_inputs; }
 
 static void *rec_proc(void *state, const char *name) {
   (void)state;
   if (strcmp(name, "reccpu_prepared") == 0) return (void *)(uintptr_t)rec_get_prepared;
   if (strcmp(name, "reccpu_runs") == 0) return (void *)(uintptr_t)rec_get_runs;
+  if (strcmp(name, "reccpu_const_inputs") == 0) return (void *)(uintptr_t)rec_get_const_inputs;
   return NULL;
 }
 
