@@ -39,13 +39,13 @@ void Rewriter::resolve_all(std::vector<ctn_node> &roots) {
   for (ctn_node &r : roots) r = resolve(r);
 }
 
-namespace {
-
 bool is_op(const Graph &g, ctn_node n, const char *name) {
   const Node &nd = g.node(n);
   // Built-in ops only: a library op may share a built-in's name (op namespaces, docs/ABI.md).
   return nd.kind == NodeKind::Op && !nd.op->lib && nd.op->name == name;
 }
+
+namespace {
 
 // A Constant whose every element equals v.
 bool const_all(const Graph &g, ctn_node n, double v) {
