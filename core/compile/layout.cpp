@@ -2,7 +2,7 @@
 // backend runs 4-d convolutions with NHWC activations (the conv ops' layout attribute, ABI 1.7),
 // maximal regions of convolutions and the layout-agnostic ops between them (elementwise ops,
 // binary ops whose other operand has the same shape, broadcasts per channel or is a scalar,
-// reductions, concat) run in NHWC: one permute (0,2,3,1) where a value enters a region, one
+// reductions, concat, slice) run in NHWC: one permute (0,2,3,1) where a value enters a region, one
 // permute (0,3,1,2) where a value leaves it (a reader outside, a plan output), so the plan's
 // results are those of the NCHW graph. A permute that moves only dims of size 1 is a reshape
 // (free). A region converts when it needs fewer (non-free) permutes than the activation
@@ -24,7 +24,7 @@ namespace {
 // An NCHW axis's position in NHWC.
 constexpr uint32_t kNhwcPos[4] = {0, 3, 1, 2};
 
-enum class Kind : uint8_t { kNone, kConv, kUnary, kBinary, kReduce, kConcat };
+enum class Kind : uint8_t { kNone, kConv, kUnary, kBinary, kReduce, kAxis };  // kAxis: concat, slice (i[0] axis)
 
 const char *const kUnaryOps[] = {CTN_OP_RELU, CTN_OP_SIGMOID, CTN_OP_TANH, CTN_OP_GELU, CTN_OP_CLAMP,
                                  CTN_OP_LEAKY_RELU, CTN_OP_NEG, CTN_OP_EXP, CTN_OP_ABS, CTN_OP_SQRT,
@@ -138,10 +138,10 @@ struct LayoutPass {
       if (adaptable(nd.inputs[0]) && adaptable(nd.inputs[1])) r.kind = Kind::kBinary;
     } else if (is_any(g, v, kReduceOps, std::size(kReduceOps))) {
       return classify_reduce(v);
-    } else if (is_op(g, v, CTN_OP_CONCAT)) {
+    } else if (is_op(g, v, CTN_OP_CONCAT) || is_op(g, v, CTN_OP_SLICE)) {
       bool all4 = true;
       for (ctn_node u : nd.inputs) all4 = all4 && g.info(u).shape.ndim == 4;
-      if (all4) r.kind = Kind::kConcat;
+      if (all4) r.kind = Kind::kAxis;
     }
     return r;
   }
@@ -259,7 +259,7 @@ struct LayoutPass {
         break;
       }
       case Kind::kReduce: a.i[0] = static_cast<int64_t>(nhwc_mask(static_cast<uint64_t>(a.i[0]))); break;
-      case Kind::kConcat: a.i[0] = kNhwcPos[a.i[0] < 0 ? a.i[0] + 4 : a.i[0]]; break;
+      case Kind::kAxis: a.i[0] = kNhwcPos[a.i[0] < 0 ? a.i[0] + 4 : a.i[0]]; break;
       default: break;
     }
     return g.add_op(*nd.op, static_cast<uint32_t>(ins.size()), ins.data(), a);
