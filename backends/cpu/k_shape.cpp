@@ -79,8 +79,8 @@ struct TransposeCall {
     E *out = dst + outer * rows * cols;
     for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
       const int64_t c1 = std::min(cols, c0 + kTile);
-      for (int64_t c = c0; c < c1; ++c)
-        for (int64_t r = r0; r < r1; ++r) out[r * cols + c] = src[off + r + c * s];
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) out[r * cols + c] = src[off + r + c * s];
     }
   }
   static void part(void *ctx, int64_t a, int64_t b, int) {

@@ -24,7 +24,8 @@ namespace {
 // An NCHW axis's position in NHWC.
 constexpr uint32_t kNhwcPos[4] = {0, 3, 1, 2};
 
-enum class Kind : uint8_t { kNone, kConv, kUnary, kBinary, kReduce, kAxis };  // kAxis: concat, slice (i[0] axis)
+// kAxis: concat, slice (i[0] axis); kShuffle: a channel shuffle's three nodes (shuffle_head).
+enum class Kind : uint8_t { kNone, kConv, kUnary, kBinary, kReduce, kAxis, kShuffle };
 
 const char *const kUnaryOps[] = {CTN_OP_RELU, CTN_OP_SIGMOID, CTN_OP_TANH, CTN_OP_GELU, CTN_OP_CLAMP,
                                  CTN_OP_LEAKY_RELU, CTN_OP_NEG, CTN_OP_EXP, CTN_OP_ABS, CTN_OP_SQRT,
@@ -121,9 +122,33 @@ struct LayoutPass {
     return offers(backend, *nd.op, static_cast<uint32_t>(nd.inputs.size()), in, make_desc(out), a);
   }
 
+  // The only reader of v (NONE when v has several or is a plan output).
+  ctn_node only_reader(ctn_node v) const { return !is_root[v] && readers[v].size() == 1 ? readers[v][0] : CTN_NODE_NONE; }
+
+  // ShuffleNet's channel shuffle: reshape [N,C,H,W] -> [N,g,C/g,H,W], permute (0,2,1,3,4), reshape
+  // back to [N,C,H,W], each read only by the next. In NHWC: [N,H,W,g,C/g], (0,1,2,4,3), [N,H,W,C].
+  bool shuffle_head(ctn_node r1) const {
+    const Shape &x = g.info(g.node(r1).inputs[0]).shape, &s = g.info(r1).shape;
+    if (x.ndim != 4 || s.ndim != 5 || s[0] != x[0] || s[1] * s[2] != x[1] || s[3] != x[2] || s[4] != x[3]) return false;
+    const ctn_node p = only_reader(r1);
+    static const int64_t kPerm[5] = {0, 2, 1, 3, 4};
+    if (p == CTN_NODE_NONE || !is_op(g, p, CTN_OP_PERMUTE) || !std::equal(kPerm, kPerm + 5, g.node(p).attrs.i)) return false;
+    const ctn_node r2 = only_reader(p);
+    return r2 != CTN_NODE_NONE && is_op(g, r2, CTN_OP_RESHAPE) && g.info(r2).shape == x;
+  }
+  // The shuffle's second (the permute) or third (the reshape back) node.
+  bool shuffle_tail(ctn_node v) const {
+    const ctn_node u = g.node(v).inputs.empty() ? CTN_NODE_NONE : g.node(v).inputs[0];
+    if (u == CTN_NODE_NONE || role[u].kind != Kind::kShuffle) return false;
+    return (is_op(g, v, CTN_OP_PERMUTE) && is_op(g, u, CTN_OP_RESHAPE)) ||
+           (is_op(g, v, CTN_OP_RESHAPE) && is_op(g, u, CTN_OP_PERMUTE));
+  }
+
   Role classify(ctn_node v) {
     const Node &nd = g.node(v);
     Role r;
+    if (nd.kind == NodeKind::Op && ((is_op(g, v, CTN_OP_RESHAPE) && shuffle_head(v)) || shuffle_tail(v)))
+      return Role{Kind::kShuffle, true};
     if (nd.kind != NodeKind::Op || nd.bounded || nd.info.shape.ndim != 4) {
       if (nd.kind == NodeKind::Op && !nd.bounded && is_any(g, v, kReduceOps, 3)) return classify_reduce(v);
       return r;
@@ -167,10 +192,9 @@ struct LayoutPass {
     is_root.assign(n, 0);
     for (size_t v = 0; v < n; ++v) parent[v] = static_cast<ctn_node>(v);
     for (ctn_node r : roots) is_root[r] = 1;
-    for (ctn_node v : order) {
-      role[v] = classify(v);
+    for (ctn_node v : order)
       for (ctn_node u : g.node(v).inputs) readers[u].push_back(v);
-    }
+    for (ctn_node v : order) role[v] = classify(v);
     for (ctn_node v : order) {
       if (role[v].kind == Kind::kNone) continue;
       const Node &nd = g.node(v);
@@ -220,6 +244,20 @@ struct LayoutPass {
     return cost;
   }
 
+  // A channel shuffle node's NHWC attributes: the reshapes' shapes with H, W first, the permute
+  // swapping the last two dims.
+  void shuffle_attrs(ctn_node v, ctn_attrs *a) const {
+    const Shape &s = g.info(v).shape;
+    if (is_op(g, v, CTN_OP_PERMUTE)) {
+      *a = attrs_i({0, 1, 2, 4, 3});
+    } else if (s.ndim == 5) {
+      *a = attrs_i({s[0], s[3], s[4], s[1], s[2]});
+    } else {
+      const Shape t = nhwc_shape(s);
+      *a = attrs_i({t[0], t[1], t[2], t[3]});
+    }
+  }
+
   ctn_node permute(ctn_node u, bool to_nhwc) {
     const Shape &s = g.info(u).shape;
     const Shape t = to_nhwc ? nhwc_shape(s) : nchw_shape(s);
@@ -239,7 +277,7 @@ struct LayoutPass {
     for (size_t k = 0; k < ins.size(); ++k) {
       const ctn_node u = ins[k];
       if (!act_slot(v, k)) continue;
-      if (!enters(v, u) && g.info(u).shape.ndim == 4) {
+      if (role[u].kind != Kind::kNone && find(u) == find(v) && role[u].out_nhwc) {
         ins[k] = nhwc_of[u];
       } else if (g.info(u).shape.ndim == 4) {
         auto it = entered.find(u);
@@ -260,6 +298,7 @@ struct LayoutPass {
       }
       case Kind::kReduce: a.i[0] = static_cast<int64_t>(nhwc_mask(static_cast<uint64_t>(a.i[0]))); break;
       case Kind::kAxis: a.i[0] = kNhwcPos[a.i[0] < 0 ? a.i[0] + 4 : a.i[0]]; break;
+      case Kind::kShuffle: shuffle_attrs(v, &a); break;
       default: break;
     }
     return g.add_op(*nd.op, static_cast<uint32_t>(ins.size()), ins.data(), a);

@@ -503,3 +503,25 @@ TEST(Passes, LayoutAttributeChecks) {
   EXPECT_NE(std::string(ctn_last_error()).find("layout 1"), std::string::npos) << ctn_last_error();
   ctn_tensor_release(wv);
 }
+
+// ShuffleNet's channel shuffle (reshape [1,2,4,8,8], permute (0,2,1,3,4), reshape back) after the
+// region joins it (in NHWC: [1,8,8,2,4], (0,1,2,4,3), [1,8,8,8]): the relu and mean after it stay
+// in the region, so x's permute is the only one, and the shuffled channels match the NCHW plan.
+TEST(Passes, LayoutChannelShuffleJoinsTheRegion) {
+  ResidualNet net;
+  ctn_node r1, p, r2, relu, pooled;
+  const int64_t split[5] = {1, 2, 4, 8, 8}, back[4] = {1, 8, 8, 8};
+  const int32_t perm[5] = {0, 2, 1, 3, 4}, hw[2] = {2, 3};
+  CTN_ASSERT_OK(ctn_reshape(net.t.g, net.act, 5, split, &r1));
+  CTN_ASSERT_OK(ctn_permute(net.t.g, r1, perm, &p));
+  CTN_ASSERT_OK(ctn_reshape(net.t.g, p, 4, back, &r2));
+  CTN_ASSERT_OK(ctn_relu(net.t.g, r2, &relu));
+  CTN_ASSERT_OK(ctn_mean(net.t.g, relu, 2, hw, 0, &pooled));
+  std::string desc;
+  EXPECT_EQ(layout_steps(net.t.g, {net.out, pooled}, "permute", 0, &desc), 2u) << desc;  // x's and the shuffle's
+  EXPECT_NE(desc.find("1 permutes"), std::string::npos) << desc;
+  EXPECT_EQ(net.compare({net.out, pooled}), 5u + 8);
+  // The shuffled value as a plan output: it leaves the region (one more permute).
+  EXPECT_EQ(layout_steps(net.t.g, {net.out, r2}, "permute", 0, &desc), 3u) << desc;
+  EXPECT_EQ(net.compare({net.out, r2}), 5u + 8 * 8 * 8);
+}
