@@ -1060,13 +1060,27 @@ TEST_F(CpuPlugin, ConvOneDNNMatchesOwn) {
                       desc(CTN_F32, yn, y_nhwc.data()), an),
                   CTN_OK)
             << label << " NHWC: " << g_error;
+        // conv2d_bias_act NHWC (no activation): the same plus bias[o] = o / 8.
+        std::vector<float> bias(static_cast<size_t>(k.o)), yb_nhwc(own.size(), 7.f);
+        for (size_t o = 0; o < bias.size(); ++o) bias[o] = static_cast<float>(o) / 8;
+        ctn_attrs ab = at;
+        ab.i[7] = CTN_ACT_NONE, ab.i[8] = CTN_LAYOUT_NHWC, ab.ni = 9;
+        ASSERT_EQ(run(CTN_OP_CONV2D_BIAS_ACT,
+                      {desc(CTN_F32, xn, x_nhwc.data()), desc(CTN_F32, ws, w.data()), desc(CTN_F32, {k.o}, bias.data())},
+                      desc(CTN_F32, yn, yb_nhwc.data()), ab),
+                  CTN_OK)
+            << label << " NHWC bias: " << g_error;
         err = 0;
+        double err_b = 0;
         for (int64_t i = 0; i < k.n * k.o * ho * wo; ++i) {
           const int64_t n = i / (k.o * ho * wo), o = i / (ho * wo) % k.o, hw = i % (ho * wo);
-          const float v = y_nhwc[static_cast<size_t>((n * ho * wo + hw) * k.o + o)];
-          err = std::max(err, std::fabs(static_cast<double>(own[static_cast<size_t>(i)]) - v));
+          const size_t at_nhwc = static_cast<size_t>((n * ho * wo + hw) * k.o + o);
+          err = std::max(err, std::fabs(static_cast<double>(own[static_cast<size_t>(i)]) - y_nhwc[at_nhwc]));
+          err_b = std::max(err_b, std::fabs(static_cast<double>(own[static_cast<size_t>(i)]) +
+                                            bias[static_cast<size_t>(o)] - yb_nhwc[at_nhwc]));
         }
         EXPECT_LE(err, 2e-5 * scale) << label << " NHWC: max |own - onednn| " << err << " of " << scale;
+        EXPECT_LE(err_b, 2e-5 * (scale + k.o)) << label << " NHWC bias: max |own + b - onednn| " << err_b;
       }
     }
   // The own convolution refuses layout 1, naming it.
