@@ -32,7 +32,6 @@
 #include <mutex>
 #include <new>
 #include <unordered_map>
-#include <vector>
 
 namespace ctn_cpu {
 namespace {
@@ -75,24 +74,8 @@ struct DnnlConvState : KernelBase {
   int64_t bias_per_unit = 0;         // conv2d_bias_act split over output channels: bias per unit
   size_t dw_offset = 0;              // grad-weight: where a part > 0 puts it in its slot
   Variant v[2];
-  // A one-image NHWC forward split over output rows (RowSplit): part p's primitive and the
-  // element offsets of its input rows and output rows; empty otherwise.
-  std::vector<Variant> rows;
-  std::vector<int64_t> row_in, row_out;
   size_t slot_bytes = 0;
   std::string impl;
-
-  // Part p's primitive and the element offsets of inputs 0, 1, the output and the bias.
-  const Variant &part(int64_t p, int64_t off[4]) const {
-    if (!rows.empty()) {
-      off[0] = row_in[static_cast<size_t>(p)], off[1] = 0, off[2] = row_out[static_cast<size_t>(p)], off[3] = 0;
-      return rows[static_cast<size_t>(p)];
-    }
-    const int64_t n0 = n * p / parts, n1 = n * (p + 1) / parts;
-    for (int i = 0; i < 3; ++i) off[i] = n0 * per_image[i];
-    off[3] = n0 * bias_per_unit;
-    return v[n1 - n0 == v[0].n ? 0 : 1];  // the primitive of this batch size
-  }
 };
 
 dnnl::primitive_attr user_scratchpad() {
@@ -146,8 +129,8 @@ struct DnnlCall {
   // with one OpenMP thread.
   void run_part(int64_t p) {
     const DnnlConvState &s = *st;
-    int64_t off[4];
-    const Variant &v = s.part(p, off);
+    const int64_t n0 = s.n * p / s.parts, n1 = s.n * (p + 1) / s.parts;
+    const Variant &v = s.v[n1 - n0 == s.v[0].n ? 0 : 1];  // the primitive of this batch size
     char *slot = ws + static_cast<size_t>(p) * s.slot_bytes;
     try {
       dnnl::engine &eng = cpu_engine();
@@ -156,7 +139,7 @@ struct DnnlCall {
       m.reserve(4);
       for (int i = 0; i < 2; ++i) {
         const Arg &a = v.in[i];
-        memory user(a.user, eng, const_cast<float *>(in[i]) + off[i]);
+        memory user(a.user, eng, const_cast<float *>(in[i]) + n0 * s.per_image[i]);
         if (!a.reorder) {
           m.emplace(a.role, user);
           continue;
@@ -169,14 +152,14 @@ struct DnnlCall {
       }
       // Grad-weight: part 0 writes the output, the others their slot's tail (summed after).
       float *dst = s.kind == 2 ? (p == 0 ? out : reinterpret_cast<float *>(slot + s.dw_offset))
-                               : out + off[2];
+                               : out + n0 * s.per_image[2];
       const Arg &o = v.out;
       memory user_out(o.user, eng, dst);
       memory prim_out = o.reorder ? memory(o.prim, eng, slot + o.offset) : user_out;
       m.emplace(o.role, prim_out);
       m.emplace(DNNL_ARG_SCRATCHPAD, scratch_mem(v.scratch, slot, v.scratch_offset));
       if (bias)
-        m.emplace(DNNL_ARG_BIAS, memory(v.bias, eng, const_cast<float *>(bias) + off[3]));
+        m.emplace(DNNL_ARG_BIAS, memory(v.bias, eng, const_cast<float *>(bias) + n0 * s.bias_per_unit));
       v.prim.execute(strm, m);
       if (o.reorder)
         o.r.execute(strm, {{DNNL_ARG_FROM, prim_out},
@@ -203,7 +186,7 @@ ctn_status dnnl_conv_kernel(void *state, const ctn_kernel_args *args) {
   call.st = st;
   call.in[0] = desc_ptr<const float>(args->inputs[0]);
   call.in[1] = desc_ptr<const float>(args->inputs[1]);
-  if ((st->rows.empty() ? st->v[0] : st->rows[0]).bias.get_size()) call.bias = desc_ptr<const float>(args->inputs[2]);
+  if (st->v[0].bias.get_size()) call.bias = desc_ptr<const float>(args->inputs[2]);
   call.out = desc_ptr<float>(args->outputs[0]);
   call.ws = dnnl_workspace(args->workspace);
   dnnl_run_parts(*st->be, st->parts, DnnlCall::part_fn, &call);
@@ -345,34 +328,6 @@ ChannelSplit channel_split(int kind, int threads, const int64_t *xs, const int64
   return s;
 }
 
-// A one-image NHWC forward split over its output rows: part p computes rows [h0, h1) from the
-// input rows they reach, with the top / bottom padding of its own edge (both contiguous blocks
-// in NHWC, unlike a block of channels). Parts 1 when it does not apply (as channel_split).
-bool row_split(DnnlConvState *st, int threads, const int64_t *xs, const int64_t *ws_, const int64_t *ys,
-               const int64_t *at, int64_t prw, const ConvEpilogue *epi) {
-  const int64_t macs = ys[1] * ys[2] * ys[3] * ws_[1] * ws_[2] * ws_[3];
-  if (st->kind != 0 || xs[0] != 1 || threads < 2 || ys[2] < 2 || macs < (int64_t{1} << 17)) return false;
-  const int64_t parts = std::min<int64_t>(threads, ys[2]), span = (ws_[2] - 1) * at[4] + 1;
-  std::vector<Variant> vs(static_cast<size_t>(parts));
-  for (int64_t p = 0; p < parts; ++p) {
-    const int64_t h0 = ys[2] * p / parts, h1 = ys[2] * (p + 1) / parts;
-    const int64_t i0 = h0 * at[0] - at[2], i1 = (h1 - 1) * at[0] - at[2] + span;  // input rows reached
-    const int64_t r0 = std::max<int64_t>(0, i0), r1 = std::min(xs[2], i1);
-    if (r1 <= r0) return false;
-    const int64_t px[4] = {1, xs[1], r1 - r0, xs[3]}, py[4] = {1, ys[1], h1 - h0, ys[3]};
-    int64_t pat[7];
-    std::copy(at, at + 7, pat);
-    pat[2] = r0 - i0;  // top padding of this part
-    std::string impl = make_variant(0, 1, px, ws_, py, pat, {i1 - r1, prw}, &vs[static_cast<size_t>(p)], epi, true);
-    if (p == 0) st->impl = impl;
-    st->row_in.push_back(r0 * xs[3] * xs[1]);
-    st->row_out.push_back(h0 * ys[3] * ys[1]);
-  }
-  st->rows = std::move(vs);
-  st->parts = parts;
-  return true;
-}
-
 }  // namespace
 
 bool onednn_built_in() { return true; }
@@ -450,7 +405,7 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs_in, const int64_t
       case 1: st->per_image[0] = y_img, st->per_image[2] = x_img; break;
       default: st->per_image[0] = x_img, st->per_image[1] = y_img; break;
     }
-    // NHWC: no channel split (a part's output channels would be strided, not a block): row_split.
+    // NHWC: no channel split (a part's output channels would be strided, not a block).
     const ChannelSplit split = channel_split(kind, nhwc ? 1 : be->num_threads.load(), xs, ws_, ys, at[6]);
     if (split.parts > 1) {
       st->n = split.units;
@@ -461,7 +416,6 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs_in, const int64_t
     const memory::dims pr{prh, prw};
     const int64_t lo = st->n / st->parts, hi = (st->n + st->parts - 1) / st->parts;
     dnnl_build_primitives(caller_threads, [&] {
-      if (nhwc && row_split(st.get(), be->num_threads.load(), xs, ws_, ys, at, prw, epi)) return;
       if (split.parts > 1) {
         st->impl = split.make(lo, xs, ws_, ys, at, pr, &st->v[0], epi);
         if (hi != lo) split.make(hi, xs, ws_, ys, at, pr, &st->v[1], epi);
@@ -471,7 +425,6 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs_in, const int64_t
       }
     });
     size_t slot = std::max(st->v[0].bytes, st->v[1].bytes);
-    for (const Variant &rv : st->rows) slot = std::max(slot, rv.bytes);
     st->dw_offset = slot;
     if (kind == 2) slot += static_cast<size_t>(st->dw_elems) * sizeof(float);
     st->slot_bytes = align_up(slot);
