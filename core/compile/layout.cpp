@@ -147,10 +147,10 @@ struct LayoutPass {
   Role classify(ctn_node v) {
     const Node &nd = g.node(v);
     Role r;
-    if (nd.kind == NodeKind::Op && ((is_op(g, v, CTN_OP_RESHAPE) && shuffle_head(v)) || shuffle_tail(v)))
+    if (nd.kind == NodeKind::Op && !nd.bounded && ((is_op(g, v, CTN_OP_RESHAPE) && shuffle_head(v)) || shuffle_tail(v)))
       return Role{Kind::kShuffle, true};
     if (nd.kind != NodeKind::Op || nd.bounded || nd.info.shape.ndim != 4) {
-      if (nd.kind == NodeKind::Op && !nd.bounded && is_any(g, v, kReduceOps, 3)) return classify_reduce(v);
+      if (nd.kind == NodeKind::Op && !nd.bounded && is_any(g, v, kReduceOps, std::size(kReduceOps))) return classify_reduce(v);
       return r;
     }
     if (const uint32_t slot = conv_layout_slot(g, v)) {
