@@ -3,6 +3,7 @@
 // compiled with the pass disabled.
 #include "test_helpers.h"
 
+#include <chutney/onnx.h>
 #include <chutney/ops.h>
 
 #include <cmath>
@@ -501,6 +502,9 @@ TEST(Passes, LayoutAttributeChecks) {
   CTN_ASSERT_OK(ctn_sum(t.g, y, 0, nullptr, 0, &loss));
   EXPECT_EQ(ctn_grad(t.g, loss, 1, &w, &grad), CTN_ERR_UNSUPPORTED);
   EXPECT_NE(std::string(ctn_last_error()).find("layout 1"), std::string::npos) << ctn_last_error();
+  const std::string path = ::testing::TempDir() + "layout_nhwc.onnx";
+  EXPECT_EQ(ctn_onnx_export(t.g, nullptr, 1, &y, nullptr, path.c_str()), CTN_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(ctn_last_error()).find("NHWC"), std::string::npos) << ctn_last_error();
   ctn_tensor_release(wv);
 }
 
