@@ -210,6 +210,8 @@ const BiasFusion kBiasFusions[] = {{CTN_OP_MATMUL, CTN_OP_MATMUL_BIAS_ACT, false
 bool is_bias(const Graph &g, const BiasFusion &f, ctn_node p, ctn_node b) {
   const ValueInfo &pi = g.info(p), &bi = g.info(b);
   if (bi.dtype != pi.dtype) return false;
+  const ctn_attrs &pa = g.node(p).attrs;
+  if (f.act_slot == 7 && pa.ni > 7 && pa.i[7] != 0) return false;  // a layout 1 (NHWC) conv2d: its channels are last
   if (f.act_slot == 2) return bi.shape.ndim == 1 && bi.shape[0] == pi.shape[pi.shape.ndim - 1];
   const uint32_t nd = bi.shape.ndim;
   return (nd == 3 || nd == 4) && bi.shape[nd - 3] == pi.shape[1] && bi.shape[nd - 2] == 1 && bi.shape[nd - 1] == 1 &&

@@ -480,7 +480,7 @@ TEST(Passes, LayoutUnchangedWhenTheBackendRefuses) {
 // gradient (the stage makes them in inference plans only), and no ONNX export.
 TEST(Passes, LayoutAttributeChecks) {
   G t;
-  ctn_node x = t.in({1, 6, 5, 3}), w, y, bad = CTN_NODE_NONE;
+  ctn_node x = t.in({1, 4, 5, 3}), w, y, bad = CTN_NODE_NONE;
   ctn_tensor *wv = make_f32({4, 3, 3, 3}, std::vector<float>(108, 0.5f));
   CTN_ASSERT_OK(ctn_constant(t.g, wv, &w));
   ctn_attrs a{};
@@ -493,7 +493,7 @@ TEST(Passes, LayoutAttributeChecks) {
   int64_t shape[8] = {};
   ctn_dtype dt;
   CTN_ASSERT_OK(ctn_node_info(t.g, y, &dt, &nd, shape));
-  EXPECT_EQ(std::vector<int64_t>(shape, shape + nd), (std::vector<int64_t>{1, 6, 5, 4}));
+  EXPECT_EQ(std::vector<int64_t>(shape, shape + nd), (std::vector<int64_t>{1, 4, 5, 4}));
   a.i[7] = 2;
   EXPECT_EQ(ctn_op(t.g, CTN_OP_CONV2D, 2, ins, &a, &bad), CTN_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ctn_last_error()).find("layout i[7]"), std::string::npos) << ctn_last_error();
@@ -502,6 +502,14 @@ TEST(Passes, LayoutAttributeChecks) {
   CTN_ASSERT_OK(ctn_sum(t.g, y, 0, nullptr, 0, &loss));
   EXPECT_EQ(ctn_grad(t.g, loss, 1, &w, &grad), CTN_ERR_UNSUPPORTED);
   EXPECT_NE(std::string(ctn_last_error()).find("layout 1"), std::string::npos) << ctn_last_error();
+  // An NHWC conv2d plus a [4,1,1] "bias" (per H here, H = O = 4) is no conv2d_bias_act.
+  ctn_node hb, s;
+  ctn_tensor *hbv = make_f32({4, 1, 1}, {1, 2, 3, 4});
+  CTN_ASSERT_OK(ctn_constant(t.g, hbv, &hb));
+  CTN_ASSERT_OK(ctn_add(t.g, y, hb, &s));
+  EXPECT_EQ(steps_of(t.g, s, "conv2d_bias_act"), 0u);
+  EXPECT_EQ(steps_of(t.g, s, "conv2d"), 1u);
+  ctn_tensor_release(hbv);
   const std::string path = ::testing::TempDir() + "layout_nhwc.onnx";
   EXPECT_EQ(ctn_onnx_export(t.g, nullptr, 1, &y, nullptr, path.c_str()), CTN_ERR_UNSUPPORTED);
   EXPECT_NE(std::string(ctn_last_error()).find("NHWC"), std::string::npos) << ctn_last_error();
