@@ -482,6 +482,13 @@ typedef struct ctn_compile_options {
 #define CTN_PASS_SIMPLIFY 4u
 #define CTN_PASS_FUSION 8u
 #define CTN_PASS_MEMORY_REUSE 16u /* without it every value gets its own buffer */
+/* ---- since 1.7: channels-last convolutions (issue 25) ---- */
+/* The compile stage "layout": in inference plans (no assignment, no ctn_grad gradient, f32),
+ * regions of 4-d convolutions and the layout-agnostic ops between them run with NHWC activations
+ * (the conv ops' layout attribute, ops.h) where the first preferred backend accepts it, with
+ * permutes at the regions' edges (docs/EXECUTION.md). Set the bit to keep every value NCHW. */
+#define CTN_PASS_LAYOUT 32u
+/* ---- end of channels-last convolutions ---- */
 
 /* Compiles the part of the graph needed for `outputs` (and every ctn_assign node, which always
  * runs) into a plan: passes, placement on backends, memory planning, kernel preparation.

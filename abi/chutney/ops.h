@@ -151,6 +151,18 @@
  * add without one); attributes as conv2d_bias_act, r has the output's dtype and shape. Emitted by
  * the fusion pass only when the backend offers it (docs/OPS.md); f32. */
 #define CTN_OP_CONV2D_BIAS_ADD_ACT "conv2d_bias_add_act"
+/* ---- since 1.7: channels-last convolutions (issue 25) -------------------------------------------
+ * A trailing layout attribute on conv2d (i[7]), conv2d_bias_act and conv2d_bias_add_act (i[8]):
+ * CTN_LAYOUT_NCHW (0, also when the slot is absent: ni 7 / 8) as before, or CTN_LAYOUT_NHWC (1):
+ * x is [N,H,W,C], the output (and conv2d_bias_add_act's r) [N,Ho,Wo,O]; the weight stays
+ * [O,C/groups,KH,KW] and the bias [O]. Forward only: conv2d's gradient rule refuses a layout 1
+ * node (CTN_ERR_UNSUPPORTED). The core normalises layout 0 away (ni 7 / 8). The compile stage
+ * "layout" (CTN_PASS_LAYOUT, chutney.h) makes layout 1 nodes, only for a backend built against
+ * 1.7 or later whose get_kernel accepts them; a backend refuses them with CTN_ERR_UNSUPPORTED
+ * (the CPU: oneDNN's f32 convolution only). */
+#define CTN_LAYOUT_NCHW 0
+#define CTN_LAYOUT_NHWC 1
+/* ---- end of channels-last convolutions ---- */
 
 /* ---- optimizer steps (since 1.1): elementwise, write the new value of one state tensor; the
  * caller ctn_assign's it into the variable (the core writes in place when legal). w, g and the

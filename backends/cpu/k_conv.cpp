@@ -415,6 +415,18 @@ ctn_status bias_act_kernel(void *state, const ctn_kernel_args *args) {
   return CTN_OK;
 }
 
+constexpr const char *kNotOneDNN = "f64, bf16, conv mode 'own' or a build without oneDNN";
+
+// A forward convolution's layout (ABI 1.7) at attribute slot k: true for 1 (NHWC).
+bool nhwc_layout(const ctn_op_signature *sig, uint32_t k) { return sig->attrs->ni > k && sig->attrs->i[k] == 1; }
+
+// A layout 1 (NHWC) convolution runs only as oneDNN's (f32, conv mode not 'own'): the own
+// kernels are NCHW. UNSUPPORTED naming why, so the compiler keeps the node NCHW.
+ctn_status nhwc_refused(Backend *be, const ctn_op_signature *sig, const std::string &why) {
+  return be->host->set_error(CTN_ERR_UNSUPPORTED, "cpu %s: layout 1 (NHWC) runs only on oneDNN's f32 convolution (%s)",
+                             sig->op, why.c_str());
+}
+
 // The activation of fused convolution `sig` (i[7], clamp bounds f[0], f[1]); an error for an
 // unknown code.
 ctn_status read_epilogue(Backend *be, const ctn_op_signature *sig, ConvEpilogue *epi) {
@@ -448,6 +460,7 @@ ctn_status make_epilogue_kernel(Backend *be, const ctn_op_signature *sig, const 
   ca.i[7] = CTN_ACT_NONE;
   ca.ni = residual ? 8 : 7;
   ca.nf = 0;
+  if (residual && nhwc_layout(sig, 8)) ca.i[8] = 1, ca.ni = 9;  // the residual pass is layout-blind
   csig.attrs = &ca;
   bool inner_handled = false;
   const ctn_status s = residual ? make_conv_bias_act(be, &csig, &st->conv, &inner_handled, bf16)
@@ -468,10 +481,12 @@ ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kern
   if (ctn_status s = need_float(be->host, "cpu", sig->op, x.dtype); s) return s;
   ConvEpilogue epi;
   if (ctn_status s = read_epilogue(be, sig, &epi); s) return s;
-  std::string why;
+  std::string why = kNotOneDNN;
+  const bool nhwc = nhwc_layout(sig, 8);
   if (x.dtype == CTN_F32 && !bf16 && be->conv_mode.load() != ConvMode::kOwn && onednn_built_in() &&
-      make_onednn_conv(be, 0, x.shape, w.shape, y.shape, sig->attrs->i, out, &why, &epi))
+      make_onednn_conv(be, 0, x.shape, w.shape, y.shape, sig->attrs->i, out, &why, &epi, nhwc))
     return CTN_OK;
+  if (nhwc) return nhwc_refused(be, sig, why);
   return make_epilogue_kernel(be, sig, epi, false, out, bf16);
 }
 
@@ -526,15 +541,16 @@ ctn_status make_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
   // where oneDNN measured no faster (grad-input 3-5x slower; docs/BENCHMARKS.md).
   const ConvMode mode = be->conv_mode.load();
   const bool auto_onednn = kind == ConvKind::kForward || g.cg >= kOneDNNMinChannels;
+  const bool nhwc = kind == ConvKind::kForward && nhwc_layout(sig, 7);
+  std::string why = kNotOneDNN;
   if (a.dtype == CTN_F32 && !bf16 && !transpose && onednn_built_in() &&
       (mode == ConvMode::kOneDNN || (mode == ConvMode::kAuto && auto_onednn))) {
-    std::string why;
-    if (make_onednn_conv(be, static_cast<int>(kind), cx->shape, cw->shape, cy->shape, at, out,
-                         &why))
+    if (make_onednn_conv(be, static_cast<int>(kind), cx->shape, cw->shape, cy->shape, at, out, &why, nullptr, nhwc))
       return CTN_OK;
-    if (mode == ConvMode::kOneDNN && host->log)
+    if (mode == ConvMode::kOneDNN && host->log && !nhwc)
       host->log(CTN_LOG_DEBUG, "cpu", ("conv: own kernel, " + why).c_str());
   }
+  if (nhwc) return nhwc_refused(be, sig, why);
   auto st = new_state<ConvState>(be);
   st->g = g;
   st->kind = kind;

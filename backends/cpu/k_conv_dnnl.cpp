@@ -220,16 +220,18 @@ void epilogue_post_ops(const ConvEpilogue &epi, dnnl::primitive_attr *attr) {
 // grad-weight); returns oneDNN's implementation name.
 std::string make_variant(int kind, int64_t n, const int64_t *xs, const int64_t *ws_,
                          const int64_t *ys, const int64_t *at, const memory::dims &pr,
-                         Variant *v, const ConvEpilogue *epi) {
+                         Variant *v, const ConvEpilogue *epi, bool nhwc = false) {
   const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5],
                 groups = at[6];
   dnnl::engine &eng = cpu_engine();
   memory::dims x{n, xs[1], xs[2], xs[3]}, y{n, ys[1], ys[2], ys[3]};
   memory::dims w = groups == 1 ? memory::dims{ws_[0], ws_[1], ws_[2], ws_[3]}
                                : memory::dims{groups, ws_[0] / groups, ws_[1], ws_[2], ws_[3]};
-  memory::desc ux(x, Dt::f32, Tag::nchw), uy(y, Dt::f32, Tag::nchw),
-      uw(w, Dt::f32, groups == 1 ? Tag::oihw : Tag::goihw);
-  memory::desc ax(x, Dt::f32, Tag::any), ay(y, Dt::f32, Tag::any), aw(w, Dt::f32, Tag::any);
+  const Tag act_tag = nhwc ? Tag::nhwc : Tag::nchw;  // the caller's activation layout
+  memory::desc ux(x, Dt::f32, act_tag), uy(y, Dt::f32, act_tag), uw(w, Dt::f32, groups == 1 ? Tag::oihw : Tag::goihw);
+  // NHWC activations are the primitive's own (no reorder); NCHW ones leave oneDNN the choice.
+  memory::desc ax = nhwc ? ux : memory::desc(x, Dt::f32, Tag::any), ay = nhwc ? uy : memory::desc(y, Dt::f32, Tag::any),
+               aw(w, Dt::f32, Tag::any);
   const memory::dims strides{sh, sw}, dil{dh - 1, dw - 1}, pl{ph, pw};
   dnnl::primitive_attr attr = user_scratchpad();
   if (epi) {
@@ -365,9 +367,16 @@ void onednn_limit_isa(const char *isa) {
 // direction `kind` (0 forward, 1 grad-input, 2 grad-weight). False (no kernel, the caller uses
 // its own) when oneDNN has only its reference implementation for the shape or refuses it;
 // `why` says which.
-bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *ws_,
-                      const int64_t *ys, const int64_t *at, ctn_kernel *out, std::string *why,
-                      const ConvEpilogue *epi) {
+bool make_onednn_conv(Backend *be, int kind, const int64_t *xs_in, const int64_t *ws_,
+                      const int64_t *ys_in, const int64_t *at, ctn_kernel *out, std::string *why,
+                      const ConvEpilogue *epi, bool nhwc) {
+  // The sizes below are NCHW's; an NHWC caller's [N,H,W,C] reordered to them.
+  const int64_t xn[4] = {xs_in[0], xs_in[3], xs_in[1], xs_in[2]}, yn[4] = {ys_in[0], ys_in[3], ys_in[1], ys_in[2]};
+  const int64_t *xs = nhwc ? xn : xs_in, *ys = nhwc ? yn : ys_in;
+  if (nhwc && kind != 0) {
+    *why = "layout 1 (NHWC) is forward only";
+    return false;
+  }
   return dnnl_make(why, [&](int caller_threads) {
     const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5];
     // Right padding that gives oneDNN's output size (it may be negative for a floor output:
@@ -396,7 +405,8 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
       case 1: st->per_image[0] = y_img, st->per_image[2] = x_img; break;
       default: st->per_image[0] = x_img, st->per_image[1] = y_img; break;
     }
-    const ChannelSplit split = channel_split(kind, be->num_threads.load(), xs, ws_, ys, at[6]);
+    // NHWC: no channel split (a part's output channels would be strided, not a block).
+    const ChannelSplit split = channel_split(kind, nhwc ? 1 : be->num_threads.load(), xs, ws_, ys, at[6]);
     if (split.parts > 1) {
       st->n = split.units;
       st->parts = split.parts;
@@ -410,8 +420,8 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs, const int64_t *w
         st->impl = split.make(lo, xs, ws_, ys, at, pr, &st->v[0], epi);
         if (hi != lo) split.make(hi, xs, ws_, ys, at, pr, &st->v[1], epi);
       } else {
-        st->impl = make_variant(kind, lo, xs, ws_, ys, at, pr, &st->v[0], epi);
-        if (hi != lo) make_variant(kind, hi, xs, ws_, ys, at, pr, &st->v[1], epi);
+        st->impl = make_variant(kind, lo, xs, ws_, ys, at, pr, &st->v[0], epi, nhwc);
+        if (hi != lo) make_variant(kind, hi, xs, ws_, ys, at, pr, &st->v[1], epi, nhwc);
       }
     });
     size_t slot = std::max(st->v[0].bytes, st->v[1].bytes);
@@ -435,7 +445,7 @@ void onednn_pin_libraries() {}
 std::string onednn_version() { return ""; }
 void onednn_limit_isa(const char *) {}
 bool make_onednn_conv(Backend *, int, const int64_t *, const int64_t *, const int64_t *,
-                      const int64_t *, ctn_kernel *, std::string *why, const ConvEpilogue *) {
+                      const int64_t *, ctn_kernel *, std::string *why, const ConvEpilogue *, bool) {
   *why = "this build has no oneDNN";
   return false;
 }

@@ -9,6 +9,7 @@ namespace {
 // reverse (scatter, for slice_grad). Dims are coalesced at get_kernel time.
 struct WalkState : KernelBase, ctn_backend_util::DimWalk {
   bool scatter = false;
+  bool transpose = false;  // a gather whose last two dims swap: TransposeCall
   int64_t n = 0;        // elements walked
   int64_t zero_bytes = 0;  // scatter: bytes of the destination cleared first
   int64_t base = 0;
@@ -51,9 +52,58 @@ struct WalkCall {
   }
 };
 
+// A gather whose source is contiguous along the output's second-last dim and strided along its
+// last (the NCHW <-> NHWC permutes of the layout stage: batches of 2-d transposes) in tiles of
+// kTile x kTile, so that reads and writes both stay in a few cache lines; the element-wise walk
+// above reads such a source one strided element at a time.
+template <class E>
+struct TransposeCall {
+  static constexpr int64_t kTile = 16;
+  const WalkState *st;
+  const E *src;
+  E *dst;
+
+  static bool applies(const ctn_backend_util::DimWalk &w) {
+    return w.nd >= 2 && w.str[w.nd - 2] == 1 && w.str[w.nd - 1] > 1 && w.shape[w.nd - 1] >= 4 && w.shape[w.nd - 2] >= 4;
+  }
+  int64_t bands() const { return (st->shape[st->nd - 2] + kTile - 1) / kTile; }
+  // Unit u: kTile rows of the output (all its columns) of one outer block.
+  void unit(int64_t u) const {
+    const int nd = st->nd;
+    const int64_t rows = st->shape[nd - 2], cols = st->shape[nd - 1], s = st->str[nd - 1];
+    const int64_t outer = u / bands(), r0 = (u % bands()) * kTile, r1 = std::min(rows, r0 + kTile);
+    int64_t idx[CTN_MAX_DIMS];
+    ctn_backend_util::unravel(outer, nd - 2, st->shape, idx);
+    int64_t off = st->base;
+    for (int k = 0; k < nd - 2; ++k) off += idx[k] * st->str[k];
+    E *out = dst + outer * rows * cols;
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t c1 = std::min(cols, c0 + kTile);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) out[r * cols + c] = src[off + r + c * s];
+    }
+  }
+  static void part(void *ctx, int64_t a, int64_t b, int) {
+    for (int64_t u = a; u < b; ++u) static_cast<const TransposeCall *>(ctx)->unit(u);
+  }
+  void run() const {
+    const int64_t units = st->n / (st->shape[st->nd - 2] * st->shape[st->nd - 1]) * bands();
+    const int64_t per_unit = kTile * st->shape[st->nd - 1];
+    if (st->n >= kParallelThreshold && st->be->pool->size() > 1)
+      st->be->pool->parallel_for(units, std::max<int64_t>(1, kParallelThreshold / 2 / per_unit), part,
+                                 const_cast<TransposeCall *>(this));
+    else
+      part(const_cast<TransposeCall *>(this), 0, units, 0);
+  }
+};
+
 template <class E>
 ctn_status walk_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const WalkState *>(state);
+  if (st->transpose && st->n) {
+    TransposeCall<E>{st, desc_ptr<const E>(args->inputs[0]), desc_ptr<E>(args->outputs[0])}.run();
+    return CTN_OK;
+  }
   WalkCall<E> call{st, desc_ptr<const E>(args->inputs[0]), desc_ptr<E>(args->outputs[0])};
   if (st->scatter) std::memset(call.dst, 0, static_cast<size_t>(st->zero_bytes));
   if (st->n == 0) return CTN_OK;
@@ -131,6 +181,7 @@ ctn_status make_shape_kernel(Backend *be, const ctn_op_signature *sig, ctn_kerne
   st->n = w.n;
   st->base = w.base;
   st->scatter = w.scatter;
+  st->transpose = !w.scatter && TransposeCall<uint8_t>::applies(w.walk);
   st->zero_bytes = w.full * esize;
   kernel_set(out, walk_fn(y.dtype), st.release());
   return CTN_OK;

@@ -38,6 +38,8 @@ ctn_status make_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
   const ctn_host_api *host = be->host;
   const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
   if (ctn_status s = need_float(host, "opencl", sig->op, a.dtype); s) return s;
+  if (kind == ConvKind::kForward && sig->attrs->ni > 7 && sig->attrs->i[7] != 0)  // layout (since 1.7)
+    return host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: layout 1 (NHWC) is not implemented", op);
   const int64_t *at = sig->attrs->i;
   const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5], groups = at[6];
   // Input, weight and output of the underlying convolution.

@@ -89,6 +89,8 @@ ctn_status make_conv(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, 
   const ctn_tensor_desc &a = sig->inputs[0], &b = sig->inputs[1], &y = *sig->output;
   ctn_status st = CTN_OK;
   if (!float_ok(be, sig, a.dtype, &st, true)) return st;  // f16/bf16: products summed in f32
+  if (kind == 0 && sig->attrs->ni > 7 && sig->attrs->i[7] != 0)  // layout (since 1.7): NCHW only
+    return be.host->set_error(CTN_ERR_UNSUPPORTED, "vulkan %s: layout 1 (NHWC) is not implemented", op);
   const int64_t *at = sig->attrs->i;
   const int64_t sh = at[0], sw = at[1], ph = at[2], pw = at[3], dh = at[4], dw = at[5], g = at[6];
   const ctn_tensor_desc *cx, *cw, *cy;

@@ -37,6 +37,12 @@ struct AutocastStats {
   uint32_t lowered = 0, casts = 0, kept = 0;  // kept: no preferred backend has a low-precision kernel
 };
 
+// layout (layout.cpp): channels-last regions converted.
+struct LayoutStats {
+  uint32_t regions = 0, convs = 0;  // convolutions now layout 1 (NHWC)
+  uint32_t permutes = 0, reshapes = 0;  // at the regions' edges (reshapes: permutes of size-1 dims)
+};
+
 // place_nodes (placement.cpp), per node: the backend it runs or lives on, and its kernel
 // (until a step owns it).
 struct Placement {
@@ -94,6 +100,7 @@ struct CompileState {
   DataParallelStats dp_stats;      // data_parallel
   Rewriter rw;                     // rewrite: replacements made by the rewrites
   PassStats pass_stats;            // rewrite
+  LayoutStats layout_stats;        // layout
   AutocastStats autocast_stats;    // autocast
   std::vector<ctn_node> order;     // order_nodes: the nodes that run, in order
   Placement placed;                // place_nodes
@@ -121,6 +128,7 @@ void compile_program(Graph &user, uint32_t n_outputs, const ctn_node *outputs, c
 // write across the state; those that use only a few parts take just those.
 void data_parallel(CompileState &cs);      // data_parallel.cpp
 void rewrite(CompileState &cs);            // rewrite.cpp
+void convert_layout(CompileState &cs);     // layout.cpp
 void autocast(CompileState &cs);           // autocast.cpp
 void order_nodes(CompileState &cs);        // order.cpp
 void place_nodes(CompileState &cs);        // placement.cpp

@@ -19,6 +19,7 @@ namespace ctn {
 const CompileStage kStages[] = {
     {"data_parallel", data_parallel},          // gradient allreduce buckets (data-parallel plans only)
     {"rewrite", rewrite},                      // simplification, constant folding, fusion
+    {"layout", convert_layout},                // channels-last conv regions (inference plans only)
     {"autocast", autocast},                    // matmul/conv in bf16/f16 (ctn_compile_options.precision)
     {"order_nodes", order_nodes},              // schedule + dead-code elimination, assignments last
     {"place_nodes", place_nodes},              // a backend (and its kernel) for every node

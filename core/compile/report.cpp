@@ -33,6 +33,10 @@ void report(const CompileState &cs) {
     out.describe += format("autocast %s: %u nodes run in %s, %u casts added, %u kept f32 (no backend has a %s kernel)\n", low,
                            cs.autocast_stats.lowered, low, cs.autocast_stats.casts, cs.autocast_stats.kept, low);
   }
+  if (cs.layout_stats.regions)
+    out.describe += format("layout: %u channels-last regions, %u convolutions NHWC, %u permutes and %u reshapes at "
+                           "their edges\n", cs.layout_stats.regions, cs.layout_stats.convs, cs.layout_stats.permutes,
+                           cs.layout_stats.reshapes);
   ctn_plan_memory_report &mr = out.memory;
   mr.peak_bytes = mp.peak_bytes;
   mr.recomputed = out.recomputed.c_str();

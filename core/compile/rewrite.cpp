@@ -39,13 +39,13 @@ void Rewriter::resolve_all(std::vector<ctn_node> &roots) {
   for (ctn_node &r : roots) r = resolve(r);
 }
 
-namespace {
-
 bool is_op(const Graph &g, ctn_node n, const char *name) {
   const Node &nd = g.node(n);
   // Built-in ops only: a library op may share a built-in's name (op namespaces, docs/ABI.md).
   return nd.kind == NodeKind::Op && !nd.op->lib && nd.op->name == name;
 }
+
+namespace {
 
 // A Constant whose every element equals v.
 bool const_all(const Graph &g, ctn_node n, double v) {
@@ -210,6 +210,8 @@ const BiasFusion kBiasFusions[] = {{CTN_OP_MATMUL, CTN_OP_MATMUL_BIAS_ACT, false
 bool is_bias(const Graph &g, const BiasFusion &f, ctn_node p, ctn_node b) {
   const ValueInfo &pi = g.info(p), &bi = g.info(b);
   if (bi.dtype != pi.dtype) return false;
+  const ctn_attrs &pa = g.node(p).attrs;
+  if (f.act_slot == 7 && pa.ni > 7 && pa.i[7] != 0) return false;  // a layout 1 (NHWC) conv2d: its channels are last
   if (f.act_slot == 2) return bi.shape.ndim == 1 && bi.shape[0] == pi.shape[pi.shape.ndim - 1];
   const uint32_t nd = bi.shape.ndim;
   return (nd == 3 || nd == 4) && bi.shape[nd - 3] == pi.shape[1] && bi.shape[nd - 2] == 1 && bi.shape[nd - 1] == 1 &&

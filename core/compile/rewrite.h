@@ -26,6 +26,14 @@ struct Rewriter {
   void resolve_all(std::vector<ctn_node> &roots);
 };
 
+// Whether n is an op node of the built-in op `name` (a library op of the same name is not).
+bool is_op(const Graph &g, ctn_node n, const char *name);
+
+// Whether backend b has a kernel for op with these operand descriptors and attributes (asks its
+// get_kernel and releases the kernel).
+bool offers(Backend &b, const OpDef &op, uint32_t n, const ctn_tensor_desc *in, const ctn_tensor_desc &od,
+            const ctn_attrs &a);
+
 // Algebraic simplification (x*1, x+0, x-0, x/1, -(-x), and constant reassociation so that
 // x*2*2 becomes x*4) and constant folding (ops whose inputs are all constants are evaluated
 // once at compile time on `fold_backend`, a host-memory backend; skipped when it is null).

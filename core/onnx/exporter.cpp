@@ -165,6 +165,7 @@ void conv_pool(Exporter &e, const char *op, bool conv) {
   const ctn_attrs &a = e.node().attrs;
   std::vector<Attr> at;
   if (conv) {
+    if (a.ni > 7 && a.i[7] != 0) e.unsupported("a layout 1 (NHWC) convolution has no ONNX Conv (NCHW only)");
     at.push_back(Attr::ints("strides", ints(a, 0, 2)));
     at.push_back(Attr::ints("pads", {a.i[2], a.i[3], a.i[2], a.i[3]}));
     at.push_back(Attr::ints("dilations", ints(a, 4, 6)));

@@ -53,6 +53,9 @@ ctn_node per_channel(Graph &g, ctn_node v, uint32_t nd) {
 
 CTN_GRAD_RULE(conv2d) {
   const ctn_attrs fa = g.node(node).attrs;
+  if (fa.ni > 7 && fa.i[7] != 0)
+    fail(CTN_ERR_UNSUPPORTED, "conv2d: no gradient for a layout 1 (NHWC) convolution: the compiler's layout stage "
+                              "makes them only in inference plans");
   ctn_node x = in(g, node, 0), w = in(g, node, 1);
   if (need[0]) {
     Shape xs = shape_of(g, x);
@@ -318,27 +321,61 @@ Shape conv2d_geometry(const OpDef &op, const Shape &x, const Shape &w, ctn_attrs
 
 namespace {
 
-ValueInfo infer_conv2d(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
-  same_float(op, in, n, {1});
-  need_rank(op, in[0], 4, "the input", "[N, C, H, W]");
-  need_rank(op, in[1], 4, "the weight", "[O, C/groups, KH, KW]");
-  Conv c = conv_attrs(op, a);
-  a.ni = 7;
-  return ValueInfo{in[0].dtype, conv_forward_shape(op, in[0].shape, in[1].shape, c, "input")};
+// The layout attribute (since 1.7) of a forward convolution at slot k: 0 NCHW (absent), 1 NHWC.
+int64_t conv_layout(const OpDef &op, const ctn_attrs &a, uint32_t k) {
+  const int64_t layout = a.ni > k ? a.i[k] : 0;
+  if (layout != 0 && layout != 1)
+    fail(CTN_ERR_INVALID_ARGUMENT, "%s: layout i[%u] must be 0 (NCHW) or 1 (NHWC), got %lld", N(op), k, L(layout));
+  return layout;
 }
 
-// (x, w, bias [O]); conv attrs + i[7] activation (f[0], f[1]: clamp bounds) -> act(conv2d + bias).
+// [N,H,W,C] <-> [N,C,H,W] (to_nchw: NHWC dims in NCHW order; else back).
+Shape swap_channels(const Shape &s, bool to_nchw) {
+  Shape r = s;
+  if (to_nchw) r[1] = s[3], r[2] = s[1], r[3] = s[2];
+  else r[1] = s[2], r[2] = s[3], r[3] = s[1];
+  return r;
+}
+
+// conv2d's checks and output for x in `layout` (its slots 0..6 normalised; the caller sets ni).
+ValueInfo conv2d_output(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a, int64_t layout) {
+  same_float(op, in, n, {1});
+  need_rank(op, in[0], 4, "the input", layout ? "[N, H, W, C]" : "[N, C, H, W]");
+  need_rank(op, in[1], 4, "the weight", "[O, C/groups, KH, KW]");
+  Conv c = conv_attrs(op, a);
+  const Shape x = layout ? swap_channels(in[0].shape, true) : in[0].shape;
+  const Shape y = conv_forward_shape(op, x, in[1].shape, c, "input");
+  return ValueInfo{in[0].dtype, layout ? swap_channels(y, false) : y};
+}
+
+// Writes the layout slot k (kept only for NHWC: an NCHW node's attributes stay as before 1.7).
+void set_layout(ctn_attrs &a, uint32_t k, int64_t layout) {
+  a.ni = layout ? k + 1 : k;
+  a.i[k] = layout;
+}
+
+// (x, w); conv attrs + i[7] layout (since 1.7).
+ValueInfo infer_conv2d(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
+  const int64_t layout = conv_layout(op, a, 7);
+  ValueInfo r = conv2d_output(op, in, n, a, layout);
+  set_layout(a, 7, layout);
+  return r;
+}
+
+// (x, w, bias [O]); conv attrs + i[7] activation (f[0], f[1]: clamp bounds), i[8] layout (since
+// 1.7) -> act(conv2d + bias).
 ValueInfo infer_conv2d_bias_act(const OpDef &op, const ValueInfo *in, uint32_t n, ctn_attrs &a) {
-  const int64_t act = a.i[7];
-  ValueInfo r = infer_conv2d(op, in, 2, a);
-  if (in[2].dtype != in[0].dtype || in[2].shape.ndim != 1 || in[2].shape[0] != r.shape[1])
-    fail(CTN_ERR_SHAPE, "%s: bias must be [O] with O = %lld: %s", N(op), L(r.shape[1]), values_str(in, n).c_str());
+  const int64_t act = a.i[7], layout = conv_layout(op, a, 8);
+  ValueInfo r = conv2d_output(op, in, 2, a, layout);
+  const int64_t o = in[1].shape[0];
+  if (in[2].dtype != in[0].dtype || in[2].shape.ndim != 1 || in[2].shape[0] != o)
+    fail(CTN_ERR_SHAPE, "%s: bias must be [O] with O = %lld: %s", N(op), L(o), values_str(in, n).c_str());
   if (act < CTN_ACT_NONE || act > CTN_ACT_HARDSWISH)
     fail(CTN_ERR_INVALID_ARGUMENT, "%s: unknown activation %lld", N(op), L(act));
   if (act == CTN_ACT_CLAMP && (a.nf < 2 || !(a.f[0] <= a.f[1])))
     fail(CTN_ERR_INVALID_ARGUMENT, "%s: clamp needs f[0] <= f[1]", N(op));
   a.i[7] = act;
-  a.ni = 8;
+  set_layout(a, 8, layout);
   return r;
 }
 
@@ -680,10 +717,10 @@ using namespace rules;
 #define POOL_ATTRS "i[0..1] kernel, i[2..3] stride, i[4..5] padding"
 
 const OpDef kNnOps[] = {
-    OpDef{.name = CTN_OP_CONV2D, .n_inputs = 2, .infer = infer_conv2d, .grad = conv2d, .attributes = CONV_ATTRS, .tangent = rules::bilinear_jvp, .probe = {.inputs = "D[1,1,4,4] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1}, .ni = 7}},
+    OpDef{.name = CTN_OP_CONV2D, .n_inputs = 2, .infer = infer_conv2d, .grad = conv2d, .attributes = CONV_ATTRS ", i[7] layout (0 NCHW, 1 NHWC; since 1.7)", .tangent = rules::bilinear_jvp, .probe = {.inputs = "D[1,1,4,4] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1}, .ni = 7}},
     // Fusion-only (compile/rewrite.cpp): no gradient, emitted only where the backend offers it.
-    OpDef{.name = CTN_OP_CONV2D_BIAS_ACT, .n_inputs = 3, .infer = infer_conv2d_bias_act, .attributes = CONV_ATTRS ", i[7] activation (CTN_ACT_NONE..CTN_ACT_HARDSWISH), f[0..1] clamp bounds", .probe = {.inputs = "D[1,2,4,4] D[2,2,3,3] D[2]", .ints = {1, 1, 0, 0, 1, 1, 1, CTN_ACT_CLAMP}, .ni = 8, .floats = {0, 6}, .nf = 2}},
-    OpDef{.name = CTN_OP_CONV2D_BIAS_ADD_ACT, .n_inputs = 4, .infer = infer_conv2d_bias_add_act, .attributes = CONV_ATTRS ", i[7] activation (CTN_ACT_NONE..CTN_ACT_HARDSWISH), f[0..1] clamp bounds", .probe = {.inputs = "D[1,2,4,4] D[2,2,3,3] D[2] D[1,2,2,2]", .ints = {1, 1, 0, 0, 1, 1, 1, CTN_ACT_RELU}, .ni = 8}},
+    OpDef{.name = CTN_OP_CONV2D_BIAS_ACT, .n_inputs = 3, .infer = infer_conv2d_bias_act, .attributes = CONV_ATTRS ", i[7] activation (CTN_ACT_NONE..CTN_ACT_HARDSWISH), f[0..1] clamp bounds, i[8] layout (0 NCHW, 1 NHWC; since 1.7)", .probe = {.inputs = "D[1,2,4,4] D[2,2,3,3] D[2]", .ints = {1, 1, 0, 0, 1, 1, 1, CTN_ACT_CLAMP}, .ni = 8, .floats = {0, 6}, .nf = 2}},
+    OpDef{.name = CTN_OP_CONV2D_BIAS_ADD_ACT, .n_inputs = 4, .infer = infer_conv2d_bias_add_act, .attributes = CONV_ATTRS ", i[7] activation (CTN_ACT_NONE..CTN_ACT_HARDSWISH), f[0..1] clamp bounds, i[8] layout (0 NCHW, 1 NHWC; since 1.7)", .probe = {.inputs = "D[1,2,4,4] D[2,2,3,3] D[2] D[1,2,2,2]", .ints = {1, 1, 0, 0, 1, 1, 1, CTN_ACT_RELU}, .ni = 8}},
     OpDef{.name = CTN_OP_CONV2D_GRAD_INPUT, .n_inputs = 2, .infer = infer_conv2d_grad_input, .grad = conv2d_grad_input, .attributes = CONV_ATTRS ", i[7..8] input H, W", .probe = {.inputs = "D[1,1,2,2] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1, 4, 4}, .ni = 9}},
     OpDef{.name = CTN_OP_CONV2D_GRAD_WEIGHT, .n_inputs = 2, .infer = infer_conv2d_grad_weight, .grad = conv2d_grad_weight, .attributes = CONV_ATTRS ", i[7..8] KH, KW", .probe = {.inputs = "D[1,1,4,4] D[1,1,2,2]", .ints = {1, 1, 0, 0, 1, 1, 1, 3, 3}, .ni = 9}},
     OpDef{.name = CTN_OP_CONV_TRANSPOSE2D, .n_inputs = 2, .infer = infer_conv_transpose2d, .grad = conv_transpose2d, .attributes = CONV_ATTRS ", i[7..8] output padding", .tangent = rules::bilinear_jvp, .probe = {.inputs = "D[1,1,2,2] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1, 0, 0}, .ni = 9}},

@@ -31,7 +31,10 @@ void add_layout(std::vector<OpCase> &cs) {
     OpCase c{"permute", "permute", {}};
     const std::vector<std::pair<Shape, std::vector<int32_t>>> ps = {
         {{2, 3, 4}, {2, 0, 1}}, {{2, 3}, {1, 0}}, {{1, 3, 1}, {2, 1, 0}},
-        {{4}, {0}},             {{2, 1, 3, 2}, {3, 1, 0, 2}}};
+        {{4}, {0}},             {{2, 1, 3, 2}, {3, 1, 0, 2}},
+        // NCHW <-> NHWC (the layout stage's permutes: the CPU's tiled transpose, partial tiles,
+        // and split over the pool from 32768 elements)
+        {{2, 5, 6, 7}, {0, 2, 3, 1}}, {{2, 6, 7, 5}, {0, 3, 1, 2}}, {{3, 20, 17, 33}, {0, 2, 3, 1}}};
     for (const auto &[s, perm] : ps) {
       auto p = perm;
       c.variants.push_back(variant(

@@ -1192,8 +1192,54 @@ TEST_F(CpuPlugin, ConvOneDNNMatchesOwn) {
           err = std::max(err, std::fabs(static_cast<double>(own[i]) - dnnl[i]));
         }
         EXPECT_LE(err, 2e-5 * scale) << label << ": max |own - onednn| " << err << " of " << scale;
+        if (std::strcmp(d.op, CTN_OP_CONV2D) != 0) continue;
+        // Layout 1 (NHWC, ABI 1.7): x and y channels-last, the same values as the NCHW run.
+        const std::vector<int64_t> xn = {k.n, k.h, k.w, k.c}, yn = {k.n, ho, wo, k.o};
+        std::vector<float> x_nhwc(x.size()), y_nhwc(own.size(), 7.f);
+        for (int64_t i = 0; i < k.n * k.c * k.h * k.w; ++i) {
+          const int64_t n = i / (k.c * k.h * k.w), c = i / (k.h * k.w) % k.c, hw = i % (k.h * k.w);
+          x_nhwc[static_cast<size_t>((n * k.h * k.w + hw) * k.c + c)] = x[static_cast<size_t>(i)];
+        }
+        ctn_attrs an = at;
+        an.i[7] = CTN_LAYOUT_NHWC;
+        an.ni = 8;
+        ASSERT_EQ(run(d.op, {desc(CTN_F32, xn, x_nhwc.data()), desc(CTN_F32, ws, w.data())},
+                      desc(CTN_F32, yn, y_nhwc.data()), an),
+                  CTN_OK)
+            << label << " NHWC: " << g_error;
+        // conv2d_bias_act NHWC (no activation): the same plus bias[o] = o / 8.
+        std::vector<float> bias(static_cast<size_t>(k.o)), yb_nhwc(own.size(), 7.f);
+        for (size_t o = 0; o < bias.size(); ++o) bias[o] = static_cast<float>(o) / 8;
+        ctn_attrs ab = at;
+        ab.i[7] = CTN_ACT_NONE, ab.i[8] = CTN_LAYOUT_NHWC, ab.ni = 9;
+        ASSERT_EQ(run(CTN_OP_CONV2D_BIAS_ACT,
+                      {desc(CTN_F32, xn, x_nhwc.data()), desc(CTN_F32, ws, w.data()), desc(CTN_F32, {k.o}, bias.data())},
+                      desc(CTN_F32, yn, yb_nhwc.data()), ab),
+                  CTN_OK)
+            << label << " NHWC bias: " << g_error;
+        err = 0;
+        double err_b = 0;
+        for (int64_t i = 0; i < k.n * k.o * ho * wo; ++i) {
+          const int64_t n = i / (k.o * ho * wo), o = i / (ho * wo) % k.o, hw = i % (ho * wo);
+          const size_t at_nhwc = static_cast<size_t>((n * ho * wo + hw) * k.o + o);
+          err = std::max(err, std::fabs(static_cast<double>(own[static_cast<size_t>(i)]) - y_nhwc[at_nhwc]));
+          err_b = std::max(err_b, std::fabs(static_cast<double>(own[static_cast<size_t>(i)]) +
+                                            bias[static_cast<size_t>(o)] - yb_nhwc[at_nhwc]));
+        }
+        EXPECT_LE(err, 2e-5 * scale) << label << " NHWC: max |own - onednn| " << err << " of " << scale;
+        EXPECT_LE(err_b, 2e-5 * (scale + k.o)) << label << " NHWC bias: max |own + b - onednn| " << err_b;
       }
     }
+  // The own convolution refuses layout 1, naming it.
+  ASSERT_EQ(d_->set_option(be_, "conv", "own"), CTN_OK);
+  {
+    std::vector<float> x(2 * 5 * 5 * 3, 1.f), w(4 * 3 * 3 * 3, 1.f), y(2 * 5 * 5 * 4);
+    ctn_attrs an = attrs_i({1, 1, 1, 1, 1, 1, 1, CTN_LAYOUT_NHWC});
+    EXPECT_EQ(run(CTN_OP_CONV2D, {desc(CTN_F32, {2, 5, 5, 3}, x.data()), desc(CTN_F32, {4, 3, 3, 3}, w.data())},
+                  desc(CTN_F32, {2, 5, 5, 4}, y.data()), an),
+              CTN_ERR_UNSUPPORTED);
+    EXPECT_NE(g_error.find("layout 1"), std::string::npos) << g_error;
+  }
   ASSERT_EQ(d_->set_option(be_, "conv", "auto"), CTN_OK);
   EXPECT_STREQ(conv_name(be_), "auto");
 }

@@ -3,6 +3,7 @@
 // compiled with the pass disabled.
 #include "test_helpers.h"
 
+#include <chutney/onnx.h>
 #include <chutney/ops.h>
 
 #include <cmath>
@@ -272,13 +273,14 @@ TEST(Passes, ConvBiasResidualFuses) {
   CTN_ASSERT_OK(ctn_add(g, cb.sum, shortcut, &sum));
   CTN_ASSERT_OK(ctn_relu(g, sum, &relu));
   EXPECT_EQ(steps_of(g, relu, "conv2d_bias_add_act"), 1u);
-  EXPECT_EQ(steps_of(g, relu, nullptr), 2u);  // + the shortcut's conv2d
+  EXPECT_EQ(steps_of(g, relu, nullptr, CTN_PASS_LAYOUT), 2u);  // + the shortcut's conv2d
+  EXPECT_EQ(steps_of(g, relu, "permute"), 2u);  // two NHWC convolutions: x in, relu out (layout stage)
   EXPECT_EQ(steps_of(g, relu, "conv2d_bias_add_act", CTN_PASS_FUSION), 0u);
   const int zeros = cb.compare(relu, 0.f, 0.f), all = 4 * 6 * 6;
   EXPECT_GT(zeros, 0);  // the activation matters
   EXPECT_LT(zeros, all);
   EXPECT_EQ(steps_of(g, sum, "conv2d_bias_add_act"), 1u);  // no activation (MobileNetV2)
-  EXPECT_EQ(steps_of(g, sum, nullptr), 2u);
+  EXPECT_EQ(steps_of(g, sum, nullptr, CTN_PASS_LAYOUT), 2u);
   EXPECT_EQ(cb.compare(sum, -1e9f, 1e9f), all);
   // The bias sum read elsewhere too: conv + bias fuse, the residual add and relu stay.
   CTN_ASSERT_OK(ctn_neg(g, cb.sum, &other));
@@ -345,4 +347,193 @@ TEST(Passes, MatmulBiasReluFuses) {
   ASSERT_EQ(fused[0].size(), plain[0].size());
   for (size_t i = 0; i < fused[0].size(); ++i) EXPECT_NEAR(fused[0][i], plain[0][i], 1e-6);
   for (auto *p : {wv, bv, xv}) ctn_tensor_release(p);
+}
+
+// ---- channels-last regions (compile stage "layout", CTN_PASS_LAYOUT) ------------------------------
+namespace {
+// conv(3->8, 3x3) + bias -> relu -> conv(8->8, 3x3) + bias -> add(the first relu) -> relu -> mean
+// over H, W -> matmul [8, 5]: one region of two convolutions entered once (x) and left by the
+// mean's [1, 8] (no permute), and `mid` (the first relu) for a reader outside when asked.
+struct ResidualNet {
+  G t;
+  ctn_node x = CTN_NODE_NONE, mid = CTN_NODE_NONE, act = CTN_NODE_NONE, out = CTN_NODE_NONE;
+  std::vector<ctn_tensor *> owned;
+  ctn_tensor *xv = nullptr;
+  ctn_node constant(std::vector<int64_t> shape, float scale, float phase) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = scale * std::sin(static_cast<float>(i) * 0.37f + phase);
+    owned.push_back(make_f32(shape, v));
+    ctn_node c;
+    EXPECT_EQ(ctn_constant(t.g, owned.back(), &c), CTN_OK);
+    return c;
+  }
+  ResidualNet() {
+    x = t.in({1, 3, 8, 8});
+    ctn_node c1, s1, c2, s2, sum, m;
+    EXPECT_EQ(ctn_conv2d(t.g, x, constant({8, 3, 3, 3}, 0.4f, 0), 1, 1, 1, 1, 1, 1, 1, &c1), CTN_OK);
+    EXPECT_EQ(ctn_add(t.g, c1, constant({8, 1, 1}, 0.3f, 1), &s1), CTN_OK);
+    EXPECT_EQ(ctn_relu(t.g, s1, &mid), CTN_OK);
+    EXPECT_EQ(ctn_conv2d(t.g, mid, constant({8, 8, 3, 3}, 0.2f, 2), 1, 1, 1, 1, 1, 1, 1, &c2), CTN_OK);
+    EXPECT_EQ(ctn_add(t.g, c2, constant({8, 1, 1}, 0.3f, 3), &s2), CTN_OK);
+    EXPECT_EQ(ctn_add(t.g, s2, mid, &sum), CTN_OK);
+    EXPECT_EQ(ctn_relu(t.g, sum, &act), CTN_OK);
+    const int32_t hw[2] = {2, 3};
+    EXPECT_EQ(ctn_mean(t.g, act, 2, hw, 0, &m), CTN_OK);
+    EXPECT_EQ(ctn_matmul(t.g, m, constant({8, 5}, 0.5f, 4), 0, 0, &out), CTN_OK);
+    std::vector<float> xd(3 * 8 * 8);
+    for (size_t i = 0; i < xd.size(); ++i) xd[i] = 2 * std::cos(static_cast<float>(i) * 0.61f);
+    xv = make_f32({1, 3, 8, 8}, xd);
+  }
+  ~ResidualNet() {
+    for (auto *p : owned) ctn_tensor_release(p);
+    ctn_tensor_release(xv);
+  }
+  // Every output with the stage on matches the stage off within rtol 1e-5; returns the values
+  // compared.
+  size_t compare(std::vector<ctn_node> outs) {
+    ctn_compile_options off{sizeof off, CTN_PASS_LAYOUT, nullptr, nullptr, 0, 0, CTN_PRECISION_F32};
+    auto on = run_once(t.g, outs, {x}, {xv});
+    auto plain = run_once(t.g, outs, {x}, {xv}, &off);
+    size_t n = 0;
+    EXPECT_EQ(on.size(), plain.size());
+    for (size_t k = 0; k < on.size() && k < plain.size(); ++k) {
+      EXPECT_EQ(on[k].size(), plain[k].size());
+      for (size_t i = 0; i < on[k].size() && i < plain[k].size(); ++i, ++n)
+        EXPECT_NEAR(on[k][i], plain[k][i], 1e-5 * std::fabs(plain[k][i]) + 1e-6) << "output " << k << " [" << i << "]";
+    }
+    return n;
+  }
+};
+
+// The plan's steps of `op` and its describe text, for outs with options disabling `disable`.
+uint32_t layout_steps(ctn_graph *g, std::vector<ctn_node> outs, const char *op, uint32_t disable, std::string *desc) {
+  ctn_compile_options o{sizeof o, disable, nullptr, nullptr, 0, 0, CTN_PRECISION_F32};
+  ctn_plan *p = nullptr;
+  EXPECT_EQ(ctn_plan_compile(g, static_cast<uint32_t>(outs.size()), outs.data(), &o, &p), CTN_OK) << ctn_last_error();
+  if (!p) return 0;
+  uint32_t n = 0;
+  EXPECT_EQ(ctn_plan_backend_steps(p, "cpu", op, &n), CTN_OK);
+  const char *d = nullptr;
+  ctn_plan_describe(p, &d);
+  if (desc) *desc = d ? d : "";
+  ctn_plan_release(p);
+  return n;
+}
+}  // namespace
+
+// conv -> bias/relu -> residual add -> conv -> global mean -> matmul: with the stage, both
+// convolutions run NHWC (layout 1) behind one permute of x, the mean reads NHWC and gives the
+// NCHW [1, 8] itself; the outputs match the stage off.
+TEST(Passes, LayoutRegionRunsChannelsLast) {
+  ResidualNet net;
+  std::string desc;
+  EXPECT_EQ(layout_steps(net.t.g, {net.out}, "permute", 0, &desc), 1u) << desc;
+  EXPECT_NE(desc.find("layout: 1 channels-last regions, 2 convolutions NHWC, 1 permutes"), std::string::npos) << desc;
+  EXPECT_EQ(layout_steps(net.t.g, {net.out}, "permute", CTN_PASS_LAYOUT, &desc), 0u);
+  EXPECT_EQ(desc.find("layout:"), std::string::npos) << desc;
+  // The same region fused or not (conv2d_bias_act / conv2d_bias_add_act, or conv2d with adds).
+  EXPECT_EQ(layout_steps(net.t.g, {net.out}, "conv2d_bias_add_act", 0, &desc), 1u) << desc;
+  EXPECT_EQ(layout_steps(net.t.g, {net.out}, "conv2d", CTN_PASS_FUSION, &desc), 2u) << desc;
+  EXPECT_NE(desc.find("2 convolutions NHWC"), std::string::npos) << desc;
+  EXPECT_EQ(net.compare({net.out}), 5u);
+  // The NHWC output before the mean as a plan output: permuted back (a second permute).
+  EXPECT_EQ(layout_steps(net.t.g, {net.out, net.act}, "permute", 0, &desc), 2u) << desc;
+  EXPECT_EQ(net.compare({net.out, net.act}), 5u + 8 * 8 * 8);
+}
+
+// A region value also read by an op that cannot run channels-last (max_pool2d): it leaves the
+// region through a permute back and both results match the NCHW plan.
+TEST(Passes, LayoutValueReadOutsideTheRegion) {
+  ResidualNet net;
+  ctn_node pooled;
+  CTN_ASSERT_OK(ctn_max_pool2d(net.t.g, net.mid, 2, 2, 2, 2, 0, 0, &pooled));
+  std::string desc;
+  EXPECT_EQ(layout_steps(net.t.g, {net.out, pooled}, "permute", 0, &desc), 2u) << desc;
+  EXPECT_EQ(layout_steps(net.t.g, {net.out, pooled}, "max_pool2d", 0, &desc), 1u) << desc;
+  EXPECT_EQ(net.compare({net.out, pooled}), 5u + 8 * 4 * 4);
+}
+
+// A single convolution between a permute in and one out would trade two reorders for two
+// permutes: it stays NCHW.
+TEST(Passes, LayoutSkipsARegionThatDoesNotPay) {
+  ConvBias cb;
+  ctn_node r;
+  CTN_ASSERT_OK(ctn_relu(cb.t.g, cb.sum, &r));
+  std::string desc;
+  EXPECT_EQ(layout_steps(cb.t.g, {r}, "permute", 0, &desc), 0u) << desc;
+  EXPECT_EQ(desc.find("layout:"), std::string::npos) << desc;
+}
+
+// A CPU backend on its own convolution (conv=own) refuses layout 1: the plan is the NCHW one.
+TEST(Passes, LayoutUnchangedWhenTheBackendRefuses) {
+  ResidualNet net;
+  CTN_ASSERT_OK(ctn_context_set_option(net.t.c.ctx, "cpu", "conv", "own"));
+  std::string desc;
+  EXPECT_EQ(layout_steps(net.t.g, {net.out}, "permute", 0, &desc), 0u) << desc;
+  EXPECT_EQ(desc.find("layout:"), std::string::npos) << desc;
+  EXPECT_EQ(net.compare({net.out}), 5u);
+}
+
+// Layout 1 nodes built directly: shapes in NHWC, a bad layout value refused naming the slot, no
+// gradient (the stage makes them in inference plans only), and no ONNX export.
+TEST(Passes, LayoutAttributeChecks) {
+  G t;
+  ctn_node x = t.in({1, 4, 5, 3}), w, y, bad = CTN_NODE_NONE;
+  ctn_tensor *wv = make_f32({4, 3, 3, 3}, std::vector<float>(108, 0.5f));
+  CTN_ASSERT_OK(ctn_constant(t.g, wv, &w));
+  ctn_attrs a{};
+  const int64_t conv[8] = {1, 1, 1, 1, 1, 1, 1, CTN_LAYOUT_NHWC};
+  std::copy(conv, conv + 8, a.i);
+  a.ni = 8;
+  ctn_node ins[2] = {x, w};
+  CTN_ASSERT_OK(ctn_op(t.g, CTN_OP_CONV2D, 2, ins, &a, &y));
+  uint32_t nd = 0;
+  int64_t shape[8] = {};
+  ctn_dtype dt;
+  CTN_ASSERT_OK(ctn_node_info(t.g, y, &dt, &nd, shape));
+  EXPECT_EQ(std::vector<int64_t>(shape, shape + nd), (std::vector<int64_t>{1, 4, 5, 4}));
+  a.i[7] = 2;
+  EXPECT_EQ(ctn_op(t.g, CTN_OP_CONV2D, 2, ins, &a, &bad), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ctn_last_error()).find("layout i[7]"), std::string::npos) << ctn_last_error();
+  EXPECT_EQ(bad, CTN_NODE_NONE);
+  ctn_node loss, grad = CTN_NODE_NONE;
+  CTN_ASSERT_OK(ctn_sum(t.g, y, 0, nullptr, 0, &loss));
+  EXPECT_EQ(ctn_grad(t.g, loss, 1, &w, &grad), CTN_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(ctn_last_error()).find("layout 1"), std::string::npos) << ctn_last_error();
+  // An NHWC conv2d plus a [4,1,1] "bias" (per H here, H = O = 4) is no conv2d_bias_act.
+  ctn_node hb, s;
+  ctn_tensor *hbv = make_f32({4, 1, 1}, {1, 2, 3, 4});
+  CTN_ASSERT_OK(ctn_constant(t.g, hbv, &hb));
+  CTN_ASSERT_OK(ctn_add(t.g, y, hb, &s));
+  EXPECT_EQ(steps_of(t.g, s, "conv2d_bias_act"), 0u);
+  EXPECT_EQ(steps_of(t.g, s, "conv2d"), 1u);
+  ctn_tensor_release(hbv);
+  const std::string path = ::testing::TempDir() + "layout_nhwc.onnx";
+  EXPECT_EQ(ctn_onnx_export(t.g, nullptr, 1, &y, nullptr, path.c_str()), CTN_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(ctn_last_error()).find("NHWC"), std::string::npos) << ctn_last_error();
+  ctn_tensor_release(wv);
+}
+
+// ShuffleNet's channel shuffle (reshape [1,2,4,8,8], permute (0,2,1,3,4), reshape back) after the
+// region joins it (in NHWC: [1,8,8,2,4], (0,1,2,4,3), [1,8,8,8]): the relu and mean after it stay
+// in the region, so x's permute is the only one, and the shuffled channels match the NCHW plan.
+TEST(Passes, LayoutChannelShuffleJoinsTheRegion) {
+  ResidualNet net;
+  ctn_node r1, p, r2, relu, pooled;
+  const int64_t split[5] = {1, 2, 4, 8, 8}, back[4] = {1, 8, 8, 8};
+  const int32_t perm[5] = {0, 2, 1, 3, 4}, hw[2] = {2, 3};
+  CTN_ASSERT_OK(ctn_reshape(net.t.g, net.act, 5, split, &r1));
+  CTN_ASSERT_OK(ctn_permute(net.t.g, r1, perm, &p));
+  CTN_ASSERT_OK(ctn_reshape(net.t.g, p, 4, back, &r2));
+  CTN_ASSERT_OK(ctn_relu(net.t.g, r2, &relu));
+  CTN_ASSERT_OK(ctn_mean(net.t.g, relu, 2, hw, 0, &pooled));
+  std::string desc;
+  EXPECT_EQ(layout_steps(net.t.g, {net.out, pooled}, "permute", 0, &desc), 2u) << desc;  // x's and the shuffle's
+  EXPECT_NE(desc.find("1 permutes"), std::string::npos) << desc;
+  EXPECT_EQ(net.compare({net.out, pooled}), 5u + 8);
+  // The shuffled value as a plan output: it leaves the region (one more permute).
+  EXPECT_EQ(layout_steps(net.t.g, {net.out, r2}, "permute", 0, &desc), 3u) << desc;
+  EXPECT_EQ(net.compare({net.out, r2}), 5u + 8 * 8 * 8);
 }

@@ -141,6 +141,7 @@ const (
 	PassSimplify        = C.CTN_PASS_SIMPLIFY
 	PassFusion          = C.CTN_PASS_FUSION
 	PassMemoryReuse     = C.CTN_PASS_MEMORY_REUSE
+	PassLayout          = C.CTN_PASS_LAYOUT // since 1.7: channels-last convolution regions (docs/EXECUTION.md)
 )
 
 // CompileOptions tune Compile; the zero value is the default.

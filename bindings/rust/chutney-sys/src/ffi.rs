@@ -45,6 +45,7 @@ pub const CTN_PASS_CONSTANT_FOLDING: u32 = 2;
 pub const CTN_PASS_SIMPLIFY: u32 = 4;
 pub const CTN_PASS_FUSION: u32 = 8;
 pub const CTN_PASS_MEMORY_REUSE: u32 = 16;
+pub const CTN_PASS_LAYOUT: u32 = 32;
 pub const CTN_RUN_CHECK_NUMERICS: u32 = 1;
 opaque! {
     ctn_context;

@@ -64,6 +64,7 @@ fn rust_lines() -> Vec<String> {
         CTN_PASS_SIMPLIFY
         CTN_PASS_FUSION
         CTN_PASS_MEMORY_REUSE
+        CTN_PASS_LAYOUT
         CTN_RUN_CHECK_NUMERICS
         CTN_PLUGIN_COLLECTIVE
         CTN_COLLECTIVE_HOST_MEMORY
