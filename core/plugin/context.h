@@ -108,6 +108,7 @@ struct EagerKey;
 struct EagerEntry {
   ctn_kernel kernel{};
   Backend *backend = nullptr;
+  std::string why;  // a negative entry (kernel.fn NULL): why the backend cannot run it
 };
 
 // A collective plugin (collective.h); `available` false keeps it listed with its reason.
@@ -136,9 +137,14 @@ struct Context : OpSource {
   // Serialises plugin loading and the setters (set_backends, set_num_threads) against each other.
   std::mutex mu;
 
-  // Eager kernel cache, keyed by a byte signature of (op, backend, dtypes, shapes, attrs).
+  // Eager kernel cache, keyed by a byte signature of (op, backend, dtypes, shapes, attrs). Entries
+  // stay until the context goes (exec/eager.cpp's per-thread last-hit slots point at them).
   std::unordered_map<std::string, EagerEntry> eager_cache;
   std::mutex eager_mu;
+  // Unique in the process, never reused (a per-thread eager slot names the context it is for).
+  const uint64_t id;
+  // Eager ops' output buffers (tensor/pool.h); closed by the destructor.
+  BufferPool *const eager_buffers;
 
   Context();
   ~Context();
