@@ -4,6 +4,7 @@
 
 #include "graph/op.h"
 #include "tensor/tensor.h"
+#include "util/small_vec.h"
 
 #include <memory>
 #include <vector>
@@ -39,7 +40,7 @@ enum class NodeKind : uint8_t { Input, Constant, Variable, Op, Assign };
 struct Node {
   NodeKind kind = NodeKind::Op;
   const OpDef *op = nullptr;  // Op nodes
-  std::vector<ctn_node> inputs;
+  SmallVec<ctn_node, 4> inputs;  // in place up to four (no allocation per recorded node)
   ctn_attrs attrs{};
   ValueInfo info;
   std::string name;

@@ -1,6 +1,8 @@
-// The eager output buffer pool (core/tensor/pool.h): size classes, reuse with zeroing, the bound
-// on cached bytes, closing with buffers still out, and concurrent takes and gives.
+// What eager dispatch allocates from: the output buffer pool (core/tensor/pool.h: size classes,
+// reuse with zeroing, the bound on cached bytes, closing with buffers still out, concurrent takes
+// and gives) and the nodes' in-place input lists (core/util/small_vec.h).
 #include "tensor/pool.h"
+#include "util/small_vec.h"
 
 #include <gtest/gtest.h>
 
@@ -117,4 +119,32 @@ TEST(BufferPool, ConcurrentTakesAndGivesKeepBuffersPrivate) {
   for (auto &th : ts) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(bad[t], 0) << t;
   EXPECT_EQ(pool.p->outstanding(), 0u);
+}
+
+TEST(SmallVec, StaysInPlaceUpToNThenMovesToTheHeap) {
+  ctn::SmallVec<uint32_t, 4> v{1, 2, 3};
+  const uint32_t *inplace = v.data();
+  v.push_back(4);
+  EXPECT_EQ(v.data(), inplace);  // four fit in place
+  v.push_back(5);
+  EXPECT_NE(v.data(), inplace);  // the fifth moved them to the heap
+  EXPECT_EQ(std::vector<uint32_t>(v), (std::vector<uint32_t>{1, 2, 3, 4, 5}));
+  ctn::SmallVec<uint32_t, 4> copy = v, moved = std::move(v);
+  EXPECT_EQ(copy, moved);
+  EXPECT_TRUE(v.empty());  // NOLINT: a moved-from SmallVec is empty and usable
+  v.push_back(9);
+  EXPECT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0], 9u);
+  copy.erase(copy.begin() + 1);
+  copy.insert(copy.begin(), 7);
+  EXPECT_EQ(std::vector<uint32_t>(copy), (std::vector<uint32_t>{7, 1, 3, 4, 5}));
+  ctn::SmallVec<uint32_t, 4> small{8, 9};
+  moved = std::move(small);  // a heap list takes an in-place one
+  EXPECT_EQ(std::vector<uint32_t>(moved), (std::vector<uint32_t>{8, 9}));
+  moved.resize(6, 1);
+  EXPECT_EQ(std::vector<uint32_t>(moved), (std::vector<uint32_t>{8, 9, 1, 1, 1, 1}));
+  const std::vector<uint32_t> from{4, 3, 2, 1, 0};
+  ctn::SmallVec<uint32_t, 4> fv = from;
+  EXPECT_EQ(fv.size(), 5u);
+  EXPECT_EQ(fv.back(), 0u);
 }
