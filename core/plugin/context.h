@@ -120,7 +120,7 @@ struct CollectivePlugin {
   bool open = false;  // a communicator is started (one per plugin per process)
 };
 
-struct Context : OpSource {
+struct Context : OpSource, NodeArrays {
   std::vector<std::unique_ptr<Backend>> backends;
   std::vector<std::unique_ptr<CollectivePlugin>> collectives;  // data-parallel (collective.h)
   std::vector<std::unique_ptr<OpLib>> oplibs;
@@ -145,6 +145,12 @@ struct Context : OpSource {
   const uint64_t id;
   // Eager ops' output buffers (tensor/pool.h); closed by the destructor.
   BufferPool *const eager_buffers;
+  // Released eager graphs' node arrays (NodeArrays, graph.h): at most kSpareNodeArrays, each of
+  // at most kMaxSpareNodeBytes of capacity.
+  static constexpr size_t kSpareNodeArrays = 4;
+  static constexpr size_t kMaxSpareNodeBytes = size_t{16} << 20;
+  std::vector<Node> take_nodes() override;
+  void give_nodes(std::vector<Node> &&nodes) noexcept override;
 
   Context();
   ~Context();
@@ -189,6 +195,8 @@ struct Context : OpSource {
   std::string full_report_text;
 
  private:
+  std::mutex spare_mu_;
+  std::vector<std::vector<Node>> spare_nodes_;
   std::atomic<const std::vector<Backend *> *> published_{nullptr};
   std::vector<std::unique_ptr<const std::vector<Backend *>>> published_all_;  // a few per context
 };
