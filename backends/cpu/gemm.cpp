@@ -424,6 +424,95 @@ bool shared_gemm(Backend &be, const Blocking<T> &bl, int threads, int64_t m, int
   return true;
 }
 
+// The parallel GEMM for few rows (M within one MC block: a training step's batch of 128): the
+// participants split N, not M. Splitting M (shared_gemm) gave each participant blocks of ~18 rows,
+// so every packed B panel served three register tiles and B went through the caches once per
+// block; here each B panel, packed by the participant that claims its columns, serves all of M
+// (22 tiles at M = 128), and A, packed once per K block by whichever participant needs it first,
+// is what is shared and re-read. Columns go out in groups of panels on demand (an atomic counter),
+// so a participant that starts late takes fewer.
+template <class T>
+struct SplitNGemm : GemmOperands<T> {
+  Blocking<T> bl;
+  int64_t group, groups;  // NR-panels per claim, number of claims
+  int64_t mpad;           // M rounded up to MR: packed A's K block at row pc starts at pa + pc * mpad
+  T *pa;
+  std::atomic<int> *state;  // per K block of A: 0 not packed, 1 being packed, 2 ready
+  std::atomic<int64_t> next{0};
+};
+
+// The packed K block of A at row pc, packed here if nobody has; waits while another participant
+// packs it (a packer waits for nothing, so this ends; run one after another, no part ever finds
+// a block half packed).
+template <class T>
+const T *split_n_block_a(SplitNGemm<T> &g, int64_t pc, int64_t kc) {
+  T *dst = g.pa + pc * g.mpad;
+  std::atomic<int> &st = g.state[pc / g.bl.kc];
+  int s = st.load(std::memory_order_acquire);
+  if (s == 0 && st.compare_exchange_strong(s, 1, std::memory_order_acquire)) {
+    pack_a(g.a + pc * g.csa, g.rsa, g.csa, g.m, kc, g.bl.mr, dst);
+    st.store(2, std::memory_order_release);
+    return dst;
+  }
+  for (unsigned spins = 0; st.load(std::memory_order_acquire) != 2; ++spins) {
+    if (spins < 4096) spin_pause();
+    else std::this_thread::yield();
+  }
+  return dst;
+}
+
+template <class T>
+void split_n_part(void *ctx, int64_t, int64_t, int) {
+  auto &g = *static_cast<SplitNGemm<T> *>(ctx);
+  const GemmScratch &s = *t_scratch_ptr;
+  T *pb = static_cast<T *>(s.b);
+  T *tile = static_cast<T *>(s.c);
+  for (;;) {
+    const int64_t grp = g.next.fetch_add(1, std::memory_order_relaxed);
+    if (grp >= g.groups) return;
+    const int64_t j0 = grp * g.group * g.bl.nr, nc = std::min(g.group * g.bl.nr, g.n - j0);
+    for (int64_t pc = 0; pc < g.k; pc += g.bl.kc) {
+      const int64_t kc = std::min<int64_t>(g.bl.kc, g.k - pc);
+      pack_b(g.b + pc * g.rsb + j0 * g.csb, g.rsb, g.csb, kc, nc, g.bl.nr, pb);  // before a wait for A
+      const T *pa = split_n_block_a(g, pc, kc);
+      for (int64_t jr = 0; jr < nc; jr += g.bl.nr)
+        macro_panel(g.bl, g.m, std::min<int64_t>(g.bl.nr, nc - jr), kc, pa, pb + jr * kc, g.c + j0 + jr, g.ldc,
+                    pc > 0, tile);
+    }
+  }
+}
+
+// False (nothing done) when the shape does not suit or memory is short. The calling thread's
+// scratch must be ready.
+template <class T>
+bool split_n_gemm(Backend &be, const Blocking<T> &bl, int threads, int64_t m, int64_t n, int64_t k, const T *a,
+                  int64_t rsa, int64_t csa, const T *b, int64_t rsb, int64_t csb, T *c, int64_t ldc) {
+  const int64_t panels = (n + bl.nr - 1) / bl.nr;
+  if (k <= 0 || m > bl.mc || panels < 2 * threads) return false;
+  // About four claims per participant (at least one panel each; at most what packs in s.b).
+  const int64_t group = std::clamp<int64_t>(panels / (4 * threads), 1, bl.nc / bl.nr);
+  const int64_t mpad = (m + bl.mr - 1) / bl.mr * bl.mr;
+  const int64_t kblocks = (k + bl.kc - 1) / bl.kc;
+  const size_t state_bytes = (static_cast<size_t>(kblocks) * sizeof(std::atomic<int>) + 63) / 64 * 64;
+  const size_t need = state_bytes + static_cast<size_t>(k * mpad) * sizeof(T);
+  if (need > kSharedMax) return false;
+  GemmScratch &s = *t_scratch_ptr;
+  if (s.shared_bytes < need) {
+    void *p = aligned_scratch(need);
+    if (!p) return false;
+    std::free(s.shared);
+    s.shared = p;
+    s.shared_bytes = need;
+  }
+  auto *state = static_cast<std::atomic<int> *>(s.shared);
+  for (int64_t i = 0; i < kblocks; ++i) new (&state[i]) std::atomic<int>(0);
+  T *pa = reinterpret_cast<T *>(static_cast<char *>(s.shared) + state_bytes);
+  SplitNGemm<T> g{{m, n, k, a, rsa, csa, b, rsb, csb, c, ldc}, bl, group, (panels + group - 1) / group, mpad, pa,
+                  state};
+  be.pool->parallel_for(threads, 1, split_n_part<T>, &g);
+  return true;
+}
+
 template <class T>
 void own_gemm(Backend &be, int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa,
               int64_t csa, const T *b, int64_t rsb, int64_t csb, T *c, int64_t ldc) {
@@ -436,6 +525,7 @@ void own_gemm(Backend &be, int64_t m, int64_t n, int64_t k, const T *a, int64_t 
     gemm_serial(job.bl, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc);
     return;
   }
+  if (split_n_gemm(be, job.bl, threads, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc)) return;
   if (shared_gemm(be, job.bl, threads, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc)) return;
   // Few rows, or no memory for the shared B: split the larger of M and N statically; units are
   // whole register tiles so no part gets a sliver.

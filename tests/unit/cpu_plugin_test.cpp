@@ -242,6 +242,12 @@ TEST_F(CpuPlugin, GemmOwnAndOpenBLASMatchNaive) {
       {{8, 256}, {256, 1024}, false, false}, {{5, 70}, {33, 70}, false, true},
       {{2, 4, 65}, {65, 33}, false, false},  {{7, 300}, {300, 20}, false, false},
       {{3, 40}, {50, 40}, false, true},      {{40, 6}, {40, 30}, true, false},
+      // A training batch of 128 rows (and other M within one MC block) at 2 threads: the own
+      // GEMM splits N (split_n_gemm), A shared per K block; K over one and several K blocks,
+      // N with an edge panel, every transpose; then the weight gradients' K = 128.
+      {{128, 300}, {300, 257}, false, false}, {{300, 128}, {300, 200}, true, false},
+      {{128, 129}, {520, 129}, false, true},  {{600, 37}, {140, 600}, true, true},
+      {{37, 600}, {600, 140}, false, false},  {{128, 200}, {128, 150}, true, false},
   };
   std::vector<std::string> gemms = {"own"};
   if (has_openblas()) gemms.push_back("openblas");
