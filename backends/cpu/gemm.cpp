@@ -442,6 +442,28 @@ void shared_part(void *ctx, int64_t, int64_t, int) {
   }
 }
 
+// The calling thread's buffer that a parallel GEMM shares with the pool's workers: `states`
+// counters, set to 0, then (64-byte aligned) room for `elems` elements. Grown to the largest
+// such GEMM run here (at most kSharedMax bytes) and kept, so that a plan's steady state
+// allocates nothing; NULL past that or when memory is short. The thread's scratch must be ready.
+template <class T>
+T *shared_buffer(size_t states, size_t elems, std::atomic<int> **state) {
+  const size_t state_bytes = (states * sizeof(std::atomic<int>) + 63) / 64 * 64;
+  const size_t need = state_bytes + elems * sizeof(T);
+  if (need > kSharedMax) return nullptr;
+  GemmScratch &s = *t_scratch_ptr;
+  if (s.shared_bytes < need) {
+    void *p = aligned_scratch(need);
+    if (!p) return nullptr;
+    std::free(s.shared);
+    s.shared = p;
+    s.shared_bytes = need;
+  }
+  *state = static_cast<std::atomic<int> *>(s.shared);
+  for (size_t i = 0; i < states; ++i) new (&(*state)[i]) std::atomic<int>(0);
+  return reinterpret_cast<T *>(static_cast<char *>(s.shared) + state_bytes);
+}
+
 // False (nothing done) when the shape does not suit or memory is short. The calling thread's
 // scratch must be ready.
 template <class T>
@@ -454,21 +476,9 @@ bool shared_gemm(Backend &be, const Blocking<T> &bl, int threads, int64_t m, int
   const int64_t chunk = std::min<int64_t>((want + bl.mr - 1) / bl.mr * bl.mr, bl.mc / bl.mr * bl.mr);
   const int64_t panels = (n + bl.nr - 1) / bl.nr, npad = panels * bl.nr;
   const int64_t kblocks = (k + bl.kc - 1) / bl.kc;
-  const size_t states = static_cast<size_t>(kblocks * panels);
-  const size_t state_bytes = (states * sizeof(std::atomic<int>) + 63) / 64 * 64;
-  const size_t need = state_bytes + static_cast<size_t>(k * npad) * sizeof(T);
-  if (need > kSharedMax) return false;
-  GemmScratch &s = *t_scratch_ptr;
-  if (s.shared_bytes < need) {
-    void *p = aligned_scratch(need);
-    if (!p) return false;
-    std::free(s.shared);
-    s.shared = p;
-    s.shared_bytes = need;
-  }
-  auto *state = static_cast<std::atomic<int> *>(s.shared);
-  for (size_t i = 0; i < states; ++i) new (&state[i]) std::atomic<int>(0);
-  T *pb = reinterpret_cast<T *>(static_cast<char *>(s.shared) + state_bytes);
+  std::atomic<int> *state;
+  T *pb = shared_buffer<T>(static_cast<size_t>(kblocks * panels), static_cast<size_t>(k * npad), &state);
+  if (!pb) return false;
   SharedGemm<T> g{{m, n, k, a, rsa, csa, b, rsb, csb, c, ldc}, bl,
                   chunk, (m + chunk - 1) / chunk, panels, npad, pb, state};
   be.pool->parallel_for(threads, 1, shared_part<T>, &g);
@@ -544,20 +554,9 @@ bool split_n_gemm(Backend &be, const Blocking<T> &bl, int threads, int64_t m, in
   const int64_t group = std::clamp<int64_t>(panels / (4 * threads), 1, bl.nc / bl.nr);
   const int64_t mpad = (m + bl.mr - 1) / bl.mr * bl.mr;
   const int64_t kblocks = (k + bl.kc - 1) / bl.kc;
-  const size_t state_bytes = (static_cast<size_t>(kblocks) * sizeof(std::atomic<int>) + 63) / 64 * 64;
-  const size_t need = state_bytes + static_cast<size_t>(k * mpad) * sizeof(T);
-  if (need > kSharedMax) return false;
-  GemmScratch &s = *t_scratch_ptr;
-  if (s.shared_bytes < need) {
-    void *p = aligned_scratch(need);
-    if (!p) return false;
-    std::free(s.shared);
-    s.shared = p;
-    s.shared_bytes = need;
-  }
-  auto *state = static_cast<std::atomic<int> *>(s.shared);
-  for (int64_t i = 0; i < kblocks; ++i) new (&state[i]) std::atomic<int>(0);
-  T *pa = reinterpret_cast<T *>(static_cast<char *>(s.shared) + state_bytes);
+  std::atomic<int> *state;
+  T *pa = shared_buffer<T>(static_cast<size_t>(kblocks), static_cast<size_t>(k * mpad), &state);
+  if (!pa) return false;
   SplitNGemm<T> g{{m, n, k, a, rsa, csa, b, rsb, csb, c, ldc}, bl, group, (panels + group - 1) / group, mpad, pa,
                   state};
   be.pool->parallel_for(threads, 1, split_n_part<T>, &g);
