@@ -71,8 +71,9 @@ class SmallVec {
   void clear() { size_ = 0; }
 
   void push_back(const T &v) {
+    const T copy = v;  // v may be an element of this vector, which grow() frees
     if (size_ == cap_) grow(cap_ * 2);
-    data()[size_++] = v;
+    data()[size_++] = copy;
   }
   template <class... A>
   T &emplace_back(A &&...a) {
@@ -81,8 +82,9 @@ class SmallVec {
   }
   void pop_back() { --size_; }
   void resize(size_t n, const T &v = T()) {
+    const T copy = v;
     if (n > cap_) grow(static_cast<uint32_t>(n));
-    for (size_t i = size_; i < n; ++i) data()[i] = v;
+    for (size_t i = size_; i < n; ++i) data()[i] = copy;
     size_ = static_cast<uint32_t>(n);
   }
   void reserve(size_t n) {

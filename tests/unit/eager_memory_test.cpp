@@ -143,6 +143,10 @@ TEST(SmallVec, StaysInPlaceUpToNThenMovesToTheHeap) {
   EXPECT_EQ(std::vector<uint32_t>(moved), (std::vector<uint32_t>{8, 9}));
   moved.resize(6, 1);
   EXPECT_EQ(std::vector<uint32_t>(moved), (std::vector<uint32_t>{8, 9, 1, 1, 1, 1}));
+  ctn::SmallVec<uint32_t, 4> self{1, 2, 3, 4};
+  for (int i = 0; i < 20; ++i) self.push_back(self[0]);  // an element of its own, across regrowth
+  EXPECT_EQ(self.size(), 24u);
+  EXPECT_EQ(self.back(), 1u);
   const std::vector<uint32_t> from{4, 3, 2, 1, 0};
   ctn::SmallVec<uint32_t, 4> fv = from;
   EXPECT_EQ(fv.size(), 5u);
