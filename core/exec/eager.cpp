@@ -57,10 +57,12 @@ class Key {
   uint64_t hash_ = 0;
 };
 
-// Each thread's last hits: a direct-mapped table of pointers into contexts' eager caches (whose
-// entries stay until their context goes), with a copy of the key when it is short (most are: a
-// binary op on two rank-2 tensors takes 10 words). A slot names its context by Context::id,
-// which no later context reuses, so a slot of a destroyed context never matches again.
+// Each thread's last hits: a two-way set-associative table of pointers into contexts' eager
+// caches (whose entries stay until their context goes), with a copy of the key when it is short
+// (most are: a binary op on two rank-2 tensors takes 10 words). Two ways, because with one, two
+// keys of a loop that fell on the same slot (their op addresses vary from run to run) evicted
+// each other on every op. A slot names its context by Context::id, which no later context
+// reuses, so a slot of a destroyed context never matches again.
 constexpr size_t kSlotWords = 14;
 struct HitSlot {
   uint64_t ctx = 0;
@@ -85,18 +87,17 @@ struct HitSlot {
     std::copy_n(k.words(), n, key);
   }
 };
-constexpr size_t kHitSlots = 64;
-thread_local HitSlot t_hits[kHitSlots];
+constexpr size_t kHitSets = 32;
+thread_local HitSlot t_hits[kHitSets][2];  // [set][0]: the more recently filled way
 
 // The cache entry for `key` (a negative one, with its reason, when b cannot run the op): made
 // and inserted on a miss.
 const EagerEntry &find_or_make(Context &ctx, Key &key, const OpDef &op, Backend *b,
                                                              const Tensor *const *in, uint32_t n,
                                                              const ctn_attrs &attrs, const ValueInfo &out) {
-  std::string k(key.bytes());
   {
     std::lock_guard<std::mutex> lk(ctx.eager_mu);
-    auto it = ctx.eager_cache.find(k);
+    auto it = ctx.eager_cache.find(key.bytes());  // no key string is made for a hit
     if (it != ctx.eager_cache.end()) return it->second;
   }
   SmallBuf<ctn_tensor_desc, 8> descs(n);
@@ -110,7 +111,7 @@ const EagerEntry &find_or_make(Context &ctx, Key &key, const OpDef &op, Backend 
     if (e.why.empty()) e.why = "unsupported";
   }
   std::lock_guard<std::mutex> lk(ctx.eager_mu);
-  auto [it, inserted] = ctx.eager_cache.emplace(std::move(k), e);
+  auto [it, inserted] = ctx.eager_cache.emplace(std::string(key.bytes()), e);
   if (!inserted) b->release(e.kernel);
   return it->second;
 }
@@ -118,11 +119,16 @@ const EagerEntry &find_or_make(Context &ctx, Key &key, const OpDef &op, Backend 
 const EagerEntry *lookup(Context &ctx, const OpDef &op, Backend *b, const Tensor *const *in, uint32_t n,
                          const ctn_attrs &attrs, const ValueInfo &out, std::string *why) {
   Key key(op, b, in, n, attrs);
-  HitSlot &slot = t_hits[key.hash() % kHitSlots];
-  const EagerEntry *e = slot.entry;
-  if (!slot.holds(ctx, key)) {
+  HitSlot *set = t_hits[key.hash() % kHitSets];
+  const EagerEntry *e;
+  if (set[0].holds(ctx, key)) {
+    e = set[0].entry;
+  } else if (set[1].holds(ctx, key)) {
+    e = set[1].entry;
+  } else {
     e = &find_or_make(ctx, key, op, b, in, n, attrs, out);
-    slot.fill(ctx, key, e);
+    set[1] = set[0];  // the older way goes
+    set[0].fill(ctx, key, e);
   }
   if (e->kernel.fn) return e;
   *why = e->why;

@@ -12,6 +12,7 @@
 #include "tensor/tensor.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -104,7 +105,11 @@ void release_kernel(ctn_kernel &k);
 void ext_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx);
 ctn_node ext_tangent(Graph &g, ctn_node node, const ctn_node *t);
 
-struct EagerKey;
+// Hashes the eager cache's byte keys as string_views too, so a lookup needs no std::string.
+struct EagerKeyHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
 struct EagerEntry {
   ctn_kernel kernel{};
   Backend *backend = nullptr;
@@ -139,7 +144,7 @@ struct Context : OpSource, NodeArrays {
 
   // Eager kernel cache, keyed by a byte signature of (op, backend, dtypes, shapes, attrs). Entries
   // stay until the context goes (exec/eager.cpp's per-thread last-hit slots point at them).
-  std::unordered_map<std::string, EagerEntry> eager_cache;
+  std::unordered_map<std::string, EagerEntry, EagerKeyHash, std::equal_to<>> eager_cache;
   std::mutex eager_mu;
   // Unique in the process, never reused (a per-thread eager slot names the context it is for).
   const uint64_t id;
