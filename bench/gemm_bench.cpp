@@ -1,7 +1,8 @@
 // GEMM benchmark: the CPU plugin's matmul kernel (OpenBLAS path and own GEMM) against a direct
 // cblas_sgemm call on the same buffers. Prints one JSON object.
 //
-//   gemm_bench [--plugin PATH] [--json FILE] [--sizes 256,512,...] [--threads 1,2] [--help]
+//   gemm_bench [--plugin PATH] [--json FILE] [--sizes 256,512,...] [--shapes MxNxK[ab],...]
+//              [--threads 1,2] [--help]
 //
 // The plugin path defaults to $CTN_CPU_PLUGIN, else the build-tree path compiled in.
 #include <chutney/backend.h>
@@ -77,8 +78,47 @@ double median_seconds(F &&f, double flops) {
   return t[t.size() / 2];
 }
 
+// One product C[m, n] = op(A) op(B) with op = transpose where ta / tb (the matmul op's attrs).
+struct Case {
+  int m, n, k;
+  bool ta, tb;
+  std::string label;  // "512" for a square size, else "MxNxK" plus "nt"-style transposes
+};
+
+// "MxNxK" or "MxNxKab" where a, b are n (as stored) or t (transposed): 128x512x784, 512x784x128tn.
+bool parse_shapes(const char *s, std::vector<Case> *out) {
+  for (const char *p = s; *p;) {
+    const char *end = std::strchr(p, ',');
+    std::string item(p, end ? static_cast<size_t>(end - p) : std::strlen(p));
+    Case c{};
+    char ta = 'n', tb = 'n';
+    int used = 0;
+    if (std::sscanf(item.c_str(), "%dx%dx%d%n", &c.m, &c.n, &c.k, &used) != 3 || c.m <= 0 || c.n <= 0 || c.k <= 0)
+      return false;
+    if (item.size() == static_cast<size_t>(used) + 2) {
+      ta = item[static_cast<size_t>(used)];
+      tb = item[static_cast<size_t>(used) + 1];
+    } else if (item.size() != static_cast<size_t>(used)) {
+      return false;
+    }
+    if ((ta != 'n' && ta != 't') || (tb != 'n' && tb != 't')) return false;
+    c.ta = ta == 't';
+    c.tb = tb == 't';
+    c.label = item;
+    out->push_back(c);
+    if (!end) break;
+    p = end + 1;
+  }
+  return true;
+}
+
+bool isdigit_str(const std::string &s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
 struct Row {
-  int n, threads;
+  std::string label;
+  int threads;
   const char *impl;
   double gflops, ratio;
 };
@@ -90,16 +130,20 @@ int main(int argc, char **argv) {
   if (!plugin || !*plugin) plugin = CTN_CPU_PLUGIN_PATH;
   const char *json_path = nullptr;
   std::vector<int> sizes = {256, 512, 1024, 2048};
+  std::vector<Case> shapes;
   std::vector<int> threads = {1, 2};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: gemm_bench [--plugin PATH] [--json FILE] [--sizes 256,512] [--threads 1,2]\n"
+          "usage: gemm_bench [--plugin PATH] [--json FILE] [--sizes 256,512] [--shapes MxNxK[ab],...]\n"
+          "                  [--threads 1,2]\n"
           "Times the CPU plugin's f32 matmul kernel (gemm=openblas and gemm=own) against a\n"
-          "direct cblas_sgemm on the same buffers; square n x n x n; median of several reps\n"
-          "after two warm-ups. Prints JSON (or writes it to FILE). ratio = GFLOP/s divided by\n"
-          "the direct cblas_sgemm GFLOP/s at the same n and thread count.\n");
+          "direct cblas_sgemm on the same buffers; square n x n x n (--sizes), or the products\n"
+          "--shapes lists instead: C[M,N] = op(A) op(B) with K inner, a and b each n (as stored)\n"
+          "or t (transposed), e.g. 128x512x784,512x784x128tn; median of several reps after two\n"
+          "warm-ups. Prints JSON (or writes it to FILE). ratio = GFLOP/s divided by the direct\n"
+          "cblas_sgemm GFLOP/s at the same shape and thread count.\n");
       return 0;
     }
     if (i + 1 >= argc) {
@@ -109,6 +153,13 @@ int main(int argc, char **argv) {
     if (a == "--plugin") plugin = argv[++i];
     else if (a == "--json") json_path = argv[++i];
     else if (a == "--sizes") sizes = parse_list(argv[++i]);
+    else if (a == "--shapes") {
+      if (!parse_shapes(argv[++i], &shapes)) {
+        std::fprintf(stderr, "gemm_bench: --shapes takes MxNxK or MxNxKab (a, b: n or t), comma-separated: %s\n",
+                     argv[i]);
+        return 2;
+      }
+    }
     else if (a == "--threads") threads = parse_list(argv[++i]);
     else {
       std::fprintf(stderr, "gemm_bench: unknown argument %s (see --help)\n", a.c_str());
@@ -128,65 +179,70 @@ int main(int argc, char **argv) {
   auto isa_fn = reinterpret_cast<const char *(*)(void *)>(desc->get_proc_address(be, "ctn_cpu_gemm_isa"));
   bool has_openblas = desc->set_option(be, "gemm", "openblas") == CTN_OK;
 
+  const bool square = shapes.empty();
+  if (square)
+    for (int n : sizes) shapes.push_back({n, n, n, false, false, std::to_string(n)});
   std::vector<Row> rows;
   for (int th : threads) {
     if (desc->set_option(be, "num_threads", std::to_string(th).c_str()) != CTN_OK) {
       std::fprintf(stderr, "gemm_bench: %s\n", bench_plugin_error());
       return 1;
     }
-    for (int n : sizes) {
-      std::vector<float> a(static_cast<size_t>(n) * n), b(a.size()), c(a.size());
-      for (size_t i = 0; i < a.size(); ++i) {
-        a[i] = static_cast<float>((i * 7919) % 1000) * 1e-3f - 0.5f;
-        b[i] = static_cast<float>((i * 104729) % 997) * 1e-3f - 0.5f;
-      }
-      ctn_tensor_desc da{}, dc{};
-      da.dtype = CTN_F32;
-      da.ndim = 2;
-      da.shape[0] = da.shape[1] = n;
-      da.strides[0] = n;
-      da.strides[1] = 1;
-      ctn_tensor_desc db = da;
-      dc = da;
+    for (const Case &cs : shapes) {
+      const int m = cs.m, n = cs.n, kk = cs.k;
+      // Stored shapes: A is [K, M] when transposed, B is [N, K].
+      const int ar = cs.ta ? kk : m, ac = cs.ta ? m : kk, br = cs.tb ? n : kk, bc = cs.tb ? kk : n;
+      std::vector<float> a(static_cast<size_t>(ar) * ac), b(static_cast<size_t>(br) * bc),
+          c(static_cast<size_t>(m) * n);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 1000) * 1e-3f - 0.5f;
+      for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 997) * 1e-3f - 0.5f;
+      auto desc2 = [](int r, int cc, void *data) {
+        ctn_tensor_desc d{};
+        d.dtype = CTN_F32;
+        d.ndim = 2;
+        d.shape[0] = r;
+        d.shape[1] = cc;
+        d.strides[0] = cc;
+        d.strides[1] = 1;
+        d.data = data;
+        return d;
+      };
+      ctn_tensor_desc ins[2] = {desc2(ar, ac, a.data()), desc2(br, bc, b.data())};
+      ctn_tensor_desc dc = desc2(m, n, c.data());
       ctn_attrs attrs{};
       attrs.ni = 2;
-      ctn_op_signature sig{sizeof sig, 2, CTN_OP_MATMUL, nullptr, &dc, &attrs};
-      ctn_tensor_desc ins[2] = {da, db};
-      sig.inputs = ins;
+      attrs.i[0] = cs.ta;
+      attrs.i[1] = cs.tb;
+      ctn_op_signature sig{sizeof sig, 2, CTN_OP_MATMUL, ins, &dc, &attrs};
       ctn_kernel k{};
       if (desc->get_kernel(be, &sig, &k) != CTN_OK) {
-        std::fprintf(stderr, "gemm_bench: get_kernel: %s\n", bench_plugin_error());
+        std::fprintf(stderr, "gemm_bench: get_kernel(%s): %s\n", cs.label.c_str(), bench_plugin_error());
         return 1;
       }
-      ins[0].data = a.data();
-      ins[1].data = b.data();
-      dc.data = c.data();
       ctn_kernel_args args{2, 1, ins, &dc, &attrs, nullptr, 0};
-      double flops = 2.0 * n * n * n;
-
+      const double flops = 2.0 * m * n * kk;
       openblas_set_num_threads(th);
-      double t_ref = median_seconds(
+      const double t_ref = median_seconds(
           [&] {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
-                        b.data(), n, 0.0f, c.data(), n);
+            cblas_sgemm(CblasRowMajor, cs.ta ? CblasTrans : CblasNoTrans, cs.tb ? CblasTrans : CblasNoTrans, m, n,
+                        kk, 1.0f, a.data(), ac, b.data(), bc, 0.0f, c.data(), n);
           },
           flops);
-      double ref = flops / t_ref * 1e-9;
-      rows.push_back({n, th, "cblas_sgemm_direct", ref, 1.0});
+      const double ref = flops / t_ref * 1e-9;
+      rows.push_back({cs.label, th, "cblas_sgemm_direct", ref, 1.0});
       for (const char *mode : {"openblas", "own"}) {
         if (!std::strcmp(mode, "openblas") && !has_openblas) continue;
         desc->set_option(be, "gemm", mode);
-        double t = median_seconds([&] { k.fn(k.state, &args); }, flops);
-        double g = flops / t * 1e-9;
-        rows.push_back({n, th, !std::strcmp(mode, "own") ? "plugin_own" : "plugin_openblas", g,
-                        g / ref});
+        const double g = flops / median_seconds([&] { k.fn(k.state, &args); }, flops) * 1e-9;
+        rows.push_back({cs.label, th, !std::strcmp(mode, "own") ? "plugin_own" : "plugin_openblas", g, g / ref});
       }
       if (k.release) k.release(k.state);
-      std::fprintf(stderr, "n=%d threads=%d done\n", n, th);
+      std::fprintf(stderr, "%s threads=%d done\n", cs.label.c_str(), th);
     }
   }
 
-  std::string out = "{\n  \"benchmark\": \"gemm_f32_square\",\n  \"machine\": {";
+  std::string out = std::string("{\n  \"benchmark\": \"") + (square ? "gemm_f32_square" : "gemm_f32_shapes") +
+                    "\",\n  \"machine\": {";
   out += "\"cpu\": \"" + json_escape(cpu_model()) + "\", ";
   out += "\"hardware_threads\": " + std::to_string(std::thread::hardware_concurrency()) + ", ";
   out += "\"openblas\": \"" + json_escape(openblas_get_config()) + "\", ";
@@ -195,9 +251,11 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < rows.size(); ++i) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "    {\"n\": %d, \"threads\": %d, \"impl\": \"%s\", \"gflops\": %.2f, "
+                  "    {\"%s\": %s%s%s, \"threads\": %d, \"impl\": \"%s\", \"gflops\": %.2f, "
                   "\"ratio\": %.3f}%s\n",
-                  rows[i].n, rows[i].threads, rows[i].impl, rows[i].gflops, rows[i].ratio,
+                  isdigit_str(rows[i].label) ? "n" : "shape", isdigit_str(rows[i].label) ? "" : "\"",
+                  rows[i].label.c_str(), isdigit_str(rows[i].label) ? "" : "\"", rows[i].threads, rows[i].impl,
+                  rows[i].gflops, rows[i].ratio,
                   i + 1 < rows.size() ? "," : "");
     out += buf;
   }

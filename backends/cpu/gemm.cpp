@@ -9,6 +9,7 @@
 
 #include "cpu_backend.h"
 #include "gemm_arm32.h"
+#include "x86_simd.h"
 
 #ifdef CTN_CPU_HAVE_OPENBLAS
 #include <cblas.h>
@@ -97,15 +98,57 @@ void uk_f64_generic(int64_t k, const double *pa, const double *pb, double *c, in
   micro_kernel_body<double, 2, kGenericMR, 2>(k, pa, pb, c, ldc, acc);
 }
 
+#if defined(__x86_64__)
+// A transposed B panel (a weight stored [N, K], as every linear layer's forward reads it) for
+// NR = 32: 16 x 16 blocks, each read as 16 rows of B and transposed in registers (the generic
+// loop moved one element at a time and was ~10 % of a 128-row forward GEMM).
+__attribute__((target("avx512f"))) void transpose16(__m512 *r) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 16; g += 4)
+    for (int h = 0; h < 2; ++h) {  // per 128-bit lane: column 2h (+1) of rows g..g+3
+      const __m512d lo = _mm512_castps_pd(t[g + h]), hi = _mm512_castps_pd(t[g + h + 2]);
+      u[g + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
+      u[g + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
+    }
+  // u[4g + c], lane L: rows 4g..4g+3 of column 4L + c. Gather the lanes of each column.
+  for (int c = 0; c < 4; ++c) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88), v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88),
+                 v3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
+    r[c] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    r[8 + c] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
+    r[4 + c] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
+  }
+}
+
+__attribute__((target("avx512f"))) void pack_bt32_avx512(const float *b, int64_t csb, int64_t kc, float *dst) {
+  int64_t p = 0;
+  for (; p + 16 <= kc; p += 16)
+    for (int h = 0; h < 32; h += 16) {
+      __m512 r[16];
+      for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(b + (h + j) * csb + p);
+      transpose16(r);
+      for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + (p + i) * 32 + h, r[i]);
+    }
+  for (; p < kc; ++p)
+    for (int j = 0; j < 32; ++j) dst[p * 32 + j] = b[j * csb + p];
+}
+#endif
+
 // Blocking: a KC x NR panel of B stays in L1, an MC x KC block of A in L2, KC x NC of B in L3.
 #if defined(__x86_64__)
 const GemmIsa kIsaAvx512 = {"avx512", uk_f32_avx512, 6, 32, 144, 256, 3072,
-                            uk_f64_avx512, 6, 16, 96, 256, 1536};
+                            uk_f64_avx512, 6, 16, 96, 256, 1536, pack_bt32_avx512};
 const GemmIsa kIsaAvx2 = {"avx2", uk_f32_avx2, 6, 16, 144, 256, 3072,
-                          uk_f64_avx2, 6, 8, 96, 256, 1536};
+                          uk_f64_avx2, 6, 8, 96, 256, 1536, nullptr};
 #endif
 const GemmIsa kIsaGeneric = {"generic", uk_f32_generic, kGenericMR, 8, kGenericMR * 24, 256,
-                             3072, uk_f64_generic, kGenericMR, 4, kGenericMR * 12, 256, 1536};
+                             3072, uk_f64_generic, kGenericMR, 4, kGenericMR * 12, 256, 1536, nullptr};
 
 constexpr size_t kScratchA = 200 * 1024;
 constexpr size_t kScratchB = 256 * 3072 * sizeof(float);
@@ -158,13 +201,14 @@ template <class T>
 struct Blocking {
   void (*uk)(int64_t, const T *, const T *, T *, int64_t, int);
   int mr, nr, mc, kc, nc;
+  void (*pack_bt)(const T *b, int64_t csb, int64_t kc, T *dst);  // GemmIsa::pack_bt32, or NULL
 };
 
 Blocking<float> blocking_of(const GemmIsa &isa, float) {
-  return {isa.f32, isa.mr32, isa.nr32, isa.mc32, isa.kc32, isa.nc32};
+  return {isa.f32, isa.mr32, isa.nr32, isa.mc32, isa.kc32, isa.nc32, isa.pack_bt32};
 }
 Blocking<double> blocking_of(const GemmIsa &isa, double) {
-  return {isa.f64, isa.mr64, isa.nr64, isa.mc64, isa.kc64, isa.nc64};
+  return {isa.f64, isa.mr64, isa.nr64, isa.mc64, isa.kc64, isa.nc64, nullptr};
 }
 
 // Packs the mc x kc block of A at (0, 0) into MR-row panels, zero-padding the last one.
@@ -198,11 +242,18 @@ void pack_a(const T *a, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, int mr
   }
 }
 
-// Packs the kc x nc block of B into NR-column panels, zero-padding the last one.
+// Packs the kc x nc block of B into NR-column panels, zero-padding the last one. `bt` (when not
+// NULL) packs a full panel of a transposed B (rsb == 1).
 template <class T>
-void pack_b(const T *b, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, int nr, T *dst) {
+void pack_b(const T *b, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, int nr, T *dst,
+            void (*bt)(const T *, int64_t, int64_t, T *)) {
   for (int64_t jr = 0; jr < nc; jr += nr) {
     int64_t cols = std::min<int64_t>(nr, nc - jr);
+    if (bt && rsb == 1 && csb != 1 && cols == nr) {
+      bt(b + jr * csb, csb, kc, dst);
+      dst += nr * kc;
+      continue;
+    }
     for (int64_t p = 0; p < kc; ++p) {
       const T *src = b + p * rsb + jr * csb;
       T *d = dst + p * nr;
@@ -258,7 +309,7 @@ void gemm_serial(const Blocking<T> &bl, int64_t m, int64_t n, int64_t k,
     for (int64_t pc = 0; pc < k; pc += bl.kc) {
       int64_t kc = std::min<int64_t>(bl.kc, k - pc);
       int accumulate = pc > 0 || acc_c;
-      pack_b(b + pc * rsb + jc * csb, rsb, csb, kc, nc, bl.nr, pb);
+      pack_b(b + pc * rsb + jc * csb, rsb, csb, kc, nc, bl.nr, pb, bl.pack_bt);
       for (int64_t ic = 0; ic < m; ic += bl.mc) {
         int64_t mc = std::min<int64_t>(bl.mc, m - ic);
         pack_a(a + ic * rsa + pc * csa, rsa, csa, mc, kc, bl.mr, pa);
@@ -340,7 +391,7 @@ const T *shared_panel(SharedGemm<T> &g, int64_t pc, int64_t kc, int64_t jp) {
   if (s == 0 && st.compare_exchange_strong(s, 1, std::memory_order_acquire)) {
     const int64_t j0 = jp * g.bl.nr;
     pack_b(g.b + pc * g.rsb + j0 * g.csb, g.rsb, g.csb, kc, std::min<int64_t>(g.bl.nr, g.n - j0),
-           g.bl.nr, dst);
+           g.bl.nr, dst, g.bl.pack_bt);
     st.store(2, std::memory_order_release);
     return dst;
   }
@@ -391,6 +442,28 @@ void shared_part(void *ctx, int64_t, int64_t, int) {
   }
 }
 
+// The calling thread's buffer that a parallel GEMM shares with the pool's workers: `states`
+// counters, set to 0, then (64-byte aligned) room for `elems` elements. Grown to the largest
+// such GEMM run here (at most kSharedMax bytes) and kept, so that a plan's steady state
+// allocates nothing; NULL past that or when memory is short. The thread's scratch must be ready.
+template <class T>
+T *shared_buffer(size_t states, size_t elems, std::atomic<int> **state) {
+  const size_t state_bytes = (states * sizeof(std::atomic<int>) + 63) / 64 * 64;
+  const size_t need = state_bytes + elems * sizeof(T);
+  if (need > kSharedMax) return nullptr;
+  GemmScratch &s = *t_scratch_ptr;
+  if (s.shared_bytes < need) {
+    void *p = aligned_scratch(need);
+    if (!p) return nullptr;
+    std::free(s.shared);
+    s.shared = p;
+    s.shared_bytes = need;
+  }
+  *state = static_cast<std::atomic<int> *>(s.shared);
+  for (size_t i = 0; i < states; ++i) new (&(*state)[i]) std::atomic<int>(0);
+  return reinterpret_cast<T *>(static_cast<char *>(s.shared) + state_bytes);
+}
+
 // False (nothing done) when the shape does not suit or memory is short. The calling thread's
 // scratch must be ready.
 template <class T>
@@ -403,24 +476,90 @@ bool shared_gemm(Backend &be, const Blocking<T> &bl, int threads, int64_t m, int
   const int64_t chunk = std::min<int64_t>((want + bl.mr - 1) / bl.mr * bl.mr, bl.mc / bl.mr * bl.mr);
   const int64_t panels = (n + bl.nr - 1) / bl.nr, npad = panels * bl.nr;
   const int64_t kblocks = (k + bl.kc - 1) / bl.kc;
-  const size_t states = static_cast<size_t>(kblocks * panels);
-  const size_t state_bytes = (states * sizeof(std::atomic<int>) + 63) / 64 * 64;
-  const size_t need = state_bytes + static_cast<size_t>(k * npad) * sizeof(T);
-  if (need > kSharedMax) return false;
-  GemmScratch &s = *t_scratch_ptr;
-  if (s.shared_bytes < need) {
-    void *p = aligned_scratch(need);
-    if (!p) return false;
-    std::free(s.shared);
-    s.shared = p;
-    s.shared_bytes = need;
-  }
-  auto *state = static_cast<std::atomic<int> *>(s.shared);
-  for (size_t i = 0; i < states; ++i) new (&state[i]) std::atomic<int>(0);
-  T *pb = reinterpret_cast<T *>(static_cast<char *>(s.shared) + state_bytes);
+  std::atomic<int> *state;
+  T *pb = shared_buffer<T>(static_cast<size_t>(kblocks * panels), static_cast<size_t>(k * npad), &state);
+  if (!pb) return false;
   SharedGemm<T> g{{m, n, k, a, rsa, csa, b, rsb, csb, c, ldc}, bl,
                   chunk, (m + chunk - 1) / chunk, panels, npad, pb, state};
   be.pool->parallel_for(threads, 1, shared_part<T>, &g);
+  return true;
+}
+
+// The parallel GEMM for few rows (M within one MC block: a training step's batch of 128): the
+// participants split N, not M. Splitting M (shared_gemm) gave each participant blocks of ~18 rows,
+// so every packed B panel served three register tiles and B went through the caches once per
+// block; here each B panel, packed by the participant that claims its columns, serves all of M
+// (22 tiles at M = 128), and A, packed once per K block by whichever participant needs it first,
+// is what is shared and re-read. Columns go out in groups of panels on demand (an atomic counter),
+// so a participant that starts late takes fewer.
+template <class T>
+struct SplitNGemm : GemmOperands<T> {
+  Blocking<T> bl;
+  int64_t group, groups;  // NR-panels per claim, number of claims
+  int64_t mpad;           // M rounded up to MR: packed A's K block at row pc starts at pa + pc * mpad
+  T *pa;
+  std::atomic<int> *state;  // per K block of A: 0 not packed, 1 being packed, 2 ready
+  std::atomic<int64_t> next{0};
+};
+
+// The packed K block of A at row pc, packed here if nobody has; waits while another participant
+// packs it (a packer waits for nothing, so this ends; run one after another, no part ever finds
+// a block half packed).
+template <class T>
+const T *split_n_block_a(SplitNGemm<T> &g, int64_t pc, int64_t kc) {
+  T *dst = g.pa + pc * g.mpad;
+  std::atomic<int> &st = g.state[pc / g.bl.kc];
+  int s = st.load(std::memory_order_acquire);
+  if (s == 0 && st.compare_exchange_strong(s, 1, std::memory_order_acquire)) {
+    pack_a(g.a + pc * g.csa, g.rsa, g.csa, g.m, kc, g.bl.mr, dst);
+    st.store(2, std::memory_order_release);
+    return dst;
+  }
+  for (unsigned spins = 0; st.load(std::memory_order_acquire) != 2; ++spins) {
+    if (spins < 4096) spin_pause();
+    else std::this_thread::yield();
+  }
+  return dst;
+}
+
+template <class T>
+void split_n_part(void *ctx, int64_t, int64_t, int) {
+  auto &g = *static_cast<SplitNGemm<T> *>(ctx);
+  const GemmScratch &s = *t_scratch_ptr;
+  T *pb = static_cast<T *>(s.b);
+  T *tile = static_cast<T *>(s.c);
+  for (;;) {
+    const int64_t grp = g.next.fetch_add(1, std::memory_order_relaxed);
+    if (grp >= g.groups) return;
+    const int64_t j0 = grp * g.group * g.bl.nr, nc = std::min(g.group * g.bl.nr, g.n - j0);
+    for (int64_t pc = 0; pc < g.k; pc += g.bl.kc) {
+      const int64_t kc = std::min<int64_t>(g.bl.kc, g.k - pc);
+      pack_b(g.b + pc * g.rsb + j0 * g.csb, g.rsb, g.csb, kc, nc, g.bl.nr, pb, g.bl.pack_bt);  // before a wait for A
+      const T *pa = split_n_block_a(g, pc, kc);
+      for (int64_t jr = 0; jr < nc; jr += g.bl.nr)
+        macro_panel(g.bl, g.m, std::min<int64_t>(g.bl.nr, nc - jr), kc, pa, pb + jr * kc, g.c + j0 + jr, g.ldc,
+                    pc > 0, tile);
+    }
+  }
+}
+
+// False (nothing done) when the shape does not suit or memory is short. The calling thread's
+// scratch must be ready.
+template <class T>
+bool split_n_gemm(Backend &be, const Blocking<T> &bl, int threads, int64_t m, int64_t n, int64_t k, const T *a,
+                  int64_t rsa, int64_t csa, const T *b, int64_t rsb, int64_t csb, T *c, int64_t ldc) {
+  const int64_t panels = (n + bl.nr - 1) / bl.nr;
+  if (k <= 0 || m > bl.mc || panels < 2 * threads) return false;
+  // About four claims per participant (at least one panel each; at most what packs in s.b).
+  const int64_t group = std::clamp<int64_t>(panels / (4 * threads), 1, bl.nc / bl.nr);
+  const int64_t mpad = (m + bl.mr - 1) / bl.mr * bl.mr;
+  const int64_t kblocks = (k + bl.kc - 1) / bl.kc;
+  std::atomic<int> *state;
+  T *pa = shared_buffer<T>(static_cast<size_t>(kblocks), static_cast<size_t>(k * mpad), &state);
+  if (!pa) return false;
+  SplitNGemm<T> g{{m, n, k, a, rsa, csa, b, rsb, csb, c, ldc}, bl, group, (panels + group - 1) / group, mpad, pa,
+                  state};
+  be.pool->parallel_for(threads, 1, split_n_part<T>, &g);
   return true;
 }
 
@@ -436,6 +575,7 @@ void own_gemm(Backend &be, int64_t m, int64_t n, int64_t k, const T *a, int64_t 
     gemm_serial(job.bl, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc);
     return;
   }
+  if (split_n_gemm(be, job.bl, threads, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc)) return;
   if (shared_gemm(be, job.bl, threads, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc)) return;
   // Few rows, or no memory for the shared B: split the larger of M and N statically; units are
   // whole register tiles so no part gets a sliver.

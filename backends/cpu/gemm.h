@@ -25,6 +25,9 @@ struct GemmIsa {
   int mr32, nr32, mc32, kc32, nc32;
   MicroKernelF64 f64;
   int mr64, nr64, mc64, kc64, nc64;
+  // Packs one full nr32-column panel of a transposed f32 B (B(p, j) = b[p + j * csb], kc rows)
+  // into dst[p * nr32 + j]; NULL: the generic loop does it.
+  void (*pack_bt32)(const float *b, int64_t csb, int64_t kc, float *dst);
 };
 
 // The best variant this CPU runs; `name` may force a lower one ("avx2", "generic"). NULL when

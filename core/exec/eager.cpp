@@ -2,44 +2,103 @@
 
 #include "exec/select.h"
 #include "plugin/context.h"
+#include "tensor/pool.h"
 #include "util/small_buf.h"
 #include "util/status.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string_view>
 
 namespace ctn {
 
 namespace {
 
-// The cache key: raw bytes of (op pointer, backend pointer, input dtypes/shapes, attrs). Built in
-// a thread-local buffer so that a cache hit allocates nothing.
-void build_key(std::string &key, const OpDef &op, const Backend *b, const Tensor *const *in, uint32_t n,
-               const ctn_attrs &attrs) {
-  key.clear();
-  auto put = [&](const void *p, size_t sz) { key.append(static_cast<const char *>(p), sz); };
-  const OpDef *opp = &op;
-  put(&opp, sizeof opp);
-  put(&b, sizeof b);
-  put(&n, sizeof n);
-  for (uint32_t i = 0; i < n; ++i) {
-    put(&in[i]->dtype, sizeof(int32_t));
-    put(&in[i]->shape.ndim, sizeof(uint32_t));
-    put(in[i]->shape.d, sizeof(int64_t) * in[i]->shape.ndim);
+// The cache key: 64-bit words of (op, backend, input count, each input's dtype, rank and dims,
+// the attribute counts, ints and float bits). On the stack up to 96 words (any op with at most
+// eight rank-8 inputs), so that a cache hit allocates nothing.
+class Key {
+ public:
+  Key(const OpDef &op, const Backend *b, const Tensor *const *in, uint32_t n, const ctn_attrs &attrs)
+      : buf_(count(in, n, attrs)) {
+    uint64_t *w = buf_.data();
+    size_t k = 0;
+    w[k++] = reinterpret_cast<uintptr_t>(&op);
+    w[k++] = reinterpret_cast<uintptr_t>(b);
+    w[k++] = n;
+    for (uint32_t i = 0; i < n; ++i) {
+      w[k++] = static_cast<uint64_t>(static_cast<uint32_t>(in[i]->dtype)) << 32 | in[i]->shape.ndim;
+      for (uint32_t d = 0; d < in[i]->shape.ndim; ++d) w[k++] = static_cast<uint64_t>(in[i]->shape.d[d]);
+    }
+    w[k++] = static_cast<uint64_t>(attrs.ni) << 32 | attrs.nf;
+    for (uint32_t j = 0; j < attrs.ni; ++j) w[k++] = static_cast<uint64_t>(attrs.i[j]);
+    for (uint32_t j = 0; j < attrs.nf; ++j) std::memcpy(&w[k++], &attrs.f[j], sizeof(double));
+    n_ = k;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ k;
+    for (size_t j = 0; j < k; ++j) {
+      h ^= w[j];
+      h = (h << 29 | h >> 35) * 0xff51afd7ed558ccdull;
+    }
+    hash_ = h ^ (h >> 32);
   }
-  put(&attrs.ni, sizeof attrs.ni);
-  put(&attrs.nf, sizeof attrs.nf);
-  put(attrs.i, sizeof(int64_t) * attrs.ni);
-  put(attrs.f, sizeof(double) * attrs.nf);
-}
+  uint64_t hash() const { return hash_; }
+  size_t size() { return n_; }
+  const uint64_t *words() { return buf_.data(); }
+  std::string_view bytes() { return {reinterpret_cast<const char *>(buf_.data()), n_ * sizeof(uint64_t)}; }
 
-const EagerEntry *lookup(Context &ctx, const OpDef &op, Backend *b, const Tensor *const *in, uint32_t n,
-                         const ctn_attrs &attrs, const ValueInfo &out, std::string *why) {
-  thread_local std::string key;
-  build_key(key, op, b, in, n, attrs);
+ private:
+  static size_t count(const Tensor *const *in, uint32_t n, const ctn_attrs &attrs) {
+    size_t c = 4 + attrs.ni + attrs.nf;
+    for (uint32_t i = 0; i < n; ++i) c += 1 + in[i]->shape.ndim;
+    return c;
+  }
+  SmallBuf<uint64_t, 96> buf_;
+  size_t n_ = 0;
+  uint64_t hash_ = 0;
+};
+
+// Each thread's last hits: a two-way set-associative table of pointers into contexts' eager
+// caches (whose entries stay until their context goes), with a copy of the key when it is short
+// (most are: a binary op on two rank-2 tensors takes 10 words). Two ways, because with one, two
+// keys of a loop that fell on the same slot (their op addresses vary from run to run) evicted
+// each other on every op. A slot names its context by Context::id, which no later context
+// reuses, so a slot of a destroyed context never matches again.
+constexpr size_t kSlotWords = 14;
+struct HitSlot {
+  uint64_t ctx = 0;
+  uint64_t hash = 0;
+  size_t n = 0;  // key words; 0: the slot is empty (or the key was longer than kSlotWords)
+  const EagerEntry *entry = nullptr;
+  uint64_t key[kSlotWords];
+
+  bool holds(const Context &c, Key &k) const {
+    if (ctx != c.id || hash != k.hash() || n != k.size()) return false;
+    const uint64_t *w = k.words();
+    for (size_t i = 0; i < n; ++i)
+      if (key[i] != w[i]) return false;
+    return true;
+  }
+  void fill(const Context &c, Key &k, const EagerEntry *e) {
+    if (k.size() > kSlotWords) return;
+    ctx = c.id;
+    hash = k.hash();
+    n = k.size();
+    entry = e;
+    std::copy_n(k.words(), n, key);
+  }
+};
+constexpr size_t kHitSets = 32;
+thread_local HitSlot t_hits[kHitSets][2];  // [set][0]: the more recently filled way
+
+// The cache entry for `key` (a negative one, with its reason, when b cannot run the op): made
+// and inserted on a miss.
+const EagerEntry &find_or_make(Context &ctx, Key &key, const OpDef &op, Backend *b,
+                                                             const Tensor *const *in, uint32_t n,
+                                                             const ctn_attrs &attrs, const ValueInfo &out) {
   {
     std::lock_guard<std::mutex> lk(ctx.eager_mu);
-    auto it = ctx.eager_cache.find(key);
-    if (it != ctx.eager_cache.end()) return it->second.kernel.fn ? &it->second : nullptr;
+    auto it = ctx.eager_cache.find(key.bytes());  // no key string is made for a hit
+    if (it != ctx.eager_cache.end()) return it->second;
   }
   SmallBuf<ctn_tensor_desc, 8> descs(n);
   ctn_tensor_desc *d = descs.data();
@@ -47,12 +106,33 @@ const EagerEntry *lookup(Context &ctx, const OpDef &op, Backend *b, const Tensor
   ctn_tensor_desc od = make_desc(out);
   EagerEntry e;
   e.backend = b;
-  if (!select_kernel(*b, op, n, d, od, attrs, &e.kernel, why)) e.kernel = ctn_kernel{};  // negative entry
+  if (!select_kernel(*b, op, n, d, od, attrs, &e.kernel, &e.why)) {  // negative entry
+    e.kernel = ctn_kernel{};
+    if (e.why.empty()) e.why = "unsupported";
+  }
   std::lock_guard<std::mutex> lk(ctx.eager_mu);
-  auto [it, inserted] = ctx.eager_cache.emplace(key, e);
+  auto [it, inserted] = ctx.eager_cache.emplace(std::string(key.bytes()), e);
   if (!inserted) b->release(e.kernel);
-  if (!it->second.kernel.fn && why->empty()) *why = "unsupported (cached)";
-  return it->second.kernel.fn ? &it->second : nullptr;
+  return it->second;
+}
+
+const EagerEntry *lookup(Context &ctx, const OpDef &op, Backend *b, const Tensor *const *in, uint32_t n,
+                         const ctn_attrs &attrs, const ValueInfo &out, std::string *why) {
+  Key key(op, b, in, n, attrs);
+  HitSlot *set = t_hits[key.hash() % kHitSets];
+  const EagerEntry *e;
+  if (set[0].holds(ctx, key)) {
+    e = set[0].entry;
+  } else if (set[1].holds(ctx, key)) {
+    e = set[1].entry;
+  } else {
+    e = &find_or_make(ctx, key, op, b, in, n, attrs, out);
+    set[1] = set[0];  // the older way goes
+    set[0].fill(ctx, key, e);
+  }
+  if (e->kernel.fn) return e;
+  *why = e->why;
+  return nullptr;
 }
 
 void run_on(const EagerEntry &e, const OpDef &op, const ctn_attrs &attrs, const Tensor *const *in, uint32_t n,
@@ -115,7 +195,7 @@ void run_on(const EagerEntry &e, const OpDef &op, const ctn_attrs &attrs, const 
 
 Tensor eager_compute(Context &ctx, const OpDef &op, const ctn_attrs &attrs, const Tensor *const *in, uint32_t n,
                      const ValueInfo &out, Backend *only, const Backend **ran_on) {
-  Tensor result = Tensor::empty(out.dtype, out.shape);
+  Tensor result = Tensor::empty(out.dtype, out.shape, ctx.eager_buffers);
   std::string reasons;
   auto attempt = [&](Backend *b) {
     std::string why;
@@ -154,8 +234,9 @@ void eager_execute(Graph &g, Node &node) {
     node.bounded = false;
     return;
   }
-  node.value = std::make_shared<Tensor>(
-      eager_compute(*g.context(), *node.op, node.attrs, in, n, node.info, nullptr, &node.ran_on));
+  Context &ctx = *g.context();
+  node.value = std::allocate_shared<Tensor>(PoolAllocator<Tensor>(ctx.eager_buffers),
+                                            eager_compute(ctx, *node.op, node.attrs, in, n, node.info, nullptr, &node.ran_on));
 }
 
 namespace {

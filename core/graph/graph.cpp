@@ -182,7 +182,7 @@ ctn_node Graph::add_op(const OpDef &op, uint32_t n, const ctn_node *inputs, cons
   // An assignment's node evaluates to the value it assigns, but assignments run after every
   // other node of a plan: an op reading one reads the assigned value itself (a plan scheduled
   // the op before the assignment and failed with an internal error otherwise).
-  std::vector<ctn_node> ins(inputs, inputs + n);
+  SmallVec<ctn_node, 4> ins(inputs, inputs + n);
   for (ctn_node &x : ins) x = through_assign(x);
   Node node;
   node.kind = NodeKind::Op;

@@ -4,6 +4,7 @@
 
 #include "graph/op.h"
 #include "tensor/tensor.h"
+#include "util/small_vec.h"
 
 #include <memory>
 #include <vector>
@@ -39,7 +40,7 @@ enum class NodeKind : uint8_t { Input, Constant, Variable, Op, Assign };
 struct Node {
   NodeKind kind = NodeKind::Op;
   const OpDef *op = nullptr;  // Op nodes
-  std::vector<ctn_node> inputs;
+  SmallVec<ctn_node, 4> inputs;  // in place up to four (no allocation per recorded node)
   ctn_attrs attrs{};
   ValueInfo info;
   std::string name;
@@ -54,11 +55,34 @@ struct Node {
   bool bounded = false;
 };
 
+// Keeps eager graphs' node arrays between graphs (the context implements it: plugin/context.h).
+// A program that builds an eager graph per step would otherwise grow a fresh array every step,
+// relocating each node as it doubles and faulting in new pages.
+class NodeArrays {
+ public:
+  virtual std::vector<Node> take_nodes() = 0;                  // empty, with capacity if one was kept
+  virtual void give_nodes(std::vector<Node> &&nodes) noexcept = 0;  // an empty array to keep (or drop)
+
+ protected:
+  ~NodeArrays() = default;
+};
+
 class Graph {
  public:
   // C is the Context (or ctn_context): a template so that graph/ needs only its declaration.
   template <class C>
-  Graph(C *ctx, bool eager) : ctx_(ctx), ops_(ctx), eager_(eager) {}
+  Graph(C *ctx, bool eager) : ctx_(ctx), ops_(ctx), arrays_(eager ? ctx : nullptr), eager_(eager) {
+    if (arrays_) nodes_ = arrays_->take_nodes();
+  }
+  ~Graph() {
+    if (!arrays_) return;
+    nodes_.clear();
+    arrays_->give_nodes(std::move(nodes_));
+  }
+  Graph(const Graph &) = default;
+  Graph &operator=(const Graph &) = default;
+  Graph(Graph &&) = default;  // the source keeps no array: its destructor gives nothing back
+  Graph &operator=(Graph &&) = default;
 
   Context *context() const { return ctx_; }
   bool eager() const { return eager_; }
@@ -111,6 +135,7 @@ class Graph {
 
   Context *ctx_;
   const OpSource *ops_;  // ctx_ itself, seen as an OpSource
+  NodeArrays *arrays_;   // ctx_ itself for an eager graph (its node array goes back there), else NULL
   bool eager_;
   std::vector<Node> nodes_;
 };

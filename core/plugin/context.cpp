@@ -2,6 +2,7 @@
 #include "plugin/backend_proc.h"
 
 #include "graph/graph.h"
+#include "tensor/pool.h"
 #include "util/status.h"
 
 #include <dlfcn.h>
@@ -93,13 +94,40 @@ std::recursive_mutex &plugin_lifecycle_mutex() {
   return m;
 }
 
-Context::Context() {
+namespace {
+std::atomic<uint64_t> g_next_context_id{1};
+}  // namespace
+
+Context::Context() : id(g_next_context_id.fetch_add(1, std::memory_order_relaxed)), eager_buffers(new BufferPool) {
   publish_preference();  // empty until plugins load
   size_t n = 0;
   const OpDef *const *b = builtin_ops(&n);
-  for (size_t i = 0; i < n; ++i) {
-    ops[b[i]->name] = b[i];
-    ops["ctn::" + b[i]->name] = b[i];
+  try {
+    for (size_t i = 0; i < n; ++i) {
+      ops[b[i]->name] = b[i];
+      ops["ctn::" + b[i]->name] = b[i];
+    }
+  } catch (...) {
+    eager_buffers->close();  // the destructor does not run for a constructor that throws
+    throw;
+  }
+}
+
+std::vector<Node> Context::take_nodes() {
+  std::lock_guard<std::mutex> lk(spare_mu_);
+  if (spare_nodes_.empty()) return {};
+  std::vector<Node> v = std::move(spare_nodes_.back());
+  spare_nodes_.pop_back();
+  return v;
+}
+
+void Context::give_nodes(std::vector<Node> &&nodes) noexcept {
+  if (!nodes.empty() || nodes.capacity() == 0 || nodes.capacity() * sizeof(Node) > kMaxSpareNodeBytes) return;
+  std::lock_guard<std::mutex> lk(spare_mu_);
+  if (spare_nodes_.size() >= kSpareNodeArrays) return;
+  try {
+    spare_nodes_.push_back(std::move(nodes));
+  } catch (...) {  // no room to keep it: the caller frees it
   }
 }
 
@@ -107,6 +135,7 @@ Context::~Context() {
   std::lock_guard<std::recursive_mutex> lifecycle(plugin_lifecycle_mutex());
   for (auto &e : eager_cache) e.second.backend->release(e.second.kernel);
   eager_cache.clear();
+  eager_buffers->close();
   for (auto &b : backends) {
     if (b->available && b->state) {
       try {

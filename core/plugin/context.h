@@ -12,6 +12,7 @@
 #include "tensor/tensor.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -104,10 +105,15 @@ void release_kernel(ctn_kernel &k);
 void ext_grad(Graph &g, ctn_node node, ctn_node dy, const bool *need, ctn_node *dx);
 ctn_node ext_tangent(Graph &g, ctn_node node, const ctn_node *t);
 
-struct EagerKey;
+// Hashes the eager cache's byte keys as string_views too, so a lookup needs no std::string.
+struct EagerKeyHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
 struct EagerEntry {
   ctn_kernel kernel{};
   Backend *backend = nullptr;
+  std::string why;  // a negative entry (kernel.fn NULL): why the backend cannot run it
 };
 
 // A collective plugin (collective.h); `available` false keeps it listed with its reason.
@@ -119,7 +125,7 @@ struct CollectivePlugin {
   bool open = false;  // a communicator is started (one per plugin per process)
 };
 
-struct Context : OpSource {
+struct Context : OpSource, NodeArrays {
   std::vector<std::unique_ptr<Backend>> backends;
   std::vector<std::unique_ptr<CollectivePlugin>> collectives;  // data-parallel (collective.h)
   std::vector<std::unique_ptr<OpLib>> oplibs;
@@ -136,9 +142,20 @@ struct Context : OpSource {
   // Serialises plugin loading and the setters (set_backends, set_num_threads) against each other.
   std::mutex mu;
 
-  // Eager kernel cache, keyed by a byte signature of (op, backend, dtypes, shapes, attrs).
-  std::unordered_map<std::string, EagerEntry> eager_cache;
+  // Eager kernel cache, keyed by a byte signature of (op, backend, dtypes, shapes, attrs). Entries
+  // stay until the context goes (exec/eager.cpp's per-thread last-hit slots point at them).
+  std::unordered_map<std::string, EagerEntry, EagerKeyHash, std::equal_to<>> eager_cache;
   std::mutex eager_mu;
+  // Unique in the process, never reused (a per-thread eager slot names the context it is for).
+  const uint64_t id;
+  // Eager ops' output buffers (tensor/pool.h); closed by the destructor.
+  BufferPool *const eager_buffers;
+  // Released eager graphs' node arrays (NodeArrays, graph.h): at most kSpareNodeArrays, each of
+  // at most kMaxSpareNodeBytes of capacity.
+  static constexpr size_t kSpareNodeArrays = 4;
+  static constexpr size_t kMaxSpareNodeBytes = size_t{16} << 20;
+  std::vector<Node> take_nodes() override;
+  void give_nodes(std::vector<Node> &&nodes) noexcept override;
 
   Context();
   ~Context();
@@ -183,6 +200,8 @@ struct Context : OpSource {
   std::string full_report_text;
 
  private:
+  std::mutex spare_mu_;
+  std::vector<std::vector<Node>> spare_nodes_;
   std::atomic<const std::vector<Backend *> *> published_{nullptr};
   std::vector<std::unique_ptr<const std::vector<Backend *>>> published_all_;  // a few per context
 };

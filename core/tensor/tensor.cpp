@@ -1,5 +1,7 @@
 #include "tensor/tensor.h"
 
+#include "tensor/pool.h"
+
 #include "util/status.h"
 
 #include <cstdlib>
@@ -24,6 +26,7 @@ size_t checked_tensor_bytes(int32_t dtype, const Shape &shape) {
     if (shape.d[i] == 0) return 0;
     overflow = overflow || __builtin_mul_overflow(bytes, static_cast<uint64_t>(shape.d[i]), &bytes);
   }
+  if (!overflow && bytes <= kMaxBufferBytes) return static_cast<size_t>(bytes);  // no message to format
   std::string what = format("a %s tensor of shape %s", dtype_name(dtype), shape_str(shape).c_str());
   if (overflow)
     fail(CTN_ERR_OUT_OF_MEMORY, "%s needs more than 2^64 bytes", what.c_str());
@@ -38,18 +41,24 @@ Storage::Storage(size_t nbytes) : bytes(nbytes) {
   std::memset(data, 0, rounded);
 }
 
+Storage::Storage(BufferPool *from, size_t nbytes) : data(from->take(nbytes)), bytes(nbytes), pool(from) {}
+
 Storage::~Storage() {
-  if (!borrowed) std::free(data);
+  if (pool) pool->give(data, bytes);
+  else if (!borrowed) std::free(data);
   else if (release) release(release_ctx);
 }
 
-Tensor Tensor::empty(int32_t dtype, const Shape &shape) {
+Tensor Tensor::empty(int32_t dtype, const Shape &shape, BufferPool *pool) {
   if (!dtype_valid(dtype)) fail(CTN_ERR_DTYPE, "unknown dtype %d", dtype);
   Tensor t;
   t.dtype = dtype;
   t.shape = shape;
   contiguous_strides(shape, t.strides);
-  t.storage = std::make_shared<Storage>(checked_tensor_bytes(dtype, shape));
+  const size_t bytes = checked_tensor_bytes(dtype, shape);
+  if (pool && BufferPool::class_bytes(bytes))
+    t.storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(pool), pool, bytes);
+  else t.storage = std::make_shared<Storage>(bytes);
   return t;
 }
 

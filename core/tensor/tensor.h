@@ -10,6 +10,8 @@
 
 namespace ctn {
 
+class BufferPool;
+
 // The largest single host buffer: PTRDIFF_MAX (2 GiB - 1 on 32-bit targets such as armhf, where
 // pointer differences and malloc stop there).
 constexpr uint64_t kMaxBufferBytes = static_cast<uint64_t>(PTRDIFF_MAX);
@@ -29,7 +31,10 @@ struct Storage {
   void *release_ctx = nullptr;
   bool borrowed = false;
   bool read_only = false;
+  // Pooled memory (tensor/pool.h): the destructor gives the buffer back to `pool`.
+  BufferPool *pool = nullptr;
   explicit Storage(size_t nbytes);  // zero-filled, 64-byte aligned; throws on OOM
+  Storage(BufferPool *from, size_t nbytes);  // the same, taken from `from` (a pooled size)
   Storage(void *external, size_t nbytes, void (*release_fn)(void *), void *ctx, bool ro)
       : data(external), bytes(nbytes), release(release_fn), release_ctx(ctx), borrowed(true), read_only(ro) {}
   ~Storage();
@@ -44,7 +49,8 @@ struct Tensor {
   int64_t strides[CTN_MAX_DIMS] = {};
   int64_t offset = 0;  // elements
 
-  static Tensor empty(int32_t dtype, const Shape &shape);  // contiguous, zeroed
+  // Contiguous, zeroed; with a pool, a buffer of a pooled size comes from (and goes back to) it.
+  static Tensor empty(int32_t dtype, const Shape &shape, BufferPool *pool = nullptr);
   int64_t numel() const { return shape.numel(); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
   bool is_contiguous() const;

@@ -263,6 +263,12 @@ TEST_F(CpuPlugin, GemmOwnAndOpenBLASMatchNaive) {
       {{8, 256}, {256, 1024}, false, false}, {{5, 70}, {33, 70}, false, true},
       {{2, 4, 65}, {65, 33}, false, false},  {{7, 300}, {300, 20}, false, false},
       {{3, 40}, {50, 40}, false, true},      {{40, 6}, {40, 30}, true, false},
+      // A training batch of 128 rows (and other M within one MC block) at 2 threads: the own
+      // GEMM splits N (split_n_gemm), A shared per K block; K over one and several K blocks,
+      // N with an edge panel, every transpose; then the weight gradients' K = 128.
+      {{128, 300}, {300, 257}, false, false}, {{300, 128}, {300, 200}, true, false},
+      {{128, 129}, {520, 129}, false, true},  {{600, 37}, {140, 600}, true, true},
+      {{37, 600}, {600, 140}, false, false},  {{128, 200}, {128, 150}, true, false},
   };
   std::vector<std::string> gemms = {"own"};
   if (has_openblas()) gemms.push_back("openblas");
@@ -285,6 +291,33 @@ TEST_F(CpuPlugin, GemmOwnAndOpenBLASMatchNaive) {
           check_matmul<double>(cases[i], label + "/f64", runner);
         }
       }
+}
+
+// The parallel own GEMM keeps the serial one's K blocking and per-tile summation order, whichever
+// way it splits (N for M within one MC block, rows otherwise): 2 threads give 1 thread's bits.
+TEST_F(CpuPlugin, GemmOwnTwoThreadsGiveOneThreadsBits) {
+  const std::vector<MmCase> cases = {
+      {{128, 784}, {512, 784}, false, true},  {{128, 300}, {300, 257}, false, false},
+      {{300, 128}, {300, 200}, true, false},  {{512, 128}, {128, 784}, false, false},
+      {{128, 512}, {128, 300}, true, false},
+  };
+  ASSERT_EQ(d_->set_option(be_, "gemm", "own"), CTN_OK) << g_error;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const MmCase &c = cases[i];
+    const int64_t M = c.ta ? c.as[1] : c.as[0], N = c.tb ? c.bs[0] : c.bs[1];
+    auto a = conv<float>(randn(static_cast<size_t>(c.as[0] * c.as[1]), 11));
+    auto b = conv<float>(randn(static_cast<size_t>(c.bs[0] * c.bs[1]), 12));
+    std::vector<float> out[2];
+    for (int t = 0; t < 2; ++t) {
+      ASSERT_EQ(d_->set_option(be_, "num_threads", t ? "2" : "1"), CTN_OK) << g_error;
+      out[t].assign(static_cast<size_t>(M * N), -1.0f);
+      ASSERT_EQ(run(CTN_OP_MATMUL, {desc(CTN_F32, c.as, a.data()), desc(CTN_F32, c.bs, b.data())},
+                    desc(CTN_F32, {M, N}, out[t].data()), attrs_i({c.ta, c.tb})),
+                CTN_OK)
+          << g_error;
+    }
+    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)), 0) << "case " << i;
+  }
 }
 
 #if defined(__arm__)

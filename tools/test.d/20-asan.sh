@@ -4,7 +4,7 @@
 # it is installed (its UBSan also checks enum loads, and the fuzz stage 25-fuzz.sh links its
 # libFuzzer targets in this same build: -Dfuzzing=true), else with gcc (then 25-fuzz only replays).
 # Built: libchutney, the CPU backend, the swish op library and the test executables below; run:
-#   unit:        core_unit, reliability, data, checkpoint, nn, cpu_plugin
+#   unit:        core_unit, eager_memory, reliability, data, checkpoint, nn, cpu_plugin
 #   abi:         every test of the suite (headers, loader against broken plugins, bad input, swish)
 #   conformance: the default run (every op on the CPU backend; the vendor-mode and scalar reruns of
 #                the same kernels are left to the native stage)
@@ -32,7 +32,7 @@ if [[ ! -f "$dir/build.ninja" ]]; then
     -Dbuildtype=debugoptimized -Doptimization=1 -Dwerror=true -Dfuzzing=$fuzzing \
     -Dopencl=disabled -Dvulkan=disabled -Dcuda=disabled -Dbench=false -Dtests=enabled
 fi
-tests=(core_unit reliability data checkpoint nn cpu_plugin c11_headers c99_headers abi_test bad_input_test
+tests=(core_unit eager_memory reliability data checkpoint nn cpu_plugin c11_headers c99_headers abi_test bad_input_test
   swish_test placement_test compat_test conformance fuzz_graph_replay fuzz_safetensors_replay fuzz_idx_replay fuzz_json_replay)
 # The executables and what they load (the CPU plugin, swish, the ABI suite's plugins), nothing else.
 mapfile -t paths < <(python3 - "$dir" "${tests[@]}" <<'PY'
