@@ -264,4 +264,22 @@ std::string Graph::to_dot() const {
   return s + "}\n";
 }
 
+std::vector<Node> NodeArrays::take() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (spare_.empty()) return {};
+  std::vector<Node> v = std::move(spare_.back());
+  spare_.pop_back();
+  return v;
+}
+
+void NodeArrays::give(std::vector<Node> &&nodes) noexcept {
+  if (!nodes.empty() || nodes.capacity() == 0 || nodes.capacity() * sizeof(Node) > kMaxBytes) return;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (spare_.size() >= kKept) return;
+  try {
+    spare_.push_back(std::move(nodes));
+  } catch (...) {  // no room to keep it: the caller frees it
+  }
+}
+
 }  // namespace ctn

@@ -7,6 +7,7 @@
 #include "util/small_vec.h"
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 struct ctn_context;
@@ -55,29 +56,34 @@ struct Node {
   bool bounded = false;
 };
 
-// Keeps eager graphs' node arrays between graphs (the context implements it: plugin/context.h).
-// A program that builds an eager graph per step would otherwise grow a fresh array every step,
-// relocating each node as it doubles and faulting in new pages.
+// Keeps eager graphs' node arrays between graphs (one per context: plugin/context.h). A program
+// that builds an eager graph per step would otherwise grow a fresh array every step, relocating
+// each node as it doubles and faulting in new pages. Shared by the context and its eager graphs,
+// so a graph released after its context (against the documented order) still gives its array
+// back to a live object.
 class NodeArrays {
  public:
-  virtual std::vector<Node> take_nodes() = 0;                  // empty, with capacity if one was kept
-  virtual void give_nodes(std::vector<Node> &&nodes) noexcept = 0;  // an empty array to keep (or drop)
+  static constexpr size_t kKept = 4;                          // arrays kept at most
+  static constexpr size_t kMaxBytes = size_t{16} << 20;       // capacity of one kept array at most
+  std::vector<Node> take();                                   // empty, with capacity if one was kept
+  void give(std::vector<Node> &&nodes) noexcept;              // an empty array to keep (or drop)
 
- protected:
-  ~NodeArrays() = default;
+ private:
+  std::mutex mu_;
+  std::vector<std::vector<Node>> spare_;
 };
 
 class Graph {
  public:
   // C is the Context (or ctn_context): a template so that graph/ needs only its declaration.
   template <class C>
-  Graph(C *ctx, bool eager) : ctx_(ctx), ops_(ctx), arrays_(eager ? ctx : nullptr), eager_(eager) {
-    if (arrays_) nodes_ = arrays_->take_nodes();
+  Graph(C *ctx, bool eager) : ctx_(ctx), ops_(ctx), arrays_(eager ? ctx->node_arrays : nullptr), eager_(eager) {
+    if (arrays_) nodes_ = arrays_->take();
   }
   ~Graph() {
     if (!arrays_) return;
     nodes_.clear();
-    arrays_->give_nodes(std::move(nodes_));
+    arrays_->give(std::move(nodes_));
   }
   Graph(const Graph &) = default;
   Graph &operator=(const Graph &) = default;
@@ -135,7 +141,7 @@ class Graph {
 
   Context *ctx_;
   const OpSource *ops_;  // ctx_ itself, seen as an OpSource
-  NodeArrays *arrays_;   // ctx_ itself for an eager graph (its node array goes back there), else NULL
+  std::shared_ptr<NodeArrays> arrays_;  // the context's, for an eager graph (its node array goes back there); else NULL
   bool eager_;
   std::vector<Node> nodes_;
 };

@@ -113,24 +113,6 @@ Context::Context() : id(g_next_context_id.fetch_add(1, std::memory_order_relaxed
   }
 }
 
-std::vector<Node> Context::take_nodes() {
-  std::lock_guard<std::mutex> lk(spare_mu_);
-  if (spare_nodes_.empty()) return {};
-  std::vector<Node> v = std::move(spare_nodes_.back());
-  spare_nodes_.pop_back();
-  return v;
-}
-
-void Context::give_nodes(std::vector<Node> &&nodes) noexcept {
-  if (!nodes.empty() || nodes.capacity() == 0 || nodes.capacity() * sizeof(Node) > kMaxSpareNodeBytes) return;
-  std::lock_guard<std::mutex> lk(spare_mu_);
-  if (spare_nodes_.size() >= kSpareNodeArrays) return;
-  try {
-    spare_nodes_.push_back(std::move(nodes));
-  } catch (...) {  // no room to keep it: the caller frees it
-  }
-}
-
 Context::~Context() {
   std::lock_guard<std::recursive_mutex> lifecycle(plugin_lifecycle_mutex());
   for (auto &e : eager_cache) e.second.backend->release(e.second.kernel);

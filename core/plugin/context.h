@@ -125,7 +125,7 @@ struct CollectivePlugin {
   bool open = false;  // a communicator is started (one per plugin per process)
 };
 
-struct Context : OpSource, NodeArrays {
+struct Context : OpSource {
   std::vector<std::unique_ptr<Backend>> backends;
   std::vector<std::unique_ptr<CollectivePlugin>> collectives;  // data-parallel (collective.h)
   std::vector<std::unique_ptr<OpLib>> oplibs;
@@ -150,12 +150,8 @@ struct Context : OpSource, NodeArrays {
   const uint64_t id;
   // Eager ops' output buffers (tensor/pool.h); closed by the destructor.
   BufferPool *const eager_buffers;
-  // Released eager graphs' node arrays (NodeArrays, graph.h): at most kSpareNodeArrays, each of
-  // at most kMaxSpareNodeBytes of capacity.
-  static constexpr size_t kSpareNodeArrays = 4;
-  static constexpr size_t kMaxSpareNodeBytes = size_t{16} << 20;
-  std::vector<Node> take_nodes() override;
-  void give_nodes(std::vector<Node> &&nodes) noexcept override;
+  // Released eager graphs' node arrays (graph.h); eager graphs hold it too.
+  const std::shared_ptr<NodeArrays> node_arrays = std::make_shared<NodeArrays>();
 
   Context();
   ~Context();
@@ -200,8 +196,6 @@ struct Context : OpSource, NodeArrays {
   std::string full_report_text;
 
  private:
-  std::mutex spare_mu_;
-  std::vector<std::vector<Node>> spare_nodes_;
   std::atomic<const std::vector<Backend *> *> published_{nullptr};
   std::vector<std::unique_ptr<const std::vector<Backend *>>> published_all_;  // a few per context
 };

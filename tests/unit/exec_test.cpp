@@ -353,6 +353,38 @@ TEST(Exec, EagerValuesOutliveTheirContext) {
   ctn_tensor_release(v);
 }
 
+TEST(Exec, EagerGraphReleasedAfterItsContext) {
+  // Against the documented order (chutney.h: the context must outlive its graphs), an eager graph
+  // released after its context gives its node array back to the shared keeper, not to freed
+  // memory (ASan checks), and a graph released in order afterwards still reuses arrays.
+  ctn_graph *late = nullptr;
+  {
+    Ctx c;
+    CTN_ASSERT_OK(ctn_graph_create(c.ctx, CTN_GRAPH_EAGER, &late));
+    ctn_tensor *xt = make_f32({3}, {1, -2, 3});
+    ctn_node x, r;
+    CTN_ASSERT_OK(ctn_constant(late, xt, &x));
+    CTN_ASSERT_OK(ctn_relu(late, x, &r));
+    ctn_tensor_release(xt);
+  }
+  ctn_graph_release(late);
+  Ctx c;
+  for (int i = 0; i < 3; ++i) {
+    ctn_graph *e;
+    CTN_ASSERT_OK(ctn_graph_create(c.ctx, CTN_GRAPH_EAGER, &e));
+    ctn_tensor *xt = make_f32({2}, {-1, 2});
+    ctn_node x, r;
+    CTN_ASSERT_OK(ctn_constant(e, xt, &x));
+    CTN_ASSERT_OK(ctn_relu(e, x, &r));
+    ctn_tensor *v;
+    CTN_ASSERT_OK(ctn_graph_value(e, r, &v));
+    EXPECT_EQ(read_f32(v), (std::vector<float>{0, 2}));
+    ctn_tensor_release(v);
+    ctn_tensor_release(xt);
+    ctn_graph_release(e);
+  }
+}
+
 TEST(Exec, EagerAssignUpdatesTheVariable) {
   Model m(CTN_GRAPH_EAGER);
   ctn_tensor *xt = make_f32({4, 3}, kX);
