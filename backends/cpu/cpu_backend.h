@@ -176,10 +176,11 @@ struct ConvEpilogue {
   double lo = 0, hi = 0;
 };
 // nhwc (forward only, layout 1 of ABI 1.7): x [N,H,W,C] and y [N,Ho,Wo,O], given to oneDNN as
-// they are (format nhwc), so no activation reorder runs.
+// they are (format nhwc), so no activation reorder runs. w_const: input 1 (the weights; forward
+// and grad-input) is a constant of the plan (ctn_sig_const_inputs), reordered once and reused.
 bool make_onednn_conv(Backend *be, int kind, const int64_t *x, const int64_t *w, const int64_t *y,
                       const int64_t *attrs, ctn_kernel *out, std::string *why,
-                      const ConvEpilogue *epilogue = nullptr, bool nhwc = false);
+                      const ConvEpilogue *epilogue = nullptr, bool nhwc = false, bool w_const = false);
 
 // Broadcast of `in` (numpy rules, right-aligned) to `out`'s shape: element strides of `in`
 // indexed by out's axes (0 on broadcast axes). False when the shapes do not broadcast.

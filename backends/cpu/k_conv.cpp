@@ -484,7 +484,8 @@ ctn_status make_conv_bias_act(Backend *be, const ctn_op_signature *sig, ctn_kern
   std::string why = kNotOneDNN;
   const bool nhwc = nhwc_layout(sig, 8);
   if (x.dtype == CTN_F32 && !bf16 && be->conv_mode.load() != ConvMode::kOwn && onednn_built_in() &&
-      make_onednn_conv(be, 0, x.shape, w.shape, y.shape, sig->attrs->i, out, &why, &epi, nhwc))
+      make_onednn_conv(be, 0, x.shape, w.shape, y.shape, sig->attrs->i, out, &why, &epi, nhwc,
+                       ctn_sig_const_inputs(sig) >> 1 & 1))
     return CTN_OK;
   if (nhwc) return nhwc_refused(be, sig, why);
   return make_epilogue_kernel(be, sig, epi, false, out, bf16);
@@ -545,7 +546,8 @@ ctn_status make_conv(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
   std::string why = kNotOneDNN;
   if (a.dtype == CTN_F32 && !bf16 && !transpose && onednn_built_in() &&
       (mode == ConvMode::kOneDNN || (mode == ConvMode::kAuto && auto_onednn))) {
-    if (make_onednn_conv(be, static_cast<int>(kind), cx->shape, cw->shape, cy->shape, at, out, &why, nullptr, nhwc))
+    if (make_onednn_conv(be, static_cast<int>(kind), cx->shape, cw->shape, cy->shape, at, out, &why, nullptr, nhwc,
+                         ctn_sig_const_inputs(sig) >> 1 & 1))
       return CTN_OK;
     if (mode == ConvMode::kOneDNN && host->log && !nhwc)
       host->log(CTN_LOG_DEBUG, "cpu", ("conv: own kernel, " + why).c_str());

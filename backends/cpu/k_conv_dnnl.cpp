@@ -16,7 +16,10 @@
 // sizes) with `any` layouts, so oneDNN picks its blocked JIT layout (nChw16c on AVX-512): a part
 // reorders its NCHW inputs into its slot of the call's workspace, runs the primitive and
 // reorders the result back. The scratchpads live in the slots too (scratchpad_mode::user), so
-// several threads may run one kernel at once.
+// several threads may run one kernel at once. Weights that are a constant of the plan
+// (ctn_sig_const_inputs bit 1, ABI 1.7) are reordered once, on the first call, into memory the
+// kernel owns (DnnlWeights, a PrepSlot) and reused while the call's weight pointer is that one;
+// otherwise every call reorders them into its slot.
 #include "cpu_backend.h"
 
 #ifdef CTN_CPU_HAVE_DNNL
@@ -25,6 +28,7 @@
 #include <omp.h>
 
 #include "k_dnnl.h"
+#include "prep_slot.h"
 
 #include <cstdio>
 #include <algorithm>
@@ -32,6 +36,7 @@
 #include <mutex>
 #include <new>
 #include <unordered_map>
+#include <vector>
 
 namespace ctn_cpu {
 namespace {
@@ -65,6 +70,14 @@ struct Variant {
   size_t bytes = 0;  // slot bytes it needs
 };
 
+// The weights (input 1) in each part's primitive layout, made once from constant weights: w[p]
+// is part p's (parts with the same primitive and rows share one buffer); nullptr where the part's
+// primitive reads the caller's layout as it is.
+struct DnnlWeights {
+  std::vector<std::unique_ptr<char[]>> bufs;
+  std::vector<const char *> w;
+};
+
 struct DnnlConvState : KernelBase {
   int kind = 0;  // 0 forward, 1 grad-input, 2 grad-weight
   // Units split over the parts: images, or for a one-image forward output channels (groups).
@@ -76,6 +89,13 @@ struct DnnlConvState : KernelBase {
   Variant v[2];
   size_t slot_bytes = 0;
   std::string impl;
+  PrepSlot<DnnlWeights> prep;  // inputs 1 << 1 when the weights are constant (forward, grad-input)
+
+  // Part p's units [*n0, *n1) and the variant of its size.
+  const Variant &part(int64_t p, int64_t *n0, int64_t *n1) const {
+    *n0 = n * p / parts, *n1 = n * (p + 1) / parts;
+    return v[*n1 - *n0 == v[0].n ? 0 : 1];
+  }
 };
 
 dnnl::primitive_attr user_scratchpad() {
@@ -111,6 +131,7 @@ struct DnnlCall {
   const DnnlConvState *st;
   const float *in[2];
   const float *bias = nullptr;  // conv2d_bias_act
+  const DnnlWeights *weights = nullptr;  // the constant weights reordered once, or nullptr
   float *out;
   char *ws;
   // The first failure of any part, reported by the calling thread after the join.
@@ -129,8 +150,8 @@ struct DnnlCall {
   // with one OpenMP thread.
   void run_part(int64_t p) {
     const DnnlConvState &s = *st;
-    const int64_t n0 = s.n * p / s.parts, n1 = s.n * (p + 1) / s.parts;
-    const Variant &v = s.v[n1 - n0 == s.v[0].n ? 0 : 1];  // the primitive of this batch size
+    int64_t n0 = 0, n1 = 0;
+    const Variant &v = s.part(p, &n0, &n1);  // the primitive of this batch size
     char *slot = ws + static_cast<size_t>(p) * s.slot_bytes;
     try {
       dnnl::engine &eng = cpu_engine();
@@ -139,6 +160,10 @@ struct DnnlCall {
       m.reserve(4);
       for (int i = 0; i < 2; ++i) {
         const Arg &a = v.in[i];
+        if (i == 1 && weights && weights->w[p]) {  // reordered on the first call
+          m.emplace(a.role, memory(a.prim, eng, const_cast<char *>(weights->w[p])));
+          continue;
+        }
         memory user(a.user, eng, const_cast<float *>(in[i]) + n0 * s.per_image[i]);
         if (!a.reorder) {
           m.emplace(a.role, user);
@@ -180,12 +205,59 @@ struct DnnlCall {
   }
 };
 
+// The weights w reordered into every part's primitive layout (DnnlWeights), on the calling
+// thread with one OpenMP thread.
+std::unique_ptr<DnnlWeights> reorder_weights(const DnnlConvState &s, const float *w) {
+  auto out = std::make_unique<DnnlWeights>();
+  out->w.assign(static_cast<size_t>(s.parts), nullptr);
+  const int caller_threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  struct Restore {
+    int t;
+    ~Restore() { omp_set_num_threads(t); }
+  } restore{caller_threads};
+  dnnl::engine &eng = cpu_engine();
+  dnnl::stream strm(eng);
+  std::vector<char> scratch;
+  for (int64_t p = 0; p < s.parts; ++p) {
+    int64_t n0 = 0, n1 = 0;
+    const Variant &v = s.part(p, &n0, &n1);
+    const Arg &a = v.in[1];
+    if (!a.reorder) continue;
+    const int64_t off = n0 * s.per_image[1];
+    for (int64_t q = 0; q < p && !out->w[p]; ++q) {  // an earlier part with the same layout and rows
+      int64_t q0 = 0, q1 = 0;
+      if (&s.part(q, &q0, &q1) == &v && q0 * s.per_image[1] == off) out->w[p] = out->w[q];
+    }
+    if (out->w[p]) continue;
+    out->bufs.emplace_back(new char[a.prim.get_size() + kDnnlAlign]);
+    char *dst = dnnl_workspace(out->bufs.back().get());
+    scratch.resize(a.r_scratch.get_size() + kDnnlAlign);
+    memory user(a.user, eng, const_cast<float *>(w) + off), pm(a.prim, eng, dst);
+    a.r.execute(strm, {{DNNL_ARG_FROM, user},
+                       {DNNL_ARG_TO, pm},
+                       {DNNL_ARG_SCRATCHPAD, scratch_mem(a.r_scratch, dnnl_workspace(scratch.data()), 0)}});
+    strm.wait();
+    out->w[p] = dst;
+  }
+  return out;
+}
+
 ctn_status dnnl_conv_kernel(void *state, const ctn_kernel_args *args) {
   const auto *st = static_cast<const DnnlConvState *>(state);
   DnnlCall call;
   call.st = st;
   call.in[0] = desc_ptr<const float>(args->inputs[0]);
   call.in[1] = desc_ptr<const float>(args->inputs[1]);
+  try {
+    call.weights = st->prep.get(args->inputs, [&] { return reorder_weights(*st, call.in[1]); });
+  } catch (const dnnl::error &e) {
+    return st->host->set_error(e.status == dnnl_out_of_memory ? CTN_ERR_OUT_OF_MEMORY : CTN_ERR_INTERNAL,
+                               "cpu conv (oneDNN %s): reordering the constant weights: %s", st->impl.c_str(), e.what());
+  } catch (const std::bad_alloc &) {
+    return st->host->set_error(CTN_ERR_OUT_OF_MEMORY, "cpu conv (oneDNN %s): reordering the constant weights: out of memory",
+                               st->impl.c_str());
+  }
   if (st->v[0].bias.get_size()) call.bias = desc_ptr<const float>(args->inputs[2]);
   call.out = desc_ptr<float>(args->outputs[0]);
   call.ws = dnnl_workspace(args->workspace);
@@ -369,7 +441,7 @@ void onednn_limit_isa(const char *isa) {
 // `why` says which.
 bool make_onednn_conv(Backend *be, int kind, const int64_t *xs_in, const int64_t *ws_,
                       const int64_t *ys_in, const int64_t *at, ctn_kernel *out, std::string *why,
-                      const ConvEpilogue *epi, bool nhwc) {
+                      const ConvEpilogue *epi, bool nhwc, bool w_const) {
   // The sizes below are NCHW's; an NHWC caller's [N,H,W,C] reordered to them.
   const int64_t xn[4] = {xs_in[0], xs_in[3], xs_in[1], xs_in[2]}, yn[4] = {ys_in[0], ys_in[3], ys_in[1], ys_in[2]};
   const int64_t *xs = nhwc ? xn : xs_in, *ys = nhwc ? yn : ys_in;
@@ -396,6 +468,7 @@ bool make_onednn_conv(Backend *be, int kind, const int64_t *xs_in, const int64_t
       }
     auto st = new_state<DnnlConvState>(be);
     st->kind = kind;
+    st->prep.inputs = w_const && kind != 2 ? uint64_t{1} << 1 : 0;  // grad-weight's input 1 is dy
     st->n = xs[0];
     st->parts = std::min<int64_t>(std::max(1, be->num_threads.load()), st->n);
     const int64_t x_img = xs[1] * xs[2] * xs[3], y_img = ys[1] * ys[2] * ys[3];
@@ -445,7 +518,7 @@ void onednn_pin_libraries() {}
 std::string onednn_version() { return ""; }
 void onednn_limit_isa(const char *) {}
 bool make_onednn_conv(Backend *, int, const int64_t *, const int64_t *, const int64_t *,
-                      const int64_t *, ctn_kernel *, std::string *why, const ConvEpilogue *, bool) {
+                      const int64_t *, ctn_kernel *, std::string *why, const ConvEpilogue *, bool, bool) {
   *why = "this build has no oneDNN";
   return false;
 }

@@ -1277,6 +1277,93 @@ TEST_F(CpuPlugin, ConvOneDNNMatchesOwn) {
   EXPECT_STREQ(conv_name(be_), "auto");
 }
 
+// ABI 1.7 constant inputs for oneDNN's f32 convolutions: a kernel told that the weights (input 1)
+// are a constant of the plan reorders them into its primitive's layout on its first call and
+// reuses them; its results are bit-identical to those of the kernel told nothing, call after call
+// with new x, at 1 and 2 threads (a one-image convolution split over output channels, a batch
+// split, groups, NHWC, the fused ops, grad-input), weights at another pointer are reordered for
+// that call, and a fresh kernel's first call from three threads at once gives the same results.
+TEST_F(CpuPlugin, ConvOneDNNConstantWeightsMatchPerCall) {
+  auto made = reinterpret_cast<uint64_t (*)(void *)>(d_->get_proc_address(be_, "ctn_cpu_onednn_kernels"));
+  ASSERT_NE(made, nullptr);
+  if (d_->set_option(be_, "conv", "onednn") != CTN_OK) GTEST_SKIP() << "this build has no oneDNN: " << g_error;
+  struct Case {
+    const char *op;
+    int64_t n, c, h, o, g, s;
+    bool nhwc;
+  };
+  const Case cases[] = {{CTN_OP_CONV2D, 1, 8, 20, 21, 1, 1, false},           {CTN_OP_CONV2D, 3, 16, 8, 16, 1, 1, false},
+                        {CTN_OP_CONV2D, 1, 24, 14, 24, 3, 2, false},          {CTN_OP_CONV2D, 1, 16, 12, 32, 1, 1, true},
+                        {CTN_OP_CONV2D_BIAS_ACT, 1, 8, 20, 21, 1, 1, false},  {CTN_OP_CONV2D_BIAS_ACT, 2, 8, 9, 16, 1, 1, true},
+                        {CTN_OP_CONV2D_BIAS_ADD_ACT, 2, 8, 9, 16, 1, 1, false}, {CTN_OP_CONV2D_GRAD_INPUT, 2, 16, 8, 16, 1, 1, false}};
+  unsigned seed = 90;
+  for (const char *threads : {"1", "2"})
+    for (const Case &k : cases) {
+      ASSERT_EQ(d_->set_option(be_, "num_threads", threads), CTN_OK) << g_error;
+      const std::string label = std::string(k.op) + " n " + std::to_string(k.n) + " o " + std::to_string(k.o) +
+                                (k.nhwc ? " nhwc" : "") + " threads " + threads;
+      const bool fused = std::strncmp(k.op, "conv2d_bias", 11) == 0, grad = !std::strcmp(k.op, CTN_OP_CONV2D_GRAD_INPUT);
+      const int64_t ho = (k.h + 2 - 3) / k.s + 1;  // 3x3, padding 1
+      auto shape = [&](int64_t ch, int64_t hw) {
+        return k.nhwc ? std::vector<int64_t>{k.n, hw, hw, ch} : std::vector<int64_t>{k.n, ch, hw, hw};
+      };
+      const std::vector<int64_t> xs = shape(k.c, k.h), ws = {k.o, k.c / k.g, 3, 3}, ys = shape(k.o, ho), bs = {k.o};
+      const std::vector<int64_t> &ins = grad ? ys : xs, &outs = grad ? xs : ys;
+      auto numel = [](const std::vector<int64_t> &v) {
+        int64_t n = 1;
+        for (int64_t d : v) n *= d;
+        return static_cast<size_t>(n);
+      };
+      const auto w1 = conv<float>(randn(numel(ws), ++seed)), bias = conv<float>(randn(numel(bs), ++seed)),
+                 r = conv<float>(randn(numel(ys), ++seed));
+      auto w2 = w1;
+      for (auto &v : w2) v = -0.5f * v;
+      std::vector<int64_t> ai = {k.s, k.s, 1, 1, 1, 1, k.g};
+      if (fused) ai.insert(ai.end(), {CTN_ACT_RELU, k.nhwc ? CTN_LAYOUT_NHWC : CTN_LAYOUT_NCHW});
+      if (!fused && k.nhwc) ai.push_back(CTN_LAYOUT_NHWC);
+      if (grad) ai.insert(ai.end(), {k.h, k.h});
+      const ctn_attrs at = attrs_i(ai);
+      auto inputs = [&](const float *x, const float *w) {
+        std::vector<ctn_tensor_desc> in = {desc(CTN_F32, ins, x), desc(CTN_F32, ws, w)};
+        if (fused) in.push_back(desc(CTN_F32, bs, bias.data()));
+        if (!std::strcmp(k.op, CTN_OP_CONV2D_BIAS_ADD_ACT)) in.push_back(desc(CTN_F32, ys, r.data()));
+        return in;
+      };
+      const uint64_t consts = fused ? 0x6u : 0x2u, before = made(be_);
+      ctn_kernel kern[2] = {}, fresh{};
+      for (int c = 0; c < 2; ++c)
+        ASSERT_TRUE(kernel_for(k.op, inputs(nullptr, nullptr), desc(CTN_F32, outs, nullptr), at, c ? consts : 0, &kern[c]))
+            << label;
+      ASSERT_TRUE(kernel_for(k.op, inputs(nullptr, nullptr), desc(CTN_F32, outs, nullptr), at, consts, &fresh)) << label;
+      EXPECT_EQ(made(be_), before + 3) << label << ": oneDNN did not make these kernels";
+      auto call = [&](const ctn_kernel &kn, const std::vector<float> &x, const std::vector<float> &w) {
+        std::vector<float> y(numel(outs), 7.f);
+        call_kernel(kn, inputs(x.data(), w.data()), desc(CTN_F32, outs, y.data()), at);
+        return y;
+      };
+      std::vector<float> x = conv<float>(randn(numel(ins), ++seed));
+      // fresh's first calls: three threads at once, one of them reorders the weights.
+      const std::vector<float> want = call(kern[0], x, w1);
+      std::vector<std::vector<float>> got(3);
+      std::vector<std::thread> pool;
+      for (auto &g : got) pool.emplace_back([&, p = &g] { *p = call(fresh, x, w1); });
+      for (auto &t : pool) t.join();
+      for (const auto &g : got) EXPECT_EQ(g, want) << label << ": concurrent first calls";
+      size_t nonzero = 0;
+      for (float v : want) nonzero += v != 0.f;
+      EXPECT_GT(nonzero, want.size() / 4) << label;
+      for (int rep = 0; rep < 3; ++rep) {
+        x = conv<float>(randn(numel(ins), ++seed));
+        EXPECT_EQ(call(kern[1], x, w1), call(kern[0], x, w1)) << label << " rep " << rep;
+      }
+      EXPECT_EQ(call(kern[1], x, w2), call(kern[0], x, w2)) << label << ": weights at another pointer";
+      EXPECT_EQ(call(kern[1], x, w1), call(kern[0], x, w1)) << label << ": the first weights again";
+      for (const ctn_kernel &kn : {kern[0], kern[1], fresh})
+        if (kn.release) kn.release(kn.state);
+    }
+  ASSERT_EQ(d_->set_option(be_, "conv", "auto"), CTN_OK);
+}
+
 TEST_F(CpuPlugin, TinyKernelDispatchIsCheap) {
   std::vector<float> a(16, 1.f), b(16, 2.f), c(16);
   ctn_tensor_desc in[2] = {desc(CTN_F32, {16}, a.data()), desc(CTN_F32, {16}, b.data())};
