@@ -159,7 +159,12 @@
  * node (CTN_ERR_UNSUPPORTED). The core normalises layout 0 away (ni 7 / 8). The compile stage
  * "layout" (CTN_PASS_LAYOUT, chutney.h) makes layout 1 nodes, only for a backend built against
  * 1.7 or later whose get_kernel accepts them; a backend refuses them with CTN_ERR_UNSUPPORTED
- * (the CPU: oneDNN's f32 convolution only). */
+ * (the CPU: oneDNN's f32 convolution only).
+ * The same attribute on max_pool2d (i[6]) and avg_pool2d (i[7]; 0 or absent: ni 6 / 7 after
+ * normalisation): layout 1 pools x [N,H,W,C] into [N,Ho,Wo,C], same windows, padding and
+ * count_include_pad. Forward only: their gradient rules refuse a layout 1 node
+ * (CTN_ERR_UNSUPPORTED); the layout stage lets a pool the backend accepts in NHWC join a region
+ * (the CPU: f32 and f64; the GPU backends refuse it). */
 #define CTN_LAYOUT_NCHW 0
 #define CTN_LAYOUT_NHWC 1
 /* ---- end of channels-last convolutions ---- */

@@ -19,6 +19,12 @@
 // the reference loop (output rows, then columns), so it is bit-exact as well; the averages add
 // the rows first, then the columns, and multiply by the reciprocal of the count (rounding
 // differs from a row-major sum divided by the count).
+//
+// Layout 1 (NHWC, since 1.7; max_pool2d and avg_pool2d only): the output rows (n, oh) are split
+// over the pool; each output pixel combines the C contiguous channels of its window's pixels,
+// taps in row-major order, element by element (vectorised over C). Same windows, padding and
+// count_include_pad as NCHW; max gives the same values (NaN propagates), the average adds in
+// row-major order and multiplies by the reciprocal of the count (within rounding of NCHW's).
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -64,6 +70,9 @@ struct PoolState : KernelBase {
   bool include_pad = false;
   bool k2 = false;        // 2x2 windows, stride 2, no padding: max_pool2d_grad's own path
   bool global = false;    // one unpadded window over the whole plane
+  bool nhwc = false;      // layout 1: planes counts the output rows N * Ho, c the channels
+  int64_t c = 1;
+  int64_t work = 0;       // elements read, for the threading threshold
   int64_t np = 0;         // the length of one phase, ceil(w / sw)
   std::vector<Tap> taps;  // kw entries, k ascending
   int64_t padl = 0, pitch = 0;  // padded phases: padl elements before each, pitch apart
@@ -489,10 +498,43 @@ struct Grad2x2 {
   }
 };
 
-// Planes [p0, p1) with the scratch in `slot`; inlined into one function per instruction set.
+// NHWC max_pool2d (kMax) or avg_pool2d: output rows r = n * Ho + oh in [r0, r1).
+template <bool kMax, class T>
+CTN_POOL_INLINE void nhwc_rows(const PoolState &s, const T *x, T *y, int64_t r0, int64_t r1) {
+  const int64_t c = s.c;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t n = r / s.ho, oh = r % s.ho;
+    int64_t h0, h1;
+    window(oh, s.sh, s.ph, s.kh, s.h, &h0, &h1);
+    for (int64_t ow = 0; ow < s.wo; ++ow) {
+      int64_t w0, w1;
+      window(ow, s.sw, s.pw, s.kw, s.w, &w0, &w1);
+      T *__restrict o = y + (r * s.wo + ow) * c;
+      std::fill(o, o + c, kMax ? MaxOp<T>::init() : T(0));
+      for (int64_t ih = h0; ih < h1; ++ih)
+        for (int64_t iw = w0; iw < w1; ++iw) {
+          const T *__restrict v = x + ((n * s.h + ih) * s.w + iw) * c;
+          for (int64_t j = 0; j < c; ++j) o[j] = kMax ? MaxOp<T>::f(o[j], v[j]) : o[j] + v[j];
+        }
+      if (kMax) continue;
+      const T inv = T(1) / (s.include_pad ? T(s.kh) * T(s.kw) : T(h1 - h0) * T(w1 - w0));
+      for (int64_t j = 0; j < c; ++j) o[j] *= inv;
+    }
+  }
+}
+
+// Planes [p0, p1) (NHWC: output rows) with the scratch in `slot`; inlined into one function per
+// instruction set.
 template <class T>
 CTN_POOL_INLINE void run_planes(const PoolJob<T> &job, int64_t p0, int64_t p1, char *slot) {
   const PoolState &s = *job.st;
+  if (s.nhwc) {
+    if (s.kind == PoolKind::kMax)
+      nhwc_rows<true>(s, job.x, job.out, p0, p1);
+    else
+      nhwc_rows<false>(s, job.x, job.out, p0, p1);
+    return;
+  }
   const Scratch<T> sc(slot, s);
   const int64_t in_sz = s.h * s.w, out_sz = s.ho * s.wo;
   if (s.kind == PoolKind::kAvg || s.kind == PoolKind::kAvgGrad) {
@@ -554,8 +596,7 @@ ctn_status pool_kernel(void *state, const ctn_kernel_args *args) {
   if (st->kind == PoolKind::kMaxGrad) job.dy = desc_ptr<const T>(args->inputs[2]);
   // One part per pool participant (planes 64 of batch 1 split in two on two threads) when the
   // work is worth waking the pool.
-  const int64_t work = st->planes * (st->h * st->w + st->ho * st->wo * st->kh * st->kw);
-  if (work >= kParallelThreshold)
+  if (st->work >= kParallelThreshold)
     job.parts = std::min<int64_t>({st->parts_max, st->planes, static_cast<int64_t>(st->be->pool->size())});
   if (job.parts > 1)
     st->be->pool->parallel_for(job.parts, 1, pool_part<T>, &job);
@@ -609,10 +650,16 @@ ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   st->kind = kind;
   st->kh = at[0], st->kw = at[1], st->sh = at[2], st->sw = at[3], st->ph = at[4], st->pw = at[5];
   st->include_pad = (kind == PoolKind::kAvg || kind == PoolKind::kAvgGrad) && at[6] != 0;
+  const uint32_t layout_slot = kind == PoolKind::kMax ? 6 : 7;  // forward pools' layout (since 1.7)
+  st->nhwc = !grad && sig->attrs->ni > layout_slot && at[layout_slot] == CTN_LAYOUT_NHWC;
+  const int hd = st->nhwc ? 1 : 2, cd = st->nhwc ? 3 : 1;  // the H and C dims
+  st->c = big.shape[cd];
   st->planes = big.shape[0] * big.shape[1];
-  st->h = big.shape[2], st->w = big.shape[3];
-  st->ho = small.shape[2], st->wo = small.shape[3];
-  st->global = st->kh == st->h && st->kw == st->w && st->ph == 0 && st->pw == 0;
+  st->h = big.shape[hd], st->w = big.shape[hd + 1];
+  st->ho = small.shape[hd], st->wo = small.shape[hd + 1];
+  st->work = big.shape[0] * st->c * (st->h * st->w + st->ho * st->wo * st->kh * st->kw);
+  if (st->nhwc) st->planes = big.shape[0] * st->ho;  // NHWC splits the output rows
+  st->global = !st->nhwc && st->kh == st->h && st->kw == st->w && st->ph == 0 && st->pw == 0;
   st->k2 = st->kh == 2 && st->kw == 2 && st->sh == 2 && st->sw == 2 && st->ph == 0 && st->pw == 0;
   // max_pool2d_grad's arguments are plane offsets in lanes as wide as the data.
   if (kind == PoolKind::kMaxGrad && y.dtype == CTN_F32 && st->h * st->w > INT32_MAX)
@@ -622,7 +669,7 @@ ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   st->run64 = planes_for<double>(be->gemm_isa.load()->name);
   st->parts_max = std::max(1, be->num_threads.load());
   st->slot = Scratch<double>::bytes(*st);
-  const uint64_t ws = static_cast<uint64_t>(st->parts_max * st->slot);
+  const uint64_t ws = st->nhwc ? 0 : static_cast<uint64_t>(st->parts_max * st->slot);  // NHWC needs no scratch
   kernel_set(out, y.dtype == CTN_F32 ? pool_kernel<float> : pool_kernel<double>, st.release(), 0, ws);
   return CTN_OK;
 }

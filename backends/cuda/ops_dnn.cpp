@@ -244,6 +244,9 @@ ctn_status make_dnn_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel 
                            be->cudnn_why.c_str());
   if (e->kind == D::kConv && sig->attrs->ni > 7 && sig->attrs->i[7] != 0)  // layout (since 1.7): NCHW only
     return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: layout 1 (NHWC) is not implemented", op);
+  const uint32_t pool_layout = e->kind == D::kMaxPool ? 6 : 7;  // the pools' layout slot (since 1.7)
+  if ((e->kind == D::kMaxPool || e->kind == D::kAvgPool) && sig->attrs->ni > pool_layout && sig->attrs->i[pool_layout] != 0)
+    return host->set_error(CTN_ERR_UNSUPPORTED, "cuda %s: layout 1 (NHWC) is not implemented", op);
   const ctn_tensor_desc &o = *sig->output;
   if (ctn_status s = need_float(host, "cuda", sig->op, o.dtype); s) return s;
   for (uint32_t i = 0; i < sig->n_inputs; ++i) {

@@ -72,6 +72,9 @@ ctn_status make_pool(Backend *be, const ctn_op_signature *sig, ctn_kernel *out, 
   const ctn_host_api *host = be->host;
   const ctn_tensor_desc &y = *sig->output;
   if (ctn_status s = need_float(host, "opencl", sig->op, y.dtype); s) return s;
+  const uint32_t layout_slot = kind == PoolKind::kMax ? 6 : 7;  // layout (since 1.7): NCHW only
+  if ((kind == PoolKind::kMax || kind == PoolKind::kAvg) && sig->attrs->ni > layout_slot && sig->attrs->i[layout_slot] != 0)
+    return host->set_error(CTN_ERR_UNSUPPORTED, "opencl %s: layout 1 (NHWC) is not implemented", op);
   const bool grad = kind == PoolKind::kMaxGrad || kind == PoolKind::kAvgGrad;
   const ctn_tensor_desc &big = kind == PoolKind::kAvgGrad ? y : sig->inputs[0];
   const ctn_tensor_desc &small =

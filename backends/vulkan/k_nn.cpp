@@ -173,6 +173,9 @@ ctn_status make_pool(Backend &be, const ctn_op_signature *sig, ctn_kernel *out, 
   const ctn_tensor_desc &y = *sig->output;
   ctn_status st = CTN_OK;
   if (!float_ok(be, sig, y.dtype, &st, true)) return st;  // f16/bf16: compared and summed in f32
+  const uint32_t layout_slot = kind == 0 ? 6 : 7;  // layout (since 1.7): NCHW only
+  if ((kind == 0 || kind == 2) && sig->attrs->ni > layout_slot && sig->attrs->i[layout_slot] != 0)
+    return be.host->set_error(CTN_ERR_UNSUPPORTED, "vulkan %s: layout 1 (NHWC) is not implemented", op);
   const bool grad = kind == 1 || kind == 3;
   const ctn_tensor_desc &big = kind == 3 ? y : sig->inputs[0];
   const ctn_tensor_desc &small = kind == 3 ? sig->inputs[0] : grad ? sig->inputs[2] : y;

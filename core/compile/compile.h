@@ -40,6 +40,7 @@ struct AutocastStats {
 // layout (layout.cpp): channels-last regions converted.
 struct LayoutStats {
   uint32_t regions = 0, convs = 0;  // convolutions now layout 1 (NHWC)
+  uint32_t pools = 0;               // max_pool2d / avg_pool2d now layout 1
   uint32_t permutes = 0, reshapes = 0;  // at the regions' edges (reshapes: permutes of size-1 dims)
 };
 

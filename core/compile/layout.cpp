@@ -2,7 +2,8 @@
 // backend runs 4-d convolutions with NHWC activations (the conv ops' layout attribute, ABI 1.7),
 // maximal regions of convolutions and the layout-agnostic ops between them (elementwise ops,
 // binary ops whose other operand has the same shape, broadcasts per channel or is a scalar,
-// reductions, concat, slice) run in NHWC: one permute (0,2,3,1) where a value enters a region, one
+// reductions, concat, slice, and max_pool2d / avg_pool2d where the backend offers their layout
+// attribute) run in NHWC: one permute (0,2,3,1) where a value enters a region, one
 // permute (0,3,1,2) where a value leaves it (a reader outside, a plan output), so the plan's
 // results are those of the NCHW graph. A permute that moves only dims of size 1 is a reshape
 // (free). A region converts when it needs fewer (non-free) permutes than the activation
@@ -24,8 +25,9 @@ namespace {
 // An NCHW axis's position in NHWC.
 constexpr uint32_t kNhwcPos[4] = {0, 3, 1, 2};
 
-// kAxis: concat, slice (i[0] axis); kShuffle: a channel shuffle's three nodes (shuffle_head).
-enum class Kind : uint8_t { kNone, kConv, kUnary, kBinary, kReduce, kAxis, kShuffle };
+// kAxis: concat, slice (i[0] axis); kShuffle: a channel shuffle's three nodes (shuffle_head);
+// kPool: max_pool2d, avg_pool2d (layout attribute, since 1.7).
+enum class Kind : uint8_t { kNone, kConv, kUnary, kBinary, kReduce, kAxis, kShuffle, kPool };
 
 const char *const kUnaryOps[] = {CTN_OP_RELU, CTN_OP_SIGMOID, CTN_OP_TANH, CTN_OP_GELU, CTN_OP_CLAMP,
                                  CTN_OP_LEAKY_RELU, CTN_OP_NEG, CTN_OP_EXP, CTN_OP_ABS, CTN_OP_SQRT,
@@ -43,6 +45,12 @@ bool is_any(const Graph &g, ctn_node v, const char *const *ops, size_t n) {
 uint32_t conv_layout_slot(const Graph &g, ctn_node v) {
   if (is_op(g, v, CTN_OP_CONV2D)) return 7;
   if (is_op(g, v, CTN_OP_CONV2D_BIAS_ACT) || is_op(g, v, CTN_OP_CONV2D_BIAS_ADD_ACT)) return 8;
+  return 0;
+}
+// The pool's layout attribute slot (ops.h): max_pool2d i[6], avg_pool2d i[7]; 0 for others.
+uint32_t pool_layout_slot(const Graph &g, ctn_node v) {
+  if (is_op(g, v, CTN_OP_MAX_POOL2D)) return 6;
+  if (is_op(g, v, CTN_OP_AVG_POOL2D)) return 7;
   return 0;
 }
 
@@ -105,7 +113,8 @@ struct LayoutPass {
     return n == 1 || (s.ndim == 3 && s[1] == 1 && s[2] == 1);
   }
 
-  bool conv_offers_nhwc(ctn_node v, uint32_t slot) {
+  // Whether the backend accepts conv or pool v with its layout attribute (slot) set to NHWC.
+  bool offers_nhwc(ctn_node v, uint32_t slot) {
     const Node nd = g.node(v);
     if (nd.attrs.ni > slot && nd.attrs.i[slot] != 0) return false;
     ctn_attrs a = nd.attrs;
@@ -155,8 +164,10 @@ struct LayoutPass {
     }
     if (const uint32_t slot = conv_layout_slot(g, v)) {
       role[v].kind = Kind::kConv;  // act_slot reads it
-      if (!conv_offers_nhwc(v, slot)) return Role{};
+      if (!offers_nhwc(v, slot)) return Role{};
       r.kind = Kind::kConv;
+    } else if (const uint32_t ps = pool_layout_slot(g, v)) {
+      if (offers_nhwc(v, ps)) r.kind = Kind::kPool;
     } else if (is_any(g, v, kUnaryOps, std::size(kUnaryOps))) {
       if (g.info(nd.inputs[0]).shape == nd.info.shape) r.kind = Kind::kUnary;
     } else if (is_any(g, v, kBinaryOps, std::size(kBinaryOps))) {
@@ -289,11 +300,12 @@ struct LayoutPass {
     }
     ctn_attrs a = nd.attrs;
     switch (role[v].kind) {
-      case Kind::kConv: {
-        const uint32_t slot = conv_layout_slot(g, v);
+      case Kind::kConv:
+      case Kind::kPool: {
+        const uint32_t slot = role[v].kind == Kind::kConv ? conv_layout_slot(g, v) : pool_layout_slot(g, v);
         a.i[slot] = 1;
         a.ni = slot + 1;
-        ++stats.convs;
+        ++(role[v].kind == Kind::kConv ? stats.convs : stats.pools);
         break;
       }
       case Kind::kReduce: a.i[0] = static_cast<int64_t>(nhwc_mask(static_cast<uint64_t>(a.i[0]))); break;

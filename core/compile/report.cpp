@@ -35,8 +35,8 @@ void report(const CompileState &cs) {
   }
   if (cs.layout_stats.regions)
     out.describe += format("layout: %u channels-last regions, %u convolutions NHWC, %u permutes and %u reshapes at "
-                           "their edges\n", cs.layout_stats.regions, cs.layout_stats.convs, cs.layout_stats.permutes,
-                           cs.layout_stats.reshapes);
+                           "their edges, %u pools NHWC\n", cs.layout_stats.regions, cs.layout_stats.convs,
+                           cs.layout_stats.permutes, cs.layout_stats.reshapes, cs.layout_stats.pools);
   ctn_plan_memory_report &mr = out.memory;
   mr.peak_bytes = mp.peak_bytes;
   mr.recomputed = out.recomputed.c_str();

@@ -172,6 +172,8 @@ void conv_pool(Exporter &e, const char *op, bool conv) {
     at.push_back(Attr::i("group", a.i[6]));
     return e.emit(op, {e.in(0), e.in(1)}, {e.out()}, std::move(at));
   }
+  const uint32_t layout_slot = std::strcmp(op, "AveragePool") == 0 ? 7 : 6;  // since 1.7
+  if (a.ni > layout_slot && a.i[layout_slot] != 0) e.unsupported("a layout 1 (NHWC) pool has no ONNX pool (NCHW only)");
   at.push_back(Attr::ints("kernel_shape", ints(a, 0, 2)));
   at.push_back(Attr::ints("strides", ints(a, 2, 4)));
   at.push_back(Attr::ints("pads", {a.i[4], a.i[5], a.i[4], a.i[5]}));

@@ -103,8 +103,18 @@ CTN_GRAD_RULE(conv2d_grad_weight) {
 // which neither gradient reads): the same rule.
 CTN_GRAD_RULE(conv_transpose2d) { conv2d_grad_input(g, node, dy, need, dx); }
 
+// The pools' layout attribute (since 1.7): max_pool2d i[6], avg_pool2d i[7]; the gradients
+// are NCHW only.
+static void refuse_nhwc_pool(const Graph &g, ctn_node node, uint32_t slot, const char *op) {
+  const ctn_attrs &a = g.node(node).attrs;
+  if (a.ni > slot && a.i[slot] != 0)
+    fail(CTN_ERR_UNSUPPORTED, "%s: no gradient for a layout 1 (NHWC) pool: the compiler's layout stage makes them "
+                              "only in inference plans", op);
+}
+
 CTN_GRAD_RULE(max_pool2d) {
   if (!need[0]) return;
+  refuse_nhwc_pool(g, node, 6, CTN_OP_MAX_POOL2D);
   ctn_attrs a = g.node(node).attrs;
   ctn_node ins[3] = {in(g, node, 0), node, dy};
   dx[0] = g.add_op(CTN_OP_MAX_POOL2D_GRAD, 3, ins, &a);
@@ -112,6 +122,7 @@ CTN_GRAD_RULE(max_pool2d) {
 
 CTN_GRAD_RULE(avg_pool2d) {
   if (!need[0]) return;
+  refuse_nhwc_pool(g, node, 7, CTN_OP_AVG_POOL2D);
   Shape xs = shape_of(g, in(g, node, 0));
   ctn_attrs a = with_sizes(g.node(node).attrs, 7, xs[2], xs[3]);
   dx[0] = g.op1(CTN_OP_AVG_POOL2D_GRAD, dy, &a);
@@ -493,12 +504,21 @@ Shape pool_shape(const OpDef &op, const Shape &x, ctn_attrs &a) {
   return r;
 }
 
-ValueInfo infer_max_pool2d(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &a) {
+// A forward pool's checks and output for x in the layout of slot k (since 1.7; normalised as
+// the convolutions' is).
+ValueInfo pool_forward(const OpDef &op, const ValueInfo *in, ctn_attrs &a, uint32_t k) {
+  const int64_t layout = conv_layout(op, a, k);
   need_float(op, in[0], "the input");
-  need_rank(op, in[0], 4, "the input", "[N, C, H, W]");
-  Shape r = pool_shape(op, in[0].shape, a);
-  a.ni = 6;
-  return ValueInfo{in[0].dtype, r};
+  need_rank(op, in[0], 4, "the input", layout ? "[N, H, W, C]" : "[N, C, H, W]");
+  const Shape x = layout ? swap_channels(in[0].shape, true) : in[0].shape;
+  const Shape r = pool_shape(op, x, a);
+  set_layout(a, k, layout);
+  return ValueInfo{in[0].dtype, layout ? swap_channels(r, false) : r};
+}
+
+// (x); pool attrs + i[6] layout (since 1.7).
+ValueInfo infer_max_pool2d(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &a) {
+  return pool_forward(op, in, a, 6);
 }
 
 // (x, y, dy) -> dx.
@@ -513,13 +533,11 @@ ValueInfo infer_max_pool2d_grad(const OpDef &op, const ValueInfo *in, uint32_t n
   return in[0];
 }
 
+// (x); pool attrs + i[6] count_include_pad, i[7] layout (since 1.7).
 ValueInfo infer_avg_pool2d(const OpDef &op, const ValueInfo *in, uint32_t, ctn_attrs &a) {
-  need_float(op, in[0], "the input");
-  need_rank(op, in[0], 4, "the input", "[N, C, H, W]");
-  Shape r = pool_shape(op, in[0].shape, a);
+  ValueInfo r = pool_forward(op, in, a, 7);
   a.i[6] = a.i[6] != 0;
-  a.ni = 7;
-  return ValueInfo{in[0].dtype, r};
+  return r;
 }
 
 // (dy); i[7], i[8] = H, W -> dx.
@@ -724,9 +742,9 @@ const OpDef kNnOps[] = {
     OpDef{.name = CTN_OP_CONV2D_GRAD_INPUT, .n_inputs = 2, .infer = infer_conv2d_grad_input, .grad = conv2d_grad_input, .attributes = CONV_ATTRS ", i[7..8] input H, W", .probe = {.inputs = "D[1,1,2,2] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1, 4, 4}, .ni = 9}},
     OpDef{.name = CTN_OP_CONV2D_GRAD_WEIGHT, .n_inputs = 2, .infer = infer_conv2d_grad_weight, .grad = conv2d_grad_weight, .attributes = CONV_ATTRS ", i[7..8] KH, KW", .probe = {.inputs = "D[1,1,4,4] D[1,1,2,2]", .ints = {1, 1, 0, 0, 1, 1, 1, 3, 3}, .ni = 9}},
     OpDef{.name = CTN_OP_CONV_TRANSPOSE2D, .n_inputs = 2, .infer = infer_conv_transpose2d, .grad = conv_transpose2d, .attributes = CONV_ATTRS ", i[7..8] output padding", .tangent = rules::bilinear_jvp, .probe = {.inputs = "D[1,1,2,2] D[1,1,3,3]", .ints = {1, 1, 0, 0, 1, 1, 1, 0, 0}, .ni = 9}},
-    OpDef{.name = CTN_OP_MAX_POOL2D, .n_inputs = 1, .infer = infer_max_pool2d, .grad = max_pool2d, .attributes = POOL_ATTRS, .probe = {.inputs = "D[1,1,4,4]", .ints = {2, 2, 2, 2, 0, 0}, .ni = 6}},
+    OpDef{.name = CTN_OP_MAX_POOL2D, .n_inputs = 1, .infer = infer_max_pool2d, .grad = max_pool2d, .attributes = POOL_ATTRS ", i[6] layout (0 NCHW, 1 NHWC; since 1.7)", .probe = {.inputs = "D[1,1,4,4]", .ints = {2, 2, 2, 2, 0, 0}, .ni = 6}},
     OpDef{.name = CTN_OP_MAX_POOL2D_GRAD, .n_inputs = 3, .infer = infer_max_pool2d_grad, .attributes = POOL_ATTRS, .probe = {.inputs = "D[1,1,4,4] D[1,1,2,2] D[1,1,2,2]", .ints = {2, 2, 2, 2, 0, 0}, .ni = 6}},
-    OpDef{.name = CTN_OP_AVG_POOL2D, .n_inputs = 1, .infer = infer_avg_pool2d, .grad = avg_pool2d, .attributes = POOL_ATTRS ", i[6] count_include_pad", .tangent = rules::linear_jvp, .probe = {.inputs = "D[1,1,4,4]", .ints = {2, 2, 2, 2, 0, 0, 0}, .ni = 7}},
+    OpDef{.name = CTN_OP_AVG_POOL2D, .n_inputs = 1, .infer = infer_avg_pool2d, .grad = avg_pool2d, .attributes = POOL_ATTRS ", i[6] count_include_pad, i[7] layout (0 NCHW, 1 NHWC; since 1.7)", .tangent = rules::linear_jvp, .probe = {.inputs = "D[1,1,4,4]", .ints = {2, 2, 2, 2, 0, 0, 0}, .ni = 7}},
     OpDef{.name = CTN_OP_AVG_POOL2D_GRAD, .n_inputs = 1, .infer = infer_avg_pool2d_grad, .grad = avg_pool2d_grad, .attributes = POOL_ATTRS ", i[6] count_include_pad, i[7..8] H, W", .probe = {.inputs = "D[1,1,2,2]", .ints = {2, 2, 2, 2, 0, 0, 0, 4, 4}, .ni = 9}},
     OpDef{.name = CTN_OP_BATCH_NORM, .n_inputs = 3, .infer = infer_batch_norm, .grad = batch_norm, .attributes = "f[0] eps", .tangent = rules::batch_norm_jvp, .probe = {.inputs = "D[2,3,2,2] D[3] D[3]", .floats = {1e-5}, .nf = 1}},
     OpDef{.name = CTN_OP_BATCH_NORM_GRAD_INPUT, .n_inputs = 3, .infer = infer_batch_norm_grad_input, .attributes = "f[0] eps", .probe = {.inputs = "D[2,3,2,2] D[3] D[2,3,2,2]", .floats = {1e-5}, .nf = 1}},

@@ -636,9 +636,44 @@ void for_windows(const PoolCase &p, const std::function<void(size_t, const std::
       }
 }
 
+// [N,C,H,W] data as [N,H,W,C].
+template <class T>
+std::vector<T> nchw_to_nhwc(const std::vector<T> &x, int64_t n, int64_t c, int64_t h, int64_t w) {
+  std::vector<T> r(x.size());
+  for (int64_t i = 0; i < n * c * h * w; ++i) {
+    const int64_t b = i / (c * h * w), ch = i / (h * w) % c, hw = i % (h * w);
+    r[static_cast<size_t>((b * h * w + hw) * c + ch)] = x[static_cast<size_t>(i)];
+  }
+  return r;
+}
+
+// The same pool with layout 1 (NHWC, ABI 1.7; attribute slot `slot`): x permuted in, the result
+// equal to the NCHW one `want` permuted (max: exactly, NaN where it is NaN; avg: within tol).
+template <class T>
+void check_pool_nhwc(const std::function<ctn_status(const char *, std::vector<ctn_tensor_desc>, ctn_tensor_desc,
+                                                    const ctn_attrs &)> &run,
+                     const char *op, const PoolCase &p, const std::vector<T> &x, const std::vector<T> &want,
+                     ctn_attrs at, uint32_t slot, double tol, const std::string &label) {
+  const auto xn = nchw_to_nhwc(x, p.n, p.c, p.h, p.w), wn = nchw_to_nhwc(want, p.n, p.c, p.ho(), p.wo());
+  std::vector<T> y(wn.size(), T(-7));
+  at.i[slot] = CTN_LAYOUT_NHWC;
+  at.ni = slot + 1;
+  const int32_t dt = dt_of<T>();
+  ASSERT_EQ(run(op, {desc(dt, {p.n, p.h, p.w, p.c}, xn.data())}, desc(dt, {p.n, p.ho(), p.wo(), p.c}, y.data()), at),
+            CTN_OK)
+      << label << " " << op << " NHWC: " << g_error;
+  for (size_t i = 0; i < y.size(); ++i)
+    if (tol == 0)
+      ASSERT_TRUE(y[i] == wn[i] || (std::isnan(y[i]) && std::isnan(wn[i])))
+          << label << " " << op << " NHWC y[" << i << "] " << y[i] << " want " << wn[i];
+    else
+      ASSERT_NEAR(y[i], wn[i], tol) << label << " " << op << " NHWC y[" << i << "]";
+}
+
 // The four pooling ops of one case in T against the naive loops: max exact (==, NaN where the
 // reference has NaN), its gradient bit-exact (added window by window in row-major order, as
-// documented), the averages within a few ulp. x has ties, NaN and -inf.
+// documented), the averages within a few ulp; the forward ones also in NHWC (check_pool_nhwc).
+// x has ties, NaN and -inf.
 template <class T>
 void check_pool_case(const std::function<ctn_status(const char *, std::vector<ctn_tensor_desc>, ctn_tensor_desc,
                                                     const ctn_attrs &)> &run,
@@ -676,6 +711,7 @@ void check_pool_case(const std::function<ctn_status(const char *, std::vector<ct
     ASSERT_TRUE(y[i] == want_y[i] || (std::isnan(y[i]) && std::isnan(want_y[i])))
         << label << " max y[" << i << "] " << y[i] << " want " << want_y[i];
   for (size_t i = 0; i < nx; ++i) ASSERT_EQ(dx[i], want_dx[i]) << label << " max dx[" << i << "]";
+  check_pool_nhwc(run, CTN_OP_MAX_POOL2D, p, x, want_y, am, 6, 0, label);
   const double tol = std::is_same_v<T, float> ? 4e-6 : 1e-14;
   for (int incl = 0; incl < 2; ++incl) {
     std::vector<double> want_a(ny), want_ga(nx, 0.0);
@@ -693,6 +729,7 @@ void check_pool_case(const std::function<ctn_status(const char *, std::vector<ct
     ASSERT_EQ(run(CTN_OP_AVG_POOL2D_GRAD, {desc(dt, ys, dy.data())}, desc(dt, xs, ga.data()), ag), CTN_OK) << g_error;
     for (size_t i = 0; i < ny; ++i)
       ASSERT_NEAR(a[i], want_a[i], tol * 5) << label << " incl " << incl << " avg y[" << i << "]";
+    check_pool_nhwc(run, CTN_OP_AVG_POOL2D, p, xa, a, aa, 7, tol * 10, label + (incl ? " incl" : ""));
     for (size_t i = 0; i < nx; ++i)
       ASSERT_NEAR(ga[i], want_ga[i], tol * 30) << label << " incl " << incl << " avg dx[" << i << "]";
   }
@@ -732,6 +769,25 @@ TEST_F(CpuPlugin, PoolingEveryWindowMatchesNaive) {
     }
   }
   ASSERT_EQ(d_->set_option(be_, "gemm_isa", "auto"), CTN_OK) << g_error;
+}
+
+// Layout 1 (NHWC) pools on one and two threads (rows split over the pool or not), against the
+// NCHW results: windows 1-7, strides, padding, count_include_pad, a global window
+// (check_pool_case, which checks the NCHW ones against naive loops as well).
+TEST_F(CpuPlugin, PoolingNhwcMatchesNchwOnOneAndTwoThreads) {
+  const std::vector<PoolCase> cases = {{1, 64, 56, 56, 3, 3, 2, 2, 1, 1}, {2, 37, 23, 29, 3, 3, 2, 2, 1, 1},
+                                       {2, 16, 13, 10, 5, 4, 3, 2, 2, 1}, {1, 96, 12, 12, 2, 2, 2, 2, 0, 0},
+                                       {3, 5, 7, 9, 1, 3, 1, 2, 0, 1},    {2, 8, 7, 6, 7, 6, 1, 1, 0, 0}};
+  const auto runner = [this](const char *op, std::vector<ctn_tensor_desc> in, ctn_tensor_desc out,
+                             const ctn_attrs &at) { return run(op, std::move(in), out, at); };
+  for (const char *threads : {"1", "2"}) {
+    ASSERT_EQ(d_->set_option(be_, "num_threads", threads), CTN_OK) << g_error;
+    for (const PoolCase &p : cases) {
+      check_pool_case<float>(runner, p, std::string("threads ") + threads + " f32 " + p.label());
+      check_pool_case<double>(runner, p, std::string("threads ") + threads + " f64 " + p.label());
+      if (HasFatalFailure()) return;
+    }
+  }
 }
 
 

@@ -443,16 +443,78 @@ TEST(Passes, LayoutRegionRunsChannelsLast) {
   EXPECT_EQ(net.compare({net.out, net.act}), 5u + 8 * 8 * 8);
 }
 
-// A region value also read by an op that cannot run channels-last (max_pool2d): it leaves the
+// A region value also read by an op that cannot run channels-last (softmax): it leaves the
 // region through a permute back and both results match the NCHW plan.
 TEST(Passes, LayoutValueReadOutsideTheRegion) {
   ResidualNet net;
-  ctn_node pooled;
-  CTN_ASSERT_OK(ctn_max_pool2d(net.t.g, net.mid, 2, 2, 2, 2, 0, 0, &pooled));
+  ctn_node soft;
+  CTN_ASSERT_OK(ctn_softmax(net.t.g, net.mid, 1, &soft));
   std::string desc;
-  EXPECT_EQ(layout_steps(net.t.g, {net.out, pooled}, "permute", 0, &desc), 2u) << desc;
-  EXPECT_EQ(layout_steps(net.t.g, {net.out, pooled}, "max_pool2d", 0, &desc), 1u) << desc;
-  EXPECT_EQ(net.compare({net.out, pooled}), 5u + 8 * 4 * 4);
+  EXPECT_EQ(layout_steps(net.t.g, {net.out, soft}, "permute", 0, &desc), 2u) << desc;
+  EXPECT_EQ(layout_steps(net.t.g, {net.out, soft}, "softmax", 0, &desc), 1u) << desc;
+  EXPECT_EQ(net.compare({net.out, soft}), 5u + 8 * 8 * 8);
+}
+
+// conv -> max_pool2d (3x3, stride 2, padding 1) -> conv -> avg_pool2d (2x2) -> relu: with the
+// pools' layout attribute (ABI 1.7) one region, x permuted in and the result permuted out (two
+// permutes; without the stage none), both pools NHWC; the outputs match the stage off.
+TEST(Passes, LayoutRegionRunsPoolsChannelsLast) {
+  ResidualNet net;
+  ctn_node c1, p1, c2, p2, out;
+  CTN_ASSERT_OK(ctn_conv2d(net.t.g, net.x, net.constant({8, 3, 3, 3}, 0.4f, 5), 1, 1, 1, 1, 1, 1, 1, &c1));
+  CTN_ASSERT_OK(ctn_max_pool2d(net.t.g, c1, 3, 3, 2, 2, 1, 1, &p1));
+  CTN_ASSERT_OK(ctn_conv2d(net.t.g, p1, net.constant({8, 8, 3, 3}, 0.2f, 6), 1, 1, 1, 1, 1, 1, 1, &c2));
+  CTN_ASSERT_OK(ctn_avg_pool2d(net.t.g, c2, 2, 2, 2, 2, 0, 0, 0, &p2));
+  CTN_ASSERT_OK(ctn_relu(net.t.g, p2, &out));
+  std::string desc;
+  EXPECT_EQ(layout_steps(net.t.g, {out}, "permute", 0, &desc), 2u) << desc;
+  EXPECT_NE(desc.find("layout: 1 channels-last regions, 2 convolutions NHWC, 2 permutes and 0 reshapes at their "
+                      "edges, 2 pools NHWC"),
+            std::string::npos)
+      << desc;
+  EXPECT_EQ(layout_steps(net.t.g, {out}, "max_pool2d", 0, &desc), 1u) << desc;
+  EXPECT_EQ(layout_steps(net.t.g, {out}, "permute", CTN_PASS_LAYOUT, &desc), 0u) << desc;
+  EXPECT_EQ(net.compare({out}), 8u * 2 * 2);
+  // The pooled value as a second plan output: permuted back too.
+  EXPECT_EQ(layout_steps(net.t.g, {out, p1}, "permute", 0, &desc), 3u) << desc;
+  EXPECT_EQ(net.compare({out, p1}), 8u * 2 * 2 + 8 * 4 * 4);
+}
+
+// Layout 1 pools built directly: NHWC shapes, a bad layout refused naming the slot, no
+// gradient, no ONNX export.
+TEST(Passes, LayoutPoolAttributeChecks) {
+  G t;
+  ctn_node x = t.in({1, 6, 5, 3}), y, bad = CTN_NODE_NONE;
+  ctn_attrs a{};
+  const int64_t mp[7] = {3, 3, 2, 2, 1, 1, CTN_LAYOUT_NHWC};
+  std::copy(mp, mp + 7, a.i);
+  a.ni = 7;
+  CTN_ASSERT_OK(ctn_op(t.g, CTN_OP_MAX_POOL2D, 1, &x, &a, &y));
+  uint32_t nd = 0;
+  int64_t shape[8] = {};
+  ctn_dtype dt;
+  CTN_ASSERT_OK(ctn_node_info(t.g, y, &dt, &nd, shape));
+  EXPECT_EQ(std::vector<int64_t>(shape, shape + nd), (std::vector<int64_t>{1, 3, 3, 3}));
+  a.i[6] = 2;
+  EXPECT_EQ(ctn_op(t.g, CTN_OP_MAX_POOL2D, 1, &x, &a, &bad), CTN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ctn_last_error()).find("layout i[6]"), std::string::npos) << ctn_last_error();
+  EXPECT_EQ(bad, CTN_NODE_NONE);
+  ctn_node av;
+  const int64_t ap[8] = {2, 2, 1, 1, 0, 0, 1, CTN_LAYOUT_NHWC};
+  std::copy(ap, ap + 8, a.i);
+  a.ni = 8;
+  CTN_ASSERT_OK(ctn_op(t.g, CTN_OP_AVG_POOL2D, 1, &x, &a, &av));
+  CTN_ASSERT_OK(ctn_node_info(t.g, av, &dt, &nd, shape));
+  EXPECT_EQ(std::vector<int64_t>(shape, shape + nd), (std::vector<int64_t>{1, 5, 4, 3}));
+  for (ctn_node v : {y, av}) {
+    ctn_node loss, grad = CTN_NODE_NONE;
+    CTN_ASSERT_OK(ctn_sum(t.g, v, 0, nullptr, 0, &loss));
+    EXPECT_EQ(ctn_grad(t.g, loss, 1, &x, &grad), CTN_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(ctn_last_error()).find("layout 1"), std::string::npos) << ctn_last_error();
+    const std::string path = ::testing::TempDir() + "layout_nhwc_pool.onnx";
+    EXPECT_EQ(ctn_onnx_export(t.g, nullptr, 1, &v, nullptr, path.c_str()), CTN_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(ctn_last_error()).find("NHWC"), std::string::npos) << ctn_last_error();
+  }
 }
 
 // A single convolution between a permute in and one out would trade two reorders for two
