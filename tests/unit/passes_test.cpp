@@ -407,6 +407,15 @@ struct ResidualNet {
   }
 };
 
+// Node v's shape.
+std::vector<int64_t> node_shape(ctn_graph *g, ctn_node v) {
+  uint32_t nd = 0;
+  int64_t shape[8] = {};
+  ctn_dtype dt;
+  EXPECT_EQ(ctn_node_info(g, v, &dt, &nd, shape), CTN_OK) << ctn_last_error();
+  return std::vector<int64_t>(shape, shape + nd);
+}
+
 // The plan's steps of `op` and its describe text, for outs with options disabling `disable`.
 uint32_t layout_steps(ctn_graph *g, std::vector<ctn_node> outs, const char *op, uint32_t disable, std::string *desc) {
   ctn_compile_options o{sizeof o, disable, nullptr, nullptr, 0, 0, CTN_PRECISION_F32};
@@ -490,11 +499,7 @@ TEST(Passes, LayoutPoolAttributeChecks) {
   std::copy(mp, mp + 7, a.i);
   a.ni = 7;
   CTN_ASSERT_OK(ctn_op(t.g, CTN_OP_MAX_POOL2D, 1, &x, &a, &y));
-  uint32_t nd = 0;
-  int64_t shape[8] = {};
-  ctn_dtype dt;
-  CTN_ASSERT_OK(ctn_node_info(t.g, y, &dt, &nd, shape));
-  EXPECT_EQ(std::vector<int64_t>(shape, shape + nd), (std::vector<int64_t>{1, 3, 3, 3}));
+  EXPECT_EQ(node_shape(t.g, y), (std::vector<int64_t>{1, 3, 3, 3}));
   a.i[6] = 2;
   EXPECT_EQ(ctn_op(t.g, CTN_OP_MAX_POOL2D, 1, &x, &a, &bad), CTN_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ctn_last_error()).find("layout i[6]"), std::string::npos) << ctn_last_error();
@@ -504,8 +509,7 @@ TEST(Passes, LayoutPoolAttributeChecks) {
   std::copy(ap, ap + 8, a.i);
   a.ni = 8;
   CTN_ASSERT_OK(ctn_op(t.g, CTN_OP_AVG_POOL2D, 1, &x, &a, &av));
-  CTN_ASSERT_OK(ctn_node_info(t.g, av, &dt, &nd, shape));
-  EXPECT_EQ(std::vector<int64_t>(shape, shape + nd), (std::vector<int64_t>{1, 5, 4, 3}));
+  EXPECT_EQ(node_shape(t.g, av), (std::vector<int64_t>{1, 5, 4, 3}));
   for (ctn_node v : {y, av}) {
     ctn_node loss, grad = CTN_NODE_NONE;
     CTN_ASSERT_OK(ctn_sum(t.g, v, 0, nullptr, 0, &loss));
@@ -551,11 +555,7 @@ TEST(Passes, LayoutAttributeChecks) {
   a.ni = 8;
   ctn_node ins[2] = {x, w};
   CTN_ASSERT_OK(ctn_op(t.g, CTN_OP_CONV2D, 2, ins, &a, &y));
-  uint32_t nd = 0;
-  int64_t shape[8] = {};
-  ctn_dtype dt;
-  CTN_ASSERT_OK(ctn_node_info(t.g, y, &dt, &nd, shape));
-  EXPECT_EQ(std::vector<int64_t>(shape, shape + nd), (std::vector<int64_t>{1, 4, 5, 4}));
+  EXPECT_EQ(node_shape(t.g, y), (std::vector<int64_t>{1, 4, 5, 4}));
   a.i[7] = 2;
   EXPECT_EQ(ctn_op(t.g, CTN_OP_CONV2D, 2, ins, &a, &bad), CTN_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ctn_last_error()).find("layout i[7]"), std::string::npos) << ctn_last_error();
