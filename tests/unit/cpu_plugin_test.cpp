@@ -662,12 +662,14 @@ void check_pool_nhwc(const std::function<ctn_status(const char *, std::vector<ct
   ASSERT_EQ(run(op, {desc(dt, {p.n, p.h, p.w, p.c}, xn.data())}, desc(dt, {p.n, p.ho(), p.wo(), p.c}, y.data()), at),
             CTN_OK)
       << label << " " << op << " NHWC: " << g_error;
-  for (size_t i = 0; i < y.size(); ++i)
-    if (tol == 0)
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (tol == 0) {
       ASSERT_TRUE(y[i] == wn[i] || (std::isnan(y[i]) && std::isnan(wn[i])))
           << label << " " << op << " NHWC y[" << i << "] " << y[i] << " want " << wn[i];
-    else
+    } else {
       ASSERT_NEAR(y[i], wn[i], tol) << label << " " << op << " NHWC y[" << i << "]";
+    }
+  }
 }
 
 // The four pooling ops of one case in T against the naive loops: max exact (==, NaN where the
