@@ -125,8 +125,9 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_q8_vnni_n(const
   __m512i c00 = _mm512_setzero_si512(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00, c13 = c00;
   __m512i c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
   __m512i c40 = c00, c41 = c00, c42 = c00, c43 = c00, c50 = c00, c51 = c00, c52 = c00, c53 = c00;
-  const uint8_t *bs = op.b + n0 * 4;
-  const int64_t step = op.ldb * 4;
+  // With a row table B may be NULL: no arithmetic on it then (a zero step keeps bs NULL).
+  const uint8_t *bs = op.brow ? nullptr : op.b + n0 * 4;
+  const int64_t step = op.brow ? 0 : op.ldb * 4;
   const __m512i zero = _mm512_setzero_si512();
   for (int64_t kq = 0; kq < op.kq; ++kq, bs += step) {
     const uint8_t *b = op.brow ? op.brow[kq] + n0 * 4 : bs;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 namespace {
 struct Model {
@@ -302,7 +303,7 @@ TEST(Exec, EagerOpsReuseBuffersAndKernels) {
   const int n = 600;
   const std::vector<float> first = eager_chain(ctx, xt, yt, n);
   // The fewest of three passes (a pool worker may still be starting during the first).
-  long allocs = 1L << 40;
+  long allocs = std::numeric_limits<long>::max();
   std::vector<float> second;
   for (int pass = 0; pass < 3; ++pass) {
     long before = g_news.load();
