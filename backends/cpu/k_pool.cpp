@@ -585,7 +585,8 @@ void pool_part(void *ctx, int64_t a, int64_t b, int) {
   else
     run = s.run64;
   for (int64_t i = a; i < b; ++i)
-    run(job, i * s.planes / job.parts, (i + 1) * s.planes / job.parts, job.ws + i * s.slot);
+    run(job, i * s.planes / job.parts, (i + 1) * s.planes / job.parts,
+        job.ws ? job.ws + i * s.slot : nullptr);  // the NHWC rows take no workspace (NULL)
 }
 
 template <class T>
