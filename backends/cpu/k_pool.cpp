@@ -585,8 +585,7 @@ void pool_part(void *ctx, int64_t a, int64_t b, int) {
   else
     run = s.run64;
   for (int64_t i = a; i < b; ++i)
-    run(job, i * s.planes / job.parts, (i + 1) * s.planes / job.parts,
-        job.ws ? job.ws + i * s.slot : nullptr);  // the NHWC rows take no workspace (NULL)
+    run(job, i * s.planes / job.parts, (i + 1) * s.planes / job.parts, job.ws + i * s.slot);
 }
 
 template <class T>
@@ -669,8 +668,8 @@ ctn_status make_pool_kernel(Backend *be, const ctn_op_signature *sig, ctn_kernel
   st->run32 = planes_for<float>(be->gemm_isa.load()->name);
   st->run64 = planes_for<double>(be->gemm_isa.load()->name);
   st->parts_max = std::max(1, be->num_threads.load());
-  st->slot = Scratch<double>::bytes(*st);
-  const uint64_t ws = st->nhwc ? 0 : static_cast<uint64_t>(st->parts_max * st->slot);  // NHWC needs no scratch
+  st->slot = st->nhwc ? 0 : Scratch<double>::bytes(*st);  // NHWC needs no scratch (a NULL workspace)
+  const uint64_t ws = static_cast<uint64_t>(st->parts_max * st->slot);
   kernel_set(out, y.dtype == CTN_F32 ? pool_kernel<float> : pool_kernel<double>, st.release(), 0, ws);
   return CTN_OK;
 }
